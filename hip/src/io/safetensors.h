@@ -1,0 +1,77 @@
+// safetensors reader: an 8-byte little-endian header length, a JSON header, then the raw
+// tensor bytes. The file is mmap'd read-only; tensors are views into the mapping (the
+// mapping stays alive while any view does). Every header field is validated before use:
+// a malformed file is refused with a message naming the file and, where known, the tensor.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace moss {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::Unknown;
+  std::string dtype_name;  // as written in the header (kept for messages about unknown types)
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;  // byte offsets into the data section
+};
+
+class SafetensorsFile {
+ public:
+  // Throws moss::Error (exit 1) for unreadable or malformed files.
+  static std::shared_ptr<SafetensorsFile> open(const std::string& path);
+  ~SafetensorsFile();
+
+  const std::string& path() const { return path_; }
+  const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  bool has(const std::string& name) const { return tensors_.count(name) != 0; }
+  const TensorInfo& info(const std::string& name) const;  // throws when missing
+  Tensor get(const std::string& name) const;               // host view into the mapping
+
+ private:
+  SafetensorsFile() = default;
+  std::string path_;
+  std::shared_ptr<void> mapping_;  // unmapped when the last view goes
+  const char* data_ = nullptr;     // start of the data section
+  uint64_t data_size_ = 0;
+  std::map<std::string, TensorInfo> tensors_;
+  std::map<std::string, std::string> metadata_;
+  std::weak_ptr<SafetensorsFile> self_;
+  friend std::shared_ptr<SafetensorsFile> open_impl(const std::string&);
+};
+
+// Parses and validates a header from memory (used by the reader and by the fuzz target).
+// `file_size` is the size of the whole file; throws moss::Error on anything malformed.
+void parse_safetensors_header(const std::string& path, const char* header, uint64_t header_len,
+                              uint64_t data_size, std::map<std::string, TensorInfo>& tensors,
+                              std::map<std::string, std::string>& metadata);
+
+// One model component (a folder's weights): a single .safetensors file or a sharded set
+// listed in `*.safetensors.index.json`. Tensors are found by name across the shards.
+class WeightFiles {
+ public:
+  // `folder` holds the weights; `stem` is e.g. "model" or "diffusion_pytorch_model".
+  static WeightFiles open_folder(const std::string& folder);
+  bool has(const std::string& name) const;
+  const TensorInfo& info(const std::string& name) const;
+  Tensor get(const std::string& name) const;
+  std::vector<std::string> names() const;
+  const std::string& folder() const { return folder_; }
+  std::string file_of(const std::string& name) const;
+
+ private:
+  std::string folder_;
+  std::vector<std::shared_ptr<SafetensorsFile>> files_;
+  std::map<std::string, size_t> where_;  // tensor name -> index into files_
+};
+
+// Writer (tests, tools): tensors given as host views, written contiguously in order.
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace moss

@@ -1,0 +1,43 @@
+// A backend: where tensors live plus the op families. The host reference and the HIP
+// kernels are the two implementations; model code (text encoder, DiT, VAE) is written once
+// against this interface.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops/core_ops.h"
+#include "ops/text_ops.h"
+#include "ops/vae_ops.h"
+#include "tensor/tensor.h"
+
+namespace moss {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "host", "hip gfx1100", "hip nvidia sm_90"
+  virtual Where where() const = 0;
+
+  // Uninitialised f32/bf16/... tensor on this backend (owned by the returned tensor).
+  virtual Tensor alloc(DType t, const std::vector<int64_t>& dims) = 0;
+  // A copy of a host tensor on this backend (the host backend may return the view itself
+  // when the tensor is already usable there).
+  virtual Tensor upload(const Tensor& host) = 0;
+  // A contiguous host copy of a tensor of this backend.
+  virtual Tensor download(const Tensor& t) = 0;
+  virtual void synchronize() {}
+
+  CoreOps& core() { return *core_; }
+  TextOps& text() { return *text_; }
+  VaeOps& vae() { return *vae_; }
+
+ protected:
+  std::unique_ptr<CoreOps> core_;
+  std::unique_ptr<TextOps> text_;
+  std::unique_ptr<VaeOps> vae_;
+};
+
+std::unique_ptr<Backend> make_host_backend();
+
+}  // namespace moss

@@ -1,0 +1,66 @@
+// The op interface, core family: matrix products, norms, gates, RoPE, attention, gather.
+// Every op is implemented twice: by the host reference (ops/host, plain C++, fp32
+// accumulation, the kernels' operation order) and by the HIP kernels (ops/hip).
+//
+// Conventions shared by every op:
+// - Activations are 2-D readings of tensors: rows x cols, unit column stride, any row stride
+//   (so a column slice of a fused projection is a valid operand). Activations are f32 on the
+//   host backend; the HIP backend may keep them in bf16 where its kernels say so.
+// - Weights are [out, in] (PyTorch nn.Linear layout), bf16 or f32; biases bf16 or f32.
+// - Output tensors are allocated by the caller; ops never allocate.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace moss {
+
+enum class NormWeight { None, Mul, OnePlus };        // y·w, y·(1+w) (Qwen's zero-centred norms)
+enum class GatedUnit { Situ, SwiGlu, SigmoidGate };  // see CoreOps::gated_unit
+
+class CoreOps {
+ public:
+  virtual ~CoreOps() = default;
+
+  // y[M,N] = x[M,K] · w[N,K]ᵀ (+ bias[N]); fp32 accumulation.
+  virtual void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) = 0;
+
+  // RMS norm over each run of `group` consecutive columns of each row (group = cols for a
+  // whole-row norm, head_dim for per-head norms): n = x·rsqrt(mean(x²)+eps) in fp32, then
+  // n·w (Mul) or n·(1+w) (OnePlus) with w of `group` elements, or n alone (None).
+  virtual void rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group,
+                        Tensor& y) = 0;
+
+  // y = y·(1+scale) + shift, per column; shift and scale are f32 vectors of cols elements.
+  virtual void modulate(Tensor& y, const Tensor& shift, const Tensor& scale) = 0;
+
+  // x += d, or x += d·gate when gate (f32, cols elements) is given.
+  virtual void add(Tensor& x, const Tensor& d, const Tensor* gate) = 0;
+
+  // Elementwise two-input units, out may alias neither input:
+  //   Situ:        out = (4·tanh(b/4)·σ(b)) · (25·tanh(a/25))   (a = hidden, b = gate)
+  //   SwiGlu:      out = silu(a) · b                           (a = gate, b = up)
+  //   SigmoidGate: out = a · σ(b)
+  virtual void gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tensor& out) = 0;
+
+  // y = x·σ(x); y may alias x.
+  virtual void silu(const Tensor& x, Tensor& y) = 0;
+
+  // In place split-half rotation of the first rot_dim columns of every head (heads are runs of
+  // head_dim columns): for i < rot_dim/2, (x_i, x_{i+r/2}) ← (x_i·c − x_{i+r/2}·s,
+  // x_{i+r/2}·c + x_i·s) with c = cos[row, i], s = sin[row, i]. sin and cos are f32
+  // [rows, rot_dim] whose two halves are equal (the usual [f | f] tables).
+  virtual void rope(Tensor& x, const Tensor& sin, const Tensor& cos, int64_t head_dim, int64_t rot_dim) = 0;
+
+  // Softmax attention without a materialised score matrix. q [Tq, heads·hd], k and v
+  // [Tk, kv_heads·hd], out [Tq, heads·hd]; query head h reads kv head h / (heads/kv_heads).
+  // causal: query i sees keys j ≤ i (Tq == Tk).
+  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
+                         int64_t kv_heads, int64_t head_dim, float scale, bool causal) = 0;
+
+  // out[i, :] = table[ids[i], :]
+  virtual void embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) = 0;
+};
+
+}  // namespace moss

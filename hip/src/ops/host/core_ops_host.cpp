@@ -1,0 +1,272 @@
+// Host reference of the core op family: plain C++, fp32 accumulation, threaded over rows or
+// output columns with the deterministic pool. Each op accumulates in the order its kernel
+// does: a dot product runs k = 0..K-1 in one fp32 sum; norms sum squares in column order.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "ops/host/host_factories.h"
+
+namespace moss {
+namespace {
+
+void require(bool ok, const char* op, const std::string& why) {
+  if (!ok) throw std::invalid_argument(std::string(op) + ": " + why);
+}
+
+// Reads element i of a 1-D host vector of any float dtype.
+float vec_at(const Tensor& v, int64_t i) {
+  switch (v.dtype) {
+    case DType::F32: return v.ptr<const float>()[i];
+    case DType::BF16: return bf16_to_f32(v.ptr<const uint16_t>()[i]);
+    default: throw std::invalid_argument("unsupported vector dtype");
+  }
+}
+
+std::vector<float> vec_f32(const Tensor& v) {
+  std::vector<float> out(size_t(v.numel()));
+  for (int64_t i = 0; i < v.numel(); ++i) out[size_t(i)] = vec_at(v, i);
+  return out;
+}
+
+void check_f32_matrix(const Tensor& t, const char* op, const char* what) {
+  require(t.where == Where::Host, op, std::string(what) + " must be on the host");
+  require(t.dtype == DType::F32, op, std::string(what) + " must be f32");
+}
+
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+class HostCoreOps : public CoreOps {
+ public:
+  explicit HostCoreOps(ThreadPool& pool) : pool_(pool) {}
+
+  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override {
+    check_f32_matrix(x, "linear", "x");
+    check_f32_matrix(y, "linear", "y");
+    const int64_t M = x.rows(), K = x.cols(), N = w.rows();
+    require(w.cols() == K && w.contiguous(), "linear", "weight " + w.shape_str() + " does not match x " + x.shape_str());
+    require(y.rows() == M && y.cols() == N, "linear", "y " + y.shape_str() + " is not [M, N]");
+    require(!bias || bias->numel() == N, "linear", "bias size");
+    std::vector<float> b = bias ? vec_f32(*bias) : std::vector<float>();
+    // Threads take blocks of output columns; each converts its weight rows to f32 once.
+    constexpr int64_t kBlock = 16;
+    const int64_t blocks = (N + kBlock - 1) / kBlock;
+    pool_.parallel_for(blocks, [&](int64_t b0, int64_t b1) {
+      std::vector<float> wf(size_t(kBlock * K));
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t n0 = blk * kBlock, nn = std::min(kBlock, N - n0);
+        for (int64_t j = 0; j < nn; ++j) {
+          float* dst = wf.data() + j * K;
+          if (w.dtype == DType::BF16) {
+            const uint16_t* src = w.ptr<const uint16_t>() + (n0 + j) * K;
+            for (int64_t k = 0; k < K; ++k) dst[k] = bf16_to_f32(src[k]);
+          } else {
+            require(w.dtype == DType::F32, "linear", "weight must be bf16 or f32");
+            std::copy_n(w.ptr<const float>() + (n0 + j) * K, K, dst);
+          }
+        }
+        for (int64_t m = 0; m < M; ++m) {
+          const float* xr = x.row<const float>(m);
+          float* yr = y.row<float>(m);
+          for (int64_t j = 0; j < nn; ++j) {
+            const float* wr = wf.data() + j * K;
+            float acc = 0.0f;
+            for (int64_t k = 0; k < K; ++k) acc += xr[k] * wr[k];
+            yr[n0 + j] = bias ? acc + b[size_t(n0 + j)] : acc;
+          }
+        }
+      }
+    });
+  }
+
+  void rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) override {
+    check_f32_matrix(x, "rms_norm", "x");
+    check_f32_matrix(y, "rms_norm", "y");
+    const int64_t M = x.rows(), C = x.cols();
+    require(group > 0 && C % group == 0, "rms_norm", "group must divide the columns");
+    require(y.rows() == M && y.cols() == C, "rms_norm", "y shape");
+    require(mode == NormWeight::None || (w && w->numel() == group), "rms_norm", "weight size");
+    std::vector<float> wf = (mode != NormWeight::None) ? vec_f32(*w) : std::vector<float>();
+    if (mode == NormWeight::OnePlus)
+      for (float& v : wf) v += 1.0f;
+    pool_.parallel_for(M, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x.row<const float>(r);
+        float* yr = y.row<float>(r);
+        for (int64_t g0 = 0; g0 < C; g0 += group) {
+          float ss = 0.0f;
+          for (int64_t c = 0; c < group; ++c) ss += xr[g0 + c] * xr[g0 + c];
+          const float inv = 1.0f / std::sqrt(ss / float(group) + eps);
+          for (int64_t c = 0; c < group; ++c) {
+            float n = xr[g0 + c] * inv;
+            yr[g0 + c] = mode == NormWeight::None ? n : n * wf[size_t(c)];
+          }
+        }
+      }
+    }, 4);
+  }
+
+  void modulate(Tensor& y, const Tensor& shift, const Tensor& scale) override {
+    check_f32_matrix(y, "modulate", "y");
+    const int64_t C = y.cols();
+    require(shift.numel() == C && scale.numel() == C, "modulate", "shift/scale size");
+    std::vector<float> sh = vec_f32(shift), sc = vec_f32(scale);
+    pool_.parallel_for(y.rows(), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        float* yr = y.row<float>(r);
+        for (int64_t c = 0; c < C; ++c) yr[c] = yr[c] * (1.0f + sc[size_t(c)]) + sh[size_t(c)];
+      }
+    }, 4);
+  }
+
+  void add(Tensor& x, const Tensor& d, const Tensor* gate) override {
+    check_f32_matrix(x, "add", "x");
+    check_f32_matrix(d, "add", "d");
+    const int64_t C = x.cols();
+    require(d.rows() == x.rows() && d.cols() == C, "add", "shape mismatch");
+    std::vector<float> g = gate ? vec_f32(*gate) : std::vector<float>();
+    require(!gate || int64_t(g.size()) == C, "add", "gate size");
+    pool_.parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        float* xr = x.row<float>(r);
+        const float* dr = d.row<const float>(r);
+        if (gate)
+          for (int64_t c = 0; c < C; ++c) xr[c] += dr[c] * g[size_t(c)];
+        else
+          for (int64_t c = 0; c < C; ++c) xr[c] += dr[c];
+      }
+    }, 4);
+  }
+
+  void gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tensor& out) override {
+    check_f32_matrix(a, "gated_unit", "a");
+    check_f32_matrix(b, "gated_unit", "b");
+    check_f32_matrix(out, "gated_unit", "out");
+    const int64_t C = a.cols();
+    require(b.rows() == a.rows() && b.cols() == C && out.rows() == a.rows() && out.cols() == C, "gated_unit",
+            "shape mismatch");
+    pool_.parallel_for(a.rows(), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* ar = a.row<const float>(r);
+        const float* br = b.row<const float>(r);
+        float* o = out.row<float>(r);
+        for (int64_t c = 0; c < C; ++c) {
+          const float x = ar[c], g = br[c];
+          switch (kind) {
+            case GatedUnit::Situ:
+              o[c] = (4.0f * std::tanh(g / 4.0f) * sigmoid(g)) * (25.0f * std::tanh(x / 25.0f));
+              break;
+            case GatedUnit::SwiGlu: o[c] = x * sigmoid(x) * g; break;
+            case GatedUnit::SigmoidGate: o[c] = x * sigmoid(g); break;
+          }
+        }
+      }
+    }, 4);
+  }
+
+  void silu(const Tensor& x, Tensor& y) override {
+    check_f32_matrix(x, "silu", "x");
+    check_f32_matrix(y, "silu", "y");
+    const int64_t C = x.cols();
+    require(y.rows() == x.rows() && y.cols() == C, "silu", "shape mismatch");
+    pool_.parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x.row<const float>(r);
+        float* yr = y.row<float>(r);
+        for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * sigmoid(xr[c]);
+      }
+    }, 4);
+  }
+
+  void rope(Tensor& x, const Tensor& sin, const Tensor& cos, int64_t head_dim, int64_t rot_dim) override {
+    check_f32_matrix(x, "rope", "x");
+    check_f32_matrix(sin, "rope", "sin");
+    check_f32_matrix(cos, "rope", "cos");
+    const int64_t C = x.cols(), half = rot_dim / 2;
+    require(head_dim > 0 && C % head_dim == 0 && rot_dim % 2 == 0 && rot_dim <= head_dim, "rope", "dims");
+    require(sin.rows() == x.rows() && cos.rows() == x.rows() && sin.cols() >= half && cos.cols() >= half, "rope",
+            "table shape " + sin.shape_str() + " for x " + x.shape_str());
+    pool_.parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        float* xr = x.row<float>(r);
+        const float* s = sin.row<const float>(r);
+        const float* c = cos.row<const float>(r);
+        for (int64_t h0 = 0; h0 < C; h0 += head_dim)
+          for (int64_t i = 0; i < half; ++i) {
+            const float a = xr[h0 + i], b = xr[h0 + i + half];
+            // x·cos + rotate_half(x)·sin, each product rounded as the reference computes it.
+            xr[h0 + i] = a * c[i] + (-b) * s[i];
+            xr[h0 + i + half] = b * c[i + half] + a * s[i + half];
+          }
+      }
+    }, 4);
+  }
+
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t kv_heads,
+                 int64_t head_dim, float scale, bool causal) override {
+    check_f32_matrix(q, "attention", "q");
+    check_f32_matrix(k, "attention", "k");
+    check_f32_matrix(v, "attention", "v");
+    check_f32_matrix(out, "attention", "out");
+    const int64_t Tq = q.rows(), Tk = k.rows(), hd = head_dim;
+    require(q.cols() == heads * hd && out.cols() == heads * hd && out.rows() == Tq, "attention", "q/out shape");
+    require(k.cols() == kv_heads * hd && v.cols() == kv_heads * hd && v.rows() == Tk, "attention", "k/v shape");
+    require(kv_heads > 0 && heads % kv_heads == 0, "attention", "heads must be a multiple of kv_heads");
+    require(!causal || Tq == Tk, "attention", "causal attention needs Tq == Tk");
+    const int64_t group = heads / kv_heads;
+    // One task per (head, query row): scores in fp32, max-subtracted softmax, weighted sum.
+    pool_.parallel_for(heads * Tq, [&](int64_t t0, int64_t t1) {
+      std::vector<float> p(static_cast<size_t>(Tk));
+      std::vector<double> acc(static_cast<size_t>(hd));
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t h = t / Tq, i = t % Tq, kh = h / group;
+        const float* qi = q.row<const float>(i) + h * hd;
+        const int64_t n = causal ? i + 1 : Tk;
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < n; ++j) {
+          const float* kj = k.row<const float>(j) + kh * hd;
+          float s = 0.0f;
+          for (int64_t d = 0; d < hd; ++d) s += qi[d] * kj[d];
+          p[size_t(j)] = s * scale;
+          mx = std::max(mx, p[size_t(j)]);
+        }
+        float sum = 0.0f;
+        for (int64_t j = 0; j < n; ++j) {
+          p[size_t(j)] = std::exp(p[size_t(j)] - mx);
+          sum += p[size_t(j)];
+        }
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < n; ++j) {
+          const float* vj = v.row<const float>(j) + kh * hd;
+          const float pj = p[size_t(j)];
+          for (int64_t d = 0; d < hd; ++d) acc[size_t(d)] += double(pj * vj[d]);
+        }
+        float* o = out.row<float>(i) + h * hd;
+        for (int64_t d = 0; d < hd; ++d) o[d] = float(acc[size_t(d)] / double(sum));
+      }
+    });
+  }
+
+  void embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) override {
+    check_f32_matrix(out, "embedding", "out");
+    const int64_t V = table.rows(), C = table.cols();
+    require(out.rows() == int64_t(ids.size()) && out.cols() == C, "embedding", "out shape");
+    for (size_t i = 0; i < ids.size(); ++i) {
+      require(ids[i] >= 0 && ids[i] < V, "embedding", "token id " + std::to_string(ids[i]) + " outside the table");
+      float* o = out.row<float>(int64_t(i));
+      for (int64_t c = 0; c < C; ++c)
+        o[c] = table.dtype == DType::BF16 ? bf16_to_f32(table.ptr<const uint16_t>()[ids[i] * C + c])
+                                          : table.ptr<const float>()[ids[i] * C + c];
+    }
+  }
+
+ private:
+  ThreadPool& pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<CoreOps> make_host_core_ops(ThreadPool& pool) { return std::make_unique<HostCoreOps>(pool); }
+
+}  // namespace moss

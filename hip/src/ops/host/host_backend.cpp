@@ -1,0 +1,34 @@
+#include "ops/backend.h"
+#include "ops/host/host_factories.h"
+
+namespace moss {
+namespace {
+
+class HostBackend : public Backend {
+ public:
+  HostBackend() {
+    ThreadPool& pool = ThreadPool::global();
+    core_ = make_host_core_ops(pool);
+    text_ = make_host_text_ops(pool);
+    vae_ = make_host_vae_ops(pool);
+  }
+  std::string name() const override { return "host"; }
+  Where where() const override { return Where::Host; }
+  Tensor alloc(DType t, const std::vector<int64_t>& dims) override { return host_tensor(t, dims); }
+  Tensor upload(const Tensor& host) override { return host; }
+  Tensor download(const Tensor& t) override {
+    if (t.contiguous()) return t;
+    Tensor out = host_tensor(t.dtype, t.dims());
+    size_t es = dtype_size(t.dtype);
+    for (int64_t r = 0; r < t.rows(); ++r)
+      std::memcpy(static_cast<char*>(out.data) + size_t(r * t.cols()) * es,
+                  static_cast<const char*>(t.data) + size_t(r * t.row_stride()) * es, size_t(t.cols()) * es);
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_host_backend() { return std::make_unique<HostBackend>(); }
+
+}  // namespace moss

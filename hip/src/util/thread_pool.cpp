@@ -1,0 +1,86 @@
+#include "util/thread_pool.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace moss {
+
+ThreadPool::ThreadPool(int threads) {
+  if (threads <= 0) {
+    const char* env = std::getenv("MOSSINFER_THREADS");
+    threads = env ? std::atoi(env) : 0;
+    if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  for (int i = 1; i < threads; ++i) workers_.emplace_back(&ThreadPool::worker, this, i);
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  start_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+static void chunk(int64_t n, int parts, int index, int64_t& b, int64_t& e) {
+  b = n * index / parts;
+  e = n * (index + 1) / parts;
+}
+
+void ThreadPool::worker(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    const std::function<void(int64_t, int64_t)>* job;
+    int64_t n;
+    int parts;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      job = job_;
+      n = job_n_;
+      parts = job_parts_;
+    }
+    if (index < parts) {
+      int64_t b, e;
+      chunk(n, parts, index, b, e);
+      if (b < e) (*job)(b, e);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--pending_ == 0) done_cv_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
+  if (n <= 0) return;
+  int parts = int(std::min<int64_t>(size(), std::max<int64_t>(1, n / std::max<int64_t>(1, grain))));
+  if (parts <= 1 || workers_.empty()) {
+    fn(0, n);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = &fn;
+    job_n_ = n;
+    job_parts_ = parts;
+    pending_ = int(workers_.size());
+    ++generation_;
+  }
+  start_cv_.notify_all();
+  int64_t b, e;
+  chunk(n, parts, 0, b, e);
+  if (b < e) fn(b, e);
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, [&] { return pending_ == 0; });
+}
+
+ThreadPool& ThreadPool::global() {
+  static ThreadPool pool;
+  return pool;
+}
+
+}  // namespace moss

@@ -1,0 +1,40 @@
+// A small fixed thread pool for the host backend: parallel_for splits [0, n) into contiguous
+// chunks, one per worker, and returns when all are done. Work is deterministic: the split
+// depends only on n and the worker count, never on timing, and no op reduces across chunks.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace moss {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads = 0);  // 0: hardware concurrency (MOSSINFER_THREADS overrides)
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return int(workers_.size()) + 1; }
+  // fn(begin, end) over contiguous chunks of [0, n); chunks are at least `grain` long.
+  void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
+
+  static ThreadPool& global();
+
+ private:
+  void worker(int index);
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable start_cv_, done_cv_;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  int64_t job_n_ = 0;
+  int job_parts_ = 0;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace moss
