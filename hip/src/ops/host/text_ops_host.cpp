@@ -1,15 +1,313 @@
-// Host reference of the text-encoder op family (placeholder until the family is filled in).
+// Host reference of the text-encoder op family: plain C++ in fp32, following the operation
+// order of the reference (transformers' torch fallback for Qwen3.5's Gated DeltaNet), threaded
+// with the deterministic pool over rows or value heads.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
 #include "ops/host/host_factories.h"
 
 namespace moss {
 namespace {
+
+void require(bool ok, const char* op, const std::string& why) {
+  if (!ok) throw std::invalid_argument(std::string(op) + ": " + why);
+}
+
+void check_f32_matrix(const Tensor& t, const char* op, const char* what) {
+  require(t.where == Where::Host, op, std::string(what) + " must be on the host");
+  require(t.dtype == DType::F32, op, std::string(what) + " must be f32");
+}
+
+std::vector<float> buffer(int64_t n) { return std::vector<float>(static_cast<size_t>(n), 0.0f); }
+
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline float silu(float x) { return x * sigmoid(x); }
+// torch.nn.functional.softplus with beta 1 and threshold 20.
+inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+// Shapes shared by both forms of the delta rule, checked once.
+struct DeltaShape {
+  int64_t T, key_heads, value_heads, dk, dv, group;
+};
+
+DeltaShape delta_shape(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                       const Tensor& beta, int64_t key_heads, const Tensor* state, const Tensor& out) {
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&q, &k, &v, &g, &beta, &out}) check_f32_matrix(*t, op, "operand");
+  DeltaShape s;
+  s.T = q.rows();
+  s.key_heads = key_heads;
+  s.value_heads = g.cols();
+  require(key_heads > 0 && s.value_heads > 0 && s.value_heads % key_heads == 0, op,
+          "value heads must be a multiple of key heads");
+  require(q.cols() % key_heads == 0 && k.cols() == q.cols(), op, "q/k columns " + q.shape_str() + " " + k.shape_str());
+  require(v.cols() % s.value_heads == 0 && out.cols() == v.cols(), op, "v/out columns");
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&k, &v, &g, &beta, &out}) require(t->rows() == s.T, op, "row counts differ");
+  require(beta.cols() == s.value_heads, op, "beta columns");
+  s.dk = q.cols() / key_heads;
+  s.dv = v.cols() / s.value_heads;
+  s.group = s.value_heads / key_heads;
+  if (state) {
+    check_f32_matrix(*state, op, "state");
+    require(state->contiguous() && state->numel() == s.value_heads * s.dk * s.dv, op,
+            "state must be contiguous f32 [value_heads, dk, dv]");
+  }
+  return s;
+}
+
 class HostTextOps : public TextOps {
  public:
   explicit HostTextOps(ThreadPool& pool) : pool_(pool) {}
 
+  void causal_conv1d_silu(const Tensor& x, const Tensor& w, Tensor& y) override {
+    check_f32_matrix(x, "causal_conv1d_silu", "x");
+    check_f32_matrix(y, "causal_conv1d_silu", "y");
+    const int64_t T = x.rows(), C = x.cols(), K = w.cols();
+    require(w.rows() == C && K > 0, "causal_conv1d_silu", "weight " + w.shape_str() + " for " + x.shape_str());
+    require(y.rows() == T && y.cols() == C, "causal_conv1d_silu", "y shape");
+    const std::vector<float> wf = to_f32_vector(w);
+    pool_.parallel_for(T, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        float* yr = y.row<float>(t);
+        for (int64_t c = 0; c < C; ++c) {
+          const float* wc = wf.data() + c * K;
+          float acc = 0.0f;
+          for (int64_t j = 0; j < K; ++j) {
+            const int64_t src = t - (K - 1) + j;
+            if (src >= 0) acc += wc[j] * x.row<const float>(src)[c];
+          }
+          yr[c] = silu(acc);
+        }
+      }
+    }, 4);
+  }
+
+  void deltanet_gates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, Tensor& g,
+                      Tensor& beta) override {
+    for (const Tensor* t : std::initializer_list<const Tensor*>{&a, &b, &g, &beta}) check_f32_matrix(*t, "deltanet_gates", "operand");
+    const int64_t T = a.rows(), H = a.cols();
+    for (const Tensor* t : std::initializer_list<const Tensor*>{&b, &g, &beta})
+      require(t->rows() == T && t->cols() == H, "deltanet_gates", "shape " + t->shape_str() + " vs " + a.shape_str());
+    require(a_log.numel() == H && dt_bias.numel() == H, "deltanet_gates", "A_log/dt_bias size");
+    const std::vector<float> al = to_f32_vector(a_log), db = to_f32_vector(dt_bias);
+    std::vector<float> neg_a(size_t(H), 0.0f);
+    for (int64_t h = 0; h < H; ++h) neg_a[size_t(h)] = -std::exp(al[size_t(h)]);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < H; ++h) {
+        g.row<float>(t)[h] = neg_a[size_t(h)] * softplus(a.row<const float>(t)[h] + db[size_t(h)]);
+        beta.row<float>(t)[h] = sigmoid(b.row<const float>(t)[h]);
+      }
+  }
+
+  void l2_norm(const Tensor& x, float eps, int64_t group, Tensor& y) override {
+    check_f32_matrix(x, "l2_norm", "x");
+    check_f32_matrix(y, "l2_norm", "y");
+    const int64_t M = x.rows(), C = x.cols();
+    require(group > 0 && C % group == 0, "l2_norm", "group must divide the columns");
+    require(y.rows() == M && y.cols() == C, "l2_norm", "y shape");
+    pool_.parallel_for(M, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x.row<const float>(r);
+        float* yr = y.row<float>(r);
+        for (int64_t g0 = 0; g0 < C; g0 += group) {
+          float ss = 0.0f;
+          for (int64_t c = 0; c < group; ++c) ss += xr[g0 + c] * xr[g0 + c];
+          const float inv = 1.0f / std::sqrt(ss + eps);
+          for (int64_t c = 0; c < group; ++c) yr[g0 + c] = xr[g0 + c] * inv;
+        }
+      }
+    }, 4);
+  }
+
+  void delta_rule_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                          int64_t key_heads, float scale, int64_t chunk, Tensor* state, Tensor& out) override {
+    const DeltaShape s = delta_shape("delta_rule_chunked", q, k, v, g, beta, key_heads, state, out);
+    require(chunk > 0, "delta_rule_chunked", "chunk must be positive");
+    pool_.parallel_for(s.value_heads, [&](int64_t h0, int64_t h1) {
+      for (int64_t h = h0; h < h1; ++h) chunked_head(q, k, v, g, beta, s, h, scale, chunk, state, out);
+    });
+  }
+
+  void delta_rule_recurrent(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                            int64_t key_heads, float scale, Tensor* state, Tensor& out) override {
+    const DeltaShape s = delta_shape("delta_rule_recurrent", q, k, v, g, beta, key_heads, state, out);
+    pool_.parallel_for(s.value_heads, [&](int64_t h0, int64_t h1) {
+      for (int64_t h = h0; h < h1; ++h) recurrent_head(q, k, v, g, beta, s, h, scale, state, out);
+    });
+  }
+
+  void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, int64_t group,
+                      Tensor& y) override {
+    for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &z, &y}) check_f32_matrix(*t, "gated_rms_norm", "operand");
+    const int64_t M = x.rows(), C = x.cols();
+    require(group > 0 && C % group == 0 && w.numel() == group, "gated_rms_norm", "group/weight size");
+    require(z.rows() == M && z.cols() == C && y.rows() == M && y.cols() == C, "gated_rms_norm", "shapes");
+    const std::vector<float> wf = to_f32_vector(w);
+    pool_.parallel_for(M, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x.row<const float>(r);
+        const float* zr = z.row<const float>(r);
+        float* yr = y.row<float>(r);
+        for (int64_t g0 = 0; g0 < C; g0 += group) {
+          float ss = 0.0f;
+          for (int64_t c = 0; c < group; ++c) ss += xr[g0 + c] * xr[g0 + c];
+          const float inv = 1.0f / std::sqrt(ss / float(group) + eps);
+          for (int64_t c = 0; c < group; ++c) yr[g0 + c] = wf[size_t(c)] * (xr[g0 + c] * inv) * silu(zr[g0 + c]);
+        }
+      }
+    }, 4);
+  }
+
  private:
+  // The initial state of head h (zero without a state tensor) and where its final one goes.
+  static std::vector<float> load_state(const Tensor* state, const DeltaShape& s, int64_t h) {
+    std::vector<float> S = buffer(s.dk * s.dv);
+    if (state) std::copy_n(state->ptr<const float>() + h * s.dk * s.dv, S.size(), S.data());
+    return S;
+  }
+  static void store_state(Tensor* state, const DeltaShape& s, int64_t h, const std::vector<float>& S) {
+    if (state) std::copy(S.begin(), S.end(), state->ptr<float>() + h * s.dk * s.dv);
+  }
+
+  static void recurrent_head(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                             const DeltaShape& s, int64_t h, float scale, Tensor* state, Tensor& out) {
+    const int64_t dk = s.dk, dv = s.dv, kh = h / s.group;
+    std::vector<float> S = load_state(state, s, h), qs = buffer(dk), delta = buffer(dv);
+    for (int64_t t = 0; t < s.T; ++t) {
+      const float* kt = k.row<const float>(t) + kh * dk;
+      const float* qt = q.row<const float>(t) + kh * dk;
+      const float* vt = v.row<const float>(t) + h * dv;
+      const float decay = std::exp(g.row<const float>(t)[h]), bt = beta.row<const float>(t)[h];
+      for (int64_t a = 0; a < dk; ++a) qs[size_t(a)] = qt[a] * scale;
+      for (float& e : S) e *= decay;
+      for (int64_t b = 0; b < dv; ++b) {
+        float mem = 0.0f;
+        for (int64_t a = 0; a < dk; ++a) mem += S[size_t(a * dv + b)] * kt[a];
+        delta[size_t(b)] = (vt[b] - mem) * bt;
+      }
+      for (int64_t a = 0; a < dk; ++a)
+        for (int64_t b = 0; b < dv; ++b) S[size_t(a * dv + b)] += kt[a] * delta[size_t(b)];
+      float* ot = out.row<float>(t) + h * dv;
+      for (int64_t b = 0; b < dv; ++b) {
+        float acc = 0.0f;
+        for (int64_t a = 0; a < dk; ++a) acc += S[size_t(a * dv + b)] * qs[size_t(a)];
+        ot[b] = acc;
+      }
+    }
+    store_state(state, s, h, S);
+  }
+
+  // One value head through the chunked form. A short last block is processed as it is: the
+  // reference's zero padding (beta = 0, g = 0, k = v = 0) adds nothing to any kept output.
+  static void chunked_head(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                           const DeltaShape& s, int64_t h, float scale, int64_t chunk, Tensor* state, Tensor& out) {
+    const int64_t dk = s.dk, dv = s.dv, kh = h / s.group, C = chunk;
+    std::vector<float> S = load_state(state, s, h);
+    // Per-block scratch: scaled q, k, beta·k, beta·v, cumulative log-decay, the decay matrix,
+    // the inverted (I + A), u (new values), w (decayed keys), beta·k·exp(Γ), the corrected
+    // values.
+    std::vector<float> Q = buffer(C * dk), K = buffer(C * dk), KB = buffer(C * dk), VB = buffer(C * dv);
+    std::vector<float> G = buffer(C), D = buffer(C * C), L = buffer(C * C), U = buffer(C * dv), W = buffer(C * dk);
+    std::vector<float> KBG = buffer(C * dk), VN = buffer(C * dv), row = buffer(C);
+    for (int64_t t0 = 0; t0 < s.T; t0 += C) {
+      const int64_t n = std::min(C, s.T - t0);
+      float cum = 0.0f;
+      for (int64_t i = 0; i < n; ++i) {
+        const float* qt = q.row<const float>(t0 + i) + kh * dk;
+        const float* kt = k.row<const float>(t0 + i) + kh * dk;
+        const float* vt = v.row<const float>(t0 + i) + h * dv;
+        const float bt = beta.row<const float>(t0 + i)[h];
+        for (int64_t a = 0; a < dk; ++a) {
+          Q[size_t(i * dk + a)] = qt[a] * scale;
+          K[size_t(i * dk + a)] = kt[a];
+          KB[size_t(i * dk + a)] = kt[a] * bt;
+        }
+        for (int64_t b = 0; b < dv; ++b) VB[size_t(i * dv + b)] = vt[b] * bt;
+        cum += g.row<const float>(t0 + i)[h];
+        G[size_t(i)] = cum;
+      }
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) D[size_t(i * C + j)] = j <= i ? std::exp(G[size_t(i)] - G[size_t(j)]) : 0.0f;
+
+      // L = −(beta·k kᵀ ⊙ decay), strictly lower; then forward substitution turns it into
+      // (I + A)⁻¹ − I row by row (each row uses the already finished rows above it).
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          float acc = 0.0f;
+          if (j < i)
+            for (int64_t a = 0; a < dk; ++a) acc += KB[size_t(i * dk + a)] * K[size_t(j * dk + a)];
+          L[size_t(i * C + j)] = j < i ? -(acc * D[size_t(i * C + j)]) : 0.0f;
+        }
+      for (int64_t i = 1; i < n; ++i) {
+        for (int64_t j = 0; j < i; ++j) row[size_t(j)] = L[size_t(i * C + j)];
+        for (int64_t j = 0; j < i; ++j) {
+          float acc = 0.0f;
+          for (int64_t m = j + 1; m < i; ++m) acc += row[size_t(m)] * L[size_t(m * C + j)];
+          L[size_t(i * C + j)] = row[size_t(j)] + acc;
+        }
+      }
+      for (int64_t i = 0; i < n; ++i) L[size_t(i * C + i)] = 1.0f;
+
+      // u = L·(beta·v), w = L·(beta·k·exp(Γ)).
+      for (int64_t j = 0; j < n; ++j) {
+        const float eg = std::exp(G[size_t(j)]);
+        for (int64_t a = 0; a < dk; ++a) KBG[size_t(j * dk + a)] = KB[size_t(j * dk + a)] * eg;
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t b = 0; b < dv; ++b) {
+          float acc = 0.0f;
+          for (int64_t j = 0; j <= i; ++j) acc += L[size_t(i * C + j)] * VB[size_t(j * dv + b)];
+          U[size_t(i * dv + b)] = acc;
+        }
+        for (int64_t a = 0; a < dk; ++a) {
+          float acc = 0.0f;
+          for (int64_t j = 0; j <= i; ++j) acc += L[size_t(i * C + j)] * KBG[size_t(j * dk + a)];
+          W[size_t(i * dk + a)] = acc;
+        }
+      }
+
+      // Against the state carried in: v_new = u − w·S; out = (q·exp(Γ))·S + (q kᵀ ⊙ decay)·v_new.
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t b = 0; b < dv; ++b) {
+          float acc = 0.0f;
+          for (int64_t a = 0; a < dk; ++a) acc += W[size_t(i * dk + a)] * S[size_t(a * dv + b)];
+          VN[size_t(i * dv + b)] = U[size_t(i * dv + b)] - acc;
+        }
+      for (int64_t i = 0; i < n; ++i) {
+        const float eg = std::exp(G[size_t(i)]);
+        for (int64_t j = 0; j <= i; ++j) {
+          float acc = 0.0f;
+          for (int64_t a = 0; a < dk; ++a) acc += Q[size_t(i * dk + a)] * K[size_t(j * dk + a)];
+          row[size_t(j)] = acc * D[size_t(i * C + j)];
+        }
+        float* ot = out.row<float>(t0 + i) + h * dv;
+        for (int64_t b = 0; b < dv; ++b) {
+          float inter = 0.0f;
+          for (int64_t a = 0; a < dk; ++a) inter += (Q[size_t(i * dk + a)] * eg) * S[size_t(a * dv + b)];
+          float intra = 0.0f;
+          for (int64_t j = 0; j <= i; ++j) intra += row[size_t(j)] * VN[size_t(j * dv + b)];
+          ot[b] = inter + intra;
+        }
+      }
+
+      // S ← exp(Γ_last)·S + (k·exp(Γ_last − Γ))ᵀ·v_new.
+      const float last = G[size_t(n - 1)], elast = std::exp(last);
+      for (int64_t i = 0; i < n; ++i) row[size_t(i)] = std::exp(last - G[size_t(i)]);
+      for (int64_t a = 0; a < dk; ++a)
+        for (int64_t b = 0; b < dv; ++b) {
+          float acc = 0.0f;
+          for (int64_t i = 0; i < n; ++i) acc += (K[size_t(i * dk + a)] * row[size_t(i)]) * VN[size_t(i * dv + b)];
+          S[size_t(a * dv + b)] = S[size_t(a * dv + b)] * elast + acc;
+        }
+    }
+    store_state(state, s, h, S);
+  }
+
   ThreadPool& pool_;
 };
+
 }  // namespace
 
 std::unique_ptr<TextOps> make_host_text_ops(ThreadPool& pool) { return std::make_unique<HostTextOps>(pool); }

@@ -1,0 +1,306 @@
+#include "cli/options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <set>
+
+#include "util/error.h"
+
+namespace moss {
+namespace {
+
+// Spellings of features this engine does not have, with what to say about them. Prefix entries
+// end in '*'. Keeping them here makes the refusal name the feature instead of "unknown option".
+struct Refusal {
+  const char* spelling;
+  const char* what;
+};
+const Refusal kRefused[] = {
+    {"--sampler", "other samplers (only the official euler sampler runs)"},
+    {"--sampling-method", "other samplers (only the official euler sampler runs)"},
+    {"--sample-method", "other samplers (only the official euler sampler runs)"},
+    {"--scheduler", "other schedulers (only the official schedule runs)"},
+    {"--schedule", "other schedulers (only the official schedule runs)"},
+    {"--sigmas", "custom sigma schedules"},
+    {"--eta", "stochastic samplers"},
+    {"--lora*", "LoRAs"},
+    {"--loras", "LoRAs"},
+    {"--init-image", "img2img"},
+    {"--init-img", "img2img"},
+    {"--image", "img2img"},
+    {"-i", "img2img"},
+    {"--mask*", "inpainting"},
+    {"--strength", "img2img strength"},
+    {"--denoise", "img2img strength"},
+    {"--denoising-strength", "img2img strength"},
+    {"--hires*", "hires fix"},
+    {"--hr-*", "hires fix"},
+    {"--upscale*", "hires fix"},
+    {"--control*", "control adapters"},
+    {"--ref-image*", "reference images"},
+    {"--reference*", "reference images"},
+    {"-r", "reference images"},
+    {"--max-vram", "this memory option (use --vram-budget)"},
+    {"--stream-layers", "this memory option (use --vram-budget)"},
+    {"--auto-fit", "this memory option (use --vram-budget)"},
+    {"--offload*", "this memory option (use --vram-budget)"},
+    {"--cpu-offload", "this memory option (use --vram-budget)"},
+    {"--backend", "this memory option (use --vram-budget)"},
+    {"--params-backend", "this memory option (use --vram-budget)"},
+    {"--split-mode", "this memory option (use --vram-budget)"},
+    {"--vae-tiling", "this memory option (use --vram-budget)"},
+    {"--vae-tile-size", "this memory option (use --vram-budget)"},
+    {"--low-vram", "this memory option (use --vram-budget)"},
+    {"--lowvram", "this memory option (use --vram-budget)"},
+    {"--medvram", "this memory option (use --vram-budget)"},
+    {"--resident-blocks", "this memory option (use --vram-budget)"},
+    {"--block-swap", "this memory option (use --vram-budget)"},
+    {"--mmap", "this memory option (use --vram-budget)"},
+    {"--type", "quantized weights (only the official bf16 folders run)"},
+    {"--quant*", "quantized weights (only the official bf16 folders run)"},
+    {"--int8*", "quantized weights (only the official bf16 folders run)"},
+    {"--int4*", "quantized weights (only the official bf16 folders run)"},
+    {"--fp8*", "quantized weights (only the official bf16 folders run)"},
+    {"--gguf", "GGUF model files (only the official bf16 folders run)"},
+    {"--teacache*", "lossy accelerators (tier reference only)"},
+    {"--cache*", "lossy accelerators (tier reference only)"},
+    {"--turbo", "lossy accelerators (tier reference only)"},
+    {"--distill*", "lossy accelerators (tier reference only)"},
+    {"--sage-attention", "lossy accelerators (tier reference only)"},
+    {"--slg-scale", "other skip-layer guidance settings (use --skip-layers)"},
+    {"--skip-layer-start", "other skip-layer guidance settings (use --skip-layers)"},
+    {"--skip-layer-end", "other skip-layer guidance settings (use --skip-layers)"},
+    {"--batch-count", "batches (one image per run)"},
+    {"--batch*", "batches (one image per run)"},
+};
+
+const Refusal* find_refusal(const std::string& opt) {
+  for (const Refusal& r : kRefused) {
+    std::string s = r.spelling;
+    if (s.back() == '*') {
+      s.pop_back();
+      if (opt.compare(0, s.size(), s) == 0) return &r;
+    } else if (opt == s) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+Error bad_value(const std::string& opt, const std::string& value, const std::string& why) {
+  return usage_error(opt + " '" + value + "': " + why);
+}
+
+int64_t parse_int(const std::string& opt, const std::string& v, int64_t lo, int64_t hi) {
+  errno = 0;
+  char* end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno == ERANGE) throw bad_value(opt, v, "not an integer");
+  if (x < lo || x > hi)
+    throw bad_value(opt, v, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+  return x;
+}
+
+double parse_number(const std::string& opt, const std::string& v) {
+  errno = 0;
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(x)) throw bad_value(opt, v, "not a finite number");
+  return x;
+}
+
+void check_side(const std::string& opt, const std::string& text, int64_t n) {
+  if (n % 16 != 0) throw bad_value(opt, text, "image sides must be multiples of 16");
+}
+
+bool has_suffix(const std::string& s, const std::string& suf) {
+  return s.size() > suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+}  // namespace
+
+std::string usage_line() {
+  return "usage: moss-infer-hip --model DIR --prompt TEXT (-o FILE.png | --latent-out FILE.npy) [options]\n"
+         "       moss-infer-hip --list-devices | --version | --help";
+}
+
+std::string help_text() {
+  return usage_line() +
+         "\n\n"
+         "Text to image with MOSS-Image (Base or SFT, the official bf16 diffusers folders).\n\n"
+         "  --model DIR            MOSS-Image model folder (diffusers tree)             required\n"
+         "  --prompt TEXT          prompt                                               required\n"
+         "  --negative TEXT        negative prompt                                      default: empty\n"
+         "  -o FILE.png            write the image (with its generation record)\n"
+         "  --latent-out FILE.npy  write the final latents (float32 [128, H/16, W/16]);\n"
+         "                         without -o the VAE decode is skipped\n"
+         "  --size WxH             image size; also --width N, --height N              default: 1024x1024\n"
+         "                         multiples of 16, at most 4096 a side and 4.2 megapixels\n"
+         "  --steps N              sampling steps (snapping to the training grid can   default: 50\n"
+         "                         merge steps; the count that runs is printed)\n"
+         "  --cfg X                classifier-free guidance; 1 runs no uncond pass    default: 3\n"
+         "  --shift X              schedule shift                                       default: 5\n"
+         "  --seed N               noise seed; -1 picks a random one                    default: 42\n"
+         "  --skip-layers LIST     DiT blocks the unconditional row skips (comma list,  default: \"22\"\n"
+         "                         may be empty)\n"
+         "  --max-seq N            templated tokens per prompt; longer prompts are cut  default: 4096\n"
+         "  --tier reference       the only tier                                        default: reference\n"
+         "  --vram-budget GiB      cap on device memory for the VAE and the DiT         default: free memory\n"
+         "  --device N             HIP device index                                     default: first supported\n"
+         "  --no-metadata          no generation record in the PNG\n"
+         "  --quiet                no progress output\n"
+         "  --list-devices         list HIP devices, supported or not, and why\n"
+         "  --version              version and the GPU architectures built in\n"
+         "  --help                 this text\n\n"
+         "Exit status: 0 success, 2 usage error or unsupported request, 1 any other failure.\n";
+}
+
+ParsedArgs parse_args(const std::vector<std::string>& argv) {
+  ParsedArgs out;
+  RunOptions& o = out.run;
+  static const std::set<std::string> kValued = {"--model", "--prompt", "--negative", "-o", "--latent-out", "--size",
+                                                "--width", "--height", "--steps", "--cfg", "--shift", "--seed",
+                                                "--skip-layers", "--max-seq", "--tier", "--vram-budget", "--device"};
+  static const std::set<std::string> kSwitches = {"--no-metadata", "--quiet", "--list-devices", "--version", "--help",
+                                                  "-h"};
+  std::map<std::string, std::string> seen;
+  bool size_given = false, width_given = false, height_given = false;
+  std::vector<std::string> actions;
+
+  for (size_t i = 0; i < argv.size(); ++i) {
+    std::string arg = argv[i], value;
+    bool inline_value = false;
+    if (arg.rfind("--", 0) == 0) {
+      size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        inline_value = true;
+      }
+    }
+    if (kSwitches.count(arg)) {
+      if (inline_value) throw usage_error(arg + " takes no value");
+      if (arg == "--no-metadata") o.no_metadata = true;
+      else if (arg == "--quiet") o.quiet = true;
+      else actions.push_back(arg);
+      continue;
+    }
+    if (!kValued.count(arg)) {
+      if (const Refusal* r = find_refusal(arg))
+        throw usage_error(arg + ": not supported: " + r->what);
+      if (arg.size() > 1 && arg[0] == '-') throw usage_error("unknown option '" + arg + "'\n" + usage_line());
+      throw usage_error("unexpected argument '" + arg + "'\n" + usage_line());
+    }
+    if (!inline_value) {
+      if (i + 1 >= argv.size()) throw usage_error(arg + " needs a value");
+      value = argv[++i];
+    }
+    if (seen.count(arg)) throw usage_error(arg + " given twice");
+    seen[arg] = value;
+
+    if (arg == "--model") {
+      if (value.empty()) throw bad_value(arg, value, "empty path");
+      o.model = value;
+    } else if (arg == "--prompt") {
+      o.prompt = value;
+    } else if (arg == "--negative") {
+      o.negative = value;
+    } else if (arg == "-o") {
+      if (!has_suffix(value, ".png") && !has_suffix(value, ".PNG"))
+        throw bad_value(arg, value, "the image is written as PNG: give a .png file name");
+      o.output_png = value;
+    } else if (arg == "--latent-out") {
+      if (!has_suffix(value, ".npy")) throw bad_value(arg, value, "latents are written as .npy: give a .npy file name");
+      o.latent_out = value;
+    } else if (arg == "--size") {
+      size_t x = value.find_first_of("xX");
+      if (x == std::string::npos) throw bad_value(arg, value, "expected WxH, e.g. 1024x1024");
+      o.width = parse_int(arg, value.substr(0, x), 16, 4096);
+      o.height = parse_int(arg, value.substr(x + 1), 16, 4096);
+      check_side(arg, value, o.width);
+      check_side(arg, value, o.height);
+      size_given = true;
+    } else if (arg == "--width" || arg == "--height") {
+      int64_t n = parse_int(arg, value, 16, 4096);
+      check_side(arg, value, n);
+      (arg == "--width" ? o.width : o.height) = n;
+      (arg == "--width" ? width_given : height_given) = true;
+    } else if (arg == "--steps") {
+      o.steps = int(parse_int(arg, value, 1, 1000));
+    } else if (arg == "--cfg") {
+      double c = parse_number(arg, value);
+      if (c < 0 || c > 100) throw bad_value(arg, value, "must be between 0 and 100");
+      o.cfg = float(c);
+    } else if (arg == "--shift") {
+      double s = parse_number(arg, value);
+      if (s <= 0 || s > 1000) throw bad_value(arg, value, "must be above 0 and at most 1000");
+      o.shift = float(s);
+    } else if (arg == "--seed") {
+      if (value == "-1") {
+        o.random_seed = true;
+      } else {
+        errno = 0;
+        char* end = nullptr;
+        unsigned long long s = std::strtoull(value.c_str(), &end, 10);
+        if (value.empty() || value[0] == '-' || value[0] == '+' || *end != '\0' || errno == ERANGE)
+          throw bad_value(arg, value, "must be -1 or an integer from 0 to 18446744073709551615");
+        o.seed = s;
+      }
+    } else if (arg == "--skip-layers") {
+      o.skip_layers.clear();
+      o.skip_layers_text = value;
+      std::string item;
+      std::set<int> uniq;
+      for (size_t p = 0; p <= value.size(); ++p) {
+        if (p == value.size() || value[p] == ',') {
+          size_t a = item.find_first_not_of(' '), b = item.find_last_not_of(' ');
+          std::string t = a == std::string::npos ? "" : item.substr(a, b - a + 1);
+          if (t.empty()) {
+            if (!(value.find_first_not_of(' ') == std::string::npos))
+              throw bad_value(arg, value, "empty entry in the comma list");
+          } else {
+            int layer = int(parse_int(arg, t, 0, 1023));
+            if (uniq.insert(layer).second) o.skip_layers.push_back(layer);
+          }
+          item.clear();
+        } else {
+          item += value[p];
+        }
+      }
+    } else if (arg == "--max-seq") {
+      o.max_seq = parse_int(arg, value, 1, 32768);
+    } else if (arg == "--tier") {
+      if (value != "reference") throw usage_error("--tier " + value + ": not supported: only tier reference runs");
+      o.tier = value;
+    } else if (arg == "--vram-budget") {
+      double g = parse_number(arg, value);
+      if (g <= 0 || g > 4096) throw bad_value(arg, value, "must be a positive number of GiB");
+      o.vram_budget_gib = g;
+    } else if (arg == "--device") {
+      o.device = int(parse_int(arg, value, 0, 255));
+    }
+  }
+
+  if (size_given && (width_given || height_given)) throw usage_error("--size and --width/--height given together");
+  if (actions.size() > 1) throw usage_error(actions[0] + " and " + actions[1] + " given together");
+  if (!actions.empty()) {
+    const std::string& a = actions[0];
+    out.action = (a == "--help" || a == "-h") ? Action::Help : a == "--version" ? Action::Version : Action::ListDevices;
+    return out;
+  }
+  if (o.width * o.height > 4200000)
+    throw usage_error("size " + std::to_string(o.width) + "x" + std::to_string(o.height) +
+                      ": above 4.2 megapixels");
+  if (o.model.empty()) throw usage_error("--model is required\n" + usage_line());
+  if (!seen.count("--prompt")) throw usage_error("--prompt is required\n" + usage_line());
+  if (o.output_png.empty() && o.latent_out.empty())
+    throw usage_error("give -o FILE.png or --latent-out FILE.npy (or both)\n" + usage_line());
+  if (!o.output_png.empty() && o.output_png == o.latent_out) throw usage_error("-o and --latent-out name the same file");
+  if (o.random_seed) o.seed = std::random_device{}();
+  return out;
+}
+
+}  // namespace moss

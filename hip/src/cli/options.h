@@ -1,0 +1,45 @@
+// The command line of product.md section 3: parsing, defaults, checks and the refusals of
+// unsupported features (which name the option instead of calling it unknown).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace moss {
+
+enum class Action { Run, Help, Version, ListDevices };
+
+struct RunOptions {
+  std::string model;
+  std::string prompt;
+  std::string negative;
+  std::string output_png;   // -o
+  std::string latent_out;   // --latent-out
+  int64_t width = 1024, height = 1024;
+  int steps = 50;
+  float cfg = 3.0f, shift = 5.0f;
+  uint64_t seed = 42;
+  bool random_seed = false;  // --seed -1: drawn once parsing is done, reported in the record
+  std::vector<int> skip_layers{22};
+  std::string skip_layers_text = "22";
+  int64_t max_seq = 4096;
+  std::string tier = "reference";
+  std::optional<double> vram_budget_gib;
+  int device = -1;           // -1: first supported device
+  bool no_metadata = false;
+  bool quiet = false;
+};
+
+struct ParsedArgs {
+  Action action = Action::Run;
+  RunOptions run;
+};
+
+// Throws moss::Error with exit code 2 (usage) naming the offending option.
+ParsedArgs parse_args(const std::vector<std::string>& args);
+
+std::string usage_line();
+std::string help_text();
+
+}  // namespace moss

@@ -1,0 +1,79 @@
+// Lane layouts of the 16x16x16 bf16 matrix leaf (D = A·B + C, A 16x16, B 16x16, C/D 16x16 fp32):
+// for each implementation, which element of A, B and C lane `lane` holds in slot `i` of its
+// fragment. These are the maps the kernels load and store through (kernels/matrix_leaf.h) and the
+// maps the host emulation in tests/unit/test_matrix_layouts.cpp proves against a model of each
+// instruction -- so they are plain constexpr functions that compile on the host with no HIP.
+//
+// Orientation is the maths one: A[m][k], B[k][n], C[m][n]; Elem{row, col} indexes the operand as
+// written (for B, row = k and col = n). Kernels usually hold B transposed in memory ([n][k], a
+// `[out][in]` weight), so they read element {k, n} of B at Bt[n * ld + k].
+// Source of every formula: shared/spec/research/matrix_layouts.md (machine-checked there against
+// AMD's Matrix Instruction Calculator and the PTX ISA fragment tables).
+#pragma once
+
+#if defined(__CUDACC__)
+#define MOSS_HOST_DEVICE __host__ __device__
+#elif defined(__HIP__)
+#define MOSS_HOST_DEVICE __attribute__((host, device))
+#else
+#define MOSS_HOST_DEVICE
+#endif
+
+namespace moss {
+namespace mma_layout {
+
+struct Elem {
+  int row, col;
+};
+
+// RDNA3 (gfx11), v_wmma_f32_16x16x16_bf16 in wave32. Per lane: A 16 bf16, B 16 bf16, C 8 fp32.
+//   r = lane % 16, h = lane / 16.
+//   A: slot i = A[r][i]        -- a whole row of A; lanes r and r+16 hold the SAME row (the
+//   B: slot i = B[i][r]           hardware reads each half-wave's copy; both copies must match).
+//   C: slot i = C[2i + h][r]   -- even rows in lanes 0-15, odd rows in lanes 16-31.
+//   Packing: bf16 slot i sits in VGPR i/2 (low half when i is even); fp32 slot i in VGPR i.
+struct Gfx11 {
+  static constexpr int kSlotsA = 16, kSlotsB = 16, kSlotsC = 8;
+  static MOSS_HOST_DEVICE constexpr Elem a(int lane, int i) { return {lane % 16, i}; }
+  static MOSS_HOST_DEVICE constexpr Elem b(int lane, int i) { return {i, lane % 16}; }
+  static MOSS_HOST_DEVICE constexpr Elem c(int lane, int i) { return {2 * i + lane / 16, lane % 16}; }
+};
+
+// RDNA4 (gfx12), v_wmma_f32_16x16x16_bf16 in wave32. Per lane: A 8 bf16, B 8 bf16, C 8 fp32,
+// no duplication. r = lane % 16, h = lane / 16.
+//   A: slot i = A[r][8h + i]   -- contiguous K numbering: lanes 0-15 hold K 0-7, lanes 16-31 K 8-15
+//   B: slot i = B[8h + i][r]      (one 16-byte load per lane). The ISA numbers K differently
+//                                 (K = 8*(i/4) + 4h + i%4), but the hardware pairs A and B slots
+//                                 position by position, so any numbering shared by A AND B gives
+//                                 A·B; mixing two numberings does not (the emulation checks both).
+//   C: slot i = C[8h + i][r]   -- rows 0-7 in lanes 0-15, rows 8-15 in lanes 16-31.
+struct Gfx12 {
+  static constexpr int kSlotsA = 8, kSlotsB = 8, kSlotsC = 8;
+  static MOSS_HOST_DEVICE constexpr Elem a(int lane, int i) { return {lane % 16, 8 * (lane / 16) + i}; }
+  static MOSS_HOST_DEVICE constexpr Elem b(int lane, int i) { return {8 * (lane / 16) + i, lane % 16}; }
+  static MOSS_HOST_DEVICE constexpr Elem c(int lane, int i) { return {8 * (lane / 16) + i, lane % 16}; }
+};
+
+// NVIDIA, two mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (sm_80+): instruction j = 0, 1
+// computes output columns 8j..8j+7 from the same A. g = lane / 4, t = lane % 4.
+//   A (4 regs, shared): slot i = A[g + 8*((i/2)%2)][2t + i%2 + 8*(i/4)]
+//       reg 0 = (g, 2t..2t+1), reg 1 = (g+8, 2t..), reg 2 = (g, 2t+8..), reg 3 = (g+8, 2t+8..)
+//   B (2 regs per instruction): slot i = 4j + e, e = 0..3:  B[2t + e%2 + 8*(e/2)][8j + g]
+//   C (4 fp32 per instruction): slot i = 4j + e:            C[g + 8*(e/2)][8j + 2t + e%2]
+//   Packing: a 32-bit register holds slots 2p (bits 15:0) and 2p+1 (bits 31:16); both are
+//   neighbours in K, i.e. one aligned 4-byte load from row-major A or from Bt ([n][k]).
+struct Nvidia {
+  static constexpr int kSlotsA = 8, kSlotsB = 8, kSlotsC = 8;
+  static MOSS_HOST_DEVICE constexpr Elem a(int lane, int i) {
+    return {lane / 4 + 8 * ((i / 2) % 2), 2 * (lane % 4) + i % 2 + 8 * (i / 4)};
+  }
+  static MOSS_HOST_DEVICE constexpr Elem b(int lane, int i) {
+    return {2 * (lane % 4) + (i % 4) % 2 + 8 * ((i % 4) / 2), 8 * (i / 4) + lane / 4};
+  }
+  static MOSS_HOST_DEVICE constexpr Elem c(int lane, int i) {
+    return {lane / 4 + 8 * ((i % 4) / 2), 8 * (i / 4) + 2 * (lane % 4) + (i % 4) % 2};
+  }
+};
+
+}  // namespace mma_layout
+}  // namespace moss

@@ -1,0 +1,131 @@
+// The matrix leaf: one wave computes a 16x16x16 bf16 product with fp32 accumulation,
+// D = A·B + C, in one of three implementations chosen at compile time:
+//   gfx11 (RDNA3)  __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32        -> v_wmma_f32_16x16x16_bf16
+//   gfx12 (RDNA4)  __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12  -> v_wmma_f32_16x16x16_bf16
+//   NVIDIA         two mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (inline PTX, sm_80+)
+// Which lane holds which element of A, B and C is written down, per implementation, in
+// kernels/matrix_layout.h; the loaders below go through exactly those maps, and the host
+// emulation (tests/unit/test_matrix_layouts.cpp) proves them against models of the instructions.
+//
+// Use: all 32 lanes of the wave call every function here together (the instructions are
+// wave-wide; call them in wave-uniform control flow with every lane active).
+//   FragC acc; leaf::zero(acc);
+//   leaf::load_a(fa, [&](int m, int k) { return A[...]; });   // A[m][k] as bf16
+//   leaf::load_b(fb, [&](int k, int n) { return Bt[...]; });  // B[k][n] as bf16
+//   leaf::mma(acc, fa, fb);
+//   leaf::store_c(acc, [&](int m, int n, float v) { C[...] = v; });
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/matrix_layout.h"
+#include "runtime/portability.h"
+
+namespace moss {
+namespace leaf {
+
+#if MOSS_PLATFORM_NVIDIA
+using Layout = mma_layout::Nvidia;
+#elif defined(__GFX11__)
+using Layout = mma_layout::Gfx11;
+#elif defined(__GFX12__)
+using Layout = mma_layout::Gfx12;
+#elif defined(__HIP_DEVICE_COMPILE__)
+#error "matrix leaf: no bf16 WMMA implementation for this AMD target (gfx11 and gfx12 only)"
+#else
+// AMD host pass: device function bodies are parsed but never emitted; any layout will do.
+using Layout = mma_layout::Gfx12;
+#endif
+
+// One lane's share of the operands (slot i of each lane per Layout).
+struct FragA {
+  bf16 x[Layout::kSlotsA];
+};
+struct FragB {
+  bf16 x[Layout::kSlotsB];
+};
+struct FragC {
+  float x[Layout::kSlotsC];
+};
+
+__device__ inline void zero(FragC& c) {
+#pragma unroll
+  for (int i = 0; i < Layout::kSlotsC; ++i) c.x[i] = 0.0f;
+}
+
+// get(m, k) returns A[m][k] (bf16) of this 16x16 block; zero-pad outside the matrix in `get`.
+template <class Get>
+__device__ inline void load_a(FragA& f, Get get) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int i = 0; i < Layout::kSlotsA; ++i) {
+    const mma_layout::Elem e = Layout::a(lane, i);
+    f.x[i] = get(e.row, e.col);
+  }
+}
+
+// get(k, n) returns B[k][n] (bf16); for a transposed weight Bt[n][k] that is Bt[n * ld + k].
+template <class Get>
+__device__ inline void load_b(FragB& f, Get get) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int i = 0; i < Layout::kSlotsB; ++i) {
+    const mma_layout::Elem e = Layout::b(lane, i);
+    f.x[i] = get(e.row, e.col);
+  }
+}
+
+// put(m, n, value) receives every C[m][n] of the block exactly once over the wave.
+template <class Put>
+__device__ inline void store_c(const FragC& c, Put put) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int i = 0; i < Layout::kSlotsC; ++i) {
+    const mma_layout::Elem e = Layout::c(lane, i);
+    put(e.row, e.col, c.x[i]);
+  }
+}
+
+#if MOSS_PLATFORM_NVIDIA
+// Two bf16 slots in one 32-bit register, the lower slot in bits 15:0 (PTX fragment packing).
+__device__ inline uint32_t pack_pair(bf16 lo, bf16 hi) {
+  return uint32_t(bf16_bits(lo)) | (uint32_t(bf16_bits(hi)) << 16);
+}
+#endif
+
+// acc = A·B + acc for one 16x16x16 block.
+__device__ inline void mma(FragC& acc, const FragA& a, const FragB& b) {
+#if MOSS_PLATFORM_NVIDIA
+  // A: 4 registers shared by both instructions; instruction j reads B slots / C slots 4j..4j+3.
+  const uint32_t a0 = pack_pair(a.x[0], a.x[1]), a1 = pack_pair(a.x[2], a.x[3]);
+  const uint32_t a2 = pack_pair(a.x[4], a.x[5]), a3 = pack_pair(a.x[6], a.x[7]);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const uint32_t b0 = pack_pair(b.x[4 * j], b.x[4 * j + 1]), b1 = pack_pair(b.x[4 * j + 2], b.x[4 * j + 3]);
+    float* d = acc.x + 4 * j;
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+#elif defined(__GFX11__)
+  // Operands: 16 bf16 per lane (8 VGPRs, A and B duplicated in both half-waves), 8 fp32 per lane.
+  // clang-19's builtin takes the bf16 bits as short vectors.
+  typedef short v16s __attribute__((ext_vector_type(16)));
+  typedef float v8f __attribute__((ext_vector_type(8)));
+  const v8f d = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(__builtin_bit_cast(v16s, a), __builtin_bit_cast(v16s, b),
+                                                            __builtin_bit_cast(v8f, acc));
+  acc = __builtin_bit_cast(FragC, d);
+#elif defined(__GFX12__)
+  // Operands: 8 bf16 per lane (4 VGPRs, no duplication), 8 fp32 per lane.
+  typedef short v8s __attribute__((ext_vector_type(8)));
+  typedef float v8f __attribute__((ext_vector_type(8)));
+  const v8f d = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12(__builtin_bit_cast(v8s, a), __builtin_bit_cast(v8s, b),
+                                                                  __builtin_bit_cast(v8f, acc));
+  acc = __builtin_bit_cast(FragC, d);
+#endif
+}
+
+}  // namespace leaf
+}  // namespace moss

@@ -1,0 +1,303 @@
+#include "model/dit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "model/dit_tables.h"
+#include "util/error.h"
+
+namespace moss {
+
+namespace {
+
+constexpr float kRmsEps = 1e-6f;
+
+std::string dims_text(const Tensor& t) { return t.shape_str() + " " + dtype_name(t.dtype); }
+
+// A host copy that owns its storage (download may hand back the backend's own buffer on the
+// host backend, which later ops overwrite).
+Tensor snapshot(Backend& be, const Tensor& t) {
+  const Tensor h = be.download(t);
+  Tensor out = host_tensor(h.dtype, h.dims());
+  std::memcpy(out.data, h.data, h.nbytes());
+  return out;
+}
+
+}  // namespace
+
+DitConfig parse_dit_config(const std::string& path) {
+  const nlohmann::json j = read_json_file(path);
+  DitConfig c;
+  c.dim = config_int(j, "dim", path);
+  c.ffn_dim = config_int(j, "ffn_dim", path);
+  c.heads = config_int(j, "num_heads", path);
+  c.layers = config_int(j, "num_layers", path);
+  c.text_dim = config_int(j, "text_dim", path);
+  c.freq_dim = config_int(j, "freq_dim", path);
+  c.latent_channels = config_int(j, "latent_channels", path);
+  c.rope_base = config_number(j, "rope_base", path);
+  auto positive = [&](int64_t v, const char* key) {
+    if (v <= 0) throw failure(path + ": key '" + key + "' must be positive (got " + std::to_string(v) + ")");
+  };
+  positive(c.dim, "dim");
+  positive(c.ffn_dim, "ffn_dim");
+  positive(c.heads, "num_heads");
+  positive(c.layers, "num_layers");
+  positive(c.text_dim, "text_dim");
+  positive(c.freq_dim, "freq_dim");
+  positive(c.latent_channels, "latent_channels");
+  if (!(c.rope_base > 0)) throw failure(path + ": key 'rope_base' must be positive");
+  if (c.dim % c.heads != 0 || c.head_dim() % 8 != 0)
+    throw failure(path + ": key 'num_heads' must divide 'dim' into heads of a multiple of 8 columns (4 RoPE axes, "
+                         "split-half rotation); got dim " + std::to_string(c.dim) + ", num_heads " +
+                  std::to_string(c.heads));
+  if (c.freq_dim % 2 != 0) throw failure(path + ": key 'freq_dim' must be even");
+  return c;
+}
+
+std::vector<ExpectedTensor> dit_expected_tensors(const DitConfig& c) {
+  const std::vector<DType> bf16{DType::BF16};
+  const int64_t d = c.dim, f = c.ffn_dim, hd = c.head_dim();
+  std::vector<ExpectedTensor> e;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape) { e.push_back({name, bf16, shape, false}); };
+  auto linear = [&](const std::string& p, int64_t out, int64_t in, bool bias) {
+    add(p + ".weight", {out, in});
+    if (bias) add(p + ".bias", {out});
+  };
+  linear("video_embedder", d, c.latent_channels, true);
+  linear("text_embedder.proj", d, c.text_dim, true);
+  for (int i = 0; i < 2; ++i) {
+    const std::string p = "text_embedder.blocks." + std::to_string(i) + ".";
+    add(p + "norm1.weight", {d});
+    add(p + "norm2.weight", {d});
+    add(p + "q_norm.weight", {hd});
+    add(p + "k_norm.weight", {hd});
+    linear(p + "qkv", 3 * d, d, true);
+    linear(p + "proj", d, d, true);
+    linear(p + "ffn_gate", f, d, true);
+    linear(p + "ffn_up", f, d, true);
+    linear(p + "ffn_down", d, f, true);
+  }
+  linear("time_embedding.0", d, c.freq_dim, true);
+  linear("time_embedding.2", d, d, true);
+  linear("shared_block_modulation", 6 * d, d, true);
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    add(p + "norm1.weight", {d});
+    add(p + "norm2.weight", {d});
+    add(p + "q_norm.weight", {hd});
+    add(p + "k_norm.weight", {hd});
+    for (const char* n : {"q", "k", "v", "o"}) linear(p + "proj." + n, d, d, false);
+    linear(p + "proj.ffn_up_gate", 2 * f, d, false);
+    linear(p + "proj.ffn_down", d, f, false);
+  }
+  add("final_norm_video.weight", {d});
+  linear("final_linear_video", c.latent_channels, d, false);
+  linear("video_head_modulation", 2 * d, d, true);
+  e.push_back({"rope.bands", {DType::F32}, {hd / 8}, true});
+  return e;
+}
+
+// The timestep's vectors, on the backend: the six block rows (shift_a, scale_a, gate_a, shift_f,
+// scale_f, gate_f) shared by every block, and the head's two (shift, scale).
+struct Dit::Modulation {
+  Tensor time;   // [1, dim], time_embedding output
+  Tensor block;  // [1, 6·dim]
+  Tensor head;   // [1, 2·dim]
+  int64_t dim = 0;
+  Tensor block_row(int k) const { return block.slice_cols(k * dim, dim); }
+  Tensor head_row(int k) const { return head.slice_cols(k * dim, dim); }
+};
+
+// Scratch matrices of one forward, shared by the blocks.
+struct Dit::Workspace {
+  Tensor y, tmp, q, k, v, attn, up_gate, gated;
+};
+
+Dit::Dit(Backend& be, const WeightFiles& weights, const DitConfig& cfg)
+    : be_(be), src_(make_upload_on_use_source(be, weights)), cfg_(cfg) {
+  check_tensors(weights, dit_expected_tensors(cfg));
+}
+
+Dit::Dit(Backend& be, std::unique_ptr<DitWeightSource> source, const DitConfig& cfg)
+    : be_(be), src_(std::move(source)), cfg_(cfg) {}
+
+void Dit::attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) {
+  const int64_t hd = cfg_.head_dim();
+  be_.core().attention(q, k, v, out, cfg_.heads, cfg_.heads, hd, float(1.0 / std::sqrt(double(hd))), false);
+}
+
+Dit::Text Dit::embed_text(const Tensor& states) {
+  if (states.where != Where::Host || states.dtype != DType::F32 || states.rank != 2 || states.cols() != cfg_.text_dim)
+    throw failure("DiT text states must be host f32 [T, " + std::to_string(cfg_.text_dim) + "], got " +
+                  dims_text(states));
+  CoreOps& ops = be_.core();
+  const int64_t T = states.rows();
+  Text text;
+  text.tokens = T;
+  text.rows = be_.alloc(DType::F32, {T, cfg_.dim});
+  {
+    DitLinear proj = DitLinear::load(*src_, "text_embedder.proj", true);
+    ops.linear(be_.upload(states), proj.w, proj.bias(), text.rows);
+  }
+  // The text blocks see only the text rows, at positions (0, k, 0, 0).
+  RopeTables rt = rope_tables(dit_positions(T, 0, 0), cfg_.head_dim(), cfg_.rope_base);
+  const Tensor sin = be_.upload(rt.sin), cos = be_.upload(rt.cos);
+  for (int i = 0; i < 2; ++i) text_block(i, text.rows, sin, cos);
+  return text;
+}
+
+void Dit::text_block(int index, Tensor& x, const Tensor& sin, const Tensor& cos) {
+  CoreOps& ops = be_.core();
+  const DitTextBlockWeights w = DitTextBlockWeights::load(*src_, index);
+  const int64_t T = x.rows(), d = cfg_.dim, f = cfg_.ffn_dim, hd = cfg_.head_dim();
+  Tensor y = be_.alloc(DType::F32, {T, d}), qkv = be_.alloc(DType::F32, {T, 3 * d});
+  Tensor q = be_.alloc(DType::F32, {T, d}), k = be_.alloc(DType::F32, {T, d}), a = be_.alloc(DType::F32, {T, d});
+
+  ops.rms_norm(x, &w.norm1, NormWeight::Mul, kRmsEps, d, y);
+  ops.linear(y, w.qkv.w, w.qkv.bias(), qkv);
+  ops.rms_norm(qkv.slice_cols(0, d), &w.q_norm, NormWeight::Mul, kRmsEps, hd, q);
+  ops.rms_norm(qkv.slice_cols(d, d), &w.k_norm, NormWeight::Mul, kRmsEps, hd, k);
+  ops.rope(q, sin, cos, hd, hd);
+  ops.rope(k, sin, cos, hd, hd);
+  attention(q, k, qkv.slice_cols(2 * d, d), a);
+  ops.linear(a, w.proj.w, w.proj.bias(), y);
+  ops.add(x, y, nullptr);
+
+  Tensor up = be_.alloc(DType::F32, {T, f}), gate = be_.alloc(DType::F32, {T, f}), h = be_.alloc(DType::F32, {T, f});
+  ops.rms_norm(x, &w.norm2, NormWeight::Mul, kRmsEps, d, y);
+  ops.linear(y, w.ffn_up.w, w.ffn_up.bias(), up);
+  ops.linear(y, w.ffn_gate.w, w.ffn_gate.bias(), gate);
+  ops.gated_unit(GatedUnit::Situ, up, gate, h);
+  ops.linear(h, w.ffn_down.w, w.ffn_down.bias(), y);
+  ops.add(x, y, nullptr);
+}
+
+Dit::Modulation Dit::timestep_modulation(float timestep) {
+  CoreOps& ops = be_.core();
+  const int64_t d = cfg_.dim;
+  const std::vector<float> e = timestep_sinusoid(timestep, cfg_.freq_dim);
+  Tensor e_host = host_tensor(DType::F32, {1, int64_t(e.size())});
+  std::copy(e.begin(), e.end(), e_host.ptr<float>());
+
+  Modulation m;
+  m.dim = d;
+  Tensor hidden = be_.alloc(DType::F32, {1, d});
+  m.time = be_.alloc(DType::F32, {1, d});
+  m.block = be_.alloc(DType::F32, {1, 6 * d});
+  m.head = be_.alloc(DType::F32, {1, 2 * d});
+  {
+    DitLinear l0 = DitLinear::load(*src_, "time_embedding.0", true);
+    DitLinear l2 = DitLinear::load(*src_, "time_embedding.2", true);
+    ops.linear(be_.upload(e_host), l0.w, l0.bias(), hidden);
+    ops.silu(hidden, hidden);
+    ops.linear(hidden, l2.w, l2.bias(), m.time);
+  }
+  // No SiLU before either modulation (model.md section 4, step 1).
+  DitLinear shared = DitLinear::load(*src_, "shared_block_modulation", true);
+  ops.linear(m.time, shared.w, shared.bias(), m.block);
+  DitLinear head = DitLinear::load(*src_, "video_head_modulation", true);
+  ops.linear(m.time, head.w, head.bias(), m.head);
+  return m;
+}
+
+void Dit::main_block(int index, Tensor& x, const Tensor& sin, const Tensor& cos, const Modulation& mod,
+                     Workspace& ws) {
+  CoreOps& ops = be_.core();
+  const DitMainBlockWeights w = DitMainBlockWeights::load(*src_, index);
+  const int64_t d = cfg_.dim, f = cfg_.ffn_dim, hd = cfg_.head_dim();
+  const Tensor shift_a = mod.block_row(0), scale_a = mod.block_row(1), gate_a = mod.block_row(2);
+  const Tensor shift_f = mod.block_row(3), scale_f = mod.block_row(4), gate_f = mod.block_row(5);
+
+  ops.rms_norm(x, &w.norm1, NormWeight::Mul, kRmsEps, d, ws.y);
+  ops.modulate(ws.y, shift_a, scale_a);
+  ops.linear(ws.y, w.q, nullptr, ws.tmp);
+  ops.rms_norm(ws.tmp, &w.q_norm, NormWeight::Mul, kRmsEps, hd, ws.q);
+  ops.linear(ws.y, w.k, nullptr, ws.tmp);
+  ops.rms_norm(ws.tmp, &w.k_norm, NormWeight::Mul, kRmsEps, hd, ws.k);
+  ops.linear(ws.y, w.v, nullptr, ws.v);
+  ops.rope(ws.q, sin, cos, hd, hd);
+  ops.rope(ws.k, sin, cos, hd, hd);
+  attention(ws.q, ws.k, ws.v, ws.attn);
+  ops.linear(ws.attn, w.o, nullptr, ws.tmp);
+  ops.add(x, ws.tmp, &gate_a);
+
+  ops.rms_norm(x, &w.norm2, NormWeight::Mul, kRmsEps, d, ws.y);
+  ops.modulate(ws.y, shift_f, scale_f);
+  ops.linear(ws.y, w.ffn_up_gate, nullptr, ws.up_gate);  // [hidden | gate]
+  ops.gated_unit(GatedUnit::Situ, ws.up_gate.slice_cols(0, f), ws.up_gate.slice_cols(f, f), ws.gated);
+  ops.linear(ws.gated, w.ffn_down, nullptr, ws.tmp);
+  ops.add(x, ws.tmp, &gate_f);
+}
+
+Tensor Dit::forward(const Tensor& latent, const Text& text, float timestep, const std::vector<int>& skip_layers,
+                    DitTrace* trace) {
+  if (latent.where != Where::Host || latent.dtype != DType::F32 || latent.rank != 3 ||
+      latent.shape[0] != cfg_.latent_channels || !latent.contiguous())
+    throw failure("DiT latent must be host f32 [" + std::to_string(cfg_.latent_channels) + ", gh, gw], got " +
+                  dims_text(latent));
+  for (int s : skip_layers)
+    if (s < 0 || s >= cfg_.layers)
+      throw usage_error("skip layer " + std::to_string(s) + " is outside the DiT's blocks 0.." +
+                        std::to_string(cfg_.layers - 1));
+  CoreOps& ops = be_.core();
+  const int64_t C = cfg_.latent_channels, gh = latent.shape[1], gw = latent.shape[2];
+  const int64_t n_img = gh * gw, T = text.tokens, N = n_img + T, d = cfg_.dim;
+
+  const Modulation mod = timestep_modulation(timestep);
+  RopeTables rt = rope_tables(dit_positions(T, gh, gw), cfg_.head_dim(), cfg_.rope_base);
+  const Tensor sin = be_.upload(rt.sin), cos = be_.upload(rt.cos);
+
+  // x = [image rows; text rows]: the image rows are the latent's columns through video_embedder.
+  Tensor x = be_.alloc(DType::F32, {N, d});
+  {
+    Tensor columns = host_tensor(DType::F32, {n_img, C});
+    const float* src = latent.ptr<const float>();
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < n_img; ++p) columns.ptr<float>()[p * C + c] = src[c * n_img + p];
+    DitLinear embed = DitLinear::load(*src_, "video_embedder", true);
+    Tensor image_rows = x.slice_rows(0, n_img);
+    ops.linear(be_.upload(columns), embed.w, embed.bias(), image_rows);
+  }
+  {
+    // The text rows are reused by every forward of the prompt: copy them in (a row gather).
+    std::vector<int32_t> ids(static_cast<size_t>(T));
+    std::iota(ids.begin(), ids.end(), 0);
+    Tensor text_rows = x.slice_rows(n_img, T);
+    ops.embedding(ids, text.rows, text_rows);
+  }
+  if (trace) {
+    trace->tensors["temb"] = snapshot(be_, mod.time).reshape({d});
+    trace->tensors["modulation"] = snapshot(be_, mod.block).reshape({6, d});
+    trace->tensors["text_embedded"] = snapshot(be_, text.rows);
+  }
+
+  Workspace ws;
+  for (Tensor* t : {&ws.y, &ws.tmp, &ws.q, &ws.k, &ws.v, &ws.attn}) *t = be_.alloc(DType::F32, {N, d});
+  ws.up_gate = be_.alloc(DType::F32, {N, 2 * cfg_.ffn_dim});
+  ws.gated = be_.alloc(DType::F32, {N, cfg_.ffn_dim});
+  for (int i = 0; i < int(cfg_.layers); ++i) {
+    if (std::find(skip_layers.begin(), skip_layers.end(), i) != skip_layers.end()) continue;
+    main_block(i, x, sin, cos, mod, ws);
+    if (trace) trace->tensors["block" + std::to_string(i)] = snapshot(be_, x);
+  }
+
+  // Head on the image rows: RMSNorm·(1+scale)+shift, then final_linear_video.
+  Tensor y = ws.y.slice_rows(0, n_img), out = be_.alloc(DType::F32, {n_img, C});
+  {
+    const Tensor norm = src_->get("final_norm_video.weight");
+    const Tensor final_linear = src_->get("final_linear_video.weight");
+    ops.rms_norm(x.slice_rows(0, n_img), &norm, NormWeight::Mul, kRmsEps, d, y);
+    ops.modulate(y, mod.head_row(0), mod.head_row(1));
+    ops.linear(y, final_linear, nullptr, out);
+  }
+  const Tensor rows = be_.download(out);
+  Tensor velocity = host_tensor(DType::F32, {C, gh, gw});
+  for (int64_t p = 0; p < n_img; ++p)
+    for (int64_t c = 0; c < C; ++c) velocity.ptr<float>()[c * n_img + p] = rows.ptr<const float>()[p * C + c];
+  return velocity;
+}
+
+}  // namespace moss

@@ -1,0 +1,75 @@
+// The MOSS-Image DiT (model.md section 4): text embedder with its two blocks, shared
+// modulation, 4-axis centred RoPE, SiTU FFNs, the main blocks (some may be skipped) and the
+// video head. Written once against Backend& so the host reference and the HIP kernels run the
+// same code; weights come from a DitWeightSource when each part runs.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/model_folder.h"
+#include "io/safetensors.h"
+#include "model/dit_weights.h"
+#include "ops/backend.h"
+
+namespace moss {
+
+struct DitConfig {
+  int64_t dim = 0, ffn_dim = 0, heads = 0, layers = 0, text_dim = 0, freq_dim = 0, latent_channels = 0;
+  double rope_base = 10000.0;
+  int64_t head_dim() const { return dim / heads; }
+};
+
+// transformer/config.json (keys dim, ffn_dim, num_heads, num_layers, text_dim, freq_dim,
+// latent_channels, rope_base); moss::failure naming the file and key when one is missing or bad.
+DitConfig parse_dit_config(const std::string& config_json_path);
+
+// Every checkpoint tensor with the dtype and shape the config implies (rope.bands optional: it is
+// recomputed, never read).
+std::vector<ExpectedTensor> dit_expected_tensors(const DitConfig& cfg);
+
+// Intermediate results of one forward, host f32: "temb" [dim], "modulation" [6, dim],
+// "text_embedded" [T, dim], "block<i>" [gh·gw + T, dim] (image rows first) for each block run.
+struct DitTrace {
+  std::map<std::string, Tensor> tensors;
+};
+
+class Dit {
+ public:
+  // Checks the weights against the config, then reads each weight when its part runs
+  // (be.upload(weights.get(name)) through make_upload_on_use_source).
+  Dit(Backend& be, const WeightFiles& weights, const DitConfig& cfg);
+  // The same with a caller-chosen weight source (resident or streamed on the GPU backend).
+  Dit(Backend& be, std::unique_ptr<DitWeightSource> source, const DitConfig& cfg);
+
+  // A prompt's text rows after text_embedder (proj + its two blocks), on the backend. They do
+  // not depend on the timestep: compute them once per prompt.
+  struct Text {
+    Tensor rows;  // backend f32 [T, dim], contiguous
+    int64_t tokens = 0;
+  };
+  Text embed_text(const Tensor& text_states);  // host f32 [T, text_dim]
+
+  // One forward: latent host f32 [C, gh, gw] -> velocity host f32 [C, gh, gw]. The blocks listed
+  // in skip_layers (0-based) are not run. The latent is used as given (no rounding).
+  Tensor forward(const Tensor& latent, const Text& text, float timestep, const std::vector<int>& skip_layers,
+                 DitTrace* trace = nullptr);
+
+  const DitConfig& config() const { return cfg_; }
+
+ private:
+  struct Modulation;
+  struct Workspace;
+  Modulation timestep_modulation(float timestep);
+  void text_block(int index, Tensor& x, const Tensor& sin, const Tensor& cos);
+  void main_block(int index, Tensor& x, const Tensor& sin, const Tensor& cos, const Modulation& mod, Workspace& ws);
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out);
+
+  Backend& be_;
+  std::unique_ptr<DitWeightSource> src_;
+  DitConfig cfg_;
+};
+
+}  // namespace moss

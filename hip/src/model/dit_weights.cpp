@@ -1,0 +1,63 @@
+#include "model/dit_weights.h"
+
+namespace moss {
+namespace {
+
+class UploadOnUse : public DitWeightSource {
+ public:
+  UploadOnUse(Backend& be, const WeightFiles& weights) : be_(be), weights_(weights) {}
+  Tensor get(const std::string& name) override { return be_.upload(weights_.get(name)); }
+
+ private:
+  Backend& be_;
+  WeightFiles weights_;  // shares the mappings with the caller's copy
+};
+
+}  // namespace
+
+std::unique_ptr<DitWeightSource> make_upload_on_use_source(Backend& be, const WeightFiles& weights) {
+  return std::make_unique<UploadOnUse>(be, weights);
+}
+
+DitLinear DitLinear::load(DitWeightSource& src, const std::string& prefix, bool with_bias) {
+  DitLinear l;
+  l.w = src.get(prefix + ".weight");
+  if (with_bias) {
+    l.b = src.get(prefix + ".bias");
+    l.has_bias = true;
+  }
+  return l;
+}
+
+DitTextBlockWeights DitTextBlockWeights::load(DitWeightSource& src, int index) {
+  const std::string p = "text_embedder.blocks." + std::to_string(index) + ".";
+  DitTextBlockWeights w;
+  w.norm1 = src.get(p + "norm1.weight");
+  w.norm2 = src.get(p + "norm2.weight");
+  w.q_norm = src.get(p + "q_norm.weight");
+  w.k_norm = src.get(p + "k_norm.weight");
+  w.qkv = DitLinear::load(src, p + "qkv", true);
+  w.proj = DitLinear::load(src, p + "proj", true);
+  w.ffn_up = DitLinear::load(src, p + "ffn_up", true);
+  w.ffn_gate = DitLinear::load(src, p + "ffn_gate", true);
+  w.ffn_down = DitLinear::load(src, p + "ffn_down", true);
+  return w;
+}
+
+DitMainBlockWeights DitMainBlockWeights::load(DitWeightSource& src, int index) {
+  const std::string p = "layers." + std::to_string(index) + ".";
+  DitMainBlockWeights w;
+  w.norm1 = src.get(p + "norm1.weight");
+  w.norm2 = src.get(p + "norm2.weight");
+  w.q_norm = src.get(p + "q_norm.weight");
+  w.k_norm = src.get(p + "k_norm.weight");
+  w.q = src.get(p + "proj.q.weight");
+  w.k = src.get(p + "proj.k.weight");
+  w.v = src.get(p + "proj.v.weight");
+  w.o = src.get(p + "proj.o.weight");
+  w.ffn_up_gate = src.get(p + "proj.ffn_up_gate.weight");
+  w.ffn_down = src.get(p + "proj.ffn_down.weight");
+  return w;
+}
+
+}  // namespace moss

@@ -1,0 +1,46 @@
+// Where the DiT's weights come from. The model asks for a block's weights at the moment the
+// block runs and drops them when it is done; the source decides what that costs: an upload per
+// use (the default here), a resident copy, or a stream from disk on the GPU backend. Residency
+// is the source's business, never the model code's.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "io/safetensors.h"
+#include "ops/backend.h"
+
+namespace moss {
+
+class DitWeightSource {
+ public:
+  virtual ~DitWeightSource() = default;
+  // The named checkpoint tensor as the backend's ops read it; kept alive by the returned view.
+  virtual Tensor get(const std::string& name) = 0;
+};
+
+// be.upload(weights.get(name)) on every request (on the host backend: the mmap'd view itself).
+std::unique_ptr<DitWeightSource> make_upload_on_use_source(Backend& be, const WeightFiles& weights);
+
+// A linear layer's weight and optional bias.
+struct DitLinear {
+  Tensor w, b;
+  bool has_bias = false;
+  const Tensor* bias() const { return has_bias ? &b : nullptr; }
+  static DitLinear load(DitWeightSource& src, const std::string& prefix, bool with_bias);
+};
+
+// One text-embedder block (text_embedder.blocks.<i>.*): fused qkv and FFN projections, biases.
+struct DitTextBlockWeights {
+  Tensor norm1, norm2, q_norm, k_norm;
+  DitLinear qkv, proj, ffn_up, ffn_gate, ffn_down;
+  static DitTextBlockWeights load(DitWeightSource& src, int index);
+};
+
+// One main block (layers.<i>.*): separate q/k/v/o, fused ffn_up_gate, no biases.
+struct DitMainBlockWeights {
+  Tensor norm1, norm2, q_norm, k_norm;
+  Tensor q, k, v, o, ffn_up_gate, ffn_down;
+  static DitMainBlockWeights load(DitWeightSource& src, int index);
+};
+
+}  // namespace moss

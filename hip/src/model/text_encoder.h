@@ -1,0 +1,71 @@
+// The text encoder: Qwen3.5's language tower (model.md section 3, research/text_encoder.md
+// sections 1-3 and 6). Gated DeltaNet layers and gated full-attention layers, zero-centred
+// RMSNorms, a SwiGLU MLP; the output is last_hidden_state (after the final norm).
+// Written once against Backend&; weights are uploaded when their layer runs and released after,
+// so a device backend holds one layer at a time.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "io/model_folder.h"
+#include "io/safetensors.h"
+#include "ops/backend.h"
+
+namespace moss {
+
+enum class TextLayerKind { LinearAttention, FullAttention };
+
+// Sizes from config.json's text_config (or a bare text config).
+struct TextEncoderConfig {
+  std::string file;  // where it was read, for messages
+  int64_t hidden = 0, layers = 0, intermediate = 0, vocab = 0;
+  std::vector<TextLayerKind> layer_types;  // one per layer
+  // Full attention: q_proj emits, per head, head_dim query columns then head_dim gate columns.
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t rot_dim = 0;  // int(head_dim · partial_rotary_factor): RoPE on the first rot_dim dims
+  double rope_theta = 0;
+  // Gated DeltaNet.
+  int64_t linear_key_heads = 0, linear_key_dim = 0, linear_value_heads = 0, linear_value_dim = 0;
+  int64_t conv_kernel = 0;
+  float eps = 1e-6f;  // every RMSNorm, the gated one included
+
+  int64_t linear_key_width() const { return linear_key_heads * linear_key_dim; }
+  int64_t linear_value_width() const { return linear_value_heads * linear_value_dim; }
+  int64_t conv_width() const { return 2 * linear_key_width() + linear_value_width(); }
+};
+
+// Reads and validates the config; a missing or bad key is refused (exit 1) naming file and key.
+TextEncoderConfig parse_text_encoder_config(const std::string& config_json_path);
+
+// Every tensor the encoder reads, with the dtypes and shapes the config implies.
+std::vector<ExpectedTensor> text_encoder_expected_tensors(const TextEncoderConfig& cfg, const std::string& prefix);
+// Tensors of the text_encoder folder that are never loaded (vision tower, mtp.*, an lm_head).
+std::vector<std::string> text_encoder_ignored_prefixes();
+// "language_model." (official files) or "model.language_model." (HF layout); anything else is
+// refused naming the folder.
+std::string text_encoder_prefix(const WeightFiles& weights);
+
+class TextEncoder {
+ public:
+  TextEncoder(Backend& be, const WeightFiles& weights, const TextEncoderConfig& cfg);
+
+  // last_hidden_state [T, hidden] as a host f32 tensor. layer_hook, when given, sees each
+  // layer's output (before the final norm) as a host f32 view valid during the call only.
+  Tensor encode(const std::vector<int32_t>& ids, const std::function<void(int, const Tensor&)>& layer_hook = {});
+
+ private:
+  Tensor weight(int layer, const std::string& name);  // uploaded on use, released by the caller
+  Tensor embed(const std::vector<int32_t>& ids);
+  void attention_mixer(int layer, const Tensor& xn, const Tensor& sin, const Tensor& cos, Tensor& y);
+  void deltanet_mixer(int layer, const Tensor& xn, Tensor& y);
+  void mlp(int layer, const Tensor& xn, Tensor& y);
+
+  Backend& be_;
+  WeightFiles weights_;
+  TextEncoderConfig cfg_;
+  std::string prefix_;
+};
+
+}  // namespace moss

@@ -1,0 +1,63 @@
+#include "pipeline/record.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace moss {
+
+std::string engine_version() { return std::string("moss-infer-hip ") + MOSSINFER_VERSION + " (git " + MOSSINFER_GIT_HASH + ")"; }
+
+// Shortest decimal that reads back as the same float, so records show "3" and "4.5".
+static std::string num(double v) {
+  char buf[32];
+  for (int prec = 1; prec <= 9; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (float(std::strtod(buf, nullptr)) == float(v)) break;
+  }
+  return buf;
+}
+
+std::string record_json(const RunRecord& r) {
+  const RunOptions& o = *r.options;
+  nlohmann::ordered_json j;
+  j["prompt"] = o.prompt;
+  j["negative"] = o.negative;
+  j["seed"] = o.seed;
+  j["steps"] = o.steps;
+  j["steps_run"] = r.steps_run;
+  j["cfg"] = o.cfg;
+  j["shift"] = o.shift;
+  j["skip_layers"] = o.skip_layers;
+  j["width"] = o.width;
+  j["height"] = o.height;
+  j["max_seq"] = o.max_seq;
+  j["tier"] = o.tier;
+  j["sampler"] = "euler";
+  j["model"] = r.model_identity;
+  j["engine"] = engine_version();
+  j["backend"] = r.backend;
+  j["noise_layout"] = "torch-cpu-randn/c128hw";
+  j["resident_blocks"] = r.resident_blocks;
+  j["total_blocks"] = r.total_blocks;
+  j["timings_s"] = {{"text_encoder", r.times.text_encoder_s}, {"dit_load", r.times.dit_load_s},
+                    {"denoise", r.times.denoise_s}, {"vae", r.times.vae_s}, {"total", r.times.total_s}};
+  return j.dump();
+}
+
+std::string a1111_parameters(const RunRecord& r) {
+  const RunOptions& o = *r.options;
+  std::string s = o.prompt;
+  if (!o.negative.empty()) s += "\nNegative prompt: " + o.negative;
+  s += "\nSteps: " + std::to_string(r.steps_run) + ", Sampler: Euler, Schedule type: MOSS-Image, CFG scale: " +
+       num(o.cfg) + ", Seed: " + std::to_string(o.seed) + ", Size: " + std::to_string(o.width) + "x" +
+       std::to_string(o.height) + ", Model: " + r.model_identity + ", Shift: " + num(o.shift) +
+       ", Skip layers: \"" + o.skip_layers_text + "\", Max seq: " + std::to_string(o.max_seq) +
+       ", Tier: " + o.tier + ", Backend: " + r.backend + ", Version: " + engine_version();
+  return s;
+}
+
+std::vector<PngText> png_record_chunks(const RunRecord& r) {
+  return {{"parameters", a1111_parameters(r)}, {"generation", record_json(r)}};
+}
+
+}  // namespace moss

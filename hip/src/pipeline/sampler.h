@@ -1,0 +1,32 @@
+// Euler flow-matching sampler with classifier-free guidance (model.md section 5). Each step:
+// v_c = DiT(x, cond, t); with cfg != 1, v_u = DiT(x, uncond, t) skipping the skip layers and
+// v = v_u + cfg·(v_c − v_u); x ← x + v·(σ_{i+1} − σ_i). With cfg == 1 there is no uncond pass.
+// Latents and the update are fp32 on the host.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "model/dit.h"
+
+namespace moss {
+
+struct SamplerSettings {
+  int steps = 0;
+  float cfg = 1.0f, shift = 1.0f;
+  std::vector<int> skip_layers;  // 0-based blocks the uncond pass skips
+};
+
+// Per step i, host f32 [C, gh, gw]: the velocities and the latent after the step (v_uncond
+// stays empty at cfg 1).
+struct SamplerTrace {
+  std::vector<Tensor> v_cond, v_uncond, latent;
+};
+
+// Runs len(sigmas)−1 steps from `noise` (host f32 [C, gh, gw]) and returns the final latent.
+// uncond may be null only when s.cfg == 1. on_step(step_index, total_steps, seconds) is called
+// after each step with the step's wall time.
+Tensor sample(Dit& dit, const Dit::Text& cond, const Dit::Text* uncond, const Tensor& noise,
+              const std::vector<float>& sigmas, const SamplerSettings& s,
+              const std::function<void(int, int, double)>& on_step = {}, SamplerTrace* trace = nullptr);
+
+}  // namespace moss

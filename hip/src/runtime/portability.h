@@ -1,0 +1,187 @@
+// THE one header where the AMD / NVIDIA spelling differences of device code live. Every .hip
+// file includes this instead of <hip/hip_runtime.h>; nothing else in the repository spells a
+// CUDA name (the HIP-on-CUDA shim in runtime/nvidia_shim excepted).
+//
+// Three ways this header is compiled:
+//   NVIDIA  nvcc 13 (-DHIP_TARGET=nvidia): <hip/hip_runtime.h> is the project shim over CUDA.
+//   AMD     clang with ROCm 7 (-DHIP_TARGET=gfx...): ROCm's own <hip/hip_runtime.h>.
+//   check   clang-19 device-only, no ROCm (hip/check_device.sh): runtime/amd_device_only's
+//           minimal header. No device libraries exist there, so on AMD everything below uses
+//           compiler builtins only -- in the real build too, so the checked code is the shipped code.
+//
+// Rules this header encodes (product.md section 1): wave size 32, workgroup size 32 (one wave per
+// workgroup), bf16 as `__nv_bfloat16` on CUDA (nvcc 13 crashes on `__bf16`) and `__bf16` on AMD.
+#pragma once
+
+#include <hip/hip_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "util/error.h"
+
+#if defined(__CUDACC__)
+#define MOSS_PLATFORM_NVIDIA 1
+#define MOSS_PLATFORM_AMD 0
+#elif defined(__HIP__)
+#define MOSS_PLATFORM_NVIDIA 0
+#define MOSS_PLATFORM_AMD 1
+#else
+#error "runtime/portability.h is for .hip sources (nvcc or clang -x hip)"
+#endif
+
+namespace moss {
+
+// ---- execution shape ----------------------------------------------------------------------------
+constexpr int kWaveSize = 32;       // wave32 on gfx11/gfx12, warp size on NVIDIA
+constexpr int kWorkgroupSize = 32;  // every kernel: __launch_bounds__(kWorkgroupSize), one wave
+
+constexpr bool kPlatformNvidia = MOSS_PLATFORM_NVIDIA;
+constexpr const char* kPlatformName = MOSS_PLATFORM_NVIDIA ? "nvidia" : "amd";
+
+// ---- bf16 ---------------------------------------------------------------------------------------
+// Device kernels take `const bf16*`; host code holds the same bits as uint16_t (tensor.h helpers)
+// and passes them with reinterpret_cast<const bf16*>.
+#if MOSS_PLATFORM_NVIDIA
+using bf16 = __nv_bfloat16;
+__host__ __device__ inline float to_float(bf16 x) { return __bfloat162float(x); }
+__host__ __device__ inline bf16 to_bf16(float x) { return __float2bfloat16(x); }  // round to nearest even
+__host__ __device__ inline uint16_t bf16_bits(bf16 x) { return __bfloat16_as_ushort(x); }
+__host__ __device__ inline bf16 bf16_from_bits(uint16_t b) { return __ushort_as_bfloat16(b); }
+#else
+using bf16 = __bf16;
+__host__ __device__ inline float to_float(bf16 x) { return static_cast<float>(x); }
+__host__ __device__ inline bf16 to_bf16(float x) { return static_cast<bf16>(x); }  // round to nearest even
+__host__ __device__ inline uint16_t bf16_bits(bf16 x) { return __builtin_bit_cast(uint16_t, x); }
+__host__ __device__ inline bf16 bf16_from_bits(uint16_t b) { return __builtin_bit_cast(bf16, b); }
+#endif
+static_assert(sizeof(bf16) == 2, "bf16 must be 2 bytes");
+// Lets templated loaders take fp32 or bf16 activations alike.
+__host__ __device__ inline float to_float(float x) { return x; }
+
+// ---- thread ids and barriers --------------------------------------------------------------------
+// Blocks are one wave, so the lane is the thread id; the lane comes from the hardware (mbcnt,
+// %laneid), not from a flat id, so it stays right in multi-wave code too (matrix_layouts.md 1.3).
+#if MOSS_PLATFORM_NVIDIA
+__device__ inline unsigned lane_id() {
+  unsigned lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  return lane;
+}
+__device__ inline unsigned thread_x() { return threadIdx.x; }
+__device__ inline unsigned block_x() { return blockIdx.x; }
+__device__ inline unsigned block_y() { return blockIdx.y; }
+__device__ inline unsigned block_z() { return blockIdx.z; }
+// Workgroup barrier with shared-memory visibility (__syncthreads).
+__device__ inline void sync_workgroup() { __syncthreads(); }
+#else
+__device__ inline unsigned lane_id() { return __builtin_amdgcn_mbcnt_lo(~0u, 0u); }
+__device__ inline unsigned thread_x() { return __builtin_amdgcn_workitem_id_x(); }
+__device__ inline unsigned block_x() { return __builtin_amdgcn_workgroup_id_x(); }
+__device__ inline unsigned block_y() { return __builtin_amdgcn_workgroup_id_y(); }
+__device__ inline unsigned block_z() { return __builtin_amdgcn_workgroup_id_z(); }
+// s_barrier alone does not order LDS accesses; the fences make it a full __syncthreads.
+__device__ inline void sync_workgroup() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+#endif
+
+#if MOSS_PLATFORM_NVIDIA
+__device__ inline float max_f(float a, float b) { return fmaxf(a, b); }
+#else
+__device__ inline float max_f(float a, float b) { return __builtin_fmaxf(a, b); }
+#endif
+
+// ---- cross-lane ---------------------------------------------------------------------------------
+#if MOSS_PLATFORM_NVIDIA
+__device__ inline float shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask, kWaveSize); }
+__device__ inline float shfl(float v, int src_lane) { return __shfl_sync(0xffffffffu, v, src_lane, kWaveSize); }
+#else
+// ds_bpermute reads the value of the lane whose byte address (lane * 4) is given.
+__device__ inline float shfl(float v, int src_lane) {
+  return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute(src_lane << 2, __builtin_bit_cast(int, v)));
+}
+__device__ inline float shfl_xor(float v, int lane_mask) { return shfl(v, int(lane_id()) ^ lane_mask); }
+#endif
+// Sum / max over the 32 lanes of the wave; every lane gets the result.
+__device__ inline float wave_sum(float v) {
+  for (int m = kWaveSize / 2; m > 0; m /= 2) v += shfl_xor(v, m);
+  return v;
+}
+__device__ inline float wave_max(float v) {
+  for (int m = kWaveSize / 2; m > 0; m /= 2) v = max_f(v, shfl_xor(v, m));
+  return v;
+}
+
+// ---- math ---------------------------------------------------------------------------------------
+// AMD: builtins only (no ROCm device libraries in the check build; __builtin_tanhf has no
+// libcall there, so tanh is written through exp).
+#if MOSS_PLATFORM_NVIDIA
+__device__ inline float exp_f(float x) { return expf(x); }
+__device__ inline float fast_exp(float x) { return __expf(x); }  // ~2 ulp, for softmax / SiLU
+__device__ inline float log_f(float x) { return logf(x); }
+__device__ inline float sqrt_f(float x) { return sqrtf(x); }
+__device__ inline float rsqrt_f(float x) { return rsqrtf(x); }
+__device__ inline float tanh_f(float x) { return tanhf(x); }
+#else
+__device__ inline float exp_f(float x) { return __builtin_expf(x); }
+__device__ inline float fast_exp(float x) { return __builtin_amdgcn_exp2f(x * 1.4426950408889634f); }
+__device__ inline float log_f(float x) { return __builtin_logf(x); }
+__device__ inline float sqrt_f(float x) { return __builtin_sqrtf(x); }
+__device__ inline float rsqrt_f(float x) { return __builtin_amdgcn_rsqf(x); }
+__device__ inline float tanh_f(float x) {
+  const float ax = __builtin_fabsf(x);
+  // Near 0 the exp form cancels; the odd series is exact to f32 there (next term ~3e-9 relative).
+  if (ax < 0.0625f) {
+    const float x2 = x * x;
+    return x * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f)));
+  }
+  const float t = 1.0f - 2.0f / (__builtin_expf(2.0f * ax) + 1.0f);  // exp overflow gives 1 exactly
+  return __builtin_copysignf(t, x);
+}
+#endif
+__device__ inline float sigmoid_f(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
+
+// ---- host side: errors and device naming ---------------------------------------------------------
+// Throws moss::failure naming the call, file and line when a runtime call fails.
+inline void hip_check_result(hipError_t err, const char* call, const char* file, int line) {
+  if (err != hipSuccess)
+    throw failure(std::string("HIP error: ") + call + " failed: " + hipGetErrorString(err) + " (" + file + ":" +
+                  std::to_string(line) + ")");
+}
+#define MOSS_HIP_CHECK(call) ::moss::hip_check_result((call), #call, __FILE__, __LINE__)
+
+#if !defined(MOSSINFER_HIP_DEVICE_ONLY_CHECK)
+// The device's architecture as the build names it: "gfx1100" (feature suffixes such as
+// ":sramecc-:xnack-" dropped) or "sm_90".
+inline std::string device_arch(const hipDeviceProp_t& p) {
+#if MOSS_PLATFORM_NVIDIA
+  return "sm_" + std::to_string(p.major * 10 + p.minor);
+#else
+  std::string arch = p.gcnArchName;
+  return arch.substr(0, arch.find(':'));
+#endif
+}
+
+// The architectures this binary holds device code for.
+inline std::vector<std::string> built_device_archs() {
+  std::vector<std::string> out;
+#if MOSS_PLATFORM_NVIDIA
+  for (int a : {__CUDA_ARCH_LIST__}) out.push_back("sm_" + std::to_string(a / 10));
+#elif defined(MOSSINFER_HIP_TARGET)
+  const std::string list = MOSSINFER_HIP_TARGET;  // CMake's "gfx1100;gfx1200;gfx1201"
+  for (size_t begin = 0; begin <= list.size();) {
+    const size_t end = std::min(list.find(';', begin), list.size());
+    if (end > begin) out.push_back(list.substr(begin, end - begin));
+    begin = end + 1;
+  }
+#endif
+  return out;
+}
+#endif
+
+}  // namespace moss

@@ -1,0 +1,375 @@
+// Host emulation of the 16x16x16 bf16 matrix leaf (kernels/matrix_layout.h), since no AMD GPU
+// can run here. 32 simulated lanes are loaded through the kernels' own index maps (the
+// "software maps"), a model of each instruction written independently from the ISA tables
+// (the "hardware models", shared/spec/research/matrix_layouts.md sections 2-4) multiplies the
+// registers, and the result is stored back through the kernels' C map. The tests prove that
+// the maps compute D = A·B + C, own every element exactly once, and that the emulation is
+// sharp enough to reject the classic mistakes.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/matrix_layout.h"
+#include "tensor/tensor.h"
+
+namespace {
+
+using moss::mma_layout::Elem;
+constexpr int kLanes = 32;
+constexpr int kTile = 16;
+
+using Tile = std::array<std::array<double, kTile>, kTile>;  // [row][col]
+using Regs = std::vector<std::vector<double>>;              // [lane][slot]
+using Map = Elem (*)(int lane, int slot);
+
+struct SoftwareMaps {
+  int slots_a, slots_b, slots_c;
+  Map a, b, c;
+};
+template <class L>
+SoftwareMaps maps_of() {
+  return {L::kSlotsA, L::kSlotsB, L::kSlotsC, &L::a, &L::b, &L::c};
+}
+
+enum class Hardware { Gfx11, Gfx12, Nvidia };
+const char* hardware_name(Hardware hw) {
+  return hw == Hardware::Gfx11 ? "gfx11" : hw == Hardware::Gfx12 ? "gfx12" : "nvidia";
+}
+
+bool in_tile(Elem e) { return e.row >= 0 && e.row < kTile && e.col >= 0 && e.col < kTile; }
+
+// ---- hardware models ----------------------------------------------------------------------------
+// Each reads the register file as the instruction does and returns D in the same register file
+// shape as C. `error` is set when the registers break a precondition of the instruction.
+
+// gfx11 (rocjitsu model, matrix_layouts.md 2.2-2.5): output row m is computed by half-wave
+// h = m % 2 from that half's copies of A row m and B column n; A/B must be duplicated in both halves.
+Regs run_gfx11(const Regs& a, const Regs& b, const Regs& c, std::string& error) {
+  for (int r = 0; r < 16; ++r)
+    for (int i = 0; i < 16; ++i)
+      if (a[r][i] != a[r + 16][i] || b[r][i] != b[r + 16][i]) error = "A/B not duplicated in lanes r and r+16";
+  Regs d = c;
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 16; ++n) {
+      const int h = m % 2;
+      double acc = c[16 * h + n][m / 2];  // C/D: VGPR m/2 of lane 16*(m%2) + n
+      for (int k = 0; k < 16; ++k) acc += a[16 * h + m][k] * b[16 * h + n][k];
+      d[16 * h + n][m / 2] = acc;
+    }
+  return d;
+}
+
+// gfx12 (ISA numbering, matrix_layouts.md 3.2-3.4): slot i of lane l is K = 8*(i/4) + 4*(l/16) + i%4
+// for both A (row l%16) and B (column l%16); D row m lives in lane 16*(m/8) + n, VGPR m%8.
+Regs run_gfx12(const Regs& a, const Regs& b, const Regs& c) {
+  double A[16][16], B[16][16];
+  for (int l = 0; l < kLanes; ++l)
+    for (int i = 0; i < 8; ++i) {
+      const int k = 8 * (i / 4) + 4 * (l / 16) + i % 4;
+      A[l % 16][k] = a[l][i];
+      B[k][l % 16] = b[l][i];
+    }
+  Regs d = c;
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 16; ++n) {
+      double acc = c[16 * (m / 8) + n][m % 8];
+      for (int k = 0; k < 16; ++k) acc += A[m][k] * B[k][n];
+      d[16 * (m / 8) + n][m % 8] = acc;
+    }
+  return d;
+}
+
+// NVIDIA (PTX ISA fragment tables for m16n8k16, matrix_layouts.md 4.1), two instructions j = 0, 1
+// sharing A; instruction j owns B slots and C slots 4j..4j+3 of every lane. Written from the
+// register tables: register p of A holds rows g + {0,8,0,8}[p], columns 2t + {0,0,8,8}[p] + half.
+Regs run_nvidia(const Regs& a, const Regs& b, const Regs& c) {
+  static const int a_row_off[4] = {0, 8, 0, 8}, a_col_off[4] = {0, 0, 8, 8};
+  static const int c_row_off[4] = {0, 0, 8, 8}, c_col_off[4] = {0, 1, 0, 1};
+  double A[16][16];
+  for (int l = 0; l < kLanes; ++l) {
+    const int g = l / 4, t = l % 4;
+    for (int p = 0; p < 4; ++p)
+      for (int half = 0; half < 2; ++half) A[g + a_row_off[p]][2 * t + a_col_off[p] + half] = a[l][2 * p + half];
+  }
+  Regs d = c;
+  for (int j = 0; j < 2; ++j) {
+    double B[16][8], C[16][8];
+    for (int l = 0; l < kLanes; ++l) {
+      const int g = l / 4, t = l % 4;
+      for (int q = 0; q < 2; ++q)
+        for (int half = 0; half < 2; ++half) B[2 * t + 8 * q + half][g] = b[l][4 * j + 2 * q + half];
+      for (int e = 0; e < 4; ++e) C[g + c_row_off[e]][2 * t + c_col_off[e]] = c[l][4 * j + e];
+    }
+    for (int l = 0; l < kLanes; ++l) {
+      const int g = l / 4, t = l % 4;
+      for (int e = 0; e < 4; ++e) {
+        const int m = g + c_row_off[e], n = 2 * t + c_col_off[e];
+        double acc = C[m][n];
+        for (int k = 0; k < 16; ++k) acc += A[m][k] * B[k][n];
+        d[l][4 * j + e] = acc;
+      }
+    }
+  }
+  return d;
+}
+
+// ---- the emulator ---------------------------------------------------------------------------------
+struct Outcome {
+  std::string error;  // empty when every precondition held
+  Tile d{};
+};
+
+Regs load(Map map, int slots, const Tile& tile, std::string& error) {
+  Regs regs(kLanes, std::vector<double>(slots, 0.0));
+  for (int l = 0; l < kLanes; ++l)
+    for (int s = 0; s < slots; ++s) {
+      const Elem e = map(l, s);
+      if (!in_tile(e)) {
+        error = "map points outside the tile";
+        continue;
+      }
+      regs[l][s] = tile[e.row][e.col];
+    }
+  return regs;
+}
+
+// Loads A, B and C through the software maps, runs the hardware model, stores D through the C map.
+Outcome emulate(Hardware hw, const SoftwareMaps& sw, const Tile& A, const Tile& B, const Tile& C) {
+  Outcome out;
+  const Regs a = load(sw.a, sw.slots_a, A, out.error);
+  const Regs b = load(sw.b, sw.slots_b, B, out.error);
+  const Regs c = load(sw.c, sw.slots_c, C, out.error);
+  if (!out.error.empty()) return out;
+  const Regs d = hw == Hardware::Gfx11 ? run_gfx11(a, b, c, out.error)
+                 : hw == Hardware::Gfx12 ? run_gfx12(a, b, c)
+                                         : run_nvidia(a, b, c);
+  int written[kTile][kTile] = {};
+  for (int l = 0; l < kLanes; ++l)
+    for (int s = 0; s < sw.slots_c; ++s) {
+      const Elem e = sw.c(l, s);
+      out.d[e.row][e.col] = d[l][s];
+      ++written[e.row][e.col];
+    }
+  for (auto& row : written)
+    for (int w : row)
+      if (w != 1) out.error = "an output element is stored " + std::to_string(w) + " times";
+  return out;
+}
+
+Tile reference(const Tile& A, const Tile& B, const Tile& C) {
+  Tile d{};
+  for (int m = 0; m < kTile; ++m)
+    for (int n = 0; n < kTile; ++n) {
+      double acc = C[m][n];
+      for (int k = 0; k < kTile; ++k) acc += A[m][k] * B[k][n];
+      d[m][n] = acc;
+    }
+  return d;
+}
+
+// Small integers are exact in bf16 and every partial sum is exact in fp32, so the product is
+// independent of the hardware's summation order and must match bit for bit.
+Tile random_integer_tile(std::mt19937& rng, int lo, int hi) {
+  std::uniform_int_distribution<int> dist(lo, hi);
+  Tile t{};
+  for (auto& row : t)
+    for (double& v : row) v = dist(rng);
+  return t;
+}
+Tile random_bf16_tile(std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  Tile t{};
+  for (auto& row : t)
+    for (double& v : row) v = moss::round_bf16(dist(rng));
+  return t;
+}
+
+// True when the emulated product is exactly A·B + C for `trials` random integer tiles.
+bool computes_product(Hardware hw, const SoftwareMaps& sw, int trials, std::string* why = nullptr) {
+  std::mt19937 rng(1234);
+  for (int trial = 0; trial < trials; ++trial) {
+    const Tile A = random_integer_tile(rng, -8, 8), B = random_integer_tile(rng, -8, 8);
+    const Tile C = random_integer_tile(rng, -64, 64);
+    const Outcome got = emulate(hw, sw, A, B, C);
+    if (!got.error.empty()) {
+      if (why) *why = got.error;
+      return false;
+    }
+    const Tile want = reference(A, B, C);
+    for (int m = 0; m < kTile; ++m)
+      for (int n = 0; n < kTile; ++n)
+        if (got.d[m][n] != want[m][n]) {
+          if (why) *why = "D[" + std::to_string(m) + "][" + std::to_string(n) + "] wrong";
+          return false;
+        }
+  }
+  return true;
+}
+
+// How many (lane, slot) pairs of lanes [lane0, lane1) hold each tile element.
+std::array<std::array<int, kTile>, kTile> owners(Map map, int slots, int lane0, int lane1) {
+  std::array<std::array<int, kTile>, kTile> count{};
+  for (int l = lane0; l < lane1; ++l)
+    for (int s = 0; s < slots; ++s) {
+      const Elem e = map(l, s);
+      if (in_tile(e)) ++count[e.row][e.col];
+    }
+  return count;
+}
+void expect_each_owned_once(Map map, int slots, int lane0, int lane1, const char* what) {
+  const auto count = owners(map, slots, lane0, lane1);
+  for (int r = 0; r < kTile; ++r)
+    for (int c = 0; c < kTile; ++c)
+      EXPECT_EQ(count[r][c], 1) << what << " element (" << r << "," << c << ") lanes " << lane0 << "-" << lane1 - 1;
+}
+
+struct Case {
+  Hardware hw;
+  SoftwareMaps sw;
+};
+std::vector<Case> all_layouts() {
+  using namespace moss::mma_layout;
+  return {{Hardware::Gfx11, maps_of<Gfx11>()}, {Hardware::Gfx12, maps_of<Gfx12>()},
+          {Hardware::Nvidia, maps_of<Nvidia>()}};
+}
+
+// ---- positive tests --------------------------------------------------------------------------------
+TEST(MatrixLayouts, FragmentSizesFillTheTile) {
+  for (const Case& c : all_layouts()) {
+    SCOPED_TRACE(hardware_name(c.hw));
+    const int copies = c.hw == Hardware::Gfx11 ? 2 : 1;  // gfx11 duplicates A and B in both half-waves
+    EXPECT_EQ(kLanes * c.sw.slots_a, copies * kTile * kTile);
+    EXPECT_EQ(kLanes * c.sw.slots_b, copies * kTile * kTile);
+    EXPECT_EQ(kLanes * c.sw.slots_c, kTile * kTile);
+  }
+}
+
+TEST(MatrixLayouts, EveryElementOwnedByExactlyOneLane) {
+  for (const Case& c : all_layouts()) {
+    SCOPED_TRACE(hardware_name(c.hw));
+    expect_each_owned_once(c.sw.c, c.sw.slots_c, 0, kLanes, "C");
+    if (c.hw == Hardware::Gfx11) {
+      // One owner per half-wave, and the two halves hold identical copies.
+      for (int half = 0; half < 2; ++half) {
+        expect_each_owned_once(c.sw.a, c.sw.slots_a, 16 * half, 16 * half + 16, "A");
+        expect_each_owned_once(c.sw.b, c.sw.slots_b, 16 * half, 16 * half + 16, "B");
+      }
+      for (int r = 0; r < 16; ++r)
+        for (int s = 0; s < 16; ++s) {
+          EXPECT_EQ(c.sw.a(r, s).row, c.sw.a(r + 16, s).row);
+          EXPECT_EQ(c.sw.a(r, s).col, c.sw.a(r + 16, s).col);
+          EXPECT_EQ(c.sw.b(r, s).row, c.sw.b(r + 16, s).row);
+          EXPECT_EQ(c.sw.b(r, s).col, c.sw.b(r + 16, s).col);
+        }
+    } else {
+      expect_each_owned_once(c.sw.a, c.sw.slots_a, 0, kLanes, "A");
+      expect_each_owned_once(c.sw.b, c.sw.slots_b, 0, kLanes, "B");
+    }
+  }
+}
+
+TEST(MatrixLayouts, ExactProductOnIntegerTiles) {
+  for (const Case& c : all_layouts()) {
+    SCOPED_TRACE(hardware_name(c.hw));
+    std::string why;
+    EXPECT_TRUE(computes_product(c.hw, c.sw, 50, &why)) << why;
+  }
+}
+
+TEST(MatrixLayouts, RandomBf16TilesMatchFp64Reference) {
+  std::mt19937 rng(99);
+  for (const Case& c : all_layouts()) {
+    SCOPED_TRACE(hardware_name(c.hw));
+    for (int trial = 0; trial < 20; ++trial) {
+      const Tile A = random_bf16_tile(rng), B = random_bf16_tile(rng), C = random_bf16_tile(rng);
+      const Outcome got = emulate(c.hw, c.sw, A, B, C);
+      ASSERT_TRUE(got.error.empty()) << got.error;
+      const Tile want = reference(A, B, C);
+      for (int m = 0; m < kTile; ++m)
+        for (int n = 0; n < kTile; ++n) {
+          double scale = std::fabs(C[m][n]);
+          for (int k = 0; k < kTile; ++k) scale += std::fabs(A[m][k] * B[k][n]);
+          // The emulation sums in fp64; only the order differs from the reference.
+          EXPECT_NEAR(got.d[m][n], want[m][n], 1e-12 * scale) << m << "," << n;
+        }
+    }
+  }
+}
+
+// The ISA K numbering of gfx12 is equally valid when A and B both use it (matrix_layouts.md 3.3).
+Elem gfx12_isa_a(int l, int i) { return {l % 16, 8 * (i / 4) + 4 * (l / 16) + i % 4}; }
+Elem gfx12_isa_b(int l, int i) { return {8 * (i / 4) + 4 * (l / 16) + i % 4, l % 16}; }
+TEST(MatrixLayouts, Gfx12IsaKNumberingOnBothOperandsAlsoWorks) {
+  const SoftwareMaps isa{8, 8, 8, &gfx12_isa_a, &gfx12_isa_b, &moss::mma_layout::Gfx12::c};
+  EXPECT_TRUE(computes_product(Hardware::Gfx12, isa, 20));
+}
+
+// ---- negative tests: the emulation must catch the classic mistakes ---------------------------------
+TEST(MatrixLayoutsNegative, Gfx12MixedKNumberingsFail) {
+  const SoftwareMaps mixed{8, 8, 8, &moss::mma_layout::Gfx12::a, &gfx12_isa_b, &moss::mma_layout::Gfx12::c};
+  EXPECT_FALSE(computes_product(Hardware::Gfx12, mixed, 5));
+}
+
+Elem gfx11_c_halves_swapped(int l, int i) { return {2 * i + (1 - l / 16), l % 16}; }
+TEST(MatrixLayoutsNegative, Gfx11SwappedOutputHalvesFail) {
+  SoftwareMaps sw = maps_of<moss::mma_layout::Gfx11>();
+  sw.c = &gfx11_c_halves_swapped;
+  EXPECT_FALSE(computes_product(Hardware::Gfx11, sw, 5));
+}
+
+// The contiguous-halves D layout that older diagrams show (rows 0-7 / 8-15) is wrong on gfx11.
+TEST(MatrixLayoutsNegative, Gfx12OutputLayoutOnGfx11Fails) {
+  SoftwareMaps sw = maps_of<moss::mma_layout::Gfx11>();
+  sw.c = &moss::mma_layout::Gfx12::c;
+  EXPECT_FALSE(computes_product(Hardware::Gfx11, sw, 5));
+}
+
+// gfx11 needs identical copies of A in lanes r and r+16; a gfx12-style split of K is refused.
+Elem gfx11_a_split_k(int l, int i) { return {l % 16, (8 * (l / 16) + i) % 16}; }
+TEST(MatrixLayoutsNegative, Gfx11UnduplicatedOperandFails) {
+  SoftwareMaps sw = maps_of<moss::mma_layout::Gfx11>();
+  sw.a = &gfx11_a_split_k;
+  std::string why;
+  EXPECT_FALSE(computes_product(Hardware::Gfx11, sw, 5, &why));
+  EXPECT_NE(why.find("duplicated"), std::string::npos) << why;
+}
+
+// Taking the half-wave from the wrong lane bit (the kind of slip a flat block id instead of the
+// lane produces, matrix_layouts.md 1.3) must fail.
+Elem gfx12_a_wrong_half(int l, int i) { return {l % 16, 8 * ((l / 8) % 2) + i}; }
+TEST(MatrixLayoutsNegative, Gfx12WrongHalfWaveFails) {
+  SoftwareMaps sw = maps_of<moss::mma_layout::Gfx12>();
+  sw.a = &gfx12_a_wrong_half;
+  EXPECT_FALSE(computes_product(Hardware::Gfx12, sw, 5));
+}
+
+Elem nvidia_b_column_from_t(int l, int i) {
+  return {2 * (l % 4) + (i % 4) % 2 + 8 * ((i % 4) / 2), 8 * (i / 4) + 2 * (l % 4) + (l / 4) % 2};
+}
+TEST(MatrixLayoutsNegative, NvidiaWrongBColumnFails) {
+  SoftwareMaps sw = maps_of<moss::mma_layout::Nvidia>();
+  sw.b = &nvidia_b_column_from_t;
+  EXPECT_FALSE(computes_product(Hardware::Nvidia, sw, 5));
+}
+
+// Swapping the two instructions' B halves without swapping C gives the columns in the wrong place.
+Elem nvidia_b_halves_swapped(int l, int i) {
+  const Elem e = moss::mma_layout::Nvidia::b(l, i);
+  return {e.row, (e.col + 8) % 16};
+}
+TEST(MatrixLayoutsNegative, NvidiaSwappedInstructionHalvesFail) {
+  SoftwareMaps sw = maps_of<moss::mma_layout::Nvidia>();
+  sw.b = &nvidia_b_halves_swapped;
+  EXPECT_FALSE(computes_product(Hardware::Nvidia, sw, 5));
+}
+
+// The layouts are constexpr: the kernels evaluate them at compile time.
+static_assert(moss::mma_layout::Gfx11::c(17, 3).row == 7, "gfx11 C: slot 3 of lane 17 is row 7");
+static_assert(moss::mma_layout::Gfx12::c(17, 3).row == 11, "gfx12 C: slot 3 of lane 17 is row 11");
+static_assert(moss::mma_layout::Nvidia::c(5, 6).col == 8 + 2 + 0, "nvidia C: slot 6 of lane 5 is column 10");
+
+}  // namespace

@@ -1,0 +1,99 @@
+#include <gtest/gtest.h>
+
+#include "cli/options.h"
+#include "util/error.h"
+
+using namespace moss;
+
+static ParsedArgs parse(std::vector<std::string> a) { return parse_args(a); }
+
+static std::string refusal(std::vector<std::string> a) {
+  try {
+    parse_args(a);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::Usage);
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted";
+  return "";
+}
+
+TEST(Options, Defaults) {
+  ParsedArgs p = parse({"--model", "m", "--prompt", "p", "-o", "x.png"});
+  const RunOptions& o = p.run;
+  EXPECT_EQ(p.action, Action::Run);
+  EXPECT_EQ(o.width, 1024);
+  EXPECT_EQ(o.height, 1024);
+  EXPECT_EQ(o.steps, 50);
+  EXPECT_EQ(o.cfg, 3.0f);
+  EXPECT_EQ(o.shift, 5.0f);
+  EXPECT_EQ(o.seed, 42u);
+  EXPECT_EQ(o.skip_layers, std::vector<int>{22});
+  EXPECT_EQ(o.max_seq, 4096);
+  EXPECT_EQ(o.tier, "reference");
+  EXPECT_FALSE(o.vram_budget_gib.has_value());
+  EXPECT_EQ(o.device, -1);
+  EXPECT_EQ(o.negative, "");
+}
+
+TEST(Options, Values) {
+  const RunOptions o = parse({"--model=m", "--prompt", "", "--negative", "bad", "--latent-out", "l.npy", "--size",
+                              "96x64", "--steps", "4", "--cfg", "1", "--shift", "2.5", "--seed", "18446744073709551615",
+                              "--skip-layers", "3, 1,3", "--max-seq", "77", "--vram-budget", "6.5", "--device", "1",
+                              "--no-metadata", "--quiet"})
+                           .run;
+  EXPECT_EQ(o.width, 96);
+  EXPECT_EQ(o.height, 64);
+  EXPECT_EQ(o.steps, 4);
+  EXPECT_EQ(o.cfg, 1.0f);
+  EXPECT_EQ(o.shift, 2.5f);
+  EXPECT_EQ(o.seed, 18446744073709551615ull);
+  EXPECT_EQ(o.skip_layers, (std::vector<int>{3, 1}));
+  EXPECT_EQ(o.max_seq, 77);
+  EXPECT_DOUBLE_EQ(*o.vram_budget_gib, 6.5);
+  EXPECT_EQ(o.device, 1);
+  EXPECT_TRUE(o.no_metadata && o.quiet);
+  EXPECT_EQ(o.latent_out, "l.npy");
+  EXPECT_TRUE(o.output_png.empty());
+}
+
+TEST(Options, EmptySkipListAndWidthHeight) {
+  const RunOptions o = parse({"--model", "m", "--prompt", "p", "-o", "x.png", "--skip-layers", "", "--width", "512",
+                              "--height", "768"})
+                           .run;
+  EXPECT_TRUE(o.skip_layers.empty());
+  EXPECT_EQ(o.width, 512);
+  EXPECT_EQ(o.height, 768);
+}
+
+TEST(Options, RandomSeedIsDrawn) {
+  const RunOptions o = parse({"--model", "m", "--prompt", "p", "-o", "x.png", "--seed", "-1"}).run;
+  EXPECT_TRUE(o.random_seed);
+}
+
+TEST(Options, Actions) {
+  EXPECT_EQ(parse({"--help"}).action, Action::Help);
+  EXPECT_EQ(parse({"--version"}).action, Action::Version);
+  EXPECT_EQ(parse({"--list-devices"}).action, Action::ListDevices);
+}
+
+TEST(Options, Refusals) {
+  const std::vector<std::string> base = {"--model", "m", "--prompt", "p", "-o", "x.png"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return refusal(a);
+  };
+  EXPECT_NE(with({"--sampler", "dpm"}).find("--sampler: not supported"), std::string::npos);
+  EXPECT_NE(with({"--lora-model-dir", "x"}).find("--lora-model-dir: not supported: LoRAs"), std::string::npos);
+  EXPECT_NE(with({"--hires-scale", "2"}).find("--hires-scale: not supported: hires"), std::string::npos);
+  EXPECT_NE(with({"--control-image", "c.png"}).find("control adapters"), std::string::npos);
+  EXPECT_NE(with({"--tier", "fast"}).find("--tier fast"), std::string::npos);
+  EXPECT_NE(with({"--offload-to-cpu"}).find("use --vram-budget"), std::string::npos);
+  EXPECT_NE(with({"--bogus"}).find("unknown option '--bogus'"), std::string::npos);
+  EXPECT_NE(with({"--size", "4096x4096"}).find("4.2 megapixels"), std::string::npos);
+  EXPECT_NE(with({"--size", "1000x1024"}).find("multiples of 16"), std::string::npos);
+  EXPECT_NE(refusal({"--model", "m", "--prompt", "p"}).find("-o FILE.png or --latent-out"), std::string::npos);
+  EXPECT_NE(refusal({"--model", "m", "-o", "x.png"}).find("--prompt is required"), std::string::npos);
+  EXPECT_NE(refusal({"--help", "--version"}).find("together"), std::string::npos);
+}
