@@ -12,7 +12,8 @@
 # (src/runtime/portability.h reaches everything device-side through compiler builtins).
 #
 # Per kernel and architecture it reports and checks:
-#   mma      bf16 matrix instructions (v_wmma_*bf16*) in the kernel's code; must be > 0 in a
+#   mma      bf16 matrix instructions (v_wmma_*bf16*) in the kernel's own code (the leaf is
+#            inlined; a WMMA in a called, non-inlined function is not counted); must be > 0 in a
 #            matrix kernel. A source marks its kernels as matrix kernels with the line
 #                // check_device: matrix
 #            (every kernel of that file must then use the matrix leaf).
@@ -49,7 +50,7 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --out) [[ $# -ge 2 ]] || usage; out_dir=$2; shift 2 ;;
     --expect-violation) [[ $# -ge 2 ]] || usage; expect=$2; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) usage ;;
     *) sources+=("$1"); shift ;;
   esac

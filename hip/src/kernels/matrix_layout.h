@@ -11,11 +11,9 @@
 // AMD's Matrix Instruction Calculator and the PTX ISA fragment tables).
 #pragma once
 
-#if defined(__CUDACC__)
-#define MOSS_HOST_DEVICE __host__ __device__
-#elif defined(__HIP__)
-#define MOSS_HOST_DEVICE __attribute__((host, device))
-#else
+// Device code includes runtime/portability.h first (kernels/matrix_leaf.h does), which defines
+// MOSS_HOST_DEVICE as __host__ __device__; the host unit test includes this header alone.
+#ifndef MOSS_HOST_DEVICE
 #define MOSS_HOST_DEVICE
 #endif
 

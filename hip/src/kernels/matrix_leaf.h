@@ -18,8 +18,8 @@
 
 #include <cstdint>
 
+#include "runtime/portability.h"  // first: it makes the layout functions __host__ __device__
 #include "kernels/matrix_layout.h"
-#include "runtime/portability.h"
 
 namespace moss {
 namespace leaf {

@@ -39,8 +39,9 @@ class CountedOwner {
 
 // One decode. With a backend it runs the ops; without one it plans: tensors have shapes but
 // no storage and no op runs, so decode_activation_bytes sees exactly decode's allocations.
-// Functions take the maps they consume by value (callers move them in), so each map is
-// released as soon as the schedule no longer needs it.
+// Functions take the maps they consume by value (callers move them in) and reset them once
+// spent, so each map is released as soon as the schedule no longer needs it (a by-value
+// parameter may otherwise live to the end of the caller's full expression).
 class DecodeRun {
  public:
   DecodeRun(const VaeConfig& cfg, Backend* be, const std::map<std::string, Tensor>* weights)
@@ -60,6 +61,7 @@ class DecodeRun {
     Tensor z = alloc({cfg_.latent_channels, packed.shape[1] * p, packed.shape[2] * p});
     if (!planning())
       be_->vae().batch_norm_unpatchify(packed, w("bn.running_mean"), w("bn.running_var"), cfg_.batch_norm_eps, p, z);
+    packed = Tensor();
     return z;
   }
 
@@ -192,6 +194,7 @@ class DecodeRun {
     Conv2dOptions o;
     o.upsample2x = true;
     conv(x, p + ".conv", o, out);
+    x = Tensor();
     return out;
   }
 

@@ -39,5 +39,7 @@ class Backend {
 };
 
 std::unique_ptr<Backend> make_host_backend();
+// The GPU backend on HIP device `device` (ops/hip). Builds without device code refuse.
+std::unique_ptr<Backend> make_hip_backend(int device);
 
 }  // namespace moss

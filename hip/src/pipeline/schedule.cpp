@@ -15,9 +15,9 @@ std::vector<float> linspace_f32(float start, float end, int64_t n) {
   const float step = (end - start) / float(n - 1);
   const int64_t halfway = n / 2;
   for (int64_t i = 0; i < n; ++i) {
-    // Two float32 roundings each (the product, then the sum), as torch's kernel computes them.
-    const float offset = step * float(i < halfway ? i : n - 1 - i);
-    v[size_t(i)] = i < halfway ? start + offset : end - offset;
+    // One rounding of the exact start + step·i (resp. end − step·(n−1−i)): torch's kernel is
+    // compiled with the product and sum fused. float(i) is exact for any schedule length here.
+    v[size_t(i)] = i < halfway ? std::fma(step, float(i), start) : std::fma(-step, float(n - 1 - i), end);
   }
   return v;
 }

@@ -11,7 +11,7 @@ namespace moss {
 constexpr int kTrainSteps = 1000;
 
 // torch.linspace(start, end, n) in float32 on the CPU: step = (end-start)/(n-1) in float32;
-// the first n/2 values count up from start, the rest count down from end.
+// value i = start + step·i for i < n/2, end − step·(n−1−i) otherwise, each rounded once.
 std::vector<float> linspace_f32(float start, float end, int64_t n);
 
 // Sigmas, then a final 0. steps >= 1, shift > 0 (usage_error otherwise).

@@ -3,6 +3,7 @@
 
 #include <pcre2.h>
 
+#include "tokenizer/onig_compat.h"
 #include "util/error.h"
 
 namespace moss {
@@ -21,12 +22,13 @@ RegexSplitter::RegexSplitter(const std::string& pattern, bool literal, const std
   PCRE2_SIZE error_offset = 0;
   uint32_t options = PCRE2_UTF | PCRE2_UCP;
   if (literal) options |= PCRE2_LITERAL;
-  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &error,
+  const std::string source = literal ? pattern : oniguruma_to_pcre2(pattern);
+  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(), options, &error,
                               &error_offset, nullptr);
   if (!impl_->code) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof(message));
-    throw failure(origin + ": pre-tokenizer regex does not compile at offset " + std::to_string(error_offset) + ": " +
+    throw failure(origin + ": pre-tokenizer regex does not compile (offset " + std::to_string(error_offset) + " of its PCRE2 form \"" + source + "\"): " +
                   reinterpret_cast<const char*>(message));
   }
   impl_->jit = pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE) == 0;

@@ -2,7 +2,8 @@
 // of the regex and the stretches between them, each a piece of its own. The pattern comes
 // from tokenizer.json; tokenizers compiles it with Oniguruma, whose syntax for what Qwen's
 // pattern uses (\p{L}/\p{M}/\p{N}, \s, (?i:...), (?!...), leftmost alternatives) PCRE2
-// shares in UTF + UCP mode. JIT-compiled where the platform supports it.
+// shares in UTF + UCP mode; onig_compat.h aligns the character sets. JIT-compiled where
+// the platform supports it.
 #pragma once
 #include <memory>
 #include <string>

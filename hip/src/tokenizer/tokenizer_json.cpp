@@ -58,24 +58,16 @@ struct Loader {
   void read_vocab(size_t offset, size_t bytes) {
     js.seek(offset);
     if (js.peek() != '{') malformed("model.vocab is not an object");
-    def.vocab.reserve(bytes / 12 + 16);
+    def.vocab.reserve(bytes / 16 + 16, bytes);
     js.read_object([&](std::string_view token) {
       const char c = js.peek();
       if (c != '-' && (c < '0' || c > '9')) malformed("model.vocab: the id of \"" + std::string(token) + "\" is not a number");
       const int64_t id = js.read_integer();
       if (id < 0 || id >= kMaxTokenId) malformed("model.vocab: id " + std::to_string(id) + " of \"" + std::string(token) + "\" is out of range");
-      switch (def.vocab.insert(token, int32_t(id))) {
-        case Vocabulary::InsertResult::Ok: break;
-        case Vocabulary::InsertResult::DuplicateToken: malformed("model.vocab: token \"" + std::string(token) + "\" appears twice");
-        case Vocabulary::InsertResult::DuplicateId: malformed("model.vocab: id " + std::to_string(id) + " is given to two tokens");
-      }
+      if (!def.vocab.add(token, int32_t(id))) malformed("model.vocab: id " + std::to_string(id) + " is given to two tokens");
     });
-  }
-
-  int32_t merge_part_id(std::string_view part, size_t index) const {
-    const int32_t id = def.vocab.find(part);
-    if (id < 0) malformed("model.merges[" + std::to_string(index) + "]: token \"" + std::string(part) + "\" is not in the vocabulary");
-    return id;
+    std::string duplicate;
+    if (!def.vocab.build_index(duplicate)) malformed("model.vocab: token \"" + duplicate + "\" appears twice");
   }
 
   void read_merges(size_t offset, size_t bytes) {
@@ -105,12 +97,14 @@ struct Loader {
       } else {
         bad("a merge must be a string \"a b\" or a pair [\"a\", \"b\"]");
       }
-      BpeMerge m;
-      m.left = merge_part_id(a, index);
-      m.right = merge_part_id(b, index);
       joined.assign(a.data(), a.size());
       joined.append(b.data(), b.size());
-      m.merged = def.vocab.find(joined);
+      const std::string_view parts[3] = {a, b, joined};
+      int32_t ids[3];
+      def.vocab.find_batch(parts, 3, ids);
+      const BpeMerge m{ids[0], ids[1], ids[2]};
+      if (m.left < 0) bad(("token \"" + std::string(a) + "\" is not in the vocabulary").c_str());
+      if (m.right < 0) bad(("token \"" + std::string(b) + "\" is not in the vocabulary").c_str());
       if (m.merged < 0) bad(("the merged token \"" + joined + "\" is not in the vocabulary").c_str());
       def.merges.push_back(m);
       ++index;

@@ -32,7 +32,8 @@ expect() {
 
 base=(--model "$MODEL" --prompt "a red apple")
 expect help 0 'usage: moss-infer-hip' -- --help
-expect version 0 'moss-infer-hip [0-9]+\.[0-9]+\.[0-9]+ \(git .*architectures:' -- --version
+expect version 0 '^moss-infer-hip [0-9]+\.[0-9]+\.[0-9]+ \(git [0-9a-f]+|unknown\)' -- --version
+expect version-archs 0 '^architectures: ' -- --version
 expect list-devices 0 '(no HIP devices|device 0:)' -- --list-devices
 expect unknown-option 2 "unknown option '--frobnicate'.*" -- "${base[@]}" -o out.png --frobnicate 1
 expect usage-line-on-unknown 2 'usage: moss-infer-hip' -- --frobnicate
@@ -66,15 +67,16 @@ expect no-model-folder 2 "--model $WORK/nope: not a folder" -- --model "$WORK/no
 mkdir -p "$WORK/gguf"; echo GGUF > "$WORK/gguf/moss.gguf"
 expect gguf-folder 2 'GGUF model files are not supported' -- --model "$WORK/gguf" --prompt x -o out.png
 expect out-missing-dir 2 'does not exist' -- "${base[@]}" -o "$WORK/no/such/dir/out.png"
-expect out-is-dir 2 'is a directory' -- "${base[@]}" --latent-out "$WORK/"
+mkdir -p "$WORK/dir.npy"
+expect out-is-dir 2 'is a directory' -- "${base[@]}" --latent-out "$WORK/dir.npy"
 mkdir -p "$WORK/ro"; chmod 555 "$WORK/ro"
 if [[ $(id -u) -ne 0 ]]; then
   expect out-unwritable 2 'not writable' -- "${base[@]}" -o "$WORK/ro/out.png"
 fi
 expect skip-beyond-model 2 'block 99 does not exist' -- "${base[@]}" -o out.png --skip-layers 99
 printf -v badutf '\xff\xfe'
-expect invalid-utf8 2 'UTF-8' -- --model "$MODEL" --prompt "$badutf" -o out.png
-EXPECT_ENV=MOSSINFER_BACKEND=cuda expect env-backend 2 "MOSSINFER_BACKEND=cuda" -- "${base[@]}" -o out.png
+expect invalid-utf8 2 'UTF-8' -- --model "$MODEL" --prompt "$badutf" --skip-layers 2 -o out.png
+EXPECT_ENV=MOSSINFER_BACKEND=cuda expect env-backend 2 "MOSSINFER_BACKEND=cuda" -- "${base[@]}" --skip-layers 2 -o out.png
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <memory>
+#include <ostream>
 #include <random>
+#include <string>
 
 #include "ops/backend.h"
 
@@ -85,6 +87,11 @@ Tensor reference_double(const DeltaInputs& in, float scale) {
 struct Case {
   int64_t T, key_heads, value_heads, dk, dv;
 };
+std::string case_name(const Case& c) {
+  return "T" + std::to_string(c.T) + "_k" + std::to_string(c.key_heads) + "x" + std::to_string(c.dk) + "_v" +
+         std::to_string(c.value_heads) + "x" + std::to_string(c.dv);
+}
+void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
 
 class DeltaRule : public testing::TestWithParam<Case> {};
 
@@ -113,7 +120,8 @@ TEST_P(DeltaRule, ChunkedMatchesRecurrent) {
 INSTANTIATE_TEST_SUITE_P(Lengths, DeltaRule,
                          testing::Values(Case{1, 2, 4, 32, 32}, Case{37, 2, 4, 32, 32}, Case{64, 2, 4, 32, 32},
                                          Case{65, 2, 4, 32, 32}, Case{200, 2, 4, 32, 32},
-                                         Case{150, 1, 2, 128, 128}));
+                                         Case{150, 1, 2, 128, 128}),
+                         [](const testing::TestParamInfo<Case>& i) { return case_name(i.param); });
 
 // A state handed from one call to the next continues the sequence exactly as one call would:
 // chunked over the first part (ending mid-chunk), then recurrent or chunked over the rest.

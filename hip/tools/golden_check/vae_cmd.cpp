@@ -3,6 +3,7 @@
 // image against the reference's).
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 

@@ -1,0 +1,175 @@
+#include "pipeline/run.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "io/files.h"
+#include "io/image_files.h"
+#include "model/image_u8.h"
+#include "ops/backend.h"
+#include "pipeline/moss_model.h"
+#include "pipeline/noise.h"
+#include "pipeline/record.h"
+#include "pipeline/reporter.h"
+#include "pipeline/sampler.h"
+#include "pipeline/schedule.h"
+#include "runtime/devices.h"
+#include "tokenizer/prompt.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/interrupt.h"
+#include "util/thread_pool.h"
+
+namespace moss {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string gib(size_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f GiB", double(bytes) / double(1ull << 30));
+  return b;
+}
+
+// The backend of this run: the host reference when MOSSINFER_BACKEND=host (a developer
+// feature for tests and machines without a GPU), else the chosen HIP device.
+std::unique_ptr<Backend> choose_backend(const RunOptions& o, const Reporter& rep, std::string& backend_name) {
+  const char* env = std::getenv("MOSSINFER_BACKEND");
+  std::string want = env ? env : "";
+  if (want == "host") {
+    backend_name = "host";
+    rep.line("device: host reference backend (%d threads; MOSSINFER_BACKEND=host)", ThreadPool::global().size());
+    return make_host_backend();
+  }
+  if (!want.empty() && want != "hip")
+    throw usage_error("MOSSINFER_BACKEND=" + want + ": expected 'hip' or 'host'");
+  std::vector<DeviceInfo> devices = list_devices();
+  const DeviceInfo* chosen = nullptr;
+  for (const DeviceInfo& d : devices) {
+    if (o.device >= 0 ? d.index == o.device : d.supported) {
+      chosen = &d;
+      break;
+    }
+  }
+  if (o.device >= 0 && !chosen)
+    throw usage_error("--device " + std::to_string(o.device) + ": no such HIP device (" +
+                      std::to_string(devices.size()) + " found; see --list-devices)");
+  if (chosen && !chosen->supported)
+    throw usage_error("--device " + std::to_string(chosen->index) + " (" + chosen->name + ", " + chosen->arch +
+                      "): not supported: " + chosen->reason);
+  if (!chosen)
+    throw failure(devices.empty() ? "no HIP devices found (see --list-devices)"
+                                  : "no supported HIP device found (see --list-devices)");
+  std::string kernels;
+  for (const std::string& k : chosen->kernels) kernels += (kernels.empty() ? "" : ", ") + k;
+  rep.line("device %d: %s (%s, %s)", chosen->index, chosen->name.c_str(), chosen->arch.c_str(),
+           gib(chosen->total_bytes).c_str());
+  rep.line("kernels: %s", kernels.c_str());
+  backend_name = "hip " + chosen->arch;
+  return make_hip_backend(chosen->index);
+}
+
+}  // namespace
+
+int run_generation(const RunOptions& o) {
+  const auto t_start = Clock::now();
+  Reporter rep(o.quiet);
+  install_interrupt_handlers();
+
+  // Everything that can be refused is refused before any compute.
+  if (!o.output_png.empty()) check_writable_output(o.output_png, "-o");
+  if (!o.latent_out.empty()) check_writable_output(o.latent_out, "--latent-out");
+  MossModel model = open_moss_model(o.model);
+  for (int layer : o.skip_layers)
+    if (layer >= model.dit_config.layers)
+      throw usage_error("--skip-layers " + o.skip_layers_text + ": block " + std::to_string(layer) +
+                        " does not exist (the DiT has " + std::to_string(model.dit_config.layers) + " blocks)");
+  Tokenizer tokenizer = Tokenizer::load(model.tokenizer_json);
+  const bool use_uncond = o.cfg != 1.0f;
+  PromptIds cond_ids = encode_prompt(tokenizer, o.prompt, size_t(o.max_seq));
+  PromptIds uncond_ids;
+  if (use_uncond) uncond_ids = encode_prompt(tokenizer, o.negative, size_t(o.max_seq));
+  if (cond_ids.truncated)
+    rep.warning("the prompt has %zu tokens after templating; cut to --max-seq %lld", cond_ids.full_length,
+                (long long)o.max_seq);
+  if (use_uncond && uncond_ids.truncated)
+    rep.warning("the negative prompt has %zu tokens after templating; cut to --max-seq %lld", uncond_ids.full_length,
+                (long long)o.max_seq);
+
+  std::string backend_name;
+  std::unique_ptr<Backend> be = choose_backend(o, rep, backend_name);
+  const std::vector<float> sigmas = make_schedule(o.steps, o.shift);
+  const int steps_run = int(sigmas.size()) - 1;
+  if (steps_run != o.steps)
+    rep.line("schedule: %d steps requested, %d distinct after snapping to the training grid", o.steps, steps_run);
+
+  RunRecord record;
+  record.options = &o;
+  record.steps_run = steps_run;
+  record.model_identity = model.identity;
+  record.backend = backend_name;
+  record.total_blocks = int(model.dit_config.layers);
+  record.resident_blocks = record.total_blocks;
+
+  // Text encoder: both prompts, then it is released before the DiT loads.
+  check_interrupted();
+  auto t0 = Clock::now();
+  rep.line("text encoder");
+  Tensor cond_states, uncond_states;
+  {
+    TextEncoder te(*be, model.te_weights, model.te_config);
+    cond_states = te.encode(cond_ids.ids);
+    check_interrupted();
+    if (use_uncond) uncond_states = te.encode(uncond_ids.ids);
+  }
+  record.times.text_encoder_s = since(t0);
+  check_interrupted();
+
+  // DiT: text rows once per prompt, then the Euler loop.
+  t0 = Clock::now();
+  const int64_t gh = o.height / 16, gw = o.width / 16;
+  Tensor latent;
+  {
+    Dit dit(*be, model.dit_weights, model.dit_config);
+    Dit::Text cond = dit.embed_text(cond_states);
+    Dit::Text uncond;
+    if (use_uncond) uncond = dit.embed_text(uncond_states);
+    record.times.dit_load_s = since(t0);
+    std::vector<float> noise = initial_noise(o.seed, model.dit_config.latent_channels, gh, gw);
+    Tensor x = host_tensor(DType::F32, {model.dit_config.latent_channels, gh, gw});
+    std::copy(noise.begin(), noise.end(), x.ptr<float>());
+    SamplerSettings s{o.steps, o.cfg, o.shift, o.skip_layers};
+    auto t_loop = Clock::now();
+    latent = sample(dit, cond, use_uncond ? &uncond : nullptr, x, sigmas, s, [&](int step, int total, double sec) {
+      rep.line("denoise %d/%d %.2f", step + 1, total, sec);
+      check_interrupted();
+    });
+    record.times.denoise_s = since(t_loop);
+  }
+
+  if (!o.latent_out.empty()) write_npy_f32(o.latent_out, latent.ptr<float>(), latent.dims());
+
+  if (!o.output_png.empty()) {
+    check_interrupted();
+    t0 = Clock::now();
+    rep.line("vae");
+    VaeDecoder vae(*be, model.vae_weights, model.vae_config);
+    Tensor image = vae.decode(latent);
+    std::vector<uint8_t> rgb = image_to_u8(image);
+    record.times.vae_s = since(t0);
+    record.times.total_s = since(t_start);
+    check_interrupted();
+    write_png(o.output_png, rgb.data(), o.width, o.height,
+              o.no_metadata ? std::vector<PngText>() : png_record_chunks(record));
+  }
+  record.times.total_s = since(t_start);
+  rep.line("done: text encoder %.2f s, dit load %.2f s, denoise %.2f s (%d steps), vae %.2f s, total %.2f s; "
+           "seed %llu; %d of %d DiT blocks resident",
+           record.times.text_encoder_s, record.times.dit_load_s, record.times.denoise_s, steps_run, record.times.vae_s,
+           record.times.total_s, (unsigned long long)o.seed, record.resident_blocks, record.total_blocks);
+  return 0;
+}
+
+}  // namespace moss

@@ -1,0 +1,33 @@
+// The GPUs the runtime sees and whether this build can use them (product.md section 3,
+// --list-devices; section 1: gfx1100, gfx1200, gfx1201 on AMD, every other GPU listed with the
+// reason). Plain C++: the CLI includes this without any HIP header.
+//   HIP builds:        runtime/devices.hip
+//   HIP_TARGET=host:   runtime/devices_nodevice.cpp (no devices)
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace moss {
+
+struct DeviceInfo {
+  int index = 0;             // HIP device index (--device N)
+  std::string name;          // marketing name, e.g. "AMD Radeon RX 9070 XT"
+  std::string arch;          // "gfx1201", "sm_90"
+  size_t total_bytes = 0;    // device memory
+  size_t free_bytes = 0;     // free now (0 when it could not be queried)
+  bool supported = false;    // this binary has kernels for it and will use it
+  std::string reason;        // why not, when !supported
+  std::vector<std::string> kernels;  // kernel families usable on it (the `kernels:` line)
+};
+
+// Every device the runtime reports, in index order. Never throws: with no driver, no runtime
+// or no GPU the list is empty; a device that cannot be queried is listed as unsupported.
+std::vector<DeviceInfo> list_devices();
+
+// The architectures this binary carries device code for, e.g. "gfx1100, gfx1200, gfx1201",
+// "sm_90", or "none (host backend only)".
+std::string built_architectures();
+
+}  // namespace moss

@@ -1,0 +1,101 @@
+// Device discovery for the HIP builds (AMD through ROCm, NVIDIA through the shim).
+#include "runtime/devices.h"
+
+#include <algorithm>
+
+#include "runtime/portability.h"
+
+namespace moss {
+namespace {
+
+// What the product runs on (product.md section 1). The NVIDIA build exists to validate and
+// measure the kernels on the H200.
+std::vector<std::string> supported_archs() {
+  if (kPlatformNvidia) return {"sm_90"};
+  return {"gfx1100", "gfx1200", "gfx1201"};
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+std::string join(const std::vector<std::string>& list) {
+  std::string out;
+  for (const std::string& s : list) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// The matrix leaf the kernels use on this architecture (kernels/matrix_leaf.h).
+std::string matrix_leaf(const std::string& arch) {
+  if (arch.rfind("gfx11", 0) == 0) return "v_wmma_f32_16x16x16_bf16 (gfx11 layout)";
+  if (arch.rfind("gfx12", 0) == 0) return "v_wmma_f32_16x16x16_bf16 (gfx12 layout)";
+  return "2x mma.sync.m16n8k16 bf16";
+}
+
+// The `kernels:` line of --list-devices: the kernel families built in, and the matrix leaf
+// under them. Add a family here when its kernels land.
+std::vector<std::string> kernel_families(const std::string& arch) {
+  return {"matrix_tile_gemm", "matrix leaf: " + matrix_leaf(arch)};
+}
+
+// Empty when usable, otherwise the reason it is not.
+std::string unsupported_reason(const std::string& arch, int wave_size) {
+  const std::vector<std::string> supported = supported_archs(), built = built_device_archs();
+  if (!contains(supported, arch))
+    return arch + " is not a supported target (supported: " + join(supported) + ")";
+  if (!contains(built, arch)) return "no " + arch + " code in this binary (built for: " + join(built) + ")";
+  if (wave_size != kWaveSize)
+    return "wave size " + std::to_string(wave_size) + ", the kernels need " + std::to_string(kWaveSize);
+  return "";
+}
+
+DeviceInfo describe(int index) {
+  DeviceInfo info;
+  info.index = index;
+  hipDeviceProp_t prop{};
+  const hipError_t err = hipGetDeviceProperties(&prop, index);
+  if (err != hipSuccess) {
+    info.name = "(unknown)";
+    info.reason = std::string("cannot query the device: ") + hipGetErrorString(err);
+    (void)hipGetLastError();
+    return info;
+  }
+  info.name = prop.name;
+  info.arch = device_arch(prop);
+  info.total_bytes = prop.totalGlobalMem;
+  // Free memory needs the device current (it creates the runtime's context on it).
+  size_t free_bytes = 0, total_bytes = 0;
+  if (hipSetDevice(index) == hipSuccess && hipMemGetInfo(&free_bytes, &total_bytes) == hipSuccess) {
+    info.free_bytes = free_bytes;
+    info.total_bytes = total_bytes;
+  }
+  (void)hipGetLastError();
+  info.reason = unsupported_reason(info.arch, prop.warpSize);
+  info.supported = info.reason.empty();
+  if (info.supported) info.kernels = kernel_families(info.arch);
+  return info;
+}
+
+}  // namespace
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> devices;
+  try {
+    int count = 0;
+    if (hipGetDeviceCount(&count) != hipSuccess) {  // no driver, no runtime or no GPU
+      (void)hipGetLastError();
+      return {};
+    }
+    int current = 0;
+    const bool have_current = hipGetDevice(&current) == hipSuccess;
+    for (int i = 0; i < count; ++i) devices.push_back(describe(i));
+    if (have_current) (void)hipSetDevice(current);
+    (void)hipGetLastError();
+  } catch (...) {  // allocation failure while describing: report what was gathered
+  }
+  return devices;
+}
+
+std::string built_architectures() { return join(built_device_archs()); }
+
+}  // namespace moss

@@ -1,0 +1,147 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "io/model_folder.h"
+#include "model/dit.h"
+#include "model/dit_tables.h"
+#include "util/error.h"
+
+using namespace moss;
+
+namespace {
+
+const std::string kTransformer = std::string(MOSSINFER_TEST_DATA) + "/tiny-moss/transformer";
+
+std::string write_config(const std::string& name, const std::string& body) {
+  const std::string path = testing::TempDir() + name;
+  std::ofstream(path) << body;
+  return path;
+}
+
+}  // namespace
+
+TEST(DitConfig, ParsesTheTinyModel) {
+  const DitConfig c = parse_dit_config(kTransformer + "/config.json");
+  EXPECT_EQ(c.dim, 128);
+  EXPECT_EQ(c.ffn_dim, 256);
+  EXPECT_EQ(c.heads, 4);
+  EXPECT_EQ(c.head_dim(), 32);
+  EXPECT_EQ(c.layers, 4);
+  EXPECT_EQ(c.text_dim, 256);
+  EXPECT_EQ(c.freq_dim, 256);
+  EXPECT_EQ(c.latent_channels, 128);
+  EXPECT_EQ(c.rope_base, 10000.0);
+}
+
+TEST(DitConfig, MissingKeyNamesFileAndKey) {
+  const std::string path = write_config("dit_missing.json", R"({"dim": 128, "ffn_dim": 256, "num_layers": 4,
+    "text_dim": 256, "freq_dim": 256, "latent_channels": 128, "rope_base": 10000.0})");
+  try {
+    parse_dit_config(path);
+    FAIL() << "a config without num_heads was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::Failure);
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("num_heads"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DitConfig, RefusesHeadsThatDoNotSplitForRope) {
+  // head_dim 12 is not a multiple of 8 (four RoPE axes, split-half rotation).
+  const std::string path = write_config("dit_heads.json", R"({"dim": 120, "ffn_dim": 256, "num_heads": 10,
+    "num_layers": 4, "text_dim": 256, "freq_dim": 256, "latent_channels": 128, "rope_base": 10000.0})");
+  EXPECT_THROW(parse_dit_config(path), Error);
+}
+
+TEST(DitConfig, ExpectedTensorsMatchTheTinyFolder) {
+  const DitConfig c = parse_dit_config(kTransformer + "/config.json");
+  const WeightFiles w = WeightFiles::open_folder(kTransformer);
+  const std::vector<ExpectedTensor> e = dit_expected_tensors(c);
+  EXPECT_NO_THROW(check_tensors(w, e));
+  // 4 embedders/heads x2 + 2 text blocks x14 + 4 time/modulation + 4 layers x10 + 3 head + rope.bands
+  EXPECT_EQ(e.size(), size_t(2 + 2 + 2 * 14 + 4 + 2 + 4 * 10 + 2 + 2 + 1));
+}
+
+TEST(DitConfig, AFolderOfAnotherSizeIsRefusedNamingTheTensor) {
+  DitConfig c = parse_dit_config(kTransformer + "/config.json");
+  c.ffn_dim = 512;
+  const std::unique_ptr<Backend> be = make_host_backend();
+  try {
+    Dit dit(*be, WeightFiles::open_folder(kTransformer), c);
+    FAIL() << "weights of ffn_dim 256 were accepted for ffn_dim 512";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::Failure);
+    EXPECT_NE(std::string(e.what()).find("ffn"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DitTables, PositionsAreCentredImageRowsThenText) {
+  const auto p = dit_positions(3, 2, 3);
+  ASSERT_EQ(p.size(), 9u);
+  EXPECT_EQ(p[0], (std::array<float, 4>{0.0f, 3.0f, -0.5f, -1.0f}));  // even side: half-integers
+  EXPECT_EQ(p[5], (std::array<float, 4>{0.0f, 3.0f, 0.5f, 1.0f}));
+  EXPECT_EQ(p[6], (std::array<float, 4>{0.0f, 0.0f, 0.0f, 0.0f}));
+  EXPECT_EQ(p[8], (std::array<float, 4>{0.0f, 2.0f, 0.0f, 0.0f}));
+  EXPECT_EQ(dit_positions(2, 0, 0).size(), 2u);
+}
+
+TEST(DitTables, RopeRowsRepeatTheirSlotsInBothHalves) {
+  const RopeTables t = rope_tables(dit_positions(2, 2, 2), 32, 10000.0);
+  ASSERT_EQ(t.sin.dims(), (std::vector<int64_t>{6, 32}));
+  const std::vector<float> bands = rope_bands(32, 10000.0);
+  ASSERT_EQ(bands.size(), 4u);
+  EXPECT_EQ(bands[0], 1.0f);
+  for (int64_t r = 0; r < 6; ++r)
+    for (int64_t i = 0; i < 16; ++i) {
+      EXPECT_EQ(t.sin.row<float>(r)[i], t.sin.row<float>(r)[i + 16]);
+      EXPECT_EQ(t.cos.row<float>(r)[i], t.cos.row<float>(r)[i + 16]);
+    }
+  // Text row k = 1 at (0, 1, 0, 0): axis 1 (slots 4..7) turns with the bands, others stay at 0.
+  const float* s = t.sin.row<float>(5);
+  EXPECT_EQ(s[0], 0.0f);
+  EXPECT_FLOAT_EQ(s[4], std::sin(1.0f));
+  EXPECT_EQ(s[8], 0.0f);
+  EXPECT_EQ(t.cos.row<float>(5)[12], 1.0f);
+}
+
+TEST(DitTables, TimestepSinusoidIsCosThenSin) {
+  const std::vector<float> e0 = timestep_sinusoid(0.0f, 256);
+  ASSERT_EQ(e0.size(), 256u);
+  for (int k = 0; k < 128; ++k) {
+    EXPECT_EQ(e0[size_t(k)], 1.0f);
+    EXPECT_EQ(e0[size_t(128 + k)], 0.0f);
+  }
+  const std::vector<float> e = timestep_sinusoid(987.0f, 256);
+  EXPECT_EQ(e[0], float(std::cos(987.0)));   // f_0 = 1
+  EXPECT_EQ(e[128], float(std::sin(987.0)));
+}
+
+TEST(Dit, ForwardShapeAndSkipRange) {
+  const DitConfig c = parse_dit_config(kTransformer + "/config.json");
+  const std::unique_ptr<Backend> be = make_host_backend();
+  Dit dit(*be, WeightFiles::open_folder(kTransformer), c);
+  Tensor states = host_tensor(DType::F32, {5, c.text_dim});
+  for (int64_t i = 0; i < states.numel(); ++i) states.ptr<float>()[i] = float(i % 7) * 0.1f - 0.3f;
+  const Dit::Text text = dit.embed_text(states);
+  EXPECT_EQ(text.tokens, 5);
+  Tensor latent = host_tensor(DType::F32, {c.latent_channels, 2, 3});
+  for (int64_t i = 0; i < latent.numel(); ++i) latent.ptr<float>()[i] = float(i % 11) * 0.2f - 1.0f;
+  DitTrace trace;
+  const Tensor v = dit.forward(latent, text, 500.0f, {1}, &trace);
+  EXPECT_EQ(v.dims(), (std::vector<int64_t>{c.latent_channels, 2, 3}));
+  EXPECT_EQ(trace.tensors.count("block1"), 0u);
+  ASSERT_EQ(trace.tensors.count("block3"), 1u);
+  EXPECT_EQ(trace.tensors["block3"].dims(), (std::vector<int64_t>{6 + 5, c.dim}));
+  // Deterministic: the same call gives the same bits.
+  const Tensor again = dit.forward(latent, text, 500.0f, {1});
+  EXPECT_EQ(to_f32_vector(v), to_f32_vector(again));
+  try {
+    dit.forward(latent, text, 500.0f, {4});
+    FAIL() << "skip layer 4 of a 4-layer DiT was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::Usage);
+  }
+  EXPECT_THROW(dit.embed_text(host_tensor(DType::F32, {5, c.text_dim + 1})), Error);
+}

@@ -1,0 +1,115 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "model/dit.h"
+#include "pipeline/noise.h"
+#include "pipeline/sampler.h"
+#include "pipeline/schedule.h"
+#include "util/error.h"
+
+using namespace moss;
+
+namespace {
+
+const std::string kTransformer = std::string(MOSSINFER_TEST_DATA) + "/tiny-moss/transformer";
+
+// Counts the weight requests, so a test can tell how many forwards ran and which blocks.
+class CountingSource : public DitWeightSource {
+ public:
+  CountingSource(Backend& be, const WeightFiles& w) : inner_(make_upload_on_use_source(be, w)) {}
+  Tensor get(const std::string& name) override {
+    ++counts[name];
+    return inner_->get(name);
+  }
+  std::map<std::string, int> counts;
+
+ private:
+  std::unique_ptr<DitWeightSource> inner_;
+};
+
+struct Fixture {
+  std::unique_ptr<Backend> be = make_host_backend();
+  DitConfig cfg = parse_dit_config(kTransformer + "/config.json");
+  CountingSource* source = nullptr;
+  std::unique_ptr<Dit> dit;
+  Dit::Text cond, uncond;
+  Tensor noise;
+
+  Fixture() {
+    auto src = std::make_unique<CountingSource>(*be, WeightFiles::open_folder(kTransformer));
+    source = src.get();
+    dit = std::make_unique<Dit>(*be, std::move(src), cfg);
+    cond = dit->embed_text(states(7, 0.05f));
+    uncond = dit->embed_text(states(4, -0.03f));
+    noise = host_tensor(DType::F32, {cfg.latent_channels, 2, 2});
+    const std::vector<float> z = initial_noise(42, cfg.latent_channels, 2, 2);
+    std::copy(z.begin(), z.end(), noise.ptr<float>());
+    source->counts.clear();
+  }
+  Tensor states(int64_t t, float scale) const {
+    Tensor s = host_tensor(DType::F32, {t, cfg.text_dim});
+    for (int64_t i = 0; i < s.numel(); ++i) s.ptr<float>()[i] = float(i % 13 - 6) * scale;
+    return s;
+  }
+  int forwards() { return source->counts["final_linear_video.weight"]; }
+};
+
+}  // namespace
+
+TEST(Sampler, CfgOneRunsNoUnconditionalPass) {
+  Fixture f;
+  SamplerSettings s{4, 1.0f, 5.0f, {2}};
+  const std::vector<float> sigmas = make_schedule(s.steps, s.shift);
+  SamplerTrace trace;
+  int calls = 0;
+  const Tensor x = sample(*f.dit, f.cond, nullptr, f.noise, sigmas, s, [&](int i, int n, double) {
+    EXPECT_EQ(i, calls++);
+    EXPECT_EQ(n, 4);
+  }, &trace);
+  EXPECT_EQ(calls, 4);
+  EXPECT_EQ(f.forwards(), 4);                             // one DiT call per step
+  EXPECT_EQ(f.source->counts["layers.2.norm1.weight"], 4);  // and never the skipping one
+  EXPECT_TRUE(trace.v_uncond.empty());
+  ASSERT_EQ(trace.v_cond.size(), 4u);
+  // Plain Euler: x ← x + v_cond·(σ_{i+1} − σ_i), in fp32.
+  std::vector<float> ref = to_f32_vector(f.noise);
+  for (size_t i = 0; i < 4; ++i) {
+    const std::vector<float> v = to_f32_vector(trace.v_cond[i]);
+    const float dt = sigmas[i + 1] - sigmas[i];
+    for (size_t e = 0; e < ref.size(); ++e) ref[e] = ref[e] + v[e] * dt;
+    EXPECT_EQ(to_f32_vector(trace.latent[i]), ref) << "step " << i;
+  }
+  EXPECT_EQ(to_f32_vector(x), ref);
+}
+
+TEST(Sampler, GuidanceRunsTheUnconditionalPassWithSkips) {
+  Fixture f;
+  SamplerSettings s{2, 3.0f, 5.0f, {2}};
+  const std::vector<float> sigmas = make_schedule(s.steps, s.shift);
+  SamplerTrace trace;
+  const Tensor x = sample(*f.dit, f.cond, &f.uncond, f.noise, sigmas, s, {}, &trace);
+  EXPECT_EQ(f.forwards(), 4);                             // cond + uncond per step
+  EXPECT_EQ(f.source->counts["layers.2.norm1.weight"], 2);  // block 2 only in the cond passes
+  EXPECT_EQ(f.source->counts["layers.1.norm1.weight"], 4);
+  ASSERT_EQ(trace.v_uncond.size(), 2u);
+  std::vector<float> ref = to_f32_vector(f.noise);
+  for (size_t i = 0; i < 2; ++i) {
+    const std::vector<float> c = to_f32_vector(trace.v_cond[i]), u = to_f32_vector(trace.v_uncond[i]);
+    const float dt = sigmas[i + 1] - sigmas[i];
+    for (size_t e = 0; e < ref.size(); ++e) {
+      const float v = u[e] + 3.0f * (c[e] - u[e]);
+      ref[e] = ref[e] + v * dt;
+    }
+  }
+  EXPECT_EQ(to_f32_vector(x), ref);
+  // The input latent is left alone.
+  EXPECT_EQ(to_f32_vector(f.noise), initial_noise(42, f.cfg.latent_channels, 2, 2));
+}
+
+TEST(Sampler, GuidanceWithoutUnconditionalTextIsRefused) {
+  Fixture f;
+  SamplerSettings s{2, 2.5f, 5.0f, {}};
+  EXPECT_THROW(sample(*f.dit, f.cond, nullptr, f.noise, make_schedule(2, 5.0f), s), Error);
+  EXPECT_EQ(f.forwards(), 0);
+}
