@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <numeric>
 
 #include "model/dit_tables.h"
 #include "util/error.h"
@@ -262,11 +261,9 @@ Tensor Dit::forward(const Tensor& latent, const Text& text, float timestep, cons
     ops.linear(be_.upload(columns), embed.w, embed.bias(), image_rows);
   }
   {
-    // The text rows are reused by every forward of the prompt: copy them in (a row gather).
-    std::vector<int32_t> ids(static_cast<size_t>(T));
-    std::iota(ids.begin(), ids.end(), 0);
+    // The text rows are reused by every forward of the prompt: copy them in on the backend.
     Tensor text_rows = x.slice_rows(n_img, T);
-    ops.embedding(ids, text.rows, text_rows);
+    ops.copy(text.rows, text_rows);
   }
   if (trace) {
     trace->tensors["temb"] = snapshot(be_, mod.time).reshape({d});

@@ -28,7 +28,7 @@ class CoreOps {
 
   // RMS norm over each run of `group` consecutive columns of each row (group = cols for a
   // whole-row norm, head_dim for per-head norms): n = x·rsqrt(mean(x²)+eps) in fp32, then
-  // n·w (Mul) or n·(1+w) (OnePlus) with w of `group` elements, or n alone (None).
+  // n·w (Mul) or n·(1+w) (OnePlus) with w of `group` elements, or n alone (None). y may be x.
   virtual void rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group,
                         Tensor& y) = 0;
 
@@ -59,8 +59,12 @@ class CoreOps {
   virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
                          int64_t kv_heads, int64_t head_dim, float scale, bool causal) = 0;
 
-  // out[i, :] = table[ids[i], :]
+  // out[i, :] = table[ids[i], :] (table on the host or this backend, bf16 or f32)
   virtual void embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) = 0;
+
+  // dst = src (same rows and cols; any row strides; f32 <-> bf16 converted, rounding to nearest
+  // even). Places cached rows into a longer sequence without a host round trip.
+  virtual void copy(const Tensor& src, Tensor& dst) = 0;
 };
 
 }  // namespace moss

@@ -153,6 +153,23 @@ int32_t Tokenizer::token_id(std::string_view token) const {
   return state_->vocab.find(token);
 }
 
+std::string Tokenizer::token(int32_t id) const {
+  for (const AddedToken& t : state_->added)
+    if (t.id == id) return t.content;
+  return std::string(state_->vocab.token(id));
+}
+
+std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
+  std::string out, bytes;
+  for (int32_t id : ids) {
+    const std::string tok = token(id);
+    // A token outside the byte-level alphabet (added tokens) is text already.
+    if (byte_level_to_bytes(tok, bytes)) out += bytes;
+    else out += tok;
+  }
+  return out;
+}
+
 bool Tokenizer::regex_jit() const { return state_->splitter && state_->splitter->uses_jit(); }
 
 const std::string& Tokenizer::source() const { return state_->source; }

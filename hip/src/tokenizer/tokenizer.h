@@ -31,6 +31,11 @@ class Tokenizer {
   // Id of a vocabulary entry (byte-level form, e.g. "Ġp") or an added token's content; -1
   // when there is none.
   int32_t token_id(std::string_view token) const;
+  // The token of an id as tokenizer.json writes it (empty when the id is not used).
+  std::string token(int32_t id) const;
+  // Text of ids (tokenizers' ByteLevel decoder): vocabulary tokens back to their bytes,
+  // added tokens verbatim. decode(encode(t)) == t for NFC text.
+  std::string decode(const std::vector<int32_t>& ids) const;
   // Whether the pre-tokenizer regex runs JIT-compiled (reported by the benchmark).
   bool regex_jit() const;
   const std::string& source() const;

@@ -261,6 +261,18 @@ class HostCoreOps : public CoreOps {
     }
   }
 
+  void copy(const Tensor& src, Tensor& dst) override {
+    require(src.where == Where::Host && dst.where == Where::Host, "copy", "host tensors only");
+    require(src.rows() == dst.rows() && src.cols() == dst.cols(), "copy", "shape mismatch");
+    const int64_t C = src.cols();
+    for (int64_t r = 0; r < src.rows(); ++r)
+      for (int64_t c = 0; c < C; ++c) {
+        float v = src.dtype == DType::BF16 ? bf16_to_f32(src.row<const uint16_t>(r)[c]) : src.row<const float>(r)[c];
+        if (dst.dtype == DType::BF16) dst.row<uint16_t>(r)[c] = f32_to_bf16(v);
+        else dst.row<float>(r)[c] = v;
+      }
+  }
+
  private:
   ThreadPool& pool_;
 };

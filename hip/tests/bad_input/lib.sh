@@ -1,0 +1,211 @@
+# Shared by bad_input_tests.sh and interrupt_tests.sh (sourced, not run): a scratch folder,
+# broken copies of the tiny model folder, safetensors header surgery, and the `expect`
+# runner that checks exit status, message and that no output (or temporary) file is left.
+#
+# The caller sets BIN (the moss-infer-hip binary) and MODEL (the tiny model folder) first.
+# The original folder is never written: copies are trees of symlinks (cp -rs), and every
+# file that a case changes is first unlinked in the copy and then written anew. A checksum
+# of the original, taken at the start and compared at the end, guards that promise.
+#
+# Environment:
+#   CASE_TIMEOUT      seconds per run (default 60)
+#   CASE_VMEM_KB      virtual-memory cap per run in KiB (default 8 GiB; 0 = none). Sanitized
+#                     builds need 0: ASan reserves terabytes of address space for its shadow.
+#   KEEP_WORK=1       keep the scratch folder for inspection
+
+set -u
+export LC_ALL=C
+BIN=$(readlink -f -- "$BIN")
+MODEL=$(readlink -f -- "$MODEL")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/moss-bad-input.XXXXXX")
+chmod 755 "$WORK"  # the unwritable-directory case runs the binary as another user
+if [[ ${KEEP_WORK:-0} == 1 ]]; then echo "scratch folder: $WORK"; else trap 'rm -rf -- "$WORK"' EXIT; fi
+CASE_TIMEOUT=${CASE_TIMEOUT:-60}
+CASE_VMEM_KB=${CASE_VMEM_KB:-8388608}
+passed=0
+failed=0
+
+model_checksum() { (cd "$MODEL" && find . -type f -print0 | sort -z | xargs -0 md5sum | md5sum); }
+MODEL_SUM=$(model_checksum)
+
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() {
+  failed=$((failed + 1))
+  echo "FAIL $1: $2"
+  [[ -n ${3:-} ]] && head -c 2000 <<<"$3" | head -8 | sed 's/^/    /'
+  return 0
+}
+
+# new_case NAME: a fresh folder $WORK/NAME for one case; sets CASE.
+new_case() {
+  CASE=$WORK/$1
+  mkdir -p "$CASE"
+}
+
+# copy_model: $CASE/model, a tree of real folders and symlinks to the original files; sets M.
+copy_model() {
+  M=$CASE/model
+  cp -rs "$MODEL" "$M"
+}
+
+# own FILE: replaces a symlink of the copy by a private regular copy, so it can be edited.
+own() {
+  local src
+  src=$(readlink -f -- "$1")
+  rm -f -- "$1"
+  cp -- "$src" "$1"
+}
+
+# json_edit FILE SED_EXPR: edits a (text) file of the copy with sed -E.
+json_edit() {
+  own "$1"
+  sed -E -i -e "$2" "$1"
+}
+
+# truncate_file FILE BYTES: keeps the first BYTES of a file of the copy.
+truncate_file() {
+  local src
+  src=$(readlink -f -- "$1")
+  head -c "$2" -- "$src" >"$1.new"
+  mv -f -- "$1.new" "$1"
+}
+
+# ---- safetensors surgery -------------------------------------------------------------------
+# Layout: 8-byte little-endian header length, JSON header, data section.
+
+le64() {
+  local n=$1 i out=''
+  for ((i = 0; i < 8; i++)); do out+=$(printf '\\x%02x' $(((n >> (8 * i)) & 255))); done
+  printf "$out"
+}
+st_header_len() { od -An -tu8 -N8 -- "$1" | tr -d ' '; }
+st_header() { tail -c +9 -- "$1" | head -c "$(st_header_len "$1")"; }
+st_data_size() { echo $(($(stat -c %s -- "$1") - 8 - $(st_header_len "$1"))); }
+
+# st_rewrite FILE SED_EXPR [APPEND_BYTES] [PAD]: rewrites FILE of the copy with its header
+# edited by sed -E (the data section kept as it is), APPEND_BYTES zero bytes added to the end
+# of the data section, and the header padded with spaces to a multiple of PAD bytes (default
+# 8, as writers do; 1 = no padding).
+st_rewrite() {
+  local f=$1 expr=$2 append=${3:-0} pad=${4:-8} src n header
+  src=$(readlink -f -- "$f")
+  n=$(st_header_len "$src")
+  header=$(st_header "$src" | sed -E -e 's/ +$//' -e "$expr")
+  while ((${#header} % pad)); do header+=' '; done
+  {
+    le64 "${#header}"
+    printf '%s' "$header"
+    tail -c +$((9 + n)) -- "$src"
+    ((append > 0)) && head -c "$append" /dev/zero
+  } >"$f.new"
+  mv -f -- "$f.new" "$f"
+}
+
+# st_set_header_len FILE N: only the 8-byte length field changes.
+st_set_header_len() {
+  local src
+  src=$(readlink -f -- "$1")
+  { le64 "$2"; tail -c +9 -- "$src"; } >"$1.new"
+  mv -f -- "$1.new" "$1"
+}
+
+# st_entry FILE TENSOR: the tensor's header entry, e.g. {"dtype":"BF16","shape":[128],"data_offsets":[0,256]}.
+st_entry() { st_header "$(readlink -f -- "$1")" | grep -oE "\"$(re "$2")\":\\{[^}]*\\}" | sed -E 's/^"[^"]*"://'; }
+# st_offsets FILE TENSOR: "BEGIN END".
+st_offsets() { st_entry "$1" "$2" | sed -E 's/.*"data_offsets":\[([0-9]+),([0-9]+)\].*/\1 \2/'; }
+# Sed expressions for st_rewrite; tensor names are taken literally.
+re() { sed -E 's#[]*^$+?(){}|\\.[]#\\&#g' <<<"$1"; }
+set_dtype() { echo "s/(\"$(re "$1")\":\\{\"dtype\":\")[^\"]*/\\1$2/"; }
+set_shape() { echo "s/(\"$(re "$1")\":\\{[^}]*\"shape\":\\[)[^]]*/\\1$2/"; }
+set_offsets() { echo "s/(\"$(re "$1")\":\\{[^}]*\"data_offsets\":\\[)[^]]*/\\1$2/"; }
+drop_tensor() { echo "s/,\"$(re "$1")\":\\{[^}]*\\}//"; }
+# add_tensor NAME ENTRY: inserts a new entry first in the header.
+add_tensor() { echo "s/^\\{/{\"$1\":$2,/"; }
+
+# ---- running the binary ------------------------------------------------------------------
+
+# Outputs named by -o / --latent-out in an argument list (one per line).
+outputs_of() {
+  local prev=''
+  for a in "$@"; do
+    case $prev in -o | --latent-out) echo "$a" ;; esac
+    case $a in --latent-out=*) echo "${a#--latent-out=}" ;; esac
+    prev=$a
+  done
+}
+
+# run_bin ARGS...: runs the binary in $CASE on the host backend, under the time and memory
+# caps; sets OUT (stdout and stderr together) and RC. EXPECT_ENV adds environment settings;
+# RUN_AS runs it through another command (e.g. setpriv to drop root).
+run_bin() {
+  OUT=$(cd "$CASE" && {
+    ((CASE_VMEM_KB > 0)) && ulimit -v "$CASE_VMEM_KB"
+    env MOSSINFER_BACKEND=host ${EXPECT_ENV:-} ${RUN_AS:-} timeout -k 5 "$CASE_TIMEOUT" "$BIN" "$@" 2>&1
+  })
+  RC=$?
+}
+
+# Why a finished run is wrong beyond its status and message (empty when it is fine): a
+# sanitizer report, a left-over temporary file, and for each output named in the
+# arguments, that it is absent after a failure and a complete file after a success.
+run_problems() {
+  local status=$1
+  shift
+  if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:|AddressSanitizer|UndefinedBehaviorSanitizer' <<<"$OUT"; then
+    echo "sanitizer report"
+    return
+  fi
+  local f dir
+  while IFS= read -r f; do
+    [[ -z $f ]] && continue
+    [[ $f == /* ]] || f=$CASE/$f
+    dir=$(dirname -- "$f")
+    if [[ -d $dir ]] && ls -a -- "$dir" 2>/dev/null | grep -q '^\.moss-infer-'; then
+      echo "left a temporary file in $dir"
+      return
+    fi
+    if ((status != 0)) && [[ -e $f ]]; then
+      echo "left an output file $f"
+      return
+    fi
+    if ((status == 0)); then
+      if [[ ! -s $f ]]; then echo "no output file $f"; return; fi
+      case $f in
+        *.png) [[ $(head -c 8 -- "$f" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || { echo "$f is not a PNG"; return; } ;;
+        *.npy) [[ $(head -c 6 -- "$f" | od -An -tx1 | tr -d ' \n') == 934e554d5059 ]] || { echo "$f is not a .npy file"; return; } ;;
+      esac
+    fi
+  done < <(outputs_of "$@")
+}
+
+# expect NAME STATUS PATTERN -- ARGS...: runs the binary with ARGS in a new $CASE (unless
+# the caller prepared one with the same NAME) and checks the exit status, that the output
+# matches PATTERN (grep -E), and run_problems.
+expect() {
+  local name=$1 status=$2 pattern=$3
+  shift 4
+  [[ ${CASE:-} == "$WORK/$name" ]] || new_case "$name"
+  run_bin "$@"
+  local why=""
+  if ((RC == 124 || RC == 137)) && ((status != RC)); then
+    why="timed out or killed after ${CASE_TIMEOUT} s (exit $RC)"
+  elif ((RC != status)); then
+    why="exit $RC, expected $status"
+  elif ! grep -qE -- "$pattern" <<<"$OUT"; then
+    why="output does not match /$pattern/"
+  else
+    why=$(run_problems "$status" "$@")
+  fi
+  if [[ -z $why ]]; then pass "$name"; else fail "$name" "$why" "$OUT"; fi
+}
+
+# Last check of every suite: the original folder is as it was.
+check_model_untouched() {
+  if [[ $(model_checksum) == "$MODEL_SUM" ]]; then pass original-model-untouched; else fail original-model-untouched "the tiny model folder changed"; fi
+}
+
+finish() {
+  check_model_untouched
+  echo "$passed passed, $failed failed"
+  [[ $failed -eq 0 ]]
+}

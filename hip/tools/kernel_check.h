@@ -1,0 +1,103 @@
+// Shared harness of the hip_*_kernel_check tools (llm.c's dev/cuda pattern, ggml's
+// test-backend-ops idea): run a GPU op on random inputs, compare it with the host replay of
+// the same op (ops/host), with outputs poisoned (NaN) beforehand so an unwritten element
+// fails, time it, and print one table row per case and "N passed, M failed" at the end.
+#pragma once
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/portability.h"
+#include "tensor/tensor.h"
+
+namespace kcheck {
+
+// Deterministic random host tensors.
+struct Rng {
+  std::mt19937_64 gen;
+  explicit Rng(uint64_t seed) : gen(seed) {}
+  float normal(float scale = 1.0f) { return std::normal_distribution<float>(0.0f, scale)(gen); }
+  float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(gen); }
+};
+
+inline moss::Tensor random_host(moss::DType t, const std::vector<int64_t>& dims, Rng& rng, float scale = 1.0f) {
+  moss::Tensor h = moss::host_tensor(t, dims);
+  for (int64_t i = 0; i < h.numel(); ++i) {
+    float v = rng.normal(scale);
+    if (t == moss::DType::F32) h.ptr<float>()[i] = v;
+    else if (t == moss::DType::BF16) h.ptr<uint16_t>()[i] = moss::f32_to_bf16(v);
+    else throw std::invalid_argument("random_host: f32 or bf16 only");
+  }
+  return h;
+}
+
+// Fills a device tensor with NaN (0xFFFF bf16 / 0xFFFFFFFF f32 are NaN), so elements an op
+// forgets to write are caught by the comparison.
+inline void poison(const moss::Tensor& dev, hipStream_t s) {
+  MOSS_HIP_CHECK(hipMemsetAsync(dev.data, 0xFF, dev.nbytes(), s));
+}
+
+struct Compare {
+  double rel_l2 = 0, max_abs = 0;
+  bool finite = true;
+};
+
+inline Compare compare(const std::vector<float>& got, const std::vector<float>& want) {
+  Compare c;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    if (!std::isfinite(got[i])) c.finite = false;
+    double d = double(got[i]) - double(want[i]);
+    num += d * d;
+    den += double(want[i]) * double(want[i]);
+    c.max_abs = std::fmax(c.max_abs, std::fabs(d));
+  }
+  c.rel_l2 = std::sqrt(num / (den > 0 ? den : 1.0));
+  if (got.size() != want.size()) c.finite = false;
+  return c;
+}
+
+// Times fn (already warmed up once) over `reps` launches on stream s; milliseconds each.
+inline double time_ms(hipStream_t s, const std::function<void()>& fn, int reps = 10) {
+  hipEvent_t a, b;
+  MOSS_HIP_CHECK(hipEventCreate(&a));
+  MOSS_HIP_CHECK(hipEventCreate(&b));
+  fn();
+  MOSS_HIP_CHECK(hipEventRecord(a, s));
+  for (int i = 0; i < reps; ++i) fn();
+  MOSS_HIP_CHECK(hipEventRecord(b, s));
+  MOSS_HIP_CHECK(hipEventSynchronize(b));
+  float ms = 0;
+  MOSS_HIP_CHECK(hipEventElapsedTime(&ms, a, b));
+  MOSS_HIP_CHECK(hipEventDestroy(a));
+  MOSS_HIP_CHECK(hipEventDestroy(b));
+  return double(ms) / reps;
+}
+
+struct Table {
+  int passed = 0, failed = 0;
+  Table() {
+    std::printf("%-28s %-26s %10s %10s %9s %8s %s\n", "kernel", "shape", "rel_l2", "max_err", "ms", "rate", "result");
+  }
+  // rate: achieved TFLOP/s (flops > 0) or GB/s (bytes > 0); tolerance on relative L2.
+  void row(const std::string& kernel, const std::string& shape, const Compare& c, double tol, double ms,
+           double flops = 0, double bytes = 0) {
+    const bool ok = c.finite && c.rel_l2 <= tol;
+    (ok ? passed : failed)++;
+    char rate[32] = "";
+    if (flops > 0 && ms > 0) std::snprintf(rate, sizeof rate, "%.0fTF/s", flops / (ms * 1e-3) / 1e12);
+    else if (bytes > 0 && ms > 0) std::snprintf(rate, sizeof rate, "%.0fGB/s", bytes / (ms * 1e-3) / 1e9);
+    std::printf("%-28s %-26s %10.2e %10.2e %9.4f %8s %s\n", kernel.c_str(), shape.c_str(), c.rel_l2, c.max_abs, ms,
+                rate, ok ? "ok" : (c.finite ? "FAIL" : "FAIL (non-finite/unwritten)"));
+    std::fflush(stdout);
+  }
+  int finish() const {
+    std::printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 && passed > 0 ? 0 : 1;
+  }
+};
+
+}  // namespace kcheck
