@@ -92,10 +92,11 @@ int run(int argc, char** argv) {
   const Sample load_min = *std::min_element(load_samples.begin(), load_samples.end(),
                                             [](const Sample& a, const Sample& b) { return a.wall < b.wall; });
 
-  std::string out = "{\"engine\": \"moss\", \"tokenizer\": \"" + tokenizer_path + "\", \"vocab_size\": " +
-                    std::to_string(fresh[0].vocab_size()) + ", \"regex_jit\": " + (fresh[0].regex_jit() ? "true" : "false") +
-                    ", \"load\": {\"median\": " + sample_json(median(load_samples)) + ", \"min\": " + sample_json(load_min) +
-                    "}, \"inputs\": {";
+  std::string out = "{\"engine\": \"moss\", \"tokenizer\": \"" + tokenizer_path +
+                    "\", \"vocab_size\": " + std::to_string(fresh[0].vocab_size()) +
+                    ", \"regex_jit\": " + (fresh[0].regex_jit() ? "true" : "false") +
+                    ", \"load\": {\"median\": " + sample_json(median(load_samples)) +
+                    ", \"min\": " + sample_json(load_min) + "}, \"inputs\": {";
   for (size_t k = 0; k < inputs.size(); ++k) {
     const std::string text = moss::read_text_file(inputs[k].second);
     const moss::Tokenizer& tok = fresh[k];

@@ -70,7 +70,8 @@ void AddedTokenMatcher::split(std::string_view text, std::vector<TextSegment>& o
     search = end;
     if (tok.single_word) {
       char32_t cp;
-      const bool word_before = begin > 0 && (decode_utf8(text, utf8_prev_start(text, begin), cp), is_rust_word_char(cp));
+      const bool word_before =
+          begin > 0 && (decode_utf8(text, utf8_prev_start(text, begin), cp), is_rust_word_char(cp));
       const bool word_after = end < text.size() && (decode_utf8(text, end, cp), is_rust_word_char(cp));
       if (word_before || word_after) continue;
     }

@@ -44,7 +44,8 @@ bool byte_level_to_bytes(std::string_view token, std::string& bytes) {
     if (c < 0x80) {
       cp = c;
       i += 1;
-    } else if (c >= 0xc2 && c <= 0xdf && i + 1 < token.size() && (static_cast<unsigned char>(token[i + 1]) & 0xc0) == 0x80) {
+    } else if (c >= 0xc2 && c <= 0xdf && i + 1 < token.size() &&
+               (static_cast<unsigned char>(token[i + 1]) & 0xc0) == 0x80) {
       cp = (char32_t(c & 0x1f) << 6) | (static_cast<unsigned char>(token[i + 1]) & 0x3f);
       i += 2;
     } else {

@@ -59,10 +59,14 @@ uint32_t JsonScanner::read_hex4() {
   for (int k = 0; k < 4; ++k) {
     const char c = text_[pos_++];
     v <<= 4;
-    if (is_digit(c)) v |= uint32_t(c - '0');
-    else if (c >= 'a' && c <= 'f') v |= uint32_t(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') v |= uint32_t(c - 'A' + 10);
-    else fail("bad \\u escape");
+    if (is_digit(c))
+      v |= uint32_t(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v |= uint32_t(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      v |= uint32_t(c - 'A' + 10);
+    else
+      fail("bad \\u escape");
   }
   return v;
 }
@@ -96,14 +100,30 @@ std::string_view JsonScanner::read_string(std::string& scratch) {
     if (pos_ >= text_.size()) fail("unterminated string");
     const char e = text_[pos_++];
     switch (e) {
-      case '"': scratch += '"'; break;
-      case '\\': scratch += '\\'; break;
-      case '/': scratch += '/'; break;
-      case 'b': scratch += '\b'; break;
-      case 'f': scratch += '\f'; break;
-      case 'n': scratch += '\n'; break;
-      case 'r': scratch += '\r'; break;
-      case 't': scratch += '\t'; break;
+      case '"':
+        scratch += '"';
+        break;
+      case '\\':
+        scratch += '\\';
+        break;
+      case '/':
+        scratch += '/';
+        break;
+      case 'b':
+        scratch += '\b';
+        break;
+      case 'f':
+        scratch += '\f';
+        break;
+      case 'n':
+        scratch += '\n';
+        break;
+      case 'r':
+        scratch += '\r';
+        break;
+      case 't':
+        scratch += '\t';
+        break;
       case 'u': {
         uint32_t cp = read_hex4();
         if (cp >= 0xdc00 && cp <= 0xdfff) fail("lone low surrogate in \\u escape");
@@ -118,7 +138,8 @@ std::string_view JsonScanner::read_string(std::string& scratch) {
         append_utf8(scratch, char32_t(cp));
         break;
       }
-      default: fail(std::string("bad escape '\\") + e + "'");
+      default:
+        fail(std::string("bad escape '\\") + e + "'");
     }
   }
 }
@@ -183,9 +204,15 @@ void JsonScanner::skip_value_at_depth(int depth) {
     case '"':
       read_string(scratch);
       return;
-    case 't': skip_literal("true"); return;
-    case 'f': skip_literal("false"); return;
-    case 'n': skip_literal("null"); return;
+    case 't':
+      skip_literal("true");
+      return;
+    case 'f':
+      skip_literal("false");
+      return;
+    case 'n':
+      skip_literal("null");
+      return;
     case '\0':
       if (pos_ >= text_.size()) fail("unexpected end of file");
       fail("unexpected character");

@@ -29,10 +29,14 @@ constexpr const char* kNumberAdditions =
 
 const char* additions_for(char category) {
   switch (category) {
-    case 'L': return kLetterAdditions;
-    case 'M': return kMarkAdditions;
-    case 'N': return kNumberAdditions;
-    default: return nullptr;
+    case 'L':
+      return kLetterAdditions;
+    case 'M':
+      return kMarkAdditions;
+    case 'N':
+      return kNumberAdditions;
+    default:
+      return nullptr;
   }
 }
 

@@ -28,8 +28,8 @@ RegexSplitter::RegexSplitter(const std::string& pattern, bool literal, const std
   if (!impl_->code) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof(message));
-    throw failure(origin + ": pre-tokenizer regex does not compile (offset " + std::to_string(error_offset) + " of its PCRE2 form \"" + source + "\"): " +
-                  reinterpret_cast<const char*>(message));
+    throw failure(origin + ": pre-tokenizer regex does not compile (offset " + std::to_string(error_offset) +
+                  " of its PCRE2 form \"" + source + "\"): " + reinterpret_cast<const char*>(message));
   }
   impl_->jit = pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE) == 0;
 }
@@ -53,8 +53,12 @@ void RegexSplitter::split(std::string_view text, std::vector<PieceSpan>& out) co
   const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(md.p);
   size_t pos = 0, gap_start = 0;
   while (pos < text.size()) {
-    const int rc = impl_->jit ? pcre2_jit_match(impl_->code, subject, text.size(), pos, 0, md.p, nullptr)
-                              : pcre2_match(impl_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md.p, nullptr);
+    int rc = impl_->jit ? pcre2_jit_match(impl_->code, subject, text.size(), pos, 0, md.p, nullptr)
+                        : PCRE2_ERROR_JIT_STACKLIMIT;
+    // The interpreter keeps its backtracking state on the heap, so it also takes what would
+    // overflow the JIT's fixed stack (none of Qwen's alternatives nests deeply enough).
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+      rc = pcre2_match(impl_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md.p, nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       PCRE2_UCHAR message[256];

@@ -32,9 +32,9 @@ struct Tokenizer::State {
   mutable std::mutex cache_mutex;
   mutable PieceCache cache;
 
-  void encode_piece(std::string_view piece, std::vector<int32_t>& out, PieceCache* cache) const;
-  void encode_plain(std::string_view text, std::vector<int32_t>& out, PieceCache* cache) const;
-  void encode_normalized(std::string_view text, std::vector<int32_t>& out, PieceCache* cache) const;
+  void encode_piece(std::string_view piece, std::vector<int32_t>& out, PieceCache* piece_cache) const;
+  void encode_plain(std::string_view text, std::vector<int32_t>& out, PieceCache* piece_cache) const;
+  void encode_normalized(std::string_view text, std::vector<int32_t>& out, PieceCache* piece_cache) const;
 };
 
 void Tokenizer::State::encode_piece(std::string_view piece, std::vector<int32_t>& out, PieceCache* piece_cache) const {
@@ -65,7 +65,8 @@ void Tokenizer::State::encode_plain(std::string_view text, std::vector<int32_t>&
 
 // A stretch of raw text between added tokens: normalise, cut out the added tokens that
 // match normalised text, encode the rest.
-void Tokenizer::State::encode_normalized(std::string_view raw, std::vector<int32_t>& out, PieceCache* piece_cache) const {
+void Tokenizer::State::encode_normalized(std::string_view raw, std::vector<int32_t>& out,
+                                         PieceCache* piece_cache) const {
   std::string normalized_storage;
   std::string_view text = raw;
   if (nfc && !is_trivially_nfc(raw)) {
@@ -79,8 +80,10 @@ void Tokenizer::State::encode_normalized(std::string_view raw, std::vector<int32
   std::vector<TextSegment> segments;
   normalized_tokens.split(text, segments);
   for (const TextSegment& s : segments) {
-    if (s.id >= 0) out.push_back(s.id);
-    else encode_plain(text.substr(s.begin, s.end - s.begin), out, piece_cache);
+    if (s.id >= 0)
+      out.push_back(s.id);
+    else
+      encode_plain(text.substr(s.begin, s.end - s.begin), out, piece_cache);
   }
 }
 
@@ -124,7 +127,8 @@ Tokenizer Tokenizer::load(const std::string& path) { return from_json_text(read_
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   const size_t bad = find_invalid_utf8(text);
   if (bad != std::string_view::npos)
-    throw usage_error("text is not valid UTF-8 (byte " + std::to_string(bad) + " of " + std::to_string(text.size()) + ")");
+    throw usage_error("text is not valid UTF-8 (byte " + std::to_string(bad) + " of " + std::to_string(text.size()) +
+                      ")");
   const State& s = *state_;
   // The cache belongs to whichever call holds it; a concurrent call simply runs uncached.
   std::unique_lock<std::mutex> lock(s.cache_mutex, std::try_to_lock);
@@ -139,8 +143,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   std::vector<TextSegment> segments;
   s.raw_tokens.split(text, segments);
   for (const TextSegment& seg : segments) {
-    if (seg.id >= 0) ids.push_back(seg.id);
-    else s.encode_normalized(text.substr(seg.begin, seg.end - seg.begin), ids, cache);
+    if (seg.id >= 0)
+      ids.push_back(seg.id);
+    else
+      s.encode_normalized(text.substr(seg.begin, seg.end - seg.begin), ids, cache);
   }
   return ids;
 }
@@ -164,8 +170,10 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
   for (int32_t id : ids) {
     const std::string tok = token(id);
     // A token outside the byte-level alphabet (added tokens) is text already.
-    if (byte_level_to_bytes(tok, bytes)) out += bytes;
-    else out += tok;
+    if (byte_level_to_bytes(tok, bytes))
+      out += bytes;
+    else
+      out += tok;
   }
   return out;
 }

@@ -1,8 +1,7 @@
 #include "tokenizer/tokenizer_json.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "io/files.h"
@@ -61,10 +60,13 @@ struct Loader {
     def.vocab.reserve(bytes / 16 + 16, bytes);
     js.read_object([&](std::string_view token) {
       const char c = js.peek();
-      if (c != '-' && (c < '0' || c > '9')) malformed("model.vocab: the id of \"" + std::string(token) + "\" is not a number");
+      if (c != '-' && (c < '0' || c > '9'))
+        malformed("model.vocab: the id of \"" + std::string(token) + "\" is not a number");
       const int64_t id = js.read_integer();
-      if (id < 0 || id >= kMaxTokenId) malformed("model.vocab: id " + std::to_string(id) + " of \"" + std::string(token) + "\" is out of range");
-      if (!def.vocab.add(token, int32_t(id))) malformed("model.vocab: id " + std::to_string(id) + " is given to two tokens");
+      if (id < 0 || id >= kMaxTokenId)
+        malformed("model.vocab: id " + std::to_string(id) + " of \"" + std::string(token) + "\" is out of range");
+      if (!def.vocab.add(token, int32_t(id)))
+        malformed("model.vocab: id " + std::to_string(id) + " is given to two tokens");
     });
     std::string duplicate;
     if (!def.vocab.build_index(duplicate)) malformed("model.vocab: token \"" + duplicate + "\" appears twice");
@@ -114,10 +116,12 @@ struct Loader {
   void read_model_options(const json& options) {
     if (auto it = options.find("type"); it != options.end() && !(it->is_string() && it->get<std::string>() == "BPE"))
       unsupported("model type " + it->dump());
-    if (auto it = options.find("dropout"); it != options.end() && !it->is_null() && !(it->is_number() && it->get<double>() == 0.0))
+    if (auto it = options.find("dropout");
+        it != options.end() && !it->is_null() && !(it->is_number() && it->get<double>() == 0.0))
       unsupported("BPE dropout " + it->dump());
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
-      if (auto it = options.find(key); it != options.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
+      if (auto it = options.find(key);
+          it != options.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
         unsupported(std::string(key) + " " + it->dump());
     def.ignore_merges = get_bool(options, "ignore_merges", false, "model");
     def.unknown.fuse = get_bool(options, "fuse_unk", false, "model");
@@ -130,7 +134,8 @@ struct Loader {
     // alphabet has none, so it is harmless there and refused otherwise.
     if (get_bool(options, "byte_fallback", false, "model"))
       for (int b = 0; b < 256; ++b)
-        if (def.vocab.find(byte_level_char(uint8_t(b))) < 0) unsupported("byte_fallback with an incomplete byte alphabet");
+        if (def.vocab.find(byte_level_char(uint8_t(b))) < 0)
+          unsupported("byte_fallback with an incomplete byte alphabet");
   }
 
   void read_normalizer(const json& n) {
@@ -206,7 +211,8 @@ struct Loader {
       tok.single_word = get_bool(t, "single_word", false, where);
       tok.lstrip = get_bool(t, "lstrip", false, where);
       tok.rstrip = get_bool(t, "rstrip", false, where);
-      if (auto id = t.find("id"); id == t.end() || !id->is_number_integer()) malformed(where + ": \"id\" must be an integer");
+      if (auto id = t.find("id"); id == t.end() || !id->is_number_integer())
+        malformed(where + ": \"id\" must be an integer");
       if (tok.content.empty()) continue;  // tokenizers ignores empty added tokens
       if (auto it = index_of.find(tok.content); it != index_of.end()) {
         tok.id = def.added[it->second].id;  // a repeated token keeps its id, takes the new flags
@@ -215,9 +221,12 @@ struct Loader {
       }
       // The id tokenizers gives on load (the file's "id" is only checked against it there).
       const int32_t in_vocab = def.vocab.find(tok.content);
-      if (in_vocab >= 0) tok.id = in_vocab;
-      else if (max_id < 0) tok.id = int32_t(vocab_len);
-      else tok.id = int32_t(max_id >= vocab_len || vocab_len == 0 ? max_id + 1 : vocab_len);
+      if (in_vocab >= 0)
+        tok.id = in_vocab;
+      else if (max_id < 0)
+        tok.id = int32_t(vocab_len);
+      else
+        tok.id = int32_t(max_id >= vocab_len || vocab_len == 0 ? max_id + 1 : vocab_len);
       if (tok.id >= kMaxTokenId) malformed(where + ": too many tokens");
       max_id = std::max<int64_t>(max_id, tok.id);
       index_of[tok.content] = def.added.size();
@@ -243,9 +252,12 @@ struct Loader {
         have_model = true;
         if (js.peek() != '{') malformed("\"model\" is not an object");
         js.read_object([&](std::string_view model_key) {
-          if (model_key == "vocab") vocab = span_of(js.skip_value());
-          else if (model_key == "merges") merges = span_of(js.skip_value());
-          else model_options[std::string(model_key)] = parse_small(js.skip_value());
+          if (model_key == "vocab")
+            vocab = span_of(js.skip_value());
+          else if (model_key == "merges")
+            merges = span_of(js.skip_value());
+          else
+            model_options[std::string(model_key)] = parse_small(js.skip_value());
         });
       } else if (key == "added_tokens") {
         added = parse_small(js.skip_value());
@@ -278,6 +290,8 @@ TokenizerDefinition parse_tokenizer_json(const std::string& text, const std::str
   return Loader(text, path).run();
 }
 
-TokenizerDefinition read_tokenizer_json(const std::string& path) { return parse_tokenizer_json(read_text_file(path), path); }
+TokenizerDefinition read_tokenizer_json(const std::string& path) {
+  return parse_tokenizer_json(read_text_file(path), path);
+}
 
 }  // namespace moss

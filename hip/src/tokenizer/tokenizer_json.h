@@ -14,19 +14,19 @@
 namespace moss {
 
 struct TokenizerDefinition {
-  Vocabulary vocab;               // BPE vocabulary, token strings as written (byte-level form)
-  std::vector<BpeMerge> merges;   // in rank order
-  BpeUnknown unknown;             // unk_token / fuse_unk
-  bool ignore_merges = false;     // a piece that is a whole vocabulary entry skips the merges
+  Vocabulary vocab;              // BPE vocabulary, token strings as written (byte-level form)
+  std::vector<BpeMerge> merges;  // in rank order
+  BpeUnknown unknown;            // unk_token / fuse_unk
+  bool ignore_merges = false;    // a piece that is a whole vocabulary entry skips the merges
   // Added tokens with the ids tokenizers assigns when it loads the file: the vocabulary's id
   // when the content is a vocabulary entry, otherwise the next id after the vocabulary
   // (and after the added tokens before it). For a well-formed file these equal the ids
   // written in it.
   std::vector<AddedToken> added;
-  bool nfc = false;               // normalizer: NFC (or none)
-  bool has_split = false;         // pre-tokenizer has a Split step
-  std::string split_pattern;      // its pattern
-  bool split_literal = false;     // {"String": ...} rather than {"Regex": ...}
+  bool nfc = false;            // normalizer: NFC (or none)
+  bool has_split = false;      // pre-tokenizer has a Split step
+  std::string split_pattern;   // its pattern
+  bool split_literal = false;  // {"String": ...} rather than {"Regex": ...}
 };
 
 // Throws moss::failure naming `path` when the file is unreadable, not JSON, or not a

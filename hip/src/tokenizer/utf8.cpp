@@ -29,12 +29,12 @@ size_t find_invalid_utf8(std::string_view s) {
       len = 2;
     } else if (c >= 0xe0 && c <= 0xef) {
       len = 3;
-      if (c == 0xe0) lo = 0xa0;        // overlong
-      if (c == 0xed) hi = 0x9f;        // UTF-16 surrogates
+      if (c == 0xe0) lo = 0xa0;  // overlong
+      if (c == 0xed) hi = 0x9f;  // UTF-16 surrogates
     } else if (c >= 0xf0 && c <= 0xf4) {
       len = 4;
-      if (c == 0xf0) lo = 0x90;        // overlong
-      if (c == 0xf4) hi = 0x8f;        // above U+10FFFF
+      if (c == 0xf0) lo = 0x90;  // overlong
+      if (c == 0xf4) hi = 0x8f;  // above U+10FFFF
     } else {
       return i;
     }
@@ -67,8 +67,8 @@ void append_utf8(std::string& out, char32_t cp) {
 // Code points shared by both sets beyond ASCII: U+00A0, U+1680, U+2000..U+200A, U+2028,
 // U+2029, U+202F, U+205F, U+3000 (and U+0085, which both contain).
 static bool is_shared_non_ascii_space(char32_t cp) {
-  return cp == 0x85 || cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 ||
-         cp == 0x2029 || cp == 0x202f || cp == 0x205f || cp == 0x3000;
+  return cp == 0x85 || cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
+         cp == 0x202f || cp == 0x205f || cp == 0x3000;
 }
 
 bool is_python_space(char32_t cp) {

@@ -19,9 +19,18 @@ inline bool is_valid_utf8(std::string_view s) { return find_invalid_utf8(s) == s
 inline size_t decode_utf8(std::string_view s, size_t i, char32_t& cp) {
   const unsigned char c = static_cast<unsigned char>(s[i]);
   auto cont = [&](size_t k) { return char32_t(static_cast<unsigned char>(s[i + k]) & 0x3f); };
-  if (c < 0x80) { cp = c; return 1; }
-  if (c < 0xe0) { cp = (char32_t(c & 0x1f) << 6) | cont(1); return 2; }
-  if (c < 0xf0) { cp = (char32_t(c & 0x0f) << 12) | (cont(1) << 6) | cont(2); return 3; }
+  if (c < 0x80) {
+    cp = c;
+    return 1;
+  }
+  if (c < 0xe0) {
+    cp = (char32_t(c & 0x1f) << 6) | cont(1);
+    return 2;
+  }
+  if (c < 0xf0) {
+    cp = (char32_t(c & 0x0f) << 12) | (cont(1) << 6) | cont(2);
+    return 3;
+  }
   cp = (char32_t(c & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3);
   return 4;
 }

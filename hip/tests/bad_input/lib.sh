@@ -9,8 +9,9 @@
 #
 # Environment:
 #   CASE_TIMEOUT      seconds per run (default 60)
-#   CASE_VMEM_KB      virtual-memory cap per run in KiB (default 8 GiB; 0 = none). Sanitized
-#                     builds need 0: ASan reserves terabytes of address space for its shadow.
+#   CASE_VMEM_KB      virtual-memory cap per run in KiB (default 2 GiB; 0 = none). An ASan
+#                     binary gets 0 (its shadow reserves terabytes of address space) and a
+#                     cap on single allocations instead (max_allocation_size_mb, below).
 #   KEEP_WORK=1       keep the scratch folder for inspection
 
 set -u
@@ -21,7 +22,14 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/moss-bad-input.XXXXXX")
 chmod 755 "$WORK"  # the unwritable-directory case runs the binary as another user
 if [[ ${KEEP_WORK:-0} == 1 ]]; then echo "scratch folder: $WORK"; else trap 'rm -rf -- "$WORK"' EXIT; fi
 CASE_TIMEOUT=${CASE_TIMEOUT:-60}
-CASE_VMEM_KB=${CASE_VMEM_KB:-8388608}
+if grep -qa __asan_init -- "$BIN"; then
+  # A runaway allocation (a config with absurd sizes) must end in bad_alloc, as it does
+  # under the address-space cap of a plain build, not eat the machine's memory.
+  CASE_VMEM_KB=${CASE_VMEM_KB:-0}
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}max_allocation_size_mb=1024:allocator_may_return_null=1"
+else
+  CASE_VMEM_KB=${CASE_VMEM_KB:-2097152}
+fi
 passed=0
 failed=0
 
@@ -62,12 +70,19 @@ json_edit() {
   sed -E -i -e "$2" "$1"
 }
 
-# truncate_file FILE BYTES: keeps the first BYTES of a file of the copy.
+# truncate_file FILE BYTES: keeps the first BYTES of a file of the copy ("half": half of it).
 truncate_file() {
-  local src
+  local src n=$2
   src=$(readlink -f -- "$1")
-  head -c "$2" -- "$src" >"$1.new"
+  [[ $n == half ]] && n=$(($(stat -c %s -- "$src") / 2))
+  head -c "$n" -- "$src" >"$1.new"
   mv -f -- "$1.new" "$1"
+}
+
+# replace_file FILE TEXT: FILE of the copy now holds TEXT.
+replace_file() {
+  rm -f -- "$1"
+  printf '%s' "$2" >"$1"
 }
 
 # ---- safetensors surgery -------------------------------------------------------------------
@@ -82,16 +97,17 @@ st_header_len() { od -An -tu8 -N8 -- "$1" | tr -d ' '; }
 st_header() { tail -c +9 -- "$1" | head -c "$(st_header_len "$1")"; }
 st_data_size() { echo $(($(stat -c %s -- "$1") - 8 - $(st_header_len "$1"))); }
 
-# st_rewrite FILE SED_EXPR [APPEND_BYTES] [PAD]: rewrites FILE of the copy with its header
-# edited by sed -E (the data section kept as it is), APPEND_BYTES zero bytes added to the end
-# of the data section, and the header padded with spaces to a multiple of PAD bytes (default
-# 8, as writers do; 1 = no padding).
+# st_rewrite FILE SED_EXPR [APPEND_BYTES] [SKEW]: rewrites FILE of the copy with its header
+# edited by sed -E (the data section kept as it is) and APPEND_BYTES zero bytes added to the
+# end of the data section. The header is padded with spaces to a multiple of 8 bytes, as
+# writers do, then SKEW more spaces are added (to misalign the data on purpose).
 st_rewrite() {
-  local f=$1 expr=$2 append=${3:-0} pad=${4:-8} src n header
+  local f=$1 expr=$2 append=${3:-0} skew=${4:-0} src n header
   src=$(readlink -f -- "$f")
   n=$(st_header_len "$src")
   header=$(st_header "$src" | sed -E -e 's/ +$//' -e "$expr")
-  while ((${#header} % pad)); do header+=' '; done
+  while ((${#header} % 8)); do header+=' '; done
+  for ((; skew > 0; skew--)); do header+=' '; done
   {
     le64 "${#header}"
     printf '%s' "$header"
@@ -99,6 +115,13 @@ st_rewrite() {
     ((append > 0)) && head -c "$append" /dev/zero
   } >"$f.new"
   mv -f -- "$f.new" "$f"
+}
+
+# st_add FILE NAME DTYPE SHAPE BYTES: a new tensor NAME (zero bytes) at the end of the data.
+st_add() {
+  local ds
+  ds=$(st_data_size "$(readlink -f -- "$1")")
+  st_rewrite "$1" "$(add_tensor "$2" "{\"dtype\":\"$3\",\"shape\":[$4],\"data_offsets\":[$ds,$((ds + $5))]}")" "$5"
 }
 
 # st_set_header_len FILE N: only the 8-byte length field changes.

@@ -11,9 +11,9 @@ using Ids = std::vector<int32_t>;
 
 TEST(PythonStrip, RemovesExactlyWhatStrIsspaceAccepts) {
   // Every code point Python's str.isspace() accepts.
-  const char32_t spaces[] = {0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x85, 0xa0, 0x1680,
-                             0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009,
-                             0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000};
+  const char32_t spaces[] = {0x09,   0x0a,   0x0b,   0x0c,   0x0d,   0x1c,   0x1d,   0x1e,   0x1f,   0x20,
+                             0x85,   0xa0,   0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006,
+                             0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000};
   for (char32_t cp : spaces) {
     std::string s;
     moss::append_utf8(s, cp);
@@ -38,7 +38,8 @@ TEST(PromptTemplate, RendersQwenChatTemplateWithThinking) {
 TEST(PromptIds, TemplateTokensAndTruncation) {
   const auto& tok = tiny_tokenizer();
   // prompt_cases.json, case 0.
-  const Ids full = {12001, 1969, 198, 64, 5227, 6505, 653, 268, 6918, 2965, 12002, 198, 12001, 9403, 704, 1214, 198, 12024, 198};
+  const Ids full = {12001, 1969, 198,   64,   5227, 6505, 653, 268,   6918, 2965,
+                    12002, 198,  12001, 9403, 704,  1214, 198, 12024, 198};
   moss::PromptIds p = moss::encode_prompt(tok, "a red apple on a wooden table", 4096);
   EXPECT_EQ(p.ids, full);
   EXPECT_FALSE(p.truncated);

@@ -85,7 +85,8 @@ TEST(AddedTokenMatcher, LeftmostLongestAndFlags) {
     std::vector<moss::TextSegment> s;
     m.split(text, s);
     std::vector<std::string> out;
-    for (const auto& x : s) out.push_back((x.id >= 0 ? std::to_string(x.id) + ":" : "") + text.substr(x.begin, x.end - x.begin));
+    for (const auto& x : s)
+      out.push_back((x.id >= 0 ? std::to_string(x.id) + ":" : "") + text.substr(x.begin, x.end - x.begin));
     return out;
   };
   moss::AddedTokenMatcher plain({token(1, "<a>"), token(2, "<a><b>"), token(3, "b>")});
@@ -112,9 +113,10 @@ TEST(Tokenizer, AddedTokenIdsFollowTokenizersNotTheFile) {
   // tokenizers ignores the "id" written in the file: a token already in the vocabulary gets
   // its id, the others the next free id after the vocabulary.
   auto j = small_tokenizer_json({"a", "b", "Ġ"}, {});
-  j["added_tokens"] = {{{"id", 99}, {"content", "<x>"}, {"special", true}, {"normalized", false}},
-                       {{"id", 5}, {"content", "a"}, {"special", false}, {"normalized", false}},
-                       {{"id", 7}, {"content", "<y>"}, {"special", true}, {"normalized", false}}};
+  j["added_tokens"] =
+      nlohmann::json::array({{{"id", 99}, {"content", "<x>"}, {"special", true}, {"normalized", false}},
+                             {{"id", 5}, {"content", "a"}, {"special", false}, {"normalized", false}},
+                             {{"id", 7}, {"content", "<y>"}, {"special", true}, {"normalized", false}}});
   const Tokenizer tok = tokenizer_from(j);
   EXPECT_EQ(tok.encode("<x>a<y>b"), (Ids{3, 0, 4, 1}));
   EXPECT_EQ(tok.vocab_size(), 5u);
@@ -122,8 +124,8 @@ TEST(Tokenizer, AddedTokenIdsFollowTokenizersNotTheFile) {
 
 TEST(Tokenizer, NormalisesToNfcLikeTokenizers) {
   EXPECT_EQ(moss::nfc("e\u0301"), "\u00e9");
-  EXPECT_EQ(moss::nfc("\u1100\u1161"), "\uac00");          // Hangul jamo compose
-  EXPECT_EQ(moss::nfc("e\u0301\u0327"), "\u0229\u0301");   // reordered (202 before 230), then composed
+  EXPECT_EQ(moss::nfc("\u1100\u1161"), "\uac00");         // Hangul jamo compose
+  EXPECT_EQ(moss::nfc("e\u0301\u0327"), "\u0229\u0301");  // reordered (202 before 230), then composed
   EXPECT_EQ(moss::nfc("plain ascii"), "plain ascii");
   // U+0898 got combining class 230 in Unicode 14; tokenizers' tables predate it, so it
   // stays an inert starter and nothing around it is reordered.
@@ -205,7 +207,8 @@ TEST(Bpe, LongRunsStayFastAndLossless) {
 
 TEST(Tokenizer, DecodeInvertsEncode) {
   const Tokenizer& tok = tiny_tokenizer();
-  for (const char* text : {"A photo of a cat, 4k.\n\n  Zweite Zeile — über", "<|im_start|>user\n一只猫<|im_end|>", "🍎 \t\r\n"})
+  for (const char* text :
+       {"A photo of a cat, 4k.\n\n  Zweite Zeile — über", "<|im_start|>user\n一只猫<|im_end|>", "🍎 \t\r\n"})
     EXPECT_EQ(tok.decode(tok.encode(text)), text);
   EXPECT_EQ(tok.token(12001), "<|im_start|>");
   EXPECT_EQ(tok.token(198), "Ċ");
@@ -213,7 +216,9 @@ TEST(Tokenizer, DecodeInvertsEncode) {
 
 TEST(Tokenizer, InvalidUtf8IsAUsageError) {
   const Tokenizer& tok = tiny_tokenizer();
-  for (const char* bad : {"\xff", "ok \xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "a\x80" "b"}) {
+  for (const char* bad : {"\xff", "ok \xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                          "a\x80"
+                          "b"}) {
     std::string message;
     EXPECT_EQ(error_code_of([&] { tok.encode(bad); }, &message), moss::ExitCode::Usage) << bad;
     EXPECT_NE(message.find("UTF-8"), std::string::npos);
@@ -250,8 +255,10 @@ TEST(JsonScanner, StringsAndErrors) {
   std::string scratch, value;
   std::string raw;
   js.read_object([&](std::string_view key) {
-    if (key == "k") value = std::string(js.read_string(scratch));
-    else raw = std::string(js.skip_value());
+    if (key == "k")
+      value = std::string(js.read_string(scratch));
+    else
+      raw = std::string(js.skip_value());
   });
   js.expect_end();
   EXPECT_EQ(value, "a\u00e9\U0001f34e\n\"");
@@ -259,7 +266,14 @@ TEST(JsonScanner, StringsAndErrors) {
   for (const char* bad : {R"({"k": "\ud83c"})", R"({"k": 01})", R"({"k": [1,]})", R"({"k": 1)", "{\"k\": \"a\nb\"}"}) {
     moss::JsonScanner b(bad, "bad.json");
     std::string message;
-    EXPECT_EQ(error_code_of([&] { b.skip_value(); b.expect_end(); }, &message), moss::ExitCode::Failure) << bad;
+    EXPECT_EQ(error_code_of(
+                  [&] {
+                    b.skip_value();
+                    b.expect_end();
+                  },
+                  &message),
+              moss::ExitCode::Failure)
+        << bad;
     EXPECT_NE(message.find("bad.json"), std::string::npos);
   }
 }
@@ -300,16 +314,31 @@ TEST(TokenizerJson, MalformedFilesAreRefusedNamingTheFile) {
       {with([](auto& j) { j["model"].erase("merges"); }), "no \"model.merges\""},
       {with([](auto& j) { j["model"]["vocab"]["c"] = "x"; }), "is not a number"},
       {with([](auto& j) { j["model"]["vocab"]["c"] = 0; }), "given to two tokens"},
-      {with([](auto& j) { j["model"]["merges"] = nlohmann::json::array({nlohmann::json::array({"a", "z"})}); }), "merges[0]: token \"z\" is not in the vocabulary"},
-      {with([](auto& j) { j["model"]["merges"] = nlohmann::json::array({"a b", "b a"}); }), "merges[1]: the merged token \"ba\""},
+      {with([](auto& j) {
+         j["model"]["merges"] = nlohmann::json::array({nlohmann::json::array({"a", "z"})});
+       }),
+       "merges[0]: token \"z\" is not in the vocabulary"},
+      {with([](auto& j) {
+         j["model"]["merges"] = nlohmann::json::array({"a b", "b a"});
+       }),
+       "merges[1]: the merged token \"ba\""},
       {with([](auto& j) { j["model"]["merges"] = nlohmann::json::array({"a b c"}); }), "merges[0]: a merge string"},
-      {with([](auto& j) { j["model"]["merges"] = nlohmann::json::array({nlohmann::json::array({"a", "b", "c"})}); }), "merges[0]: a merge pair"},
+      {with([](auto& j) {
+         j["model"]["merges"] = nlohmann::json::array({nlohmann::json::array({"a", "b", "c"})});
+       }),
+       "merges[0]: a merge pair"},
       {with([](auto& j) { j["model"]["merges"] = nlohmann::json::array({7}); }), "merges[0]: a merge must be"},
       {with([](auto& j) { j["model"]["type"] = "WordPiece"; }), "unsupported tokenizer: model type"},
-      {with([](auto& j) { j["normalizer"] = {{"type", "Lowercase"}}; }), "unsupported tokenizer: normalizer Lowercase"},
+      {with([](auto& j) {
+         j["normalizer"] = {{"type", "Lowercase"}};
+       }),
+       "unsupported tokenizer: normalizer Lowercase"},
       {with([](auto& j) { j["pre_tokenizer"]["use_regex"] = true; }), "use_regex"},
       {with([](auto& j) { j["model"]["continuing_subword_prefix"] = "##"; }), "continuing_subword_prefix"},
-      {with([](auto& j) { j["added_tokens"] = nlohmann::json::array({{{"content", "<x>"}}}); }), "added_tokens[0]: \"id\" must be an integer"},
+      {with([](auto& j) {
+         j["added_tokens"] = nlohmann::json::array({{{"content", "<x>"}}});
+       }),
+       "added_tokens[0]: \"id\" must be an integer"},
   };
   for (const Case& c : cases) {
     std::string message;

@@ -1,10 +1,9 @@
 // golden_check tokenizer / prompt: the engine's tokenizer and prompt template against the
 // ids Hugging Face `tokenizers` gave (tests/data/tokenizer_cases*.json, prompt_cases*.json).
 // Only mismatches are printed (text, expected, got), then "N passed, M failed".
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "golden_check.h"
 #include "io/files.h"
@@ -46,7 +45,8 @@ bool ids_match(golden::Tally& tally, const std::string& label, const std::vector
     error = e.what();
   }
   if (error.empty() && got == expected) return true;
-  tally.check(false, label + "\n  expected " + ids_text(expected) + "\n  got      " + (error.empty() ? ids_text(got) : error));
+  tally.check(false,
+              label + "\n  expected " + ids_text(expected) + "\n  got      " + (error.empty() ? ids_text(got) : error));
   return false;
 }
 
@@ -60,7 +60,8 @@ int tokenizer_command(const std::vector<std::string>& args) {
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string text = cases[i].at("text").get<std::string>();
     const auto expected = cases[i].at("ids").get<std::vector<int32_t>>();
-    if (ids_match(tally, "case " + std::to_string(i) + " text " + json(text).dump(), expected, [&] { return tok.encode(text); }))
+    if (ids_match(tally, "case " + std::to_string(i) + " text " + json(text).dump(), expected,
+                  [&] { return tok.encode(text); }))
       ++tally.passed;
   }
   std::printf("tokenizer: %zu cases, vocabulary %zu ids, load %.3f s, encode %.3f s\n", cases.size(), tok.vocab_size(),
@@ -77,7 +78,8 @@ int prompt_command(const std::vector<std::string>& args) {
     const size_t max_seq = cases[i].at("max_seq").get<size_t>();
     const auto expected = cases[i].at("ids").get<std::vector<int32_t>>();
     const bool expected_cut = cases[i].value("truncated", expected.size() == max_seq);
-    const std::string label = "case " + std::to_string(i) + " prompt " + json(prompt).dump() + " max_seq " + std::to_string(max_seq);
+    const std::string label =
+        "case " + std::to_string(i) + " prompt " + json(prompt).dump() + " max_seq " + std::to_string(max_seq);
     bool cut = false;
     if (!ids_match(tally, label, expected, [&] {
           moss::PromptIds p = moss::encode_prompt(tok, prompt, max_seq);
@@ -85,8 +87,11 @@ int prompt_command(const std::vector<std::string>& args) {
           return p.ids;
         }))
       continue;
-    if (cut == expected_cut) ++tally.passed;
-    else tally.check(false, label + ": truncated is " + (cut ? "true" : "false") + ", expected " + (expected_cut ? "true" : "false"));
+    if (cut == expected_cut)
+      ++tally.passed;
+    else
+      tally.check(false, label + ": truncated is " + (cut ? "true" : "false") + ", expected " +
+                             (expected_cut ? "true" : "false"));
   }
   std::printf("prompt: %zu cases\n", cases.size());
   return tally.finish();

@@ -1,0 +1,58 @@
+// Device helpers of the attention kernel that portability.h does not (need to) offer: 16-byte
+// global->shared copies that run asynchronously on NVIDIA (cp.async, sm_80+) and as plain
+// load+store on AMD, and a raw base-2 exponential (the softmax folds log2(e) into its scale).
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/portability.h"
+
+namespace moss {
+namespace attention_device {
+
+// 16 bytes, the unit of every copy (also the element type of the dynamic shared memory, which
+// gives it 16-byte alignment).
+struct alignas(16) Chunk16 {
+  uint32_t w[4];
+};
+
+// dst (shared) = src (global), 16 bytes, both 16-byte aligned. On NVIDIA the copy is only
+// issued; it completes at wait_copies() (which a workgroup barrier must follow before other
+// threads read dst).
+__device__ inline void copy16(void* dst, const void* src) {
+#if MOSS_PLATFORM_NVIDIA
+  const unsigned saddr = unsigned(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(saddr), "l"(src) : "memory");
+#else
+  *static_cast<Chunk16*>(dst) = *static_cast<const Chunk16*>(src);
+#endif
+}
+
+// Closes the group of copies issued since the last call.
+__device__ inline void commit_copies() {
+#if MOSS_PLATFORM_NVIDIA
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits for every committed group of this thread's copies.
+__device__ inline void wait_copies() {
+#if MOSS_PLATFORM_NVIDIA
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
+}
+
+// 2^x with the hardware's approximate exp2 (NVIDIA ex2.approx.ftz: 2 ulp; AMD v_exp_f32);
+// exp2(-inf) = 0, which the masked scores rely on.
+__device__ inline float exp2_fast(float x) {
+#if MOSS_PLATFORM_NVIDIA
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return __builtin_amdgcn_exp2f(x);
+#endif
+}
+
+}  // namespace attention_device
+}  // namespace moss

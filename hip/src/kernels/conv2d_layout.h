@@ -1,0 +1,51 @@
+// The VAE convolution's tile shape and the packed weight layout it reads: shared by the
+// implicit-GEMM kernel (kernels/conv2d.hip) and the weight packer (kernels/conv_weights.hip),
+// which must agree on both. Compiled per platform: the block tile differs between NVIDIA (four
+// warps) and AMD (one wave32 per workgroup, the product contract).
+//
+// GEMM reading of a k x k convolution (k = 1 or 3): M = output channels, N = output pixels,
+// K = taps x input channels, walked as (input-channel chunk of 16) x (tap): one leaf K-step is
+// 16 input channels at one tap (ky, kx).
+//
+// Shared-memory rows hold the 16 channels of one K-step as 8 words (bf16 pairs). Two fragment
+// reads of neighbouring rows would hit the same banks (a row is 8 of the 32 banks), so the two
+// 4-word halves of every row whose index has bit 2 set are swapped: word w of row r is stored
+// at w ^ (4·((r >> 2) & 1)). Eight consecutive rows then cover all 32 banks (NVIDIA's fragment
+// reads: 8 rows x 4 words per instruction), and each 8-channel half stays one 16-byte vector.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/portability.h"
+
+namespace moss {
+namespace conv {
+
+constexpr int kChunk = 16;                // input channels per K-step (the leaf's K)
+constexpr int kChunkWords = kChunk / 2;   // bf16 pairs per shared-memory row
+constexpr int kTileW = 16;                // output pixels per leaf column: 16 of one output row
+
+#if MOSS_PLATFORM_NVIDIA
+constexpr int kWarpsM = 2, kWarpsN = 2;
+#else
+constexpr int kWarpsM = 1, kWarpsN = 1;
+#endif
+constexpr int kTilesM = 2, kTilesN = 4;   // 16x16 leaf tiles per warp (channels x pixel rows)
+constexpr int kThreads = kWarpsM * kWarpsN * kWaveSize;
+constexpr int kBlockM = kWarpsM * kTilesM * 16;   // output channels per block
+constexpr int kBlockRows = kWarpsN * kTilesN;     // output rows per block, kTileW pixels each
+
+MOSS_HOST_DEVICE constexpr int swizzle_word(int word, int row) { return word ^ (((row >> 2) & 1) << 2); }
+
+// Packed weights, one plane of bf16 pairs (uint32 words) per precision part (hi, and lo for the
+// split product): [co_tile][chunk][tap][kBlockM][kChunkWords], output channels padded to
+// co_tiles·kBlockM and input channels to chunks·16 with zeros, each row swizzled as above. A
+// block's weights for one chunk are then one contiguous run of taps·kBlockM·8 words.
+inline int co_tiles(int cout) { return (cout + kBlockM - 1) / kBlockM; }
+inline int chunks(int cin) { return (cin + kChunk - 1) / kChunk; }
+inline int64_t packed_words(int cout, int cin, int ksize) {
+  return int64_t(co_tiles(cout)) * chunks(cin) * ksize * ksize * kBlockM * kChunkWords;
+}
+
+}  // namespace conv
+}  // namespace moss

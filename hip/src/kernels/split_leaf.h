@@ -1,0 +1,73 @@
+// Near-fp32 matrix products on the bf16 matrix leaf (kernels/matrix_leaf.h), for kernels whose
+// operands are fp32 values that bf16 would round too coarsely (the Gated DeltaNet chunk products,
+// which feed an fp32 state carried across thousands of tokens).
+//
+// An fp32 operand x is split into hi = bf16(x) and lo = bf16(x − hi). Then
+//   x·y ≈ lo_x·hi_y + hi_x·lo_y + hi_x·hi_y
+// (the lo·lo term, about 2^-16 of the product, is dropped): three leaf instructions keep about 16
+// mantissa bits where one keeps 8. kSplit = false gives the plain bf16 product, one instruction
+// (the lo halves are then never loaded nor used).
+//
+// Loaders take get(row, col) returning the fp32 element (zero outside the matrix) and go through
+// the same lane maps as leaf::load_a / leaf::load_b. Every lane of the wave calls everything here
+// together, in wave-uniform control flow, as for the leaf itself.
+#pragma once
+
+#include "kernels/matrix_leaf.h"
+
+namespace moss {
+namespace split_leaf {
+
+template <bool kSplit>
+struct FragA {
+  leaf::FragA hi, lo;
+};
+template <bool kSplit>
+struct FragB {
+  leaf::FragB hi, lo;
+};
+
+// A[m][k] = get(m, k).
+template <bool kSplit, class Get>
+__device__ inline void load_a(FragA<kSplit>& f, Get get) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int i = 0; i < leaf::Layout::kSlotsA; ++i) {
+    const mma_layout::Elem e = leaf::Layout::a(lane, i);
+    const float v = get(e.row, e.col);
+    f.hi.x[i] = to_bf16(v);
+    if (kSplit) f.lo.x[i] = to_bf16(v - to_float(f.hi.x[i]));
+  }
+}
+
+// B[k][n] = get(k, n).
+template <bool kSplit, class Get>
+__device__ inline void load_b(FragB<kSplit>& f, Get get) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int i = 0; i < leaf::Layout::kSlotsB; ++i) {
+    const mma_layout::Elem e = leaf::Layout::b(lane, i);
+    const float v = get(e.row, e.col);
+    f.hi.x[i] = to_bf16(v);
+    if (kSplit) f.lo.x[i] = to_bf16(v - to_float(f.hi.x[i]));
+  }
+}
+
+// acc += A·B; the small cross terms first, so they are not lost against the large one.
+template <bool kSplit>
+__device__ inline void mma(leaf::FragC& acc, const FragA<kSplit>& a, const FragB<kSplit>& b) {
+  if (kSplit) {
+    leaf::mma(acc, a.lo, b.hi);
+    leaf::mma(acc, a.hi, b.lo);
+  }
+  leaf::mma(acc, a.hi, b.hi);
+}
+
+// put(m, n, value) receives every C[m][n] of the 16x16 block exactly once over the wave.
+template <class Put>
+__device__ inline void store(const leaf::FragC& c, Put put) {
+  leaf::store_c(c, put);
+}
+
+}  // namespace split_leaf
+}  // namespace moss

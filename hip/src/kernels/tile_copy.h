@@ -1,0 +1,69 @@
+// Helpers of the tiled matrix kernels (kernels/gemm.hip): 16-byte chunks moved from global to
+// shared memory, and bf16 pairs packed from shared memory for the matrix leaf.
+//
+// Async copies: on NVIDIA a chunk goes global -> shared without registers (cp.async.cg, sm_80+),
+// completion tracked in commit groups; on AMD there is no such path, so a chunk is loaded into
+// registers by the caller and stored to LDS later (see TileLoader in gemm.hip), and the group
+// functions are no-ops. The PTX lives here, not in runtime/portability.h, because only the
+// tiled kernels use it (gpu_common.md: kernel-local helpers for cp.async-style buffering).
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/portability.h"
+
+namespace moss {
+namespace tile {
+
+// 16 bytes with 16-byte alignment: the unit of every operand move (4 f32 or 8 bf16).
+struct alignas(16) Chunk16 {
+  uint32_t w[4];
+};
+struct alignas(8) Float2 {
+  float x, y;
+};
+
+// Copies one aligned 16-byte chunk from global to shared memory, asynchronously on NVIDIA.
+// Only called on NVIDIA: AMD stages chunks through registers.
+__device__ inline void copy16_async(void* smem_dst, const void* gmem_src) {
+#if MOSS_PLATFORM_NVIDIA
+  uint32_t dst;
+  asm volatile("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(dst) : "l"(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem_src) : "memory");
+#else
+  *static_cast<Chunk16*>(smem_dst) = *static_cast<const Chunk16*>(gmem_src);
+#endif
+}
+
+// Closes the group of copies issued since the last commit.
+__device__ inline void commit_copies() {
+#if MOSS_PLATFORM_NVIDIA
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits until at most `kPending` committed groups of this thread are still in flight. The
+// copies are visible to other threads only after a following workgroup barrier.
+template <int kPending>
+__device__ inline void wait_copies() {
+#if MOSS_PLATFORM_NVIDIA
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+// Two consecutive elements (k, k+1) as one bf16x2 register: the low half holds element k (the
+// leaf's slot packing). `p` is 4-byte aligned for bf16 and 8-byte aligned for f32.
+__device__ inline uint32_t load_bf16_pair(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
+__device__ inline uint32_t load_bf16_pair(const float* p) {
+  const Float2 v = *reinterpret_cast<const Float2*>(p);
+#if MOSS_PLATFORM_NVIDIA
+  uint32_t packed;  // one instruction, round to nearest even; the first source fills the high half
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(v.y), "f"(v.x));
+  return packed;
+#else
+  return uint32_t(bf16_bits(to_bf16(v.x))) | (uint32_t(bf16_bits(to_bf16(v.y))) << 16);
+#endif
+}
+
+}  // namespace tile
+}  // namespace moss

@@ -1,0 +1,145 @@
+#include "pipeline/planner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "ops/measure/measuring_backend.h"
+#include "util/error.h"
+
+namespace moss {
+
+std::string format_gib(size_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f GiB", double(bytes) / double(kGiB));
+  return b;
+}
+
+size_t MemoryPlan::dit_minimum() const {
+  return sizes.vae_weight_bytes + sizes.dit_fixed_bytes + 2 * sizes.dit_block_bytes + sizes.dit_activation_bytes +
+         kReserveBytes;
+}
+
+// Bytes of the DiT's tensors, split into the fixed part and per block ("layers.N.").
+static void dit_weight_split(const WeightFiles& w, size_t& fixed, size_t& largest_block, int& blocks) {
+  std::map<int, size_t> per_block;
+  fixed = 0;
+  for (const std::string& name : w.names()) {
+    const TensorInfo& info = w.info(name);
+    const size_t bytes = size_t(info.end - info.begin);
+    if (name == "rope.bands") continue;  // recomputed, never loaded
+    if (name.rfind("layers.", 0) == 0) {
+      per_block[std::stoi(name.substr(7))] += bytes;
+    } else {
+      fixed += bytes;
+    }
+  }
+  largest_block = 0;
+  for (auto& [i, b] : per_block) largest_block = std::max(largest_block, b);
+  blocks = int(per_block.size());
+}
+
+StageSizes measure_stages(const MossModel& m, int64_t width, int64_t height, int64_t max_tokens, bool decode) {
+  StageSizes s;
+  MeasuringBackend be;
+  std::vector<int32_t> ids(size_t(std::max<int64_t>(1, max_tokens)), 0);
+  {
+    TextEncoder te(be, m.te_weights, m.te_config);
+    te.encode(ids);
+  }
+  s.te_activation_bytes = be.peak_bytes();
+  // Layer weights: the text encoder uploads one layer at a time; streaming keeps two.
+  std::map<std::string, size_t> per_layer;
+  for (const std::string& name : m.te_weights.names()) {
+    size_t p = name.find("layers.");
+    if (p == std::string::npos) continue;
+    size_t e = name.find('.', p + 7);
+    per_layer[name.substr(0, e)] += size_t(m.te_weights.info(name).end - m.te_weights.info(name).begin);
+  }
+  for (auto& [k, b] : per_layer) s.te_layer_bytes = std::max(s.te_layer_bytes, b);
+  s.te_fixed_bytes = be.peak_weight_bytes() > s.te_layer_bytes ? be.peak_weight_bytes() - s.te_layer_bytes : 0;
+
+  dit_weight_split(m.dit_weights, s.dit_fixed_bytes, s.dit_block_bytes, s.dit_blocks);
+  be.reset_peaks();
+  {
+    const size_t base = be.live_bytes();
+    Dit dit(be, m.dit_weights, m.dit_config);
+    Tensor states = host_tensor(DType::F32, {std::max<int64_t>(1, max_tokens), m.dit_config.text_dim});
+    Dit::Text cond = dit.embed_text(states), uncond = dit.embed_text(states);
+    Tensor latent = host_tensor(DType::F32, {m.dit_config.latent_channels, height / 16, width / 16});
+    dit.forward(latent, cond, 1000.0f, {});
+    s.dit_activation_bytes = be.peak_bytes() - base;
+  }
+  {
+    VaeDecoder vae(be, m.vae_weights, m.vae_config);
+    s.vae_weight_bytes = be.live_weight_bytes();
+    if (decode) {
+      be.reset_peaks();
+      const size_t base = be.live_bytes();
+      Tensor latent = host_tensor(DType::F32, {m.vae_config.packed_channels(), height / 16, width / 16});
+      vae.decode(latent);
+      s.vae_decode_bytes = be.peak_bytes() - base;
+    }
+  }
+  return s;
+}
+
+MemoryPlan plan_memory(const StageSizes& s, size_t budget, bool budget_is_user, size_t host_available) {
+  MemoryPlan p;
+  p.sizes = s;
+  p.budget_bytes = budget;
+  const std::string what = budget_is_user ? "--vram-budget " + format_gib(budget) : "free device memory " + format_gib(budget);
+  p.vae_peak = s.vae_weight_bytes + s.vae_decode_bytes;
+  if (p.vae_peak + kReserveBytes > budget)
+    throw usage_error("the VAE decode does not fit: it needs " + format_gib(s.vae_decode_bytes) + " beside its " +
+                      format_gib(s.vae_weight_bytes) + " of weights and the " + format_gib(kReserveBytes) +
+                      " reserve, " + format_gib(p.vae_peak + kReserveBytes) + " in all, above " + what);
+  if (s.vae_weight_bytes + s.dit_activation_bytes + kReserveBytes > budget)
+    throw usage_error("the DiT activations do not fit: " + format_gib(s.dit_activation_bytes) +
+                      " at this size, beside the VAE weights (" + format_gib(s.vae_weight_bytes) + ") and the reserve, " +
+                      format_gib(s.vae_weight_bytes + s.dit_activation_bytes + kReserveBytes) + " in all, above " + what);
+  const size_t base = s.vae_weight_bytes + s.dit_fixed_bytes + s.dit_activation_bytes + kReserveBytes;
+  if (base + size_t(s.dit_blocks) * s.dit_block_bytes <= budget) {
+    p.resident_blocks = s.dit_blocks;  // all resident: no slots
+  } else {
+    if (p.dit_minimum() > budget)
+      throw usage_error(what + " is below the DiT's minimum of " + format_gib(p.dit_minimum()) + " (fixed part " +
+                        format_gib(s.dit_fixed_bytes) + ", two block slots " + format_gib(2 * s.dit_block_bytes) +
+                        ", activations " + format_gib(s.dit_activation_bytes) + ", VAE weights " +
+                        format_gib(s.vae_weight_bytes) + ", reserve " + format_gib(kReserveBytes) + ")");
+    const size_t room = budget - base - 2 * s.dit_block_bytes;
+    p.resident_blocks = int(std::min<size_t>(size_t(s.dit_blocks), room / std::max<size_t>(1, s.dit_block_bytes)));
+  }
+  const int streamed = s.dit_blocks - p.resident_blocks;
+  p.pinned_host_bytes = size_t(streamed) * s.dit_block_bytes;
+  if (streamed > 0 && host_available != 0 && p.pinned_host_bytes > host_available)
+    throw usage_error("not enough host memory to pin the " + std::to_string(streamed) + " streamed DiT blocks: they need " +
+                      format_gib(p.pinned_host_bytes) + ", " + format_gib(host_available) + " is available");
+  const size_t slots = streamed > 0 ? 2 * s.dit_block_bytes : 0;
+  p.dit_peak = s.vae_weight_bytes + s.dit_fixed_bytes + slots + size_t(p.resident_blocks) * s.dit_block_bytes +
+               s.dit_activation_bytes;
+  p.te_peak = s.vae_weight_bytes + s.te_fixed_bytes + 2 * s.te_layer_bytes + s.te_activation_bytes;
+  if (p.te_peak + kReserveBytes > budget && !budget_is_user)
+    throw usage_error("the text encoder does not fit: two layers (" + format_gib(2 * s.te_layer_bytes) +
+                      "), activations " + format_gib(s.te_activation_bytes) + " and the VAE weights need " +
+                      format_gib(p.te_peak) + " with " + what);
+  return p;
+}
+
+size_t host_available_memory() {
+  std::ifstream f("/proc/meminfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("MemAvailable:", 0) == 0) {
+      std::istringstream in(line.substr(13));
+      size_t kb = 0;
+      in >> kb;
+      return kb * 1024;
+    }
+  }
+  return 0;
+}
+
+}  // namespace moss

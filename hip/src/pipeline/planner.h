@@ -1,0 +1,60 @@
+// The memory planner (product.md section 5): what stays on the device, what streams, and the
+// peak of each stage, decided before any compute, or a refusal that gives the sizes.
+//
+// Device memory over a run, in order: the VAE weights load first and stay; the text encoder
+// runs with at most two of its layers on the device; it is freed and the DiT loads: its fixed
+// part (embedders, modulations, the text embedder, the head), R resident blocks, two slots for
+// the streamed blocks (when R < all) and its activations; the DiT is freed and the VAE decodes.
+// All of it within the budget (--vram-budget, or the device's free memory) less a 0.5 GiB
+// reserve. Activation sizes are measured by running the models' own code on the measuring
+// backend, so the plan follows the implementation.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "pipeline/moss_model.h"
+
+namespace moss {
+
+constexpr size_t kGiB = size_t(1) << 30;
+constexpr size_t kReserveBytes = kGiB / 2;
+
+struct StageSizes {
+  size_t te_layer_bytes = 0;        // the largest text-encoder layer
+  size_t te_fixed_bytes = 0;        // embedding rows used, final norm
+  size_t te_activation_bytes = 0;   // one prompt at the longest token count
+  size_t dit_fixed_bytes = 0;       // everything but layers.N.*
+  size_t dit_block_bytes = 0;       // the largest block
+  int dit_blocks = 0;
+  size_t dit_activation_bytes = 0;  // text rows of both prompts + one forward
+  size_t vae_weight_bytes = 0;
+  size_t vae_decode_bytes = 0;      // activations of one decode (0 when no image is decoded)
+};
+
+struct MemoryPlan {
+  StageSizes sizes;
+  size_t budget_bytes = 0;       // what the plan may use (budget or free memory)
+  int resident_blocks = 0;       // DiT blocks kept on the device; the rest stream
+  size_t pinned_host_bytes = 0;  // pinned host copies of the streamed blocks
+  size_t te_peak = 0, dit_peak = 0, vae_peak = 0;  // device bytes per stage, VAE weights included
+  bool streamed() const { return resident_blocks < sizes.dit_blocks; }
+  size_t dit_minimum() const;  // with two resident slots and no resident block
+};
+
+// Measures the stage sizes for a request (image size, longest prompt in tokens, whether the VAE
+// decodes).
+StageSizes measure_stages(const MossModel& model, int64_t width, int64_t height, int64_t max_tokens, bool decode);
+
+// Chooses the resident block count, or throws moss::Error (exit 2: the request cannot run on
+// this device or budget) with the sizes: a decode that does not fit, activations that do not
+// fit, a budget below the DiT's minimum, less available host memory than the streamed blocks pin.
+// `budget_is_user` says whether budget came from --vram-budget (for the messages).
+MemoryPlan plan_memory(const StageSizes& sizes, size_t budget_bytes, bool budget_is_user, size_t host_available_bytes);
+
+// MemAvailable from /proc/meminfo (bytes), or 0 when unknown.
+size_t host_available_memory();
+
+std::string format_gib(size_t bytes);
+
+}  // namespace moss

@@ -1,0 +1,91 @@
+#include <gtest/gtest.h>
+
+#include "pipeline/planner.h"
+#include "util/error.h"
+
+using namespace moss;
+
+// Sizes shaped like the real model at 1024x1024 (block 0.21 GiB x 42, fixed part 0.61 GiB).
+static StageSizes real_like() {
+  StageSizes s;
+  s.dit_blocks = 42;
+  s.dit_block_bytes = size_t(0.21 * double(kGiB));
+  s.dit_fixed_bytes = size_t(0.61 * double(kGiB));
+  s.dit_activation_bytes = size_t(0.80 * double(kGiB));
+  s.vae_weight_bytes = size_t(0.10 * double(kGiB));
+  s.vae_decode_bytes = size_t(1.50 * double(kGiB));
+  s.te_layer_bytes = size_t(0.42 * double(kGiB));
+  s.te_fixed_bytes = size_t(0.01 * double(kGiB));
+  s.te_activation_bytes = size_t(0.05 * double(kGiB));
+  return s;
+}
+
+static std::string refusal(const StageSizes& s, double gib) {
+  try {
+    plan_memory(s, size_t(gib * double(kGiB)), true, 0);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::Usage);
+    return e.what();
+  }
+  ADD_FAILURE() << "budget " << gib << " accepted";
+  return "";
+}
+
+TEST(Planner, EverythingResidentOnABigCard) {
+  MemoryPlan p = plan_memory(real_like(), 140 * kGiB, false, 0);
+  EXPECT_EQ(p.resident_blocks, 42);
+  EXPECT_FALSE(p.streamed());
+  EXPECT_EQ(p.pinned_host_bytes, 0u);
+}
+
+TEST(Planner, ResidentCountFollowsTheBudget) {
+  const StageSizes s = real_like();
+  int last = -1;
+  for (double gib = 3.0; gib <= 12.0; gib += 0.5) {
+    MemoryPlan p = plan_memory(s, size_t(gib * double(kGiB)), true, 0);
+    EXPECT_GE(p.resident_blocks, last);  // more budget never means fewer resident blocks
+    last = p.resident_blocks;
+    EXPECT_LE(p.dit_peak + kReserveBytes, size_t(gib * double(kGiB)));
+    EXPECT_EQ(p.pinned_host_bytes, size_t(42 - p.resident_blocks) * s.dit_block_bytes);
+  }
+  // product.md section 5's reference points: 6 GiB keeps 17 blocks, 3 GiB keeps 2.
+  EXPECT_EQ(plan_memory(s, 6 * kGiB, true, 0).resident_blocks, 17);
+  EXPECT_EQ(plan_memory(s, 3 * kGiB, true, 0).resident_blocks, 2);
+}
+
+TEST(Planner, RefusalsGiveTheSizes) {
+  StageSizes s = real_like();
+  EXPECT_NE(refusal(s, 2.2).find("below the DiT's minimum of 2.43 GiB"), std::string::npos) << refusal(s, 2.2);
+  s.vae_decode_bytes = 6 * kGiB;  // 2048x2048
+  std::string m = refusal(s, 4.0);
+  EXPECT_NE(m.find("VAE decode does not fit"), std::string::npos) << m;
+  EXPECT_NE(m.find("6.00 GiB"), std::string::npos) << m;
+  EXPECT_NE(m.find("--vram-budget 4.00 GiB"), std::string::npos) << m;
+  s = real_like();
+  s.dit_activation_bytes = 5 * kGiB;
+  EXPECT_NE(refusal(s, 5.0).find("DiT activations do not fit"), std::string::npos);
+}
+
+TEST(Planner, PinnedHostMemoryIsChecked) {
+  try {
+    plan_memory(real_like(), 3 * kGiB, true, kGiB);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not enough host memory to pin the 40 streamed DiT blocks"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Planner, MeasuresTheTinyModel) {
+  MossModel m = open_moss_model(std::string(MOSSINFER_TEST_DATA) + "/tiny-moss");
+  StageSizes small = measure_stages(m, 96, 64, 19, true);
+  StageSizes big = measure_stages(m, 192, 128, 19, true);
+  EXPECT_EQ(small.dit_blocks, 4);
+  EXPECT_GT(small.dit_block_bytes, 0u);
+  EXPECT_GT(small.dit_fixed_bytes, 0u);
+  EXPECT_GT(small.te_layer_bytes, 0u);
+  EXPECT_GT(small.vae_weight_bytes, 0u);
+  EXPECT_GT(big.dit_activation_bytes, small.dit_activation_bytes);  // 4x the image rows
+  EXPECT_GT(big.vae_decode_bytes, 3 * small.vae_decode_bytes);
+  EXPECT_EQ(measure_stages(m, 96, 64, 19, false).vae_decode_bytes, 0u);
+}

@@ -1,0 +1,207 @@
+// bench_random_model: writes a MOSS-Image model folder with the official shapes, tensor names and
+// configs (DiT: dim 3072, 24 heads, 42 blocks; text encoder: Qwen3.5-9B; VAE: FLUX.2 small
+// decoder) and random weights, so full-size runs and benchmarks can be made without the
+// official files. The tensor lists come from the same expected-tensor functions that validate
+// real folders, so the engine accepts what this writes.
+//
+//   bench_random_model --out DIR --tokenizer qwen35/tokenizer.json [--dit-layers N] [--te-layers N]
+//                      [--no-text-encoder]
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include "io/files.h"
+#include "io/model_folder.h"
+#include "model/dit.h"
+#include "model/text_encoder.h"
+#include "model/vae_config.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+using namespace moss;
+using nlohmann::json;
+
+namespace {
+
+// Counter-based generator: element i of tensor `salt` is a pure function of (salt, i), so the
+// weights do not depend on the thread split. Sum of four uniforms ≈ a normal of std 1.
+uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+float pseudo_normal(uint64_t salt, uint64_t i) {
+  uint64_t r = splitmix(salt * 0x100000001b3ull + i);
+  float s = 0;
+  for (int k = 0; k < 4; ++k) s += float((r >> (16 * k)) & 0xffff) / 65535.0f - 0.5f;
+  return s * 1.7320508f;
+}
+
+// How a tensor's values are drawn: mean + std·normal, per name (norm weights near their
+// neutral value, positive variances, fan-in scaled matrices).
+struct Draw {
+  float mean, std;
+};
+Draw draw_for(const std::string& name, const std::vector<int64_t>& shape, bool zero_centred_norms) {
+  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  if (has("running_var")) return {1.0f, 0.1f};
+  if (has("running_mean")) return {0.0f, 0.1f};
+  if (has("A_log")) return {0.5f, 0.3f};
+  if (has("dt_bias")) return {0.0f, 0.5f};
+  const bool is_norm = has("norm") && name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
+  if (is_norm && shape.size() == 1) return {zero_centred_norms ? 0.0f : 1.0f, 0.05f};
+  if (shape.size() == 1) return {0.0f, 0.02f};
+  int64_t fan_in = 1;
+  for (size_t d = 1; d < shape.size(); ++d) fan_in *= shape[d];
+  if (has("embed_tokens")) return {0.0f, 0.02f};
+  return {0.0f, 1.0f / std::sqrt(float(fan_in))};
+}
+
+void write_component(const std::string& path, const std::vector<ExpectedTensor>& tensors, bool zero_centred_norms,
+                     uint64_t salt0) {
+  json h = json::object();
+  uint64_t off = 0;
+  std::vector<uint64_t> offsets;
+  for (const ExpectedTensor& t : tensors) {
+    if (t.optional) continue;
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    uint64_t bytes = uint64_t(n) * dtype_size(t.dtypes[0]);
+    h[t.name] = {{"dtype", dtype_name(t.dtypes[0])}, {"shape", t.shape}, {"data_offsets", {off, off + bytes}}};
+    offsets.push_back(off);
+    off += bytes;
+  }
+  std::string header = h.dump();
+  while (header.size() % 8) header += ' ';
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw failure(path + ": cannot create");
+  uint64_t hl = header.size();
+  std::fwrite(&hl, 8, 1, f);
+  std::fwrite(header.data(), 1, header.size(), f);
+  std::vector<char> buf;
+  uint64_t salt = salt0;
+  for (const ExpectedTensor& t : tensors) {
+    if (t.optional) continue;
+    ++salt;
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    const Draw dr = draw_for(t.name, t.shape, zero_centred_norms);
+    const DType dt = t.dtypes[0];
+    const int64_t chunk = 1 << 24;
+    for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+      const int64_t cn = std::min(chunk, n - c0);
+      buf.resize(size_t(cn) * dtype_size(dt));
+      ThreadPool::global().parallel_for(cn, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          float v = dr.mean + dr.std * pseudo_normal(salt, uint64_t(c0 + i));
+          if (dt == DType::BF16) {
+            uint16_t x = f32_to_bf16(v);
+            std::memcpy(buf.data() + 2 * i, &x, 2);
+          } else {
+            std::memcpy(buf.data() + 4 * i, &v, 4);
+          }
+        }
+      }, 1 << 16);
+      if (std::fwrite(buf.data(), 1, buf.size(), f) != buf.size()) throw failure(path + ": write failed");
+    }
+  }
+  if (std::fclose(f) != 0) throw failure(path + ": write failed");
+}
+
+void write_json(const std::string& path, const json& j) { write_file_atomic(path, j.dump(2) + "\n"); }
+
+std::string flag(int argc, char** argv, const char* name, const char* fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  if (fallback) return fallback;
+  throw usage_error(std::string("missing ") + name);
+}
+bool has_flag(int argc, char** argv, const char* name) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string out = flag(argc, argv, "--out", nullptr);
+    const std::string tokenizer = flag(argc, argv, "--tokenizer", nullptr);
+    const int dit_layers = std::stoi(flag(argc, argv, "--dit-layers", "42"));
+    const int te_layers = std::stoi(flag(argc, argv, "--te-layers", "32"));
+    const bool with_te = !has_flag(argc, argv, "--no-text-encoder");
+    for (const char* d : {"", "/transformer", "/text_encoder", "/vae", "/tokenizer", "/scheduler"})
+      ::mkdir((out + d).c_str(), 0755);
+
+    write_json(out + "/model_index.json",
+               {{"_class_name", "MOSSImagePipeline"},
+                {"scheduler", {"moss_image", "MOSSImageScheduler"}},
+                {"text_encoder", {"transformers", "Qwen3_5ForConditionalGeneration"}},
+                {"tokenizer", {"transformers", "Qwen3_5Tokenizer"}},
+                {"transformer", {"moss_image", "MOSSImageTransformer"}},
+                {"vae", {"diffusers", "AutoencoderKLFlux2"}}});
+    write_json(out + "/scheduler/scheduler_config.json",
+               {{"_class_name", "MOSSImageScheduler"}, {"num_train_timesteps", 1000}, {"shift", 5.0}});
+    write_file_atomic(out + "/tokenizer/tokenizer.json", read_text_file(tokenizer));
+
+    write_json(out + "/transformer/config.json",
+               {{"_class_name", "MOSSImageTransformer"}, {"dim", 3072}, {"ffn_dim", 8192}, {"num_heads", 24},
+                {"num_layers", dit_layers}, {"text_dim", 4096}, {"freq_dim", 256}, {"latent_channels", 128},
+                {"rope_base", 10000.0}});
+    json layer_types = json::array();
+    for (int i = 0; i < te_layers; ++i) layer_types.push_back((i + 1) % 4 == 0 ? "full_attention" : "linear_attention");
+    write_json(out + "/text_encoder/config.json",
+               {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
+                {"model_type", "qwen3_5"},
+                {"torch_dtype", "bfloat16"},
+                {"text_config",
+                 {{"model_type", "qwen3_5_text"}, {"vocab_size", 248320}, {"hidden_size", 4096},
+                  {"intermediate_size", 12288}, {"num_hidden_layers", te_layers}, {"num_attention_heads", 16},
+                  {"num_key_value_heads", 4}, {"head_dim", 256}, {"hidden_act", "silu"}, {"rms_norm_eps", 1e-6},
+                  {"attention_bias", false}, {"linear_conv_kernel_dim", 4}, {"linear_key_head_dim", 128},
+                  {"linear_value_head_dim", 128}, {"linear_num_key_heads", 16}, {"linear_num_value_heads", 32},
+                  {"layer_types", layer_types}, {"max_position_embeddings", 262144},
+                  {"partial_rotary_factor", 0.25},
+                  {"rope_parameters",
+                   {{"rope_type", "default"}, {"rope_theta", 10000000.0}, {"partial_rotary_factor", 0.25},
+                    {"mrope_section", {11, 11, 10}}, {"mrope_interleaved", true}}}}}});
+    write_json(out + "/vae/config.json",
+               {{"_class_name", "AutoencoderKLFlux2"}, {"act_fn", "silu"}, {"batch_norm_eps", 0.0001},
+                {"batch_norm_momentum", 0.1}, {"block_out_channels", {128, 256, 512, 512}},
+                {"decoder_block_out_channels", {96, 192, 384, 384}},
+                {"down_block_types", {"DownEncoderBlock2D", "DownEncoderBlock2D", "DownEncoderBlock2D", "DownEncoderBlock2D"}},
+                {"up_block_types", {"UpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D"}},
+                {"in_channels", 3}, {"out_channels", 3}, {"latent_channels", 32}, {"layers_per_block", 2},
+                {"mid_block_add_attention", true}, {"norm_num_groups", 32}, {"patch_size", {2, 2}},
+                {"sample_size", 1024}, {"force_upcast", true}, {"use_post_quant_conv", true},
+                {"use_quant_conv", true}});
+
+    DitConfig dit = parse_dit_config(out + "/transformer/config.json");
+    std::fprintf(stderr, "writing transformer (%d blocks)\n", dit_layers);
+    write_component(out + "/transformer/diffusion_pytorch_model.safetensors", dit_expected_tensors(dit), false, 1000);
+    VaeConfig vae = parse_vae_config(out + "/vae/config.json");
+    std::fprintf(stderr, "writing vae\n");
+    write_component(out + "/vae/diffusion_pytorch_model.safetensors", vae_expected_tensors(vae), false, 2000);
+    if (with_te) {
+      TextEncoderConfig te = parse_text_encoder_config(out + "/text_encoder/config.json");
+      std::fprintf(stderr, "writing text encoder (%d layers)\n", te_layers);
+      write_component(out + "/text_encoder/model.safetensors", text_encoder_expected_tensors(te, "language_model."),
+                      true, 3000);
+    }
+    std::fprintf(stderr, "done: %s\n", out.c_str());
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_random_model: %s\n", e.what());
+    return int(e.code());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_random_model: %s\n", e.what());
+    return 1;
+  }
+}
