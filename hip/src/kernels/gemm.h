@@ -21,7 +21,9 @@ namespace moss {
 
 enum class GemmType : uint8_t { F32, BF16 };
 
-// Device pointers; row strides in elements (unit column stride). Any M, N, K >= 1.
+// Device pointers; row strides in elements (unit column stride). Any M, N >= 1; K >= 1 a
+// multiple of kGemmKMultiple. x and w must be packed (gemm_packed): the kernel moves them in
+// aligned 16-byte chunks. ops/hip copies other operands into packed scratch first.
 struct GemmOperands {
   const void* x = nullptr;  // [M, K]
   GemmType x_type = GemmType::F32;
@@ -36,6 +38,14 @@ struct GemmOperands {
   int64_t ldy = 0;
   int64_t m = 0, n = 0, k = 0;
 };
+
+constexpr int64_t kGemmKMultiple = 8;
+
+// 16-byte aligned base and a row stride of whole 16-byte units.
+inline bool gemm_packed(const void* p, int64_t ld, GemmType t) {
+  const uint64_t elem = t == GemmType::F32 ? 4 : 2;
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0 && (uint64_t(ld) * elem) % 16 == 0;
+}
 
 // Tile shape. Auto picks by problem size (Large when it fills the device, else Small); the
 // others exist so the kernel check can time each shape. AMD builds have one shape (a single

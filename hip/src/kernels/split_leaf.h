@@ -2,7 +2,7 @@
 // operands are fp32 values that bf16 would round too coarsely (the Gated DeltaNet chunk products,
 // which feed an fp32 state carried across thousands of tokens).
 //
-// An fp32 operand x is split into hi = bf16(x) and lo = bf16(x − hi). Then
+// An fp32 operand x is split into two bf16 parts, x ≈ hi + lo (see split() below). Then
 //   x·y ≈ lo_x·hi_y + hi_x·lo_y + hi_x·hi_y
 // (the lo·lo term, about 2^-16 of the product, is dropped): three leaf instructions keep about 16
 // mantissa bits where one keeps 8. kSplit = false gives the plain bf16 product, one instruction
@@ -17,6 +17,36 @@
 
 namespace moss {
 namespace split_leaf {
+
+// One fp32 value as its bf16 part(s). Split: hi and lo are truncations (a mask and a shift, where
+// rounding costs several instructions on chips without a bf16 convert): hi + lo keeps x to within
+// 2^-16 of |x|, as rounded halves would to 2^-17. Plain: hi rounds to nearest even.
+__device__ inline uint32_t float_bits(float x) {
+#if MOSS_PLATFORM_NVIDIA
+  return __float_as_uint(x);
+#else
+  return __builtin_bit_cast(uint32_t, x);
+#endif
+}
+__device__ inline float float_from_bits(uint32_t b) {
+#if MOSS_PLATFORM_NVIDIA
+  return __uint_as_float(b);
+#else
+  return __builtin_bit_cast(float, b);
+#endif
+}
+
+template <bool kSplit>
+__device__ inline void split(float x, bf16& hi, bf16& lo) {
+  if (kSplit) {
+    const uint32_t bits = float_bits(x);
+    hi = bf16_from_bits(uint16_t(bits >> 16));
+    const float rest = x - float_from_bits(bits & 0xffff0000u);  // exact
+    lo = bf16_from_bits(uint16_t(float_bits(rest) >> 16));
+  } else {
+    hi = to_bf16(x);
+  }
+}
 
 template <bool kSplit>
 struct FragA {
@@ -34,9 +64,7 @@ __device__ inline void load_a(FragA<kSplit>& f, Get get) {
 #pragma unroll
   for (int i = 0; i < leaf::Layout::kSlotsA; ++i) {
     const mma_layout::Elem e = leaf::Layout::a(lane, i);
-    const float v = get(e.row, e.col);
-    f.hi.x[i] = to_bf16(v);
-    if (kSplit) f.lo.x[i] = to_bf16(v - to_float(f.hi.x[i]));
+    split<kSplit>(get(e.row, e.col), f.hi.x[i], f.lo.x[i]);
   }
 }
 
@@ -47,9 +75,7 @@ __device__ inline void load_b(FragB<kSplit>& f, Get get) {
 #pragma unroll
   for (int i = 0; i < leaf::Layout::kSlotsB; ++i) {
     const mma_layout::Elem e = leaf::Layout::b(lane, i);
-    const float v = get(e.row, e.col);
-    f.hi.x[i] = to_bf16(v);
-    if (kSplit) f.lo.x[i] = to_bf16(v - to_float(f.hi.x[i]));
+    split<kSplit>(get(e.row, e.col), f.hi.x[i], f.lo.x[i]);
   }
 }
 

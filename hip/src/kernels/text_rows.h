@@ -18,9 +18,9 @@ void text_causal_conv1d_silu(const float* x, int64_t ldx, const P* w, int64_t ld
                              int channels, int taps, hipStream_t stream);
 
 // g = −exp(a_log[h]) · softplus(a + dt_bias[h]) (threshold 20), beta = σ(b); [rows, heads] each.
-// a_log and dt_bias: `heads` elements, f32 or bf16 (both the same dtype).
-template <class P>
-void text_deltanet_gates(const float* a, int64_t lda, const float* b, int64_t ldb, const P* a_log, const P* dt_bias,
+// a_log and dt_bias: `heads` elements each, f32 or bf16 (checkpoints may keep A_log in f32).
+template <class PA, class PD>
+void text_deltanet_gates(const float* a, int64_t lda, const float* b, int64_t ldb, const PA* a_log, const PD* dt_bias,
                          float* g, int64_t ldg, float* beta, int64_t ldbeta, int rows, int heads, hipStream_t stream);
 
 // Over each run of `group` columns: y = x · (1 / sqrt(Σ x² + eps)). y may be x.

@@ -48,10 +48,10 @@ __global__ __launch_bounds__(kElemThreads) void conv1d_silu_kernel(const float* 
   y[int64_t(t) * ldy + c] = silu_exact(acc);
 }
 
-template <class P>
+template <class PA, class PD>
 __global__ __launch_bounds__(kElemThreads) void gates_kernel(const float* __restrict__ a, int64_t lda,
                                                               const float* __restrict__ b, int64_t ldb,
-                                                              const P* __restrict__ a_log, const P* __restrict__ dt_bias,
+                                                              const PA* __restrict__ a_log, const PD* __restrict__ dt_bias,
                                                               float* __restrict__ g, int64_t ldg, float* __restrict__ beta,
                                                               int64_t ldbeta, int rows, int heads) {
   const int64_t idx = int64_t(block_x()) * kElemThreads + thread_x();
@@ -104,16 +104,18 @@ template <class P>
 void text_causal_conv1d_silu(const float* x, int64_t ldx, const P* w, int64_t ldw, float* y, int64_t ldy, int rows,
                              int channels, int taps, hipStream_t stream) {
   if (rows <= 0 || channels <= 0) return;
-  hipLaunchKernelGGL(conv1d_silu_kernel<P>, dim3(blocks_for(int64_t(rows) * channels, kElemThreads)),
+  auto kernel = conv1d_silu_kernel<P>;
+  hipLaunchKernelGGL(kernel, dim3(blocks_for(int64_t(rows) * channels, kElemThreads)),
                      dim3(kElemThreads), 0, stream, x, ldx, w, ldw, y, ldy, rows, channels, taps);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
-template <class P>
-void text_deltanet_gates(const float* a, int64_t lda, const float* b, int64_t ldb, const P* a_log, const P* dt_bias,
+template <class PA, class PD>
+void text_deltanet_gates(const float* a, int64_t lda, const float* b, int64_t ldb, const PA* a_log, const PD* dt_bias,
                          float* g, int64_t ldg, float* beta, int64_t ldbeta, int rows, int heads, hipStream_t stream) {
   if (rows <= 0 || heads <= 0) return;
-  hipLaunchKernelGGL(gates_kernel<P>, dim3(blocks_for(int64_t(rows) * heads, kElemThreads)), dim3(kElemThreads), 0,
+  auto kernel = gates_kernel<PA, PD>;
+  hipLaunchKernelGGL(kernel, dim3(blocks_for(int64_t(rows) * heads, kElemThreads)), dim3(kElemThreads), 0,
                      stream, a, lda, b, ldb, a_log, dt_bias, g, ldg, beta, ldbeta, rows, heads);
   MOSS_HIP_CHECK(hipGetLastError());
 }
@@ -132,7 +134,8 @@ void text_gated_rms_norm(const float* x, int64_t ldx, const float* z, int64_t ld
                          int rows, int cols, int group, float eps, hipStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
   const int groups = cols / group;
-  hipLaunchKernelGGL(gated_rms_norm_kernel<P>, dim3(blocks_for(int64_t(rows) * groups, kNormWaves)),
+  auto kernel = gated_rms_norm_kernel<P>;
+  hipLaunchKernelGGL(kernel, dim3(blocks_for(int64_t(rows) * groups, kNormWaves)),
                      dim3(kNormThreads), 0, stream, x, ldx, z, ldz, w, y, ldy, rows, groups, group, eps);
   MOSS_HIP_CHECK(hipGetLastError());
 }
@@ -141,12 +144,18 @@ void text_gated_rms_norm(const float* x, int64_t ldx, const float* z, int64_t ld
 #define MOSS_TEXT_ROWS_INSTANTIATE(P)                                                                               \
   template void text_causal_conv1d_silu<P>(const float*, int64_t, const P*, int64_t, float*, int64_t, int, int, int, \
                                            hipStream_t);                                                            \
-  template void text_deltanet_gates<P>(const float*, int64_t, const float*, int64_t, const P*, const P*, float*,     \
-                                       int64_t, float*, int64_t, int, int, hipStream_t);                            \
   template void text_gated_rms_norm<P>(const float*, int64_t, const float*, int64_t, const P*, float*, int64_t, int, \
                                        int, int, float, hipStream_t);
+#define MOSS_TEXT_GATES_INSTANTIATE(PA, PD)                                                                         \
+  template void text_deltanet_gates<PA, PD>(const float*, int64_t, const float*, int64_t, const PA*, const PD*,      \
+                                            float*, int64_t, float*, int64_t, int, int, hipStream_t);
 MOSS_TEXT_ROWS_INSTANTIATE(float)
 MOSS_TEXT_ROWS_INSTANTIATE(bf16)
+MOSS_TEXT_GATES_INSTANTIATE(float, float)
+MOSS_TEXT_GATES_INSTANTIATE(float, bf16)
+MOSS_TEXT_GATES_INSTANTIATE(bf16, float)
+MOSS_TEXT_GATES_INSTANTIATE(bf16, bf16)
 #undef MOSS_TEXT_ROWS_INSTANTIATE
+#undef MOSS_TEXT_GATES_INSTANTIATE
 
 }  // namespace moss

@@ -202,10 +202,9 @@ Dit::Modulation Dit::timestep_modulation(float timestep) {
   return m;
 }
 
-void Dit::main_block(int index, Tensor& x, const Tensor& sin, const Tensor& cos, const Modulation& mod,
-                     Workspace& ws) {
+void Dit::main_block(const DitMainBlockWeights& w, Tensor& x, const Tensor& sin, const Tensor& cos,
+                     const Modulation& mod, Workspace& ws) {
   CoreOps& ops = be_.core();
-  const DitMainBlockWeights w = DitMainBlockWeights::load(*src_, index);
   const int64_t d = cfg_.dim, f = cfg_.ffn_dim, hd = cfg_.head_dim();
   const Tensor shift_a = mod.block_row(0), scale_a = mod.block_row(1), gate_a = mod.block_row(2);
   const Tensor shift_f = mod.block_row(3), scale_f = mod.block_row(4), gate_f = mod.block_row(5);
@@ -233,68 +232,115 @@ void Dit::main_block(int index, Tensor& x, const Tensor& sin, const Tensor& cos,
 
 Tensor Dit::forward(const Tensor& latent, const Text& text, float timestep, const std::vector<int>& skip_layers,
                     DitTrace* trace) {
+  return forward_rows(latent, {Row{&text, skip_layers}}, timestep, trace)[0];
+}
+
+std::vector<Tensor> Dit::forward_rows(const Tensor& latent, const std::vector<Row>& rows, float timestep,
+                                      DitTrace* trace) {
   if (latent.where != Where::Host || latent.dtype != DType::F32 || latent.rank != 3 ||
       latent.shape[0] != cfg_.latent_channels || !latent.contiguous())
     throw failure("DiT latent must be host f32 [" + std::to_string(cfg_.latent_channels) + ", gh, gw], got " +
                   dims_text(latent));
-  for (int s : skip_layers)
-    if (s < 0 || s >= cfg_.layers)
-      throw usage_error("skip layer " + std::to_string(s) + " is outside the DiT's blocks 0.." +
-                        std::to_string(cfg_.layers - 1));
+  if (rows.empty()) throw std::invalid_argument("Dit::forward_rows: no rows");
+  for (const Row& r : rows)
+    for (int s : r.skip_layers)
+      if (s < 0 || s >= cfg_.layers)
+        throw usage_error("skip layer " + std::to_string(s) + " is outside the DiT's blocks 0.." +
+                          std::to_string(cfg_.layers - 1));
   CoreOps& ops = be_.core();
   const int64_t C = cfg_.latent_channels, gh = latent.shape[1], gw = latent.shape[2];
-  const int64_t n_img = gh * gw, T = text.tokens, N = n_img + T, d = cfg_.dim;
+  const int64_t n_img = gh * gw, d = cfg_.dim;
+  auto skips = [](const Row& r, int i) {
+    return std::find(r.skip_layers.begin(), r.skip_layers.end(), i) != r.skip_layers.end();
+  };
 
   const Modulation mod = timestep_modulation(timestep);
-  RopeTables rt = rope_tables(dit_positions(T, gh, gw), cfg_.head_dim(), cfg_.rope_base);
-  const Tensor sin = be_.upload(rt.sin), cos = be_.upload(rt.cos);
 
-  // x = [image rows; text rows]: the image rows are the latent's columns through video_embedder.
-  Tensor x = be_.alloc(DType::F32, {N, d});
+  // Image rows are the same for every row: the latent's columns through video_embedder.
+  Tensor image_rows = be_.alloc(DType::F32, {n_img, d});
   {
     Tensor columns = host_tensor(DType::F32, {n_img, C});
     const float* src = latent.ptr<const float>();
     for (int64_t c = 0; c < C; ++c)
       for (int64_t p = 0; p < n_img; ++p) columns.ptr<float>()[p * C + c] = src[c * n_img + p];
     DitLinear embed = DitLinear::load(*src_, "video_embedder", true);
-    Tensor image_rows = x.slice_rows(0, n_img);
     ops.linear(be_.upload(columns), embed.w, embed.bias(), image_rows);
   }
-  {
-    // The text rows are reused by every forward of the prompt: copy them in on the backend.
-    Tensor text_rows = x.slice_rows(n_img, T);
-    ops.copy(text.rows, text_rows);
+
+  // Per row: x = [image rows; the prompt's cached text rows] and its RoPE tables.
+  struct RowState {
+    Tensor x, sin, cos;
+  };
+  std::vector<RowState> state(rows.size());
+  int64_t max_n = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const int64_t T = rows[r].text->tokens, N = n_img + T;
+    max_n = std::max(max_n, N);
+    RopeTables rt = rope_tables(dit_positions(T, gh, gw), cfg_.head_dim(), cfg_.rope_base);
+    state[r].sin = be_.upload(rt.sin);
+    state[r].cos = be_.upload(rt.cos);
+    state[r].x = be_.alloc(DType::F32, {N, d});
+    Tensor img = state[r].x.slice_rows(0, n_img), txt = state[r].x.slice_rows(n_img, T);
+    ops.copy(image_rows, img);
+    ops.copy(rows[r].text->rows, txt);
   }
+  image_rows = Tensor();
   if (trace) {
     trace->tensors["temb"] = snapshot(be_, mod.time).reshape({d});
     trace->tensors["modulation"] = snapshot(be_, mod.block).reshape({6, d});
-    trace->tensors["text_embedded"] = snapshot(be_, text.rows);
+    trace->tensors["text_embedded"] = snapshot(be_, rows[0].text->rows);
   }
 
-  Workspace ws;
-  for (Tensor* t : {&ws.y, &ws.tmp, &ws.q, &ws.k, &ws.v, &ws.attn}) *t = be_.alloc(DType::F32, {N, d});
-  ws.up_gate = be_.alloc(DType::F32, {N, 2 * cfg_.ffn_dim});
-  ws.gated = be_.alloc(DType::F32, {N, cfg_.ffn_dim});
-  for (int i = 0; i < int(cfg_.layers); ++i) {
-    if (std::find(skip_layers.begin(), skip_layers.end(), i) != skip_layers.end()) continue;
-    main_block(i, x, sin, cos, mod, ws);
-    if (trace) trace->tensors["block" + std::to_string(i)] = snapshot(be_, x);
+  // One workspace sized for the longest row; the rows of a block run back to back, so each
+  // block's weights are fetched (or streamed in) once for all rows.
+  Workspace full;
+  for (Tensor* t : {&full.y, &full.tmp, &full.q, &full.k, &full.v, &full.attn}) *t = be_.alloc(DType::F32, {max_n, d});
+  full.up_gate = be_.alloc(DType::F32, {max_n, 2 * cfg_.ffn_dim});
+  full.gated = be_.alloc(DType::F32, {max_n, cfg_.ffn_dim});
+  auto workspace_for = [&](int64_t N) {
+    Workspace ws;
+    Tensor* dst[] = {&ws.y, &ws.tmp, &ws.q, &ws.k, &ws.v, &ws.attn, &ws.up_gate, &ws.gated};
+    const Tensor* src[] = {&full.y, &full.tmp, &full.q, &full.k, &full.v, &full.attn, &full.up_gate, &full.gated};
+    for (size_t i = 0; i < 8; ++i) *dst[i] = src[i]->slice_rows(0, N);
+    return ws;
+  };
+
+  std::vector<int> order;  // the blocks some row runs, in order
+  for (int i = 0; i < int(cfg_.layers); ++i)
+    for (const Row& r : rows)
+      if (!skips(r, i)) {
+        order.push_back(i);
+        break;
+      }
+  src_->begin_forward(order);
+  for (int i : order) {
+    src_->before_block(i);
+    const DitMainBlockWeights w = DitMainBlockWeights::load(*src_, i);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      if (skips(rows[r], i)) continue;
+      Workspace ws = workspace_for(state[r].x.rows());
+      main_block(w, state[r].x, state[r].sin, state[r].cos, mod, ws);
+      if (trace && r == 0) trace->tensors["block" + std::to_string(i)] = snapshot(be_, state[r].x);
+    }
   }
 
   // Head on the image rows: RMSNorm·(1+scale)+shift, then final_linear_video.
-  Tensor y = ws.y.slice_rows(0, n_img), out = be_.alloc(DType::F32, {n_img, C});
-  {
-    const Tensor norm = src_->get("final_norm_video.weight");
-    const Tensor final_linear = src_->get("final_linear_video.weight");
-    ops.rms_norm(x.slice_rows(0, n_img), &norm, NormWeight::Mul, kRmsEps, d, y);
+  std::vector<Tensor> velocities;
+  const Tensor norm = src_->get("final_norm_video.weight");
+  const Tensor final_linear = src_->get("final_linear_video.weight");
+  Tensor out = be_.alloc(DType::F32, {n_img, C});
+  for (RowState& st : state) {
+    Tensor y = full.y.slice_rows(0, n_img);
+    ops.rms_norm(st.x.slice_rows(0, n_img), &norm, NormWeight::Mul, kRmsEps, d, y);
     ops.modulate(y, mod.head_row(0), mod.head_row(1));
     ops.linear(y, final_linear, nullptr, out);
+    const Tensor host_rows = be_.download(out);
+    Tensor velocity = host_tensor(DType::F32, {C, gh, gw});
+    for (int64_t p = 0; p < n_img; ++p)
+      for (int64_t c = 0; c < C; ++c) velocity.ptr<float>()[c * n_img + p] = host_rows.ptr<const float>()[p * C + c];
+    velocities.push_back(velocity);
   }
-  const Tensor rows = be_.download(out);
-  Tensor velocity = host_tensor(DType::F32, {C, gh, gw});
-  for (int64_t p = 0; p < n_img; ++p)
-    for (int64_t c = 0; c < C; ++c) velocity.ptr<float>()[c * n_img + p] = rows.ptr<const float>()[p * C + c];
-  return velocity;
+  return velocities;
 }
 
 }  // namespace moss

@@ -57,6 +57,16 @@ class Dit {
   Tensor forward(const Tensor& latent, const Text& text, float timestep, const std::vector<int>& skip_layers,
                  DitTrace* trace = nullptr);
 
+  // Several rows (cond and uncond) through one pass over the blocks: each block runs for every
+  // row that does not skip it before the next block starts, so a streamed block's weights cross
+  // to the device once per pass. Returns one velocity per row, in order.
+  struct Row {
+    const Text* text = nullptr;
+    std::vector<int> skip_layers;
+  };
+  std::vector<Tensor> forward_rows(const Tensor& latent, const std::vector<Row>& rows, float timestep,
+                                   DitTrace* trace = nullptr);
+
   const DitConfig& config() const { return cfg_; }
 
  private:
@@ -64,7 +74,8 @@ class Dit {
   struct Workspace;
   Modulation timestep_modulation(float timestep);
   void text_block(int index, Tensor& x, const Tensor& sin, const Tensor& cos);
-  void main_block(int index, Tensor& x, const Tensor& sin, const Tensor& cos, const Modulation& mod, Workspace& ws);
+  void main_block(const DitMainBlockWeights& w, Tensor& x, const Tensor& sin, const Tensor& cos,
+                  const Modulation& mod, Workspace& ws);
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out);
 
   Backend& be_;

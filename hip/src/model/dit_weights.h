@@ -16,6 +16,11 @@ class DitWeightSource {
   virtual ~DitWeightSource() = default;
   // The named checkpoint tensor as the backend's ops read it; kept alive by the returned view.
   virtual Tensor get(const std::string& name) = 0;
+  // A forward is about to run these main blocks, in this order (a streaming source starts
+  // bringing in the first streamed one).
+  virtual void begin_forward(const std::vector<int>& block_order) {}
+  // Block `index` runs next: its weights must be usable once this returns (in stream order).
+  virtual void before_block(int index) {}
 };
 
 // be.upload(weights.get(name)) on every request (on the host backend: the mmap'd view itself).

@@ -2,6 +2,7 @@
 // kernels are the two implementations; model code (text encoder, DiT, VAE) is written once
 // against this interface.
 #pragma once
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,20 @@ class Backend {
   virtual Tensor download(const Tensor& t) = 0;
   virtual void synchronize() {}
 
+  // ---- weight streaming (product.md section 5) ----------------------------------------------
+  // Copies of weights run on a copy stream beside the compute stream. A fence marks the work a
+  // stream has been given so far; the other stream can wait for it. The defaults are the
+  // host's: copies are immediate and fences trivial.
+  using Fence = uint64_t;
+  // A page-locked host copy, so copies from it can overlap compute (host: the tensor itself).
+  virtual Tensor pin(const Tensor& host) { return host; }
+  // dst (allocated on this backend, same bytes) <- src (pinned host), on the copy stream after
+  // its earlier copies and after the compute fence `after`; returns the copy's fence.
+  virtual Fence copy_async(const Tensor& src, Tensor& dst, Fence after);
+  virtual Fence compute_fence() { return 0; }
+  // The compute stream waits for a copy fence before its next op.
+  virtual void compute_wait(Fence copy) {}
+
   CoreOps& core() { return *core_; }
   TextOps& text() { return *text_; }
   VaeOps& vae() { return *vae_; }
@@ -37,6 +52,11 @@ class Backend {
   std::unique_ptr<TextOps> text_;
   std::unique_ptr<VaeOps> vae_;
 };
+
+inline Backend::Fence Backend::copy_async(const Tensor& src, Tensor& dst, Fence) {
+  if (dst.data && src.data) std::memcpy(dst.data, src.data, src.nbytes());
+  return 0;
+}
 
 std::unique_ptr<Backend> make_host_backend();
 // The GPU backend on HIP device `device` (ops/hip). Builds without device code refuse.

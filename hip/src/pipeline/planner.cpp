@@ -69,7 +69,7 @@ StageSizes measure_stages(const MossModel& m, int64_t width, int64_t height, int
     Tensor states = host_tensor(DType::F32, {std::max<int64_t>(1, max_tokens), m.dit_config.text_dim});
     Dit::Text cond = dit.embed_text(states), uncond = dit.embed_text(states);
     Tensor latent = host_tensor(DType::F32, {m.dit_config.latent_channels, height / 16, width / 16});
-    dit.forward(latent, cond, 1000.0f, {});
+    dit.forward_rows(latent, {Dit::Row{&cond, {}}, Dit::Row{&uncond, {}}}, 1000.0f);
     s.dit_activation_bytes = be.peak_bytes() - base;
   }
   {

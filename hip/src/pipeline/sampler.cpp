@@ -36,10 +36,13 @@ Tensor sample(Dit& dit, const Dit::Text& cond, const Dit::Text* uncond, const Te
     check_interrupted();  // a signal ends the run between steps
     const auto t0 = std::chrono::steady_clock::now();
     const float t = sigma_to_timestep(sigmas[size_t(i)]);
-    const Tensor v_cond = dit.forward(x, cond, t, {});
+    std::vector<Dit::Row> rows = {Dit::Row{&cond, {}}};
+    if (guided) rows.push_back(Dit::Row{uncond, s.skip_layers});
+    const std::vector<Tensor> velocities = dit.forward_rows(x, rows, t);
+    const Tensor v_cond = velocities[0];
     Tensor v = v_cond;
     if (guided) {
-      const Tensor v_uncond = dit.forward(x, *uncond, t, s.skip_layers);
+      const Tensor& v_uncond = velocities[1];
       v = host_tensor(DType::F32, x.dims());
       const float* c = v_cond.ptr<const float>();
       const float* u = v_uncond.ptr<const float>();

@@ -16,6 +16,11 @@
 
 set -u
 export LC_ALL=C
+if [[ ! -x $BIN || ! -d $MODEL ]]; then
+  echo "FAIL setup: '$BIN' is not an executable or '$MODEL' is not a folder"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
 BIN=$(readlink -f -- "$BIN")
 MODEL=$(readlink -f -- "$MODEL")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/moss-bad-input.XXXXXX")

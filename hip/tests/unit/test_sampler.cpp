@@ -52,7 +52,9 @@ struct Fixture {
     for (int64_t i = 0; i < s.numel(); ++i) s.ptr<float>()[i] = float(i % 13 - 6) * scale;
     return s;
   }
-  int forwards() { return source->counts["final_linear_video.weight"]; }
+  // One pass over the blocks per step serves both rows (cond and uncond) and fetches the
+  // head's weights once.
+  int passes() { return source->counts["final_linear_video.weight"]; }
 };
 
 }  // namespace
@@ -68,8 +70,8 @@ TEST(Sampler, CfgOneRunsNoUnconditionalPass) {
     EXPECT_EQ(n, 4);
   }, &trace);
   EXPECT_EQ(calls, 4);
-  EXPECT_EQ(f.forwards(), 4);                             // one DiT call per step
-  EXPECT_EQ(f.source->counts["layers.2.norm1.weight"], 4);  // and never the skipping one
+  EXPECT_EQ(f.passes(), 4);                                 // one DiT pass per step
+  EXPECT_EQ(f.source->counts["layers.2.norm1.weight"], 4);  // and never the skipping row
   EXPECT_TRUE(trace.v_uncond.empty());
   ASSERT_EQ(trace.v_cond.size(), 4u);
   // Plain Euler: x ← x + v_cond·(σ_{i+1} − σ_i), in fp32.
@@ -89,9 +91,9 @@ TEST(Sampler, GuidanceRunsTheUnconditionalPassWithSkips) {
   const std::vector<float> sigmas = make_schedule(s.steps, s.shift);
   SamplerTrace trace;
   const Tensor x = sample(*f.dit, f.cond, &f.uncond, f.noise, sigmas, s, {}, &trace);
-  EXPECT_EQ(f.forwards(), 4);                             // cond + uncond per step
-  EXPECT_EQ(f.source->counts["layers.2.norm1.weight"], 2);  // block 2 only in the cond passes
-  EXPECT_EQ(f.source->counts["layers.1.norm1.weight"], 4);
+  EXPECT_EQ(f.passes(), 2);  // cond and uncond share each step's pass over the blocks
+  EXPECT_EQ(f.source->counts["layers.1.norm1.weight"], 2);  // each block fetched once per pass
+  EXPECT_EQ(f.source->counts["layers.2.norm1.weight"], 2);  // block 2 still runs for the cond row
   ASSERT_EQ(trace.v_uncond.size(), 2u);
   std::vector<float> ref = to_f32_vector(f.noise);
   for (size_t i = 0; i < 2; ++i) {
@@ -111,5 +113,5 @@ TEST(Sampler, GuidanceWithoutUnconditionalTextIsRefused) {
   Fixture f;
   SamplerSettings s{2, 2.5f, 5.0f, {}};
   EXPECT_THROW(sample(*f.dit, f.cond, nullptr, f.noise, make_schedule(2, 5.0f), s), Error);
-  EXPECT_EQ(f.forwards(), 0);
+  EXPECT_EQ(f.passes(), 0);
 }

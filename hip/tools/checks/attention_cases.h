@@ -1,20 +1,338 @@
-// Attention cases of the hip_*_kernel_check tools (first version: signature only; the cases
-// follow). Included by hip_dit_kernel_check, hip_te_kernel_check and hip_vae_check.
+// Attention cases of the hip_*_kernel_check tools (hip_dit_kernel_check, hip_te_kernel_check and
+// hip_vae_check include this header and call check_attention_cases with their model).
+//
+// Every case runs the HIP attention op (ops/hip/attention_op) on random inputs laid out as the
+// models lay them out -- q, k and v as column slices of one fused [T, q|k|v] buffer at an odd
+// column offset, out as a column slice of a wider buffer poisoned with NaN -- and compares it with
+// the host op (host.core().attention) on the same values: every output element, or for the large
+// timed shapes a sample of query rows (first, last, tails, spread) against a host replay of just
+// those rows. It also checks that nothing outside `out` was written. Rows of the table:
+//   attention[tiling]  shape: q/k rows, heads(/kv heads) x head dim, bi(directional) or causal,
+//   dtype; rate = 4·Tq·Tk·hd·heads flops (halved when causal) per second, pack kernel included.
+// A failing case prints its first bad element (query, head, dim, got, want) before its row.
 #pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "../kernel_check.h"
 #include "ops/backend.h"
 #include "ops/hip/attention_op.h"
 #include "ops/hip/hip_context.h"
-#include "../kernel_check.h"
+#include "tensor/tensor.h"
 
-namespace moss_attention_check {}
+namespace attention_check {
+
+struct Case {
+  int64_t tq, tk, heads, kv_heads, head_dim;
+  bool causal;
+  bool bf16;          // q, k, v and out in bf16 (else f32)
+  int sampled_rows;   // compare this many query rows (0: all of them)
+  int reps;           // timed launches after the checked one (0: not timed)
+  bool other_tiling;  // also check and time the alternative NVIDIA tiling
+};
+
+inline Case make_case(int64_t tq, int64_t tk, int64_t heads, int64_t kv_heads, int64_t head_dim, bool causal,
+                      bool bf16 = false, int sampled_rows = 0, int reps = 0, bool other_tiling = false) {
+  return Case{tq, tk, heads, kv_heads, head_dim, causal, bf16, sampled_rows, reps, other_tiling};
+}
+
+// Uniform random values of standard deviation `scale` (splitmix64: fast enough for the
+// 16k-token shapes, deterministic per seed).
+inline void fill_uniform(std::vector<float>& v, uint64_t seed, float scale) {
+  const float half_width = scale * 1.7320508f;  // uniform on [-a, a] has sd a/sqrt(3)
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    v[i] = (float(z >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * half_width;
+  }
+}
+
+inline std::shared_ptr<void> device_buffer(size_t bytes) {
+  void* p = nullptr;
+  MOSS_HIP_CHECK(hipMalloc(&p, bytes));
+  return std::shared_ptr<void>(p, [](void* q) { (void)hipFree(q); });
+}
+
+// A host f32 matrix [rows, cols] and its device twin (f32 or bf16 with the same element strides).
+struct Twin {
+  moss::Tensor host, dev;
+};
+
+inline Twin make_twin(const std::vector<float>& values, int64_t rows, int64_t cols, bool bf16) {
+  Twin t;
+  t.host = moss::host_tensor(moss::DType::F32, {rows, cols});
+  float* h = t.host.ptr<float>();
+  const size_t n = size_t(rows * cols);
+  std::shared_ptr<void> d = device_buffer(n * (bf16 ? 2 : 4));
+  if (bf16) {
+    std::vector<uint16_t> bits(n);
+    for (size_t i = 0; i < n; ++i) {
+      bits[i] = moss::f32_to_bf16(values[i]);
+      h[i] = moss::bf16_to_f32(bits[i]);  // the host replay sees the rounded values
+    }
+    MOSS_HIP_CHECK(hipMemcpy(d.get(), bits.data(), n * 2, hipMemcpyHostToDevice));
+  } else {
+    std::memcpy(h, values.data(), n * 4);
+    MOSS_HIP_CHECK(hipMemcpy(d.get(), values.data(), n * 4, hipMemcpyHostToDevice));
+  }
+  t.dev = moss::Tensor(d.get(), bf16 ? moss::DType::BF16 : moss::DType::F32, {rows, cols}, moss::Where::Device);
+  t.dev.owner = d;
+  return t;
+}
+
+// Query rows to compare: all, or first, last, the last block's tail and an even spread.
+inline std::vector<int64_t> sample_rows(int64_t tq, int count) {
+  std::vector<int64_t> rows;
+  if (count <= 0 || count >= tq) {
+    for (int64_t r = 0; r < tq; ++r) rows.push_back(r);
+    return rows;
+  }
+  for (int64_t r : {int64_t(0), int64_t(1), int64_t(15), int64_t(16), tq - 1, tq - 2, tq - 17, tq / 2})
+    if (r >= 0 && r < tq) rows.push_back(r);
+  for (int i = 0; i < count; ++i) rows.push_back(int64_t((double(i) + 0.5) * double(tq) / count));
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+// Host replay of the chosen query rows: a row of a causal case sees keys 0..row, so it runs as a
+// one-row bidirectional attention over those keys; bidirectional rows run together.
+inline std::vector<float> host_replay(moss::Backend& host, const moss::Tensor& q, const moss::Tensor& k,
+                                      const moss::Tensor& v, const Case& c, const std::vector<int64_t>& rows,
+                                      float scale) {
+  const int64_t width = c.heads * c.head_dim;
+  std::vector<float> want(rows.size() * size_t(width));
+  if (int64_t(rows.size()) == c.tq && !c.causal) {
+    moss::Tensor out = moss::host_tensor(moss::DType::F32, {c.tq, width});
+    host.core().attention(q, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, false);
+    std::memcpy(want.data(), out.data, want.size() * 4);
+    return want;
+  }
+  if (int64_t(rows.size()) == c.tq && c.causal) {
+    moss::Tensor out = moss::host_tensor(moss::DType::F32, {c.tq, width});
+    host.core().attention(q, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, true);
+    std::memcpy(want.data(), out.data, want.size() * 4);
+    return want;
+  }
+  if (!c.causal) {
+    moss::Tensor qs = moss::host_tensor(moss::DType::F32, {int64_t(rows.size()), width});
+    for (size_t i = 0; i < rows.size(); ++i) std::memcpy(qs.row<float>(int64_t(i)), q.row<float>(rows[i]), width * 4);
+    moss::Tensor out = moss::host_tensor(moss::DType::F32, {int64_t(rows.size()), width});
+    host.core().attention(qs, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, false);
+    std::memcpy(want.data(), out.data, want.size() * 4);
+    return want;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t r = rows[i];
+    moss::Tensor out = moss::host_tensor(moss::DType::F32, {1, width});
+    host.core().attention(q.slice_rows(r, 1), k.slice_rows(0, r + 1), v.slice_rows(0, r + 1), out, c.heads,
+                          c.kv_heads, c.head_dim, scale, false);
+    std::memcpy(want.data() + i * size_t(width), out.data, size_t(width) * 4);
+  }
+  return want;
+}
+
+inline std::string shape_text(const Case& c) {
+  char buf[96];
+  const std::string heads = c.kv_heads == c.heads ? std::to_string(c.heads)
+                                                  : std::to_string(c.heads) + "/" + std::to_string(c.kv_heads);
+  if (c.tq == c.tk)
+    std::snprintf(buf, sizeof buf, "T%lld h%sx%lld %s%s", (long long)c.tq, heads.c_str(), (long long)c.head_dim,
+                  c.causal ? "causal" : "bi", c.bf16 ? " bf16" : "");
+  else
+    std::snprintf(buf, sizeof buf, "q%lld k%lld h%sx%lld %s%s", (long long)c.tq, (long long)c.tk, heads.c_str(),
+                  (long long)c.head_dim, c.causal ? "causal" : "bi", c.bf16 ? " bf16" : "");
+  return buf;
+}
+
+inline const char* tiling_name(moss::AttentionTiling t) {
+  switch (t) {
+    case moss::AttentionTiling::Warps4x2Tiles: return "attention[4w x2]";
+    case moss::AttentionTiling::Warps8x1Tile: return "attention[8w x1]";
+    default: return "attention";
+  }
+}
+
+// Runs one case with one tiling: poisoned output, check against the host rows, optional timing.
+inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c, const moss::Tensor& q,
+                     const moss::Tensor& k, const moss::Tensor& v, const std::vector<int64_t>& rows, const std::vector<float>& want, float scale,
+                     moss::AttentionTiling tiling) {
+  const int64_t width = c.heads * c.head_dim;
+  // out: columns [3, 3 + width) of a [tq, width + 5] buffer, all of it NaN beforehand.
+  const int64_t out_cols = width + 5, out_off = 3;
+  const size_t esize = c.bf16 ? 2 : 4;
+  const size_t out_bytes = size_t(c.tq * out_cols) * esize;
+  std::shared_ptr<void> buf = device_buffer(out_bytes);
+  moss::Tensor whole(buf.get(), c.bf16 ? moss::DType::BF16 : moss::DType::F32, {c.tq, out_cols}, moss::Where::Device);
+  whole.owner = buf;
+  moss::Tensor out = whole.slice_cols(out_off, width);
+  kcheck::poison(whole, ctx.stream());
+
+  kcheck::Compare cmp;
+  double ms = 0;
+  try {
+    moss::hip_attention(ctx, q, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, c.causal, tiling);
+    MOSS_HIP_CHECK(hipStreamSynchronize(ctx.stream()));
+    std::vector<uint8_t> raw(out_bytes);
+    MOSS_HIP_CHECK(hipMemcpy(raw.data(), buf.get(), out_bytes, hipMemcpyDeviceToHost));
+    auto at = [&](int64_t r, int64_t col) -> float {
+      const size_t i = size_t(r * out_cols + col);
+      if (c.bf16) {
+        uint16_t b;
+        std::memcpy(&b, raw.data() + i * 2, 2);
+        return moss::bf16_to_f32(b);
+      }
+      float f;
+      std::memcpy(&f, raw.data() + i * 4, 4);
+      return f;
+    };
+    // Outside `out` (the poison's bits, NaN) must be untouched.
+    int64_t touched = 0;
+    for (int64_t r = 0; r < c.tq; ++r)
+      for (int64_t col = 0; col < out_cols; ++col)
+        if ((col < out_off || col >= out_off + width) && !std::isnan(at(r, col))) ++touched;
+    std::vector<float> got(want.size());
+    for (size_t i = 0; i < rows.size(); ++i)
+      for (int64_t col = 0; col < width; ++col) got[i * size_t(width) + size_t(col)] = at(rows[i], out_off + col);
+    cmp = kcheck::compare(got, want);
+    if (touched) {
+      std::printf("  %s %s: %lld elements outside out were written\n", tiling_name(tiling), shape_text(c).c_str(),
+                  (long long)touched);
+      cmp.finite = false;
+    }
+    if (!cmp.finite || cmp.rel_l2 > 1e-2) {
+      double rms = 0;
+      for (float w : want) rms += double(w) * w;
+      rms = std::sqrt(rms / double(std::max<size_t>(want.size(), 1)));
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double d = std::fabs(double(got[i]) - want[i]);
+        if (!std::isfinite(got[i]) || d > 0.05 * rms) {
+          const int64_t col = int64_t(i % size_t(width));
+          std::printf("  first bad: query %lld head %lld dim %lld got %.6g want %.6g (rms %.3g, %zu rows compared)\n",
+                      (long long)rows[i / size_t(width)], (long long)(col / c.head_dim),
+                      (long long)(col % c.head_dim), got[i], want[i], rms, rows.size());
+          break;
+        }
+      }
+    }
+    if (c.reps > 0)
+      ms = kcheck::time_ms(
+          ctx.stream(),
+          [&] { moss::hip_attention(ctx, q, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, c.causal, tiling); },
+          c.reps);
+  } catch (const std::exception& e) {
+    (void)hipGetLastError();
+    std::printf("  %s %s: %s\n", tiling_name(tiling), shape_text(c).c_str(), e.what());
+    cmp.finite = false;
+  }
+  const double flops = 4.0 * double(c.tq) * double(c.tk) * double(c.head_dim) * double(c.heads) * (c.causal ? 0.5 : 1.0);
+  table.row(tiling_name(tiling), shape_text(c), cmp, 1e-2, ms, ms > 0 ? flops : 0);
+}
+
+inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backend& host, const Case& c,
+                       uint64_t seed) {
+  const int64_t qc = c.heads * c.head_dim, kc = c.kv_heads * c.head_dim;
+  const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
+  // Fused [T, 1 | q | k | v | 2] when Tq == Tk (the projections' layout), else two buffers;
+  // the odd column offsets make every operand a strided, unaligned column slice.
+  Twin qbuf, kvbuf;
+  moss::Tensor q_dev, k_dev, v_dev, q_host, k_host, v_host;
+  std::vector<float> values;
+  if (c.tq == c.tk) {
+    const int64_t cols = 1 + qc + 2 * kc + 2;
+    values.resize(size_t(c.tq * cols));
+    fill_uniform(values, seed, 1.0f);
+    for (int64_t r = 0; r < c.tq; ++r)  // sharper scores than unit variance: q has sd 2
+      for (int64_t col = 1; col < 1 + qc; ++col) values[size_t(r * cols + col)] *= 2.0f;
+    qbuf = make_twin(values, c.tq, cols, c.bf16);
+    q_host = qbuf.host.slice_cols(1, qc), k_host = qbuf.host.slice_cols(1 + qc, kc),
+    v_host = qbuf.host.slice_cols(1 + qc + kc, kc);
+    q_dev = qbuf.dev.slice_cols(1, qc), k_dev = qbuf.dev.slice_cols(1 + qc, kc), v_dev = qbuf.dev.slice_cols(1 + qc + kc, kc);
+  } else {
+    values.resize(size_t(c.tq * (qc + 3)));
+    fill_uniform(values, seed, 2.0f);
+    qbuf = make_twin(values, c.tq, qc + 3, c.bf16);
+    values.assign(size_t(c.tk * (2 * kc + 1)), 0.0f);
+    fill_uniform(values, seed + 1, 1.0f);
+    kvbuf = make_twin(values, c.tk, 2 * kc + 1, c.bf16);
+    q_host = qbuf.host.slice_cols(1, qc), q_dev = qbuf.dev.slice_cols(1, qc);
+    k_host = kvbuf.host.slice_cols(0, kc), k_dev = kvbuf.dev.slice_cols(0, kc);
+    v_host = kvbuf.host.slice_cols(kc + 1, kc), v_dev = kvbuf.dev.slice_cols(kc + 1, kc);
+  }
+  values.clear();
+  values.shrink_to_fit();
+
+  const std::vector<int64_t> rows = sample_rows(c.tq, c.sampled_rows);
+  const std::vector<float> want = host_replay(host, q_host, k_host, v_host, c, rows, scale);
+  run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Default);
+  if (c.other_tiling && moss::kPlatformNvidia && c.head_dim <= 128)
+    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Warps8x1Tile);
+}
+
+// The real shapes of each model (moderate T replayed in full on the host, large T timed and
+// spot-checked on sampled rows) and odd tails.
+inline std::vector<Case> model_cases(const std::string& model) {
+  std::vector<Case> cases;
+  if (model == "dit") {
+    // 24 heads of 128 (tiny: 4 of 32), bidirectional. Text-embedder blocks: the text rows alone.
+    cases = {
+        make_case(12, 12, 24, 24, 128, false),                    // a short prompt's text rows
+        make_case(77, 77, 24, 24, 128, false),                    // text rows, one partial query block
+        make_case(1000, 1000, 24, 24, 128, false),                // image+text, full replay
+        make_case(256, 256, 24, 24, 128, false),                  // whole tiles, no tail
+        make_case(523, 523, 24, 24, 128, false, true),            // bf16 activations
+        make_case(100, 777, 24, 24, 128, false),                  // Tq != Tk
+        make_case(33, 33, 4, 4, 32, false),                       // tiny model
+        make_case(300, 300, 4, 4, 32, false),                     // tiny model
+        make_case(4173, 4173, 24, 24, 128, false, false, 48, 10, true),   // 1024²: 64² image + 77 text
+        make_case(8350, 8350, 24, 24, 128, false, false, 32, 5, true),    // 1456²: 91² image + 69 text
+        make_case(16450, 16450, 24, 24, 128, false, false, 24, 3, true),  // 2048²: 128² image + 66 text
+    };
+  } else if (model == "te") {
+    // Causal GQA: 16 query heads over 4 kv heads of 256 (tiny: 4 over 1 of 64).
+    cases = {
+        make_case(1, 1, 16, 4, 256, true),
+        make_case(7, 7, 16, 4, 256, true),
+        make_case(100, 100, 16, 4, 256, true),
+        make_case(513, 513, 16, 4, 256, true, true),   // bf16, a tail past a whole block
+        make_case(1024, 1024, 16, 4, 256, true),
+        make_case(77, 77, 4, 1, 64, true),             // tiny model
+        make_case(200, 200, 4, 1, 64, true, true),     // tiny model, bf16
+        make_case(4096, 4096, 16, 4, 256, true, false, 48, 10),  // the longest prompt, timed
+    };
+  } else if (model == "vae") {
+    // Mid-block attention: one head of C channels (384; tiny 96) over all latent positions.
+    cases = {
+        make_case(64, 64, 1, 1, 384, false),                          // 8x8 latent
+        make_case(1000, 1000, 1, 1, 384, false),                      // odd tail
+        make_case(777, 777, 1, 1, 384, false, true),                  // bf16
+        make_case(300, 300, 1, 1, 96, false),                         // tiny model
+        make_case(1024, 1024, 1, 1, 96, false, true),                 // tiny model, bf16
+        make_case(4096, 4096, 1, 1, 384, false, false, 64, 10),       // 512²: 64² latent
+        make_case(16384, 16384, 1, 1, 384, false, false, 32, 5),      // 1024²: 128² latent
+        make_case(65536, 65536, 1, 1, 384, false, false, 16, 2),      // 2048²: 256² latent
+    };
+  } else {
+    throw moss::failure("check_attention_cases: unknown model '" + model + "' (dit, te or vae)");
+  }
+  return cases;
+}
+
+}  // namespace attention_check
 
 // model: "dit", "te" or "vae".
 inline void check_attention_cases(kcheck::Table& table, moss::HipContext& ctx, moss::Backend& host,
                                   const std::string& model) {
-  (void)table;
-  (void)ctx;
-  (void)host;
-  (void)model;
+  uint64_t seed = 0xA77E4710ull;
+  for (const attention_check::Case& c : attention_check::model_cases(model))
+    attention_check::check_case(table, ctx, host, c, seed++);
 }

@@ -31,13 +31,22 @@ class HipContext {
   // stream synchronisation) when a larger request comes; never shrinks until destruction.
   void* scratch(size_t bytes);
 
+  // Copies `bytes` of host memory (pageable is fine) to device memory `dst`, ordered on
+  // stream(): the data goes through pinned staging buffers, so the host memory may be reused
+  // as soon as the call returns, and every later launch on stream() sees the copy. The host
+  // waits only when a staging buffer is still in flight (large copies overlap the host-side
+  // memcpy of one buffer with the transfer of the other).
+  void copy_to_device(void* dst, const void* src, size_t bytes);
+
  private:
+  struct Staging;  // pinned buffers and their events (ops/hip/hip_context.hip)
   int device_;
   std::string arch_;
   hipStream_t stream_;
   int multiprocessors_ = 0;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  std::unique_ptr<Staging> staging_;
 };
 
 std::unique_ptr<CoreOps> make_hip_core_ops(HipContext& ctx);

@@ -1,0 +1,399 @@
+// check_device: matrix
+// Flash attention (interface: kernels/attention.h; how the products sit on the matrix leaf per
+// platform: kernels/attention_layout.h).
+//
+// Work split. A workgroup owns kQueryRows consecutive queries of one head and one chunk of Dv
+// output dimensions; each wave owns RowTiles 16-row query tiles of them. The workgroup walks the
+// keys in tiles of KT: K [key][d] and Vᵀ [dim][key] tiles are copied into shared memory
+// (double-buffered asynchronous copies on NVIDIA, one buffer on AMD) and read by every wave; Q is
+// staged once, as bf16, in shared memory. Per key tile each wave computes its scores (fp32 in
+// registers), updates the running max and sum in base 2, rescales its output accumulators and adds
+// P·V; at the end it divides by the sum and stores. Head dims above Dv run as several workgroups
+// (blockIdx.z), each recomputing the scores for its chunk of output dimensions, which keeps the
+// output accumulators in registers for head dims up to 384.
+#include "kernels/attention.h"
+
+#include <limits>
+#include <type_traits>
+
+#include "kernels/attention_device.h"
+#include "kernels/attention_layout.h"
+#include "kernels/matrix_leaf.h"
+
+namespace moss {
+namespace {
+
+using attention_device::Chunk16;
+
+#if MOSS_PLATFORM_NVIDIA
+using Scheme = attention_layout::NvidiaScheme;
+#elif defined(__GFX11__)
+using Scheme = attention_layout::Gfx11Scheme;
+#else  // gfx12, and AMD's host pass (device bodies are parsed there, never emitted)
+using Scheme = attention_layout::Gfx12Scheme;
+#endif
+static_assert(std::is_same<Scheme::Layout, leaf::Layout>::value, "attention scheme and matrix leaf disagree");
+using Coords = attention_layout::Coords<Scheme>;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Which leaf operand each attention operand is: NVIDIA S = Q·Kᵀ, O = P·V; AMD Sᵀ = K·Qᵀ, Oᵀ = Vᵀ·Pᵀ.
+using QFrag = std::conditional_t<Scheme::kTransposed, leaf::FragB, leaf::FragA>;  // Q and P
+using KFrag = std::conditional_t<Scheme::kTransposed, leaf::FragA, leaf::FragB>;  // K and Vᵀ
+
+// The tiling of one kernel instance. D: padded head dim (the QK depth); Dv: output dimensions per
+// workgroup; KT: keys per tile; Warps per workgroup (1 on AMD); RowTiles: 16-row query tiles per
+// wave; Stages: shared-memory buffers of K/V tiles; MinBlocks: workgroups per NVIDIA multiprocessor
+// the register allocation must allow (a launch-bounds hint; AMD ignores it).
+template <int kD, int kDv, int kKT, int kWarps, int kRowTiles, int kStages, int kMinBlocks = 1>
+struct Tiling {
+  static constexpr int D = kD, Dv = kDv, KT = kKT, RowTiles = kRowTiles, Stages = kStages, MinBlocks = kMinBlocks;
+  static constexpr int kThreads = kWarps * kWaveSize;
+  static constexpr int kQueryRows = kWarps * kRowTiles * 16;
+  // Rows padded by 16 bytes: the fragment reads of 8 rows x 4 words then hit 32 distinct banks.
+  static constexpr int kLdQ = kD + 8, kLdK = kD + 8, kLdV = kKT + 8;
+  static constexpr int kQElems = kQueryRows * kLdQ, kKElems = kKT * kLdK, kVElems = kDv * kLdV;
+  static constexpr int kSmemBytes = int((kQElems + kStages * (kKElems + kVElems)) * sizeof(bf16));
+  static_assert(kD % 16 == 0 && kDv % 16 == 0 && kD % kDv == 0, "head dims in whole leaf tiles");
+  static_assert(kKT % 16 == 0 && kAttentionKeyPadding % kKT == 0, "key tiles divide the key padding");
+  static_assert(kStages == 1 || kStages == 2, "one or two K/V buffers");
+  static_assert(kPlatformNvidia || kThreads == kWorkgroupSize, "AMD: one wave per workgroup");
+  static_assert(kPlatformNvidia || kSmemBytes <= 65536, "AMD: 64 KiB of LDS per workgroup");
+};
+
+// Fills an operand fragment from a bf16 tile in shared memory whose reduction index is contiguous:
+// element (outer, k) at tile[outer * ld + k], outer being the row of A or the column of B. Slots
+// 2p and 2p+1 are neighbours along k (attention_layout.h proves it), so one 32-bit read fills both.
+template <class Frag>
+__device__ inline void load_operand(Frag& f, const bf16* tile, int ld) {
+  constexpr bool kIsA = std::is_same<Frag, leaf::FragA>::value;
+  constexpr int kSlots = int(sizeof(f.x) / sizeof(f.x[0]));
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int p = 0; p < kSlots / 2; ++p) {
+    const mma_layout::Elem e = kIsA ? leaf::Layout::a(lane, 2 * p) : leaf::Layout::b(lane, 2 * p);
+    const int outer = kIsA ? e.row : e.col, k = kIsA ? e.col : e.row;
+    const uint32_t w = *reinterpret_cast<const uint32_t*>(tile + outer * ld + k);
+    f.x[2 * p] = bf16_from_bits(uint16_t(w & 0xffffu));
+    f.x[2 * p + 1] = bf16_from_bits(uint16_t(w >> 16));
+  }
+}
+
+// s += Q·Kᵀ (or its transpose) for one 16x16x16 block.
+template <class Q, class K>
+__device__ inline void score_mma(leaf::FragC& s, const Q& q, const K& k) {
+  if constexpr (Scheme::kTransposed) leaf::mma(s, k, q);
+  else leaf::mma(s, q, k);
+}
+
+// o += P·V (or its transpose) for one 16x16x16 block.
+template <class P, class V>
+__device__ inline void out_mma(leaf::FragC& o, const P& p, const V& v) {
+  if constexpr (Scheme::kTransposed) leaf::mma(o, v, p);
+  else leaf::mma(o, p, v);
+}
+
+// The probabilities of one 16x16 score block as the operand of the second product, in bf16.
+template <class P>
+__device__ inline P probabilities_operand(const leaf::FragC& s) {
+  static_assert(int(sizeof(P::x) / sizeof(P::x[0])) == Scheme::kPSlots, "P operand slots");
+  P f;
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int j = 0; j < Scheme::kPSlots; ++j) {
+    float v = s.x[Scheme::p_source_slot(j)];
+    if constexpr (Scheme::kPExchange) {
+      const float partner = shfl_xor(v, 16);
+      v = Scheme::p_from_partner(lane, j) ? partner : v;
+    }
+    f.x[j] = to_bf16(v);
+  }
+  return f;
+}
+
+#if MOSS_PLATFORM_NVIDIA
+#define MOSS_ATTENTION_BOUNDS(T) __launch_bounds__(T::kThreads, T::MinBlocks)
+#else
+#define MOSS_ATTENTION_BOUNDS(T) __launch_bounds__(T::kThreads)
+#endif
+
+template <class T>
+__global__ MOSS_ATTENTION_BOUNDS(T) void attention_kernel(const AttentionParams p) {
+  extern __shared__ Chunk16 attention_smem[];
+  bf16* const qs = reinterpret_cast<bf16*>(attention_smem);  // [kQueryRows][kLdQ]
+  bf16* const ks = qs + T::kQElems;                           // [Stages][KT][kLdK]
+  bf16* const vs = ks + T::Stages * T::kKElems;               // [Stages][Dv][kLdV]
+
+  const int tid = int(thread_x()), lane = int(lane_id());
+  const int blocks = (p.tq + T::kQueryRows - 1) / T::kQueryRows;
+  // Causal: the last query blocks see the most keys; they start first.
+  const int q0 = (p.causal ? blocks - 1 - int(block_x()) : int(block_x())) * T::kQueryRows;
+  const int head = int(block_y()), kv_head = head / (p.heads / p.kv_heads);
+  const int dv0 = int(block_z()) * T::Dv;
+  const bf16* const kg = p.kp + int64_t(kv_head) * p.tk_pad * T::D;
+  const bf16* const vg = p.vt + (int64_t(kv_head) * T::D + dv0) * p.tk_pad;
+  int key_end = p.tk;
+  if (p.causal && q0 + T::kQueryRows < key_end) key_end = q0 + T::kQueryRows;
+  const int tiles = (key_end + T::KT - 1) / T::KT;
+
+  // Copies key tile t (K rows and Vᵀ columns k0..k0+KT) into its buffer; the packed tensors are
+  // padded to whole tiles, so no bounds checks. Unrolled by 8: on AMD the copies are synchronous
+  // and each one in flight holds 4 registers.
+  auto copy_tile = [&](int t) {
+    const int k0 = t * T::KT;
+    bf16* const kd = ks + (t % T::Stages) * T::kKElems;
+    bf16* const vd = vs + (t % T::Stages) * T::kVElems;
+    constexpr int kKChunks = T::KT * T::D / 8, kVChunks = T::Dv * T::KT / 8;
+#pragma unroll 8
+    for (int i = 0; i < (kKChunks + T::kThreads - 1) / T::kThreads; ++i) {
+      const int c = tid + i * T::kThreads;
+      if (kKChunks % T::kThreads == 0 || c < kKChunks) {
+        const int row = c / (T::D / 8), col = c % (T::D / 8) * 8;
+        attention_device::copy16(kd + row * T::kLdK + col, kg + int64_t(k0 + row) * T::D + col);
+      }
+    }
+#pragma unroll 8
+    for (int i = 0; i < (kVChunks + T::kThreads - 1) / T::kThreads; ++i) {
+      const int c = tid + i * T::kThreads;
+      if (kVChunks % T::kThreads == 0 || c < kVChunks) {
+        const int row = c / (T::KT / 8), col = c % (T::KT / 8) * 8;
+        attention_device::copy16(vd + row * T::kLdV + col, vg + int64_t(row) * p.tk_pad + k0 + col);
+      }
+    }
+    attention_device::commit_copies();
+  };
+
+  if constexpr (T::Stages == 2) copy_tile(0);  // in flight while Q is staged
+
+  // Q as bf16, zero beyond tq and head_dim (zero columns add nothing to the scores).
+  const int64_t qcol0 = int64_t(head) * p.head_dim;
+  for (int idx = tid; idx < T::kQueryRows * T::D; idx += T::kThreads) {
+    const int r = idx / T::D, d = idx % T::D, query = q0 + r;
+    float x = 0.0f;
+    if (query < p.tq && d < p.head_dim) {
+      const int64_t at = int64_t(query) * p.ldq + qcol0 + d;
+      x = p.q_bf16 ? to_float(static_cast<const bf16*>(p.q)[at]) : static_cast<const float*>(p.q)[at];
+    }
+    qs[r * T::kLdQ + d] = to_bf16(x);
+  }
+
+  const int wrow = tid / kWaveSize * T::RowTiles * 16;  // this wave's first row in the block
+  const int wq0 = q0 + wrow;                            // and its first query
+  const float scale_log2 = p.scale * kLog2e;
+
+  leaf::FragC o[T::RowTiles][T::Dv / 16];
+  float m[T::RowTiles][Scheme::kStats], l[T::RowTiles][Scheme::kStats];  // running max (base 2), sum
+#pragma unroll
+  for (int r = 0; r < T::RowTiles; ++r) {
+#pragma unroll
+    for (int dv = 0; dv < T::Dv / 16; ++dv) leaf::zero(o[r][dv]);
+#pragma unroll
+    for (int st = 0; st < Scheme::kStats; ++st) {
+      m[r][st] = kNegInf;
+      l[r][st] = 0.0f;
+    }
+  }
+
+  for (int t = 0; t < tiles; ++t) {
+    if constexpr (T::Stages == 2) {
+      attention_device::wait_copies();
+      sync_workgroup();  // tile t visible to all; every wave is done with tile t-1's buffer
+      if (t + 1 < tiles) copy_tile(t + 1);
+    } else {
+      sync_workgroup();  // every wave is done with tile t-1 (and Q is staged)
+      copy_tile(t);
+      attention_device::wait_copies();
+      sync_workgroup();
+    }
+    const int k0 = t * T::KT;
+    // Waves past tq, or (causal) whose queries all precede the tile, have nothing to add.
+    if (wq0 >= p.tq || (p.causal && k0 > wq0 + T::RowTiles * 16 - 1)) continue;
+    const bf16* const kt_s = ks + (t % T::Stages) * T::kKElems;
+    const bf16* const vt_s = vs + (t % T::Stages) * T::kVElems;
+
+    // Scores: s[r][j] = Q rows of tile r · K rows j*16.. of this key tile.
+    leaf::FragC s[T::RowTiles][T::KT / 16];
+#pragma unroll
+    for (int r = 0; r < T::RowTiles; ++r) {
+#pragma unroll
+      for (int j = 0; j < T::KT / 16; ++j) leaf::zero(s[r][j]);
+    }
+#pragma unroll 2
+    for (int ds = 0; ds < T::D / 16; ++ds) {
+      QFrag qf[T::RowTiles];
+#pragma unroll
+      for (int r = 0; r < T::RowTiles; ++r) load_operand(qf[r], qs + (wrow + r * 16) * T::kLdQ + ds * 16, T::kLdQ);
+#pragma unroll
+      for (int j = 0; j < T::KT / 16; ++j) {
+        KFrag kf;
+        load_operand(kf, kt_s + j * 16 * T::kLdK + ds * 16, T::kLdK);
+#pragma unroll
+        for (int r = 0; r < T::RowTiles; ++r) score_mma(s[r][j], qf[r], kf);
+      }
+    }
+
+    // Online softmax in base 2: s·scale·log2(e), masked to -inf past tk and above the diagonal.
+#pragma unroll
+    for (int r = 0; r < T::RowTiles; ++r) {
+      const int rq0 = wq0 + r * 16;
+      const bool masked = k0 + T::KT > p.tk || (p.causal && k0 + T::KT - 1 > rq0);
+      float tile_max[Scheme::kStats];
+#pragma unroll
+      for (int st = 0; st < Scheme::kStats; ++st) tile_max[st] = kNegInf;
+#pragma unroll
+      for (int j = 0; j < T::KT / 16; ++j) {
+#pragma unroll
+        for (int i = 0; i < leaf::Layout::kSlotsC; ++i) {
+          float x = s[r][j].x[i] * scale_log2;
+          if (masked) {
+            const int key = k0 + j * 16 + Coords::other(lane, i), query = rq0 + Coords::query(lane, i);
+            if (key >= p.tk || (p.causal && key > query)) x = kNegInf;
+          }
+          s[r][j].x[i] = x;
+          tile_max[Scheme::stat(i)] = max_f(tile_max[Scheme::stat(i)], x);
+        }
+      }
+      float base[Scheme::kStats], alpha[Scheme::kStats], sum[Scheme::kStats];
+#pragma unroll
+      for (int st = 0; st < Scheme::kStats; ++st) {
+#pragma unroll
+        for (int n = 0; n < Scheme::kReduceMasks; ++n)
+          tile_max[st] = max_f(tile_max[st], shfl_xor(tile_max[st], Scheme::reduce_mask(n)));
+        const float m_new = max_f(m[r][st], tile_max[st]);
+        base[st] = m_new == kNegInf ? 0.0f : m_new;  // a row with no key yet: keep exp2 away from NaN
+        alpha[st] = attention_device::exp2_fast(m[r][st] - base[st]);
+        m[r][st] = m_new;
+        sum[st] = 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < T::KT / 16; ++j) {
+#pragma unroll
+        for (int i = 0; i < leaf::Layout::kSlotsC; ++i) {
+          const float e = attention_device::exp2_fast(s[r][j].x[i] - base[Scheme::stat(i)]);
+          s[r][j].x[i] = e;
+          sum[Scheme::stat(i)] += e;
+        }
+      }
+      // Sums stay per lane (the row's other keys sit in the partner lanes) until the end.
+#pragma unroll
+      for (int st = 0; st < Scheme::kStats; ++st) l[r][st] = l[r][st] * alpha[st] + sum[st];
+#pragma unroll
+      for (int dv = 0; dv < T::Dv / 16; ++dv) {
+#pragma unroll
+        for (int i = 0; i < leaf::Layout::kSlotsC; ++i) o[r][dv].x[i] *= alpha[Scheme::stat(i)];
+      }
+    }
+
+    // Output: o[r][dv] += P (16 queries x 16 keys j) · V (keys j, dims dv).
+#pragma unroll
+    for (int j = 0; j < T::KT / 16; ++j) {
+      QFrag pf[T::RowTiles];
+#pragma unroll
+      for (int r = 0; r < T::RowTiles; ++r) pf[r] = probabilities_operand<QFrag>(s[r][j]);
+#pragma unroll
+      for (int dv = 0; dv < T::Dv / 16; ++dv) {
+        KFrag vf;
+        load_operand(vf, vt_s + dv * 16 * T::kLdV + j * 16, T::kLdV);
+#pragma unroll
+        for (int r = 0; r < T::RowTiles; ++r) out_mma(o[r][dv], pf[r], vf);
+      }
+    }
+  }
+
+  // Normalise by the row sums (reduced over the partner lanes now) and store.
+  const int64_t out_col0 = int64_t(head) * p.head_dim;
+#pragma unroll
+  for (int r = 0; r < T::RowTiles; ++r) {
+    float inv[Scheme::kStats];
+#pragma unroll
+    for (int st = 0; st < Scheme::kStats; ++st) {
+#pragma unroll
+      for (int n = 0; n < Scheme::kReduceMasks; ++n) l[r][st] += shfl_xor(l[r][st], Scheme::reduce_mask(n));
+      inv[st] = l[r][st] > 0.0f ? 1.0f / l[r][st] : 0.0f;
+    }
+#pragma unroll
+    for (int dv = 0; dv < T::Dv / 16; ++dv) {
+#pragma unroll
+      for (int i = 0; i < leaf::Layout::kSlotsC; ++i) {
+        const int query = wq0 + r * 16 + Coords::query(lane, i), dim = dv0 + dv * 16 + Coords::other(lane, i);
+        if (query >= p.tq || dim >= p.head_dim) continue;
+        const float v = o[r][dv].x[i] * inv[Scheme::stat(i)];
+        const int64_t at = int64_t(query) * p.ld_out + out_col0 + dim;
+        if (p.out_bf16) static_cast<bf16*>(p.out)[at] = to_bf16(v);
+        else static_cast<float*>(p.out)[at] = v;
+      }
+    }
+  }
+}
+
+template <class T>
+void launch(const AttentionParams& p, hipStream_t stream) {
+  const int blocks = (p.tq + T::kQueryRows - 1) / T::kQueryRows;
+  const dim3 grid(unsigned(blocks), unsigned(p.heads), unsigned(T::D / T::Dv));
+#if MOSS_PLATFORM_NVIDIA
+  // Above 48 KiB a kernel's dynamic shared memory must be raised explicitly (per device).
+  MOSS_HIP_CHECK(hipFuncSetAttribute(attention_kernel<T>, hipFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
+#endif
+  hipLaunchKernelGGL(attention_kernel<T>, grid, dim3(T::kThreads), size_t(T::kSmemBytes), stream, p);
+  MOSS_HIP_CHECK(hipGetLastError());
+}
+
+// Output dimensions per workgroup: the largest multiple of 16 that divides d and is <= limit.
+constexpr int out_chunk(int d, int limit) {
+  for (int c = limit - limit % 16; c > 16; c -= 16)
+    if (c <= d && d % c == 0) return c;
+  return 16;
+}
+
+template <int D>
+void launch_for_head_dim(const AttentionParams& p, hipStream_t stream) {
+#if MOSS_PLATFORM_NVIDIA
+  // 32-key tiles; up to 192 output columns per workgroup. Head dims up to 128 (the DiT's): two
+  // query tiles per warp halve the shared-memory reads per matrix op (252 registers, two
+  // workgroups of 4 warps per multiprocessor), or 8 warps of one tile each (128 registers, two
+  // workgroups of 8 warps). Above 128: 4 warps of one tile each.
+  constexpr int kDv = out_chunk(D, 192);
+  if constexpr (D <= 128) {
+    if (p.tiling == AttentionTiling::Warps8x1Tile) launch<Tiling<D, kDv, 32, 8, 1, 2, 2>>(p, stream);
+    else launch<Tiling<D, kDv, 32, 4, 2, 2, 2>>(p, stream);
+  } else {
+    launch<Tiling<D, kDv, 32, 4, 1, 2>>(p, stream);
+  }
+#else
+  launch<Tiling<D, out_chunk(D, 128), 32, 1, 1, 1>>(p, stream);
+#endif
+}
+
+}  // namespace
+
+int attention_padded_head_dim(int head_dim) {
+  if (head_dim < 16 || head_dim % 16 != 0) return 0;
+  for (int d : {32, 64, 96, 128, 192, 256, 384})
+    if (head_dim <= d) return d;
+  return 0;
+}
+
+void attention_forward(const AttentionParams& p, hipStream_t stream) {
+  const int d = attention_padded_head_dim(p.head_dim);
+  if (d == 0) throw failure("attention: head dim " + std::to_string(p.head_dim) + " is not a multiple of 16 in [16, 384]");
+  if (p.heads <= 0 || p.kv_heads <= 0 || p.heads % p.kv_heads != 0)
+    throw failure("attention: heads " + std::to_string(p.heads) + " is not a multiple of kv heads " +
+                  std::to_string(p.kv_heads));
+  if (p.tk <= 0 || p.tk_pad < p.tk || p.tk_pad % kAttentionKeyPadding != 0)
+    throw failure("attention: packed key count " + std::to_string(p.tk_pad) + " does not pad " + std::to_string(p.tk) +
+                  " keys");
+  if (p.heads > 65535) throw failure("attention: more than 65535 heads");
+  if (p.tq <= 0) return;
+  switch (d) {
+    case 32: return launch_for_head_dim<32>(p, stream);
+    case 64: return launch_for_head_dim<64>(p, stream);
+    case 96: return launch_for_head_dim<96>(p, stream);
+    case 128: return launch_for_head_dim<128>(p, stream);
+    case 192: return launch_for_head_dim<192>(p, stream);
+    case 256: return launch_for_head_dim<256>(p, stream);
+    default: return launch_for_head_dim<384>(p, stream);
+  }
+}
+
+}  // namespace moss

@@ -1,0 +1,19 @@
+// Packs attention K and V into the bf16 layouts the flash-attention kernel copies tiles from
+// (kernels/attention.h): K as [kv_head][tk_pad][d_pad], V transposed as [kv_head][d_pad][tk_pad],
+// both zero beyond tk keys and head_dim columns, so every tile copy is a whole 16-byte move and
+// every operand tile has its reduction index contiguous (d for QKᵀ, keys for PV).
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/portability.h"
+
+namespace moss {
+
+// k, v: [tk, kv_heads·head_dim] rows of ldk / ldv elements, f32 (src_bf16 false) or bf16, device
+// memory; kp, vt: device buffers of kv_heads·tk_pad·d_pad bf16 each. d_pad and tk_pad are
+// multiples of 32 with d_pad >= head_dim and tk_pad >= tk. Launches on `stream`.
+void attention_pack_kv(const void* k, int64_t ldk, const void* v, int64_t ldv, bool src_bf16, int tk, int kv_heads,
+                       int head_dim, int d_pad, int tk_pad, bf16* kp, bf16* vt, hipStream_t stream);
+
+}  // namespace moss

@@ -1,0 +1,356 @@
+// check_device: matrix
+// Tiled GEMM on the matrix leaf, y = x·wᵀ (+ bias); contract and summary in kernels/gemm.h.
+//
+// One workgroup computes a BM x BN tile of y. K is walked in steps of BK = 32 through a ring of
+// kStages shared-memory stages; each stage holds the x rows [BM][BK] and the w rows [BN][BK] in
+// their stored dtype (f32 or bf16: a raw 16-byte copy, so NVIDIA can use cp.async), each row
+// padded by 8 elements. Fragments are read from shared memory through the leaf's lane maps in
+// bf16 pairs (f32 pairs are rounded to bf16 there); with the padding, the NVIDIA fragment reads
+// (lane = 4g + t reads row g, k = 2t: 4 or 8 bytes) hit 32 distinct banks.
+//
+// Pipelines:
+//   NVIDIA  stage kt+S-1 is requested with cp.async while stage kt is multiplied (S = 3 or 4);
+//   AMD     one wave per workgroup, two stages; step kt+1 is loaded and stored to LDS before
+//           step kt is multiplied. Holding it in registers across the multiply costs 64 VGPRs
+//           (measured: 135 -> 217 on gfx12); the latency is hidden by the other workgroups a
+//           lean kernel leaves room for.
+// Blocks are rasterised in groups of 8 tile rows so that neighbours in launch order share
+// the weight columns in L2.
+#include "kernels/gemm.h"
+
+#include <cstring>
+#include <string>
+
+#include "kernels/matrix_leaf.h"
+#include "kernels/tile_copy.h"
+
+namespace moss {
+namespace {
+
+using leaf::Layout;
+
+constexpr int kPad = 8;          // elements of padding per shared-memory row
+constexpr int kRasterGroup = 8;  // tile rows per raster group
+
+// ---- the lane maps allow pair reads ----------------------------------------------------------
+// Fragments are filled two slots at a time from one 4-byte (bf16) or 8-byte (f32) read, which
+// needs slots 2p and 2p+1 of every lane to be neighbours in K, the first at an even K. True for
+// all three leaf implementations; checked here for each, whatever the build target.
+template <class L>
+constexpr bool pairs_adjacent_in_k() {
+  for (int lane = 0; lane < kWaveSize; ++lane) {
+    for (int i = 0; i < L::kSlotsA; i += 2) {
+      const mma_layout::Elem e0 = L::a(lane, i), e1 = L::a(lane, i + 1);
+      if (e0.col % 2 != 0 || e1.row != e0.row || e1.col != e0.col + 1) return false;
+    }
+    for (int i = 0; i < L::kSlotsB; i += 2) {
+      const mma_layout::Elem e0 = L::b(lane, i), e1 = L::b(lane, i + 1);
+      if (e0.row % 2 != 0 || e1.col != e0.col || e1.row != e0.row + 1) return false;
+    }
+  }
+  return true;
+}
+static_assert(pairs_adjacent_in_k<mma_layout::Gfx11>(), "gfx11 leaf: fragment slot pairs are not K neighbours");
+static_assert(pairs_adjacent_in_k<mma_layout::Gfx12>(), "gfx12 leaf: fragment slot pairs are not K neighbours");
+static_assert(pairs_adjacent_in_k<mma_layout::Nvidia>(), "NVIDIA leaf: fragment slot pairs are not K neighbours");
+
+// ---- tile shapes -------------------------------------------------------------------------------
+template <int kBM, int kBN, int kWarpsM_, int kWarpsN_, int kMaxStages_, int kSmemBudget_>
+struct Tiles {
+  static constexpr int BM = kBM, BN = kBN, BK = 32;
+  static constexpr int kWarpsM = kWarpsM_, kWarpsN = kWarpsN_;
+  static constexpr int kThreads = kWarpsM * kWarpsN * kWaveSize;
+  static constexpr int WM = BM / kWarpsM, WN = BN / kWarpsN;  // one wave's sub-tile
+  static constexpr int TM = WM / 16, TN = WN / 16;            // leaf tiles per wave
+  static constexpr int kMaxStages = kMaxStages_, kSmemBudget = kSmemBudget_;
+  static_assert(WM % 16 == 0 && WN % 16 == 0, "a wave's sub-tile is made of whole leaf tiles");
+};
+
+#if MOSS_PLATFORM_NVIDIA
+// 8 warps of 64x64: 32 flops per shared-memory byte read, 1 block per SM.
+using LargeTiles = Tiles<128, 256, 2, 4, 4, 200 * 1024>;
+// 4 warps of 64x64: 2 blocks per SM.
+using MediumTiles = Tiles<128, 128, 2, 2, 4, 110 * 1024>;
+// 4 warps of 32x32: many blocks for small problems (text rows, single-row modulation GEMMs).
+using SmallTiles = Tiles<64, 64, 2, 2, 4, 64 * 1024>;
+#else
+// One wave32 per workgroup (AMD contract): a 32x64 tile, 2 x 4 leaf tiles; with f32 weights
+// (the VAE's attention) 32x32, as f32 chunks and fragments need twice the registers.
+using WaveTiles = Tiles<32, 64, 1, 1, 2, 64 * 1024>;
+using WaveTilesF32Weights = Tiles<32, 32, 1, 1, 2, 64 * 1024>;
+#endif
+
+// Shared-memory plan of one instantiation.
+template <class Cfg, class TA, class TB>
+struct Plan {
+  static constexpr int kLdA = Cfg::BK + kPad, kLdB = Cfg::BK + kPad;  // elements
+  static constexpr int kStageA = Cfg::BM * kLdA * int(sizeof(TA));  // bytes
+  static constexpr int kStageB = Cfg::BN * kLdB * int(sizeof(TB));
+  static constexpr int kStageBytes = kStageA + kStageB;
+  static constexpr int kFit = Cfg::kSmemBudget / kStageBytes;
+  static constexpr int kStages = kFit < 2 ? 2 : (kFit > Cfg::kMaxStages ? Cfg::kMaxStages : kFit);
+  static constexpr int kSmemBytes = kStages * kStageBytes;
+  static_assert(kStageA % 16 == 0 && kStageB % 16 == 0, "stages keep 16-byte alignment");
+};
+
+// Moves ROWS x BK tiles of one operand ([rows, K], row stride ld) into shared-memory stages as
+// 16-byte chunks. Each thread owns one chunk column and every (THREADS / chunks-per-row)-th row.
+// Operands are packed (gemm() checks): 16-byte aligned rows and K a multiple of 8, so a chunk is
+// wholly inside or wholly outside the operand; outside chunks are zeros.
+template <class T, int ROWS, int BK, int THREADS>
+struct TileLoader {
+  static constexpr int kVec = 16 / int(sizeof(T));  // elements per chunk
+  static constexpr int kChunksPerRow = BK / kVec;
+  static constexpr int kRowsPerPass = THREADS / kChunksPerRow;
+  static constexpr int kPasses = ROWS / kRowsPerPass;
+  static constexpr int kLd = BK + kPad;
+  static_assert(BK % kVec == 0 && THREADS % kChunksPerRow == 0 && ROWS % kRowsPerPass == 0,
+                "the tile splits into whole chunks per thread");
+
+  const T* base;  // the operand (a valid address for zero-filled chunks)
+  const T* src;   // this thread's chunk column in row row0 + first_row (may lie past the end)
+  int64_t ld;
+  int rows_left, k_left;  // rows and columns of the operand from this thread's first chunk on
+  int first_row, col;
+
+  __device__ TileLoader(const T* operand, int64_t ld_, int rows, int k, int row0, int tid)
+      : base(operand), ld(ld_), first_row(tid / kChunksPerRow), col((tid % kChunksPerRow) * kVec) {
+    src = base + int64_t(row0 + first_row) * ld + col;
+    rows_left = rows - row0 - first_row;
+    k_left = k - col;
+  }
+
+  // Requests k-step kt into `stage`: asynchronous on NVIDIA (zero-filling chunks outside the
+  // operand), a plain load and store on AMD.
+  __device__ void load(int kt, T* stage) const {
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) {
+      const bool in = p * kRowsPerPass < rows_left && kt * BK < k_left;
+      const T* from = in ? src + int64_t(p * kRowsPerPass) * ld + kt * BK : base;
+      tile::copy16_async_zfill(stage + (first_row + p * kRowsPerPass) * kLd + col, from, in);
+    }
+  }
+};
+
+// Fragments from shared memory through the leaf's lane maps, two slots per read.
+// a_tile: A[m][k] rows of the 16x16 block; b_tile: B stored transposed, Bt[n][k].
+template <class T>
+__device__ inline void load_fragment_a(leaf::FragA& f, const T* a_tile, int ld) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int i = 0; i < Layout::kSlotsA; i += 2) {
+    const mma_layout::Elem e = Layout::a(lane, i);
+    const uint32_t pair = tile::load_bf16_pair(a_tile + e.row * ld + e.col);
+    __builtin_memcpy(&f.x[i], &pair, sizeof pair);
+  }
+}
+template <class T>
+__device__ inline void load_fragment_b(leaf::FragB& f, const T* bt_tile, int ld) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int i = 0; i < Layout::kSlotsB; i += 2) {
+    const mma_layout::Elem e = Layout::b(lane, i);  // {k, n}
+    const uint32_t pair = tile::load_bf16_pair(bt_tile + e.col * ld + e.row);
+    __builtin_memcpy(&f.x[i], &pair, sizeof pair);
+  }
+}
+
+template <class TA, class TB>
+struct KernelArgs {
+  const TA* x;
+  const TB* w;
+  const void* bias;
+  void* y;
+  int64_t ldx, ldw, ldy;
+  int m, n, k;
+  bool bias_bf16, y_bf16;
+};
+
+template <class Cfg, class TA, class TB>
+__global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> args) {
+  using P = Plan<Cfg, TA, TB>;
+  using LoaderA = TileLoader<TA, Cfg::BM, Cfg::BK, Cfg::kThreads>;
+  using LoaderB = TileLoader<TB, Cfg::BN, Cfg::BK, Cfg::kThreads>;
+  constexpr int S = P::kStages;
+  extern __shared__ tile::Chunk16 gemm_smem[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(gemm_smem);
+
+  // Tile of this block, grouped raster order.
+  const int m = args.m, n = args.n, k = args.k;
+  const int grid_m = (m + Cfg::BM - 1) / Cfg::BM, grid_n = (n + Cfg::BN - 1) / Cfg::BN;
+  const int pid = int(block_x());
+  const int per_group = kRasterGroup * grid_n;
+  const int first_m = (pid / per_group) * kRasterGroup;
+  const int group_rows = grid_m - first_m < kRasterGroup ? grid_m - first_m : kRasterGroup;
+  const int m0 = (first_m + (pid % per_group) % group_rows) * Cfg::BM;
+  const int n0 = ((pid % per_group) / group_rows) * Cfg::BN;
+
+  const int tid = int(thread_x());
+  const int warp = tid / kWaveSize;
+  const int wm0 = (warp / Cfg::kWarpsN) * Cfg::WM, wn0 = (warp % Cfg::kWarpsN) * Cfg::WN;
+
+  LoaderA load_a(args.x, args.ldx, m, k, m0, tid);
+  LoaderB load_b(args.w, args.ldw, n, k, n0, tid);
+  auto stage_a = [&](int s) { return reinterpret_cast<TA*>(smem + s * P::kStageBytes); };
+  auto stage_b = [&](int s) { return reinterpret_cast<TB*>(smem + s * P::kStageBytes + P::kStageA); };
+
+  leaf::FragC acc[Cfg::TM][Cfg::TN];
+#pragma unroll
+  for (int i = 0; i < Cfg::TM; ++i)
+#pragma unroll
+    for (int j = 0; j < Cfg::TN; ++j) leaf::zero(acc[i][j]);
+
+  const int ktiles = (k + Cfg::BK - 1) / Cfg::BK;
+  // Prologue: steps 0..S-2 in flight (one commit group each, possibly empty).
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < ktiles) {
+      load_a.load(s, stage_a(s));
+      load_b.load(s, stage_b(s));
+    }
+    tile::commit_copies();
+  }
+
+  for (int kt = 0; kt < ktiles; ++kt) {
+    // Step kt has landed for this thread; the barrier makes it visible to all and ends every
+    // wave's reads of step kt-1, whose stage the next request reuses.
+    tile::wait_copies<S - 2>();
+    sync_workgroup();
+    const int next = kt + S - 1;
+    const bool more = next < ktiles;
+    if (more) {
+      load_a.load(next, stage_a(next % S));
+      load_b.load(next, stage_b(next % S));
+    }
+    tile::commit_copies();
+
+    const TA* as = stage_a(kt % S);
+    const TB* bs = stage_b(kt % S);
+#pragma unroll
+    for (int ks = 0; ks < Cfg::BK; ks += 16) {
+      // All A fragments of the wave's rows, then one B fragment at a time (fewer live registers).
+      leaf::FragA fa[Cfg::TM];
+#pragma unroll
+      for (int i = 0; i < Cfg::TM; ++i) load_fragment_a(fa[i], as + (wm0 + 16 * i) * P::kLdA + ks, P::kLdA);
+#pragma unroll
+      for (int j = 0; j < Cfg::TN; ++j) {
+        leaf::FragB fb;
+        load_fragment_b(fb, bs + (wn0 + 16 * j) * P::kLdB + ks, P::kLdB);
+#pragma unroll
+        for (int i = 0; i < Cfg::TM; ++i) leaf::mma(acc[i][j], fa[i], fb);
+      }
+    }
+
+  }
+  tile::wait_copies<0>();
+
+  // Epilogue: bias, conversion, bounds; every element of the tile inside y written once.
+#pragma unroll
+  for (int i = 0; i < Cfg::TM; ++i)
+#pragma unroll
+    for (int j = 0; j < Cfg::TN; ++j) {
+      const int rb = m0 + wm0 + 16 * i, cb = n0 + wn0 + 16 * j;
+      leaf::store_c(acc[i][j], [&](int r, int c, float v) {
+        const int row = rb + r, col = cb + c;
+        if (row >= m || col >= n) return;
+        if (args.bias)
+          v += args.bias_bf16 ? to_float(static_cast<const bf16*>(args.bias)[col])
+                              : static_cast<const float*>(args.bias)[col];
+        const int64_t at = int64_t(row) * args.ldy + col;
+        if (args.y_bf16) static_cast<bf16*>(args.y)[at] = to_bf16(v);
+        else static_cast<float*>(args.y)[at] = v;
+      });
+    }
+}
+
+// ---- host side ---------------------------------------------------------------------------------
+template <class Cfg, class TA, class TB>
+void launch(const GemmOperands& op, hipStream_t stream) {
+  using P = Plan<Cfg, TA, TB>;
+  KernelArgs<TA, TB> a;
+  a.x = static_cast<const TA*>(op.x);
+  a.w = static_cast<const TB*>(op.w);
+  a.bias = op.bias;
+  a.y = op.y;
+  a.ldx = op.ldx;
+  a.ldw = op.ldw;
+  a.ldy = op.ldy;
+  a.m = int(op.m);
+  a.n = int(op.n);
+  a.k = int(op.k);
+  a.bias_bf16 = op.bias_type == GemmType::BF16;
+  a.y_bf16 = op.y_type == GemmType::BF16;
+  auto kernel = gemm_kernel<Cfg, TA, TB>;
+#if MOSS_PLATFORM_NVIDIA
+  // Above 48 KiB of dynamic shared memory a kernel must opt in (once per kernel).
+  static const bool opted_in = [&] {
+    MOSS_HIP_CHECK(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, P::kSmemBytes));
+    return true;
+  }();
+  (void)opted_in;
+#endif
+  const int64_t blocks = ((op.m + Cfg::BM - 1) / Cfg::BM) * ((op.n + Cfg::BN - 1) / Cfg::BN);
+  if (blocks > 0x7fffffff) throw failure("gemm: too many tiles (" + std::to_string(blocks) + ")");
+  hipLaunchKernelGGL(kernel, dim3(unsigned(blocks)), dim3(Cfg::kThreads), size_t(P::kSmemBytes), stream, a);
+  MOSS_HIP_CHECK(hipGetLastError());
+}
+
+// Cfg serves bf16 weights, CfgF32W f32 weights.
+template <class Cfg, class CfgF32W = Cfg>
+void launch_typed(const GemmOperands& op, hipStream_t stream) {
+  const bool xb = op.x_type == GemmType::BF16, wb = op.w_type == GemmType::BF16;
+  if (!xb && wb) launch<Cfg, float, bf16>(op, stream);
+  else if (xb && wb) launch<Cfg, bf16, bf16>(op, stream);
+  else if (!xb && !wb) launch<CfgF32W, float, float>(op, stream);
+  else launch<CfgF32W, bf16, float>(op, stream);
+}
+
+int64_t tiles_of(int64_t m, int64_t n, int bm, int bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn); }
+
+}  // namespace
+
+const char* gemm_tiles_name(GemmTiles t) {
+  if (!kPlatformNvidia) return "32x64/1w (32x32 with f32 weights)";
+  switch (t) {
+    case GemmTiles::Large: return "128x256/8w";
+    case GemmTiles::Medium: return "128x128/4w";
+    case GemmTiles::Small: return "64x64/4w";
+    default: return "auto";
+  }
+}
+
+GemmTiles gemm_auto_tiles(int64_t m, int64_t n, int multiprocessors) {
+  // The largest tile that still gives every multiprocessor a block: bigger tiles read less
+  // shared memory per flop, but a grid smaller than the device leaves multiprocessors idle.
+  if (tiles_of(m, n, 128, 256) >= multiprocessors) return GemmTiles::Large;
+  if (tiles_of(m, n, 128, 128) >= multiprocessors) return GemmTiles::Medium;
+  return GemmTiles::Small;
+}
+
+void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmTiles tiles) {
+  const int64_t limit = 0x7fffffff;
+  if (op.m < 1 || op.n < 1 || op.k < 1 || op.m > limit || op.n > limit || op.k > limit)
+    throw failure("gemm: shape " + std::to_string(op.m) + "x" + std::to_string(op.n) + "x" + std::to_string(op.k) +
+                  " is empty or too large");
+  if (!op.x || !op.w || !op.y) throw failure("gemm: null operand");
+  if (op.k % kGemmKMultiple != 0 || !gemm_packed(op.x, op.ldx, op.x_type) || !gemm_packed(op.w, op.ldw, op.w_type))
+    throw failure("gemm: operands must be packed (16-byte aligned rows, K a multiple of 8); got K " +
+                  std::to_string(op.k) + ", ldx " + std::to_string(op.ldx) + ", ldw " + std::to_string(op.ldw));
+  if (op.ldx < op.k || op.ldw < op.k || op.ldy < op.n)
+    throw failure("gemm: a row stride is shorter than its row (ldx " + std::to_string(op.ldx) + ", ldw " +
+                  std::to_string(op.ldw) + ", ldy " + std::to_string(op.ldy) + ")");
+#if MOSS_PLATFORM_NVIDIA
+  if (tiles == GemmTiles::Auto) tiles = gemm_auto_tiles(op.m, op.n, multiprocessors);
+  switch (tiles) {
+    case GemmTiles::Large: launch_typed<LargeTiles>(op, stream); break;
+    case GemmTiles::Medium: launch_typed<MediumTiles>(op, stream); break;
+    default: launch_typed<SmallTiles>(op, stream); break;
+  }
+#else
+  (void)tiles;
+  (void)multiprocessors;
+  launch_typed<WaveTiles, WaveTilesF32Weights>(op, stream);
+#endif
+}
+
+}  // namespace moss

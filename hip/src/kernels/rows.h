@@ -1,0 +1,58 @@
+// Row-wise kernels of the core op family: RMS norm (whole rows or per-head groups), modulation,
+// gated residual add, gated units, SiLU, split-half RoPE, and row gathers (embedding lookups
+// and copies with f32 <-> bf16 conversion). Each computes what its host replay in
+// ops/host/core_ops_host.cpp computes, in fp32, element by element in the same order (only the
+// norm's sum of squares is reduced in a different order).
+//
+// Operands are device matrices (rows x cols, unit column stride, any row stride), f32 or bf16
+// each on its own; per-column parameter vectors (norm weights, shift, scale, gate) f32 or bf16.
+// Memory-bound: each thread moves 4 consecutive columns (one 16-byte f32 or 8-byte bf16 access
+// when every operand's rows are aligned for it, element by element otherwise).
+#pragma once
+
+#include <cstdint>
+
+#include "ops/core_ops.h"
+#include "runtime/portability.h"
+
+namespace moss {
+
+struct RowsMatrix {
+  void* data = nullptr;
+  bool bf16 = false;
+  int64_t rows = 0, cols = 0, ld = 0;  // ld: row stride in elements
+};
+
+struct RowsVector {
+  const void* data = nullptr;  // null: absent
+  bool bf16 = false;
+};
+
+// y = rms_norm(x) over runs of `group` columns, then ·w (Mul), ·(1 + w) (OnePlus) or nothing;
+// w has `group` elements. y may be x.
+void rows_rms_norm(const RowsMatrix& x, RowsVector w, NormWeight mode, float eps, int64_t group, const RowsMatrix& y,
+                   hipStream_t stream);
+
+// y = y·(1 + scale) + shift, per column.
+void rows_modulate(const RowsMatrix& y, RowsVector shift, RowsVector scale, hipStream_t stream);
+
+// x += d, or x += d·gate per column when gate.data is set.
+void rows_add(const RowsMatrix& x, const RowsMatrix& d, RowsVector gate, hipStream_t stream);
+
+// out = unit(a, b) (CoreOps::gated_unit); out may alias neither input.
+void rows_gated_unit(GatedUnit kind, const RowsMatrix& a, const RowsMatrix& b, const RowsMatrix& out,
+                     hipStream_t stream);
+
+// y = x·σ(x); y may be x.
+void rows_silu(const RowsMatrix& x, const RowsMatrix& y, hipStream_t stream);
+
+// In-place split-half rotation of the first rot_dim columns of each head of head_dim columns.
+// sin and cos: f32 [x.rows, >= rot_dim] with row strides ld_sin and ld_cos.
+void rows_rope(const RowsMatrix& x, const float* sin, int64_t ld_sin, const float* cos, int64_t ld_cos,
+               int64_t head_dim, int64_t rot_dim, hipStream_t stream);
+
+// dst row i = src row ids[i] (ids: device int32, dst.rows of them, each < src.rows; null: row i),
+// converting between f32 and bf16 (round to nearest even). dst must not overlap src.
+void rows_gather(const RowsMatrix& src, const int32_t* ids, const RowsMatrix& dst, hipStream_t stream);
+
+}  // namespace moss

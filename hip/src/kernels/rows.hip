@@ -1,0 +1,314 @@
+// Row-wise kernels of the core op family; contract in kernels/rows.h.
+//
+// Launch shapes: elementwise kernels map block x to a row and (block y, thread) to 4 consecutive
+// columns; the RMS norm gives each wave one (row, group) pair and reduces the sum of squares
+// across the wave; RoPE gives each thread one rotated pair. NVIDIA blocks hold 4 warps, AMD
+// workgroups one wave (product contract).
+#include "kernels/rows.h"
+
+#include <string>
+
+#include "kernels/tile_copy.h"
+
+namespace moss {
+namespace {
+
+constexpr int kWaves = kPlatformNvidia ? 4 : 1;
+constexpr int kThreads = kWaves * kWaveSize;
+constexpr int kColsPerBlock = kThreads * 4;
+
+// ---- element access ----------------------------------------------------------------------------
+struct Mat {
+  void* p;
+  int64_t ld;
+  bool bf16;
+};
+
+__device__ inline float bf16_bits_to_float(uint32_t bits) { return __builtin_bit_cast(float, bits << 16); }
+__device__ inline uint32_t float_to_bf16_bits(float v) { return bf16_bits(to_bf16(v)); }
+
+__device__ inline float load1(const Mat& m, int64_t row, int64_t c) {
+  if (m.bf16) return bf16_bits_to_float(static_cast<const uint16_t*>(m.p)[row * m.ld + c]);
+  return static_cast<const float*>(m.p)[row * m.ld + c];
+}
+__device__ inline void store1(const Mat& m, int64_t row, int64_t c, float v) {
+  if (m.bf16) static_cast<uint16_t*>(m.p)[row * m.ld + c] = uint16_t(float_to_bf16_bits(v));
+  else static_cast<float*>(m.p)[row * m.ld + c] = v;
+}
+
+// Columns c..c+n-1 (n <= 4) of a row into v[0..n-1] (the rest zero). `vec`: n == 4 and the
+// row is aligned for one 16-byte (f32) or 8-byte (bf16) access.
+__device__ inline void load4(const Mat& m, int64_t row, int64_t c, int n, bool vec, float v[4]) {
+  if (vec && m.bf16) {
+    const uint64_t bits = *reinterpret_cast<const uint64_t*>(static_cast<const uint16_t*>(m.p) + row * m.ld + c);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = bf16_bits_to_float(uint32_t(bits >> (16 * j)) & 0xffffu);
+  } else if (vec) {
+    const tile::Chunk16 chunk = *reinterpret_cast<const tile::Chunk16*>(static_cast<const float*>(m.p) + row * m.ld + c);
+    __builtin_memcpy(v, &chunk, sizeof chunk);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = j < n ? load1(m, row, c + j) : 0.0f;
+  }
+}
+__device__ inline void store4(const Mat& m, int64_t row, int64_t c, int n, bool vec, const float v[4]) {
+  if (vec && m.bf16) {
+    uint64_t bits = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) bits |= uint64_t(float_to_bf16_bits(v[j])) << (16 * j);
+    *reinterpret_cast<uint64_t*>(static_cast<uint16_t*>(m.p) + row * m.ld + c) = bits;
+  } else if (vec) {
+    tile::Chunk16 chunk;
+    __builtin_memcpy(&chunk, v, sizeof chunk);
+    *reinterpret_cast<tile::Chunk16*>(static_cast<float*>(m.p) + row * m.ld + c) = chunk;
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (j < n) store1(m, row, c + j, v[j]);
+  }
+}
+
+// Element i of a parameter vector.
+struct Vec {
+  const void* p;
+  bool bf16;
+};
+__device__ inline float at(const Vec& v, int64_t i) {
+  return v.bf16 ? bf16_bits_to_float(static_cast<const uint16_t*>(v.p)[i]) : static_cast<const float*>(v.p)[i];
+}
+
+// σ(x) with the accurate exp (the host replay uses std::exp; fp32 kernels answer to 1e-5).
+__device__ inline float sigmoid_exact(float x) { return 1.0f / (1.0f + exp_f(-x)); }
+
+// ---- elementwise kernels: one thread per 4 columns of a row ------------------------------------
+struct ModulateOp {
+  Mat y;
+  Vec shift, scale;
+  __device__ void operator()(int64_t row, int64_t c, int n, bool vec) const {
+    float v[4];
+    load4(y, row, c, n, vec, v);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (j < n) v[j] = v[j] * (1.0f + at(scale, c + j)) + at(shift, c + j);
+    store4(y, row, c, n, vec, v);
+  }
+};
+
+struct AddOp {
+  Mat x, d;
+  Vec gate;  // p null: plain add
+  __device__ void operator()(int64_t row, int64_t c, int n, bool vec) const {
+    float xv[4], dv[4];
+    load4(x, row, c, n, vec, xv);
+    load4(d, row, c, n, vec, dv);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (j < n) xv[j] += gate.p ? dv[j] * at(gate, c + j) : dv[j];
+    store4(x, row, c, n, vec, xv);
+  }
+};
+
+struct GatedOp {
+  Mat a, b, out;
+  GatedUnit kind;
+  __device__ void operator()(int64_t row, int64_t c, int n, bool vec) const {
+    float av[4], bv[4], o[4];
+    load4(a, row, c, n, vec, av);
+    load4(b, row, c, n, vec, bv);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float x = av[j], g = bv[j];
+      switch (kind) {
+        case GatedUnit::Situ:
+          o[j] = (4.0f * tanh_f(g / 4.0f) * sigmoid_exact(g)) * (25.0f * tanh_f(x / 25.0f));
+          break;
+        case GatedUnit::SwiGlu: o[j] = x * sigmoid_exact(x) * g; break;
+        default: o[j] = x * sigmoid_exact(g); break;
+      }
+    }
+    store4(out, row, c, n, vec, o);
+  }
+};
+
+struct SiluOp {
+  Mat x, y;
+  __device__ void operator()(int64_t row, int64_t c, int n, bool vec) const {
+    float v[4];
+    load4(x, row, c, n, vec, v);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = v[j] * sigmoid_exact(v[j]);
+    store4(y, row, c, n, vec, v);
+  }
+};
+
+struct GatherOp {
+  Mat src, dst;
+  const int32_t* ids;  // null: identity
+  __device__ void operator()(int64_t row, int64_t c, int n, bool vec) const {
+    float v[4];
+    load4(src, ids ? int64_t(ids[row]) : row, c, n, vec, v);
+    store4(dst, row, c, n, vec, v);
+  }
+};
+
+template <class Op>
+__global__ __launch_bounds__(kThreads) void elementwise_kernel(Op op, int64_t cols, bool vec) {
+  const int64_t row = block_x();
+  const int64_t c = (int64_t(block_y()) * kThreads + thread_x()) * 4;
+  if (c >= cols) return;
+  const int n = cols - c < 4 ? int(cols - c) : 4;
+  op(row, c, n, vec && n == 4);
+}
+
+// ---- RMS norm: one wave per (row, group) ---------------------------------------------------------
+__global__ __launch_bounds__(kThreads) void rms_norm_kernel(Mat x, Mat y, Vec w, NormWeight mode, float eps,
+                                                            int64_t group, int64_t groups_per_row, int64_t items,
+                                                            bool vec) {
+  const int64_t item = int64_t(block_x()) * kWaves + thread_x() / kWaveSize;
+  if (item >= items) return;  // whole waves leave together
+  const int64_t row = item / groups_per_row, g0 = (item % groups_per_row) * group;
+  const int64_t lane = lane_id();
+  float ss = 0.0f;
+  for (int64_t c = lane * 4; c < group; c += kWaveSize * 4) {
+    const int n = group - c < 4 ? int(group - c) : 4;
+    float v[4];
+    load4(x, row, g0 + c, n, vec && n == 4, v);
+    ss += v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3];
+  }
+  ss = wave_sum(ss);
+  const float inv = 1.0f / sqrt_f(ss / float(group) + eps);
+  for (int64_t c = lane * 4; c < group; c += kWaveSize * 4) {
+    const int n = group - c < 4 ? int(group - c) : 4;
+    float v[4];
+    load4(x, row, g0 + c, n, vec && n == 4, v);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      v[j] *= inv;
+      if (j < n && mode == NormWeight::Mul) v[j] *= at(w, c + j);
+      if (j < n && mode == NormWeight::OnePlus) v[j] *= at(w, c + j) + 1.0f;
+    }
+    store4(y, row, g0 + c, n, vec && n == 4, v);
+  }
+}
+
+// ---- RoPE: one thread per rotated pair (row, head, i < rot_dim / 2) ------------------------------
+__global__ __launch_bounds__(kThreads) void rope_kernel(Mat x, const float* sin, int64_t ld_sin, const float* cos,
+                                                        int64_t ld_cos, int64_t head_dim, int64_t half,
+                                                        int64_t heads, int64_t total) {
+  const int64_t idx = int64_t(block_x()) * kThreads + thread_x();
+  if (idx >= total) return;
+  const int64_t i = idx % half, rest = idx / half, h = rest % heads, r = rest / heads;
+  const int64_t c0 = h * head_dim + i;
+  const float a = load1(x, r, c0), b = load1(x, r, c0 + half);
+  const float* s = sin + r * ld_sin;
+  const float* c = cos + r * ld_cos;
+  // x·cos + rotate_half(x)·sin, as the host replay computes it.
+  store1(x, r, c0, a * c[i] + (-b) * s[i]);
+  store1(x, r, c0 + half, b * c[i + half] + a * s[i + half]);
+}
+
+// ---- host side ---------------------------------------------------------------------------------
+Mat mat(const RowsMatrix& m) { return {m.data, m.ld, m.bf16}; }
+Vec vec(RowsVector v) { return {v.data, v.bf16}; }
+
+// Rows aligned for 4-column vector accesses (16 bytes f32, 8 bytes bf16).
+bool aligned4(const RowsMatrix& m) {
+  const uint64_t bytes = m.bf16 ? 8 : 16, elem = m.bf16 ? 2 : 4;
+  return reinterpret_cast<uintptr_t>(m.data) % bytes == 0 && (uint64_t(m.ld) * elem) % bytes == 0;
+}
+
+void require(bool ok, const char* kernel, const std::string& why) {
+  if (!ok) throw failure(std::string(kernel) + ": " + why);
+}
+
+void require_matrix(const RowsMatrix& m, const char* kernel, const char* name) {
+  require(m.data && m.rows >= 0 && m.cols >= 0 && m.ld >= m.cols, kernel,
+          std::string(name) + " is not a valid device matrix");
+}
+
+template <class Op>
+void launch_elementwise(const Op& op, int64_t rows, int64_t cols, bool vec, hipStream_t stream, const char* kernel) {
+  if (rows == 0 || cols == 0) return;
+  const int64_t col_blocks = (cols + kColsPerBlock - 1) / kColsPerBlock;
+  require(rows <= 0x7fffffff && col_blocks <= 65535, kernel,
+          "shape " + std::to_string(rows) + "x" + std::to_string(cols) + " is too large");
+  hipLaunchKernelGGL(elementwise_kernel<Op>, dim3(unsigned(rows), unsigned(col_blocks)), dim3(kThreads), 0, stream,
+                     op, cols, vec);
+  MOSS_HIP_CHECK(hipGetLastError());
+}
+
+unsigned blocks_for(int64_t items, int64_t per_block, const char* kernel) {
+  const int64_t blocks = (items + per_block - 1) / per_block;
+  require(blocks <= 0x7fffffff, kernel, "too many items (" + std::to_string(items) + ")");
+  return unsigned(blocks);
+}
+
+}  // namespace
+
+void rows_rms_norm(const RowsMatrix& x, RowsVector w, NormWeight mode, float eps, int64_t group, const RowsMatrix& y,
+                   hipStream_t stream) {
+  require_matrix(x, "rms_norm", "x");
+  require_matrix(y, "rms_norm", "y");
+  require(group > 0 && x.cols % group == 0, "rms_norm", "group must divide the columns");
+  require(y.rows == x.rows && y.cols == x.cols, "rms_norm", "y shape");
+  require(mode == NormWeight::None || w.data, "rms_norm", "weight missing");
+  const int64_t items = x.rows * (x.cols / group);
+  if (items == 0) return;
+  const bool v = group % 4 == 0 && aligned4(x) && aligned4(y);
+  hipLaunchKernelGGL(rms_norm_kernel, dim3(blocks_for(items, kWaves, "rms_norm")), dim3(kThreads), 0, stream, mat(x),
+                     mat(y), vec(w), mode, eps, group, x.cols / group, items, v);
+  MOSS_HIP_CHECK(hipGetLastError());
+}
+
+void rows_modulate(const RowsMatrix& y, RowsVector shift, RowsVector scale, hipStream_t stream) {
+  require_matrix(y, "modulate", "y");
+  require(shift.data && scale.data, "modulate", "shift and scale are required");
+  launch_elementwise(ModulateOp{mat(y), vec(shift), vec(scale)}, y.rows, y.cols, aligned4(y), stream, "modulate");
+}
+
+void rows_add(const RowsMatrix& x, const RowsMatrix& d, RowsVector gate, hipStream_t stream) {
+  require_matrix(x, "add", "x");
+  require_matrix(d, "add", "d");
+  require(d.rows == x.rows && d.cols == x.cols, "add", "shape mismatch");
+  launch_elementwise(AddOp{mat(x), mat(d), vec(gate)}, x.rows, x.cols, aligned4(x) && aligned4(d), stream, "add");
+}
+
+void rows_gated_unit(GatedUnit kind, const RowsMatrix& a, const RowsMatrix& b, const RowsMatrix& out,
+                     hipStream_t stream) {
+  require_matrix(a, "gated_unit", "a");
+  require_matrix(b, "gated_unit", "b");
+  require_matrix(out, "gated_unit", "out");
+  require(b.rows == a.rows && b.cols == a.cols && out.rows == a.rows && out.cols == a.cols, "gated_unit",
+          "shape mismatch");
+  launch_elementwise(GatedOp{mat(a), mat(b), mat(out), kind}, a.rows, a.cols,
+                     aligned4(a) && aligned4(b) && aligned4(out), stream, "gated_unit");
+}
+
+void rows_silu(const RowsMatrix& x, const RowsMatrix& y, hipStream_t stream) {
+  require_matrix(x, "silu", "x");
+  require_matrix(y, "silu", "y");
+  require(y.rows == x.rows && y.cols == x.cols, "silu", "shape mismatch");
+  launch_elementwise(SiluOp{mat(x), mat(y)}, x.rows, x.cols, aligned4(x) && aligned4(y), stream, "silu");
+}
+
+void rows_rope(const RowsMatrix& x, const float* sin, int64_t ld_sin, const float* cos, int64_t ld_cos,
+               int64_t head_dim, int64_t rot_dim, hipStream_t stream) {
+  require_matrix(x, "rope", "x");
+  require(sin && cos, "rope", "sin and cos are required");
+  require(head_dim > 0 && x.cols % head_dim == 0 && rot_dim % 2 == 0 && rot_dim <= head_dim, "rope", "dims");
+  const int64_t half = rot_dim / 2, heads = x.cols / head_dim, total = x.rows * heads * half;
+  if (total == 0) return;
+  hipLaunchKernelGGL(rope_kernel, dim3(blocks_for(total, kThreads, "rope")), dim3(kThreads), 0, stream, mat(x), sin,
+                     ld_sin, cos, ld_cos, head_dim, half, heads, total);
+  MOSS_HIP_CHECK(hipGetLastError());
+}
+
+void rows_gather(const RowsMatrix& src, const int32_t* ids, const RowsMatrix& dst, hipStream_t stream) {
+  require_matrix(src, "gather", "src");
+  require_matrix(dst, "gather", "dst");
+  require(src.cols == dst.cols && (ids || src.rows == dst.rows), "gather", "shape mismatch");
+  launch_elementwise(GatherOp{mat(src), mat(dst), ids}, dst.rows, dst.cols, aligned4(src) && aligned4(dst), stream,
+                     "gather");
+}
+
+}  // namespace moss

@@ -1,0 +1,109 @@
+// Kernels of kernels/vae_layout.h. The map <-> token moves are transposes through a 32x32
+// shared-memory tile (one padding column: no bank conflicts), so both the NCHW side (along
+// pixels) and the token side (along channels) are read and written coalesced.
+#include "kernels/vae_layout.h"
+
+namespace moss {
+namespace {
+
+// NVIDIA: eight warps per block; AMD: one wave32 per workgroup (product contract).
+constexpr int kThreads = kPlatformNvidia ? 256 : kWorkgroupSize;
+constexpr int kTile = 32;                     // channels x pixels per block
+constexpr int kRowStep = kThreads / kTile;    // tile rows handled at once
+
+__global__ __launch_bounds__(kThreads) void unpatchify_kernel(const float* __restrict__ packed,
+                                                              const float* __restrict__ mean,
+                                                              const float* __restrict__ var, float eps, int channels,
+                                                              int h, int w, int patch, float* __restrict__ out) {
+  const int64_t o = int64_t(block_x()) * kThreads + int64_t(thread_x());
+  const int64_t width = int64_t(w) * patch, height = int64_t(h) * patch;
+  if (o >= int64_t(channels) * height * width) return;
+  const int x = int(o % width), y = int((o / width) % height), c = int(o / (width * height));
+  const int i = y / patch, dy = y % patch, j = x / patch, dx = x % patch;
+  const int k = patch * patch * c + patch * dy + dx;
+  const float sd = sqrt_f(var[k] + eps);
+  out[o] = packed[(int64_t(k) * h + i) * w + j] * sd + mean[k];
+}
+
+__global__ __launch_bounds__(kThreads) void map_to_tokens_kernel(const float* __restrict__ x, int channels,
+                                                                 int64_t pixels, const ChannelNorm* __restrict__ norm,
+                                                                 bool silu, float* __restrict__ tokens, int64_t ld) {
+  __shared__ float tile[kTile][kTile + 1];  // [channel][pixel]
+  const int lane = int(thread_x()) % kTile, first = int(thread_x()) / kTile;
+  const int c0 = int(block_y()) * kTile;
+  const int64_t p0 = int64_t(block_x()) * kTile;
+  for (int r = first; r < kTile; r += kRowStep) {
+    const int c = c0 + r;
+    const int64_t p = p0 + lane;
+    if (c < channels && p < pixels) {
+      float v = x[int64_t(c) * pixels + p];
+      if (norm) {
+        const ChannelNorm n = norm[c];
+        v = (v - n.mean) * n.scale + n.shift;
+        if (silu) v = v * sigmoid_f(v);
+      }
+      tile[r][lane] = v;
+    }
+  }
+  sync_workgroup();
+  for (int r = first; r < kTile; r += kRowStep) {
+    const int64_t p = p0 + r;
+    const int c = c0 + lane;
+    if (c < channels && p < pixels) tokens[p * ld + c] = tile[lane][r];
+  }
+}
+
+__global__ __launch_bounds__(kThreads) void add_tokens_kernel(float* __restrict__ x, int channels, int64_t pixels,
+                                                              const float* __restrict__ tokens, int64_t ld) {
+  __shared__ float tile[kTile][kTile + 1];  // [channel][pixel]
+  const int lane = int(thread_x()) % kTile, first = int(thread_x()) / kTile;
+  const int c0 = int(block_y()) * kTile;
+  const int64_t p0 = int64_t(block_x()) * kTile;
+  for (int r = first; r < kTile; r += kRowStep) {
+    const int64_t p = p0 + r;
+    const int c = c0 + lane;
+    if (c < channels && p < pixels) tile[lane][r] = tokens[p * ld + c];
+  }
+  sync_workgroup();
+  for (int r = first; r < kTile; r += kRowStep) {
+    const int c = c0 + r;
+    const int64_t p = p0 + lane;
+    if (c < channels && p < pixels) x[int64_t(c) * pixels + p] += tile[r][lane];
+  }
+}
+
+dim3 transpose_grid(int channels, int64_t pixels) {
+  const int64_t px_tiles = (pixels + kTile - 1) / kTile;
+  if (px_tiles > int64_t(0x7fffffff)) throw failure("VAE token move: map too large");
+  return dim3(unsigned(px_tiles), unsigned((channels + kTile - 1) / kTile));
+}
+
+}  // namespace
+
+void batch_norm_unpatchify(const float* packed, const float* running_mean, const float* running_var, float eps,
+                           int channels, int h, int w, int patch, float* out, hipStream_t stream) {
+  if (channels <= 0 || h <= 0 || w <= 0 || patch <= 0) throw failure("batch_norm_unpatchify: empty shape");
+  const int64_t total = int64_t(channels) * h * w * patch * patch;
+  const int64_t blocks = (total + kThreads - 1) / kThreads;
+  if (blocks > int64_t(0x7fffffff)) throw failure("batch_norm_unpatchify: latent too large");
+  hipLaunchKernelGGL(unpatchify_kernel, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, packed, running_mean,
+                     running_var, eps, channels, h, w, patch, out);
+  MOSS_HIP_CHECK(hipGetLastError());
+}
+
+void map_to_tokens(const float* x, int channels, int64_t pixels, const ChannelNorm* norm, bool silu, float* tokens,
+                   int64_t ld, hipStream_t stream) {
+  if (channels <= 0 || pixels <= 0 || ld < channels) throw failure("map_to_tokens: bad shape");
+  hipLaunchKernelGGL(map_to_tokens_kernel, transpose_grid(channels, pixels), dim3(kThreads), 0, stream, x, channels,
+                     pixels, norm, silu, tokens, ld);
+  MOSS_HIP_CHECK(hipGetLastError());
+}
+
+void add_tokens_to_map(float* x, int channels, int64_t pixels, const float* tokens, int64_t ld, hipStream_t stream) {
+  if (channels <= 0 || pixels <= 0 || ld < channels) throw failure("add_tokens_to_map: bad shape");
+  hipLaunchKernelGGL(add_tokens_kernel, transpose_grid(channels, pixels), dim3(kThreads), 0, stream, x, channels,
+                     pixels, tokens, ld);
+  MOSS_HIP_CHECK(hipGetLastError());
+}
+
+}  // namespace moss

@@ -1,0 +1,90 @@
+#include "ops/hip/attention_op.h"
+
+#include <limits>
+#include <string>
+
+#include "kernels/attention_pack.h"
+
+namespace moss {
+namespace {
+
+// A device tensor read as a matrix: rows x cols with unit column stride and row stride ld.
+struct MatrixView {
+  int64_t rows = 0, cols = 0, ld = 0;
+};
+
+MatrixView matrix_view(const Tensor& t, const char* what) {
+  const std::string name = std::string("attention: ") + what + " " + t.shape_str();
+  if (t.where != Where::Device) throw failure(name + " is not on the device");
+  if (t.dtype != DType::F32 && t.dtype != DType::BF16)
+    throw failure(name + " is " + dtype_name(t.dtype) + ", expected F32 or BF16");
+  if (t.rank < 1) throw failure(name + " has no dimensions");
+  if (t.cols() > 1 && t.stride[t.rank - 1] != 1) throw failure(name + " has a non-unit column stride");
+  // Leading dimensions must fold into rows of one stride.
+  for (int i = 0; i + 2 < t.rank; ++i)
+    if (t.shape[i] > 1 && t.stride[i] != t.stride[i + 1] * t.shape[i + 1])
+      throw failure(name + " does not read as a matrix (leading dimensions not contiguous)");
+  MatrixView m{t.rows(), t.cols(), t.row_stride()};
+  if (m.rows > 1 && m.ld < m.cols) throw failure(name + " has rows that overlap (row stride below the width)");
+  return m;
+}
+
+std::string n(int64_t x) { return std::to_string(x); }
+
+}  // namespace
+
+void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
+                   int64_t kv_heads, int64_t head_dim, float scale, bool causal, AttentionTiling tiling) {
+  const MatrixView mq = matrix_view(q, "q"), mk = matrix_view(k, "k"), mv = matrix_view(v, "v"),
+                   mo = matrix_view(out, "out");
+  if (q.dtype != k.dtype || q.dtype != v.dtype)
+    throw failure(std::string("attention: q, k and v must share a dtype (") + dtype_name(q.dtype) + ", " +
+                  dtype_name(k.dtype) + ", " + dtype_name(v.dtype) + ")");
+  if (heads <= 0 || kv_heads <= 0 || heads % kv_heads != 0)
+    throw failure("attention: heads " + n(heads) + " is not a positive multiple of kv heads " + n(kv_heads));
+  const int d_pad = head_dim <= std::numeric_limits<int>::max() ? attention_padded_head_dim(int(head_dim)) : 0;
+  if (d_pad == 0) throw failure("attention: head dim " + n(head_dim) + " is not a multiple of 16 in [16, 384]");
+  if (mq.cols != heads * head_dim || mo.cols != heads * head_dim || mo.rows != mq.rows)
+    throw failure("attention: q " + q.shape_str() + " / out " + out.shape_str() + " are not [Tq, " +
+                  n(heads * head_dim) + "]");
+  if (mk.cols != kv_heads * head_dim || mv.cols != kv_heads * head_dim || mv.rows != mk.rows)
+    throw failure("attention: k " + k.shape_str() + " / v " + v.shape_str() + " are not [Tk, " +
+                  n(kv_heads * head_dim) + "]");
+  if (causal && mq.rows != mk.rows)
+    throw failure("attention: causal attention needs Tq == Tk (" + n(mq.rows) + " vs " + n(mk.rows) + ")");
+  if (mk.rows == 0) throw failure("attention: no keys");
+  const int64_t tk_pad = (mk.rows + kAttentionKeyPadding - 1) / kAttentionKeyPadding * kAttentionKeyPadding;
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  if (mq.rows > kIntMax || tk_pad > kIntMax || kv_heads * tk_pad * d_pad > kIntMax || heads > 65535)
+    throw failure("attention: shape too large (Tq " + n(mq.rows) + ", Tk " + n(mk.rows) + ", heads " + n(heads) + ")");
+  if (mq.rows == 0) return;
+
+  // K and V packed into bf16 tiles: 2 · kv_heads · tk_pad · d_pad elements of scratch.
+  const size_t packed = size_t(kv_heads) * size_t(tk_pad) * size_t(d_pad);
+  bf16* const kp = static_cast<bf16*>(ctx.scratch(2 * packed * sizeof(bf16)));
+  bf16* const vt = kp + packed;
+  attention_pack_kv(k.data, mk.ld, v.data, mv.ld, k.dtype == DType::BF16, int(mk.rows), int(kv_heads), int(head_dim),
+                    d_pad, int(tk_pad), kp, vt, ctx.stream());
+
+  AttentionParams p;
+  p.q = q.data;
+  p.q_bf16 = q.dtype == DType::BF16;
+  p.ldq = mq.ld;
+  p.kp = kp;
+  p.vt = vt;
+  p.tk_pad = int(tk_pad);
+  p.out = out.data;
+  p.out_bf16 = out.dtype == DType::BF16;
+  p.ld_out = mo.ld;
+  p.tq = int(mq.rows);
+  p.tk = int(mk.rows);
+  p.heads = int(heads);
+  p.kv_heads = int(kv_heads);
+  p.head_dim = int(head_dim);
+  p.scale = scale;
+  p.causal = causal;
+  p.tiling = tiling;
+  attention_forward(p, ctx.stream());
+}
+
+}  // namespace moss

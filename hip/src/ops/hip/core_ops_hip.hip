@@ -1,0 +1,227 @@
+// The core op family on the GPU: CoreOps (ops/core_ops.h) over the kernels of kernels/gemm
+// (linear), kernels/rows (norms, gates, RoPE, gathers) and ops/hip/attention_op.h. Each op
+// checks its operands (device tensors, f32 or bf16, unit column stride, shapes) with messages
+// that name the op and operand, then launches on the context's stream without synchronising.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "kernels/rows.h"
+#include "ops/hip/attention_op.h"
+#include "ops/hip/hip_context.h"
+
+namespace moss {
+namespace {
+
+void require(bool ok, const char* op, const std::string& why) {
+  if (!ok) throw failure(std::string("hip ") + op + ": " + why);
+}
+
+bool float_dtype(DType t) { return t == DType::F32 || t == DType::BF16; }
+
+// The 2-D reading of a tensor: rows x cols with one row stride (leading dims contiguous over
+// each other), unit column stride.
+bool two_d_readable(const Tensor& t) {
+  if (t.rank == 0) return true;
+  if (t.shape[t.rank - 1] > 1 && t.stride[t.rank - 1] != 1) return false;
+  for (int i = 0; i + 2 < t.rank; ++i)
+    if (t.shape[i] > 1 && t.stride[i] != t.stride[i + 1] * t.shape[i + 1]) return false;
+  return true;
+}
+
+RowsMatrix device_matrix(const Tensor& t, const char* op, const char* name) {
+  require(t.where == Where::Device, op, std::string(name) + " must be a device tensor");
+  require(float_dtype(t.dtype), op, std::string(name) + " must be f32 or bf16, not " + dtype_name(t.dtype));
+  require(two_d_readable(t), op, std::string(name) + " " + t.shape_str() + " is not a row-strided matrix");
+  RowsMatrix m;
+  m.data = t.data;
+  m.bf16 = t.dtype == DType::BF16;
+  m.rows = t.rows();
+  m.cols = t.cols();
+  m.ld = t.rank >= 2 ? t.row_stride() : t.cols();
+  return m;
+}
+
+RowsVector device_vector(const Tensor* t, int64_t n, const char* op, const char* name) {
+  if (!t) return {};
+  require(t->where == Where::Device, op, std::string(name) + " must be a device tensor");
+  require(float_dtype(t->dtype), op, std::string(name) + " must be f32 or bf16");
+  require(t->numel() == n && t->contiguous(), op,
+          std::string(name) + " " + t->shape_str() + " must be " + std::to_string(n) + " contiguous elements");
+  return {t->data, t->dtype == DType::BF16};
+}
+
+GemmType gemm_type(bool bf16) { return bf16 ? GemmType::BF16 : GemmType::F32; }
+size_t elem_bytes(bool bf16) { return bf16 ? 2 : 4; }
+size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+class HipCoreOps : public CoreOps {
+ public:
+  explicit HipCoreOps(HipContext& ctx) : ctx_(ctx) {}
+
+  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override {
+    const RowsMatrix xm = device_matrix(x, "linear", "x"), wm = device_matrix(w, "linear", "weight");
+    const RowsMatrix ym = device_matrix(y, "linear", "y");
+    const int64_t M = xm.rows, K = xm.cols, N = wm.rows;
+    require(wm.cols == K, "linear", "weight " + w.shape_str() + " does not match x " + x.shape_str());
+    require(ym.rows == M && ym.cols == N, "linear", "y " + y.shape_str() + " is not [M, N]");
+    const RowsVector b = device_vector(bias, N, "linear", "bias");
+    if (M == 0 || N == 0) return;
+    require(K > 0, "linear", "K is zero");
+
+    GemmOperands op;
+    op.x = xm.data;
+    op.x_type = gemm_type(xm.bf16);
+    op.ldx = xm.ld;
+    op.w = wm.data;
+    op.w_type = gemm_type(wm.bf16);
+    op.ldw = wm.ld;
+    op.bias = b.data;
+    op.bias_type = gemm_type(b.bf16);
+    op.y = ym.data;
+    op.y_type = gemm_type(ym.bf16);
+    op.ldy = ym.ld;
+    op.m = M;
+    op.n = N;
+    op.k = K;
+
+    // The kernel reads aligned 16-byte chunks with K a multiple of 8: other operands (odd K,
+    // column slices at odd offsets) are first copied into zero-padded scratch rows.
+    const int64_t Kp = int64_t(round_up(size_t(K), size_t(kGemmKMultiple)));
+    const bool pack_x = Kp != K || !gemm_packed(xm.data, xm.ld, op.x_type);
+    const bool pack_w = Kp != K || !gemm_packed(wm.data, wm.ld, op.w_type);
+    if (pack_x || pack_w) {
+      const size_t x_bytes = pack_x ? round_up(size_t(M * Kp) * elem_bytes(xm.bf16), 256) : 0;
+      const size_t w_bytes = pack_w ? round_up(size_t(N * Kp) * elem_bytes(wm.bf16), 256) : 0;
+      char* scratch = static_cast<char*>(ctx_.scratch(x_bytes + w_bytes));
+      MOSS_HIP_CHECK(hipMemsetAsync(scratch, 0, x_bytes + w_bytes, ctx_.stream()));
+      if (pack_x) {
+        op.x = pack(xm, scratch, Kp);
+        op.ldx = Kp;
+      }
+      if (pack_w) {
+        op.w = pack(wm, scratch + x_bytes, Kp);
+        op.ldw = Kp;
+      }
+      op.k = Kp;
+    }
+    gemm(op, ctx_.stream(), ctx_.multiprocessors());
+  }
+
+  void rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) override {
+    const RowsMatrix xm = device_matrix(x, "rms_norm", "x"), ym = device_matrix(y, "rms_norm", "y");
+    require(group > 0 && xm.cols % group == 0, "rms_norm", "group must divide the columns");
+    require(ym.rows == xm.rows && ym.cols == xm.cols, "rms_norm", "y " + y.shape_str() + " differs from x");
+    require(mode == NormWeight::None || w, "rms_norm", "weight missing");
+    const RowsVector wv = mode == NormWeight::None ? RowsVector{} : device_vector(w, group, "rms_norm", "weight");
+    rows_rms_norm(xm, wv, mode, eps, group, ym, ctx_.stream());
+  }
+
+  void modulate(Tensor& y, const Tensor& shift, const Tensor& scale) override {
+    const RowsMatrix ym = device_matrix(y, "modulate", "y");
+    rows_modulate(ym, device_vector(&shift, ym.cols, "modulate", "shift"),
+                  device_vector(&scale, ym.cols, "modulate", "scale"), ctx_.stream());
+  }
+
+  void add(Tensor& x, const Tensor& d, const Tensor* gate) override {
+    const RowsMatrix xm = device_matrix(x, "add", "x"), dm = device_matrix(d, "add", "d");
+    require(dm.rows == xm.rows && dm.cols == xm.cols, "add", "d " + d.shape_str() + " differs from x");
+    rows_add(xm, dm, device_vector(gate, xm.cols, "add", "gate"), ctx_.stream());
+  }
+
+  void gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tensor& out) override {
+    const RowsMatrix am = device_matrix(a, "gated_unit", "a"), bm = device_matrix(b, "gated_unit", "b");
+    const RowsMatrix om = device_matrix(out, "gated_unit", "out");
+    require(bm.rows == am.rows && bm.cols == am.cols && om.rows == am.rows && om.cols == am.cols, "gated_unit",
+            "shapes differ: a " + a.shape_str() + ", b " + b.shape_str() + ", out " + out.shape_str());
+    rows_gated_unit(kind, am, bm, om, ctx_.stream());
+  }
+
+  void silu(const Tensor& x, Tensor& y) override {
+    const RowsMatrix xm = device_matrix(x, "silu", "x"), ym = device_matrix(y, "silu", "y");
+    require(ym.rows == xm.rows && ym.cols == xm.cols, "silu", "y " + y.shape_str() + " differs from x");
+    rows_silu(xm, ym, ctx_.stream());
+  }
+
+  void rope(Tensor& x, const Tensor& sin, const Tensor& cos, int64_t head_dim, int64_t rot_dim) override {
+    const RowsMatrix xm = device_matrix(x, "rope", "x");
+    const RowsMatrix sm = device_matrix(sin, "rope", "sin"), cm = device_matrix(cos, "rope", "cos");
+    require(!sm.bf16 && !cm.bf16, "rope", "sin and cos must be f32");
+    require(head_dim > 0 && xm.cols % head_dim == 0 && rot_dim % 2 == 0 && rot_dim <= head_dim, "rope",
+            "head_dim " + std::to_string(head_dim) + " / rot_dim " + std::to_string(rot_dim) + " do not fit x " +
+                x.shape_str());
+    require(sm.rows == xm.rows && cm.rows == xm.rows && sm.cols >= rot_dim && cm.cols >= rot_dim, "rope",
+            "table shape " + sin.shape_str() + " for x " + x.shape_str());
+    rows_rope(xm, static_cast<const float*>(sm.data), sm.ld, static_cast<const float*>(cm.data), cm.ld, head_dim,
+              rot_dim, ctx_.stream());
+  }
+
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t kv_heads,
+                 int64_t head_dim, float scale, bool causal) override {
+    hip_attention(ctx_, q, k, v, out, heads, kv_heads, head_dim, scale, causal);
+  }
+
+  void embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) override {
+    const RowsMatrix om = device_matrix(out, "embedding", "out");
+    require(float_dtype(table.dtype) && two_d_readable(table), "embedding", "table must be an f32 or bf16 matrix");
+    const int64_t V = table.rows(), C = table.cols(), n = int64_t(ids.size());
+    require(om.rows == n && om.cols == C, "embedding", "out " + out.shape_str() + " is not [ids, table columns]");
+    for (int32_t id : ids)
+      require(id >= 0 && id < V, "embedding", "token id " + std::to_string(id) + " outside the table");
+    if (n == 0 || C == 0) return;
+    if (table.where == Where::Host) {
+      // Gather on the host (only the rows used cross the bus), then convert on the device.
+      const size_t es = dtype_size(table.dtype), row_bytes = size_t(C) * es;
+      std::vector<char> rows(size_t(n) * row_bytes);
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(rows.data() + size_t(i) * row_bytes,
+                    static_cast<const char*>(table.data) + size_t(ids[size_t(i)] * table.row_stride()) * es, row_bytes);
+      void* staged = ctx_.scratch(rows.size());
+      ctx_.copy_to_device(staged, rows.data(), rows.size());
+      RowsMatrix src{staged, table.dtype == DType::BF16, n, C, C};
+      rows_gather(src, nullptr, om, ctx_.stream());
+      return;
+    }
+    const RowsMatrix tm = device_matrix(table, "embedding", "table");
+    void* dev_ids = ctx_.scratch(ids.size() * sizeof(int32_t));
+    ctx_.copy_to_device(dev_ids, ids.data(), ids.size() * sizeof(int32_t));
+    rows_gather(tm, static_cast<const int32_t*>(dev_ids), om, ctx_.stream());
+  }
+
+  void copy(const Tensor& src, Tensor& dst) override {
+    const RowsMatrix dm = device_matrix(dst, "copy", "dst");
+    require(src.rows() == dm.rows && src.cols() == dm.cols, "copy",
+            "src " + src.shape_str() + " and dst " + dst.shape_str() + " differ");
+    if (src.where == Where::Host) {
+      require(float_dtype(src.dtype) && two_d_readable(src), "copy", "src must be an f32 or bf16 matrix");
+      const size_t es = dtype_size(src.dtype), row_bytes = size_t(src.cols()) * es;
+      std::vector<char> rows(size_t(src.rows()) * row_bytes);
+      for (int64_t r = 0; r < src.rows(); ++r)
+        std::memcpy(rows.data() + size_t(r) * row_bytes,
+                    static_cast<const char*>(src.data) + size_t(r * src.row_stride()) * es, row_bytes);
+      void* staged = ctx_.scratch(rows.size());
+      ctx_.copy_to_device(staged, rows.data(), rows.size());
+      rows_gather(RowsMatrix{staged, src.dtype == DType::BF16, src.rows(), src.cols(), src.cols()}, nullptr, dm,
+                  ctx_.stream());
+      return;
+    }
+    rows_gather(device_matrix(src, "copy", "src"), nullptr, dm, ctx_.stream());
+  }
+
+ private:
+  // Copies m into zero-filled scratch rows of `ld` elements at `dst` (same dtype).
+  const void* pack(const RowsMatrix& m, void* dst, int64_t ld) {
+    RowsMatrix packed{dst, m.bf16, m.rows, m.cols, ld};
+    rows_gather(m, nullptr, packed, ctx_.stream());
+    return dst;
+  }
+
+  HipContext& ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<CoreOps> make_hip_core_ops(HipContext& ctx) { return std::make_unique<HipCoreOps>(ctx); }
+
+}  // namespace moss

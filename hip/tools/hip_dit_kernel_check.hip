@@ -1,0 +1,546 @@
+// hip_dit_kernel_check: every core kernel the DiT runs, on the GPU backend against the host
+// replay (ops/host) on the same random inputs, at the real DiT shapes (dim 3072, ffn 8192, 24
+// heads of 128; 4160 token rows at 1024x1024 = 4096 image + 64 text) and at odd sizes (tails,
+// misaligned column slices, bf16 operands). Outputs are poisoned with NaN first, so an element
+// a kernel forgets to write fails its case.
+//
+//   hip_dit_kernel_check [--device N]
+//
+// Table rows: kernel, shape, relative L2, max |error|, ms per launch, rate, verdict. Tolerances:
+// bf16-operand kernels (GEMM) 1e-2 relative L2, fp32 kernels 1e-5 (bf16 in/out cases 1e-2). The
+// full-size GEMMs are timed and spot-checked on 64 sampled rows (host replay of those rows only).
+// A failing case prints its first bad element before its row. The closing summary lists each
+// timed kernel at the 1024x1024 shapes with its share of the H200 ceilings (790 TFLOP/s dense
+// bf16, 4.3 TB/s). Exit status 0 only if every case passed. About 20-40 s on an H200 machine
+// (most of it the host replay of the GEMM checks on 16 cores).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checks/attention_cases.h"
+#include "kernel_check.h"
+#include "kernels/gemm.h"
+#include "ops/backend.h"
+#include "ops/hip/hip_backend.h"
+
+namespace {
+
+using namespace moss;
+
+constexpr double kBf16Tol = 1e-2, kF32Tol = 1e-5;
+constexpr double kPeakTflops = 790.0, kPeakGBs = 4300.0;  // H200: dense bf16 (measured), HBM3e
+
+// The DiT at 1024x1024.
+constexpr int64_t kDim = 3072, kFfn = 8192, kHeads = 24, kHeadDim = 128, kText = 64;
+constexpr int64_t kRows = 64 * 64 + kText;  // image tokens + text tokens
+
+struct Timing {
+  std::string kernel, shape;
+  double ms, flops, bytes;
+};
+
+struct Env {
+  Backend& host;
+  Backend& gpu;
+  HipContext& ctx;
+  kcheck::Table& table;
+  uint64_t seed = 1;
+  std::vector<Timing> timings;
+  hipStream_t stream() const { return ctx.stream(); }
+};
+
+std::string shape_of(std::initializer_list<int64_t> d) {
+  std::string s;
+  for (int64_t v : d) s += (s.empty() ? "" : "x") + std::to_string(v);
+  return s;
+}
+
+// Deterministic uniform values of standard deviation `scale` (fast enough for 100M elements).
+void fill(std::vector<float>& v, uint64_t seed, float scale) {
+  const float a = scale * 1.7320508f;
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull + 0xD1B54A32D192ED03ull * (i + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    v[i] = (float(z >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * a;
+  }
+}
+
+// A random matrix on both sides: `h` is host f32 (the host ops' activation dtype) holding exactly
+// the values of `d`, the device tensor of dtype dt (bf16 values are rounded first).
+struct Pair {
+  Tensor h, d;
+};
+Pair random_pair(Env& e, DType dt, const std::vector<int64_t>& dims, float scale = 1.0f) {
+  Tensor h = host_tensor(DType::F32, dims);
+  std::vector<float> v(size_t(h.numel()));
+  fill(v, ++e.seed, scale);
+  Tensor src = host_tensor(dt, dims);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dt == DType::BF16) {
+      const uint16_t b = f32_to_bf16(v[i]);
+      src.ptr<uint16_t>()[i] = b;
+      h.ptr<float>()[i] = bf16_to_f32(b);
+    } else {
+      src.ptr<float>()[i] = v[i];
+      h.ptr<float>()[i] = v[i];
+    }
+  }
+  return {h, e.gpu.upload(src)};
+}
+
+// A host tensor of dtype dt with the values of h (f32) -- for weights the host ops read as is.
+Tensor host_as(const Tensor& h, DType dt) {
+  if (dt == DType::F32) return h;
+  Tensor out = host_tensor(dt, h.dims());
+  for (int64_t i = 0; i < h.numel(); ++i) out.ptr<uint16_t>()[i] = f32_to_bf16(h.ptr<const float>()[i]);
+  return out;
+}
+
+Tensor poisoned(Env& e, DType dt, const std::vector<int64_t>& dims) {
+  Tensor t = e.gpu.alloc(dt, dims);
+  kcheck::poison(t, e.stream());
+  return t;
+}
+
+std::vector<float> fetch(Env& e, const Tensor& dev) { return to_f32_vector(e.gpu.download(dev)); }
+
+// One table row; a failing case first prints where it goes wrong.
+void report(Env& e, const std::string& kernel, const std::string& shape, const std::vector<float>& got,
+            const std::vector<float>& want, int64_t cols, double tol, double ms = 0, double flops = 0,
+            double bytes = 0) {
+  const kcheck::Compare c = kcheck::compare(got, want);
+  if (!(c.finite && c.rel_l2 <= tol)) {
+    double scale = 0;
+    for (float w : want) scale = std::max(scale, double(std::fabs(w)));
+    for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+      const double d = std::fabs(double(got[i]) - double(want[i]));
+      if (!std::isfinite(got[i]) || d > 10 * tol * std::max(scale, 1e-30)) {
+        std::printf("  %s %s: first bad element [%lld, %lld]: got %.6g, want %.6g\n", kernel.c_str(), shape.c_str(),
+                    (long long)(int64_t(i) / cols), (long long)(int64_t(i) % cols), double(got[i]), double(want[i]));
+        break;
+      }
+    }
+    if (got.size() != want.size())
+      std::printf("  %s %s: %zu values, expected %zu\n", kernel.c_str(), shape.c_str(), got.size(), want.size());
+  }
+  e.table.row(kernel, shape, c, tol, ms, flops, bytes);
+}
+
+double time_it(Env& e, const std::function<void()>& fn, int reps = 10) { return kcheck::time_ms(e.stream(), fn, reps); }
+
+void record(Env& e, const std::string& kernel, const std::string& shape, double ms, double flops, double bytes) {
+  e.timings.push_back({kernel, shape, ms, flops, bytes});
+}
+
+// ---- GEMM ----------------------------------------------------------------------------------------
+struct LinearSpec {
+  std::string name;
+  int64_t m, k, n;
+  DType x = DType::F32, w = DType::BF16, y = DType::F32;
+  bool bias = false;
+  int64_t x_offset = 0;  // x is a column slice at this offset of a wider matrix (misaligned rows)
+};
+
+// Through CoreOps::linear on both backends; every output element compared.
+void linear_case(Env& e, const LinearSpec& s) {
+  const int64_t width = s.k + s.x_offset + (s.x_offset ? 3 : 0);
+  Pair xp = random_pair(e, s.x, {s.m, width});
+  Pair wp = random_pair(e, s.w, {s.n, s.k}, float(1.0 / std::sqrt(double(s.k))));
+  Pair bp = random_pair(e, s.w, {s.n}, 0.5f);
+  const Tensor xh = xp.h.slice_cols(s.x_offset, s.k), xd = xp.d.slice_cols(s.x_offset, s.k);
+  const Tensor wh = host_as(wp.h, s.w), bh = host_as(bp.h, s.w);
+
+  Tensor yh = host_tensor(DType::F32, {s.m, s.n});
+  e.host.core().linear(xh, wh, s.bias ? &bh : nullptr, yh);
+  Tensor yd = poisoned(e, s.y, {s.m, s.n});
+  e.gpu.core().linear(xd, wp.d, s.bias ? &bp.d : nullptr, yd);
+  const std::string shape = shape_of({s.m, s.k, s.n}) + (s.x == DType::BF16 ? " x:bf16" : "") +
+                            (s.w == DType::F32 ? " w:f32" : "") + (s.y == DType::BF16 ? " y:bf16" : "") +
+                            (s.x_offset ? " x:slice" : "") + (s.bias ? " +b" : "");
+  const double ms = time_it(e, [&] { e.gpu.core().linear(xd, wp.d, s.bias ? &bp.d : nullptr, yd); }, 3);
+  report(e, "linear " + s.name, shape, fetch(e, yd), to_f32_vector(yh), s.n, kBf16Tol, ms, 2.0 * s.m * s.n * s.k);
+}
+
+// moss::gemm with a forced tile shape (every kernel instantiation): a tail shape, all compared.
+void gemm_tiles_case(Env& e, GemmTiles tiles, DType xdt, DType wdt, int64_t m, int64_t n, int64_t k) {
+  Pair xp = random_pair(e, xdt, {m, k});
+  Pair wp = random_pair(e, wdt, {n, k}, float(1.0 / std::sqrt(double(k))));
+  Pair bp = random_pair(e, DType::F32, {n}, 0.5f);
+  Tensor yh = host_tensor(DType::F32, {m, n});
+  const Tensor wh = host_as(wp.h, wdt);
+  e.host.core().linear(xp.h, wh, &bp.h, yh);
+  Tensor yd = poisoned(e, DType::F32, {m, n});
+  GemmOperands op;
+  op.x = xp.d.data;
+  op.x_type = xdt == DType::BF16 ? GemmType::BF16 : GemmType::F32;
+  op.ldx = k;
+  op.w = wp.d.data;
+  op.w_type = wdt == DType::BF16 ? GemmType::BF16 : GemmType::F32;
+  op.ldw = k;
+  op.bias = bp.d.data;
+  op.bias_type = GemmType::F32;
+  op.y = yd.data;
+  op.y_type = GemmType::F32;
+  op.ldy = n;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  gemm(op, e.stream(), e.ctx.multiprocessors(), tiles);
+  report(e, std::string("gemm ") + gemm_tiles_name(tiles), shape_of({m, k, n}) + " " + dtype_name(xdt) + "·" +
+                                                              dtype_name(wdt),
+         fetch(e, yd), to_f32_vector(yh), n, kBf16Tol);
+}
+
+// A full-size DiT GEMM: timed, every element checked for being written, 64 sampled rows
+// compared with a host replay of those rows.
+void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64_t n, DType xdt, GemmTiles tiles) {
+  Pair xp = random_pair(e, xdt, {m, k});
+  Pair wp = random_pair(e, DType::BF16, {n, k}, float(1.0 / std::sqrt(double(k))));
+  Tensor yd = poisoned(e, DType::F32, {m, n});
+  GemmOperands op;
+  op.x = xp.d.data;
+  op.x_type = xdt == DType::BF16 ? GemmType::BF16 : GemmType::F32;
+  op.ldx = k;
+  op.w = wp.d.data;
+  op.w_type = GemmType::BF16;
+  op.ldw = k;
+  op.y = yd.data;
+  op.ldy = n;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  const GemmTiles used = tiles == GemmTiles::Auto ? gemm_auto_tiles(m, n, e.ctx.multiprocessors()) : tiles;
+  gemm(op, e.stream(), e.ctx.multiprocessors(), used);
+  const std::vector<float> all = fetch(e, yd);
+
+  constexpr int64_t kSample = 64;
+  Tensor xs = host_tensor(DType::F32, {kSample, k});
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < kSample; ++i) rows.push_back(i == kSample - 1 ? m - 1 : i * (m / kSample) + i % 7);
+  for (int64_t i = 0; i < kSample; ++i)
+    std::memcpy(xs.row<float>(i), xp.h.row<const float>(rows[size_t(i)]), size_t(k) * sizeof(float));
+  Tensor ys = host_tensor(DType::F32, {kSample, n});
+  e.host.core().linear(xs, host_as(wp.h, DType::BF16), nullptr, ys);
+  std::vector<float> got(size_t(kSample * n));
+  for (int64_t i = 0; i < kSample; ++i)
+    std::copy_n(all.begin() + rows[size_t(i)] * n, n, got.begin() + i * n);
+  std::vector<float> want = to_f32_vector(ys);
+  // Any unwritten element anywhere fails the case (NaN poison survives).
+  for (size_t i = 0; i < all.size(); ++i)
+    if (!std::isfinite(all[i])) {
+      got[0] = all[i];
+      std::printf("  gemm %s: element [%lld, %lld] not written\n", name.c_str(), (long long)(int64_t(i) / n),
+                  (long long)(int64_t(i) % n));
+      break;
+    }
+
+  const double ms = time_it(e, [&] { gemm(op, e.stream(), e.ctx.multiprocessors(), used); });
+  const double flops = 2.0 * m * n * k;
+  const std::string kernel = "gemm " + name + " " + gemm_tiles_name(used);
+  const std::string shape = shape_of({m, k, n}) + (xdt == DType::BF16 ? " x:bf16" : "");
+  report(e, kernel, shape, got, want, n, kBf16Tol, ms, flops);
+  record(e, kernel, shape, ms, flops, 0);
+}
+
+void check_gemms(Env& e) {
+  // The DiT's projections at 512/256 rows (all compared) and the small ones.
+  linear_case(e, {"q/k/v/o", 512, kDim, kDim});
+  linear_case(e, {"ffn_up_gate", 256, kDim, 2 * kFfn});
+  linear_case(e, {"ffn_down", 256, kFfn, kDim});
+  linear_case(e, {"text qkv", kText, kDim, 3 * kDim, DType::F32, DType::BF16, DType::F32, true});
+  linear_case(e, {"text_embedder.proj", kText, 4096, kDim, DType::F32, DType::BF16, DType::F32, true});
+  linear_case(e, {"modulation", 1, kDim, 6 * kDim, DType::F32, DType::BF16, DType::F32, true});
+  linear_case(e, {"time_embedding.0", 1, 256, kDim, DType::F32, DType::BF16, DType::F32, true});
+  linear_case(e, {"video_embedder", 512, 128, kDim, DType::F32, DType::BF16, DType::F32, true});
+  linear_case(e, {"final_linear", 512, kDim, 128});
+  // Tails and the other operand kinds.
+  linear_case(e, {"tail", 77, 100, 45});                  // K % 8 != 0: packed into scratch
+  linear_case(e, {"tail", 129, 264, 257, DType::F32, DType::BF16, DType::F32, true});
+  linear_case(e, {"tail", 3, 8, 1});
+  linear_case(e, {"slice", 130, 96, 200, DType::F32, DType::BF16, DType::F32, false, 3});  // misaligned x
+  linear_case(e, {"bf16 x", 200, 3072, 136, DType::BF16});
+  linear_case(e, {"f32 w (vae)", 256, 96, 288, DType::F32, DType::F32, DType::F32, true});
+  linear_case(e, {"bf16 y", 100, 512, 96, DType::F32, DType::BF16, DType::BF16, true});
+  // Every kernel instantiation on a tail shape.
+  for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium, GemmTiles::Small})
+    for (DType x : {DType::F32, DType::BF16})
+      for (DType w : {DType::BF16, DType::F32}) gemm_tiles_case(e, t, x, w, 300, 520, 136);
+  // The 1024x1024 shapes, timed; q/k/v/o in every tile shape to pick the best.
+  for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium, GemmTiles::Small})
+    gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::F32, t);
+  gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, DType::F32, GemmTiles::Auto);
+  gemm_full_case(e, "ffn_down", kRows, kFfn, kDim, DType::F32, GemmTiles::Auto);
+  gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::BF16, GemmTiles::Auto);
+  gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, DType::BF16, GemmTiles::Auto);
+}
+
+// ---- row kernels ---------------------------------------------------------------------------------
+double tol_for(DType dt) { return dt == DType::BF16 ? kBf16Tol : kF32Tol; }
+
+void rms_norm_case(Env& e, const std::string& name, int64_t rows, int64_t cols, int64_t group, NormWeight mode,
+                   DType dt = DType::F32, int64_t offset = 0, bool in_place = false, bool timed = false) {
+  const int64_t width = cols + offset + (offset ? 5 : 0);
+  Pair xp = random_pair(e, dt, {rows, width}, 2.0f);
+  Pair wp = random_pair(e, DType::BF16, {group}, 0.5f);
+  const Tensor xh = xp.h.slice_cols(offset, cols);
+  Tensor xd = xp.d.slice_cols(offset, cols);
+  const Tensor wh = host_as(wp.h, DType::BF16);
+  Tensor yh = in_place ? xh : host_tensor(DType::F32, {rows, cols});
+  Tensor yd_full = in_place ? xd : poisoned(e, dt, {rows, cols});
+  Tensor yd = in_place ? xd : yd_full;
+  e.host.core().rms_norm(xh, mode == NormWeight::None ? nullptr : &wh, mode, 1e-6f, group, yh);
+  e.gpu.core().rms_norm(xd, mode == NormWeight::None ? nullptr : &wp.d, mode, 1e-6f, group, yd);
+  const std::vector<float> got = fetch(e, yd);
+  double ms = 0;
+  const double bytes = 2.0 * rows * cols * double(dtype_size(dt));
+  if (timed) ms = time_it(e, [&] { e.gpu.core().rms_norm(xd, &wp.d, mode, 1e-6f, group, yd); });
+  const std::string shape = shape_of({rows, cols}) + " g" + std::to_string(group) +
+                            (mode == NormWeight::OnePlus ? " 1+w" : mode == NormWeight::None ? " no-w" : "") +
+                            (dt == DType::BF16 ? " bf16" : "") + (offset ? " slice" : "") + (in_place ? " in-place" : "");
+  report(e, "rms_norm " + name, shape, got, to_f32_vector(yh), cols, tol_for(dt), ms, 0, bytes);
+  if (timed) record(e, "rms_norm " + name, shape, ms, 0, bytes);
+}
+
+// Shift and scale as rows of one [1, 6·cols] device tensor, as the DiT keeps them.
+void modulate_case(Env& e, int64_t rows, int64_t cols, DType dt = DType::F32, bool timed = false) {
+  Pair yp = random_pair(e, dt, {rows, cols});
+  Pair mod = random_pair(e, DType::F32, {1, 6 * cols}, 0.5f);
+  const Tensor sh_h = mod.h.slice_cols(0, cols), sc_h = mod.h.slice_cols(cols, cols);
+  const Tensor sh_d = mod.d.slice_cols(0, cols), sc_d = mod.d.slice_cols(cols, cols);
+  e.host.core().modulate(yp.h, sh_h, sc_h);
+  e.gpu.core().modulate(yp.d, sh_d, sc_d);
+  const std::vector<float> got = fetch(e, yp.d);
+  const double bytes = 2.0 * rows * cols * double(dtype_size(dt));
+  double ms = 0;
+  if (timed) ms = time_it(e, [&] { e.gpu.core().modulate(yp.d, sh_d, sc_d); });
+  const std::string shape = shape_of({rows, cols}) + (dt == DType::BF16 ? " bf16" : "");
+  report(e, "modulate", shape, got, to_f32_vector(yp.h), cols, tol_for(dt), ms, 0, bytes);
+  if (timed) record(e, "modulate", shape, ms, 0, bytes);
+}
+
+void add_case(Env& e, int64_t rows, int64_t cols, bool gated, bool timed = false) {
+  Pair xp = random_pair(e, DType::F32, {rows, cols});
+  Pair dp = random_pair(e, DType::F32, {rows, cols});
+  Pair gp = random_pair(e, DType::F32, {1, cols}, 0.5f);
+  e.host.core().add(xp.h, dp.h, gated ? &gp.h : nullptr);
+  e.gpu.core().add(xp.d, dp.d, gated ? &gp.d : nullptr);
+  const std::vector<float> got = fetch(e, xp.d);
+  const double bytes = 3.0 * rows * cols * 4;
+  double ms = 0;
+  if (timed) ms = time_it(e, [&] { e.gpu.core().add(xp.d, dp.d, gated ? &gp.d : nullptr); });
+  const std::string shape = shape_of({rows, cols}) + (gated ? " gated" : "");
+  report(e, "add", shape, got, to_f32_vector(xp.h), cols, kF32Tol, ms, 0, bytes);
+  if (timed) record(e, "add" + std::string(gated ? " (gated)" : ""), shape, ms, 0, bytes);
+}
+
+// a and b as the two halves of one [rows, 2·cols] matrix (the DiT's fused up|gate output).
+void gated_case(Env& e, GatedUnit kind, int64_t rows, int64_t cols, bool timed = false) {
+  Pair ab = random_pair(e, DType::F32, {rows, 2 * cols}, 3.0f);
+  const Tensor ah = ab.h.slice_cols(0, cols), bh = ab.h.slice_cols(cols, cols);
+  const Tensor ad = ab.d.slice_cols(0, cols), bd = ab.d.slice_cols(cols, cols);
+  Tensor oh = host_tensor(DType::F32, {rows, cols});
+  Tensor od = poisoned(e, DType::F32, {rows, cols});
+  e.host.core().gated_unit(kind, ah, bh, oh);
+  e.gpu.core().gated_unit(kind, ad, bd, od);
+  const std::vector<float> got = fetch(e, od);
+  const double bytes = 3.0 * rows * cols * 4;
+  double ms = 0;
+  if (timed) ms = time_it(e, [&] { e.gpu.core().gated_unit(kind, ad, bd, od); });
+  const char* name = kind == GatedUnit::Situ ? "gated_unit situ" : kind == GatedUnit::SwiGlu ? "gated_unit swiglu"
+                                                                                            : "gated_unit sigmoid";
+  report(e, name, shape_of({rows, cols}), got, to_f32_vector(oh), cols, kF32Tol, ms, 0, bytes);
+  if (timed) record(e, name, shape_of({rows, cols}), ms, 0, bytes);
+}
+
+void silu_case(Env& e, int64_t rows, int64_t cols, bool in_place) {
+  Pair xp = random_pair(e, DType::F32, {rows, cols}, 3.0f);
+  Tensor yh = in_place ? xp.h : host_tensor(DType::F32, {rows, cols});
+  Tensor yd = in_place ? xp.d : poisoned(e, DType::F32, {rows, cols});
+  e.host.core().silu(xp.h, yh);
+  e.gpu.core().silu(xp.d, yd);
+  report(e, "silu", shape_of({rows, cols}) + (in_place ? " in-place" : ""), fetch(e, yd), to_f32_vector(yh), cols,
+         kF32Tol);
+}
+
+// sin/cos tables with equal halves ([f | f]), as the DiT's rope tables.
+void rope_case(Env& e, int64_t rows, int64_t cols, int64_t head_dim, int64_t rot_dim, DType dt = DType::F32,
+               bool timed = false) {
+  Pair xp = random_pair(e, dt, {rows, cols});
+  Tensor sin_h = host_tensor(DType::F32, {rows, rot_dim}), cos_h = host_tensor(DType::F32, {rows, rot_dim});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < rot_dim / 2; ++i) {
+      const double a = double(r % 97) * std::pow(10000.0, -2.0 * double(i) / double(rot_dim));
+      for (int64_t j : {i, i + rot_dim / 2}) {
+        sin_h.row<float>(r)[j] = float(std::sin(a));
+        cos_h.row<float>(r)[j] = float(std::cos(a));
+      }
+    }
+  const Tensor sin_d = e.gpu.upload(sin_h), cos_d = e.gpu.upload(cos_h);
+  e.host.core().rope(xp.h, sin_h, cos_h, head_dim, rot_dim);
+  e.gpu.core().rope(xp.d, sin_d, cos_d, head_dim, rot_dim);
+  const std::vector<float> got = fetch(e, xp.d);
+  const double bytes = (2.0 * rows * cols * double(rot_dim) / double(head_dim)) * double(dtype_size(dt)) +
+                       2.0 * rows * rot_dim * 4;
+  double ms = 0;
+  if (timed) ms = time_it(e, [&] { e.gpu.core().rope(xp.d, sin_d, cos_d, head_dim, rot_dim); });
+  const std::string shape = shape_of({rows, cols}) + " hd" + std::to_string(head_dim) + " rot" +
+                            std::to_string(rot_dim) + (dt == DType::BF16 ? " bf16" : "");
+  report(e, "rope", shape, got, to_f32_vector(xp.h), cols, tol_for(dt), ms, 0, bytes);
+  if (timed) record(e, "rope", shape, ms, 0, bytes);
+}
+
+void embedding_case(Env& e, int64_t vocab, int64_t cols, int64_t n, DType table_dt, bool device_table) {
+  Pair tp = random_pair(e, table_dt, {vocab, cols});
+  const Tensor table_h = host_as(tp.h, table_dt);
+  std::vector<int32_t> ids(size_t(n));
+  for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = int32_t((i * 7919 + 13) % vocab);
+  ids.back() = int32_t(vocab - 1);
+  Tensor oh = host_tensor(DType::F32, {n, cols});
+  Tensor od = poisoned(e, DType::F32, {n, cols});
+  e.host.core().embedding(ids, table_h, oh);
+  e.gpu.core().embedding(ids, device_table ? tp.d : table_h, od);
+  report(e, "embedding", shape_of({vocab, cols}) + " n" + std::to_string(n) + " " + dtype_name(table_dt) +
+                             (device_table ? " dev" : " host"),
+         fetch(e, od), to_f32_vector(oh), cols, kF32Tol);
+}
+
+// src [rows, cols] into rows dst_row0.. of a taller dst, any dtypes; optional odd column offsets.
+void copy_case(Env& e, int64_t rows, int64_t cols, DType src_dt, DType dst_dt, int64_t dst_rows, int64_t dst_row0,
+               int64_t offset = 0, bool timed = false) {
+  const int64_t width = cols + offset + (offset ? 3 : 0);
+  Pair sp = random_pair(e, src_dt, {rows, width});
+  const Tensor sh = sp.h.slice_cols(offset, cols), sd = sp.d.slice_cols(offset, cols);
+  Tensor dh_full = host_tensor(DType::F32, {dst_rows, width}), dd_full = poisoned(e, dst_dt, {dst_rows, width});
+  Tensor dh = dh_full.slice_rows(dst_row0, rows).slice_cols(offset, cols);
+  Tensor dd = dd_full.slice_rows(dst_row0, rows).slice_cols(offset, cols);
+  e.host.core().copy(sh, dh);
+  e.gpu.core().copy(sd, dd);
+  std::vector<float> want = to_f32_vector(dh);
+  if (dst_dt == DType::BF16)
+    for (float& v : want) v = round_bf16(v);  // the device rounds once; so must the reference
+  const double bytes = double(rows * cols) * double(dtype_size(src_dt) + dtype_size(dst_dt));
+  double ms = 0;
+  if (timed) ms = time_it(e, [&] { e.gpu.core().copy(sd, dd); });
+  const std::string shape = shape_of({rows, cols}) + " " + dtype_name(src_dt) + "->" + dtype_name(dst_dt) +
+                            (offset ? " slice" : "");
+  report(e, "copy", shape, fetch(e, dd), want, cols, kF32Tol, ms, 0, bytes);
+  if (timed) record(e, "copy (text rows)", shape, ms, 0, bytes);
+}
+
+void check_rows(Env& e) {
+  rms_norm_case(e, "norm1", kRows, kDim, kDim, NormWeight::Mul, DType::F32, 0, false, true);
+  rms_norm_case(e, "q_norm", kRows, kDim, kHeadDim, NormWeight::Mul, DType::F32, 0, false, true);
+  rms_norm_case(e, "q_norm (qkv slice)", kText, kDim, kHeadDim, NormWeight::Mul, DType::F32, kDim);
+  rms_norm_case(e, "onePlus", 77, 256, 64, NormWeight::OnePlus);
+  rms_norm_case(e, "plain", 33, 96, 96, NormWeight::None);
+  rms_norm_case(e, "in place", 65, 3072, 128, NormWeight::Mul, DType::F32, 0, true);
+  rms_norm_case(e, "odd", 5, 36, 12, NormWeight::Mul, DType::F32, 1);
+  rms_norm_case(e, "bf16", 129, 3072, 3072, NormWeight::Mul, DType::BF16);
+
+  modulate_case(e, kRows, kDim, DType::F32, true);
+  modulate_case(e, 77, 101);
+  modulate_case(e, 40, 3072, DType::BF16);
+
+  add_case(e, kRows, kDim, true, true);
+  add_case(e, kRows, kDim, false);
+  add_case(e, 33, 99, true);
+
+  gated_case(e, GatedUnit::Situ, kRows, kFfn, true);
+  gated_case(e, GatedUnit::Situ, 31, 77);
+  gated_case(e, GatedUnit::SwiGlu, 333, 1000);
+  gated_case(e, GatedUnit::SigmoidGate, 333, 1003);
+
+  silu_case(e, 1, kDim, false);
+  silu_case(e, 77, 101, true);
+
+  rope_case(e, kRows, kDim, kHeadDim, kHeadDim, DType::F32, true);
+  rope_case(e, 64, 2048, 256, 64);
+  rope_case(e, 7, 96, 32, 32);
+  rope_case(e, 40, 3072, 128, 128, DType::BF16);
+
+  embedding_case(e, 2048, kDim, kText, DType::BF16, true);
+  embedding_case(e, 500, 256, 33, DType::F32, true);
+  embedding_case(e, 500, 1000, 17, DType::BF16, false);
+
+  copy_case(e, kText, kDim, DType::F32, DType::F32, kRows, kRows - kText, 0, true);
+  copy_case(e, 100, 3072, DType::F32, DType::BF16, 100, 0);
+  copy_case(e, 100, 3072, DType::BF16, DType::F32, 130, 17);
+  copy_case(e, 37, 101, DType::F32, DType::F32, 40, 2, 1);
+}
+
+void print_summary(const std::vector<Timing>& timings) {
+  std::printf("\nH200 time at the 1024x1024 DiT shapes (ceilings: %.0f TFLOP/s dense bf16, %.1f TB/s)\n", kPeakTflops,
+              kPeakGBs / 1000);
+  std::printf("%-34s %-26s %9s %12s %7s\n", "kernel", "shape", "ms", "rate", "share");
+  for (const Timing& t : timings) {
+    char rate[32], share[16];
+    if (t.flops > 0) {
+      const double tf = t.flops / (t.ms * 1e-3) / 1e12;
+      std::snprintf(rate, sizeof rate, "%.1f TFLOP/s", tf);
+      std::snprintf(share, sizeof share, "%.0f%%", 100 * tf / kPeakTflops);
+    } else {
+      const double gbs = t.bytes / (t.ms * 1e-3) / 1e9;
+      std::snprintf(rate, sizeof rate, "%.0f GB/s", gbs);
+      std::snprintf(share, sizeof share, "%.0f%%", 100 * gbs / kPeakGBs);
+    }
+    std::printf("%-34s %-26s %9.4f %12s %7s\n", t.kernel.c_str(), t.shape.c_str(), t.ms, rate, share);
+  }
+}
+
+int parse_device(int argc, char** argv) {
+  int device = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--device" && i + 1 < argc) {
+      device = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: hip_dit_kernel_check [--device N]\n");
+      std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
+    }
+  }
+  return device;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int device = parse_device(argc, argv);
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::unique_ptr<Backend> host = make_host_backend();
+    std::unique_ptr<Backend> gpu = make_hip_backend(device);
+    HipContext& ctx = *hip_context_of(*gpu);
+    std::printf("hip_dit_kernel_check on %s (%d multiprocessors); GEMM auto tiles at %lld rows: %s\n",
+                gpu->name().c_str(), ctx.multiprocessors(), (long long)kRows,
+                gemm_tiles_name(gemm_auto_tiles(kRows, kDim, ctx.multiprocessors())));
+    kcheck::Table table;
+    Env env{*host, *gpu, ctx, table};
+    const auto guarded = [&](const char* what, const std::function<void()>& fn) {
+      try {
+        fn();
+      } catch (const std::exception& ex) {
+        std::printf("  %s: stopped by an exception: %s\n", what, ex.what());
+        table.row(what, "-", kcheck::Compare{0, 0, false}, 0, 0);
+        (void)hipGetLastError();
+      }
+    };
+    guarded("gemm", [&] { check_gemms(env); });
+    guarded("rows", [&] { check_rows(env); });
+    guarded("attention", [&] { check_attention_cases(table, ctx, *host, "dit"); });
+    print_summary(env.timings);
+    std::printf("total %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return table.finish();
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "hip_dit_kernel_check: %s\n", ex.what());
+    return 1;
+  }
+}
