@@ -40,6 +40,7 @@ constexpr double kPeakTflops = 790.0, kPeakGBs = 4300.0;  // H200: dense bf16 (m
 // The DiT at 1024x1024.
 constexpr int64_t kDim = 3072, kFfn = 8192, kHeads = 24, kHeadDim = 128, kText = 64;
 constexpr int64_t kRows = 64 * 64 + kText;  // image tokens + text tokens
+static_assert(kHeads * kHeadDim == kDim, "the DiT's heads tile its width");
 
 struct Timing {
   std::string kernel, shape;
@@ -401,7 +402,7 @@ void rope_case(Env& e, int64_t rows, int64_t cols, int64_t head_dim, int64_t rot
 void embedding_case(Env& e, int64_t vocab, int64_t cols, int64_t n, DType table_dt, bool device_table) {
   Pair tp = random_pair(e, table_dt, {vocab, cols});
   const Tensor table_h = host_as(tp.h, table_dt);
-  std::vector<int32_t> ids(size_t(n));
+  std::vector<int32_t> ids(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = int32_t((i * 7919 + 13) % vocab);
   ids.back() = int32_t(vocab - 1);
   Tensor oh = host_tensor(DType::F32, {n, cols});

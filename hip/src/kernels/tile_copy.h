@@ -1,4 +1,4 @@
-// Helpers of the tiled matrix kernels (kernels/gemm.hip): 16-byte chunks moved from global to
+// Helpers of the tiled matrix kernels (kernels/gemm.hip, kernels/conv2d.hip): 16-byte chunks moved from global to
 // shared memory, and bf16 pairs packed from shared memory for the matrix leaf.
 //
 // Async copies: on NVIDIA a chunk goes global -> shared without registers (cp.async.cg, sm_80+),
@@ -60,6 +60,11 @@ __device__ inline void copy16_async_zfill(void* smem_dst, const void* gmem_src, 
 #else
   store_chunk(smem_dst, load_chunk_or_zero(gmem_src, full));
 #endif
+}
+
+// The same for a chunk that lies wholly inside its source (kernels/conv2d.hip uses this one).
+__device__ inline void copy16_async(void* smem_dst, const void* gmem_src) {
+  copy16_async_zfill(smem_dst, gmem_src, true);
 }
 
 // Closes the group of copies issued since the last commit.

@@ -28,6 +28,9 @@ class Backend {
   // A contiguous host copy of a tensor of this backend.
   virtual Tensor download(const Tensor& t) = 0;
   virtual void synchronize() {}
+  // Device memory free now and in all (bytes); 0 when the backend has no device memory.
+  virtual size_t free_memory() const { return 0; }
+  virtual size_t total_memory() const { return 0; }
 
   // ---- weight streaming (product.md section 5) ----------------------------------------------
   // Copies of weights run on a copy stream beside the compute stream. A fence marks the work a

@@ -1,6 +1,8 @@
 #include "pipeline/run.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdlib>
 #include <string>
 
@@ -8,7 +10,9 @@
 #include "io/image_files.h"
 #include "model/image_u8.h"
 #include "ops/backend.h"
+#include "pipeline/dit_residency.h"
 #include "pipeline/moss_model.h"
+#include "pipeline/planner.h"
 #include "pipeline/noise.h"
 #include "pipeline/record.h"
 #include "pipeline/reporter.h"
@@ -113,6 +117,31 @@ int run_generation(const RunOptions& o) {
   record.total_blocks = int(model.dit_config.layers);
   record.resident_blocks = record.total_blocks;
 
+  // The memory plan, on a device: refusals come here, before the text encoder runs.
+  const bool decode = !o.output_png.empty();
+  const int64_t max_tokens =
+      int64_t(std::max(cond_ids.ids.size(), use_uncond ? uncond_ids.ids.size() : size_t(0)));
+  auto plan_for = [&](size_t free_bytes) {
+    const bool user = o.vram_budget_gib && size_t(*o.vram_budget_gib * double(kGiB)) <= free_bytes;
+    const size_t budget = user ? size_t(*o.vram_budget_gib * double(kGiB)) : free_bytes;
+    return plan_memory(measure_stages(model, o.width, o.height, max_tokens, decode), budget, user,
+                       host_available_memory());
+  };
+  std::optional<MemoryPlan> plan;
+  if (be->free_memory() > 0) {
+    plan = plan_for(be->free_memory());
+    record.resident_blocks = plan->resident_blocks;
+    rep.line("memory plan: %d of %d DiT blocks resident%s; peaks: text encoder %s, DiT %s, VAE %s (budget %s)",
+             plan->resident_blocks, record.total_blocks,
+             plan->streamed() ? (", " + format_gib(plan->pinned_host_bytes) + " pinned for streaming").c_str() : "",
+             format_gib(plan->te_peak).c_str(), format_gib(plan->dit_peak).c_str(), format_gib(plan->vae_peak).c_str(),
+             format_gib(plan->budget_bytes).c_str());
+  }
+
+  // The VAE weights load first and stay (product.md section 5).
+  std::unique_ptr<VaeDecoder> vae;
+  if (decode) vae = std::make_unique<VaeDecoder>(*be, model.vae_weights, model.vae_config);
+
   // Text encoder: both prompts, then it is released before the DiT loads.
   check_interrupted();
   auto t0 = Clock::now();
@@ -127,12 +156,20 @@ int run_generation(const RunOptions& o) {
   record.times.text_encoder_s = since(t0);
   check_interrupted();
 
-  // DiT: text rows once per prompt, then the Euler loop.
+  // DiT: its part of the plan is checked again with the memory free now, then the text rows
+  // once per prompt, then the Euler loop.
   t0 = Clock::now();
   const int64_t gh = o.height / 16, gw = o.width / 16;
   Tensor latent;
   {
-    Dit dit(*be, model.dit_weights, model.dit_config);
+    int resident = int(model.dit_config.layers);
+    if (plan) {
+      MemoryPlan now = plan_for(be->free_memory() + (vae ? plan->sizes.vae_weight_bytes : 0));
+      resident = std::min(plan->resident_blocks, now.resident_blocks);
+      record.resident_blocks = resident;
+    }
+    Dit dit(*be, make_resident_streaming_source(*be, model.dit_weights, model.dit_config, resident),
+            model.dit_config);
     Dit::Text cond = dit.embed_text(cond_states);
     Dit::Text uncond;
     if (use_uncond) uncond = dit.embed_text(uncond_states);
@@ -155,8 +192,7 @@ int run_generation(const RunOptions& o) {
     check_interrupted();
     t0 = Clock::now();
     rep.line("vae");
-    VaeDecoder vae(*be, model.vae_weights, model.vae_config);
-    Tensor image = vae.decode(latent);
+    Tensor image = vae->decode(latent);
     std::vector<uint8_t> rgb = image_to_u8(image);
     record.times.vae_s = since(t0);
     record.times.total_s = since(t_start);

@@ -1,0 +1,707 @@
+// hip_te_kernel_check: every kernel the text encoder (Qwen3.5-9B) runs, on the GPU backend against
+// the host replay (ops/host) on the same random inputs, at the real shapes (hidden 4096, MLP
+// 12288; DeltaNet: 16 key heads and 32 value heads of 128, conv over 8192 channels; attention: 16
+// query / 4 kv heads of 256, RoPE on 64 dims) and at odd sizes (T = 1, 37, 65, 200: tails of the
+// 64-token DeltaNet blocks and of every tile), plus the tiny test model's DeltaNet dims (2 key /
+// 4 value heads of 32). Operands are laid out as the model lays them out (v, q/k slices of the
+// fused conv output, the gate half of q_proj's per-head rows), outputs are poisoned with NaN
+// first, so an element a kernel forgets to write fails its case.
+//
+//   hip_te_kernel_check [--device N]
+//
+// Text family (ops/hip/text_ops_hip): causal_conv1d_silu, deltanet_gates, l2_norm,
+// gated_rms_norm, delta_rule_chunked (the op's split-bf16 products, and the plain-bf16 variant
+// through kernels/deltanet.h), delta_rule_recurrent, and the chunked form against the recurrent
+// one on the GPU. Core family at the encoder's shapes (ops/hip core ops): linear (every
+// projection), zero-centred rms_norm (hidden, q_norm through the strided query half, k_norm),
+// add, SwiGlu, SigmoidGate, partial RoPE, embedding; then the attention cases of
+// checks/attention_cases.h for "te".
+//
+// Tolerances (relative L2): fp32 kernels 1e-5 (conv, gates, norms, recurrent rule, elementwise);
+// bf16-operand kernels 1e-2 (linear, plain-bf16 chunked rule); the split-bf16 chunked rule 1e-4
+// (its products keep ~16 mantissa bits; host emulation measured 5e-6 to 8e-6 against the host).
+// The T = 4096 cases are timed; their table rate is TFLOP/s (useful flops of the chunked form; the
+// split form issues three leaf products for each) or GB/s (bytes read + written once). The full
+// 4096-row projections are spot-checked on 64 sampled rows. A failing case prints its first bad
+// element before its row; a case that throws is reported as failed and the run goes on. The
+// closing summary lists the timed kernels at T = 4096 against the H200 ceilings. Exit status 0
+// only if every case passed.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checks/attention_cases.h"
+#include "kernel_check.h"
+#include "kernels/deltanet.h"
+#include "ops/backend.h"
+#include "ops/hip/hip_backend.h"
+
+namespace {
+
+using namespace moss;
+
+constexpr double kBf16Tol = 1e-2, kF32Tol = 1e-5, kSplitTol = 1e-4;
+constexpr double kPeakTflops = 790.0, kPeakGBs = 4300.0;  // H200: dense bf16, HBM3e
+
+// Qwen3.5-9B (research/text_encoder.md section 1).
+constexpr int64_t kHidden = 4096, kInter = 12288;
+constexpr int64_t kKeyHeads = 16, kValueHeads = 32, kHeadDim = 128, kTaps = 4;
+constexpr int64_t kKeyWidth = kKeyHeads * kHeadDim, kValueWidth = kValueHeads * kHeadDim;  // 2048, 4096
+constexpr int64_t kConvWidth = 2 * kKeyWidth + kValueWidth;                             // 8192
+constexpr int64_t kAttnHeads = 16, kKvHeads = 4, kAttnHeadDim = 256, kRotDim = 64;
+constexpr double kRopeTheta = 1e7;
+constexpr float kEps = 1e-6f;
+constexpr int64_t kLongT = 4096;  // the timed length (the encoder's maximum)
+
+struct Timing {
+  std::string kernel, shape;
+  double ms, flops, bytes;
+};
+
+struct Env {
+  Backend& host;
+  Backend& gpu;
+  HipContext& ctx;
+  kcheck::Table& table;
+  uint64_t seed = 1;
+  std::vector<Timing> timings;
+  hipStream_t stream() const { return ctx.stream(); }
+};
+
+std::string dims_str(std::initializer_list<int64_t> d) {
+  std::string s;
+  for (int64_t v : d) s += (s.empty() ? "" : "x") + std::to_string(v);
+  return s;
+}
+
+// ---- random operands -------------------------------------------------------------------------
+// Deterministic values (splitmix64), fast enough for the 4096-token shapes.
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+// Uniform on [lo, hi).
+float uniform(uint64_t seed, uint64_t i, float lo, float hi) {
+  const uint64_t z = mix(seed * 0x9E3779B97F4A7C15ull + 0xD1B54A32D192ED03ull * (i + 1));
+  return lo + (hi - lo) * float(z >> 40) * (1.0f / 16777216.0f);
+}
+
+// A host f32 tensor of uniform values with standard deviation sd.
+Tensor random_host(Env& e, const std::vector<int64_t>& dims, float sd) {
+  Tensor h = host_tensor(DType::F32, dims);
+  const uint64_t seed = ++e.seed;
+  const float a = sd * 1.7320508f;
+  for (int64_t i = 0; i < h.numel(); ++i) h.ptr<float>()[i] = uniform(seed, uint64_t(i), -a, a);
+  return h;
+}
+
+// The same values in dtype dt (bf16 rounds; then `h` is rounded too, so both sides see the same
+// numbers).
+Tensor as_dtype(Tensor& h, DType dt) {
+  if (dt == DType::F32) return h;
+  Tensor out = host_tensor(dt, h.dims());
+  for (int64_t i = 0; i < h.numel(); ++i) {
+    const uint16_t b = f32_to_bf16(h.ptr<float>()[i]);
+    out.ptr<uint16_t>()[i] = b;
+    h.ptr<float>()[i] = bf16_to_f32(b);
+  }
+  return out;
+}
+
+Tensor poisoned(Env& e, const std::vector<int64_t>& dims) {
+  Tensor t = e.gpu.alloc(DType::F32, dims);
+  kcheck::poison(t, e.stream());
+  return t;
+}
+
+std::vector<float> fetch(Env& e, const Tensor& dev) { return to_f32_vector(e.gpu.download(dev)); }
+
+// ---- reporting -------------------------------------------------------------------------------
+// One table row; a failing case first prints its first bad element (row, column).
+void report(Env& e, const std::string& kernel, const std::string& shape, const std::vector<float>& got,
+            const std::vector<float>& want, int64_t cols, double tol, double ms = 0, double flops = 0,
+            double bytes = 0) {
+  const kcheck::Compare c = kcheck::compare(got, want);
+  if (!(c.finite && c.rel_l2 <= tol)) {
+    double scale = 0;
+    for (float w : want) scale = std::max(scale, double(std::fabs(w)));
+    for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+      const double d = std::fabs(double(got[i]) - double(want[i]));
+      if (!std::isfinite(got[i]) || d > 10 * tol * std::max(scale, 1e-30)) {
+        std::printf("  %s %s: first bad element [%lld, %lld]: got %.6g, want %.6g\n", kernel.c_str(), shape.c_str(),
+                    (long long)(int64_t(i) / cols), (long long)(int64_t(i) % cols), double(got[i]), double(want[i]));
+        break;
+      }
+    }
+    if (got.size() != want.size())
+      std::printf("  %s %s: %zu values, expected %zu\n", kernel.c_str(), shape.c_str(), got.size(), want.size());
+  }
+  e.table.row(kernel, shape, c, tol, ms, flops, bytes);
+}
+
+double time_it(Env& e, const std::function<void()>& fn, int reps = 5) { return kcheck::time_ms(e.stream(), fn, reps); }
+
+void record(Env& e, const std::string& kernel, const std::string& shape, double ms, double flops, double bytes) {
+  e.timings.push_back({kernel, shape, ms, flops, bytes});
+}
+
+// Runs one case; an exception fails it (with its message) and the run goes on.
+void guarded(Env& e, const std::string& what, const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& ex) {
+    std::printf("  %s: stopped by an exception: %s\n", what.c_str(), ex.what());
+    e.table.row(what, "-", kcheck::Compare{0, 0, false}, 0, 0);
+    (void)hipGetLastError();
+  }
+}
+
+// ---- text family: row kernels ----------------------------------------------------------------
+// x is a column slice of a wider buffer when `slice` (as qkv is a slice of nothing in the model,
+// this covers strided callers); the weight is the checkpoint's bf16 [C, 1, K].
+void conv_case(Env& e, int64_t T, int64_t C, bool slice, bool timed) {
+  const int64_t offset = slice ? 3 : 0;
+  Tensor xw = random_host(e, {T, C + offset + (slice ? 5 : 0)}, 1.0f);
+  Tensor wh = random_host(e, {C, 1, kTaps}, 0.5f);
+  const Tensor wb = as_dtype(wh, DType::BF16);
+  const Tensor xd_wide = e.gpu.upload(xw), wd = e.gpu.upload(wb);
+  const Tensor xh = xw.slice_cols(offset, C), xd = xd_wide.slice_cols(offset, C);
+  Tensor yh = host_tensor(DType::F32, {T, C});
+  e.host.text().causal_conv1d_silu(xh, wb, yh);
+  Tensor yd = poisoned(e, {T, C});
+  e.gpu.text().causal_conv1d_silu(xd, wd, yd);
+  const std::vector<float> got = fetch(e, yd);
+  const double bytes = 2.0 * T * C * 4;
+  const double ms = timed ? time_it(e, [&] { e.gpu.text().causal_conv1d_silu(xd, wd, yd); }) : 0;
+  const std::string shape = dims_str({T, C}) + " k" + std::to_string(kTaps) + (slice ? " slice" : "");
+  report(e, "causal_conv1d_silu", shape, got, to_f32_vector(yh), C, kF32Tol, ms, 0, bytes);
+  if (timed) record(e, "causal_conv1d_silu", shape, ms, 0, bytes);
+}
+
+// Qwen-like gate parameters: A = exp(A_log) in [1, 16), dt = softplus(dt_bias) in [1e-3, 0.1)
+// (log-uniform), so the decays run from nearly 1 (long memory) to fast.
+struct GateParams {
+  Tensor a_log, dt_bias;  // host f32 [H]
+};
+GateParams qwen_gate_params(Env& e, int64_t H) {
+  GateParams p{host_tensor(DType::F32, {H}), host_tensor(DType::F32, {H})};
+  const uint64_t seed = ++e.seed;
+  for (int64_t h = 0; h < H; ++h) {
+    p.a_log.ptr<float>()[h] = std::log(uniform(seed, uint64_t(2 * h), 1.0f, 16.0f));
+    const float dt = std::exp(uniform(seed, uint64_t(2 * h + 1), std::log(1e-3f), std::log(0.1f)));
+    p.dt_bias.ptr<float>()[h] = std::log(std::expm1(dt));  // softplus⁻¹
+  }
+  return p;
+}
+
+void gates_case(Env& e, int64_t T, int64_t H, DType a_log_dt, DType dt_bias_dt, bool timed) {
+  GateParams p = qwen_gate_params(e, H);
+  Tensor ah = random_host(e, {T, H}, 2.0f), bh = random_host(e, {T, H}, 2.0f);
+  ah.ptr<float>()[0] = 25.0f;  // beyond softplus's threshold of 20
+  const Tensor al = as_dtype(p.a_log, a_log_dt), db = as_dtype(p.dt_bias, dt_bias_dt);
+  Tensor gh = host_tensor(DType::F32, {T, H}), betah = host_tensor(DType::F32, {T, H});
+  e.host.text().deltanet_gates(ah, bh, al, db, gh, betah);
+  const Tensor ad = e.gpu.upload(ah), bd = e.gpu.upload(bh), ald = e.gpu.upload(al), dbd = e.gpu.upload(db);
+  Tensor gd = poisoned(e, {T, H}), betad = poisoned(e, {T, H});
+  e.gpu.text().deltanet_gates(ad, bd, ald, dbd, gd, betad);
+  const std::vector<float> g = fetch(e, gd), beta = fetch(e, betad);
+  const double bytes = 4.0 * T * H * 4;
+  const double ms = timed ? time_it(e, [&] { e.gpu.text().deltanet_gates(ad, bd, ald, dbd, gd, betad); }) : 0;
+  const std::string shape = dims_str({T, H}) + " " + dtype_name(a_log_dt) + "/" + dtype_name(dt_bias_dt);
+  report(e, "deltanet_gates g", shape, g, to_f32_vector(gh), H, kF32Tol, ms, 0, bytes);
+  report(e, "deltanet_gates beta", shape, beta, to_f32_vector(betah), H, kF32Tol);
+}
+
+// q (or k) as the model normalises it: the first key-width columns of the conv output.
+void l2_case(Env& e, int64_t T, int64_t conv_width, int64_t width, int64_t group, bool in_place, bool timed) {
+  Tensor conv_h = random_host(e, {T, conv_width}, 1.0f);
+  const Tensor conv_d = e.gpu.upload(conv_h);
+  const Tensor xh = conv_h.slice_cols(0, width), xd = conv_d.slice_cols(0, width);
+  Tensor yh = host_tensor(DType::F32, {T, width});
+  e.host.text().l2_norm(xh, kEps, group, yh);
+  Tensor yd = in_place ? xd : poisoned(e, {T, width});
+  e.gpu.text().l2_norm(xd, kEps, group, yd);
+  const std::vector<float> got = fetch(e, yd);
+  const double bytes = 2.0 * T * width * 4;
+  double ms = 0;
+  if (timed) ms = time_it(e, [&] { e.gpu.text().l2_norm(xd, kEps, group, yd); });
+  const std::string shape = dims_str({T, width}) + " g" + std::to_string(group) + " slice" + (in_place ? " in-place" : "");
+  report(e, "l2_norm", shape, got, to_f32_vector(yh), width, kF32Tol, ms, 0, bytes);
+  if (timed) record(e, "l2_norm", shape, ms, 0, bytes);
+}
+
+void gated_norm_case(Env& e, int64_t T, int64_t width, int64_t group, bool timed) {
+  Tensor xh = random_host(e, {T, width}, 1.0f), zh = random_host(e, {T, width}, 2.0f);
+  Tensor wh = random_host(e, {group}, 0.3f);
+  for (int64_t i = 0; i < group; ++i) wh.ptr<float>()[i] += 1.0f;  // a plain weight near 1
+  const Tensor wb = as_dtype(wh, DType::BF16);
+  Tensor yh = host_tensor(DType::F32, {T, width});
+  e.host.text().gated_rms_norm(xh, zh, wb, kEps, group, yh);
+  const Tensor xd = e.gpu.upload(xh), zd = e.gpu.upload(zh), wd = e.gpu.upload(wb);
+  Tensor yd = poisoned(e, {T, width});
+  e.gpu.text().gated_rms_norm(xd, zd, wd, kEps, group, yd);
+  const std::vector<float> got = fetch(e, yd);
+  const double bytes = 3.0 * T * width * 4;
+  const double ms = timed ? time_it(e, [&] { e.gpu.text().gated_rms_norm(xd, zd, wd, kEps, group, yd); }) : 0;
+  const std::string shape = dims_str({T, width}) + " g" + std::to_string(group);
+  report(e, "gated_rms_norm", shape, got, to_f32_vector(yh), width, kF32Tol, ms, 0, bytes);
+  if (timed) record(e, "gated_rms_norm", shape, ms, 0, bytes);
+}
+
+// ---- text family: the gated delta rule ---------------------------------------------------------
+enum class Form { ChunkedSplit, ChunkedBf16, Recurrent };
+const char* form_name(Form f) {
+  return f == Form::ChunkedSplit ? "delta_rule_chunked" : f == Form::ChunkedBf16 ? "delta_rule_chunked bf16"
+                                                                                  : "delta_rule_recurrent";
+}
+
+struct DeltaSpec {
+  int64_t T, key_heads, value_heads, dim;  // dk = dv = dim
+  bool state = false;                      // start from a random state and check the final one
+  bool fast_decay = false;                 // decays of the unit tests (exp(g) ~ 0.5) instead of Qwen's
+  bool timed = false;
+};
+
+// One set of inputs, on both sides, as the encoder makes them: q and k l2-normalised (host op),
+// v a column slice of the fused conv output, g and beta from the gates op.
+struct DeltaInputs {
+  DeltaSpec s;
+  Tensor qh, kh, vh, gh, betah, stateh;  // host
+  Tensor qd, kd, vd, gd, betad;          // device
+  float scale;
+};
+
+DeltaInputs delta_inputs(Env& e, const DeltaSpec& s) {
+  DeltaInputs in;
+  in.s = s;
+  const int64_t T = s.T, kw = s.key_heads * s.dim, vw = s.value_heads * s.dim, H = s.value_heads;
+  in.qh = host_tensor(DType::F32, {T, kw});
+  in.kh = host_tensor(DType::F32, {T, kw});
+  e.host.text().l2_norm(random_host(e, {T, kw}, 1.0f), kEps, s.dim, in.qh);
+  e.host.text().l2_norm(random_host(e, {T, kw}, 1.0f), kEps, s.dim, in.kh);
+  Tensor conv = random_host(e, {T, 2 * kw + vw}, 1.0f);
+  in.vh = conv.slice_cols(2 * kw, vw);
+  in.gh = host_tensor(DType::F32, {T, H});
+  in.betah = host_tensor(DType::F32, {T, H});
+  GateParams p = qwen_gate_params(e, H);
+  if (s.fast_decay) {
+    p.a_log = random_host(e, {H}, 0.5f);
+    p.dt_bias = random_host(e, {H}, 0.5f);
+  }
+  e.host.text().deltanet_gates(random_host(e, {T, H}, s.fast_decay ? 1.5f : 1.0f), random_host(e, {T, H}, 1.5f),
+                               p.a_log, p.dt_bias, in.gh, in.betah);
+  if (s.state) in.stateh = random_host(e, {H, s.dim, s.dim}, 0.1f);
+  in.qd = e.gpu.upload(in.qh);
+  in.kd = e.gpu.upload(in.kh);
+  in.vd = e.gpu.upload(conv).slice_cols(2 * kw, vw);
+  in.gd = e.gpu.upload(in.gh);
+  in.betad = e.gpu.upload(in.betah);
+  in.scale = float(1.0 / std::sqrt(double(s.dim)));
+  return in;
+}
+
+// The host replay of a form (chunked or recurrent), with its final state when there is one.
+struct DeltaResult {
+  std::vector<float> out, state;
+};
+DeltaResult host_delta(Env& e, const DeltaInputs& in, bool chunked) {
+  Tensor out = host_tensor(DType::F32, {in.s.T, in.s.value_heads * in.s.dim});
+  Tensor state;
+  if (in.s.state) {
+    state = host_tensor(DType::F32, in.stateh.dims());
+    std::memcpy(state.data, in.stateh.data, state.nbytes());
+  }
+  if (chunked)
+    e.host.text().delta_rule_chunked(in.qh, in.kh, in.vh, in.gh, in.betah, in.s.key_heads, in.scale,
+                                     kDeltaRuleChunk, in.s.state ? &state : nullptr, out);
+  else
+    e.host.text().delta_rule_recurrent(in.qh, in.kh, in.vh, in.gh, in.betah, in.s.key_heads, in.scale,
+                                       in.s.state ? &state : nullptr, out);
+  return {to_f32_vector(out), in.s.state ? to_f32_vector(state) : std::vector<float>()};
+}
+
+// The kernels' arguments for device tensors (the plain-bf16 variant has no op of its own).
+DeltaRuleArgs delta_args(const DeltaInputs& in, Tensor& out, Tensor* state) {
+  DeltaRuleArgs a;
+  a.q = in.qd.ptr<const float>(), a.k = in.kd.ptr<const float>(), a.v = in.vd.ptr<const float>();
+  a.g = in.gd.ptr<const float>(), a.beta = in.betad.ptr<const float>(), a.out = out.ptr<float>();
+  a.state = state ? state->ptr<float>() : nullptr;
+  a.ldq = in.qd.row_stride(), a.ldk = in.kd.row_stride(), a.ldv = in.vd.row_stride(), a.ldg = in.gd.row_stride();
+  a.ldbeta = in.betad.row_stride(), a.ldo = out.row_stride();
+  a.T = int(in.s.T), a.key_heads = int(in.s.key_heads), a.value_heads = int(in.s.value_heads);
+  a.dk = a.dv = int(in.s.dim), a.scale = in.scale;
+  return a;
+}
+
+// Runs one form on the GPU; returns the output (and final state) after one call.
+DeltaResult gpu_delta(Env& e, const DeltaInputs& in, Form form, Tensor& out, Tensor* state) {
+  kcheck::poison(out, e.stream());
+  if (state) e.ctx.copy_to_device(state->data, in.stateh.data, in.stateh.nbytes());
+  const auto run = [&] {
+    switch (form) {
+      case Form::ChunkedSplit:
+        e.gpu.text().delta_rule_chunked(in.qd, in.kd, in.vd, in.gd, in.betad, in.s.key_heads, in.scale,
+                                        kDeltaRuleChunk, state, out);
+        break;
+      case Form::ChunkedBf16: {
+        const DeltaRuleArgs a = delta_args(in, out, state);
+        void* scratch = e.ctx.scratch(delta_rule_chunked_scratch_bytes(a.T, a.value_heads, a.dk, a.dv));
+        delta_rule_chunked(a, DeltaPrecision::Bf16, scratch, e.stream());
+        break;
+      }
+      case Form::Recurrent:
+        e.gpu.text().delta_rule_recurrent(in.qd, in.kd, in.vd, in.gd, in.betad, in.s.key_heads, in.scale, state,
+                                          out);
+        break;
+    }
+  };
+  run();
+  DeltaResult r{fetch(e, out), state ? fetch(e, *state) : std::vector<float>()};
+  return r;
+}
+
+// Useful flops of one call: the chunked form's products per (block, head) (A, M, U, W, W·S, q·S,
+// M·v_new, kᵀ·v_new), or the recurrent form's three dk·dv passes per token and head.
+double delta_flops(const DeltaSpec& s, Form form) {
+  const double d = double(s.dim), c = kDeltaRuleChunk, heads = double(s.value_heads);
+  if (form == Form::Recurrent) return 6.0 * double(s.T) * heads * d * d;
+  const double blocks = std::ceil(double(s.T) / c);
+  return blocks * heads * 2.0 * (2 * c * c * d + 2 * c * c * d + 3 * c * d * d + c * c * d + c * d * d);
+}
+
+std::string delta_shape(const DeltaSpec& s) {
+  return "T" + std::to_string(s.T) + " " + std::to_string(s.key_heads) + "k/" + std::to_string(s.value_heads) +
+         "v x" + std::to_string(s.dim) + (s.state ? " +state" : "") + (s.fast_decay ? " fast" : "");
+}
+
+void delta_case(Env& e, const DeltaSpec& s, Form form) {
+  const DeltaInputs in = delta_inputs(e, s);
+  const DeltaResult want = host_delta(e, in, form != Form::Recurrent);
+  const int64_t vw = s.value_heads * s.dim;
+  Tensor out = e.gpu.alloc(DType::F32, {s.T, vw});
+  Tensor state = s.state ? e.gpu.alloc(DType::F32, in.stateh.dims()) : Tensor();
+  const DeltaResult got = gpu_delta(e, in, form, out, s.state ? &state : nullptr);
+  const double tol = form == Form::ChunkedSplit ? kSplitTol : form == Form::ChunkedBf16 ? kBf16Tol : kF32Tol;
+  const double flops = delta_flops(s, form);
+  double ms = 0;
+  if (s.timed) {
+    ms = time_it(e, [&] {
+      if (form == Form::ChunkedBf16) {
+        const DeltaRuleArgs a = delta_args(in, out, nullptr);
+        delta_rule_chunked(a, DeltaPrecision::Bf16,
+                           e.ctx.scratch(delta_rule_chunked_scratch_bytes(a.T, a.value_heads, a.dk, a.dv)),
+                           e.stream());
+      } else if (form == Form::ChunkedSplit) {
+        e.gpu.text().delta_rule_chunked(in.qd, in.kd, in.vd, in.gd, in.betad, s.key_heads, in.scale, kDeltaRuleChunk,
+                                        nullptr, out);
+      } else {
+        e.gpu.text().delta_rule_recurrent(in.qd, in.kd, in.vd, in.gd, in.betad, s.key_heads, in.scale, nullptr, out);
+      }
+    }, 3);
+  }
+  const std::string shape = delta_shape(s);
+  report(e, form_name(form), shape, got.out, want.out, vw, tol, ms, flops);
+  if (s.state) report(e, std::string(form_name(form)) + " state", shape, got.state, want.state, s.dim, tol);
+  if (s.timed) record(e, form_name(form), shape, ms, flops, 0);
+}
+
+// The two GPU forms against each other (the cross-check the recurrent kernel exists for).
+void delta_cross_case(Env& e, const DeltaSpec& s) {
+  const DeltaInputs in = delta_inputs(e, s);
+  const int64_t vw = s.value_heads * s.dim;
+  Tensor out = e.gpu.alloc(DType::F32, {s.T, vw});
+  Tensor state = s.state ? e.gpu.alloc(DType::F32, in.stateh.dims()) : Tensor();
+  const DeltaResult chunked = gpu_delta(e, in, Form::ChunkedSplit, out, s.state ? &state : nullptr);
+  const DeltaResult recurrent = gpu_delta(e, in, Form::Recurrent, out, s.state ? &state : nullptr);
+  report(e, "chunked vs recurrent (gpu)", delta_shape(s), chunked.out, recurrent.out, vw, kSplitTol);
+  if (s.state)
+    report(e, "chunked vs recurrent state", delta_shape(s), chunked.state, recurrent.state, s.dim, kSplitTol);
+}
+
+void check_text_family(Env& e) {
+  for (int64_t T : {int64_t(1), int64_t(37), int64_t(200)})
+    guarded(e, "causal_conv1d_silu", [&] { conv_case(e, T, kConvWidth, false, false); });
+  guarded(e, "causal_conv1d_silu", [&] { conv_case(e, 65, kConvWidth, true, false); });
+  guarded(e, "causal_conv1d_silu", [&] { conv_case(e, 37, 2 * 64 + 128, true, false); });  // tiny model's width
+  guarded(e, "causal_conv1d_silu", [&] { conv_case(e, kLongT, kConvWidth, false, true); });
+
+  guarded(e, "deltanet_gates", [&] { gates_case(e, 37, kValueHeads, DType::F32, DType::BF16, false); });
+  guarded(e, "deltanet_gates", [&] { gates_case(e, 200, kValueHeads, DType::BF16, DType::BF16, false); });
+  guarded(e, "deltanet_gates", [&] { gates_case(e, 37, 4, DType::F32, DType::F32, false); });
+  guarded(e, "deltanet_gates", [&] { gates_case(e, kLongT, kValueHeads, DType::F32, DType::BF16, true); });
+
+  guarded(e, "l2_norm", [&] { l2_case(e, 37, kConvWidth, kKeyWidth, kHeadDim, false, false); });
+  guarded(e, "l2_norm", [&] { l2_case(e, 200, kConvWidth, kKeyWidth, kHeadDim, true, false); });
+  guarded(e, "l2_norm", [&] { l2_case(e, 37, 2 * 64 + 128, 64, 32, false, false); });
+  guarded(e, "l2_norm", [&] { l2_case(e, kLongT, kConvWidth, kKeyWidth, kHeadDim, false, true); });
+
+  guarded(e, "gated_rms_norm", [&] { gated_norm_case(e, 37, kValueWidth, kHeadDim, false); });
+  guarded(e, "gated_rms_norm", [&] { gated_norm_case(e, 37, 128, 32, false); });
+  guarded(e, "gated_rms_norm", [&] { gated_norm_case(e, kLongT, kValueWidth, kHeadDim, true); });
+
+  const auto real = [](int64_t T) { return DeltaSpec{T, kKeyHeads, kValueHeads, kHeadDim}; };
+  const auto tiny = [](int64_t T) { return DeltaSpec{T, 2, 4, 32}; };
+  const auto with = [](DeltaSpec s, bool state, bool fast, bool timed) {
+    s.state = state, s.fast_decay = fast, s.timed = timed;
+    return s;
+  };
+  const auto run = [&](const DeltaSpec& s, Form f) { guarded(e, form_name(f), [&] { delta_case(e, s, f); }); };
+  for (int64_t T : {int64_t(1), int64_t(37), int64_t(64), int64_t(200)}) run(real(T), Form::ChunkedSplit);
+  run(with(real(65), true, false, false), Form::ChunkedSplit);
+  run(with(real(512), true, false, false), Form::ChunkedSplit);
+  run(with(real(200), false, true, false), Form::ChunkedSplit);
+  run(with(tiny(37), false, false, false), Form::ChunkedSplit);
+  run(with(tiny(200), true, true, false), Form::ChunkedSplit);
+  run(with(real(200), true, false, false), Form::ChunkedBf16);
+  run(with(tiny(65), false, false, false), Form::ChunkedBf16);
+  run(with(real(37), false, false, false), Form::Recurrent);
+  run(with(real(200), true, false, false), Form::Recurrent);
+  run(with(tiny(65), true, true, false), Form::Recurrent);
+  guarded(e, "chunked vs recurrent", [&] { delta_cross_case(e, with(real(512), true, false, false)); });
+  run(with(real(kLongT), false, false, true), Form::ChunkedSplit);
+  run(with(real(kLongT), false, false, true), Form::ChunkedBf16);
+  run(with(real(1024), false, false, true), Form::Recurrent);
+}
+
+// ---- core family at the encoder's shapes ------------------------------------------------------
+// All rows compared, or (sample > 0) every element checked for being written and `sample` rows
+// compared with a host replay of those rows only.
+void linear_case(Env& e, const std::string& name, int64_t m, int64_t k, int64_t n, int sample = 0) {
+  Tensor xh = random_host(e, {m, k}, 1.0f);
+  Tensor wh = random_host(e, {n, k}, float(1.0 / std::sqrt(double(k))));
+  const Tensor wb = as_dtype(wh, DType::BF16);
+  const Tensor xd = e.gpu.upload(xh), wd = e.gpu.upload(wb);
+  Tensor yd = poisoned(e, {m, n});
+  e.gpu.core().linear(xd, wd, nullptr, yd);
+  std::vector<float> got = fetch(e, yd), want;
+  if (sample == 0) {
+    Tensor yh = host_tensor(DType::F32, {m, n});
+    e.host.core().linear(xh, wb, nullptr, yh);
+    want = to_f32_vector(yh);
+  } else {
+    std::vector<int64_t> rows;
+    for (int64_t i = 0; i < sample; ++i) rows.push_back(i == sample - 1 ? m - 1 : i * (m / sample) + i % 7);
+    Tensor xs = host_tensor(DType::F32, {sample, k});
+    for (int64_t i = 0; i < sample; ++i)
+      std::memcpy(xs.row<float>(i), xh.row<const float>(rows[size_t(i)]), size_t(k) * sizeof(float));
+    Tensor ys = host_tensor(DType::F32, {sample, n});
+    e.host.core().linear(xs, wb, nullptr, ys);
+    want = to_f32_vector(ys);
+    std::vector<float> picked(size_t(sample * n));
+    for (int64_t i = 0; i < sample; ++i) std::copy_n(got.begin() + rows[size_t(i)] * n, n, picked.begin() + i * n);
+    for (size_t i = 0; i < got.size(); ++i)  // an unwritten element anywhere fails the case
+      if (!std::isfinite(got[i])) {
+        std::printf("  linear %s: element [%lld, %lld] not written\n", name.c_str(), (long long)(int64_t(i) / n),
+                    (long long)(int64_t(i) % n));
+        picked[0] = got[i];
+        break;
+      }
+    got = std::move(picked);
+  }
+  const double flops = 2.0 * m * n * k;
+  const double ms = time_it(e, [&] { e.gpu.core().linear(xd, wd, nullptr, yd); }, sample ? 5 : 2);
+  const std::string shape = dims_str({m, k, n}) + (sample ? " sampled" : "");
+  report(e, "linear " + name, shape, got, want, n, kBf16Tol, ms, flops);
+  if (m == kLongT) record(e, "linear " + name, shape, ms, flops, 0);
+}
+
+void check_linears(Env& e) {
+  struct Proj {
+    const char* name;
+    int64_t k, n;
+  };
+  const Proj projs[] = {{"in_proj_qkv", kHidden, kConvWidth},
+                        {"in_proj_z/out_proj/o_proj", kHidden, kHidden},
+                        {"in_proj_a/b", kHidden, kValueHeads},
+                        {"q_proj", kHidden, 2 * kAttnHeads * kAttnHeadDim},
+                        {"k_proj/v_proj", kHidden, kKvHeads * kAttnHeadDim},
+                        {"gate_proj/up_proj", kHidden, kInter},
+                        {"down_proj", kInter, kHidden}};
+  for (const Proj& p : projs) guarded(e, p.name, [&] { linear_case(e, p.name, 37, p.k, p.n); });
+  guarded(e, "in_proj_qkv", [&] { linear_case(e, "in_proj_qkv", 256, kHidden, kConvWidth); });
+  guarded(e, "down_proj", [&] { linear_case(e, "down_proj", 200, kInter, kHidden); });
+  guarded(e, "tiny in_proj_qkv", [&] { linear_case(e, "tiny in_proj_qkv", 65, 256, 2 * 64 + 128); });
+  for (const Proj& p : projs)
+    if (p.n >= kHidden) guarded(e, p.name, [&] { linear_case(e, p.name, kLongT, p.k, p.n, 64); });
+}
+
+// Zero-centred RMS norm (weight 1 + w): the whole hidden row, or per head through the query half
+// of q_proj's per-head [query | gate] rows, as the encoder reads it.
+void rms_case(Env& e, const std::string& name, int64_t rows, int64_t cols, int64_t group, int64_t parent_cols,
+              bool timed) {
+  Tensor parent_h = random_host(e, {rows, parent_cols}, 2.0f);
+  Tensor wh = random_host(e, {group}, 0.2f);
+  const Tensor wb = as_dtype(wh, DType::BF16);
+  const Tensor parent_d = e.gpu.upload(parent_h), wd = e.gpu.upload(wb);
+  const Tensor xh = parent_h.slice_cols(0, cols), xd = parent_d.slice_cols(0, cols);
+  Tensor yh = host_tensor(DType::F32, {rows, cols});
+  e.host.core().rms_norm(xh, &wb, NormWeight::OnePlus, kEps, group, yh);
+  Tensor yd = poisoned(e, {rows, cols});
+  e.gpu.core().rms_norm(xd, &wd, NormWeight::OnePlus, kEps, group, yd);
+  const std::vector<float> got = fetch(e, yd);
+  const double bytes = 2.0 * rows * cols * 4;
+  const double ms = timed ? time_it(e, [&] { e.gpu.core().rms_norm(xd, &wd, NormWeight::OnePlus, kEps, group, yd); }) : 0;
+  const std::string shape = dims_str({rows, cols}) + " g" + std::to_string(group) + " 1+w" +
+                            (parent_cols != cols ? " slice" : "");
+  report(e, "rms_norm " + name, shape, got, to_f32_vector(yh), cols, kF32Tol, ms, 0, bytes);
+  if (timed) record(e, "rms_norm " + name, shape, ms, 0, bytes);
+}
+
+void add_case(Env& e, int64_t rows, int64_t cols, bool timed) {
+  Tensor xh = random_host(e, {rows, cols}, 1.0f), dh = random_host(e, {rows, cols}, 1.0f);
+  Tensor xd = e.gpu.upload(xh);
+  const Tensor dd = e.gpu.upload(dh);
+  e.host.core().add(xh, dh, nullptr);
+  e.gpu.core().add(xd, dd, nullptr);
+  const std::vector<float> got = fetch(e, xd);
+  const double bytes = 3.0 * rows * cols * 4;
+  const double ms = timed ? time_it(e, [&] { e.gpu.core().add(xd, dd, nullptr); }) : 0;
+  const std::string shape = dims_str({rows, cols});
+  report(e, "add (residual)", shape, got, to_f32_vector(xh), cols, kF32Tol, ms, 0, bytes);
+  if (timed) record(e, "add (residual)", shape, ms, 0, bytes);
+}
+
+// SwiGlu on the MLP's [T, 12288]; SigmoidGate with the gate as the second half of q_proj's
+// per-head rows ([T·16, 512] read as a strided [T·16, 256]).
+void gated_unit_case(Env& e, GatedUnit kind, int64_t rows, int64_t cols, bool timed) {
+  const bool strided = kind == GatedUnit::SigmoidGate;
+  Tensor ah = random_host(e, {rows, cols}, 2.0f);
+  Tensor parent_h = random_host(e, {rows, strided ? 2 * cols : cols}, 2.0f);
+  const Tensor ad = e.gpu.upload(ah), parent_d = e.gpu.upload(parent_h);
+  const Tensor bh = strided ? parent_h.slice_cols(cols, cols) : parent_h;
+  const Tensor bd = strided ? parent_d.slice_cols(cols, cols) : parent_d;
+  Tensor oh = host_tensor(DType::F32, {rows, cols});
+  e.host.core().gated_unit(kind, ah, bh, oh);
+  Tensor od = poisoned(e, {rows, cols});
+  e.gpu.core().gated_unit(kind, ad, bd, od);
+  const std::vector<float> got = fetch(e, od);
+  const double bytes = 3.0 * rows * cols * 4;
+  const double ms = timed ? time_it(e, [&] { e.gpu.core().gated_unit(kind, ad, bd, od); }) : 0;
+  const std::string name = strided ? "gated_unit sigmoid_gate" : "gated_unit swiglu";
+  const std::string shape = dims_str({rows, cols}) + (strided ? " gate slice" : "");
+  report(e, name, shape, got, to_f32_vector(oh), cols, kF32Tol, ms, 0, bytes);
+  if (timed) record(e, name, shape, ms, 0, bytes);
+}
+
+// Qwen's partial RoPE: the first 64 of each 256-wide head, tables [f | f] of the real angles.
+void rope_case(Env& e, int64_t T, int64_t heads, bool timed) {
+  const int64_t cols = heads * kAttnHeadDim, half = kRotDim / 2;
+  Tensor sin_h = host_tensor(DType::F32, {T, kRotDim}), cos_h = host_tensor(DType::F32, {T, kRotDim});
+  for (int64_t p = 0; p < T; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const double inv_freq = std::pow(kRopeTheta, -2.0 * double(i) / double(kRotDim));
+      const float a = float(double(p) * inv_freq);
+      sin_h.row<float>(p)[i] = sin_h.row<float>(p)[i + half] = std::sin(a);
+      cos_h.row<float>(p)[i] = cos_h.row<float>(p)[i + half] = std::cos(a);
+    }
+  Tensor xh = random_host(e, {T, cols}, 1.0f);
+  Tensor xd = e.gpu.upload(xh);
+  const Tensor sin_d = e.gpu.upload(sin_h), cos_d = e.gpu.upload(cos_h);
+  e.host.core().rope(xh, sin_h, cos_h, kAttnHeadDim, kRotDim);
+  e.gpu.core().rope(xd, sin_d, cos_d, kAttnHeadDim, kRotDim);
+  const std::vector<float> got = fetch(e, xd);
+  const double bytes = 2.0 * T * heads * kRotDim * 4;
+  const double ms = timed ? time_it(e, [&] { e.gpu.core().rope(xd, sin_d, cos_d, kAttnHeadDim, kRotDim); }) : 0;
+  const std::string shape = dims_str({T, cols}) + " hd" + std::to_string(kAttnHeadDim) + " rot" + std::to_string(kRotDim);
+  report(e, "rope", shape, got, to_f32_vector(xh), cols, kF32Tol, ms, 0, bytes);
+  if (timed) record(e, "rope", shape, ms, 0, bytes);
+}
+
+// The rows the prompt uses, uploaded as a small bf16 table (as TextEncoder::embed does).
+void embedding_case(Env& e, int64_t T, int64_t table_rows) {
+  Tensor th = random_host(e, {table_rows, kHidden}, 0.05f);
+  const Tensor tb = as_dtype(th, DType::BF16);
+  const Tensor td = e.gpu.upload(tb);
+  std::vector<int32_t> ids(size_t(T));
+  for (int64_t i = 0; i < T; ++i) ids[size_t(i)] = int32_t(mix(uint64_t(i) + e.seed) % uint64_t(table_rows));
+  ids.back() = int32_t(table_rows - 1);
+  Tensor oh = host_tensor(DType::F32, {T, kHidden});
+  e.host.core().embedding(ids, tb, oh);
+  Tensor od = poisoned(e, {T, kHidden});
+  e.gpu.core().embedding(ids, td, od);
+  report(e, "embedding", dims_str({T, kHidden}) + " of " + std::to_string(table_rows) + " bf16", fetch(e, od),
+         to_f32_vector(oh), kHidden, kF32Tol);
+}
+
+void check_core_family(Env& e) {
+  check_linears(e);
+  guarded(e, "rms_norm", [&] { rms_case(e, "hidden", 37, kHidden, kHidden, kHidden, false); });
+  guarded(e, "rms_norm", [&] { rms_case(e, "q_norm", 37 * kAttnHeads, kAttnHeadDim, kAttnHeadDim, 2 * kAttnHeadDim, false); });
+  guarded(e, "rms_norm", [&] { rms_case(e, "k_norm", 37, kKvHeads * kAttnHeadDim, kAttnHeadDim, kKvHeads * kAttnHeadDim, false); });
+  guarded(e, "rms_norm", [&] { rms_case(e, "hidden", kLongT, kHidden, kHidden, kHidden, true); });
+  guarded(e, "rms_norm", [&] { rms_case(e, "q_norm", kLongT * kAttnHeads, kAttnHeadDim, kAttnHeadDim, 2 * kAttnHeadDim, true); });
+  guarded(e, "add", [&] { add_case(e, 37, kHidden, false); });
+  guarded(e, "add", [&] { add_case(e, kLongT, kHidden, true); });
+  guarded(e, "swiglu", [&] { gated_unit_case(e, GatedUnit::SwiGlu, 37, kInter, false); });
+  guarded(e, "swiglu", [&] { gated_unit_case(e, GatedUnit::SwiGlu, kLongT, kInter, true); });
+  guarded(e, "sigmoid_gate", [&] { gated_unit_case(e, GatedUnit::SigmoidGate, 37 * kAttnHeads, kAttnHeadDim, false); });
+  guarded(e, "sigmoid_gate", [&] { gated_unit_case(e, GatedUnit::SigmoidGate, kLongT * kAttnHeads, kAttnHeadDim, true); });
+  guarded(e, "rope", [&] { rope_case(e, 37, kAttnHeads, false); });
+  guarded(e, "rope", [&] { rope_case(e, 37, kKvHeads, false); });
+  guarded(e, "rope", [&] { rope_case(e, kLongT, kAttnHeads, true); });
+  guarded(e, "embedding", [&] { embedding_case(e, 37, 1024); });
+  guarded(e, "embedding", [&] { embedding_case(e, 512, 4096); });
+}
+
+// The timed kernels at T = 4096 against the H200's ceilings.
+void print_summary(const std::vector<Timing>& timings) {
+  std::printf("\nT = %lld timings (share of the H200's %.0f TFLOP/s dense bf16 or %.1f TB/s):\n", (long long)kLongT,
+              kPeakTflops, kPeakGBs / 1000);
+  for (const Timing& t : timings) {
+    if (t.ms <= 0) continue;
+    if (t.flops > 0)
+      std::printf("  %-34s %-30s %9.3f ms %7.1f TFLOP/s %5.1f%%\n", t.kernel.c_str(), t.shape.c_str(), t.ms,
+                  t.flops / (t.ms * 1e-3) / 1e12, 100.0 * t.flops / (t.ms * 1e-3) / 1e12 / kPeakTflops);
+    else
+      std::printf("  %-34s %-30s %9.3f ms %7.0f GB/s     %5.1f%%\n", t.kernel.c_str(), t.shape.c_str(), t.ms,
+                  t.bytes / (t.ms * 1e-3) / 1e9, 100.0 * t.bytes / (t.ms * 1e-3) / 1e9 / kPeakGBs);
+  }
+}
+
+int parse_device(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--device" && i + 1 < argc) return std::atoi(argv[++i]);
+    std::fprintf(stderr, "usage: hip_te_kernel_check [--device N]\n");
+    std::exit(2);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int device = parse_device(argc, argv);
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::unique_ptr<Backend> host = make_host_backend();
+    std::unique_ptr<Backend> gpu = make_hip_backend(device);
+    HipContext* ctx = hip_context_of(*gpu);
+    if (!ctx) throw failure("make_hip_backend did not return a HIP backend");
+    std::printf("hip_te_kernel_check on %s (%d multiprocessors)\n", gpu->name().c_str(), ctx->multiprocessors());
+    kcheck::Table table;
+    Env env{*host, *gpu, *ctx, table};
+    const auto section = [&](const char* what, const std::function<void()>& fn) {
+      const auto s0 = std::chrono::steady_clock::now();
+      guarded(env, what, fn);
+      std::printf("  (%s: %.1f s)\n", what, std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count());
+    };
+    section("text family", [&] { check_text_family(env); });
+    section("core family", [&] { check_core_family(env); });
+    section("attention", [&] { check_attention_cases(table, *ctx, *host, "te"); });
+    print_summary(env.timings);
+    std::printf("total %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return table.finish();
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "hip_te_kernel_check: %s\n", ex.what());
+    return 1;
+  }
+}
