@@ -26,7 +26,7 @@ export LSAN_OPTIONS=report_objects=1
 
 status=0
 echo "== unit tests (ASan + UBSan)"
-"$BUILD/unit_tests" --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"} || status=1
+"$BUILD/tests/unit_tests" --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"} || status=1
 echo "== bad-input and interrupt suites (ASan + UBSan)"
 labels=bad_input
 [[ ${SANITIZE_GOLDEN:-0} == 1 ]] && labels='bad_input|golden'

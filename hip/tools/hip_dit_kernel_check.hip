@@ -48,6 +48,7 @@ struct Timing {
 };
 
 struct Env {
+  Env(Backend& h, Backend& g, HipContext& c, kcheck::Table& t) : host(h), gpu(g), ctx(c), table(t) {}
   Backend& host;
   Backend& gpu;
   HipContext& ctx;
@@ -524,7 +525,7 @@ int main(int argc, char** argv) {
                 gpu->name().c_str(), ctx.multiprocessors(), (long long)kRows,
                 gemm_tiles_name(gemm_auto_tiles(kRows, kDim, ctx.multiprocessors())));
     kcheck::Table table;
-    Env env{*host, *gpu, ctx, table};
+    Env env(*host, *gpu, ctx, table);
     const auto guarded = [&](const char* what, const std::function<void()>& fn) {
       try {
         fn();

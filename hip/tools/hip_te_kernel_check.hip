@@ -66,6 +66,7 @@ struct Timing {
 };
 
 struct Env {
+  Env(Backend& h, Backend& g, HipContext& c, kcheck::Table& t) : host(h), gpu(g), ctx(c), table(t) {}
   Backend& host;
   Backend& gpu;
   HipContext& ctx;
@@ -620,7 +621,7 @@ void embedding_case(Env& e, int64_t T, int64_t table_rows) {
   Tensor th = random_host(e, {table_rows, kHidden}, 0.05f);
   const Tensor tb = as_dtype(th, DType::BF16);
   const Tensor td = e.gpu.upload(tb);
-  std::vector<int32_t> ids(size_t(T));
+  std::vector<int32_t> ids(static_cast<size_t>(T));
   for (int64_t i = 0; i < T; ++i) ids[size_t(i)] = int32_t(mix(uint64_t(i) + e.seed) % uint64_t(table_rows));
   ids.back() = int32_t(table_rows - 1);
   Tensor oh = host_tensor(DType::F32, {T, kHidden});
@@ -688,7 +689,7 @@ int main(int argc, char** argv) {
     if (!ctx) throw failure("make_hip_backend did not return a HIP backend");
     std::printf("hip_te_kernel_check on %s (%d multiprocessors)\n", gpu->name().c_str(), ctx->multiprocessors());
     kcheck::Table table;
-    Env env{*host, *gpu, *ctx, table};
+    Env env(*host, *gpu, *ctx, table);
     const auto section = [&](const char* what, const std::function<void()>& fn) {
       const auto s0 = std::chrono::steady_clock::now();
       guarded(env, what, fn);

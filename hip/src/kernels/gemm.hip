@@ -240,7 +240,6 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
         for (int i = 0; i < Cfg::TM; ++i) leaf::mma(acc[i][j], fa[i], fb);
       }
     }
-
   }
   tile::wait_copies<0>();
 
