@@ -79,6 +79,18 @@ def step_seconds(denoise):
     }
 
 
+RESERVE_GIB = 0.5  # the planner's reserve (hip/src/pipeline/planner.h kReserveBytes)
+
+
+def budget_for_resident(dit_peak_gib, total_blocks, block_gib, resident):
+    """A --vram-budget (GiB) under which the planner keeps `resident` DiT blocks on the device.
+    The planner keeps R = floor((budget - base - 2 slots) / block) blocks, where base (VAE
+    weights, fixed part, activations, reserve) is the fully resident run's DiT peak less its
+    blocks, plus the reserve; aiming half a block above R absorbs the printed peak's rounding."""
+    base = dit_peak_gib - total_blocks * block_gib + RESERVE_GIB
+    return base + (2 + resident + 0.5) * block_gib
+
+
 class EngineRun:
     """One moss-infer-hip process: its command, exit status, stamped stderr and the memory
     samples around it."""

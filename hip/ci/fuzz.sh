@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # libFuzzer runs (issue 9): builds the targets of hip/fuzz with clang (ASan + UBSan + fuzzer
-# instrumentation of the host library) and runs each for a bounded time from its seeds in
-# hip/fuzz/corpus/<target>/. Fails on any crash, leak, timeout or out-of-memory; prints the
-# executions per target. New inputs go to BUILD_DIR/fuzz-corpus/<target>/ (the seeds in the
+# instrumentation of the host library); replays the inputs of past findings in
+# hip/fuzz/regressions/<target>/ once each, then runs each target for a bounded time from its
+# seeds in hip/fuzz/corpus/<target>/. Fails on any crash, leak, timeout or out-of-memory;
+# prints the executions per target. New inputs go to BUILD_DIR/fuzz-corpus/<target>/ (the seeds in the
 # repository are only read); findings to BUILD_DIR/fuzz-findings/.
 # Usage: hip/ci/fuzz.sh [BUILD_DIR] [TARGET...]   (default: build-fuzz beside hip/, all targets)
 # Environment: FUZZ_SECONDS per target (default 60), JOBS (default 2), CXX (default clang++-19).
@@ -29,6 +30,17 @@ for t in "${TARGETS[@]}"; do
   findings=$BUILD/fuzz-findings/$t
   mkdir -p "$corpus" "$findings"
   log=$BUILD/fuzz-findings/$t.log
+  failing=()
+  for input in "$HIP/fuzz/regressions/$t"/*; do
+    [[ -f $input ]] || continue
+    "$BUILD/fuzz/fuzz_$t" -timeout=10 -rss_limit_mb=2048 "$input" >"$findings/replay.log" 2>&1 ||
+      failing+=("$(basename -- "$input"): $(grep -m1 '^SUMMARY' "$findings/replay.log" || echo crashed)")
+  done
+  if ((${#failing[@]})); then
+    status=1
+    summary+=("fuzz_$t: ${#failing[@]} regression input(s) fail:")
+    for f in "${failing[@]}"; do summary+=("    $f"); done
+  fi
   echo "== fuzz_$t for $FUZZ_SECONDS s"
   rc=0
   "$BUILD/fuzz/fuzz_$t" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \

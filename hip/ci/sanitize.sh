@@ -30,6 +30,6 @@ echo "== unit tests (ASan + UBSan)"
 echo "== bad-input and interrupt suites (ASan + UBSan)"
 labels=bad_input
 [[ ${SANITIZE_GOLDEN:-0} == 1 ]] && labels='bad_input|golden'
-ctest --test-dir "$BUILD" -L "$labels" --output-on-failure || status=1
+ctest --test-dir "$BUILD" -L "$labels" -j"$JOBS" --output-on-failure || status=1
 if ((status == 0)); then echo "sanitize: clean"; else echo "sanitize: FAILED"; fi
 exit $status

@@ -172,8 +172,13 @@ void linear_case(Env& e, const LinearSpec& s) {
   report(e, "linear " + s.name, shape, fetch(e, yd), to_f32_vector(yh), s.n, kBf16Tol, ms, 2.0 * s.m * s.n * s.k);
 }
 
-// moss::gemm with a forced tile shape (every kernel instantiation): a tail shape, all compared.
-void gemm_tiles_case(Env& e, GemmTiles tiles, DType xdt, DType wdt, int64_t m, int64_t n, int64_t k) {
+std::string plan_name(const GemmPlan& p, DType xdt) {
+  const std::string staging = xdt == DType::F32 ? std::string(" ") + gemm_staging_name(p.staging) : "";
+  return gemm_tiles_name(p.tiles) + staging;
+}
+
+// moss::gemm with a forced plan (every kernel instantiation): a tail shape, all compared.
+void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int64_t n, int64_t k) {
   Pair xp = random_pair(e, xdt, {m, k});
   Pair wp = random_pair(e, wdt, {n, k}, float(1.0 / std::sqrt(double(k))));
   Pair bp = random_pair(e, DType::F32, {n}, 0.5f);
@@ -196,15 +201,15 @@ void gemm_tiles_case(Env& e, GemmTiles tiles, DType xdt, DType wdt, int64_t m, i
   op.m = m;
   op.n = n;
   op.k = k;
-  gemm(op, e.stream(), e.ctx.multiprocessors(), tiles);
-  report(e, std::string("gemm ") + gemm_tiles_name(tiles), shape_of({m, k, n}) + " " + dtype_name(xdt) + "·" +
-                                                              dtype_name(wdt),
+  plan = gemm_resolve(op, e.ctx.multiprocessors(), plan);
+  gemm(op, e.stream(), e.ctx.multiprocessors(), plan);
+  report(e, "gemm " + plan_name(plan, xdt), shape_of({m, k, n}) + " " + dtype_name(xdt) + "·" + dtype_name(wdt),
          fetch(e, yd), to_f32_vector(yh), n, kBf16Tol);
 }
 
 // A full-size DiT GEMM: timed, every element checked for being written, 64 sampled rows
 // compared with a host replay of those rows.
-void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64_t n, DType xdt, GemmTiles tiles) {
+void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64_t n, DType xdt, GemmPlan plan = {}) {
   Pair xp = random_pair(e, xdt, {m, k});
   Pair wp = random_pair(e, DType::BF16, {n, k}, float(1.0 / std::sqrt(double(k))));
   Tensor yd = poisoned(e, DType::F32, {m, n});
@@ -220,7 +225,7 @@ void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64
   op.m = m;
   op.n = n;
   op.k = k;
-  const GemmTiles used = tiles == GemmTiles::Auto ? gemm_auto_tiles(m, n, e.ctx.multiprocessors()) : tiles;
+  const GemmPlan used = gemm_resolve(op, e.ctx.multiprocessors(), plan);
   gemm(op, e.stream(), e.ctx.multiprocessors(), used);
   const std::vector<float> all = fetch(e, yd);
 
@@ -247,7 +252,7 @@ void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64
 
   const double ms = time_it(e, [&] { gemm(op, e.stream(), e.ctx.multiprocessors(), used); });
   const double flops = 2.0 * m * n * k;
-  const std::string kernel = "gemm " + name + " " + gemm_tiles_name(used);
+  const std::string kernel = "gemm " + name + " " + plan_name(used, xdt);
   const std::string shape = shape_of({m, k, n}) + (xdt == DType::BF16 ? " x:bf16" : "");
   report(e, kernel, shape, got, want, n, kBf16Tol, ms, flops);
   record(e, kernel, shape, ms, flops, 0);
@@ -274,15 +279,20 @@ void check_gemms(Env& e) {
   linear_case(e, {"bf16 y", 100, 512, 96, DType::F32, DType::BF16, DType::BF16, true});
   // Every kernel instantiation on a tail shape.
   for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium, GemmTiles::Small})
-    for (DType x : {DType::F32, DType::BF16})
-      for (DType w : {DType::BF16, DType::F32}) gemm_tiles_case(e, t, x, w, 300, 520, 136);
-  // The 1024x1024 shapes, timed; q/k/v/o in every tile shape to pick the best.
+    for (DType w : {DType::BF16, DType::F32}) {
+      for (GemmStaging st : {GemmStaging::Convert, GemmStaging::Raw})
+        gemm_plan_case(e, {t, st}, DType::F32, w, 300, 520, 136);
+      gemm_plan_case(e, {t, GemmStaging::Auto}, DType::BF16, w, 300, 520, 136);
+    }
+  // The 1024x1024 shapes, timed; q/k/v/o in every plan to pick the best.
   for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium, GemmTiles::Small})
-    gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::F32, t);
-  gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, DType::F32, GemmTiles::Auto);
-  gemm_full_case(e, "ffn_down", kRows, kFfn, kDim, DType::F32, GemmTiles::Auto);
-  gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::BF16, GemmTiles::Auto);
-  gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, DType::BF16, GemmTiles::Auto);
+    for (GemmStaging st : {GemmStaging::Convert, GemmStaging::Raw})
+      gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::F32, {t, st});
+  gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, DType::F32);
+  gemm_full_case(e, "ffn_down", kRows, kFfn, kDim, DType::F32);
+  gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::BF16);
+  gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, DType::BF16);
+  gemm_full_case(e, "ffn_down", kRows, kFfn, kDim, DType::BF16);
 }
 
 // ---- row kernels ---------------------------------------------------------------------------------
@@ -307,7 +317,8 @@ void rms_norm_case(Env& e, const std::string& name, int64_t rows, int64_t cols, 
   if (timed) ms = time_it(e, [&] { e.gpu.core().rms_norm(xd, &wp.d, mode, 1e-6f, group, yd); });
   const std::string shape = shape_of({rows, cols}) + " g" + std::to_string(group) +
                             (mode == NormWeight::OnePlus ? " 1+w" : mode == NormWeight::None ? " no-w" : "") +
-                            (dt == DType::BF16 ? " bf16" : "") + (offset ? " slice" : "") + (in_place ? " in-place" : "");
+                            (dt == DType::BF16 ? " bf16" : "") + (offset ? " slice" : "") +
+                            (in_place ? " in-place" : "");
   report(e, "rms_norm " + name, shape, got, to_f32_vector(yh), cols, tol_for(dt), ms, 0, bytes);
   if (timed) record(e, "rms_norm " + name, shape, ms, 0, bytes);
 }
@@ -524,6 +535,7 @@ int main(int argc, char** argv) {
     std::printf("hip_dit_kernel_check on %s (%d multiprocessors); GEMM auto tiles at %lld rows: %s\n",
                 gpu->name().c_str(), ctx.multiprocessors(), (long long)kRows,
                 gemm_tiles_name(gemm_auto_tiles(kRows, kDim, ctx.multiprocessors())));
+    std::fflush(stdout);
     kcheck::Table table;
     Env env(*host, *gpu, ctx, table);
     const auto guarded = [&](const char* what, const std::function<void()>& fn) {

@@ -108,8 +108,9 @@ void judge(Tally& tally, const std::string& what, const Tensor& gpu, const Tenso
   std::string info;
   if (host_run) info += fmt(", host %.3e", rel_l2(g, to_f32_vector(*host_run)));
   if (bf16_golden) info += fmt(", _bf16 golden %.3e", rel_l2(g, to_f32_vector(*bf16_golden)));
-  tally.check(std::isfinite(d32) && d32 <= limit, what + fmt(": rel_l2 %.3e to the fp32 golden (limit %.2e)", d32, limit) +
-                                                      info + (g.size() == size_t(fp32_golden.numel()) ? "" : " SHAPE"));
+  const std::string verdict = fmt(": rel_l2 %.3e to the fp32 golden (limit %.2e)", d32, limit);
+  tally.check(std::isfinite(d32) && d32 <= limit,
+              what + verdict + info + (g.size() == size_t(fp32_golden.numel()) ? "" : " SHAPE"));
 }
 
 // Runs one stage; an exception (a missing op family, a kernel error) fails the stage.
@@ -267,7 +268,8 @@ void e2e_stage(Tally& tally, Backend& gpu, const std::string& model, const std::
   const Tensor latent = sample(dit, cond, &uncond, noise, make_schedule(s.steps, s.shift), s);
   judge(tally, "e2e.final_latent", latent, g.get("e2e.final_latent_fp32"), 2 * dit_golden_gap(g));
   const Tensor image = vae.decode(latent);
-  std::printf("info e2e.image_fp64: rel_l2 %.3e\n", rel_l2(to_f32_vector(image), to_f32_vector(g.get("e2e.image_fp64"))));
+  std::printf("info e2e.image_fp64: rel_l2 %.3e\n",
+              rel_l2(to_f32_vector(image), to_f32_vector(g.get("e2e.image_fp64"))));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "tokenizer/utf8.h"
 #include "util/error.h"
 
 namespace moss {
@@ -299,6 +300,12 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
   if (o.output_png.empty() && o.latent_out.empty())
     throw usage_error("give -o FILE.png or --latent-out FILE.npy (or both)\n" + usage_line());
   if (!o.output_png.empty() && o.output_png == o.latent_out) throw usage_error("-o and --latent-out name the same file");
+  for (const auto& [flag, text] : {std::pair<const char*, const std::string*>{"--prompt", &o.prompt},
+                                   std::pair<const char*, const std::string*>{"--negative", &o.negative}}) {
+    const size_t bad = find_invalid_utf8(*text);
+    if (bad != std::string::npos)
+      throw usage_error(std::string(flag) + ": not valid UTF-8 (byte " + std::to_string(bad) + ")");
+  }
   if (o.random_seed) o.seed = std::random_device{}();
   return out;
 }

@@ -4,7 +4,6 @@
 
 #include <cstring>
 #include <memory>
-#include <regex>
 
 #include "io/files.h"
 #include "util/error.h"
@@ -157,15 +156,27 @@ NpyArray read_npy_f32(const std::string& path) {
   std::string h = b.substr(10, hlen);
   if (h.find("'descr': '<f4'") == std::string::npos || h.find("'fortran_order': False") == std::string::npos)
     throw failure(path + ": only little-endian float32 C-order arrays are read");
-  std::smatch m;
-  if (!std::regex_search(h, m, std::regex("'shape': \\(([0-9, ]*)\\)"))) throw failure(path + ": no shape in header");
+  // The shape tuple: "'shape': (a, b, c)" with any spacing.
+  const size_t key = h.find("'shape': (");
+  const size_t close = key == std::string::npos ? key : h.find(')', key);
+  if (close == std::string::npos) throw failure(path + ": no shape in the .npy header");
   NpyArray a;
-  std::string dims = m[1];
   size_t count = 1;
-  const std::regex number("[0-9]+");
-  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it) {
-    a.shape.push_back(std::stoll(it->str()));
-    count *= size_t(a.shape.back());
+  int64_t dim = -1;
+  for (size_t i = key + 10; i <= close; ++i) {
+    const char c = h[i];
+    if (c >= '0' && c <= '9') {
+      dim = (dim < 0 ? 0 : dim * 10) + (c - '0');
+      if (dim > (int64_t(1) << 40)) throw failure(path + ": shape too large in the .npy header");
+    } else if (c == ',' || c == ')') {
+      if (dim >= 0) {
+        a.shape.push_back(dim);
+        count *= size_t(dim);
+      }
+      dim = -1;
+    } else if (c != ' ') {
+      throw failure(path + ": malformed shape in the .npy header");
+    }
   }
   if (b.size() != 10 + hlen + count * 4) throw failure(path + ": data size does not match the shape");
   a.data.resize(count);

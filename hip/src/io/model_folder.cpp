@@ -24,10 +24,14 @@ static const json& config_value(const json& j, const std::string& key, const std
   return j.at(key);
 }
 
-int64_t config_int(const json& j, const std::string& key, const std::string& file) {
+int64_t config_int(const json& j, const std::string& key, const std::string& file, int64_t lo, int64_t hi) {
   const json& v = config_value(j, key, file);
   if (!v.is_number_integer()) throw failure(file + ": key '" + key + "' must be an integer");
-  return v.get<int64_t>();
+  const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : v.get<int64_t>();
+  if (x < lo || x > hi)
+    throw failure(file + ": key '" + key + "' is " + v.dump() + ", outside " + std::to_string(lo) + ".." +
+                  std::to_string(hi));
+  return x;
 }
 
 double config_number(const json& j, const std::string& key, const std::string& file) {

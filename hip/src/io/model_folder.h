@@ -22,7 +22,12 @@ struct ExpectedTensor {
 nlohmann::json read_json_file(const std::string& path);
 
 // Typed config access with messages that name the file and key (exit 1 on a bad value).
-int64_t config_int(const nlohmann::json& j, const std::string& key, const std::string& file);
+// Integers must lie in [lo, hi] (sizes and counts: positive and far below what would exhaust
+// memory), so a corrupt config is refused naming the key instead of failing later.
+constexpr int64_t kConfigIntMax = int64_t(1) << 20;
+constexpr int64_t kConfigLayersMax = 4096;
+int64_t config_int(const nlohmann::json& j, const std::string& key, const std::string& file, int64_t lo = 1,
+                   int64_t hi = kConfigIntMax);
 double config_number(const nlohmann::json& j, const std::string& key, const std::string& file);
 
 // Checks `weights` against `expected`: dtype, shape, presence. Tensors not listed whose names

@@ -31,7 +31,12 @@ void parse_safetensors_header(const std::string& path, const char* header, uint6
     throw failure(path + ": safetensors header is not valid JSON (" + e.what() + ")");
   }
   if (!h.is_object()) throw failure(path + ": safetensors header is not a JSON object");
-  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  struct Span {
+    uint64_t begin, end;
+    std::string name;
+    bool operator<(const Span& o) const { return begin < o.begin || (begin == o.begin && end < o.end); }
+  };
+  std::vector<Span> spans;
   for (auto it = h.begin(); it != h.end(); ++it) {
     const std::string& name = it.key();
     const json& v = it.value();
@@ -73,12 +78,14 @@ void parse_safetensors_header(const std::string& path, const char* header, uint6
     if (info.dtype != DType::Unknown && count * dtype_size(info.dtype) != info.end - info.begin)
       throw bad("byte size " + std::to_string(info.end - info.begin) + " does not match " + info.dtype_name +
                 " of " + std::to_string(count) + " elements");
-    spans.emplace_back(info.begin, info.end);
+    spans.push_back({info.begin, info.end, name});
     tensors[name] = std::move(info);
   }
   std::sort(spans.begin(), spans.end());
+  auto range = [](const Span& s) { return "'" + s.name + "' [" + std::to_string(s.begin) + ", " + std::to_string(s.end) + ")"; };
   for (size_t i = 1; i < spans.size(); ++i)
-    if (spans[i].first < spans[i - 1].second) throw failure(path + ": tensors overlap in the data section");
+    if (spans[i].begin < spans[i - 1].end)
+      throw failure(path + ": tensors " + range(spans[i - 1]) + " and " + range(spans[i]) + " overlap in the data section");
 }
 
 const TensorInfo& SafetensorsFile::info(const std::string& name) const {
@@ -91,7 +98,15 @@ Tensor SafetensorsFile::get(const std::string& name) const {
   const TensorInfo& i = info(name);
   if (i.dtype == DType::Unknown)
     throw usage_error(path_ + ": tensor '" + name + "' has unsupported dtype " + i.dtype_name);
-  Tensor t(const_cast<char*>(data_ + i.begin), i.dtype, i.shape);
+  const char* p = data_ + i.begin;
+  if (reinterpret_cast<uintptr_t>(p) % dtype_size(i.dtype) != 0) {
+    // A header whose length is not a multiple of 8 leaves the data misaligned: hand out an
+    // aligned copy rather than a view no op may read.
+    Tensor copy = host_tensor(i.dtype, i.shape);
+    std::memcpy(copy.data, p, copy.nbytes());
+    return copy;
+  }
+  Tensor t(const_cast<char*>(p), i.dtype, i.shape);
   t.owner = mapping_;
   return t;
 }

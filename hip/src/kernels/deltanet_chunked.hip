@@ -31,6 +31,10 @@ constexpr int kSlice = 16;           // state columns per scan workgroup
 constexpr int kLdSlice = kSlice + 4;
 constexpr int kWaves = kPlatformNvidia ? 4 : 1;
 constexpr int kThreads = kWaves * kWaveSize;
+// The scan's inner product loops: unrolled on NVIDIA, so the fragment loads of a whole product
+// are in flight together (the scan is latency-bound); kept rolled on AMD, where one wave holding
+// a whole product's fragments exceeds the register file.
+constexpr int kScanUnroll = kPlatformNvidia ? 8 : 1;
 
 // The call's operands as the kernels take them: 32-bit strides and offsets (the launcher checks
 // that every offset fits), the head ratio precomputed; fewer scalar registers than DeltaRuleArgs.
@@ -60,7 +64,7 @@ struct Record {
 // Tokens of the block starting at t0 (64 except for a short last block).
 __device__ inline int block_len(int T, int t0) { return T - t0 < kC ? T - t0 : kC; }
 
-int record_floats(int dk, int dv) { return kC * (3 * dk + dv + kC) + 64; }
+constexpr int record_floats(int dk, int dv) { return kC * (3 * dk + dv + kC) + 64; }
 
 template <int DK, int DV, bool kSplit>
 __global__ __launch_bounds__(kThreads) void delta_prep_kernel(Params a) {
@@ -225,7 +229,7 @@ __global__ __launch_bounds__(kThreads) void delta_scan_kernel(Params a) {
     for (int mi = wave; mi < kCT; mi += kWaves) {
       leaf::FragC acc;
       leaf::zero(acc);
-#pragma unroll 1
+#pragma unroll kScanUnroll
       for (int k0 = 0; k0 < DK; k0 += 16) {
         FragA fw;
         FragB fs;
@@ -246,7 +250,7 @@ __global__ __launch_bounds__(kThreads) void delta_scan_kernel(Params a) {
       leaf::FragC inter, intra;
       leaf::zero(inter);
       leaf::zero(intra);
-#pragma unroll 1
+#pragma unroll kScanUnroll
       for (int k0 = 0; k0 < DK; k0 += 16) {
         FragA fq;
         FragB fs;
@@ -277,7 +281,7 @@ __global__ __launch_bounds__(kThreads) void delta_scan_kernel(Params a) {
     for (int mt = wave; mt < DK / 16; mt += kWaves) {
       leaf::FragC acc;
       leaf::zero(acc);
-#pragma unroll 1
+#pragma unroll kScanUnroll
       for (int kj = 0; kj < kCT && kj * 16 < n; ++kj) {
         FragA fk;
         FragB fv;
@@ -303,6 +307,7 @@ __global__ __launch_bounds__(kThreads) void delta_scan_kernel(Params a) {
 template <int DK, int DV, bool kSplit>
 void launch_chunked(const Params& p, int value_heads, hipStream_t stream) {
   static_assert(Record<DK, DV>::kSize % 64 == 0, "records stay 256-byte aligned");
+  static_assert(Record<DK, DV>::kSize == record_floats(DK, DV), "the scratch size matches the record");
   auto prep = delta_prep_kernel<DK, DV, kSplit>;
   auto scan = delta_scan_kernel<DK, DV, kSplit>;
   hipLaunchKernelGGL(prep, dim3(unsigned(p.blocks), unsigned(value_heads)), dim3(kThreads), 0, stream, p);
@@ -320,11 +325,10 @@ void launch_chunked(const Params& p, int value_heads, DeltaPrecision precision, 
 int block_count(int T) { return (T + kC - 1) / kC; }
 
 // The kernels index in 32 bits: every element offset they form must fit.
-int checked_int(int64_t value, const char* what) {
-  if (value < 0 || value > int64_t(0x7fffffff))
-    throw usage_error(std::string("delta_rule_chunked: ") + what + " (" + std::to_string(value) +
+void require_int_offsets(int64_t extent, const char* what) {
+  if (extent < 0 || extent > int64_t(0x7fffffff))
+    throw usage_error(std::string("delta_rule_chunked: ") + what + " (" + std::to_string(extent) +
                       " elements) is beyond the kernels' 32-bit indexing");
-  return int(value);
 }
 
 }  // namespace
@@ -343,13 +347,13 @@ void delta_rule_chunked(const DeltaRuleArgs& a, DeltaPrecision precision, void* 
   Params p;
   p.blocks = block_count(a.T);
   const int64_t rows = int64_t(p.blocks) * kC;  // rows the kernels may address, padding included
-  checked_int(a.ldq * rows, "q");
-  checked_int(a.ldk * rows, "k");
-  checked_int(a.ldv * rows, "v");
-  checked_int(a.ldg * rows, "g");
-  checked_int(a.ldbeta * rows, "beta");
-  checked_int(a.ldo * rows, "out");
-  checked_int(int64_t(a.value_heads) * p.blocks * record_floats(a.dk, a.dv), "scratch");
+  require_int_offsets(a.ldq * rows, "q");
+  require_int_offsets(a.ldk * rows, "k");
+  require_int_offsets(a.ldv * rows, "v");
+  require_int_offsets(a.ldg * rows, "g");
+  require_int_offsets(a.ldbeta * rows, "beta");
+  require_int_offsets(a.ldo * rows, "out");
+  require_int_offsets(int64_t(a.value_heads) * p.blocks * record_floats(a.dk, a.dv), "scratch");
   p.q = a.q, p.k = a.k, p.v = a.v, p.g = a.g, p.beta = a.beta, p.out = a.out, p.state = a.state;
   p.scratch = static_cast<float*>(scratch);
   p.ldq = int(a.ldq), p.ldk = int(a.ldk), p.ldv = int(a.ldv), p.ldg = int(a.ldg), p.ldbeta = int(a.ldbeta);

@@ -1,5 +1,5 @@
 // The tiled GEMM on the matrix leaf: y[M,N] = x[M,K] · w[N,K]ᵀ (+ bias[N]), bf16 operands
-// (f32 operands are rounded to bf16, nearest even, as the fragments are read), fp32 accumulation.
+// (f32 operands are rounded to bf16, nearest even), fp32 accumulation.
 // This is CoreOps::linear on the HIP backend (ops/hip/core_ops_hip.hip).
 //
 // Design (kernels/gemm.hip has the details):
@@ -8,9 +8,9 @@
 //     chunks, rows padded by 8 elements so fragment reads are free of bank conflicts);
 //   - each wave owns a (BM/warps_m) x (BN/warps_n) sub-tile, i.e. TM x TN leaf tiles, and reads
 //     its fragments from shared memory through the leaf's lane maps (kernels/matrix_layout.h);
-//   - NVIDIA: 8 or 4 warps per block, cp.async copies 2-3 k-steps ahead; AMD: one wave32 per
-//     workgroup (product contract), the next k-step is held in registers while the current
-//     one is multiplied.
+//   - NVIDIA: 8 or 4 warps per block, weights (and bf16 x) copied with cp.async 2-3 k-steps
+//     ahead, an f32 x converted to bf16 on its way in (GemmStaging); AMD: one wave32 per
+//     workgroup (product contract), two stages, plain copies.
 #pragma once
 
 #include <cstdint>
@@ -47,17 +47,34 @@ inline bool gemm_packed(const void* p, int64_t ld, GemmType t) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0 && (uint64_t(ld) * elem) % 16 == 0;
 }
 
-// Tile shape. Auto picks by problem size (Large when it fills the device, else Small); the
-// others exist so the kernel check can time each shape. AMD builds have one shape (a single
-// wave per workgroup) and ignore the request.
+// Tile shape. Auto picks by problem size (the largest shape that still gives every
+// multiprocessor a block); the others exist so the kernel check can time each shape. AMD builds
+// have one shape (a single wave per workgroup) and ignore the request.
 enum class GemmTiles { Auto, Large, Medium, Small };
-const char* gemm_tiles_name(GemmTiles t);  // "auto", "128x256", "128x128", "64x64" (AMD: its own)
 
-// Launches on `stream`; `multiprocessors` (SMs / CUs) steers the Auto choice. Throws
+// How an f32 x reaches shared memory (a bf16 x is always copied as it is):
+//   Convert  loaded into registers, rounded to bf16, stored after the current k-step's multiply
+//            (shared memory then holds bf16: half the bytes for the fragment reads, which are
+//            what limits an mma.sync GEMM; no rounding in the inner loop);
+//   Raw      copied as f32 (cp.async on NVIDIA) and rounded as the fragments are read.
+// Auto: Convert on NVIDIA. AMD always copies raw (one wave per workgroup: holding a step in
+// registers across the multiply costs more VGPRs than it saves).
+enum class GemmStaging { Auto, Convert, Raw };
+
+struct GemmPlan {
+  GemmTiles tiles = GemmTiles::Auto;
+  GemmStaging staging = GemmStaging::Auto;
+};
+
+const char* gemm_tiles_name(GemmTiles t);  // "128x256/8w", ... (AMD: its own shape)
+const char* gemm_staging_name(GemmStaging s);
+
+// Launches on `stream`; `multiprocessors` (SMs / CUs) steers the Auto choices. Throws
 // moss::failure on a bad shape or a failed launch.
-void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmTiles tiles = GemmTiles::Auto);
+void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmPlan plan = {});
 
-// The shape Auto would choose for this problem (for reports).
+// What gemm() runs for this problem and request (Auto resolved; for reports).
+GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan = {});
 GemmTiles gemm_auto_tiles(int64_t m, int64_t n, int multiprocessors);
 
 }  // namespace moss

@@ -2,14 +2,16 @@
 // Tiled GEMM on the matrix leaf, y = x·wᵀ (+ bias); contract and summary in kernels/gemm.h.
 //
 // One workgroup computes a BM x BN tile of y. K is walked in steps of BK = 32 through a ring of
-// kStages shared-memory stages; each stage holds the x rows [BM][BK] and the w rows [BN][BK] in
-// their stored dtype (f32 or bf16: a raw 16-byte copy, so NVIDIA can use cp.async), each row
-// padded by 8 elements. Fragments are read from shared memory through the leaf's lane maps in
-// bf16 pairs (f32 pairs are rounded to bf16 there); with the padding, the NVIDIA fragment reads
+// kStages shared-memory stages; each stage holds the x rows [BM][BK] and the w rows [BN][BK],
+// each row padded by 8 elements. Weights (and a bf16 x) are staged as stored, a raw 16-byte copy
+// (cp.async on NVIDIA); an f32 x is either rounded to bf16 on its way in (GemmStaging::Convert)
+// or staged raw and rounded as fragments are read (Raw). Fragments are read from shared memory
+// through the leaf's lane maps in pairs; with the padding, the NVIDIA fragment reads
 // (lane = 4g + t reads row g, k = 2t: 4 or 8 bytes) hit 32 distinct banks.
 //
 // Pipelines:
 //   NVIDIA  stage kt+S-1 is requested with cp.async while stage kt is multiplied (S = 3 or 4);
+//           a converted x step is loaded into registers before the multiply and stored after.
 //   AMD     one wave per workgroup, two stages; step kt+1 is loaded and stored to LDS before
 //           step kt is multiplied. Holding it in registers across the multiply costs 64 VGPRs
 //           (measured: 135 -> 217 on gfx12); the latency is hidden by the other workgroups a
@@ -20,6 +22,7 @@
 
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "kernels/matrix_leaf.h"
 #include "kernels/tile_copy.h"
@@ -80,11 +83,12 @@ using WaveTiles = Tiles<32, 64, 1, 1, 2, 64 * 1024>;
 using WaveTilesF32Weights = Tiles<32, 32, 1, 1, 2, 64 * 1024>;
 #endif
 
-// Shared-memory plan of one instantiation.
-template <class Cfg, class TA, class TB>
+// Shared-memory plan of one instantiation. SA: the element type x is staged in (bf16 when an
+// f32 x is converted on its way in).
+template <class Cfg, class SA, class TB>
 struct Plan {
   static constexpr int kLdA = Cfg::BK + kPad, kLdB = Cfg::BK + kPad;  // elements
-  static constexpr int kStageA = Cfg::BM * kLdA * int(sizeof(TA));  // bytes
+  static constexpr int kStageA = Cfg::BM * kLdA * int(sizeof(SA));  // bytes
   static constexpr int kStageB = Cfg::BN * kLdB * int(sizeof(TB));
   static constexpr int kStageBytes = kStageA + kStageB;
   static constexpr int kFit = Cfg::kSmemBudget / kStageBytes;
@@ -93,17 +97,23 @@ struct Plan {
   static_assert(kStageA % 16 == 0 && kStageB % 16 == 0, "stages keep 16-byte alignment");
 };
 
-// Moves ROWS x BK tiles of one operand ([rows, K], row stride ld) into shared-memory stages as
+// Moves ROWS x BK tiles of one operand ([rows, K], row stride ld) into shared-memory stages in
 // 16-byte chunks. Each thread owns one chunk column and every (THREADS / chunks-per-row)-th row.
 // Operands are packed (gemm() checks): 16-byte aligned rows and K a multiple of 8, so a chunk is
 // wholly inside or wholly outside the operand; outside chunks are zeros.
-template <class T, int ROWS, int BK, int THREADS>
+//   kConvert false: chunks are copied as they are (cp.async on NVIDIA, a load and a store on
+//                   AMD); load() does all the work.
+//   kConvert true:  (T = float) load() fetches the chunks into registers, store() rounds them to
+//                   bf16 and writes 8 bytes per chunk: the stage holds bf16.
+template <class T, int ROWS, int BK, int THREADS, bool kConvert>
 struct TileLoader {
   static constexpr int kVec = 16 / int(sizeof(T));  // elements per chunk
   static constexpr int kChunksPerRow = BK / kVec;
   static constexpr int kRowsPerPass = THREADS / kChunksPerRow;
   static constexpr int kPasses = ROWS / kRowsPerPass;
   static constexpr int kLd = BK + kPad;
+  using Staged = std::conditional_t<kConvert, bf16, T>;  // element type in shared memory
+  static_assert(!kConvert || sizeof(T) == 4, "only f32 operands are converted");
   static_assert(BK % kVec == 0 && THREADS % kChunksPerRow == 0 && ROWS % kRowsPerPass == 0,
                 "the tile splits into whole chunks per thread");
 
@@ -112,6 +122,7 @@ struct TileLoader {
   int64_t ld;
   int rows_left, k_left;  // rows and columns of the operand from this thread's first chunk on
   int first_row, col;
+  tile::Chunk16 held[kConvert ? kPasses : 1];
 
   __device__ TileLoader(const T* operand, int64_t ld_, int rows, int k, int row0, int tid)
       : base(operand), ld(ld_), first_row(tid / kChunksPerRow), col((tid % kChunksPerRow) * kVec) {
@@ -120,14 +131,33 @@ struct TileLoader {
     k_left = k - col;
   }
 
-  // Requests k-step kt into `stage`: asynchronous on NVIDIA (zero-filling chunks outside the
-  // operand), a plain load and store on AMD.
-  __device__ void load(int kt, T* stage) const {
+  __device__ bool inside(int p, int kt) const { return p * kRowsPerPass < rows_left && kt * BK < k_left; }
+  __device__ const T* at(int p, int kt) const {
+    return inside(p, kt) ? src + int64_t(p * kRowsPerPass) * ld + kt * BK : base;
+  }
+  __device__ Staged* slot(Staged* stage, int p) const { return stage + (first_row + p * kRowsPerPass) * kLd + col; }
+
+  // Requests k-step kt for `stage`.
+  __device__ void load(int kt, Staged* stage) {
 #pragma unroll
     for (int p = 0; p < kPasses; ++p) {
-      const bool in = p * kRowsPerPass < rows_left && kt * BK < k_left;
-      const T* from = in ? src + int64_t(p * kRowsPerPass) * ld + kt * BK : base;
-      tile::copy16_async_zfill(stage + (first_row + p * kRowsPerPass) * kLd + col, from, in);
+      if constexpr (kConvert) held[p] = tile::load_chunk_or_zero(at(p, kt), inside(p, kt));
+      else tile::copy16_async_zfill(slot(stage, p), at(p, kt), inside(p, kt));
+    }
+  }
+
+  // kConvert: writes the chunks of the last load() into `stage` as bf16.
+  __device__ void store(Staged* stage) const {
+    if constexpr (kConvert) {
+#pragma unroll
+      for (int p = 0; p < kPasses; ++p) {
+        const tile::Chunk16& c = held[p];
+        const uint64_t packed =
+            uint64_t(tile::pack_bf16_pair(__builtin_bit_cast(float, c.w[0]), __builtin_bit_cast(float, c.w[1]))) |
+            (uint64_t(tile::pack_bf16_pair(__builtin_bit_cast(float, c.w[2]), __builtin_bit_cast(float, c.w[3])))
+             << 32);
+        *reinterpret_cast<uint64_t*>(slot(stage, p)) = packed;
+      }
     }
   }
 };
@@ -166,11 +196,13 @@ struct KernelArgs {
   bool bias_bf16, y_bf16;
 };
 
-template <class Cfg, class TA, class TB>
+template <class Cfg, class TA, class TB, bool kConvertX>
 __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> args) {
-  using P = Plan<Cfg, TA, TB>;
-  using LoaderA = TileLoader<TA, Cfg::BM, Cfg::BK, Cfg::kThreads>;
-  using LoaderB = TileLoader<TB, Cfg::BN, Cfg::BK, Cfg::kThreads>;
+  using LoaderA = TileLoader<TA, Cfg::BM, Cfg::BK, Cfg::kThreads, kConvertX>;
+  using LoaderB = TileLoader<TB, Cfg::BN, Cfg::BK, Cfg::kThreads, false>;
+  using SA = typename LoaderA::Staged;
+  using SB = typename LoaderB::Staged;
+  using P = Plan<Cfg, SA, SB>;
   constexpr int S = P::kStages;
   extern __shared__ tile::Chunk16 gemm_smem[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(gemm_smem);
@@ -191,8 +223,8 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
 
   LoaderA load_a(args.x, args.ldx, m, k, m0, tid);
   LoaderB load_b(args.w, args.ldw, n, k, n0, tid);
-  auto stage_a = [&](int s) { return reinterpret_cast<TA*>(smem + s * P::kStageBytes); };
-  auto stage_b = [&](int s) { return reinterpret_cast<TB*>(smem + s * P::kStageBytes + P::kStageA); };
+  auto stage_a = [&](int s) { return reinterpret_cast<SA*>(smem + s * P::kStageBytes); };
+  auto stage_b = [&](int s) { return reinterpret_cast<SB*>(smem + s * P::kStageBytes + P::kStageA); };
 
   leaf::FragC acc[Cfg::TM][Cfg::TN];
 #pragma unroll
@@ -207,6 +239,7 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
     if (s < ktiles) {
       load_a.load(s, stage_a(s));
       load_b.load(s, stage_b(s));
+      load_a.store(stage_a(s));
     }
     tile::commit_copies();
   }
@@ -224,8 +257,8 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
     }
     tile::commit_copies();
 
-    const TA* as = stage_a(kt % S);
-    const TB* bs = stage_b(kt % S);
+    const SA* as = stage_a(kt % S);
+    const SB* bs = stage_b(kt % S);
 #pragma unroll
     for (int ks = 0; ks < Cfg::BK; ks += 16) {
       // All A fragments of the wave's rows, then one B fragment at a time (fewer live registers).
@@ -240,6 +273,8 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
         for (int i = 0; i < Cfg::TM; ++i) leaf::mma(acc[i][j], fa[i], fb);
       }
     }
+    // A converted x step goes to shared memory only now: its loads had the multiply to land.
+    if (more) load_a.store(stage_a(next % S));
   }
   tile::wait_copies<0>();
 
@@ -263,9 +298,9 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
 }
 
 // ---- host side ---------------------------------------------------------------------------------
-template <class Cfg, class TA, class TB>
+template <class Cfg, class TA, class TB, bool kConvertX>
 void launch(const GemmOperands& op, hipStream_t stream) {
-  using P = Plan<Cfg, TA, TB>;
+  using P = Plan<Cfg, std::conditional_t<kConvertX, bf16, TA>, TB>;
   KernelArgs<TA, TB> a;
   a.x = static_cast<const TA*>(op.x);
   a.w = static_cast<const TB*>(op.w);
@@ -279,7 +314,7 @@ void launch(const GemmOperands& op, hipStream_t stream) {
   a.k = int(op.k);
   a.bias_bf16 = op.bias_type == GemmType::BF16;
   a.y_bf16 = op.y_type == GemmType::BF16;
-  auto kernel = gemm_kernel<Cfg, TA, TB>;
+  auto kernel = gemm_kernel<Cfg, TA, TB, kConvertX>;
 #if MOSS_PLATFORM_NVIDIA
   // Above 48 KiB of dynamic shared memory a kernel must opt in (once per kernel).
   static const bool opted_in = [&] {
@@ -294,14 +329,22 @@ void launch(const GemmOperands& op, hipStream_t stream) {
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
-// Cfg serves bf16 weights, CfgF32W f32 weights.
+// Cfg serves bf16 weights, CfgF32W f32 weights; `convert` applies to an f32 x.
+// (Converting instantiations exist on NVIDIA only; AMD copies x as it is, see the header.)
 template <class Cfg, class CfgF32W = Cfg>
-void launch_typed(const GemmOperands& op, hipStream_t stream) {
+void launch_typed(const GemmOperands& op, bool convert, hipStream_t stream) {
   const bool xb = op.x_type == GemmType::BF16, wb = op.w_type == GemmType::BF16;
-  if (!xb && wb) launch<Cfg, float, bf16>(op, stream);
-  else if (xb && wb) launch<Cfg, bf16, bf16>(op, stream);
-  else if (!xb && !wb) launch<CfgF32W, float, float>(op, stream);
-  else launch<CfgF32W, bf16, float>(op, stream);
+  if constexpr (kPlatformNvidia) {
+    if (!xb && convert) {
+      if (wb) launch<Cfg, float, bf16, true>(op, stream);
+      else launch<CfgF32W, float, float, true>(op, stream);
+      return;
+    }
+  }
+  if (xb && wb) launch<Cfg, bf16, bf16, false>(op, stream);
+  else if (xb) launch<CfgF32W, bf16, float, false>(op, stream);
+  else if (wb) launch<Cfg, float, bf16, false>(op, stream);
+  else launch<CfgF32W, float, float, false>(op, stream);
 }
 
 int64_t tiles_of(int64_t m, int64_t n, int bm, int bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn); }
@@ -318,6 +361,14 @@ const char* gemm_tiles_name(GemmTiles t) {
   }
 }
 
+const char* gemm_staging_name(GemmStaging s) {
+  switch (s) {
+    case GemmStaging::Convert: return "convert";
+    case GemmStaging::Raw: return "raw";
+    default: return "auto";
+  }
+}
+
 GemmTiles gemm_auto_tiles(int64_t m, int64_t n, int multiprocessors) {
   // The largest tile that still gives every multiprocessor a block: bigger tiles read less
   // shared memory per flop, but a grid smaller than the device leaves multiprocessors idle.
@@ -326,7 +377,14 @@ GemmTiles gemm_auto_tiles(int64_t m, int64_t n, int multiprocessors) {
   return GemmTiles::Small;
 }
 
-void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmTiles tiles) {
+GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan) {
+  if (plan.tiles == GemmTiles::Auto) plan.tiles = gemm_auto_tiles(op.m, op.n, multiprocessors);
+  if (plan.staging == GemmStaging::Auto) plan.staging = kPlatformNvidia ? GemmStaging::Convert : GemmStaging::Raw;
+  if (op.x_type == GemmType::BF16 || !kPlatformNvidia) plan.staging = GemmStaging::Raw;
+  return plan;
+}
+
+void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmPlan plan) {
   const int64_t limit = 0x7fffffff;
   if (op.m < 1 || op.n < 1 || op.k < 1 || op.m > limit || op.n > limit || op.k > limit)
     throw failure("gemm: shape " + std::to_string(op.m) + "x" + std::to_string(op.n) + "x" + std::to_string(op.k) +
@@ -338,17 +396,16 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmT
   if (op.ldx < op.k || op.ldw < op.k || op.ldy < op.n)
     throw failure("gemm: a row stride is shorter than its row (ldx " + std::to_string(op.ldx) + ", ldw " +
                   std::to_string(op.ldw) + ", ldy " + std::to_string(op.ldy) + ")");
+  plan = gemm_resolve(op, multiprocessors, plan);
+  const bool convert = plan.staging == GemmStaging::Convert;
 #if MOSS_PLATFORM_NVIDIA
-  if (tiles == GemmTiles::Auto) tiles = gemm_auto_tiles(op.m, op.n, multiprocessors);
-  switch (tiles) {
-    case GemmTiles::Large: launch_typed<LargeTiles>(op, stream); break;
-    case GemmTiles::Medium: launch_typed<MediumTiles>(op, stream); break;
-    default: launch_typed<SmallTiles>(op, stream); break;
+  switch (plan.tiles) {
+    case GemmTiles::Large: launch_typed<LargeTiles>(op, convert, stream); break;
+    case GemmTiles::Medium: launch_typed<MediumTiles>(op, convert, stream); break;
+    default: launch_typed<SmallTiles>(op, convert, stream); break;
   }
 #else
-  (void)tiles;
-  (void)multiprocessors;
-  launch_typed<WaveTiles, WaveTilesF32Weights>(op, stream);
+  launch_typed<WaveTiles, WaveTilesF32Weights>(op, convert, stream);
 #endif
 }
 

@@ -44,7 +44,8 @@ __device__ inline void load4(const Mat& m, int64_t row, int64_t c, int n, bool v
 #pragma unroll
     for (int j = 0; j < 4; ++j) v[j] = bf16_bits_to_float(uint32_t(bits >> (16 * j)) & 0xffffu);
   } else if (vec) {
-    const tile::Chunk16 chunk = *reinterpret_cast<const tile::Chunk16*>(static_cast<const float*>(m.p) + row * m.ld + c);
+    const float* p = static_cast<const float*>(m.p) + row * m.ld + c;
+    const tile::Chunk16 chunk = *reinterpret_cast<const tile::Chunk16*>(p);
     __builtin_memcpy(v, &chunk, sizeof chunk);
   } else {
 #pragma unroll
@@ -169,6 +170,8 @@ __global__ __launch_bounds__(kThreads) void rms_norm_kernel(Mat x, Mat y, Vec w,
   const int64_t row = item / groups_per_row, g0 = (item % groups_per_row) * group;
   const int64_t lane = lane_id();
   float ss = 0.0f;
+  // Unrolled so that several 16-byte loads per lane are in flight (whole-row norms: 24 each).
+#pragma unroll 4
   for (int64_t c = lane * 4; c < group; c += kWaveSize * 4) {
     const int n = group - c < 4 ? int(group - c) : 4;
     float v[4];
@@ -177,6 +180,7 @@ __global__ __launch_bounds__(kThreads) void rms_norm_kernel(Mat x, Mat y, Vec w,
   }
   ss = wave_sum(ss);
   const float inv = 1.0f / sqrt_f(ss / float(group) + eps);
+#pragma unroll 4
   for (int64_t c = lane * 4; c < group; c += kWaveSize * 4) {
     const int n = group - c < 4 ? int(group - c) : 4;
     float v[4];

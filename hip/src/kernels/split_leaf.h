@@ -4,7 +4,7 @@
 //
 // An fp32 operand x is split into two bf16 parts, x ≈ hi + lo (see split() below). Then
 //   x·y ≈ lo_x·hi_y + hi_x·lo_y + hi_x·hi_y
-// (the lo·lo term, about 2^-16 of the product, is dropped): three leaf instructions keep about 16
+// (the lo·lo term, below 2^-18 of the product, is dropped): three leaf instructions keep about 17
 // mantissa bits where one keeps 8. kSplit = false gives the plain bf16 product, one instruction
 // (the lo halves are then never loaded nor used).
 //

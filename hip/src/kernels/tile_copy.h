@@ -83,20 +83,24 @@ __device__ inline void wait_copies() {
 #endif
 }
 
+// Two floats rounded to bf16 (nearest even) in one register, `lo` in bits 15:0.
+__device__ inline uint32_t pack_bf16_pair(float lo, float hi) {
+#if MOSS_PLATFORM_NVIDIA
+  uint32_t packed;  // one instruction; its first source fills the high half
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+  return packed;
+#else
+  return uint32_t(bf16_bits(to_bf16(lo))) | (uint32_t(bf16_bits(to_bf16(hi))) << 16);
+#endif
+}
+
 // Two consecutive elements (k, k+1) as one bf16x2 register: the low half holds element k (the
 // leaf's slot packing). `p` is 4-byte aligned for bf16 and 8-byte aligned for f32.
 __device__ inline uint32_t load_bf16_pair(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 __device__ inline uint32_t load_bf16_pair(const float* p) {
   // One 8-byte read as an integer: compilers split a float-pair struct into two 4-byte reads.
   const uint64_t bits = *reinterpret_cast<const uint64_t*>(p);
-  const float lo = __builtin_bit_cast(float, uint32_t(bits)), hi = __builtin_bit_cast(float, uint32_t(bits >> 32));
-#if MOSS_PLATFORM_NVIDIA
-  uint32_t packed;  // one instruction, round to nearest even; the first source fills the high half
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
-  return packed;
-#else
-  return uint32_t(bf16_bits(to_bf16(lo))) | (uint32_t(bf16_bits(to_bf16(hi))) << 16);
-#endif
+  return pack_bf16_pair(__builtin_bit_cast(float, uint32_t(bits)), __builtin_bit_cast(float, uint32_t(bits >> 32)));
 }
 
 }  // namespace tile

@@ -32,7 +32,7 @@ DitConfig parse_dit_config(const std::string& path) {
   c.dim = config_int(j, "dim", path);
   c.ffn_dim = config_int(j, "ffn_dim", path);
   c.heads = config_int(j, "num_heads", path);
-  c.layers = config_int(j, "num_layers", path);
+  c.layers = config_int(j, "num_layers", path, 1, kConfigLayersMax);
   c.text_dim = config_int(j, "text_dim", path);
   c.freq_dim = config_int(j, "freq_dim", path);
   c.latent_channels = config_int(j, "latent_channels", path);

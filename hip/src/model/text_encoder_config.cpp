@@ -55,7 +55,7 @@ TextEncoderConfig parse_text_encoder_config(const std::string& path) {
   TextEncoderConfig c;
   c.file = path;
   c.hidden = config_int(tc, "hidden_size", file);
-  c.layers = config_int(tc, "num_hidden_layers", file);
+  c.layers = config_int(tc, "num_hidden_layers", file, 1, kConfigLayersMax);
   c.intermediate = config_int(tc, "intermediate_size", file);
   c.vocab = config_int(tc, "vocab_size", file);
   c.heads = config_int(tc, "num_attention_heads", file);
@@ -84,8 +84,10 @@ TextEncoderConfig parse_text_encoder_config(const std::string& path) {
   if (!(c.eps > 0)) throw failure(file + ": key 'rms_norm_eps' must be positive");
   if (!(c.rope_theta > 0)) throw failure(file + ": key 'rope_theta' must be positive");
   // transformers takes int(head_dim · factor) as the rotary width.
+  if (!(partial > 0 && partial <= 1))
+    throw failure(file + ": key 'partial_rotary_factor' must lie in (0, 1]");
   c.rot_dim = int64_t(double(c.head_dim) * partial);
-  if (!(partial > 0 && partial <= 1) || c.rot_dim < 2 || c.rot_dim % 2 != 0)
+  if (c.rot_dim < 2 || c.rot_dim % 2 != 0)
     throw failure(file + ": key 'partial_rotary_factor' gives an unusable rotary width " + std::to_string(c.rot_dim));
   if (tc.contains("hidden_act") && tc["hidden_act"] != "silu")
     throw usage_error(file + ": key 'hidden_act' is " + tc["hidden_act"].dump() + "; only silu is supported");

@@ -87,7 +87,7 @@ VaeConfig parse_vae_config(const std::string& path) {
                                                                               : "block_out_channels", path);
   require_supported_kind(j, path, c.levels());
   c.latent_channels = config_int(j, "latent_channels", path);
-  c.layers_per_block = config_int(j, "layers_per_block", path);
+  c.layers_per_block = config_int(j, "layers_per_block", path, 1, 64);
   c.norm_num_groups = config_int(j, "norm_num_groups", path);
   if (j.contains("batch_norm_eps")) c.batch_norm_eps = float(config_number(j, "batch_norm_eps", path));
   if (j.contains("out_channels")) c.out_channels = config_int(j, "out_channels", path);

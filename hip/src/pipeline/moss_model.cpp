@@ -23,7 +23,7 @@ MossModel open_moss_model(const std::string& folder) {
   if (!dir_exists(folder)) throw usage_error("--model " + folder + ": not a folder");
   refuse_gguf(folder);
   nlohmann::json index = read_json_file(folder + "/model_index.json");
-  for (const char* part : {"transformer", "text_encoder", "vae", "tokenizer"})
+  for (const char* part : {"transformer", "text_encoder", "vae", "tokenizer", "scheduler"})
     if (!dir_exists(folder + "/" + part)) throw failure(folder + ": missing component folder '" + part + "'");
   std::string cls = index.is_object() && index.contains("_class_name") && index["_class_name"].is_string()
                         ? index["_class_name"].get<std::string>()
@@ -37,6 +37,12 @@ MossModel open_moss_model(const std::string& folder) {
               WeightFiles::open_folder(folder + "/text_encoder"), WeightFiles::open_folder(folder + "/transformer"),
               WeightFiles::open_folder(folder + "/vae")};
   if (!file_exists(m.tokenizer_json)) throw failure(m.tokenizer_json + ": missing file");
+  // The schedule is the engine's own (model.md section 5); the scheduler config must still be a
+  // well-formed file of the MOSS-Image scheduler with the training grid the engine assumes.
+  const std::string sched_path = folder + "/scheduler/scheduler_config.json";
+  const nlohmann::json sched = read_json_file(sched_path);
+  if (sched.contains("num_train_timesteps") && config_int(sched, "num_train_timesteps", sched_path) != 1000)
+    throw usage_error(sched_path + ": key 'num_train_timesteps' must be 1000 (the MOSS-Image training grid)");
   check_tensors(m.te_weights, text_encoder_expected_tensors(m.te_config, text_encoder_prefix(m.te_weights)),
                 text_encoder_ignored_prefixes());
   check_tensors(m.dit_weights, dit_expected_tensors(m.dit_config));

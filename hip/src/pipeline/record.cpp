@@ -3,9 +3,13 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "util/version.h"
+
 namespace moss {
 
-std::string engine_version() { return std::string("moss-infer-hip ") + MOSSINFER_VERSION + " (git " + MOSSINFER_GIT_HASH + ")"; }
+std::string engine_version() {
+  return std::string("moss-infer-hip ") + engine_semver() + " (git " + engine_git_hash() + ")";
+}
 
 // Shortest decimal that reads back as the same float, so records show "3" and "4.5".
 static std::string num(double v) {

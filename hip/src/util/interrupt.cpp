@@ -9,7 +9,10 @@ namespace moss {
 
 static volatile std::sig_atomic_t g_signal = 0;
 
-static void on_signal(int sig) { g_signal = sig; }
+// The first signal decides the exit status; a second one while the run unwinds changes nothing.
+static void on_signal(int sig) {
+  if (!g_signal) g_signal = sig;
+}
 
 void install_interrupt_handlers() {
   struct sigaction sa = {};

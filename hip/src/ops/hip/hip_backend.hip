@@ -115,7 +115,9 @@ struct StreamHolder {
 class HipBackend final : public Backend {
  public:
   explicit HipBackend(int device)
-      : stream_(device), ctx_(std::make_unique<HipContext>(device, stream_.stream)), pool_(std::make_shared<DevicePool>()) {
+      : stream_(device),
+        ctx_(std::make_unique<HipContext>(device, stream_.stream)),
+        pool_(std::make_shared<DevicePool>()) {
     core_ = make_hip_core_ops(*ctx_);
     text_ = make_hip_text_ops(*ctx_);
     vae_ = make_hip_vae_ops(*ctx_);

@@ -1,0 +1,1 @@
+"""Parts of bench/run_bench.py: running moss-infer-hip, the PyTorch baselines, FLOP counts, the report."""
