@@ -28,7 +28,11 @@ class Backend {
   // A contiguous host copy of a tensor of this backend.
   virtual Tensor download(const Tensor& t) = 0;
   virtual void synchronize() {}
-  // Device memory free now and in all (bytes); 0 when the backend has no device memory.
+  // Returns cached free device memory to the device (before a stage whose peak must stay
+  // within a plan: the allocator's cache of other sizes would count against it).
+  virtual void release_cached() {}
+  // Device memory free now (the allocator's cache counted as free) and in all (bytes); 0 when
+  // the backend has no device memory.
   virtual size_t free_memory() const { return 0; }
   virtual size_t total_memory() const { return 0; }
 

@@ -154,6 +154,7 @@ int run_generation(const RunOptions& o) {
     if (use_uncond) uncond_states = te.encode(uncond_ids.ids);
   }
   record.times.text_encoder_s = since(t0);
+  be->release_cached();  // the text encoder's buffers go back before the DiT's plan is checked
   check_interrupted();
 
   // DiT: its part of the plan is checked again with the memory free now, then the text rows
@@ -180,11 +181,12 @@ int run_generation(const RunOptions& o) {
     SamplerSettings s{o.steps, o.cfg, o.shift, o.skip_layers};
     auto t_loop = Clock::now();
     latent = sample(dit, cond, use_uncond ? &uncond : nullptr, x, sigmas, s, [&](int step, int total, double sec) {
-      rep.line("denoise %d/%d %.2f", step + 1, total, sec);
+      rep.line("denoise %d/%d %.3f", step + 1, total, sec);
       check_interrupted();
     });
     record.times.denoise_s = since(t_loop);
   }
+  be->release_cached();  // the DiT's weights and buffers go back before the decode
 
   if (!o.latent_out.empty()) write_npy_f32(o.latent_out, latent.ptr<float>(), latent.dims());
 
@@ -201,7 +203,7 @@ int run_generation(const RunOptions& o) {
               o.no_metadata ? std::vector<PngText>() : png_record_chunks(record));
   }
   record.times.total_s = since(t_start);
-  rep.line("done: text encoder %.2f s, dit load %.2f s, denoise %.2f s (%d steps), vae %.2f s, total %.2f s; "
+  rep.line("done: text encoder %.3f s, dit load %.3f s, denoise %.3f s (%d steps), vae %.3f s, total %.3f s; "
            "seed %llu; %d of %d DiT blocks resident",
            record.times.text_encoder_s, record.times.dit_load_s, record.times.denoise_s, steps_run, record.times.vae_s,
            record.times.total_s, (unsigned long long)o.seed, record.resident_blocks, record.total_blocks);

@@ -33,7 +33,11 @@ struct Env {
   moss::VaeOps& bf16;      // HIP ops, plain bf16 convolutions
 };
 
-constexpr double kFp32Tolerance = 1e-5;  // fp32 kernels and the bf16x3 convolution
+constexpr double kFp32Tolerance = 1e-5;  // fp32 kernels
+// The bf16x3 convolution splits each fp32 operand into two bf16 parts and drops the lo·lo
+// product: about 2^-16 relative per product, measured 1.2e-5 at K = 384·9 on the H200. Still a
+// hundred times inside the 1e-2 the issue allows bf16-operand kernels.
+constexpr double kBf16x3Tolerance = 1e-4;
 constexpr double kBf16Tolerance = 1e-2;  // bf16-operand kernels
 
 // Deterministic values of mean `mean` and standard deviation `sd` (uniform; splitmix64, fast
@@ -232,7 +236,7 @@ inline void check_conv(Env& e, const ConvCase& c, uint64_t seed) {
   const double flops = 2.0 * double(c.cout * c.cin * c.k * c.k) * double(Ho * Wo);
   for (moss::ConvPrecision p : {moss::ConvPrecision::Bf16x3, moss::ConvPrecision::Bf16}) {
     moss::VaeOps& ops = p == moss::ConvPrecision::Bf16x3 ? e.x3 : e.bf16;
-    const double tol = p == moss::ConvPrecision::Bf16x3 ? kFp32Tolerance : kBf16Tolerance;
+    const double tol = p == moss::ConvPrecision::Bf16x3 ? kBf16x3Tolerance : kBf16Tolerance;
     Tensor out = c.residual == Residual::Out ? e.be.upload(res) : poisoned(e, {c.cout, Ho, Wo});
     const Tensor dres = c.residual == Residual::Separate ? e.be.upload(res) : out;
     moss::Conv2dOptions o;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/linear_f32.h"
 #include "kernels/rows.h"
 #include "ops/hip/attention_op.h"
 #include "ops/hip/hip_context.h"
@@ -69,6 +70,13 @@ class HipCoreOps : public CoreOps {
     const RowsVector b = device_vector(bias, N, "linear", "bias");
     if (M == 0 || N == 0) return;
     require(K > 0, "linear", "K is zero");
+    if (!wm.bf16 && !xm.bf16 && !ym.bf16 && !b.bf16) {
+      // fp32 weights (the VAE) keep fp32 operands: see kernels/linear_f32.h.
+      linear_f32({static_cast<const float*>(xm.data), static_cast<const float*>(wm.data),
+                  static_cast<const float*>(b.data), static_cast<float*>(ym.data), M, N, K, xm.ld, wm.ld, ym.ld},
+                 ctx_.stream());
+      return;
+    }
 
     GemmOperands op;
     op.x = xm.data;

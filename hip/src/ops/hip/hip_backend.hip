@@ -80,7 +80,7 @@ class DevicePool {
     return {in_use_, cached_, allocations_};
   }
 
- private:
+ public:
   void release_cache() {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [cls, blocks] : free_) {
@@ -90,6 +90,7 @@ class DevicePool {
     }
   }
 
+ private:
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   size_t in_use_ = 0, cached_ = 0, allocations_ = 0;
@@ -97,8 +98,11 @@ class DevicePool {
 
 // Owns the backend's stream (declared first, destroyed last).
 struct StreamHolder {
+  struct Lazy {};
   hipStream_t stream = nullptr;
-  explicit StreamHolder(int device) {
+  explicit StreamHolder(int device) { create(device); }
+  explicit StreamHolder(Lazy) {}
+  void create(int device) {
     MOSS_HIP_CHECK(hipSetDevice(device));
     MOSS_HIP_CHECK(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
   }
@@ -124,6 +128,8 @@ class HipBackend final : public Backend {
   }
   ~HipBackend() override {
     (void)hipStreamSynchronize(stream_.stream);
+    if (copy_stream_.stream) (void)hipStreamSynchronize(copy_stream_.stream);
+    for (hipEvent_t e : events_) (void)hipEventDestroy(e);
     // The op families hold a reference to the context: they go first.
     core_.reset();
     text_.reset();
@@ -172,13 +178,70 @@ class HipBackend final : public Backend {
 
   void synchronize() override { MOSS_HIP_CHECK(hipStreamSynchronize(stream_.stream)); }
 
+  void release_cached() override {
+    MOSS_HIP_CHECK(hipStreamSynchronize(stream_.stream));
+    pool_->release_cache();
+  }
+  size_t free_memory() const override {
+    size_t free_b = 0, total_b = 0;
+    MOSS_HIP_CHECK(hipMemGetInfo(&free_b, &total_b));
+    return free_b + pool_->stats().cached_bytes;
+  }
+  size_t total_memory() const override {
+    size_t free_b = 0, total_b = 0;
+    MOSS_HIP_CHECK(hipMemGetInfo(&free_b, &total_b));
+    return total_b;
+  }
+
+  // ---- weight streaming: a copy stream beside the compute stream, fences as events ----------
+  Tensor pin(const Tensor& host) override {
+    if (!host.contiguous()) throw std::invalid_argument("pin: contiguous host tensors only");
+    void* p = nullptr;
+    MOSS_HIP_CHECK(hipHostMalloc(&p, host.nbytes() ? host.nbytes() : 1, hipHostMallocDefault));
+    std::memcpy(p, host.data, host.nbytes());
+    Tensor out(p, host.dtype, host.dims(), Where::Host);
+    out.owner = std::shared_ptr<void>(p, [](void* q) { (void)hipHostFree(q); });
+    return out;
+  }
+  Fence copy_async(const Tensor& src, Tensor& dst, Fence after) override {
+    if (src.nbytes() > dst.nbytes()) throw std::invalid_argument("copy_async: destination too small");
+    ensure_copy_stream();
+    if (after) MOSS_HIP_CHECK(hipStreamWaitEvent(copy_stream_.stream, event(after), 0));
+    MOSS_HIP_CHECK(hipMemcpyAsync(dst.data, src.data, src.nbytes(), hipMemcpyHostToDevice, copy_stream_.stream));
+    return record(copy_stream_.stream);
+  }
+  Fence compute_fence() override { return record(stream_.stream); }
+  void compute_wait(Fence copy) override {
+    if (copy) MOSS_HIP_CHECK(hipStreamWaitEvent(stream_.stream, event(copy), 0));
+  }
+
   HipContext& context() { return *ctx_; }
   HipMemoryStats memory_stats() { return pool_->stats(); }
 
  private:
+  // Fences are event ids in a ring, 1-based (0 means "nothing to wait for"). A fence is waited
+  // on soon after it is made (the streaming source waits one block later), far inside the ring.
+  static constexpr size_t kFenceRing = 512;
+  void ensure_copy_stream() {
+    if (!copy_stream_.stream) copy_stream_.create(ctx_->device());
+  }
+  hipEvent_t event(Fence f) { return events_[(f - 1) % kFenceRing]; }
+  Fence record(hipStream_t s) {
+    if (events_.empty()) {
+      events_.resize(kFenceRing);
+      for (hipEvent_t& e : events_) MOSS_HIP_CHECK(hipEventCreateWithFlags(&e, hipEventDisableTiming));
+    }
+    const Fence f = ++last_fence_;
+    MOSS_HIP_CHECK(hipEventRecord(event(f), s));
+    return f;
+  }
+
   StreamHolder stream_;
   std::unique_ptr<HipContext> ctx_;
   std::shared_ptr<DevicePool> pool_;
+  StreamHolder copy_stream_{StreamHolder::Lazy{}};
+  std::vector<hipEvent_t> events_;
+  Fence last_fence_ = 0;
 };
 
 }  // namespace
