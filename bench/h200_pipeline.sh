@@ -19,7 +19,7 @@ if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
   t0=$(date +%s.%N)
   "$BIN/bench_random_model" --out "$MODEL" --tokenizer hip/tests/data/qwen35-tokenizer/tokenizer.json >"$OUT/model.log" 2>&1 ||
     { log "FAIL writing the random model"; cat "$OUT/model.log"; exit 1; }
-  log "random model written in $(echo "$(date +%s.%N) - $t0" | bc) s"
+  log "random model written in $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
 fi
 
 # Peak device memory of a command, sampled by nvidia-smi every 50 ms (MiB in use on GPU 0).

@@ -2,15 +2,18 @@
 // (f32 operands are rounded to bf16, nearest even), fp32 accumulation.
 // This is CoreOps::linear on the HIP backend (ops/hip/core_ops_hip.hip).
 //
-// Design (kernels/gemm.hip has the details):
-//   - a workgroup computes a BM x BN tile of y, walking K in steps of 32 through a ring of
-//     shared-memory stages; operands are staged as they are stored (f32 or bf16, 16-byte
-//     chunks, rows padded by 8 elements so fragment reads are free of bank conflicts);
-//   - each wave owns a (BM/warps_m) x (BN/warps_n) sub-tile, i.e. TM x TN leaf tiles, and reads
-//     its fragments from shared memory through the leaf's lane maps (kernels/matrix_layout.h);
-//   - NVIDIA: 8 or 4 warps per block, weights (and bf16 x) copied with cp.async 2-3 k-steps
-//     ahead, an f32 x converted to bf16 on its way in (GemmStaging); AMD: one wave32 per
-//     workgroup (product contract), two stages, plain copies.
+// Two kernels (kernels/gemm.hip has the details), both walking K in steps of 32 through a ring of
+// shared-memory stages, each wave owning a (BM/warps_m) x (BN/warps_n) sub-tile of the block's
+// BM x BN tile of y:
+//   Mma   (NVIDIA, bf16 weights; the default there) unpadded XOR-swizzled bf16 stages filled by
+//         cp.async (an f32 x is rounded to bf16 on its way in, through registers), fragments read
+//         with ldmatrix.x4 straight into the mma.sync layout (kernels/gemm_layout.h), fragments
+//         double-buffered across the k16 steps, one barrier per stage, 8 warps of 64x64 on
+//         128x256 tiles;
+//   Leaf  (AMD's kernel, and NVIDIA's for f32 weights; the reference the Mma kernel replaced)
+//         operands staged as stored in rows padded by 8 elements, fragments read through the
+//         leaf's lane maps (kernels/matrix_layout.h); AMD: one wave32 per workgroup (product
+//         contract), two stages, plain copies.
 #pragma once
 
 #include <cstdint>
@@ -53,21 +56,28 @@ inline bool gemm_packed(const void* p, int64_t ld, GemmType t) {
 enum class GemmTiles { Auto, Large, Medium, Small };
 
 // How an f32 x reaches shared memory (a bf16 x is always copied as it is):
-//   Convert  loaded into registers, rounded to bf16, stored after the current k-step's multiply
-//            (shared memory then holds bf16: half the bytes for the fragment reads, which are
-//            what limits an mma.sync GEMM; no rounding in the inner loop);
+//   Convert  loaded into registers, rounded to bf16, stored a k-step later (shared memory then
+//            holds bf16: half the bytes for the fragment reads; no rounding in the inner loop);
 //   Raw      copied as f32 (cp.async on NVIDIA) and rounded as the fragments are read.
-// Auto: Convert on NVIDIA. AMD always copies raw (one wave per workgroup: holding a step in
-// registers across the multiply costs more VGPRs than it saves).
+// The Mma kernel always converts. Leaf kernel: Auto is Convert on NVIDIA; AMD always copies raw
+// (one wave per workgroup: holding a step in registers across the multiply costs more VGPRs
+// than it saves).
 enum class GemmStaging { Auto, Convert, Raw };
+
+// Which kernel (see the top of this file). Auto: Mma on NVIDIA when the weights are bf16, else
+// Leaf; a request the problem or platform cannot take (Mma on AMD or with f32 weights) resolves
+// to Leaf.
+enum class GemmKernel { Auto, Mma, Leaf };
 
 struct GemmPlan {
   GemmTiles tiles = GemmTiles::Auto;
   GemmStaging staging = GemmStaging::Auto;
+  GemmKernel kernel = GemmKernel::Auto;
 };
 
 const char* gemm_tiles_name(GemmTiles t);  // "128x256/8w", ... (AMD: its own shape)
 const char* gemm_staging_name(GemmStaging s);
+const char* gemm_kernel_name(GemmKernel k);  // "mma", "leaf"
 
 // Launches on `stream`; `multiprocessors` (SMs / CUs) steers the Auto choices. Throws
 // moss::failure on a bad shape or a failed launch.

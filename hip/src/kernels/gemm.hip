@@ -1,6 +1,8 @@
 // check_device: matrix
 // Tiled GEMM on the matrix leaf, y = x·wᵀ (+ bias); contract and summary in kernels/gemm.h.
+// Two kernels share the host side (tile shapes, rasterisation, launch):
 //
+// ---- Leaf kernel (AMD; NVIDIA with f32 weights) ----
 // One workgroup computes a BM x BN tile of y. K is walked in steps of BK = 32 through a ring of
 // kStages shared-memory stages; each stage holds the x rows [BM][BK] and the w rows [BN][BK],
 // each row padded by 8 elements. Weights (and a bf16 x) are staged as stored, a raw 16-byte copy
@@ -8,7 +10,6 @@
 // or staged raw and rounded as fragments are read (Raw). Fragments are read from shared memory
 // through the leaf's lane maps in pairs; with the padding, the NVIDIA fragment reads
 // (lane = 4g + t reads row g, k = 2t: 4 or 8 bytes) hit 32 distinct banks.
-//
 // Pipelines:
 //   NVIDIA  stage kt+S-1 is requested with cp.async while stage kt is multiplied (S = 3 or 4);
 //           a converted x step is loaded into registers before the multiply and stored after.
@@ -16,14 +17,33 @@
 //           step kt is multiplied. Holding it in registers across the multiply costs 64 VGPRs
 //           (measured: 135 -> 217 on gfx12); the latency is hidden by the other workgroups a
 //           lean kernel leaves room for.
+//
+// ---- Mma kernel (NVIDIA, bf16 weights) ----
+// Why: the leaf kernel's fragment reads are one 4-byte shared load per register (64 loads per
+// 64 mma.sync for a 64x64 wave tile per k-step) and measured 28-34% of the H200's bf16 peak.
+// Here every operand sits in shared memory as bf16 in unpadded 64-byte rows whose 16-byte chunks
+// are XOR-swizzled (kernels/gemm_layout.h), so that one ldmatrix.x4 reads a whole 16x16 A
+// fragment or the B fragments of two n8 tiles (16 loads per 64 mma.sync) without bank conflicts.
+//   - Stages: S = 4 of BK = 32 (x rows [BM][32] then w rows [BN][32], bf16). Weights and a bf16 x
+//     come by cp.async, S-1 steps ahead. An f32 x is fetched into registers S-1 steps ahead and
+//     rounded and stored to its stage one step later (its loads have a whole k-step to land; the
+//     registers for one step are 16 per thread at 128x256).
+//   - One barrier per stage, before the last k16 step of stage kt (whose fragments are already in
+//     registers): after it stage kt+1 is visible to all, and every wave is done with stage kt's
+//     slot, which the first k16 step of stage kt+1 refills with step kt+S.
+//   - Fragments are double-buffered: the ldmatrix of k16 step s+1 (possibly the first step of
+//     the next stage, right after the barrier) is issued before the mma.sync of step s.
+//   - Epilogue from registers: each lane holds column pairs, stored as one 8-byte (f32) or 4-byte
+//     (bf16) write when y allows it, bias added on the way.
 // Blocks are rasterised in groups of 8 tile rows so that neighbours in launch order share
-// the weight columns in L2.
+// the weight columns in L2 (both kernels).
 #include "kernels/gemm.h"
 
 #include <cstring>
 #include <string>
 #include <type_traits>
 
+#include "kernels/gemm_nvidia.h"
 #include "kernels/matrix_leaf.h"
 #include "kernels/tile_copy.h"
 
@@ -194,7 +214,22 @@ struct KernelArgs {
   int64_t ldx, ldw, ldy;
   int m, n, k;
   bool bias_bf16, y_bf16;
+  bool pair_stores;  // y and ldy allow one aligned write per column pair (2 f32 or 2 bf16)
 };
+
+// Origin of this block's tile in grouped raster order: blocks walk down kRasterGroup tile rows
+// of one tile column before moving right, so the blocks resident together share weight columns.
+struct TileOrigin {
+  int m0, n0;
+};
+__device__ inline TileOrigin raster_tile(int bm, int bn, int m, int n) {
+  const int grid_m = (m + bm - 1) / bm, grid_n = (n + bn - 1) / bn;
+  const int pid = int(block_x());
+  const int per_group = kRasterGroup * grid_n;
+  const int first_m = (pid / per_group) * kRasterGroup;
+  const int group_rows = grid_m - first_m < kRasterGroup ? grid_m - first_m : kRasterGroup;
+  return {(first_m + (pid % per_group) % group_rows) * bm, ((pid % per_group) / group_rows) * bn};
+}
 
 template <class Cfg, class TA, class TB, bool kConvertX>
 __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> args) {
@@ -207,15 +242,9 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
   extern __shared__ tile::Chunk16 gemm_smem[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(gemm_smem);
 
-  // Tile of this block, grouped raster order.
   const int m = args.m, n = args.n, k = args.k;
-  const int grid_m = (m + Cfg::BM - 1) / Cfg::BM, grid_n = (n + Cfg::BN - 1) / Cfg::BN;
-  const int pid = int(block_x());
-  const int per_group = kRasterGroup * grid_n;
-  const int first_m = (pid / per_group) * kRasterGroup;
-  const int group_rows = grid_m - first_m < kRasterGroup ? grid_m - first_m : kRasterGroup;
-  const int m0 = (first_m + (pid % per_group) % group_rows) * Cfg::BM;
-  const int n0 = ((pid % per_group) / group_rows) * Cfg::BN;
+  const TileOrigin origin = raster_tile(Cfg::BM, Cfg::BN, m, n);
+  const int m0 = origin.m0, n0 = origin.n0;
 
   const int tid = int(thread_x());
   const int warp = tid / kWaveSize;
@@ -297,10 +326,256 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
     }
 }
 
+// ==== the Mma kernel (NVIDIA) ====================================================================
+#if MOSS_PLATFORM_NVIDIA
+// Tile shapes of the Mma kernel; BK = 32 (64-byte rows: 4 chunks), S stages.
+template <int kBM, int kBN, int kWarpsM_, int kWarpsN_, int kStages_>
+struct MmaTiles {
+  static constexpr int BM = kBM, BN = kBN, BK = 32, kStages = kStages_;
+  static constexpr int kWarpsM = kWarpsM_, kWarpsN = kWarpsN_;
+  static constexpr int kThreads = kWarpsM * kWarpsN * kWaveSize;
+  static constexpr int WM = BM / kWarpsM, WN = BN / kWarpsN;  // one warp's sub-tile
+  static constexpr int MI = WM / 16;                          // A fragments (16 rows) per warp
+  static constexpr int NJ = WN / 16;                          // B ldmatrix.x4 per warp (2 n8 tiles each)
+  static constexpr int KS = BK / 16;                          // k16 steps per stage
+  static constexpr int kRowBytes = BK * 2;
+  static constexpr int kStageA = BM * kRowBytes, kStageB = BN * kRowBytes;
+  static constexpr int kStageBytes = kStageA + kStageB;
+  static constexpr int kSmemBytes = kStages * kStageBytes;
+  static_assert(WM % 16 == 0 && WN % 16 == 0, "a warp's sub-tile is made of whole 16x16 blocks");
+  static_assert(KS % 2 == 0, "fragment buffers alternate per k16 step: buffer = ks % 2 needs an even KS");
+  static_assert(kStages >= 3, "a converted x step is stored one step after it was fetched, S-2 steps ahead");
+};
+// 8 warps of 64x64: 32 flops per shared-memory byte read, one block per SM (96 KiB).
+using MmaLarge = MmaTiles<128, 256, 2, 4, 4>;
+// 4 warps of 64x64: two blocks per SM.
+using MmaMedium = MmaTiles<128, 128, 2, 2, 4>;
+// 4 warps of 32x32: many blocks for small problems.
+using MmaSmall = MmaTiles<64, 64, 2, 2, 4>;
+
+// Moves ROWS x BK tiles of one operand ([rows, K], row stride ld, packed) into swizzled bf16
+// stages. Thread tid owns chunk column c = tid % cpr of rows tid / cpr + p * kRowsPerPass (one
+// chunk = 8 elements; K is a multiple of 8, so a chunk is wholly inside or outside the operand:
+// outside chunks are zeros).
+//   bf16: copy() moves a chunk with cp.async (16 bytes, no registers).
+//   f32:  fetch() loads a chunk's 8 floats into registers (two 16-byte loads); store() rounds
+//         them to bf16 and writes the 16-byte chunk.
+template <class T, int ROWS, int BK, int THREADS>
+struct SwizzledLoader {
+  static constexpr bool kConvert = std::is_same<T, float>::value;
+  static constexpr int kCpr = gemm_layout::chunks_per_row(BK);
+  static constexpr int kRowsPerPass = THREADS / kCpr;
+  static constexpr int kPasses = ROWS / kRowsPerPass;
+  static constexpr int kPassBytes = kRowsPerPass * BK * 2;
+  static_assert(THREADS % kCpr == 0 && ROWS % kRowsPerPass == 0, "the tile splits into whole passes");
+  static_assert(kRowsPerPass % gemm_layout::kBankGroups == 0, "every pass of a thread has the same swizzle");
+
+  const T* base;  // the operand (a valid address for zero-filled chunks)
+  const T* src;   // this thread's chunk in row row0 + first row, k = 0 (may lie past the end)
+  int64_t ld;
+  int rows_left, k_left;  // rows and columns of the operand from this thread's first chunk on
+  int dst;                // byte offset of this thread's first chunk in a stage
+  tile::Chunk16 held[kConvert ? 2 * kPasses : 1];
+
+  __device__ SwizzledLoader(const T* operand, int64_t ld_, int rows, int k, int row0, int tid) : base(operand), ld(ld_) {
+    const int row = tid / kCpr, chunk = tid % kCpr;
+    src = base + int64_t(row0 + row) * ld + chunk * gemm_layout::kChunkElems;
+    rows_left = rows - row0 - row;
+    k_left = k - chunk * gemm_layout::kChunkElems;
+    dst = gemm_layout::chunk_offset(row, chunk, BK);
+  }
+
+  __device__ bool inside(int p, int kt) const { return p * kRowsPerPass < rows_left && kt * BK < k_left; }
+  __device__ const T* at(int p, int kt) const {
+    return inside(p, kt) ? src + int64_t(p * kRowsPerPass) * ld + kt * BK : base;
+  }
+
+  __device__ void copy(int kt, unsigned char* stage) const {
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) tile::copy16_async_zfill(stage + dst + p * kPassBytes, at(p, kt), inside(p, kt));
+  }
+
+  __device__ void fetch(int kt) {
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) {
+      const T* s = at(p, kt);
+      const bool in = inside(p, kt);
+      held[2 * p] = tile::load_chunk_or_zero(s, in);
+      held[2 * p + 1] = tile::load_chunk_or_zero(s + 4, in);  // 4 floats per 16-byte load
+    }
+  }
+
+  __device__ void store(unsigned char* stage) const {
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) {
+      const tile::Chunk16 &lo = held[2 * p], &hi = held[2 * p + 1];
+      auto pair = [](uint32_t a, uint32_t b) {
+        return tile::pack_bf16_pair(__builtin_bit_cast(float, a), __builtin_bit_cast(float, b));
+      };
+      const tile::Chunk16 out = {{pair(lo.w[0], lo.w[1]), pair(lo.w[2], lo.w[3]), pair(hi.w[0], hi.w[1]),
+                                  pair(hi.w[2], hi.w[3])}};
+      tile::store_chunk(stage + dst + p * kPassBytes, out);
+    }
+  }
+};
+
+template <class Cfg, class TA>
+__global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_mma_kernel(KernelArgs<TA, bf16> args) {
+  using LoaderA = SwizzledLoader<TA, Cfg::BM, Cfg::BK, Cfg::kThreads>;
+  using LoaderB = SwizzledLoader<bf16, Cfg::BN, Cfg::BK, Cfg::kThreads>;
+  constexpr bool kConvert = LoaderA::kConvert;
+  constexpr int S = Cfg::kStages, KS = Cfg::KS, MI = Cfg::MI, NJ = Cfg::NJ;
+  extern __shared__ tile::Chunk16 gemm_smem[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(gemm_smem);
+  const uint32_t smem_address = gemm_nv::shared_address(smem);
+  auto stage = [&](int kt) { return smem + (kt % S) * Cfg::kStageBytes; };
+
+  const int m = args.m, n = args.n, k = args.k;
+  const TileOrigin origin = raster_tile(Cfg::BM, Cfg::BN, m, n);
+  const int m0 = origin.m0, n0 = origin.n0;
+  const int tid = int(thread_x()), lane = int(lane_id());
+  const int warp = tid / kWaveSize;
+  const int wm0 = (warp / Cfg::kWarpsN) * Cfg::WM, wn0 = (warp % Cfg::kWarpsN) * Cfg::WN;
+
+  LoaderA load_a(args.x, args.ldx, m, k, m0, tid);
+  LoaderB load_b(args.w, args.ldw, n, k, n0, tid);
+
+  // This lane's ldmatrix addresses in a stage, per k16 step: A block i and B block j add
+  // 16 rows each (a multiple of 8 rows: the swizzle is unchanged).
+  uint32_t a_at[KS], b_at[KS];
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    const gemm_layout::RowChunk ra = gemm_layout::a_source(lane), rb = gemm_layout::b_source(lane);
+    a_at[ks] = uint32_t(gemm_layout::chunk_offset(wm0 + ra.row, 2 * ks + ra.chunk, Cfg::BK));
+    b_at[ks] = uint32_t(Cfg::kStageA + gemm_layout::chunk_offset(wn0 + rb.row, 2 * ks + rb.chunk, Cfg::BK));
+  }
+  constexpr uint32_t kBlockBytes = 16 * Cfg::kRowBytes;
+
+  float acc[MI][2 * NJ][4];
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < 2 * NJ; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+  // Two fragment buffers: fa[b][i] is A block i, fb[b][j] the two n8 tiles of B block j.
+  uint32_t fa[2][MI][4], fb[2][NJ][4];
+  auto load_fragments = [&](int buf, int kt, int ks) {
+    const uint32_t s = smem_address + uint32_t((kt % S) * Cfg::kStageBytes);
+#pragma unroll
+    for (int i = 0; i < MI; ++i) gemm_nv::ldmatrix_x4(fa[buf][i], s + a_at[ks] + i * kBlockBytes);
+#pragma unroll
+    for (int j = 0; j < NJ; ++j) gemm_nv::ldmatrix_x4(fb[buf][j], s + b_at[ks] + j * kBlockBytes);
+  };
+
+  const int ktiles = (k + Cfg::BK - 1) / Cfg::BK;
+  // Prologue: steps 0..S-2 requested, one commit group each (possibly empty). A converted x is
+  // stored at once, except step S-2, which stays in registers: the loop stores step kt+S-2 at
+  // the start of step kt.
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < ktiles) {
+      load_b.copy(s, stage(s));
+      if constexpr (kConvert) {
+        load_a.fetch(s);
+        if (s < S - 2) load_a.store(stage(s));
+      } else {
+        load_a.copy(s, stage(s));
+      }
+    }
+    tile::commit_copies();
+  }
+  tile::wait_copies<S - 2>();
+  sync_workgroup();
+  load_fragments(0, 0, 0);
+
+  for (int kt = 0; kt < ktiles; ++kt) {
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      if (ks == KS - 1) {
+        // Step kt+1 has landed for this thread; the barrier makes it visible to all, and ends
+        // every wave's reads of stage kt (its last fragments were read at the previous k16 step).
+        tile::wait_copies<S - 2>();
+        sync_workgroup();
+      }
+      if (ks < KS - 1) load_fragments((ks + 1) % 2, kt, ks + 1);
+      else if (kt + 1 < ktiles) load_fragments((ks + 1) % 2, kt + 1, 0);
+      if (ks == 0) {
+        // The slot of step kt-1 is free (barrier of step kt-1): request step kt+S-1 into it. A
+        // converted x step fetched one step ago is stored now (slot of step kt-2, also free).
+        const int next = kt + S - 1;
+        if constexpr (kConvert) {
+          if (next - 1 < ktiles) load_a.store(stage(next - 1));
+        }
+        if (next < ktiles) {
+          load_b.copy(next, stage(next));
+          if constexpr (kConvert) load_a.fetch(next);
+          else load_a.copy(next, stage(next));
+        }
+        tile::commit_copies();
+      }
+      const int b = ks % 2;
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+          gemm_nv::mma_16816(acc[i][2 * j], fa[b][i], fb[b][j][0], fb[b][j][1]);
+          gemm_nv::mma_16816(acc[i][2 * j + 1], fa[b][i], fb[b][j][2], fb[b][j][3]);
+        }
+    }
+  }
+  tile::wait_copies<0>();
+
+  // Epilogue: lane holds, per 16x8 tile, columns c, c+1 (c = 2 * (lane % 4)) of rows g and g+8
+  // (gemm_layout::c_element); bias added, every element of the tile inside y written once.
+  const int g = lane / 4, c2 = 2 * (lane % 4);
+#pragma unroll
+  for (int j = 0; j < 2 * NJ; ++j) {
+    const int col = n0 + wn0 + 8 * j + c2;
+    float bias[2] = {0.0f, 0.0f};
+    if (args.bias) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        if (col + e < n)
+          bias[e] = args.bias_bf16 ? to_float(static_cast<const bf16*>(args.bias)[col + e])
+                                   : static_cast<const float*>(args.bias)[col + e];
+    }
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = m0 + wm0 + 16 * i + g + 8 * h;
+        if (row >= m || col >= n) continue;
+        const float v0 = acc[i][j][2 * h] + bias[0], v1 = acc[i][j][2 * h + 1] + bias[1];
+        const int64_t at = int64_t(row) * args.ldy + col;
+        const bool both = col + 1 < n;
+        if (args.y_bf16) {
+          bf16* y = static_cast<bf16*>(args.y) + at;
+          if (both && args.pair_stores) {
+            *reinterpret_cast<uint32_t*>(y) = tile::pack_bf16_pair(v0, v1);
+          } else {
+            y[0] = to_bf16(v0);
+            if (both) y[1] = to_bf16(v1);
+          }
+        } else {
+          float* y = static_cast<float*>(args.y) + at;
+          if (both && args.pair_stores) {
+            *reinterpret_cast<uint64_t*>(y) =
+                uint64_t(__builtin_bit_cast(uint32_t, v0)) | (uint64_t(__builtin_bit_cast(uint32_t, v1)) << 32);
+          } else {
+            y[0] = v0;
+            if (both) y[1] = v1;
+          }
+        }
+      }
+  }
+}
+#endif  // MOSS_PLATFORM_NVIDIA
+
 // ---- host side ---------------------------------------------------------------------------------
-template <class Cfg, class TA, class TB, bool kConvertX>
-void launch(const GemmOperands& op, hipStream_t stream) {
-  using P = Plan<Cfg, std::conditional_t<kConvertX, bf16, TA>, TB>;
+template <class TA, class TB>
+KernelArgs<TA, TB> kernel_args(const GemmOperands& op) {
   KernelArgs<TA, TB> a;
   a.x = static_cast<const TA*>(op.x);
   a.w = static_cast<const TB*>(op.w);
@@ -314,40 +589,72 @@ void launch(const GemmOperands& op, hipStream_t stream) {
   a.k = int(op.k);
   a.bias_bf16 = op.bias_type == GemmType::BF16;
   a.y_bf16 = op.y_type == GemmType::BF16;
-  auto kernel = gemm_kernel<Cfg, TA, TB, kConvertX>;
+  const uintptr_t pair_bytes = a.y_bf16 ? 4 : 8;
+  a.pair_stores = op.ldy % 2 == 0 && reinterpret_cast<uintptr_t>(op.y) % pair_bytes == 0;
+  return a;
+}
+
+int64_t tiles_of(int64_t m, int64_t n, int bm, int bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn); }
+
+// One block per tile of y; a kernel above 48 KiB of dynamic shared memory must opt in first
+// (NVIDIA; `opt_in` is a function-local static of the caller, so once per kernel).
+template <class Kernel, class Args>
+void launch_blocks(Kernel kernel, const Args& a, int bm, int bn, int threads, int smem_bytes, bool& opted_in,
+                   hipStream_t stream) {
 #if MOSS_PLATFORM_NVIDIA
-  // Above 48 KiB of dynamic shared memory a kernel must opt in (once per kernel).
-  static const bool opted_in = [&] {
-    MOSS_HIP_CHECK(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, P::kSmemBytes));
-    return true;
-  }();
+  if (!opted_in) {
+    MOSS_HIP_CHECK(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+    opted_in = true;
+  }
+#else
   (void)opted_in;
 #endif
-  const int64_t blocks = ((op.m + Cfg::BM - 1) / Cfg::BM) * ((op.n + Cfg::BN - 1) / Cfg::BN);
+  const int64_t blocks = tiles_of(a.m, a.n, bm, bn);
   if (blocks > 0x7fffffff) throw failure("gemm: too many tiles (" + std::to_string(blocks) + ")");
-  hipLaunchKernelGGL(kernel, dim3(unsigned(blocks)), dim3(Cfg::kThreads), size_t(P::kSmemBytes), stream, a);
+  hipLaunchKernelGGL(kernel, dim3(unsigned(blocks)), dim3(threads), size_t(smem_bytes), stream, a);
   MOSS_HIP_CHECK(hipGetLastError());
+}
+
+template <class Cfg, class TA, class TB, bool kConvertX>
+void launch_leaf(const GemmOperands& op, hipStream_t stream) {
+  using P = Plan<Cfg, std::conditional_t<kConvertX, bf16, TA>, TB>;
+  static bool opted_in = false;
+  launch_blocks(gemm_kernel<Cfg, TA, TB, kConvertX>, kernel_args<TA, TB>(op), Cfg::BM, Cfg::BN, Cfg::kThreads,
+                P::kSmemBytes, opted_in, stream);
 }
 
 // Cfg serves bf16 weights, CfgF32W f32 weights; `convert` applies to an f32 x.
 // (Converting instantiations exist on NVIDIA only; AMD copies x as it is, see the header.)
 template <class Cfg, class CfgF32W = Cfg>
-void launch_typed(const GemmOperands& op, bool convert, hipStream_t stream) {
+void launch_leaf_typed(const GemmOperands& op, bool convert, hipStream_t stream) {
   const bool xb = op.x_type == GemmType::BF16, wb = op.w_type == GemmType::BF16;
   if constexpr (kPlatformNvidia) {
     if (!xb && convert) {
-      if (wb) launch<Cfg, float, bf16, true>(op, stream);
-      else launch<CfgF32W, float, float, true>(op, stream);
+      if (wb) launch_leaf<Cfg, float, bf16, true>(op, stream);
+      else launch_leaf<CfgF32W, float, float, true>(op, stream);
       return;
     }
   }
-  if (xb && wb) launch<Cfg, bf16, bf16, false>(op, stream);
-  else if (xb) launch<CfgF32W, bf16, float, false>(op, stream);
-  else if (wb) launch<Cfg, float, bf16, false>(op, stream);
-  else launch<CfgF32W, float, float, false>(op, stream);
+  if (xb && wb) launch_leaf<Cfg, bf16, bf16, false>(op, stream);
+  else if (xb) launch_leaf<CfgF32W, bf16, float, false>(op, stream);
+  else if (wb) launch_leaf<Cfg, float, bf16, false>(op, stream);
+  else launch_leaf<CfgF32W, float, float, false>(op, stream);
 }
 
-int64_t tiles_of(int64_t m, int64_t n, int bm, int bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn); }
+#if MOSS_PLATFORM_NVIDIA
+template <class Cfg, class TA>
+void launch_mma(const GemmOperands& op, hipStream_t stream) {
+  static bool opted_in = false;
+  launch_blocks(gemm_mma_kernel<Cfg, TA>, kernel_args<TA, bf16>(op), Cfg::BM, Cfg::BN, Cfg::kThreads,
+                Cfg::kSmemBytes, opted_in, stream);
+}
+
+template <class Cfg>
+void launch_mma_typed(const GemmOperands& op, hipStream_t stream) {
+  if (op.x_type == GemmType::BF16) launch_mma<Cfg, bf16>(op, stream);
+  else launch_mma<Cfg, float>(op, stream);
+}
+#endif
 
 }  // namespace
 
@@ -369,6 +676,14 @@ const char* gemm_staging_name(GemmStaging s) {
   }
 }
 
+const char* gemm_kernel_name(GemmKernel k) {
+  switch (k) {
+    case GemmKernel::Mma: return "mma";
+    case GemmKernel::Leaf: return "leaf";
+    default: return "auto";
+  }
+}
+
 GemmTiles gemm_auto_tiles(int64_t m, int64_t n, int multiprocessors) {
   // The largest tile that still gives every multiprocessor a block: bigger tiles read less
   // shared memory per flop, but a grid smaller than the device leaves multiprocessors idle.
@@ -378,8 +693,11 @@ GemmTiles gemm_auto_tiles(int64_t m, int64_t n, int multiprocessors) {
 }
 
 GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan) {
+  const bool mma_possible = kPlatformNvidia && op.w_type == GemmType::BF16;
+  if (plan.kernel == GemmKernel::Auto || !mma_possible) plan.kernel = mma_possible ? GemmKernel::Mma : GemmKernel::Leaf;
   if (plan.tiles == GemmTiles::Auto) plan.tiles = gemm_auto_tiles(op.m, op.n, multiprocessors);
   if (plan.staging == GemmStaging::Auto) plan.staging = kPlatformNvidia ? GemmStaging::Convert : GemmStaging::Raw;
+  if (plan.kernel == GemmKernel::Mma) plan.staging = GemmStaging::Convert;  // the only way it stages an f32 x
   if (op.x_type == GemmType::BF16 || !kPlatformNvidia) plan.staging = GemmStaging::Raw;
   return plan;
 }
@@ -399,13 +717,21 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
   plan = gemm_resolve(op, multiprocessors, plan);
   const bool convert = plan.staging == GemmStaging::Convert;
 #if MOSS_PLATFORM_NVIDIA
+  if (plan.kernel == GemmKernel::Mma) {
+    switch (plan.tiles) {
+      case GemmTiles::Large: launch_mma_typed<MmaLarge>(op, stream); break;
+      case GemmTiles::Medium: launch_mma_typed<MmaMedium>(op, stream); break;
+      default: launch_mma_typed<MmaSmall>(op, stream); break;
+    }
+    return;
+  }
   switch (plan.tiles) {
-    case GemmTiles::Large: launch_typed<LargeTiles>(op, convert, stream); break;
-    case GemmTiles::Medium: launch_typed<MediumTiles>(op, convert, stream); break;
-    default: launch_typed<SmallTiles>(op, convert, stream); break;
+    case GemmTiles::Large: launch_leaf_typed<LargeTiles>(op, convert, stream); break;
+    case GemmTiles::Medium: launch_leaf_typed<MediumTiles>(op, convert, stream); break;
+    default: launch_leaf_typed<SmallTiles>(op, convert, stream); break;
   }
 #else
-  launch_typed<WaveTiles, WaveTilesF32Weights>(op, convert, stream);
+  launch_leaf_typed<WaveTiles, WaveTilesF32Weights>(op, convert, stream);
 #endif
 }
 

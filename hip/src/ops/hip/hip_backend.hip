@@ -48,6 +48,11 @@ class DevicePool {
         return p;
       }
     }
+    // Growing the pool: first give back the cached blocks of other sizes, so the memory the
+    // pool holds stays close to the live peak (a stage that allocates many sizes once, like the
+    // VAE decode, would otherwise hold the sum of each size's peak). Steady-state loops reuse
+    // their blocks and never get here.
+    if (cached_bytes() > 0) release_cache();
     void* p = nullptr;
     if (hipMalloc(&p, cls) != hipSuccess) {
       (void)hipGetLastError();
@@ -73,6 +78,11 @@ class DevicePool {
     free_[cls].push_back(p);
     in_use_ -= cls;
     cached_ += cls;
+  }
+
+  size_t cached_bytes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cached_;
   }
 
   HipMemoryStats stats() {
