@@ -354,9 +354,9 @@ using MmaMedium = MmaTiles<128, 128, 2, 2, 4>;
 using MmaSmall = MmaTiles<64, 64, 2, 2, 4>;
 
 // Moves ROWS x BK tiles of one operand ([rows, K], row stride ld, packed) into swizzled bf16
-// stages. Thread tid owns chunk column c = tid % cpr of rows tid / cpr + p * kRowsPerPass (one
-// chunk = 8 elements; K is a multiple of 8, so a chunk is wholly inside or outside the operand:
-// outside chunks are zeros).
+// stages, one k-step per call, in order (step 0, 1, 2, ...). Thread tid owns chunk column
+// c = tid % cpr of rows tid / cpr + p * kRowsPerPass (one chunk = 8 elements; K is a multiple of 8,
+// so a chunk is wholly inside or outside the operand: outside chunks are zeros).
 //   bf16: copy() moves a chunk with cp.async (16 bytes, no registers).
 //   f32:  fetch() loads a chunk's 8 floats into registers (two 16-byte loads); store() rounds
 //         them to bf16 and writes the 16-byte chunk.
@@ -369,42 +369,55 @@ struct SwizzledLoader {
   static constexpr int kPassBytes = kRowsPerPass * BK * 2;
   static_assert(THREADS % kCpr == 0 && ROWS % kRowsPerPass == 0, "the tile splits into whole passes");
   static_assert(kRowsPerPass % gemm_layout::kBankGroups == 0, "every pass of a thread has the same swizzle");
+  static_assert(kPasses <= 32, "pass mask");
 
   const T* base;  // the operand (a valid address for zero-filled chunks)
-  const T* src;   // this thread's chunk in row row0 + first row, k = 0 (may lie past the end)
-  int64_t ld;
-  int rows_left, k_left;  // rows and columns of the operand from this thread's first chunk on
-  int dst;                // byte offset of this thread's first chunk in a stage
+  const T* src;   // this thread's chunk of pass 0 in the next step (may lie past the end)
+  int64_t pass_stride;  // elements from one pass's row to the next
+  uint32_t rows_inside;  // bit p: the row of pass p lies inside the operand
+  int k_left;           // operand columns from this thread's chunk of the next step on
+  int dst;              // byte offset of this thread's pass-0 chunk in a stage
   tile::Chunk16 held[kConvert ? 2 * kPasses : 1];
 
-  __device__ SwizzledLoader(const T* operand, int64_t ld_, int rows, int k, int row0, int tid) : base(operand), ld(ld_) {
+  __device__ SwizzledLoader(const T* operand, int64_t ld, int rows, int k, int row0, int tid)
+      : base(operand), pass_stride(int64_t(kRowsPerPass) * ld) {
     const int row = tid / kCpr, chunk = tid % kCpr;
     src = base + int64_t(row0 + row) * ld + chunk * gemm_layout::kChunkElems;
-    rows_left = rows - row0 - row;
+    rows_inside = 0;
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p)
+      if (row0 + row + p * kRowsPerPass < rows) rows_inside |= 1u << p;
     k_left = k - chunk * gemm_layout::kChunkElems;
     dst = gemm_layout::chunk_offset(row, chunk, BK);
   }
 
-  __device__ bool inside(int p, int kt) const { return p * kRowsPerPass < rows_left && kt * BK < k_left; }
-  __device__ const T* at(int p, int kt) const {
-    return inside(p, kt) ? src + int64_t(p * kRowsPerPass) * ld + kt * BK : base;
+  __device__ bool inside(int p) const { return ((rows_inside >> p) & 1u) != 0 && k_left > 0; }
+  __device__ const T* at(int p) const { return inside(p) ? src + p * pass_stride : base; }
+  __device__ void advance() {
+    src += BK;
+    k_left -= BK;
   }
 
-  __device__ void copy(int kt, unsigned char* stage) const {
+  // Requests the next step into `stage` (bf16).
+  __device__ void copy(unsigned char* stage) {
 #pragma unroll
-    for (int p = 0; p < kPasses; ++p) tile::copy16_async_zfill(stage + dst + p * kPassBytes, at(p, kt), inside(p, kt));
+    for (int p = 0; p < kPasses; ++p) tile::copy16_async_zfill(stage + dst + p * kPassBytes, at(p), inside(p));
+    advance();
   }
 
-  __device__ void fetch(int kt) {
+  // Loads the next step into registers (f32).
+  __device__ void fetch() {
 #pragma unroll
     for (int p = 0; p < kPasses; ++p) {
-      const T* s = at(p, kt);
-      const bool in = inside(p, kt);
+      const T* s = at(p);
+      const bool in = inside(p);
       held[2 * p] = tile::load_chunk_or_zero(s, in);
       held[2 * p + 1] = tile::load_chunk_or_zero(s + 4, in);  // 4 floats per 16-byte load
     }
+    advance();
   }
 
+  // Rounds the fetched step to bf16 and writes it into `stage`.
   __device__ void store(unsigned char* stage) const {
 #pragma unroll
     for (int p = 0; p < kPasses; ++p) {
@@ -428,7 +441,9 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_mma_kernel(KernelArgs<T
   extern __shared__ tile::Chunk16 gemm_smem[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(gemm_smem);
   const uint32_t smem_address = gemm_nv::shared_address(smem);
-  auto stage = [&](int kt) { return smem + (kt % S) * Cfg::kStageBytes; };
+  // The slot of k-step kt: x rows, then (kStageA bytes on) w rows.
+  auto stage_a = [&](int kt) { return smem + (kt % S) * Cfg::kStageBytes; };
+  auto stage_b = [&](int kt) { return smem + (kt % S) * Cfg::kStageBytes + Cfg::kStageA; };
 
   const int m = args.m, n = args.n, k = args.k;
   const TileOrigin origin = raster_tile(Cfg::BM, Cfg::BN, m, n);
@@ -459,14 +474,17 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_mma_kernel(KernelArgs<T
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
-  // Two fragment buffers: fa[b][i] is A block i, fb[b][j] the two n8 tiles of B block j.
-  uint32_t fa[2][MI][4], fb[2][NJ][4];
-  auto load_fragments = [&](int buf, int kt, int ks) {
-    const uint32_t s = smem_address + uint32_t((kt % S) * Cfg::kStageBytes);
+  // Fragments: A blocks double-buffered (fa[b][i], b = k16 step % 2: the next step's are read
+  // while this step's multiply), B blocks single (fb[j], the two n8 tiles of B block j, reloaded
+  // for the next step as soon as this step's products with it are issued: 16 registers fewer).
+  uint32_t fa[2][MI][4], fb[NJ][4];
+  auto load_a_fragments = [&](int buf, int kt, int ks) {
+    const uint32_t s = smem_address + uint32_t((kt % S) * Cfg::kStageBytes) + a_at[ks];
 #pragma unroll
-    for (int i = 0; i < MI; ++i) gemm_nv::ldmatrix_x4(fa[buf][i], s + a_at[ks] + i * kBlockBytes);
-#pragma unroll
-    for (int j = 0; j < NJ; ++j) gemm_nv::ldmatrix_x4(fb[buf][j], s + b_at[ks] + j * kBlockBytes);
+    for (int i = 0; i < MI; ++i) gemm_nv::ldmatrix_x4(fa[buf][i], s + i * kBlockBytes);
+  };
+  auto load_b_fragment = [&](int j, int kt, int ks) {
+    gemm_nv::ldmatrix_x4(fb[j], smem_address + uint32_t((kt % S) * Cfg::kStageBytes) + b_at[ks] + j * kBlockBytes);
   };
 
   const int ktiles = (k + Cfg::BK - 1) / Cfg::BK;
@@ -476,19 +494,21 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_mma_kernel(KernelArgs<T
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
     if (s < ktiles) {
-      load_b.copy(s, stage(s));
+      load_b.copy(stage_b(s));
       if constexpr (kConvert) {
-        load_a.fetch(s);
-        if (s < S - 2) load_a.store(stage(s));
+        load_a.fetch();
+        if (s < S - 2) load_a.store(stage_a(s));
       } else {
-        load_a.copy(s, stage(s));
+        load_a.copy(stage_a(s));
       }
     }
     tile::commit_copies();
   }
   tile::wait_copies<S - 2>();
   sync_workgroup();
-  load_fragments(0, 0, 0);
+  load_a_fragments(0, 0, 0);
+#pragma unroll
+  for (int j = 0; j < NJ; ++j) load_b_fragment(j, 0, 0);
 
   for (int kt = 0; kt < ktiles; ++kt) {
 #pragma unroll
@@ -499,30 +519,35 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_mma_kernel(KernelArgs<T
         tile::wait_copies<S - 2>();
         sync_workgroup();
       }
-      if (ks < KS - 1) load_fragments((ks + 1) % 2, kt, ks + 1);
-      else if (kt + 1 < ktiles) load_fragments((ks + 1) % 2, kt + 1, 0);
+      // The next k16 step: the next one of this stage, or the first of the next stage (visible
+      // since the barrier above); none after the last.
+      const bool more = ks < KS - 1 || kt + 1 < ktiles;
+      const int next_kt = ks < KS - 1 ? kt : kt + 1, next_ks = (ks + 1) % KS;
+      if (more) load_a_fragments((ks + 1) % 2, next_kt, next_ks);
       if (ks == 0) {
         // The slot of step kt-1 is free (barrier of step kt-1): request step kt+S-1 into it. A
         // converted x step fetched one step ago is stored now (slot of step kt-2, also free).
         const int next = kt + S - 1;
         if constexpr (kConvert) {
-          if (next - 1 < ktiles) load_a.store(stage(next - 1));
+          if (next - 1 < ktiles) load_a.store(stage_a(next - 1));
         }
         if (next < ktiles) {
-          load_b.copy(next, stage(next));
-          if constexpr (kConvert) load_a.fetch(next);
-          else load_a.copy(next, stage(next));
+          load_b.copy(stage_b(next));
+          if constexpr (kConvert) load_a.fetch();
+          else load_a.copy(stage_a(next));
         }
         tile::commit_copies();
       }
       const int b = ks % 2;
 #pragma unroll
-      for (int i = 0; i < MI; ++i)
+      for (int j = 0; j < NJ; ++j) {
 #pragma unroll
-        for (int j = 0; j < NJ; ++j) {
-          gemm_nv::mma_16816(acc[i][2 * j], fa[b][i], fb[b][j][0], fb[b][j][1]);
-          gemm_nv::mma_16816(acc[i][2 * j + 1], fa[b][i], fb[b][j][2], fb[b][j][3]);
+        for (int i = 0; i < MI; ++i) {
+          gemm_nv::mma_16816(acc[i][2 * j], fa[b][i], fb[j][0], fb[j][1]);
+          gemm_nv::mma_16816(acc[i][2 * j + 1], fa[b][i], fb[j][2], fb[j][3]);
         }
+        if (more) load_b_fragment(j, next_kt, next_ks);
+      }
     }
   }
   tile::wait_copies<0>();

@@ -34,8 +34,11 @@ std::string matrix_leaf(const std::string& arch) {
 
 // The `kernels:` line of --list-devices: the kernel families built in, and the matrix leaf
 // under them. Add a family here when its kernels land.
+// The kernel families of hip/src/kernels, as a user-facing summary of what runs on the device.
 std::vector<std::string> kernel_families(const std::string& arch) {
-  return {"matrix_tile_gemm", "matrix leaf: " + matrix_leaf(arch)};
+  return {"gemm", "linear_f32", "flash attention", "rows (norms, modulation, gates, RoPE, gathers)",
+          "gated deltanet (chunked, recurrent)", "text rows (conv1d, gates, norms)", "conv2d (implicit GEMM)",
+          "group norm", "vae layout", "matrix leaf: " + matrix_leaf(arch)};
 }
 
 // Empty when usable, otherwise the reason it is not.
