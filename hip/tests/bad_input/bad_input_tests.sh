@@ -257,12 +257,25 @@ new_case parent-is-file
 : >"$CASE/file.txt"
 expect parent-is-file 2 "-o .*/file\.txt/out\.png: .*file\.txt" -- "${run[@]}" --prompt x -o "$CASE/file.txt/out.png"
 # An unwritable directory. Root may write anywhere, so as root the run drops to nobody.
+# The checkout may sit in a folder nobody cannot enter (a CI clone in a 0700 temp folder), so as
+# root the binary and the read-only folder go to a fresh folder nobody can reach; the output
+# path is checked before the model is opened, so the model stays where it is.
 new_case unwritable-dir
-mkdir -m 555 "$CASE/ro"
 as_nobody=""
-[[ $(id -u) -eq 0 ]] && as_nobody="setpriv --reuid=65534 --regid=65534 --clear-groups"
+ro_parent=$CASE
+if [[ $(id -u) -eq 0 ]]; then
+  as_nobody="setpriv --reuid=65534 --regid=65534 --clear-groups"
+  ro_parent=$(mktemp -d /tmp/moss-unwritable.XXXXXX)
+  chmod 755 "$ro_parent"
+  cp "$BIN" "$ro_parent/moss-infer-hip"
+fi
+mkdir -m 555 "$ro_parent/ro"
+BIN_SAVED=$BIN
+[[ -n $as_nobody ]] && BIN=$ro_parent/moss-infer-hip
 RUN_AS=$as_nobody expect unwritable-dir 2 "-o .*/ro/out\.png: directory .*/ro is not writable" \
-  -- "${run[@]}" --prompt x -o "$CASE/ro/out.png"
+  -- "${run[@]}" --prompt x -o "$ro_parent/ro/out.png"
+BIN=$BIN_SAVED
+[[ $ro_parent != "$CASE" ]] && rm -rf "$ro_parent"
 expect unwritable-proc-self 2 "-o /proc/self/out\.png: directory /proc/self is not writable" \
   -- "${run[@]}" --prompt x -o /proc/self/out.png
 # /proc passes the up-front check for root (access() says writable) but takes no new files:
