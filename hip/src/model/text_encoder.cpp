@@ -38,9 +38,18 @@ void rope_tables(int64_t T, int64_t rot_dim, double theta, Tensor& sin_t, Tensor
 TextEncoder::TextEncoder(Backend& be, const WeightFiles& weights, const TextEncoderConfig& cfg)
     : be_(be), weights_(weights), cfg_(cfg), prefix_(text_encoder_prefix(weights)) {}
 
+// A layer's weights are uploaded on first use and kept until the next layer starts, so the
+// prompts of one encode_many pass share one upload per layer and at most one layer's weights
+// stay on the device.
 Tensor TextEncoder::weight(int layer, const std::string& name) {
   const std::string full = prefix_ + (layer >= 0 ? "layers." + std::to_string(layer) + "." : "") + name;
-  return be_.upload(weights_.get(full));
+  if (layer != cached_layer_) {
+    layer_weights_.clear();
+    cached_layer_ = layer;
+  }
+  auto it = layer_weights_.find(full);
+  if (it != layer_weights_.end()) return it->second;
+  return layer_weights_[full] = be_.upload(weights_.get(full));
 }
 
 // Only the rows the prompt uses are uploaded (the 9B table is 2 GB): the distinct ids' rows
@@ -67,42 +76,63 @@ Tensor TextEncoder::embed(const std::vector<int32_t>& ids) {
 }
 
 Tensor TextEncoder::encode(const std::vector<int32_t>& ids, const std::function<void(int, const Tensor&)>& layer_hook) {
-  if (ids.empty()) throw usage_error("text encoder: empty token sequence");
-  const int64_t T = int64_t(ids.size()), H = cfg_.hidden;
-  CoreOps& core = be_.core();
-  Tensor x = embed(ids);
+  return encode_many({ids}, layer_hook)[0];
+}
 
-  Tensor sin_d, cos_d;  // RoPE tables, built once for the attention layers
-  {
+std::vector<Tensor> TextEncoder::encode_many(const std::vector<std::vector<int32_t>>& prompts,
+                                             const std::function<void(int, const Tensor&)>& layer_hook) {
+  const int64_t H = cfg_.hidden;
+  CoreOps& core = be_.core();
+  struct Prompt {
+    Tensor x, xn, delta, sin, cos;  // residual stream, scratch, RoPE tables for the attention layers
+  };
+  std::vector<Prompt> state(prompts.size());
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    const std::vector<int32_t>& ids = prompts[p];
+    if (ids.empty()) throw usage_error("text encoder: empty token sequence");
+    const int64_t T = int64_t(ids.size());
+    state[p].x = embed(ids);
     Tensor s = host_tensor(DType::F32, {T, cfg_.rot_dim}), c = host_tensor(DType::F32, {T, cfg_.rot_dim});
     rope_tables(T, cfg_.rot_dim, cfg_.rope_theta, s, c);
-    sin_d = be_.upload(s);
-    cos_d = be_.upload(c);
+    state[p].sin = be_.upload(s);
+    state[p].cos = be_.upload(c);
+    state[p].xn = be_.alloc(DType::F32, {T, H});
+    state[p].delta = be_.alloc(DType::F32, {T, H});
   }
 
-  Tensor xn = be_.alloc(DType::F32, {T, H}), delta = be_.alloc(DType::F32, {T, H});
+  // Layers outside, prompts inside: each layer's weights cross to the device once per pass.
   for (int l = 0; l < int(cfg_.layers); ++l) {
-    {
-      const Tensor w = weight(l, "input_layernorm.weight");
-      core.rms_norm(x, &w, NormWeight::OnePlus, cfg_.eps, H, xn);
+    for (Prompt& st : state) {
+      {
+        const Tensor w = weight(l, "input_layernorm.weight");
+        core.rms_norm(st.x, &w, NormWeight::OnePlus, cfg_.eps, H, st.xn);
+      }
+      if (cfg_.layer_types[size_t(l)] == TextLayerKind::FullAttention)
+        attention_mixer(l, st.xn, st.sin, st.cos, st.delta);
+      else
+        deltanet_mixer(l, st.xn, st.delta);
+      core.add(st.x, st.delta, nullptr);
+      {
+        const Tensor w = weight(l, "post_attention_layernorm.weight");
+        core.rms_norm(st.x, &w, NormWeight::OnePlus, cfg_.eps, H, st.xn);
+      }
+      mlp(l, st.xn, st.delta);
+      core.add(st.x, st.delta, nullptr);
     }
-    if (cfg_.layer_types[size_t(l)] == TextLayerKind::FullAttention)
-      attention_mixer(l, xn, sin_d, cos_d, delta);
-    else
-      deltanet_mixer(l, xn, delta);
-    core.add(x, delta, nullptr);
-    {
-      const Tensor w = weight(l, "post_attention_layernorm.weight");
-      core.rms_norm(x, &w, NormWeight::OnePlus, cfg_.eps, H, xn);
-    }
-    mlp(l, xn, delta);
-    core.add(x, delta, nullptr);
-    if (layer_hook) layer_hook(l, be_.download(x));
+    if (layer_hook && state.size() == 1) layer_hook(l, be_.download(state[0].x));
   }
-  Tensor out = be_.alloc(DType::F32, {T, H});
+  std::vector<Tensor> out;
   const Tensor w = weight(-1, "norm.weight");
-  core.rms_norm(x, &w, NormWeight::OnePlus, cfg_.eps, H, out);
-  return be_.download(out);
+  for (Prompt& st : state) {
+    st.xn = Tensor();
+    st.delta = Tensor();
+    Tensor y = be_.alloc(DType::F32, {st.x.rows(), H});
+    core.rms_norm(st.x, &w, NormWeight::OnePlus, cfg_.eps, H, y);
+    out.push_back(be_.download(y));
+  }
+  layer_weights_.clear();
+  cached_layer_ = -2;
+  return out;
 }
 
 // Gated full attention (research/text_encoder.md 3.3). q_proj emits per head [query | gate];

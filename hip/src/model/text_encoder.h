@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,11 @@ class TextEncoder {
   // last_hidden_state [T, hidden] as a host f32 tensor. layer_hook, when given, sees each
   // layer's output (before the final norm) as a host f32 view valid during the call only.
   Tensor encode(const std::vector<int32_t>& ids, const std::function<void(int, const Tensor&)>& layer_hook = {});
+  // Several prompts (the prompt and the negative) in one pass over the layers: each layer's
+  // weights are uploaded once for all of them. Results equal encode() of each, bit for bit.
+  // layer_hook is called only when there is one prompt.
+  std::vector<Tensor> encode_many(const std::vector<std::vector<int32_t>>& prompts,
+                                  const std::function<void(int, const Tensor&)>& layer_hook = {});
 
  private:
   Tensor weight(int layer, const std::string& name);  // uploaded on use, released by the caller
@@ -66,6 +72,8 @@ class TextEncoder {
   WeightFiles weights_;
   TextEncoderConfig cfg_;
   std::string prefix_;
+  int cached_layer_ = -2;                     // the layer whose weights layer_weights_ holds
+  std::map<std::string, Tensor> layer_weights_;
 };
 
 }  // namespace moss

@@ -149,9 +149,11 @@ int run_generation(const RunOptions& o) {
   Tensor cond_states, uncond_states;
   {
     TextEncoder te(*be, model.te_weights, model.te_config);
-    cond_states = te.encode(cond_ids.ids);
-    check_interrupted();
-    if (use_uncond) uncond_states = te.encode(uncond_ids.ids);
+    std::vector<std::vector<int32_t>> prompts = {cond_ids.ids};
+    if (use_uncond) prompts.push_back(uncond_ids.ids);
+    std::vector<Tensor> states = te.encode_many(prompts);  // one pass over the layers for both
+    cond_states = states[0];
+    if (use_uncond) uncond_states = states[1];
   }
   record.times.text_encoder_s = since(t0);
   be->release_cached();  // the text encoder's buffers go back before the DiT's plan is checked

@@ -176,3 +176,17 @@ TEST(TextEncoder, RefusesATokenOutsideTheVocabulary) {
 }
 
 }  // namespace
+
+TEST(TextEncoderBatch, EncodeManyEqualsEncodeOfEach) {
+  // The prompt and the negative share one pass over the layers; each result must equal its
+  // own encode() bit for bit.
+  const std::string dir = std::string(MOSSINFER_TEST_DATA) + "/tiny-moss/text_encoder";
+  auto be = moss::make_host_backend();
+  const moss::WeightFiles w = moss::WeightFiles::open_folder(dir);
+  moss::TextEncoder te(*be, w, moss::parse_text_encoder_config(dir + "/config.json"));
+  const std::vector<int32_t> a = {12001, 1969, 198, 64, 5227, 6505, 12002}, b = {12001, 198, 12002};
+  const std::vector<moss::Tensor> both = te.encode_many({a, b});
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(moss::to_f32_vector(both[0]), moss::to_f32_vector(te.encode(a)));
+  EXPECT_EQ(moss::to_f32_vector(both[1]), moss::to_f32_vector(te.encode(b)));
+}
