@@ -38,7 +38,9 @@ interrupt() {
   done
   local sig
   if [[ -z $why ]]; then
-    for sig in "${signals[@]}"; do kill -s "$sig" "$pid"; done
+    # One after the other with a pause: two standard signals pending at once are delivered in
+    # signal-number order (SIGINT before SIGTERM), whatever order they were sent in.
+    for sig in "${signals[@]}"; do kill -s "$sig" "$pid"; sleep 0.2; done
   fi
   local start=$SECONDS
   while kill -0 "$pid" 2>/dev/null && ((SECONDS - start < STOP_TIMEOUT)); do sleep 0.1; done
