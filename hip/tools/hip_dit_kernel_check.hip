@@ -172,9 +172,12 @@ void linear_case(Env& e, const LinearSpec& s) {
   report(e, "linear " + s.name, shape, fetch(e, yd), to_f32_vector(yh), s.n, kBf16Tol, ms, 2.0 * s.m * s.n * s.k);
 }
 
+// "mma 128x256/8w", "leaf 128x128/4w raw" (the leaf kernel's staging matters for an f32 x; the
+// Mma kernel always converts).
 std::string plan_name(const GemmPlan& p, DType xdt) {
-  const std::string staging = xdt == DType::F32 ? std::string(" ") + gemm_staging_name(p.staging) : "";
-  return gemm_tiles_name(p.tiles) + staging;
+  const bool staging = p.kernel == GemmKernel::Leaf && xdt == DType::F32;
+  return std::string(gemm_kernel_name(p.kernel)) + " " + gemm_tiles_name(p.tiles) +
+         (staging ? std::string(" ") + gemm_staging_name(p.staging) : "");
 }
 
 // moss::gemm with a forced plan (every kernel instantiation): a tail shape, all compared.
@@ -277,22 +280,39 @@ void check_gemms(Env& e) {
   linear_case(e, {"bf16 x", 200, 3072, 136, DType::BF16});
   linear_case(e, {"f32 w (vae)", 256, 96, 288, DType::F32, DType::F32, DType::F32, true});
   linear_case(e, {"bf16 y", 100, 512, 96, DType::F32, DType::BF16, DType::BF16, true});
-  // Every kernel instantiation on a tail shape.
-  for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium, GemmTiles::Small})
+  // Every kernel instantiation on tail shapes (M, N and the last k-step partial); the Mma kernel
+  // (NVIDIA, bf16 weights) also with fewer k-steps than its pipeline holds (K 24: one step).
+  for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium, GemmTiles::Small}) {
+    if (kPlatformNvidia) {
+      for (DType x : {DType::F32, DType::BF16}) {
+        gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Mma}, x, DType::BF16, 300, 520, 136);
+        gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Mma}, x, DType::BF16, 70, 90, 24);
+      }
+    }
     for (DType w : {DType::BF16, DType::F32}) {
       for (GemmStaging st : {GemmStaging::Convert, GemmStaging::Raw})
-        gemm_plan_case(e, {t, st}, DType::F32, w, 300, 520, 136);
-      gemm_plan_case(e, {t, GemmStaging::Auto}, DType::BF16, w, 300, 520, 136);
+        gemm_plan_case(e, {t, st, GemmKernel::Leaf}, DType::F32, w, 300, 520, 136);
+      gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Leaf}, DType::BF16, w, 300, 520, 136);
     }
-  // The 1024x1024 shapes, timed; q/k/v/o in every plan to pick the best.
-  for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium, GemmTiles::Small})
-    for (GemmStaging st : {GemmStaging::Convert, GemmStaging::Raw})
-      gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::F32, {t, st});
-  gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, DType::F32);
-  gemm_full_case(e, "ffn_down", kRows, kFfn, kDim, DType::F32);
-  gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::BF16);
-  gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, DType::BF16);
-  gemm_full_case(e, "ffn_down", kRows, kFfn, kDim, DType::BF16);
+  }
+  // The 1024x1024 shapes, timed: q/k/v/o in each large tile shape of the Mma kernel with either x
+  // dtype, and the leaf kernel's two best plans (the reference the Mma kernel replaces); then the
+  // FFN shapes and the 512x512 q/k/v/o (1088 rows, where Auto leaves the large tiles) as Auto picks.
+  if (kPlatformNvidia)
+    for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium})
+      for (DType x : {DType::F32, DType::BF16})
+        gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, x, {t, GemmStaging::Auto, GemmKernel::Mma});
+  gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::F32, {GemmTiles::Large, GemmStaging::Convert, GemmKernel::Leaf});
+  gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::F32, {GemmTiles::Medium, GemmStaging::Raw, GemmKernel::Leaf});
+  for (DType x : {DType::F32, DType::BF16}) {
+    gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, x);
+    gemm_full_case(e, "ffn_down", kRows, kFfn, kDim, x);
+  }
+  constexpr int64_t kRows512 = 32 * 32 + kText;
+  gemm_full_case(e, "q/k/v/o@512", kRows512, kDim, kDim, DType::F32);
+  if (kPlatformNvidia)
+    for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium})
+      gemm_full_case(e, "q/k/v/o@512", kRows512, kDim, kDim, DType::F32, {t, GemmStaging::Auto, GemmKernel::Mma});
 }
 
 // ---- row kernels ---------------------------------------------------------------------------------

@@ -7,9 +7,9 @@
 // BM x BN tile of y:
 //   Mma   (NVIDIA, bf16 weights; the default there) unpadded XOR-swizzled bf16 stages filled by
 //         cp.async (an f32 x is rounded to bf16 on its way in, through registers), fragments read
-//         with ldmatrix.x4 straight into the mma.sync layout (kernels/gemm_layout.h), fragments
-//         double-buffered across the k16 steps, one barrier per stage, 8 warps of 64x64 on
-//         128x256 tiles;
+//         with ldmatrix.x4 straight into the mma.sync layout (kernels/gemm_layout.h), the next
+//         k16 step's fragments read while the current one multiplies, one barrier per stage,
+//         8 warps of 64x64 on 128x256 tiles;
 //   Leaf  (AMD's kernel, and NVIDIA's for f32 weights; the reference the Mma kernel replaced)
 //         operands staged as stored in rows padded by 8 elements, fragments read through the
 //         leaf's lane maps (kernels/matrix_layout.h); AMD: one wave32 per workgroup (product

@@ -31,8 +31,10 @@
 //   - One barrier per stage, before the last k16 step of stage kt (whose fragments are already in
 //     registers): after it stage kt+1 is visible to all, and every wave is done with stage kt's
 //     slot, which the first k16 step of stage kt+1 refills with step kt+S.
-//   - Fragments are double-buffered: the ldmatrix of k16 step s+1 (possibly the first step of
-//     the next stage, right after the barrier) is issued before the mma.sync of step s.
+//   - Fragments of the next k16 step (possibly the first of the next stage, right after the
+//     barrier) are read while the current one multiplies: A blocks into a second buffer before
+//     the products, each B block as soon as its products are issued (a second B buffer would
+//     cost 16 registers that the 128x256 and 128x128 shapes do not have to spare).
 //   - Epilogue from registers: each lane holds column pairs, stored as one 8-byte (f32) or 4-byte
 //     (bf16) write when y allows it, bias added on the way.
 // Blocks are rasterised in groups of 8 tile rows so that neighbours in launch order share
@@ -524,20 +526,6 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_mma_kernel(KernelArgs<T
       const bool more = ks < KS - 1 || kt + 1 < ktiles;
       const int next_kt = ks < KS - 1 ? kt : kt + 1, next_ks = (ks + 1) % KS;
       if (more) load_a_fragments((ks + 1) % 2, next_kt, next_ks);
-      if (ks == 0) {
-        // The slot of step kt-1 is free (barrier of step kt-1): request step kt+S-1 into it. A
-        // converted x step fetched one step ago is stored now (slot of step kt-2, also free).
-        const int next = kt + S - 1;
-        if constexpr (kConvert) {
-          if (next - 1 < ktiles) load_a.store(stage_a(next - 1));
-        }
-        if (next < ktiles) {
-          load_b.copy(stage_b(next));
-          if constexpr (kConvert) load_a.fetch();
-          else load_a.copy(stage_a(next));
-        }
-        tile::commit_copies();
-      }
       const int b = ks % 2;
 #pragma unroll
       for (int j = 0; j < NJ; ++j) {
@@ -547,6 +535,20 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_mma_kernel(KernelArgs<T
           gemm_nv::mma_16816(acc[i][2 * j + 1], fa[b][i], fb[j][2], fb[j][3]);
         }
         if (more) load_b_fragment(j, next_kt, next_ks);
+        if (ks == 0 && j == 0) {
+          // The slot of step kt-1 is free (barrier of step kt-1): request step kt+S-1 into it. A
+          // converted x step fetched one step ago is stored now (slot of step kt-2, also free).
+          const int next = kt + S - 1;
+          if constexpr (kConvert) {
+            if (next - 1 < ktiles) load_a.store(stage_a(next - 1));
+          }
+          if (next < ktiles) {
+            load_b.copy(stage_b(next));
+            if constexpr (kConvert) load_a.fetch();
+            else load_a.copy(stage_a(next));
+          }
+          tile::commit_copies();
+        }
       }
     }
   }
@@ -621,19 +623,22 @@ KernelArgs<TA, TB> kernel_args(const GemmOperands& op) {
 
 int64_t tiles_of(int64_t m, int64_t n, int bm, int bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn); }
 
-// One block per tile of y; a kernel above 48 KiB of dynamic shared memory must opt in first
-// (NVIDIA; `opt_in` is a function-local static of the caller, so once per kernel).
-template <class Kernel, class Args>
-void launch_blocks(Kernel kernel, const Args& a, int bm, int bn, int threads, int smem_bytes, bool& opted_in,
-                   hipStream_t stream) {
+// A kernel above 48 KiB of dynamic shared memory must opt in first (NVIDIA). Callers keep the
+// result in a function-local static, so this runs once per kernel (thread-safe initialisation).
+template <class Kernel>
+bool opt_in_shared_memory(Kernel kernel, int smem_bytes) {
 #if MOSS_PLATFORM_NVIDIA
-  if (!opted_in) {
-    MOSS_HIP_CHECK(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-    opted_in = true;
-  }
+  MOSS_HIP_CHECK(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
 #else
-  (void)opted_in;
+  (void)kernel;
+  (void)smem_bytes;
 #endif
+  return true;
+}
+
+// One block per tile of y.
+template <class Kernel, class Args>
+void launch_blocks(Kernel kernel, const Args& a, int bm, int bn, int threads, int smem_bytes, hipStream_t stream) {
   const int64_t blocks = tiles_of(a.m, a.n, bm, bn);
   if (blocks > 0x7fffffff) throw failure("gemm: too many tiles (" + std::to_string(blocks) + ")");
   hipLaunchKernelGGL(kernel, dim3(unsigned(blocks)), dim3(threads), size_t(smem_bytes), stream, a);
@@ -643,9 +648,10 @@ void launch_blocks(Kernel kernel, const Args& a, int bm, int bn, int threads, in
 template <class Cfg, class TA, class TB, bool kConvertX>
 void launch_leaf(const GemmOperands& op, hipStream_t stream) {
   using P = Plan<Cfg, std::conditional_t<kConvertX, bf16, TA>, TB>;
-  static bool opted_in = false;
-  launch_blocks(gemm_kernel<Cfg, TA, TB, kConvertX>, kernel_args<TA, TB>(op), Cfg::BM, Cfg::BN, Cfg::kThreads,
-                P::kSmemBytes, opted_in, stream);
+  auto kernel = gemm_kernel<Cfg, TA, TB, kConvertX>;
+  static const bool opted_in = opt_in_shared_memory(kernel, P::kSmemBytes);
+  (void)opted_in;
+  launch_blocks(kernel, kernel_args<TA, TB>(op), Cfg::BM, Cfg::BN, Cfg::kThreads, P::kSmemBytes, stream);
 }
 
 // Cfg serves bf16 weights, CfgF32W f32 weights; `convert` applies to an f32 x.
@@ -669,9 +675,10 @@ void launch_leaf_typed(const GemmOperands& op, bool convert, hipStream_t stream)
 #if MOSS_PLATFORM_NVIDIA
 template <class Cfg, class TA>
 void launch_mma(const GemmOperands& op, hipStream_t stream) {
-  static bool opted_in = false;
-  launch_blocks(gemm_mma_kernel<Cfg, TA>, kernel_args<TA, bf16>(op), Cfg::BM, Cfg::BN, Cfg::kThreads,
-                Cfg::kSmemBytes, opted_in, stream);
+  auto kernel = gemm_mma_kernel<Cfg, TA>;
+  static const bool opted_in = opt_in_shared_memory(kernel, Cfg::kSmemBytes);
+  (void)opted_in;
+  launch_blocks(kernel, kernel_args<TA, bf16>(op), Cfg::BM, Cfg::BN, Cfg::kThreads, Cfg::kSmemBytes, stream);
 }
 
 template <class Cfg>
