@@ -31,6 +31,10 @@ class Backend {
   // Returns cached free device memory to the device (before a stage whose peak must stay
   // within a plan: the allocator's cache of other sizes would count against it).
   virtual void release_cached() {}
+  // Low-peak mode: the allocator gives back its cached blocks before it grows, so a one-shot
+  // stage of many tensor sizes (the VAE decode) holds about its live peak. Off for loops,
+  // which reuse their blocks and would otherwise pay an allocation per size per pass.
+  virtual void set_low_peak(bool on) {}
   // Device memory free now (the allocator's cache counted as free) and in all (bytes); 0 when
   // the backend has no device memory.
   virtual size_t free_memory() const { return 0; }

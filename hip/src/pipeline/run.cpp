@@ -189,6 +189,7 @@ int run_generation(const RunOptions& o) {
     record.times.denoise_s = since(t_loop);
   }
   be->release_cached();  // the DiT's weights and buffers go back before the decode
+  be->set_low_peak(true);
 
   if (!o.latent_out.empty()) write_npy_f32(o.latent_out, latent.ptr<float>(), latent.dims());
 

@@ -48,11 +48,10 @@ class DevicePool {
         return p;
       }
     }
-    // Growing the pool: first give back the cached blocks of other sizes, so the memory the
-    // pool holds stays close to the live peak (a stage that allocates many sizes once, like the
-    // VAE decode, would otherwise hold the sum of each size's peak). Steady-state loops reuse
-    // their blocks and never get here.
-    if (cached_bytes() > 0) release_cache();
+    // Growing the pool in low-peak mode: first give back the cached blocks of other sizes, so
+    // the memory the pool holds stays close to the live peak (a stage that allocates many sizes
+    // once, like the VAE decode, would otherwise hold the sum of each size's peak).
+    if (low_peak_ && cached_bytes() > 0) release_cache();
     void* p = nullptr;
     if (hipMalloc(&p, cls) != hipSuccess) {
       (void)hipGetLastError();
@@ -79,6 +78,8 @@ class DevicePool {
     in_use_ -= cls;
     cached_ += cls;
   }
+
+  bool low_peak_ = false;  // see Backend::set_low_peak
 
   size_t cached_bytes() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -188,6 +189,7 @@ class HipBackend final : public Backend {
 
   void synchronize() override { MOSS_HIP_CHECK(hipStreamSynchronize(stream_.stream)); }
 
+  void set_low_peak(bool on) override { pool_->low_peak_ = on; }
   void release_cached() override {
     MOSS_HIP_CHECK(hipStreamSynchronize(stream_.stream));
     pool_->release_cache();
