@@ -52,10 +52,8 @@ inline bool gemm_packed(const void* p, int64_t ld, GemmType t) {
 
 // Tile shape. Auto picks by problem size (the largest shape that still gives every
 // multiprocessor a block); the others exist so the kernel check can time each shape. AMD builds
-// have one shape (a single wave per workgroup) and ignore the request. LargeK64 (experimental,
-// never picked by Auto yet): Large with 64-wide k-steps, for the Mma kernel with a bf16 x;
-// anything else resolves it to Large.
-enum class GemmTiles { Auto, Large, Medium, Small, LargeK64 };
+// have one shape (a single wave per workgroup) and ignore the request.
+enum class GemmTiles { Auto, Large, Medium, Small };
 
 // How an f32 x reaches shared memory (a bf16 x is always copied as it is):
 //   Convert  loaded into registers, rounded to bf16, stored a k-step later (shared memory then

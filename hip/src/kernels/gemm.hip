@@ -27,8 +27,7 @@
 //   - Stages: S = 4 of BK = 32 (x rows [BM][32] then w rows [BN][32], bf16). Weights and a bf16 x
 //     come by cp.async, S-1 steps ahead. An f32 x is fetched into registers S-1 steps ahead and
 //     rounded and stored to its stage one step later (its loads have a whole k-step to land; the
-//     registers for one step are 16 per thread at 128x256). Experimental (GemmTiles::LargeK64):
-//     BK = 64 at 128x256 for a bf16 x, half the barriers and copy rounds per flop.
+//     registers for one step are 16 per thread at 128x256).
 //   - One barrier per stage, before the last k16 step of stage kt (whose fragments are already in
 //     registers): after it stage kt+1 is visible to all, and every wave is done with stage kt's
 //     slot, which the first k16 step of stage kt+1 refills with step kt+S.
@@ -331,11 +330,10 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
 
 // ==== the Mma kernel (NVIDIA) ====================================================================
 #if MOSS_PLATFORM_NVIDIA
-// Tile shapes of the Mma kernel: BM x BN per block, BK-wide k-steps (32: 64-byte rows of 4
-// chunks; 64: 128-byte rows of 8), S stages.
-template <int kBM, int kBN, int kWarpsM_, int kWarpsN_, int kBK, int kStages_>
+// Tile shapes of the Mma kernel; BK = 32 (64-byte rows: 4 chunks), S stages.
+template <int kBM, int kBN, int kWarpsM_, int kWarpsN_, int kStages_>
 struct MmaTiles {
-  static constexpr int BM = kBM, BN = kBN, BK = kBK, kStages = kStages_;
+  static constexpr int BM = kBM, BN = kBN, BK = 32, kStages = kStages_;
   static constexpr int kWarpsM = kWarpsM_, kWarpsN = kWarpsN_;
   static constexpr int kThreads = kWarpsM * kWarpsN * kWaveSize;
   static constexpr int WM = BM / kWarpsM, WN = BN / kWarpsN;  // one warp's sub-tile
@@ -351,14 +349,11 @@ struct MmaTiles {
   static_assert(kStages >= 3, "a converted x step is stored one step after it was fetched, S-2 steps ahead");
 };
 // 8 warps of 64x64: 32 flops per shared-memory byte read, one block per SM (96 KiB).
-using MmaLarge = MmaTiles<128, 256, 2, 4, 32, 4>;
-// The same with 64-wide k-steps: half the barriers and copy rounds per flop (192 KiB). bf16 x
-// only: a converted x step would hold 32 registers per thread.
-using MmaLargeK64 = MmaTiles<128, 256, 2, 4, 64, 4>;
+using MmaLarge = MmaTiles<128, 256, 2, 4, 4>;
 // 4 warps of 64x64: two blocks per SM.
-using MmaMedium = MmaTiles<128, 128, 2, 2, 32, 4>;
+using MmaMedium = MmaTiles<128, 128, 2, 2, 4>;
 // 4 warps of 32x32: many blocks for small problems.
-using MmaSmall = MmaTiles<64, 64, 2, 2, 32, 4>;
+using MmaSmall = MmaTiles<64, 64, 2, 2, 4>;
 
 // Moves ROWS x BK tiles of one operand ([rows, K], row stride ld, packed) into swizzled bf16
 // stages, one k-step per call, in order (step 0, 1, 2, ...). Thread tid owns chunk column
@@ -699,7 +694,6 @@ const char* gemm_tiles_name(GemmTiles t) {
   if (!kPlatformNvidia) return "32x64/1w (32x32 with f32 weights)";
   switch (t) {
     case GemmTiles::Large: return "128x256/8w";
-    case GemmTiles::LargeK64: return "128x256x64/8w";
     case GemmTiles::Medium: return "128x128/4w";
     case GemmTiles::Small: return "64x64/4w";
     default: return "auto";
@@ -734,8 +728,6 @@ GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan
   const bool mma_possible = kPlatformNvidia && op.w_type == GemmType::BF16;
   if (plan.kernel == GemmKernel::Auto || !mma_possible) plan.kernel = mma_possible ? GemmKernel::Mma : GemmKernel::Leaf;
   if (plan.tiles == GemmTiles::Auto) plan.tiles = gemm_auto_tiles(op.m, op.n, multiprocessors);
-  if (plan.tiles == GemmTiles::LargeK64 && !(plan.kernel == GemmKernel::Mma && op.x_type == GemmType::BF16))
-    plan.tiles = GemmTiles::Large;  // 64-wide k-steps: the Mma kernel with a bf16 x only
   if (plan.staging == GemmStaging::Auto) plan.staging = kPlatformNvidia ? GemmStaging::Convert : GemmStaging::Raw;
   if (plan.kernel == GemmKernel::Mma) plan.staging = GemmStaging::Convert;  // the only way it stages an f32 x
   if (op.x_type == GemmType::BF16 || !kPlatformNvidia) plan.staging = GemmStaging::Raw;
@@ -760,7 +752,6 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
   if (plan.kernel == GemmKernel::Mma) {
     switch (plan.tiles) {
       case GemmTiles::Large: launch_mma_typed<MmaLarge>(op, stream); break;
-      case GemmTiles::LargeK64: launch_mma<MmaLargeK64, bf16>(op, stream); break;  // bf16 x (gemm_resolve)
       case GemmTiles::Medium: launch_mma_typed<MmaMedium>(op, stream); break;
       default: launch_mma_typed<MmaSmall>(op, stream); break;
     }
