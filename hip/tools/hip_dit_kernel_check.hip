@@ -288,9 +288,6 @@ void check_gemms(Env& e) {
         gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Mma}, x, DType::BF16, 300, 520, 136);
         gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Mma}, x, DType::BF16, 70, 90, 24);
       }
-      if (t == GemmTiles::Large)  // the experimental 64-wide k-steps (bf16 x)
-        for (int64_t k : {int64_t(136), int64_t(24)})
-          gemm_plan_case(e, {GemmTiles::LargeK64, GemmStaging::Auto, GemmKernel::Mma}, DType::BF16, DType::BF16, 300, 520, k);
     }
     for (DType w : {DType::BF16, DType::F32}) {
       for (GemmStaging st : {GemmStaging::Convert, GemmStaging::Raw})
@@ -301,16 +298,10 @@ void check_gemms(Env& e) {
   // The 1024x1024 shapes, timed: q/k/v/o in each large tile shape of the Mma kernel with either x
   // dtype, and the leaf kernel's two best plans (the reference the Mma kernel replaces); then the
   // FFN shapes and the 512x512 q/k/v/o (1088 rows, where Auto leaves the large tiles) as Auto picks.
-  if (kPlatformNvidia) {
+  if (kPlatformNvidia)
     for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium})
       for (DType x : {DType::F32, DType::BF16})
         gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, x, {t, GemmStaging::Auto, GemmKernel::Mma});
-    // The experimental 64-wide k-steps, bf16 x, at all three 1024x1024 shapes.
-    const GemmPlan k64{GemmTiles::LargeK64, GemmStaging::Auto, GemmKernel::Mma};
-    gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::BF16, k64);
-    gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, DType::BF16, k64);
-    gemm_full_case(e, "ffn_down", kRows, kFfn, kDim, DType::BF16, k64);
-  }
   gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::F32, {GemmTiles::Large, GemmStaging::Convert, GemmKernel::Leaf});
   gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::F32, {GemmTiles::Medium, GemmStaging::Raw, GemmKernel::Leaf});
   for (DType x : {DType::F32, DType::BF16}) {
