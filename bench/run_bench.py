@@ -428,17 +428,12 @@ class Bench:
             tcfg, lp = text_config(self.model), text_layer_params(self.model)
         except Exception:
             tcfg, lp = None, None
-        for n in ints(self.a.te_tokens):
-            o = ours.get(f"te_{n}") or {}
-            o_s = (o.get("done") or {}).get("text_encoder_s")
-            b = (th.get("text_encoder") or {}).get(str(n)) or {}
-            fl = F.text_encoder_flops(tcfg, lp, n) if tcfg and lp else None
-            rows.append(R.speed_row("text encoder", f"{n} tokens", o_s, "transformers" if b else None, b.get("median_s"),
-                                    fl, peak, "ours streams the layers from host memory"))
-            m = b.get("memory") or {}
-            mem.append({"stage": "text encoder", "shape": f"{n} tokens", "ours_gib": (o.get("memory_gib") or {}).get("text_encoder"),
-                        "planner_gib": (o.get("plan") or {}).get("te_peak_gib"), "baseline": "transformers" if b else None,
-                        "baseline_gib": m.get("peak_gib"), "baseline_above_gib": m.get("above_start_gib")})
+        tokens = ints(self.a.te_tokens)
+        flops_of = (lambda n: F.text_encoder_flops(tcfg, lp, n)) if tcfg and lp else None
+        te_rows, te_mem = R.text_encoder_rows({n: ours.get(f"te_{n}") for n in tokens}, th.get("text_encoder"), tokens,
+                                              flops_of, peak)
+        rows += te_rows
+        mem += te_mem
         try:
             vcfg = vae_config(self.model)
         except Exception:

@@ -22,6 +22,40 @@ def speed_row(stage, shape, ours_s, baseline, baseline_s, flops, peak_tflops, no
     return r
 
 
+def text_encoder_rows(ours, torch_te, tokens, flops_of, peak_tflops):
+    """The text encoder's speed and memory rows, like with like: our encode (the pass with the
+    weights already on the device, from the `done:` line's `(load X s, encode Y s, ...)`) against
+    transformers' forward (weights resident), and our one-time load of the layers against torch's
+    load, in a row of its own. A run whose layers stream has no separate load: its encode carries
+    the copies, and the note says so. ours: {n: engine summary}; torch_te: the torch results'
+    "text_encoder" dict ({"load_s": s, "<n>": measure}); flops_of(n) or None."""
+    rows, mem = [], []
+    load = None
+    for n in tokens:
+        o = ours.get(n) or {}
+        done = o.get("done") or {}
+        layers = done.get("te_layers")
+        o_s = done.get("te_encode_s") if done.get("te_encode_s") is not None else done.get("text_encoder_s")
+        if load is None and layers == "resident":
+            load = done.get("te_load_s")
+        b = (torch_te or {}).get(str(n)) or {}
+        note = {"resident": "ours: encode with the layers on the device (load in its own row)",
+                "streamed": "ours streams the layers from host memory (copies included)"}.get(
+                    layers, "ours: total (no load/encode split in the log)")
+        rows.append(speed_row("text encoder", f"{n} tokens", o_s, "transformers" if b else None, b.get("median_s"),
+                              flops_of(n) if flops_of else None, peak_tflops, note))
+        m = b.get("memory") or {}
+        mem.append({"stage": "text encoder", "shape": f"{n} tokens", "ours_gib": (o.get("memory_gib") or {}).get("text_encoder"),
+                    "planner_gib": (o.get("plan") or {}).get("te_peak_gib"), "baseline": "transformers" if b else None,
+                    "baseline_gib": m.get("peak_gib"), "baseline_above_gib": m.get("above_start_gib")})
+    torch_load = (torch_te or {}).get("load_s")
+    if load is not None or torch_load is not None:
+        rows.append(speed_row("text encoder load", "layers to device", load,
+                              "safetensors to cuda (torch)" if torch_load is not None else None, torch_load, None,
+                              peak_tflops, "ours: mmap -> pinned staging -> device, all layers resident"))
+    return rows, mem
+
+
 def speed_table(rows):
     out = ["| stage | shape | ours s | baseline | baseline s | ours / baseline | TFLOP | ours TFLOP/s | ours % of peak "
            "| baseline TFLOP/s | note |",

@@ -4,7 +4,7 @@
 // misaligned column slices, bf16 operands). Outputs are poisoned with NaN first, so an element
 // a kernel forgets to write fails its case.
 //
-//   hip_dit_kernel_check [--device N]
+//   hip_dit_kernel_check [--device N] [--filter gemm|rows|fused|attention]
 //
 // Table rows: kernel, shape, relative L2, max |error|, ms per launch, rate, verdict. Tolerances:
 // bf16-operand kernels (GEMM) 1e-2 relative L2, fp32 kernels 1e-5 (bf16 in/out cases 1e-2). The
@@ -172,50 +172,69 @@ void linear_case(Env& e, const LinearSpec& s) {
   report(e, "linear " + s.name, shape, fetch(e, yd), to_f32_vector(yh), s.n, kBf16Tol, ms, 2.0 * s.m * s.n * s.k);
 }
 
-// "mma 128x256/8w", "leaf 128x128/4w raw" (the leaf kernel's staging matters for an f32 x; the
-// Mma kernel always converts).
+// "wgmma 128x256/2+1wg", "mma 128x256/8w", "leaf 128x128/4w raw" (the leaf kernel's staging
+// matters for an f32 x; the Mma kernel always converts; the Wgmma kernel takes bf16 x only).
 std::string plan_name(const GemmPlan& p, DType xdt) {
   const bool staging = p.kernel == GemmKernel::Leaf && xdt == DType::F32;
-  return std::string(gemm_kernel_name(p.kernel)) + " " + gemm_tiles_name(p.tiles) +
+  return std::string(gemm_kernel_name(p.kernel)) + " " + gemm_tiles_name(p.tiles, p.kernel) +
          (staging ? std::string(" ") + gemm_staging_name(p.staging) : "");
 }
 
-// moss::gemm with a forced plan (every kernel instantiation): a tail shape, all compared.
-void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int64_t n, int64_t k) {
-  Pair xp = random_pair(e, xdt, {m, k});
+// Optional parts of a forced-plan case: y and bias dtypes, x as the first k columns of a wider
+// matrix (row stride k + x_pad; x_pad a multiple of 8 keeps x packed).
+struct PlanCaseOptions {
+  DType y = DType::F32, bias = DType::F32;
+  int64_t x_pad = 0;
+};
+
+// moss::gemm with a forced plan (every kernel instantiation): a tail shape, all compared. The
+// requested kernel must be the one that runs (a silent fallback would leave it unchecked).
+void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int64_t n, int64_t k,
+                    PlanCaseOptions o = {}) {
+  Pair xp = random_pair(e, xdt, {m, k + o.x_pad});
   Pair wp = random_pair(e, wdt, {n, k}, float(1.0 / std::sqrt(double(k))));
-  Pair bp = random_pair(e, DType::F32, {n}, 0.5f);
+  Pair bp = random_pair(e, o.bias, {n}, 0.5f);
   Tensor yh = host_tensor(DType::F32, {m, n});
-  const Tensor wh = host_as(wp.h, wdt);
-  e.host.core().linear(xp.h, wh, &bp.h, yh);
-  Tensor yd = poisoned(e, DType::F32, {m, n});
+  const Tensor wh = host_as(wp.h, wdt), bh = host_as(bp.h, o.bias);
+  e.host.core().linear(xp.h.slice_cols(0, k), wh, &bh, yh);
+  Tensor yd = poisoned(e, o.y, {m, n});
   GemmOperands op;
   op.x = xp.d.data;
   op.x_type = xdt == DType::BF16 ? GemmType::BF16 : GemmType::F32;
-  op.ldx = k;
+  op.ldx = k + o.x_pad;
   op.w = wp.d.data;
   op.w_type = wdt == DType::BF16 ? GemmType::BF16 : GemmType::F32;
   op.ldw = k;
   op.bias = bp.d.data;
-  op.bias_type = GemmType::F32;
+  op.bias_type = o.bias == DType::BF16 ? GemmType::BF16 : GemmType::F32;
   op.y = yd.data;
-  op.y_type = GemmType::F32;
+  op.y_type = o.y == DType::BF16 ? GemmType::BF16 : GemmType::F32;
   op.ldy = n;
   op.m = m;
   op.n = n;
   op.k = k;
+  const GemmKernel requested = plan.kernel;
   plan = gemm_resolve(op, e.ctx.multiprocessors(), plan);
+  if (requested == GemmKernel::Wgmma && plan.kernel != GemmKernel::Wgmma)
+    std::printf("  gemm %lldx%lldx%lld: wgmma requested, %s resolved\n", (long long)m, (long long)k, (long long)n,
+                gemm_kernel_name(plan.kernel));
   gemm(op, e.stream(), e.ctx.multiprocessors(), plan);
-  report(e, "gemm " + plan_name(plan, xdt), shape_of({m, k, n}) + " " + dtype_name(xdt) + "·" + dtype_name(wdt),
-         fetch(e, yd), to_f32_vector(yh), n, kBf16Tol);
+  std::vector<float> want = to_f32_vector(yh);
+  if (o.y == DType::BF16)
+    for (float& v : want) v = round_bf16(v);  // the device rounds once; so must the reference
+  const std::string shape = shape_of({m, k, n}) + " " + dtype_name(xdt) + "·" + dtype_name(wdt) +
+                            (o.y == DType::BF16 ? " y:bf16" : "") + (o.bias == DType::BF16 ? " b:bf16" : "") +
+                            (o.x_pad ? " ldx:" + std::to_string(k + o.x_pad) : "");
+  report(e, "gemm " + plan_name(plan, xdt), shape, fetch(e, yd), want, n, kBf16Tol);
 }
 
 // A full-size DiT GEMM: timed, every element checked for being written, 64 sampled rows
 // compared with a host replay of those rows.
-void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64_t n, DType xdt, GemmPlan plan = {}) {
+void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64_t n, DType xdt, GemmPlan plan = {},
+                    DType ydt = DType::F32) {
   Pair xp = random_pair(e, xdt, {m, k});
   Pair wp = random_pair(e, DType::BF16, {n, k}, float(1.0 / std::sqrt(double(k))));
-  Tensor yd = poisoned(e, DType::F32, {m, n});
+  Tensor yd = poisoned(e, ydt, {m, n});
   GemmOperands op;
   op.x = xp.d.data;
   op.x_type = xdt == DType::BF16 ? GemmType::BF16 : GemmType::F32;
@@ -224,6 +243,7 @@ void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64
   op.w_type = GemmType::BF16;
   op.ldw = k;
   op.y = yd.data;
+  op.y_type = ydt == DType::BF16 ? GemmType::BF16 : GemmType::F32;
   op.ldy = n;
   op.m = m;
   op.n = n;
@@ -244,6 +264,8 @@ void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64
   for (int64_t i = 0; i < kSample; ++i)
     std::copy_n(all.begin() + rows[size_t(i)] * n, n, got.begin() + i * n);
   std::vector<float> want = to_f32_vector(ys);
+  if (ydt == DType::BF16)
+    for (float& v : want) v = round_bf16(v);
   // Any unwritten element anywhere fails the case (NaN poison survives).
   for (size_t i = 0; i < all.size(); ++i)
     if (!std::isfinite(all[i])) {
@@ -256,7 +278,8 @@ void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64
   const double ms = time_it(e, [&] { gemm(op, e.stream(), e.ctx.multiprocessors(), used); });
   const double flops = 2.0 * m * n * k;
   const std::string kernel = "gemm " + name + " " + plan_name(used, xdt);
-  const std::string shape = shape_of({m, k, n}) + (xdt == DType::BF16 ? " x:bf16" : "");
+  const std::string shape =
+      shape_of({m, k, n}) + (xdt == DType::BF16 ? " x:bf16" : "") + (ydt == DType::BF16 ? " y:bf16" : "");
   report(e, kernel, shape, got, want, n, kBf16Tol, ms, flops);
   record(e, kernel, shape, ms, flops, 0);
 }
@@ -295,6 +318,19 @@ void check_gemms(Env& e) {
       gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Leaf}, DType::BF16, w, 300, 520, 136);
     }
   }
+  // The Wgmma kernel (NVIDIA, bf16 x; K a multiple of 64): M and N tails inside one tile and
+  // across several, one k-step (fewer than its 4 stages), more k-steps than stages (slots
+  // reused), bf16 y and bias, odd N (unpaired stores), a strided x, one row.
+  if (kPlatformNvidia) {
+    const GemmPlan wg = {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Wgmma};
+    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 300, 520, 192);
+    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 70, 90, 64);
+    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 129, 257, 320, {DType::BF16, DType::BF16});
+    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 257, 1001, 576, {DType::F32, DType::BF16, 24});
+    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 1, 3072, 3072);
+    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 1040, kDim, kDim, {DType::BF16});
+    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 520, kFfn, kDim);
+  }
   // The 1024x1024 shapes, timed: q/k/v/o in each large tile shape of the Mma kernel with either x
   // dtype, and the leaf kernel's two best plans (the reference the Mma kernel replaces); then the
   // FFN shapes and the 512x512 q/k/v/o (1088 rows, where Auto leaves the large tiles) as Auto picks.
@@ -313,6 +349,20 @@ void check_gemms(Env& e) {
   if (kPlatformNvidia)
     for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium})
       gemm_full_case(e, "q/k/v/o@512", kRows512, kDim, kDim, DType::F32, {t, GemmStaging::Auto, GemmKernel::Mma});
+  // The Wgmma kernel at every DiT shape with a bf16 x (Auto above picks it at 1024x1024 already;
+  // here by name, also at 512x512 and 1456x1456 rows and with a bf16 y), against the Mma kernel
+  // on the same bf16 x at 512x512.
+  if (kPlatformNvidia) {
+    const GemmPlan wg = {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Wgmma};
+    constexpr int64_t kRows1456 = 91 * 91 + kText;
+    gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::BF16, wg);
+    gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, DType::BF16, wg, DType::BF16);
+    gemm_full_case(e, "ffn_down", kRows, kFfn, kDim, DType::BF16, wg, DType::BF16);
+    gemm_full_case(e, "q/k/v/o@512", kRows512, kDim, kDim, DType::BF16, wg);
+    gemm_full_case(e, "q/k/v/o@512", kRows512, kDim, kDim, DType::BF16, {GemmTiles::Medium, GemmStaging::Auto, GemmKernel::Mma});
+    gemm_full_case(e, "q/k/v/o@1456", kRows1456, kDim, kDim, DType::BF16, wg);
+    gemm_full_case(e, "ffn_up_gate@1456", kRows1456, kDim, 2 * kFfn, DType::BF16, wg);
+  }
 }
 
 // ---- row kernels ---------------------------------------------------------------------------------
@@ -510,6 +560,115 @@ void check_rows(Env& e) {
   copy_case(e, 37, 101, DType::F32, DType::F32, 40, 2, 1);
 }
 
+// ---- fused DiT passes (CoreOps::norm_modulate, norm_rope; gated units writing bf16) ------------
+// bf16 outputs are compared with the host's f32 result rounded once: only elements whose fp32
+// values straddle a rounding boundary differ (by one bf16 ulp), far below this tolerance.
+constexpr double kRoundedTol = 1e-3;
+
+std::vector<float> rounded_as(const Tensor& host_f32, DType dt) {
+  std::vector<float> v = to_f32_vector(host_f32);
+  if (dt == DType::BF16)
+    for (float& x : v) x = round_bf16(x);
+  return v;
+}
+double fused_tol(DType out) { return out == DType::BF16 ? kRoundedTol : kF32Tol; }
+
+// x [rows, cols] (f32, optionally a column slice at `offset`) -> y of dtype `out`; shift and
+// scale as rows of one [1, 6·cols] tensor, as the DiT's modulation.
+void norm_modulate_case(Env& e, int64_t rows, int64_t cols, DType out, int64_t offset = 0, bool in_place = false,
+                        bool timed = false) {
+  const int64_t width = cols + offset + (offset ? 5 : 0);
+  Pair xp = random_pair(e, DType::F32, {rows, width}, 2.0f);
+  Pair wp = random_pair(e, DType::BF16, {cols}, 0.5f);
+  Pair mod = random_pair(e, DType::F32, {1, 6 * cols}, 0.5f);
+  const Tensor xh = xp.h.slice_cols(offset, cols), xd = xp.d.slice_cols(offset, cols);
+  const Tensor wh = host_as(wp.h, DType::BF16);
+  const Tensor sh_h = mod.h.slice_cols(0, cols), sc_h = mod.h.slice_cols(cols, cols);
+  const Tensor sh_d = mod.d.slice_cols(0, cols), sc_d = mod.d.slice_cols(cols, cols);
+  Tensor yh = in_place ? xh : host_tensor(DType::F32, {rows, cols});
+  Tensor yd = in_place ? xd : poisoned(e, out, {rows, cols});
+  e.host.core().norm_modulate(xh, wh, 1e-6f, sh_h, sc_h, yh);
+  e.gpu.core().norm_modulate(xd, wp.d, 1e-6f, sh_d, sc_d, yd);
+  const std::vector<float> got = fetch(e, yd);
+  const double bytes = double(rows * cols) * double(4 + dtype_size(out));
+  double ms = 0;
+  if (timed) ms = time_it(e, [&] { e.gpu.core().norm_modulate(xd, wp.d, 1e-6f, sh_d, sc_d, yd); });
+  const std::string shape = shape_of({rows, cols}) + " f32->" + dtype_name(out) + (offset ? " slice" : "") +
+                            (in_place ? " in-place" : "");
+  report(e, "norm_modulate", shape, got, rounded_as(yh, out), cols, fused_tol(out), ms, 0, bytes);
+  if (timed) record(e, "norm_modulate", shape, ms, 0, bytes);
+}
+
+// The projection output x (f32; a column slice at `offset` of a wider matrix, like q of a fused
+// qkv) -> per-head norm + RoPE -> y of dtype `out`; [f | f] sin/cos tables.
+void norm_rope_case(Env& e, int64_t rows, int64_t cols, int64_t head_dim, DType out, int64_t offset = 0,
+                    bool in_place = false, bool timed = false) {
+  const int64_t width = cols + offset + (offset ? 3 : 0), half = head_dim / 2;
+  Pair xp = random_pair(e, DType::F32, {rows, width}, 2.0f);
+  Pair wp = random_pair(e, DType::BF16, {head_dim}, 0.5f);
+  const Tensor xh = xp.h.slice_cols(offset, cols), xd = xp.d.slice_cols(offset, cols);
+  const Tensor wh = host_as(wp.h, DType::BF16);
+  Tensor sin_h = host_tensor(DType::F32, {rows, head_dim}), cos_h = host_tensor(DType::F32, {rows, head_dim});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < half; ++i) {
+      const double a = double(r % 89) * std::pow(10000.0, -2.0 * double(i) / double(head_dim));
+      for (int64_t j : {i, i + half}) {
+        sin_h.row<float>(r)[j] = float(std::sin(a));
+        cos_h.row<float>(r)[j] = float(std::cos(a));
+      }
+    }
+  const Tensor sin_d = e.gpu.upload(sin_h), cos_d = e.gpu.upload(cos_h);
+  Tensor yh = in_place ? xh : host_tensor(DType::F32, {rows, cols});
+  Tensor yd = in_place ? xd : poisoned(e, out, {rows, cols});
+  e.host.core().norm_rope(xh, wh, 1e-6f, head_dim, sin_h, cos_h, yh);
+  e.gpu.core().norm_rope(xd, wp.d, 1e-6f, head_dim, sin_d, cos_d, yd);
+  const std::vector<float> got = fetch(e, yd);
+  const double bytes = double(rows * cols) * double(4 + dtype_size(out)) + 2.0 * double(rows * head_dim) * 4;
+  double ms = 0;
+  if (timed) ms = time_it(e, [&] { e.gpu.core().norm_rope(xd, wp.d, 1e-6f, head_dim, sin_d, cos_d, yd); });
+  const std::string shape = shape_of({rows, cols}) + " hd" + std::to_string(head_dim) + " f32->" + dtype_name(out) +
+                            (offset ? " slice" : "") + (in_place ? " in-place" : "");
+  report(e, "norm_rope", shape, got, rounded_as(yh, out), cols, fused_tol(out), ms, 0, bytes);
+  if (timed) record(e, "norm_rope", shape, ms, 0, bytes);
+}
+
+// SiTU on the two f32 halves of the fused up|gate output, written in bf16 (ffn_down's input).
+void gated_bf16_case(Env& e, int64_t rows, int64_t cols, bool timed = false) {
+  Pair ab = random_pair(e, DType::F32, {rows, 2 * cols}, 3.0f);
+  const Tensor ah = ab.h.slice_cols(0, cols), bh = ab.h.slice_cols(cols, cols);
+  const Tensor ad = ab.d.slice_cols(0, cols), bd = ab.d.slice_cols(cols, cols);
+  Tensor oh = host_tensor(DType::F32, {rows, cols});
+  Tensor od = poisoned(e, DType::BF16, {rows, cols});
+  e.host.core().gated_unit(GatedUnit::Situ, ah, bh, oh);
+  e.gpu.core().gated_unit(GatedUnit::Situ, ad, bd, od);
+  const std::vector<float> got = fetch(e, od);
+  const double bytes = double(rows * cols) * (2 * 4 + 2);
+  double ms = 0;
+  if (timed) ms = time_it(e, [&] { e.gpu.core().gated_unit(GatedUnit::Situ, ad, bd, od); });
+  const std::string shape = shape_of({rows, cols}) + " ->bf16";
+  report(e, "gated_unit situ", shape, got, rounded_as(oh, DType::BF16), cols, kRoundedTol, ms, 0, bytes);
+  if (timed) record(e, "gated_unit situ", shape, ms, 0, bytes);
+}
+
+void check_fused(Env& e) {
+  // The DiT at 1024x1024, as it runs them (timed): norm1/norm2 and the head, q and k.
+  norm_modulate_case(e, kRows, kDim, DType::BF16, 0, false, true);
+  norm_rope_case(e, kRows, kDim, kHeadDim, DType::BF16, 0, false, true);
+  gated_bf16_case(e, kRows, kFfn, true);
+  // The f32 forms (the host's dtype), tails, slices and in-place.
+  norm_modulate_case(e, 1024, kDim, DType::F32);
+  norm_modulate_case(e, 77, 101, DType::BF16, 1);
+  norm_modulate_case(e, 33, 99, DType::F32, 0, true);
+  norm_modulate_case(e, 3, 3, DType::BF16);
+  norm_rope_case(e, 1024, kDim, kHeadDim, DType::F32);
+  norm_rope_case(e, kText, kDim, kHeadDim, DType::BF16, kDim);  // q of a fused [T, 3d] qkv
+  norm_rope_case(e, 7, 96, 32, DType::BF16);                    // half a wave of pairs per head
+  norm_rope_case(e, 9, 60, 12, DType::F32, 1);                  // odd half, misaligned slice
+  norm_rope_case(e, 65, 2048, 256, DType::BF16);                // several pairs per lane
+  norm_rope_case(e, 40, 3072, 128, DType::F32, 0, true);
+  gated_bf16_case(e, 31, 77);
+}
+
 void print_summary(const std::vector<Timing>& timings) {
   std::printf("\nH200 time at the 1024x1024 DiT shapes (ceilings: %.0f TFLOP/s dense bf16, %.1f TB/s)\n", kPeakTflops,
               kPeakGBs / 1000);
@@ -529,24 +688,32 @@ void print_summary(const std::vector<Timing>& timings) {
   }
 }
 
-int parse_device(int argc, char** argv) {
+struct Options {
   int device = 0;
+  std::string filter;  // run only the case groups whose name contains this (all when empty)
+};
+
+Options parse_options(int argc, char** argv) {
+  Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--device" && i + 1 < argc) {
-      device = std::atoi(argv[++i]);
+      o.device = std::atoi(argv[++i]);
+    } else if (arg == "--filter" && i + 1 < argc) {
+      o.filter = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: hip_dit_kernel_check [--device N]\n");
+      std::fprintf(stderr, "usage: hip_dit_kernel_check [--device N] [--filter gemm|rows|fused|attention]\n");
       std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
     }
   }
-  return device;
+  return o;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int device = parse_device(argc, argv);
+  const Options options = parse_options(argc, argv);
+  const int device = options.device;
   try {
     const auto t0 = std::chrono::steady_clock::now();
     std::unique_ptr<Backend> host = make_host_backend();
@@ -559,6 +726,7 @@ int main(int argc, char** argv) {
     kcheck::Table table;
     Env env(*host, *gpu, ctx, table);
     const auto guarded = [&](const char* what, const std::function<void()>& fn) {
+      if (std::string(what).find(options.filter) == std::string::npos) return;
       try {
         fn();
       } catch (const std::exception& ex) {
@@ -569,6 +737,7 @@ int main(int argc, char** argv) {
     };
     guarded("gemm", [&] { check_gemms(env); });
     guarded("rows", [&] { check_rows(env); });
+    guarded("fused", [&] { check_fused(env); });
     guarded("attention", [&] { check_attention_cases(table, ctx, *host, "dit"); });
     print_summary(env.timings);
     std::printf("total %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -26,6 +26,9 @@ where; "meta": pipeline, versions, device). Per case:
   image                         float32 [3, H, W]  the VAE decoder's output
   image_u8                      uint8 [3, H, W]    the pipeline's returned image
 No uncond.* / v_uncond when the run has no guidance (cfg 1).
+Each case's metadata also says "reference" (the run's precision: "fp32" for --dtype float32)
+and "captured.settings" (prompt, negative, seed, cfg, skip_layers, shift, steps, max_seq as the
+call used them): the engine's readers (hip/tools/official_dump.h) take the settings from there.
 
 usage:
   python3 tools/golden/dump_official.py --model /path/MOSS-Image-Base --out official.safetensors
@@ -427,6 +430,8 @@ def build_case(rec, result, bn=None):
         info[f"{role}_ids_by"] = why
         t[f"{role}.hidden"] = row["text"].contiguous()
         t[f"step0.v_{role}"] = row["out"].contiguous()
+        if role == "uncond" and row["skip"] is not None:
+            info["uncond_skip_layers"] = [int(x) for x in row["skip"]]
     t["step0.latent_in"] = pairs[0][1]["latent"].contiguous()
 
     lat_shape = tuple(t["step0.latent_in"].shape)
@@ -464,6 +469,38 @@ def build_case(rec, result, bn=None):
         t["image"] = rec.vae_out[0].contiguous()
     t["image_u8"] = image_u8_chw(result)
     return t, info
+
+
+def resolved_settings(pipe, case, kw, info):
+    """What the call used, as plain JSON for the engine's readers (tools/official_dump.h): each
+    setting from the call's arguments, else the pipeline's default; the skip layers the DiT's
+    uncond call really got when the hooks saw them; the shift from the scheduler."""
+    params = inspect.signature(pipe.__call__).parameters
+    out = {"seed": case["seed"]}
+    for key, names in PARAM_NAMES.items():
+        name = next((n for n in names if n in kw), None)
+        if name is not None:
+            val = kw[name]
+        else:
+            p = next((params[n] for n in names if n in params), None)
+            if p is None or p.default is inspect.Parameter.empty:
+                continue
+            val = p.default
+        if isinstance(val, tuple):
+            val = list(val)
+        if val is None or isinstance(val, (bool, int, float, str, list)):
+            out[key] = val
+    if "uncond_skip_layers" in info:
+        out["skip_layers"] = info["uncond_skip_layers"]
+    if out.get("shift") is None:
+        sched = pipe.scheduler
+        shift = getattr(sched, "shift", None)
+        if shift is None and getattr(sched, "config", None) is not None:
+            cfg = sched.config
+            shift = cfg.get("shift") if isinstance(cfg, dict) else getattr(cfg, "shift", None)
+        if isinstance(shift, (int, float)):
+            out["shift"] = float(shift)
+    return out
 
 
 def versions():
@@ -575,9 +612,13 @@ def main(argv=None):
         defaults = {k: (None if p.default is inspect.Parameter.empty else repr(p.default))
                     for k, p in inspect.signature(pipe.__call__).parameters.items() if k not in ("self",)}
         t, info = build_case(rec, result, getattr(pipe.vae, "bn", None))
+        info["settings"] = resolved_settings(pipe, case, kw, info)
         for k, v in t.items():
             tensors[f"case{n}.{k}"] = v.contiguous().clone()  # no two keys may share storage
-        cases_meta.append({"case": n, **{k: v for k, v in case.items()}, "call_kwargs":
+        # "reference": the precision of the run the tensors come from (the readers choose their
+        # limits by it: an fp32 run is checked like the project's _fp32 goldens).
+        cases_meta.append({"case": n, **{k: v for k, v in case.items()},
+                           "reference": "fp32" if a.dtype == "float32" else a.dtype, "call_kwargs":
                            {k: (f"torch.Generator('cpu').manual_seed({case['seed']})" if k == "generator" else v)
                             for k, v in kw.items()}, "call_defaults": defaults, "seconds": seconds,
                            "captured": info, "shapes": {k: list(v.shape) for k, v in t.items()}})

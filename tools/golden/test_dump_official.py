@@ -68,6 +68,12 @@ def test_keys_and_shapes(dump):
     assert case["captured"]["noise_from"] == "torch.randn"
     assert case["captured"]["steps_run"] == STEPS
     assert meta["meta"]["format"] == "moss-official-dump/1"
+    # What the engine's readers (hip/tools/official_dump.h) take the call's settings from.
+    assert case["reference"] == "fp32"
+    settings = case["captured"]["settings"]
+    assert settings["prompt"] == PROMPT and settings["negative"] == NEGATIVE and settings["seed"] == SEED
+    assert settings["cfg"] == CFG and settings["skip_layers"] == SKIP and settings["steps"] == STEPS
+    assert settings["shift"] == 5.0
 
 
 def test_inputs_equal_the_goldens(dump):
@@ -98,3 +104,26 @@ def test_captures_are_what_the_pipeline_computed(dump):
     assert torch.equal(final, t["case0.final_latent"])
     u8 = ((t["case0.image"] / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8)
     assert torch.equal(u8, t["case0.image_u8"])
+
+
+def golden_check_binary():
+    """$GOLDEN_CHECK, else a golden_check in a build folder of the repository."""
+    import glob
+    found = [os.environ.get("GOLDEN_CHECK")] + sorted(glob.glob(os.path.join(ROOT, "build*", "golden_check")))
+    return next((p for p in found if p and os.access(p, os.X_OK)), None)
+
+
+def test_the_engine_reads_the_dump(dump, tmp_path):
+    """The engine's own reader takes this dump and our host pipeline matches it stage by stage
+    (the limits of an fp32 reference: golden_check official prints them)."""
+    exe = golden_check_binary()
+    if exe is None:
+        pytest.skip("no golden_check binary (set GOLDEN_CHECK or build into build*/)")
+    out = str(tmp_path / "official.safetensors")
+    from safetensors.torch import save_file
+    t, meta = dump
+    save_file(t, out, metadata={k: json.dumps(v) for k, v in meta.items()})
+    r = subprocess.run([exe, "official", "--dump", out, "--model", os.path.join(DATA, "tiny-moss")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "FAIL" not in r.stdout

@@ -1,8 +1,12 @@
-// Flash attention on the matrix leaf: QKᵀ and PV as 16x16x16 bf16 tile products with fp32
-// accumulation, an fp32 online softmax in base 2 (scale·log2(e) folded into the scores), no
-// materialised score matrix. K and V come pre-packed in bf16 by kernels/attention_pack (K as
-// [kv_head][key][d], V transposed as [kv_head][d][key], zero-padded), so the kernel's tile copies
-// are plain 16-byte moves; Q is read straight from the activation (f32 or bf16, any row stride).
+// Flash attention: QKᵀ and PV as bf16 tile products with fp32 accumulation, an fp32 online softmax
+// in base 2 (scale·log2(e) folded into the scores), no materialised score matrix. Two kernels:
+//   flash (NVIDIA, head dims up to 128, the DiT's): 128 queries x 4 warps per workgroup, 64-key
+//     tiles double-buffered with cp.async, ldmatrix fragment reads from XOR-swizzled shared memory,
+//     P kept in registers as the A operand of P·V (kernels/attention_flash_nvidia.h). K and V are
+//     read as [key][d] rows: straight from bf16 activations, or from a bf16 pack of them.
+//   reference (AMD always; NVIDIA above 128 or on request): the matrix-leaf kernel with K packed
+//     as [kv_head][key][d] and V transposed as [kv_head][d][key] (kernels/attention_pack).
+// Q is read straight from the activation (f32 or bf16, any row stride).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +15,7 @@
 
 namespace moss {
 
-// The head dimensions the kernel is compiled for; a smaller head_dim runs in the next one up
+// The head dimensions the kernels are compiled for; a smaller head_dim runs in the next one up
 // with zero padding (Q and K padded columns add nothing to the scores, V's give unwritten
 // output columns). 0 when head_dim is not a multiple of 16 in [16, 384].
 int attention_padded_head_dim(int head_dim);
@@ -19,19 +23,36 @@ int attention_padded_head_dim(int head_dim);
 // Packed K/V rows are padded to a multiple of this many keys (a multiple of every key tile).
 constexpr int kAttentionKeyPadding = 64;
 
-// NVIDIA tilings of the 32..128 head dims (the DiT's): 4 warps each owning two 16-row query
-// tiles (64 rows per block; fewer shared-memory reads per matrix op), or 8 warps owning one
-// (128 rows per block; fewer registers). Default is what the op uses; the others exist to be
-// timed against it (hip kernel checks). Other head dims and AMD ignore the choice.
-enum class AttentionTiling { Default, Warps4x2Tiles, Warps8x1Tile };
+// Default: what the op uses (flash where it applies: 64-key tiles, both row tiles of a warp
+// sharing each K fragment). FlashKeys32: flash with 32-key tiles, one row tile's scores at a time
+// (fewer registers, more shared-memory reads). Reference: the reference kernel even where flash
+// applies. The alternatives exist to be checked and timed against the default (hip kernel checks).
+enum class AttentionTiling { Default, FlashKeys32, Reference };
+
+// How the chosen kernel wants K and V: rows of d_pad bf16 (zero beyond head_dim), V transposed
+// ([d][key]) or not ([key][d]). flash: the kernel zero-fills keys past tk itself and reads
+// unpadded rows when head_dim == d_pad, so bf16 activations with 16-byte aligned rows (row
+// stride a multiple of 8) need no pack.
+struct AttentionKvLayout {
+  int d_pad = 0;
+  bool v_transposed = false;
+  bool flash = false;
+};
+AttentionKvLayout attention_kv_layout(int head_dim, AttentionTiling tiling);
 
 struct AttentionParams {
   const void* q = nullptr;  // [tq, heads·head_dim] rows of ldq elements
   bool q_bf16 = false;      // q is bf16 (else f32)
   int64_t ldq = 0;
-  const bf16* kp = nullptr;  // [kv_heads][tk_pad][padded head dim], zero beyond tk / head_dim
-  const bf16* vt = nullptr;  // [kv_heads][padded head dim][tk_pad], zero beyond tk / head_dim
-  int tk_pad = 0;            // multiple of kAttentionKeyPadding
+  // K (key j, dim d of kv head h) at k[h·k_head_stride + j·ldk + d]; V at v[h·v_head_stride +
+  // j·ldv + d], or v[h·v_head_stride + d·ldv + j] when the layout says v_transposed. Reference
+  // kernel: packed, zero up to tk_pad keys and d_pad dims. Flash: every row of the tk keys holds
+  // d_pad readable elements, zero beyond head_dim; rows 16-byte aligned (ld % 8 == 0).
+  const bf16* k = nullptr;
+  int64_t ldk = 0, k_head_stride = 0;
+  const bf16* v = nullptr;
+  int64_t ldv = 0, v_head_stride = 0;
+  int tk_pad = 0;            // reference kernel: multiple of kAttentionKeyPadding
   void* out = nullptr;       // [tq, heads·head_dim] rows of ld_out elements
   bool out_bf16 = false;     // out is bf16 (else f32)
   int64_t ld_out = 0;

@@ -1,8 +1,9 @@
 // check_device: matrix
-// Flash attention (interface: kernels/attention.h; how the products sit on the matrix leaf per
-// platform: kernels/attention_layout.h).
+// Flash attention (interface: kernels/attention.h). This file holds the reference kernel (how its
+// products sit on the matrix leaf per platform: kernels/attention_layout.h) and the dispatch; the
+// NVIDIA flash kernel for head dims up to 128 is kernels/attention_flash_nvidia.h.
 //
-// Work split. A workgroup owns kQueryRows consecutive queries of one head and one chunk of Dv
+// Reference kernel, work split. A workgroup owns kQueryRows consecutive queries of one head and one chunk of Dv
 // output dimensions; each wave owns RowTiles 16-row query tiles of them. The workgroup walks the
 // keys in tiles of KT: K [key][d] and Vᵀ [dim][key] tiles are copied into shared memory
 // (double-buffered asynchronous copies on NVIDIA, one buffer on AMD) and read by every wave; Q is
@@ -17,6 +18,7 @@
 #include <type_traits>
 
 #include "kernels/attention_device.h"
+#include "kernels/attention_flash_nvidia.h"
 #include "kernels/attention_layout.h"
 #include "kernels/matrix_leaf.h"
 
@@ -131,8 +133,8 @@ __global__ MOSS_ATTENTION_BOUNDS(T) void attention_kernel(const AttentionParams 
   const int q0 = (p.causal ? blocks - 1 - int(block_x()) : int(block_x())) * T::kQueryRows;
   const int head = int(block_y()), kv_head = head / (p.heads / p.kv_heads);
   const int dv0 = int(block_z()) * T::Dv;
-  const bf16* const kg = p.kp + int64_t(kv_head) * p.tk_pad * T::D;
-  const bf16* const vg = p.vt + (int64_t(kv_head) * T::D + dv0) * p.tk_pad;
+  const bf16* const kg = p.k + int64_t(kv_head) * p.k_head_stride;
+  const bf16* const vg = p.v + int64_t(kv_head) * p.v_head_stride + int64_t(dv0) * p.ldv;
   int key_end = p.tk;
   if (p.causal && q0 + T::kQueryRows < key_end) key_end = q0 + T::kQueryRows;
   const int tiles = (key_end + T::KT - 1) / T::KT;
@@ -150,7 +152,7 @@ __global__ MOSS_ATTENTION_BOUNDS(T) void attention_kernel(const AttentionParams 
       const int c = tid + i * T::kThreads;
       if (kKChunks % T::kThreads == 0 || c < kKChunks) {
         const int row = c / (T::D / 8), col = c % (T::D / 8) * 8;
-        attention_device::copy16(kd + row * T::kLdK + col, kg + int64_t(k0 + row) * T::D + col);
+        attention_device::copy16(kd + row * T::kLdK + col, kg + int64_t(k0 + row) * p.ldk + col);
       }
     }
 #pragma unroll 8
@@ -158,7 +160,7 @@ __global__ MOSS_ATTENTION_BOUNDS(T) void attention_kernel(const AttentionParams 
       const int c = tid + i * T::kThreads;
       if (kVChunks % T::kThreads == 0 || c < kVChunks) {
         const int row = c / (T::KT / 8), col = c % (T::KT / 8) * 8;
-        attention_device::copy16(vd + row * T::kLdV + col, vg + int64_t(row) * p.tk_pad + k0 + col);
+        attention_device::copy16(vd + row * T::kLdV + col, vg + int64_t(row) * p.ldv + k0 + col);
       }
     }
     attention_device::commit_copies();
@@ -346,26 +348,40 @@ constexpr int out_chunk(int d, int limit) {
   return 16;
 }
 
+// The flash kernel's padded head dim for head_dim (NVIDIA, up to 128), else 0.
+int flash_head_dim(int head_dim) {
+  if (!kPlatformNvidia || head_dim > 128) return 0;
+  return head_dim <= 64 ? 64 : 128;
+}
+
 template <int D>
-void launch_for_head_dim(const AttentionParams& p, hipStream_t stream) {
+void launch_reference(const AttentionParams& p, hipStream_t stream) {
 #if MOSS_PLATFORM_NVIDIA
-  // 32-key tiles; up to 192 output columns per workgroup. Head dims up to 128 (the DiT's): two
-  // query tiles per warp halve the shared-memory reads per matrix op (252 registers, two
-  // workgroups of 4 warps per multiprocessor), or 8 warps of one tile each (128 registers, two
-  // workgroups of 8 warps). Above 128: 4 warps of one tile each.
+  // 32-key tiles; up to 192 output columns per workgroup. Head dims up to 128: two query tiles per
+  // warp halve the shared-memory reads per matrix op (252 registers, two workgroups of 4 warps per
+  // multiprocessor). Above 128: 4 warps of one tile each.
   constexpr int kDv = out_chunk(D, 192);
-  if constexpr (D <= 128) {
-    if (p.tiling == AttentionTiling::Warps8x1Tile) launch<Tiling<D, kDv, 32, 8, 1, 2, 2>>(p, stream);
-    else launch<Tiling<D, kDv, 32, 4, 2, 2, 2>>(p, stream);
-  } else {
-    launch<Tiling<D, kDv, 32, 4, 1, 2>>(p, stream);
-  }
+  if constexpr (D <= 128) launch<Tiling<D, kDv, 32, 4, 2, 2, 2>>(p, stream);
+  else launch<Tiling<D, kDv, 32, 4, 1, 2>>(p, stream);
 #else
   launch<Tiling<D, out_chunk(D, 128), 32, 1, 1, 1>>(p, stream);
 #endif
 }
 
 }  // namespace
+
+AttentionKvLayout attention_kv_layout(int head_dim, AttentionTiling tiling) {
+  AttentionKvLayout layout;
+  const int flash = tiling != AttentionTiling::Reference ? flash_head_dim(head_dim) : 0;
+  if (flash > 0 && head_dim >= 16 && head_dim % 16 == 0) {
+    layout.d_pad = flash;
+    layout.flash = true;
+  } else {
+    layout.d_pad = attention_padded_head_dim(head_dim);
+    layout.v_transposed = true;
+  }
+  return layout;
+}
 
 int attention_padded_head_dim(int head_dim) {
   if (head_dim < 16 || head_dim % 16 != 0) return 0;
@@ -380,19 +396,33 @@ void attention_forward(const AttentionParams& p, hipStream_t stream) {
   if (p.heads <= 0 || p.kv_heads <= 0 || p.heads % p.kv_heads != 0)
     throw failure("attention: heads " + std::to_string(p.heads) + " is not a multiple of kv heads " +
                   std::to_string(p.kv_heads));
-  if (p.tk <= 0 || p.tk_pad < p.tk || p.tk_pad % kAttentionKeyPadding != 0)
+  if (p.heads > 65535) throw failure("attention: more than 65535 heads");
+  if (p.tk <= 0) throw failure("attention: no keys");
+  const AttentionKvLayout layout = attention_kv_layout(p.head_dim, p.tiling);
+#if MOSS_PLATFORM_NVIDIA
+  if (layout.flash) {
+    if (p.ldk % 8 != 0 || p.ldv % 8 != 0 || p.k_head_stride % 8 != 0 || p.v_head_stride % 8 != 0 ||
+        reinterpret_cast<uintptr_t>(p.k) % 16 != 0 || reinterpret_cast<uintptr_t>(p.v) % 16 != 0)
+      throw failure("attention: K/V rows are not 16-byte aligned (row strides " + std::to_string(p.ldk) + ", " +
+                    std::to_string(p.ldv) + ")");
+    if (p.tq <= 0) return;
+    const bool keys32 = p.tiling == AttentionTiling::FlashKeys32;
+    if (layout.d_pad == 64) return attention_flash::launch<64>(p, keys32, stream);
+    return attention_flash::launch<128>(p, keys32, stream);
+  }
+#endif
+  if (p.tk_pad < p.tk || p.tk_pad % kAttentionKeyPadding != 0)
     throw failure("attention: packed key count " + std::to_string(p.tk_pad) + " does not pad " + std::to_string(p.tk) +
                   " keys");
-  if (p.heads > 65535) throw failure("attention: more than 65535 heads");
   if (p.tq <= 0) return;
-  switch (d) {
-    case 32: return launch_for_head_dim<32>(p, stream);
-    case 64: return launch_for_head_dim<64>(p, stream);
-    case 96: return launch_for_head_dim<96>(p, stream);
-    case 128: return launch_for_head_dim<128>(p, stream);
-    case 192: return launch_for_head_dim<192>(p, stream);
-    case 256: return launch_for_head_dim<256>(p, stream);
-    default: return launch_for_head_dim<384>(p, stream);
+  switch (layout.d_pad) {
+    case 32: return launch_reference<32>(p, stream);
+    case 64: return launch_reference<64>(p, stream);
+    case 96: return launch_reference<96>(p, stream);
+    case 128: return launch_reference<128>(p, stream);
+    case 192: return launch_reference<192>(p, stream);
+    case 256: return launch_reference<256>(p, stream);
+    default: return launch_reference<384>(p, stream);
   }
 }
 

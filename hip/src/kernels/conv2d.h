@@ -12,10 +12,27 @@
 //     NVIDIA), then runs k² leaf K-steps, reading both operands as bf16 pairs (bank-conflict
 //     free through the half swizzle);
 //   - each warp owns kTilesM x kTilesN leaf tiles; fp32 accumulators stay in registers.
-// Precision: Bf16 rounds both operands to bf16 (~3e-3 relative); Bf16x3 splits both into
-// bf16 hi + lo and accumulates lo·hi + hi·lo + hi·hi (kernels/split_leaf.h), ~5e-6 relative,
-// i.e. fp32-class results at three times the matrix work. The VAE decode uses Bf16x3: its
-// 8-bit output must match an fp32 decode to within a few values one level off.
+// Precision (ConvPrecision):
+//   Bf16    both operands rounded to bf16 (8-bit significand): ~1.6e-3 relative L2 per conv.
+//   Bf16x3  both split into bf16 hi + lo, lo·hi + hi·lo + hi·hi (kernels/split_leaf.h): ~1.2e-5
+//           (measured on the H200), fp32-class, three products per leaf step. AMD's decode.
+//   F16     both operands rounded to fp16 (11-bit significand, the same as TF32, which is what
+//           the reference decode gets from cuDNN's default fp32 convolutions), one product:
+//           NVIDIA only (mma.sync ...f16.f16.f32). The staged input is scaled by 2^-8 (undone
+//           exactly in the epilogue) so fp16's range holds inputs up to 1.6e7 in magnitude (the
+//           raw residual stream read by the upsample and shortcut convs is unbounded in
+//           principle); values below 2^-6 then become fp16 subnormals with an absolute error
+//           of at most 2^-25·2^8 = 7.6e-6, far below the 2^-12 relative rounding of the rest.
+//           Expected ~4e-4 relative L2 per conv (two TF32-like roundings). NVIDIA's decode.
+// Why F16: host emulation of the tiny golden decode (hip/tests/data, two cases, conv operands
+// rounded as each precision would; fp32 elsewhere) against image_fp64 / image_u8:
+//   fp32           rel L2 2.2e-6, 8-bit: 0-2 values one level off
+//   f16 (2^-8)     rel L2 1.3e-3-1.4e-3, max 3.7e-3; 8-bit: ~5% one off, none two, mean 0.05 levels
+//   f16 unscaled   the same (the scale costs nothing)
+//   bf16 w only    (x split hi + lo, w bf16: two products) rel L2 6.4e-3-7.1e-3; 18-38 values 2+ off
+//   bf16           rel L2 1.1e-2; ~250 values 2+ levels off
+// The golden rule (8-bit: no value two levels off; image within 1e-2 relative L2) passes only
+// from F16 up, and F16 is the cheapest of those (one product, one plane).
 #pragma once
 
 #include <cstdint>
@@ -25,15 +42,21 @@
 
 namespace moss {
 
-enum class ConvPrecision : uint8_t { Bf16, Bf16x3 };
-const char* conv_precision_name(ConvPrecision p);  // "bf16", "bf16x3"
+enum class ConvPrecision : uint8_t { Bf16, Bf16x3, F16 };
+const char* conv_precision_name(ConvPrecision p);  // "bf16", "bf16x3", "f16"
+
+// Whether this build's conv2d runs `p` (F16: NVIDIA builds only).
+bool conv_precision_supported(ConvPrecision p);
+
+// The staged input's scale under F16 (a power of two: exact both ways; see above).
+constexpr float kConvF16InputScale = 1.0f / 256.0f;
 
 // Device pointers. out must not overlap x; residual may equal out (each element is read, then
 // written, by the same thread) but must not overlap it otherwise.
 struct Conv2dArgs {
   const float* x = nullptr;  // [cin, h, w]
   int cin = 0, h = 0, w = 0;
-  const uint32_t* w_hi = nullptr;  // packed weights (kernels/conv_weights.h)
+  const uint32_t* w_hi = nullptr;  // packed weights (kernels/conv_weights.h): bf16 or f16 pairs
   const uint32_t* w_lo = nullptr;  // their lo parts; needed by Bf16x3
   int cout = 0, ksize = 3;         // ksize 1 or 3, padding ksize / 2
   const float* bias = nullptr;     // [cout]

@@ -8,6 +8,10 @@
 //      writes each pixel as two 16-byte vectors,
 //   3. for each tap (ky, kx): leaf A = weights [co][ci] of that tap, leaf B = patch pixels
 //      shifted by (ky, kx) [ci][pixel]; each warp multiplies its kTilesM x kTilesN leaf tiles.
+//      Walked column tap by column tap: for one kx the A fragments of all k rows of taps are
+//      held, and each staged patch row's B fragment is read once and used by every (output
+//      row j, ky) pair with j + ky = that patch row: (kTilesN + k − 1) B reads per kx instead
+//      of kTilesN·k (shared-memory reads, not the tensor cores, bounded the first version).
 // Single-buffered (two barriers per K-step); several blocks per multiprocessor hide the staging.
 #include "kernels/conv2d.h"
 
@@ -19,11 +23,18 @@ namespace moss {
 namespace {
 
 using conv::kBlockM;
-using conv::kBlockRows;
 using conv::kChunk;
 using conv::kChunkWords;
-using conv::kThreads;
 using conv::kTileW;
+
+// The block shape of one precision (conv2d_layout.h: the N side may differ per precision).
+template <ConvPrecision P>
+struct BlockShape {
+  static constexpr bool kSplit = P == ConvPrecision::Bf16x3;
+  static constexpr int kWarpsN = conv::warps_n(kSplit);
+  static constexpr int kThreads = conv::kWarpsM * kWarpsN * kWaveSize;
+  static constexpr int kBlockRows = kWarpsN * conv::kTilesN;  // output rows per block
+};
 
 // The fragment loaders below read slots 2p and 2p+1 as one bf16 pair: they must be neighbours
 // in K at the same row (A) / column (B) with an even first K, on every platform's layout.
@@ -74,8 +85,50 @@ __device__ inline uint32_t bf16_pair(bf16 even, bf16 odd) {
   return uint32_t(bf16_bits(even)) | (uint32_t(bf16_bits(odd)) << 16);
 }
 
-template <int K, bool kSplit>
-__global__ __launch_bounds__(kThreads) void conv2d_kernel(const Conv2dArgs a, int co_tiles, int tiles_x) {
+#if MOSS_PLATFORM_NVIDIA
+// Two floats rounded to fp16 (nearest even, subnormals kept) in one register, `even` in bits 15:0.
+__device__ inline uint32_t f16_pair(float even, float odd) {
+  uint32_t packed;  // the first source fills the high half
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(odd), "f"(even));
+  return packed;
+}
+
+// acc += A·B with fp16 operands: the leaf's NVIDIA product (kernels/matrix_leaf.h) with the f16
+// instruction. Same fragment layout as bf16 (PTX ISA: m16n8k16 .f16 and .bf16 share it); the
+// fragments' bf16 slots carry fp16 bits here, moved as raw 16-bit words.
+__device__ inline void mma_f16(leaf::FragC& acc, const leaf::FragA& a, const leaf::FragB& b) {
+  const uint32_t a0 = leaf::pack_pair(a.x[0], a.x[1]), a1 = leaf::pack_pair(a.x[2], a.x[3]);
+  const uint32_t a2 = leaf::pack_pair(a.x[4], a.x[5]), a3 = leaf::pack_pair(a.x[6], a.x[7]);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const uint32_t b0 = leaf::pack_pair(b.x[4 * j], b.x[4 * j + 1]), b1 = leaf::pack_pair(b.x[4 * j + 2], b.x[4 * j + 3]);
+    float* d = acc.x + 4 * j;
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+}
+#endif
+
+// acc += A·B in precision P (F16 exists only in NVIDIA builds; conv2d() never launches it elsewhere).
+template <ConvPrecision P, bool kSplit>
+__device__ inline void product(leaf::FragC& acc, const split_leaf::FragA<kSplit>& a,
+                               const split_leaf::FragB<kSplit>& b) {
+  if constexpr (P == ConvPrecision::F16) {
+#if MOSS_PLATFORM_NVIDIA
+    mma_f16(acc, a.hi, b.hi);
+#endif
+  } else {
+    split_leaf::mma<kSplit>(acc, a, b);
+  }
+}
+
+template <int K, ConvPrecision P>
+__global__ __launch_bounds__(BlockShape<P>::kThreads) void conv2d_kernel(const Conv2dArgs a, int co_tiles, int tiles_x) {
+  constexpr bool kSplit = BlockShape<P>::kSplit, kF16 = P == ConvPrecision::F16;
+  constexpr int kThreads = BlockShape<P>::kThreads, kBlockRows = BlockShape<P>::kBlockRows;
   constexpr int kTaps = K * K, kPad = K / 2, kPlanes = kSplit ? 2 : 1;
   constexpr int kPatchW = kTileW + K - 1, kPatchH = kBlockRows + K - 1, kPatchPix = kPatchW * kPatchH;
   constexpr int kWeightWords = kTaps * kBlockM * kChunkWords;  // one plane, one K-step
@@ -134,9 +187,15 @@ __global__ __launch_bounds__(kThreads) void conv2d_kernel(const Conv2dArgs a, in
             }
           }
         }
-        const bf16 h0 = to_bf16(v[0]), h1 = to_bf16(v[1]);
-        hi[c / 2] = bf16_pair(h0, h1);
-        if constexpr (kSplit) lo[c / 2] = bf16_pair(to_bf16(v[0] - to_float(h0)), to_bf16(v[1] - to_float(h1)));
+        if constexpr (kF16) {
+#if MOSS_PLATFORM_NVIDIA
+          hi[c / 2] = f16_pair(v[0] * kConvF16InputScale, v[1] * kConvF16InputScale);
+#endif
+        } else {
+          const bf16 h0 = to_bf16(v[0]), h1 = to_bf16(v[1]);
+          hi[c / 2] = bf16_pair(h0, h1);
+          if constexpr (kSplit) lo[c / 2] = bf16_pair(to_bf16(v[0] - to_float(h0)), to_bf16(v[1] - to_float(h1)));
+        }
       }
       // words 0-3 (channels 0-7) go to the half the swizzle names, words 4-7 to the other
       const int first = conv::swizzle_word(0, p), second = first ^ 4;
@@ -152,24 +211,31 @@ __global__ __launch_bounds__(kThreads) void conv2d_kernel(const Conv2dArgs a, in
     tile::wait_copies<0>();
     sync_workgroup();
 
-    // 3. one leaf K-step per tap
+    // 3. the k² leaf K-steps, column tap by column tap (see the top of the file)
 #pragma unroll 1
-    for (int tap = 0; tap < kTaps; ++tap) {
-      const int ky = tap / K, kx = tap % K;
-      split_leaf::FragA<kSplit> fa[conv::kTilesM];
+    for (int kx = 0; kx < K; ++kx) {
+      split_leaf::FragA<kSplit> fa[K][conv::kTilesM];
 #pragma unroll
-      for (int i = 0; i < conv::kTilesM; ++i) {
-        load_a_rows(fa[i].hi, &s_w[0][tap * kBlockM * kChunkWords], row0 + 16 * i);
-        if constexpr (kSplit) load_a_rows(fa[i].lo, &s_w[1][tap * kBlockM * kChunkWords], row0 + 16 * i);
-      }
+      for (int ky = 0; ky < K; ++ky)
 #pragma unroll
-      for (int j = 0; j < conv::kTilesN; ++j) {
-        const int pix0 = (wn * conv::kTilesN + j + ky) * kPatchW + kx;
+        for (int i = 0; i < conv::kTilesM; ++i) {
+          const int tap = ky * K + kx;
+          load_a_rows(fa[ky][i].hi, &s_w[0][tap * kBlockM * kChunkWords], row0 + 16 * i);
+          if constexpr (kSplit) load_a_rows(fa[ky][i].lo, &s_w[1][tap * kBlockM * kChunkWords], row0 + 16 * i);
+        }
+#pragma unroll
+      for (int prow = 0; prow < conv::kTilesN + K - 1; ++prow) {  // this warp's patch rows
+        const int pix0 = (wn * conv::kTilesN + prow) * kPatchW + kx;
         split_leaf::FragB<kSplit> fb;
         load_b_pixels(fb.hi, s_x[0], pix0);
         if constexpr (kSplit) load_b_pixels(fb.lo, s_x[1], pix0);
 #pragma unroll
-        for (int i = 0; i < conv::kTilesM; ++i) split_leaf::mma(acc[i][j], fa[i], fb);
+        for (int ky = 0; ky < K; ++ky) {
+          const int j = prow - ky;  // the output row that reads this patch row at tap row ky
+          if (j < 0 || j >= conv::kTilesN) continue;
+#pragma unroll
+          for (int i = 0; i < conv::kTilesM; ++i) product<P, kSplit>(acc[i][j], fa[ky][i], fb);
+        }
       }
     }
   }
@@ -184,42 +250,62 @@ __global__ __launch_bounds__(kThreads) void conv2d_kernel(const Conv2dArgs a, in
         const int co = co0 + row0 + 16 * i + m, ox = ox0 + n;
         if (co >= a.cout || oy >= ho || ox >= wo) return;
         const int64_t idx = (int64_t(co) * ho + oy) * wo + ox;
-        float r = v + a.bias[co];
+        float r = (kF16 ? v * (1.0f / kConvF16InputScale) : v) + a.bias[co];
         if (a.residual) r = r + a.residual[idx];
         a.out[idx] = r;
       });
     }
 }
 
-template <int K, bool kSplit>
+template <int K, ConvPrecision P>
 void launch(const Conv2dArgs& a, hipStream_t stream) {
+  constexpr int kBlockRows = BlockShape<P>::kBlockRows;
   const int ho = a.upsample2x ? 2 * a.h : a.h, wo = a.upsample2x ? 2 * a.w : a.w;
   const int co_tiles = conv::co_tiles(a.cout);
   const int tiles_x = (wo + kTileW - 1) / kTileW, tiles_y = (ho + kBlockRows - 1) / kBlockRows;
   const int64_t blocks = int64_t(co_tiles) * tiles_x * tiles_y;
   if (blocks > int64_t(0x7fffffff)) throw failure("conv2d: output too large for one launch");
-  hipLaunchKernelGGL((conv2d_kernel<K, kSplit>), dim3(unsigned(blocks)), dim3(kThreads), 0, stream, a, co_tiles,
-                     tiles_x);
+  hipLaunchKernelGGL((conv2d_kernel<K, P>), dim3(unsigned(blocks)), dim3(BlockShape<P>::kThreads), 0, stream, a,
+                     co_tiles, tiles_x);
   MOSS_HIP_CHECK(hipGetLastError());
+}
+
+template <ConvPrecision P>
+void launch_k(const Conv2dArgs& a, hipStream_t stream) {
+  if (a.ksize == 3) launch<3, P>(a, stream);
+  else launch<1, P>(a, stream);
 }
 
 }  // namespace
 
-const char* conv_precision_name(ConvPrecision p) { return p == ConvPrecision::Bf16 ? "bf16" : "bf16x3"; }
+const char* conv_precision_name(ConvPrecision p) {
+  switch (p) {
+    case ConvPrecision::Bf16: return "bf16";
+    case ConvPrecision::Bf16x3: return "bf16x3";
+    case ConvPrecision::F16: return "f16";
+  }
+  return "?";
+}
+
+bool conv_precision_supported(ConvPrecision p) { return p != ConvPrecision::F16 || kPlatformNvidia; }
 
 void conv2d(const Conv2dArgs& a, ConvPrecision precision, hipStream_t stream) {
   if (a.cin <= 0 || a.h <= 0 || a.w <= 0 || a.cout <= 0 || (a.ksize != 1 && a.ksize != 3))
     throw failure("conv2d: bad shape (cin " + std::to_string(a.cin) + ", " + std::to_string(a.h) + "x" +
                   std::to_string(a.w) + ", cout " + std::to_string(a.cout) + ", k " + std::to_string(a.ksize) + ")");
   if (!a.x || !a.w_hi || !a.bias || !a.out) throw failure("conv2d: missing operand");
-  const bool split = precision == ConvPrecision::Bf16x3;
-  if (split && !a.w_lo) throw failure("conv2d: bf16x3 needs the weights' lo parts");
-  if (a.ksize == 3) {
-    if (split) launch<3, true>(a, stream);
-    else launch<3, false>(a, stream);
-  } else {
-    if (split) launch<1, true>(a, stream);
-    else launch<1, false>(a, stream);
+  if (!conv_precision_supported(precision))
+    throw failure(std::string("conv2d: ") + conv_precision_name(precision) + " operands are not built for this platform");
+  switch (precision) {
+    case ConvPrecision::Bf16: return launch_k<ConvPrecision::Bf16>(a, stream);
+    case ConvPrecision::Bf16x3:
+      if (!a.w_lo) throw failure("conv2d: bf16x3 needs the weights' lo parts");
+      return launch_k<ConvPrecision::Bf16x3>(a, stream);
+    case ConvPrecision::F16:
+#if MOSS_PLATFORM_NVIDIA
+      return launch_k<ConvPrecision::F16>(a, stream);
+#endif
+      break;
   }
 }
 

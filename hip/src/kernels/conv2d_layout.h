@@ -1,7 +1,8 @@
 // The VAE convolution's tile shape and the packed weight layout it reads: shared by the
 // implicit-GEMM kernel (kernels/conv2d.hip) and the weight packer (kernels/conv_weights.hip),
-// which must agree on both. Compiled per platform: the block tile differs between NVIDIA (four
-// warps) and AMD (one wave32 per workgroup, the product contract).
+// which must agree on the M side and the packing. Compiled per platform: the block tile differs
+// between NVIDIA (2 warps along M, 2-4 along N) and AMD (one wave32 per workgroup, the product
+// contract).
 //
 // GEMM reading of a k x k convolution (k = 1 or 3): M = output channels, N = output pixels,
 // K = taps x input channels, walked as (input-channel chunk of 16) x (tap): one leaf K-step is
@@ -25,15 +26,21 @@ constexpr int kChunk = 16;                // input channels per K-step (the leaf
 constexpr int kChunkWords = kChunk / 2;   // bf16 pairs per shared-memory row
 constexpr int kTileW = 16;                // output pixels per leaf column: 16 of one output row
 
+// M side (output channels), shared with the weight packer.
 #if MOSS_PLATFORM_NVIDIA
-constexpr int kWarpsM = 2, kWarpsN = 2;
+constexpr int kWarpsM = 2;
 #else
-constexpr int kWarpsM = 1, kWarpsN = 1;
+constexpr int kWarpsM = 1;
 #endif
-constexpr int kTilesM = 2, kTilesN = 4;   // 16x16 leaf tiles per warp (channels x pixel rows)
-constexpr int kThreads = kWarpsM * kWarpsN * kWaveSize;
-constexpr int kBlockM = kWarpsM * kTilesM * 16;   // output channels per block
-constexpr int kBlockRows = kWarpsN * kTilesN;     // output rows per block, kTileW pixels each
+constexpr int kTilesM = 2;                         // 16-channel leaf tiles per warp
+constexpr int kBlockM = kWarpsM * kTilesM * 16;    // output channels per block
+
+// N side (output pixels), the kernel's alone: each warp takes kTilesN output rows of kTileW
+// pixels, warps_n warps stack along the rows. On NVIDIA 4 warps (16 rows: the 3x3 halo costs
+// 18/16 staged rows instead of 10/8, and each staged weight serves 256 pixels), except for the
+// split product, whose two planes must stay within 48 KiB of static shared memory (2 warps).
+constexpr int kTilesN = 4;
+MOSS_HOST_DEVICE constexpr int warps_n(bool split) { return kPlatformNvidia ? (split ? 2 : 4) : 1; }
 
 MOSS_HOST_DEVICE constexpr int swizzle_word(int word, int row) { return word ^ (((row >> 2) & 1) << 2); }
 

@@ -5,14 +5,16 @@
 
 #include <cstdint>
 
+#include "kernels/conv2d.h"
 #include "runtime/portability.h"
 
 namespace moss {
 
-// w: f32 [cout, cin, ksize, ksize]. hi (and lo when non-null) receive conv::packed_words(cout,
-// cin, ksize) words each: hi = bf16(w) and lo = bf16(w − hi), rounded to nearest even, so that
-// hi + lo carries about 16 mantissa bits of w.
-void conv_pack_weights(const float* w, int cout, int cin, int ksize, uint32_t* hi, uint32_t* lo,
-                       hipStream_t stream);
+// w: f32 [cout, cin, ksize, ksize]. hi receives conv::packed_words(cout, cin, ksize) words in the
+// operand type of `precision`: bf16 pairs (Bf16, Bf16x3) or fp16 pairs (F16, unscaled), rounded
+// to nearest even. lo (Bf16x3 only, else null) receives bf16(w − hi), so that hi + lo carries
+// about 16 mantissa bits of w.
+void conv_pack_weights(const float* w, int cout, int cin, int ksize, ConvPrecision precision, uint32_t* hi,
+                       uint32_t* lo, hipStream_t stream);
 
 }  // namespace moss

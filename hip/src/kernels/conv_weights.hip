@@ -13,9 +13,21 @@ __device__ inline uint32_t pack_pair(bf16 lo_channel, bf16 hi_channel) {
   return uint32_t(bf16_bits(lo_channel)) | (uint32_t(bf16_bits(hi_channel)) << 16);
 }
 
+// Two floats as fp16 (nearest even), the first in bits 15:0.
+__device__ inline uint32_t pack_f16_pair(float lo_channel, float hi_channel) {
+#if MOSS_PLATFORM_NVIDIA
+  uint32_t packed;  // the first source fills the high half
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi_channel), "f"(lo_channel));
+  return packed;
+#else
+  return uint32_t(__builtin_bit_cast(uint16_t, static_cast<_Float16>(lo_channel))) |
+         (uint32_t(__builtin_bit_cast(uint16_t, static_cast<_Float16>(hi_channel))) << 16);
+#endif
+}
+
 __global__ __launch_bounds__(kThreads) void pack_kernel(const float* __restrict__ w, int cout, int cin, int taps,
-                                                        int chunks, int64_t words, uint32_t* __restrict__ hi,
-                                                        uint32_t* __restrict__ lo) {
+                                                        int chunks, int64_t words, bool f16,
+                                                        uint32_t* __restrict__ hi, uint32_t* __restrict__ lo) {
   const int64_t i = int64_t(block_x()) * kThreads + int64_t(thread_x());
   if (i >= words) return;
   // i = (((co_tile·chunks + chunk)·taps + tap)·kBlockM + m)·kChunkWords + stored word
@@ -33,6 +45,10 @@ __global__ __launch_bounds__(kThreads) void pack_kernel(const float* __restrict_
 #pragma unroll
   for (int e = 0; e < 2; ++e)
     v[e] = co < cout && ci + e < cin ? w[(int64_t(co) * cin + ci + e) * taps + tap] : 0.0f;
+  if (f16) {
+    hi[i] = pack_f16_pair(v[0], v[1]);
+    return;
+  }
   const bf16 h0 = to_bf16(v[0]), h1 = to_bf16(v[1]);
   hi[i] = pack_pair(h0, h1);
   if (lo) lo[i] = pack_pair(to_bf16(v[0] - to_float(h0)), to_bf16(v[1] - to_float(h1)));
@@ -40,13 +56,15 @@ __global__ __launch_bounds__(kThreads) void pack_kernel(const float* __restrict_
 
 }  // namespace
 
-void conv_pack_weights(const float* w, int cout, int cin, int ksize, uint32_t* hi, uint32_t* lo,
-                       hipStream_t stream) {
+void conv_pack_weights(const float* w, int cout, int cin, int ksize, ConvPrecision precision, uint32_t* hi,
+                       uint32_t* lo, hipStream_t stream) {
   if (cout <= 0 || cin <= 0 || (ksize != 1 && ksize != 3)) throw failure("conv_pack_weights: bad shape");
+  if ((lo != nullptr) != (precision == ConvPrecision::Bf16x3))
+    throw failure("conv_pack_weights: lo parts go with bf16x3 and only with it");
   const int64_t words = conv::packed_words(cout, cin, ksize);
   const int64_t blocks = (words + kThreads - 1) / kThreads;
   hipLaunchKernelGGL(pack_kernel, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, w, cout, cin, ksize * ksize,
-                     conv::chunks(cin), words, hi, lo);
+                     conv::chunks(cin), words, precision == ConvPrecision::F16, hi, lo);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 

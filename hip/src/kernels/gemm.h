@@ -2,9 +2,13 @@
 // (f32 operands are rounded to bf16, nearest even), fp32 accumulation.
 // This is CoreOps::linear on the HIP backend (ops/hip/core_ops_hip.hip).
 //
-// Two kernels (kernels/gemm.hip has the details), both walking K in steps of 32 through a ring of
-// shared-memory stages, each wave owning a (BM/warps_m) x (BN/warps_n) sub-tile of the block's
-// BM x BN tile of y:
+// Three kernels (kernels/gemm.hip has the details):
+//   Wgmma (NVIDIA Hopper, sm_90a; the default there for bf16 x and w, K a multiple of 64, and
+//         enough rows to fill the GPU) 128x256 tiles, a producer warpgroup feeding 64-wide k-steps
+//         through the copy engine (TMA, 128-byte swizzle) into 4 shared-memory stages, two consumer
+//         warpgroups multiplying them with wgmma.mma_async m64n256k16, mbarrier handshakes.
+// The other two walk K in steps of 32 through a ring of shared-memory stages, each wave owning a
+// (BM/warps_m) x (BN/warps_n) sub-tile of the block's BM x BN tile of y:
 //   Mma   (NVIDIA, bf16 weights; the default there) unpadded XOR-swizzled bf16 stages filled by
 //         cp.async (an f32 x is rounded to bf16 on its way in, through registers), fragments read
 //         with ldmatrix.x4 straight into the mma.sync layout (kernels/gemm_layout.h), the next
@@ -64,10 +68,11 @@ enum class GemmTiles { Auto, Large, Medium, Small };
 // than it saves).
 enum class GemmStaging { Auto, Convert, Raw };
 
-// Which kernel (see the top of this file). Auto: Mma on NVIDIA when the weights are bf16, else
-// Leaf; a request the problem or platform cannot take (Mma on AMD or with f32 weights) resolves
-// to Leaf.
-enum class GemmKernel { Auto, Mma, Leaf };
+// Which kernel (see the top of this file). Auto on NVIDIA: Wgmma when gemm_wgmma_fits and its
+// 128x256 tiles number at least half the multiprocessors, else Mma when the weights are bf16,
+// else Leaf. A request the problem or platform cannot take resolves as Auto would without it
+// (Wgmma: to Mma or Leaf; Mma on AMD or with f32 weights: to Leaf).
+enum class GemmKernel { Auto, Mma, Leaf, Wgmma };
 
 struct GemmPlan {
   GemmTiles tiles = GemmTiles::Auto;
@@ -75,9 +80,13 @@ struct GemmPlan {
   GemmKernel kernel = GemmKernel::Auto;
 };
 
-const char* gemm_tiles_name(GemmTiles t);  // "128x256/8w", ... (AMD: its own shape)
+// "128x256/8w", ... (AMD: its own shape; the Wgmma kernel: its one shape, whatever t says).
+const char* gemm_tiles_name(GemmTiles t, GemmKernel k = GemmKernel::Auto);
 const char* gemm_staging_name(GemmStaging s);
-const char* gemm_kernel_name(GemmKernel k);  // "mma", "leaf"
+const char* gemm_kernel_name(GemmKernel k);  // "wgmma", "mma", "leaf"
+
+// The Wgmma kernel can take this problem: NVIDIA, bf16 x and w, K a multiple of 64, packed x and w.
+bool gemm_wgmma_fits(const GemmOperands& op);
 
 // Launches on `stream`; `multiprocessors` (SMs / CUs) steers the Auto choices. Throws
 // moss::failure on a bad shape or a failed launch.

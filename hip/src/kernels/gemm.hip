@@ -1,6 +1,7 @@
 // check_device: matrix
 // Tiled GEMM on the matrix leaf, y = x·wᵀ (+ bias); contract and summary in kernels/gemm.h.
-// Two kernels share the host side (tile shapes, rasterisation, launch):
+// Three kernels share the host side (tile shapes, rasterisation, launch); the Wgmma kernel
+// (NVIDIA Hopper) is described where it is defined, below the Mma kernel.
 //
 // ---- Leaf kernel (AMD; NVIDIA with f32 weights) ----
 // One workgroup computes a BM x BN tile of y. K is walked in steps of BK = 32 through a ring of
@@ -43,8 +44,10 @@
 
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
+#include "kernels/gemm_hopper.h"
 #include "kernels/gemm_nvidia.h"
 #include "kernels/matrix_leaf.h"
 #include "kernels/tile_copy.h"
@@ -330,6 +333,50 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
 
 // ==== the Mma kernel (NVIDIA) ====================================================================
 #if MOSS_PLATFORM_NVIDIA
+// Epilogue helpers of the Mma and Wgmma kernels, whose accumulators both come as column pairs
+// (c, c+1) per row. bias[col], bias[col+1] (zeros where absent or past n):
+struct BiasPair {
+  float v[2];
+};
+template <class TA>
+__device__ inline BiasPair bias_pair(const KernelArgs<TA, bf16>& args, int col) {
+  BiasPair b = {{0.0f, 0.0f}};
+  if (args.bias) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+      if (col + e < args.n)
+        b.v[e] = args.bias_bf16 ? to_float(static_cast<const bf16*>(args.bias)[col + e])
+                                : static_cast<const float*>(args.bias)[col + e];
+  }
+  return b;
+}
+// y[row][col] = v0, y[row][col+1] = v1, each only inside y; one 8-byte (f32) or 4-byte (bf16)
+// write when y allows it.
+template <class TA>
+__device__ inline void store_pair(const KernelArgs<TA, bf16>& args, int row, int col, float v0, float v1) {
+  if (row >= args.m || col >= args.n) return;
+  const int64_t at = int64_t(row) * args.ldy + col;
+  const bool both = col + 1 < args.n;
+  if (args.y_bf16) {
+    bf16* y = static_cast<bf16*>(args.y) + at;
+    if (both && args.pair_stores) {
+      *reinterpret_cast<uint32_t*>(y) = tile::pack_bf16_pair(v0, v1);
+    } else {
+      y[0] = to_bf16(v0);
+      if (both) y[1] = to_bf16(v1);
+    }
+  } else {
+    float* y = static_cast<float*>(args.y) + at;
+    if (both && args.pair_stores) {
+      *reinterpret_cast<uint64_t*>(y) =
+          uint64_t(__builtin_bit_cast(uint32_t, v0)) | (uint64_t(__builtin_bit_cast(uint32_t, v1)) << 32);
+    } else {
+      y[0] = v0;
+      if (both) y[1] = v1;
+    }
+  }
+}
+
 // Tile shapes of the Mma kernel; BK = 32 (64-byte rows: 4 chunks), S stages.
 template <int kBM, int kBN, int kWarpsM_, int kWarpsN_, int kStages_>
 struct MmaTiles {
@@ -560,43 +607,144 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_mma_kernel(KernelArgs<T
 #pragma unroll
   for (int j = 0; j < 2 * NJ; ++j) {
     const int col = n0 + wn0 + 8 * j + c2;
-    float bias[2] = {0.0f, 0.0f};
-    if (args.bias) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e)
-        if (col + e < n)
-          bias[e] = args.bias_bf16 ? to_float(static_cast<const bf16*>(args.bias)[col + e])
-                                   : static_cast<const float*>(args.bias)[col + e];
-    }
+    const BiasPair bias = bias_pair(args, col);
 #pragma unroll
     for (int i = 0; i < MI; ++i)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = m0 + wm0 + 16 * i + g + 8 * h;
-        if (row >= m || col >= n) continue;
-        const float v0 = acc[i][j][2 * h] + bias[0], v1 = acc[i][j][2 * h + 1] + bias[1];
-        const int64_t at = int64_t(row) * args.ldy + col;
-        const bool both = col + 1 < n;
-        if (args.y_bf16) {
-          bf16* y = static_cast<bf16*>(args.y) + at;
-          if (both && args.pair_stores) {
-            *reinterpret_cast<uint32_t*>(y) = tile::pack_bf16_pair(v0, v1);
-          } else {
-            y[0] = to_bf16(v0);
-            if (both) y[1] = to_bf16(v1);
-          }
-        } else {
-          float* y = static_cast<float*>(args.y) + at;
-          if (both && args.pair_stores) {
-            *reinterpret_cast<uint64_t*>(y) =
-                uint64_t(__builtin_bit_cast(uint32_t, v0)) | (uint64_t(__builtin_bit_cast(uint32_t, v1)) << 32);
-          } else {
-            y[0] = v0;
-            if (both) y[1] = v1;
-          }
-        }
-      }
+      for (int h = 0; h < 2; ++h)
+        store_pair(args, m0 + wm0 + 16 * i + g + 8 * h, col, acc[i][j][2 * h] + bias.v[0],
+                   acc[i][j][2 * h + 1] + bias.v[1]);
   }
+}
+
+// ==== the Wgmma kernel (NVIDIA Hopper, sm_90a) ===================================================
+// Why: mma.sync tops out near half of the H200's bf16 peak (fragments through registers, one warp's
+// 64x64 per instruction stream); wgmma lets one warpgroup multiply a 64x256x16 block straight from
+// shared memory while the copy engine (TMA) fills the next stages.
+// One block computes a 128x256 tile of y with 3 warpgroups (384 threads, one block per SM):
+//   - warpgroup 0, the producer: gives up registers (setmaxnreg), and one thread walks K in steps
+//     of 64, for each step waiting until the stage's slot is free (`empty` barrier), announcing
+//     its bytes on the `full` barrier and asking the copy engine for the x box [128 rows][64 k]
+//     and the w box [256 rows][64 k]; boxes past M or N arrive as zeros;
+//   - warpgroups 1, 2, the consumers, rows 64c..64c+63 of the tile: wait for a stage (`full`),
+//     issue four m64n256k16 wgmmas (k16 steps; A = their 64 x rows, B = all 256 w rows) as one
+//     group, and keep that group in flight while waiting for the previous one, whose stage they
+//     then release (`empty`: one arrival per consumer warp). 128 fp32 accumulators per thread.
+// Stages: S of 48 KiB (x 16 KiB + w 32 KiB), 1024-byte aligned, 128-byte swizzled exactly as
+// gemm_layout::sw128 models (the descriptors come from there too). K must be a multiple of 64;
+// the epilogue adds the bias and writes column pairs, masked at the M and N tails.
+struct WgmmaTiles {
+  static constexpr int BM = 128, BN = 256, BK = gemm_layout::sw128::kBK, kStages = 4;
+  static constexpr int kConsumers = BM / 64;  // one warpgroup per 64 rows (wgmma's M)
+  static constexpr int kWarpgroup = 128;
+  static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
+  static constexpr int kStageA = BM * gemm_layout::sw128::kRowBytes;
+  static constexpr int kStageB = BN * gemm_layout::sw128::kRowBytes;
+  static constexpr int kStageBytes = kStageA + kStageB;
+  static constexpr int kBarrierBytes = 2 * kStages * 8;
+  // Slack to align the stages to 1024 bytes (dynamic shared memory is only 16-byte aligned).
+  static constexpr int kSmemBytes = kStages * kStageBytes + kBarrierBytes + gemm_layout::sw128::kAtomBytes;
+  // Registers per thread after setmaxnreg: the producer needs a handful, a consumer 128
+  // accumulators and its addresses. The block starts at 65536 / 384 = 168 (launch bounds).
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  static constexpr int kAccumulators = 64 * BN / kWarpgroup;
+  static_assert(BN == 256, "the consumers issue m64n256k16");
+  static_assert(kStageA % gemm_layout::sw128::kAtomBytes == 0 && kStageB % gemm_layout::sw128::kAtomBytes == 0,
+                "every stage and operand box starts on a swizzle atom");
+  static_assert(kSmemBytes <= 227 * 1024, "stages exceed the H200's 227 KiB of shared memory per block");
+  static_assert(kProducerRegs * kWarpgroup + kConsumerRegs * kWarpgroup * kConsumers <= 65536,
+                "setmaxnreg budgets exceed the register file");
+};
+constexpr int kWgmmaKMultiple = WgmmaTiles::BK;
+
+__global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
+    const MOSS_GRID_CONSTANT gemm_hopper::TensorMap x_map, const MOSS_GRID_CONSTANT gemm_hopper::TensorMap w_map,
+    KernelArgs<bf16, bf16> args) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  namespace hw = gemm_hopper;
+  namespace sw = gemm_layout::sw128;
+  using Cfg = WgmmaTiles;
+  constexpr int S = Cfg::kStages;
+  extern __shared__ tile::Chunk16 gemm_smem[];
+  const uint32_t smem = hw::shared_address(gemm_smem);
+  const uint32_t stages = (smem + sw::kAtomBytes - 1) & ~uint32_t(sw::kAtomBytes - 1);
+  auto stage_a = [&](int s) { return stages + uint32_t(s * Cfg::kStageBytes); };
+  auto stage_b = [&](int s) { return stages + uint32_t(s * Cfg::kStageBytes + Cfg::kStageA); };
+  const uint32_t barriers = stages + uint32_t(S * Cfg::kStageBytes);
+  auto full = [&](int s) { return barriers + uint32_t(8 * s); };         // stage s has landed
+  auto empty = [&](int s) { return barriers + uint32_t(8 * (S + s)); };  // stage s has been read
+
+  const int tid = int(thread_x());
+  if (tid == 0) {
+    for (int s = 0; s < S; ++s) {
+      hw::mbarrier_init(full(s), 1);                     // the producer's arrive_expect_tx (+ bytes)
+      hw::mbarrier_init(empty(s), Cfg::kConsumers * 4);  // lane 0 of every consumer warp
+    }
+    hw::fence_barrier_init();
+  }
+  sync_workgroup();
+
+  const TileOrigin origin = raster_tile(Cfg::BM, Cfg::BN, args.m, args.n);
+  const int ktiles = args.k / Cfg::BK;
+  const int warpgroup = tid / Cfg::kWarpgroup;
+  if (warpgroup == 0) {
+    // ---- producer ----
+    hw::setmaxnreg_dec<Cfg::kProducerRegs>();
+    if (tid == 0) {
+      hw::prefetch_tensor_map(&x_map);
+      hw::prefetch_tensor_map(&w_map);
+      for (int kt = 0; kt < ktiles; ++kt) {
+        const int s = kt % S;
+        // Use u = kt / S of slot s: wait for the consumers' release of use u - 1 (the u-th
+        // completion of its empty barrier, parity (u - 1) & 1); the first S uses find it free.
+        if (kt >= S) hw::mbarrier_wait(empty(s), uint32_t((kt / S + 1) & 1));
+        hw::mbarrier_arrive_expect_tx(full(s), uint32_t(Cfg::kStageBytes));
+        hw::tma_load_2d(stage_a(s), &x_map, kt * Cfg::BK, origin.m0, full(s));
+        hw::tma_load_2d(stage_b(s), &w_map, kt * Cfg::BK, origin.n0, full(s));
+      }
+    }
+  } else {
+    // ---- consumers ----
+    hw::setmaxnreg_inc<Cfg::kConsumerRegs>();
+    const int consumer = warpgroup - 1;
+    const int t = tid % Cfg::kWarpgroup;
+    float acc[Cfg::kAccumulators];
+#pragma unroll
+    for (int i = 0; i < Cfg::kAccumulators; ++i) acc[i] = 0.0f;
+    hw::fence_accumulators(acc);
+    for (int kt = 0; kt < ktiles; ++kt) {
+      const int s = kt % S;
+      hw::mbarrier_wait(full(s), uint32_t((kt / S) & 1));  // use kt / S of slot s has landed
+      hw::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Cfg::BK / 16; ++kk)
+        hw::wgmma_m64n256k16(acc, sw::step_descriptor(stage_a(s), 64 * consumer, kk),
+                             sw::step_descriptor(stage_b(s), 0, kk));
+      hw::wgmma_commit();
+      // This step's group stays in flight; the previous one is done, so its stage is free.
+      hw::wgmma_wait<1>();
+      if (kt > 0 && t % kWaveSize == 0) hw::mbarrier_arrive(empty((kt - 1) % S));
+    }
+    hw::wgmma_wait<0>();
+    hw::fence_accumulators(acc);
+
+    // Epilogue: register 4j + 2h + e of thread t is row accumulator(t, .).row, column 8j + 2(t % 4)
+    // + e of this consumer's 64 x 256 block (gemm_layout::sw128::accumulator).
+    const int row0 = origin.m0 + 64 * consumer;
+#pragma unroll
+    for (int j = 0; j < Cfg::BN / 8; ++j) {
+      const int col = origin.n0 + sw::accumulator(t, 4 * j).col;
+      const BiasPair bias = bias_pair(args, col);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        store_pair(args, row0 + sw::accumulator(t, 4 * j + 2 * h).row, col, acc[4 * j + 2 * h] + bias.v[0],
+                   acc[4 * j + 2 * h + 1] + bias.v[1]);
+    }
+  }
+#else
+  // Built for a target without wgmma (CMakeLists insists on sm_90a): never launched there.
+  gemm_hopper::unsupported_target();
+#endif
 }
 #endif  // MOSS_PLATFORM_NVIDIA
 
@@ -636,12 +784,14 @@ bool opt_in_shared_memory(Kernel kernel, int smem_bytes) {
   return true;
 }
 
-// One block per tile of y.
-template <class Kernel, class Args>
-void launch_blocks(Kernel kernel, const Args& a, int bm, int bn, int threads, int smem_bytes, hipStream_t stream) {
+// One block per tile of y; `params` are the kernel's parameters, the KernelArgs last.
+template <class Kernel, class... Params>
+void launch_blocks(Kernel kernel, int bm, int bn, int threads, int smem_bytes, hipStream_t stream,
+                   const Params&... params) {
+  const auto& a = std::get<sizeof...(Params) - 1>(std::tie(params...));
   const int64_t blocks = tiles_of(a.m, a.n, bm, bn);
   if (blocks > 0x7fffffff) throw failure("gemm: too many tiles (" + std::to_string(blocks) + ")");
-  hipLaunchKernelGGL(kernel, dim3(unsigned(blocks)), dim3(threads), size_t(smem_bytes), stream, a);
+  hipLaunchKernelGGL(kernel, dim3(unsigned(blocks)), dim3(threads), size_t(smem_bytes), stream, params...);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
@@ -651,7 +801,7 @@ void launch_leaf(const GemmOperands& op, hipStream_t stream) {
   auto kernel = gemm_kernel<Cfg, TA, TB, kConvertX>;
   static const bool opted_in = opt_in_shared_memory(kernel, P::kSmemBytes);
   (void)opted_in;
-  launch_blocks(kernel, kernel_args<TA, TB>(op), Cfg::BM, Cfg::BN, Cfg::kThreads, P::kSmemBytes, stream);
+  launch_blocks(kernel, Cfg::BM, Cfg::BN, Cfg::kThreads, P::kSmemBytes, stream, kernel_args<TA, TB>(op));
 }
 
 // Cfg serves bf16 weights, CfgF32W f32 weights; `convert` applies to an f32 x.
@@ -678,7 +828,7 @@ void launch_mma(const GemmOperands& op, hipStream_t stream) {
   auto kernel = gemm_mma_kernel<Cfg, TA>;
   static const bool opted_in = opt_in_shared_memory(kernel, Cfg::kSmemBytes);
   (void)opted_in;
-  launch_blocks(kernel, kernel_args<TA, bf16>(op), Cfg::BM, Cfg::BN, Cfg::kThreads, Cfg::kSmemBytes, stream);
+  launch_blocks(kernel, Cfg::BM, Cfg::BN, Cfg::kThreads, Cfg::kSmemBytes, stream, kernel_args<TA, bf16>(op));
 }
 
 template <class Cfg>
@@ -686,12 +836,24 @@ void launch_mma_typed(const GemmOperands& op, hipStream_t stream) {
   if (op.x_type == GemmType::BF16) launch_mma<Cfg, bf16>(op, stream);
   else launch_mma<Cfg, float>(op, stream);
 }
+
+// The tensor maps describe x and w as the copy engine will read them (boxes of one k-step).
+void launch_wgmma(const GemmOperands& op, hipStream_t stream) {
+  using Cfg = WgmmaTiles;
+  static const bool opted_in = opt_in_shared_memory(gemm_wgmma_kernel, Cfg::kSmemBytes);
+  (void)opted_in;
+  const gemm_hopper::TensorMap x_map = gemm_hopper::kmajor_tensor_map(op.x, op.m, op.k, op.ldx, Cfg::BM);
+  const gemm_hopper::TensorMap w_map = gemm_hopper::kmajor_tensor_map(op.w, op.n, op.k, op.ldw, Cfg::BN);
+  launch_blocks(gemm_wgmma_kernel, Cfg::BM, Cfg::BN, Cfg::kThreads, Cfg::kSmemBytes, stream, x_map, w_map,
+                kernel_args<bf16, bf16>(op));
+}
 #endif
 
 }  // namespace
 
-const char* gemm_tiles_name(GemmTiles t) {
+const char* gemm_tiles_name(GemmTiles t, GemmKernel k) {
   if (!kPlatformNvidia) return "32x64/1w (32x32 with f32 weights)";
+  if (k == GemmKernel::Wgmma) return "128x256/2+1wg";  // its one shape: 2 consumer warpgroups + the producer
   switch (t) {
     case GemmTiles::Large: return "128x256/8w";
     case GemmTiles::Medium: return "128x128/4w";
@@ -710,6 +872,7 @@ const char* gemm_staging_name(GemmStaging s) {
 
 const char* gemm_kernel_name(GemmKernel k) {
   switch (k) {
+    case GemmKernel::Wgmma: return "wgmma";
     case GemmKernel::Mma: return "mma";
     case GemmKernel::Leaf: return "leaf";
     default: return "auto";
@@ -724,8 +887,29 @@ GemmTiles gemm_auto_tiles(int64_t m, int64_t n, int multiprocessors) {
   return GemmTiles::Small;
 }
 
+bool gemm_wgmma_fits(const GemmOperands& op) {
+#if MOSS_PLATFORM_NVIDIA
+  return op.x_type == GemmType::BF16 && op.w_type == GemmType::BF16 && op.k % kWgmmaKMultiple == 0 &&
+         gemm_packed(op.x, op.ldx, op.x_type) && gemm_packed(op.w, op.ldw, op.w_type);
+#else
+  (void)op;
+  return false;
+#endif
+}
+
 GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan) {
   const bool mma_possible = kPlatformNvidia && op.w_type == GemmType::BF16;
+  const bool wgmma_possible = gemm_wgmma_fits(op);
+  // Auto takes wgmma once its 128x256 tiles fill at least half the multiprocessors (one block
+  // each): below that (text rows, single-row GEMMs) the Mma kernel's smaller tiles spread better.
+  if (plan.kernel == GemmKernel::Auto && wgmma_possible && 2 * tiles_of(op.m, op.n, 128, 256) >= multiprocessors)
+    plan.kernel = GemmKernel::Wgmma;
+  if (plan.kernel == GemmKernel::Wgmma && !wgmma_possible) plan.kernel = GemmKernel::Auto;
+  if (plan.kernel == GemmKernel::Wgmma) {
+    plan.tiles = GemmTiles::Large;
+    plan.staging = GemmStaging::Raw;
+    return plan;
+  }
   if (plan.kernel == GemmKernel::Auto || !mma_possible) plan.kernel = mma_possible ? GemmKernel::Mma : GemmKernel::Leaf;
   if (plan.tiles == GemmTiles::Auto) plan.tiles = gemm_auto_tiles(op.m, op.n, multiprocessors);
   if (plan.staging == GemmStaging::Auto) plan.staging = kPlatformNvidia ? GemmStaging::Convert : GemmStaging::Raw;
@@ -749,6 +933,10 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
   plan = gemm_resolve(op, multiprocessors, plan);
   const bool convert = plan.staging == GemmStaging::Convert;
 #if MOSS_PLATFORM_NVIDIA
+  if (plan.kernel == GemmKernel::Wgmma) {
+    launch_wgmma(op, stream);
+    return;
+  }
   if (plan.kernel == GemmKernel::Mma) {
     switch (plan.tiles) {
       case GemmTiles::Large: launch_mma_typed<MmaLarge>(op, stream); break;

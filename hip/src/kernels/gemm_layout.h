@@ -9,6 +9,9 @@
 // Like matrix_layout.h this header compiles on the host alone (no HIP).
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
+
 #include "kernels/matrix_layout.h"
 
 namespace moss {
@@ -125,6 +128,108 @@ constexpr bool ldmatrix_conflict_free(int bk) {
   return true;
 }
 static_assert(ldmatrix_conflict_free(32) && ldmatrix_conflict_free(64), "swizzle leaves ldmatrix bank conflicts");
+
+
+// ==== the Hopper kernel (GemmKernel::Wgmma): 128-byte swizzled stages ==========================
+// The wgmma kernel's stages are filled by the copy engine (TMA, CU_TENSOR_MAP_SWIZZLE_128B, box =
+// 64 K elements x R rows) and read by wgmma through shared-memory matrix descriptors. Both sides
+// are modelled here from the PTX ISA and the CUDA driver documentation, and the static_asserts
+// below prove that for every (row, k) of every k16 step the element wgmma reads is the one the
+// copy engine put there. The kernel uses exactly these functions to build its descriptors.
+namespace sw128 {
+
+constexpr int kBK = 64;           // K elements per stage row: 64 bf16 = 128 bytes = the swizzle span
+constexpr int kRowBytes = 128;    // one stage row (one operand row, one k-step)
+constexpr int kAtomRows = 8;      // the XOR pattern repeats every 8 rows ...
+constexpr int kAtomBytes = 1024;  // ... = 1024 bytes; stages start at multiples of this
+constexpr int kK16Bytes = 32;     // one wgmma k16 step along a row
+
+// The 128-byte swizzle as the hardware applies it to a shared-memory byte address (both the copy
+// engine and wgmma): the 16-byte chunk index (bits 4-6) is XORed with the row-in-atom index
+// (bits 7-9). With 1024-aligned stages this is "chunk c of row r sits at chunk c ^ (r % 8)".
+constexpr uint32_t swizzle_address(uint32_t a) { return a ^ (((a >> 7) & 7u) << 4); }
+
+// Where the copy engine writes element k (0..63) of box row `row`, for a stage at `stage`
+// (1024-aligned): rows densely 128 bytes apart, the swizzle on top.
+constexpr uint32_t tma_address(uint32_t stage, int row, int k) {
+  return swizzle_address(stage + uint32_t(row * kRowBytes + k * 2));
+}
+
+// ---- wgmma shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format", sm_90) ----
+//   bits  0-13  start address >> 4      bits 16-29  leading-dimension byte offset >> 4
+//   bits 32-45  stride byte offset >> 4  bits 49-51  base offset (0: stages are 1024-aligned)
+//   bits 62-63  swizzle mode: 1 = 128-byte
+// K-major operand with the 128-byte swizzle: the 16 k of one k16 step lie inside one 128-byte row,
+// so the leading-dimension offset is unused (set to 1 as is customary); the stride offset is the
+// distance between 8-row groups (core-matrix rows): 8 rows x 128 bytes = 1024.
+constexpr uint64_t kSwizzle128 = 1;
+constexpr uint64_t descriptor(uint32_t start_address) {
+  return uint64_t((start_address & 0x3FFFFu) >> 4) | (uint64_t(1) << 16) | (uint64_t(kAtomBytes >> 4) << 32) |
+         (kSwizzle128 << 62);
+}
+
+// Model of wgmma's operand fetch for a K-major operand (PTX ISA, "Shared Memory Matrix Layout",
+// K-major, 128-byte swizzle): element (row, k) of the operand (row < 64 for A, < N for B; k < 16)
+// is read at start + (row / 8) * SBO + (row % 8) * 128 + 2k, then swizzled like every address.
+constexpr uint32_t wgmma_address(uint64_t desc, int row, int k) {
+  const uint32_t start = uint32_t(desc & 0x3FFFu) << 4;
+  const uint32_t sbo = uint32_t((desc >> 32) & 0x3FFFu) << 4;
+  return swizzle_address(start + uint32_t(row / kAtomRows) * sbo + uint32_t(row % kAtomRows) * kRowBytes +
+                         uint32_t(k * 2));
+}
+
+// The kernel's descriptor for k16 step kk of an operand block that starts `first_row` rows into
+// a stage at `stage` (consumer c's A rows: first_row = 64c; B: 0).
+constexpr uint64_t step_descriptor(uint32_t stage, int first_row, int kk) {
+  return descriptor(stage + uint32_t(first_row * kRowBytes + kk * kK16Bytes));
+}
+
+// Proof: for a stage at `stage` (1024-aligned), an operand block `first_row` rows in, every
+// k16 step, row and k, wgmma reads what the copy engine wrote for (first_row + row, 16kk + k).
+constexpr bool wgmma_reads_tma_layout(uint32_t stage, int first_row, int rows) {
+  for (int kk = 0; kk < kBK / 16; ++kk)
+    for (int row = 0; row < rows; ++row)
+      for (int k = 0; k < 16; ++k)
+        if (wgmma_address(step_descriptor(stage, first_row, kk), row, k) !=
+            tma_address(stage, first_row + row, 16 * kk + k))
+          return false;
+  return true;
+}
+// The kernel's A blocks (64 rows at 0 and 64 of a stage) and B block (256 rows after 16 KiB of A),
+// in stages 48 KiB apart.
+static_assert(wgmma_reads_tma_layout(0, 0, 64) && wgmma_reads_tma_layout(3 * 49152, 64, 64),
+              "wgmma A reads do not match the copy engine's 128-byte swizzle");
+static_assert(wgmma_reads_tma_layout(16384, 0, 256) && wgmma_reads_tma_layout(2 * 49152 + 16384, 0, 256),
+              "wgmma B reads do not match the copy engine's 128-byte swizzle");
+
+// ---- the accumulator of one m64nNk16 wgmma (PTX ISA, "Matrix fragments for wgmma .m64nNk16") ----
+// Thread t of the warpgroup (warp w = t / 32, lane l) holds N/2 floats; register i is element
+// row 16w + l/4 + 8 * ((i / 2) % 2), column 8 * (i / 4) + 2 * (l % 4) + i % 2: per 8 columns the
+// mma.sync m16n8 C layout (c_element above), each warp owning 16 rows.
+constexpr mma_layout::Elem accumulator(int thread, int i) {
+  const int w = thread / 32, l = thread % 32;
+  return {16 * w + l / 4 + 8 * ((i / 2) % 2), 8 * (i / 4) + 2 * (l % 4) + i % 2};
+}
+constexpr bool accumulator_is_bijection(int n) {
+  int hits[64][256] = {};
+  for (int t = 0; t < 128; ++t)
+    for (int i = 0; i < n / 2; ++i) {
+      const mma_layout::Elem e = accumulator(t, i);
+      if (e.row < 0 || e.row >= 64 || e.col < 0 || e.col >= n) return false;
+      ++hits[e.row][e.col];
+    }
+  for (int r = 0; r < 64; ++r)
+    for (int c = 0; c < n; ++c)
+      if (hits[r][c] != 1) return false;
+  // Same as the mma.sync accumulator per warp and 8 columns.
+  for (int l = 0; l < 32; ++l)
+    for (int e = 0; e < 4; ++e)
+      if (accumulator(l, e).row != c_element(l, e).row || accumulator(l, e).col != c_element(l, e).col) return false;
+  return true;
+}
+static_assert(accumulator_is_bijection(256), "the wgmma accumulator map does not cover the 64x256 tile once");
+
+}  // namespace sw128
 
 }  // namespace gemm_layout
 }  // namespace moss

@@ -36,6 +36,19 @@ void rows_rms_norm(const RowsMatrix& x, RowsVector w, NormWeight mode, float eps
 // y = y·(1 + scale) + shift, per column.
 void rows_modulate(const RowsMatrix& y, RowsVector shift, RowsVector scale, hipStream_t stream);
 
+// y = rms_norm(x)·w over whole rows, then y·(1 + scale) + shift per column, in one pass
+// (CoreOps::norm_modulate; w, shift and scale have x.cols elements). y may be x (same dtype);
+// a bf16 y is the GEMM's input, rounded once.
+void rows_norm_modulate(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
+                        const RowsMatrix& y, hipStream_t stream);
+
+// Per head of head_dim columns: rms_norm·w (w of head_dim elements), then the split-half
+// rotation of the whole head (CoreOps::norm_rope): one wave per (row, head), the head read
+// twice (statistics, then rotation) and written once. y may be x (same dtype). sin and cos:
+// f32 [x.rows, >= head_dim] with row strides ld_sin and ld_cos.
+void rows_norm_rope(const RowsMatrix& x, RowsVector w, float eps, int64_t head_dim, const float* sin,
+                    int64_t ld_sin, const float* cos, int64_t ld_cos, const RowsMatrix& y, hipStream_t stream);
+
 // x += d, or x += d·gate per column when gate.data is set.
 void rows_add(const RowsMatrix& x, const RowsMatrix& d, RowsVector gate, hipStream_t stream);
 

@@ -1,8 +1,9 @@
 // Row-wise kernels of the core op family; contract in kernels/rows.h.
 //
 // Launch shapes: elementwise kernels map block x to a row and (block y, thread) to 4 consecutive
-// columns; the RMS norm gives each wave one (row, group) pair and reduces the sum of squares
-// across the wave; RoPE gives each thread one rotated pair. NVIDIA blocks hold 4 warps, AMD
+// columns; the RMS norm (and norm_modulate, a whole-row norm) gives each wave one (row, group)
+// pair and reduces the sum of squares across the wave; RoPE gives each thread one rotated pair;
+// norm_rope gives each wave one (row, head). NVIDIA blocks hold 4 warps, AMD
 // workgroups one wave (product contract).
 #include "kernels/rows.h"
 
@@ -162,9 +163,12 @@ __global__ __launch_bounds__(kThreads) void elementwise_kernel(Op op, int64_t co
 }
 
 // ---- RMS norm: one wave per (row, group) ---------------------------------------------------------
+// kModulate: then ·(1 + scale) + shift per column (norm_modulate; shift and scale are indexed
+// by the row's column).
+template <bool kModulate>
 __global__ __launch_bounds__(kThreads) void rms_norm_kernel(Mat x, Mat y, Vec w, NormWeight mode, float eps,
                                                             int64_t group, int64_t groups_per_row, int64_t items,
-                                                            bool vec) {
+                                                            bool vec, Vec shift, Vec scale) {
   const int64_t item = int64_t(block_x()) * kWaves + thread_x() / kWaveSize;
   if (item >= items) return;  // whole waves leave together
   const int64_t row = item / groups_per_row, g0 = (item % groups_per_row) * group;
@@ -190,6 +194,7 @@ __global__ __launch_bounds__(kThreads) void rms_norm_kernel(Mat x, Mat y, Vec w,
       v[j] *= inv;
       if (j < n && mode == NormWeight::Mul) v[j] *= at(w, c + j);
       if (j < n && mode == NormWeight::OnePlus) v[j] *= at(w, c + j) + 1.0f;
+      if (kModulate && j < n) v[j] = v[j] * (1.0f + at(scale, g0 + c + j)) + at(shift, g0 + c + j);
     }
     store4(y, row, g0 + c, n, vec && n == 4, v);
   }
@@ -209,6 +214,38 @@ __global__ __launch_bounds__(kThreads) void rope_kernel(Mat x, const float* sin,
   // x·cos + rotate_half(x)·sin, as the host replay computes it.
   store1(x, r, c0, a * c[i] + (-b) * s[i]);
   store1(x, r, c0 + half, b * c[i + half] + a * s[i + half]);
+}
+
+// ---- per-head RMS norm + RoPE: one wave per (row, head) -------------------------------------------
+// Lane l owns the rotated pairs (i, i + half) for i = l, l + wave, ...: it reads both halves of
+// its pairs for the statistics, then normalises and rotates exactly the elements it read, so y
+// may be x. Loads are coalesced across the wave (consecutive i).
+__global__ __launch_bounds__(kThreads) void norm_rope_kernel(Mat x, Mat y, Vec w, float eps, int64_t head_dim,
+                                                             int64_t heads, int64_t items, const float* sin,
+                                                             int64_t ld_sin, const float* cos, int64_t ld_cos) {
+  const int64_t item = int64_t(block_x()) * kWaves + thread_x() / kWaveSize;
+  if (item >= items) return;  // whole waves leave together
+  const int64_t row = item / heads, g0 = (item % heads) * head_dim, half = head_dim / 2;
+  const int64_t lane = lane_id();
+  float ss = 0.0f;
+  for (int64_t i = lane; i < half; i += kWaveSize) {
+    const float a = load1(x, row, g0 + i), b = load1(x, row, g0 + i + half);
+    ss += a * a + b * b;
+  }
+  ss = wave_sum(ss);
+  const float inv = 1.0f / sqrt_f(ss / float(head_dim) + eps);
+  const float* s = sin + row * ld_sin;
+  const float* c = cos + row * ld_cos;
+  for (int64_t i = lane; i < half; i += kWaveSize) {
+    float a = load1(x, row, g0 + i), b = load1(x, row, g0 + i + half);
+    // rms_norm's n = x·inv, n·w; then rope's x·cos + rotate_half(x)·sin, as the host replays.
+    a *= inv;
+    a *= at(w, i);
+    b *= inv;
+    b *= at(w, i + half);
+    store1(y, row, g0 + i, a * c[i] + (-b) * s[i]);
+    store1(y, row, g0 + i + half, b * c[i + half] + a * s[i + half]);
+  }
 }
 
 // ---- host side ---------------------------------------------------------------------------------
@@ -259,8 +296,42 @@ void rows_rms_norm(const RowsMatrix& x, RowsVector w, NormWeight mode, float eps
   const int64_t items = x.rows * (x.cols / group);
   if (items == 0) return;
   const bool v = group % 4 == 0 && aligned4(x) && aligned4(y);
-  hipLaunchKernelGGL(rms_norm_kernel, dim3(blocks_for(items, kWaves, "rms_norm")), dim3(kThreads), 0, stream, mat(x),
-                     mat(y), vec(w), mode, eps, group, x.cols / group, items, v);
+  hipLaunchKernelGGL(rms_norm_kernel<false>, dim3(blocks_for(items, kWaves, "rms_norm")), dim3(kThreads), 0, stream,
+                     mat(x), mat(y), vec(w), mode, eps, group, x.cols / group, items, v, Vec{nullptr, false},
+                     Vec{nullptr, false});
+  MOSS_HIP_CHECK(hipGetLastError());
+}
+
+void rows_norm_modulate(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
+                        const RowsMatrix& y, hipStream_t stream) {
+  require_matrix(x, "norm_modulate", "x");
+  require_matrix(y, "norm_modulate", "y");
+  require(y.rows == x.rows && y.cols == x.cols, "norm_modulate", "y shape");
+  require(w.data && shift.data && scale.data, "norm_modulate", "weight, shift and scale are required");
+  require(x.data != y.data || (x.bf16 == y.bf16 && x.ld == y.ld), "norm_modulate",
+          "y may be x only with the same dtype and row stride");
+  if (x.rows == 0 || x.cols == 0) return;
+  const bool v = x.cols % 4 == 0 && aligned4(x) && aligned4(y);
+  hipLaunchKernelGGL(rms_norm_kernel<true>, dim3(blocks_for(x.rows, kWaves, "norm_modulate")), dim3(kThreads), 0,
+                     stream, mat(x), mat(y), vec(w), NormWeight::Mul, eps, x.cols, int64_t(1), x.rows, v, vec(shift),
+                     vec(scale));
+  MOSS_HIP_CHECK(hipGetLastError());
+}
+
+void rows_norm_rope(const RowsMatrix& x, RowsVector w, float eps, int64_t head_dim, const float* sin,
+                    int64_t ld_sin, const float* cos, int64_t ld_cos, const RowsMatrix& y, hipStream_t stream) {
+  require_matrix(x, "norm_rope", "x");
+  require_matrix(y, "norm_rope", "y");
+  require(y.rows == x.rows && y.cols == x.cols, "norm_rope", "y shape");
+  require(w.data && sin && cos, "norm_rope", "weight, sin and cos are required");
+  require(head_dim > 0 && head_dim % 2 == 0 && x.cols % head_dim == 0, "norm_rope",
+          "head_dim must be even and divide the columns");
+  require(x.data != y.data || (x.bf16 == y.bf16 && x.ld == y.ld), "norm_rope",
+          "y may be x only with the same dtype and row stride");
+  const int64_t heads = x.cols / head_dim, items = x.rows * heads;
+  if (items == 0) return;
+  hipLaunchKernelGGL(norm_rope_kernel, dim3(blocks_for(items, kWaves, "norm_rope")), dim3(kThreads), 0, stream,
+                     mat(x), mat(y), vec(w), eps, head_dim, heads, items, sin, ld_sin, cos, ld_cos);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 

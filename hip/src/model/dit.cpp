@@ -205,25 +205,24 @@ Dit::Modulation Dit::timestep_modulation(float timestep) {
 void Dit::main_block(const DitMainBlockWeights& w, Tensor& x, const Tensor& sin, const Tensor& cos,
                      const Modulation& mod, Workspace& ws) {
   CoreOps& ops = be_.core();
-  const int64_t d = cfg_.dim, f = cfg_.ffn_dim, hd = cfg_.head_dim();
+  const int64_t f = cfg_.ffn_dim, hd = cfg_.head_dim();
   const Tensor shift_a = mod.block_row(0), scale_a = mod.block_row(1), gate_a = mod.block_row(2);
   const Tensor shift_f = mod.block_row(3), scale_f = mod.block_row(4), gate_f = mod.block_row(5);
 
-  ops.rms_norm(x, &w.norm1, NormWeight::Mul, kRmsEps, d, ws.y);
-  ops.modulate(ws.y, shift_a, scale_a);
+  // Fused passes (CoreOps::norm_modulate, norm_rope): the same fp32 operations as rms_norm then
+  // modulate, rms_norm then rope; their outputs (ws.y, q, k, v, attn, gated) are GEMM/attention
+  // inputs in the backend's gemm_input_dtype. tmp and up_gate stay f32 (norm and SiTU inputs).
+  ops.norm_modulate(x, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
   ops.linear(ws.y, w.q, nullptr, ws.tmp);
-  ops.rms_norm(ws.tmp, &w.q_norm, NormWeight::Mul, kRmsEps, hd, ws.q);
+  ops.norm_rope(ws.tmp, w.q_norm, kRmsEps, hd, sin, cos, ws.q);
   ops.linear(ws.y, w.k, nullptr, ws.tmp);
-  ops.rms_norm(ws.tmp, &w.k_norm, NormWeight::Mul, kRmsEps, hd, ws.k);
+  ops.norm_rope(ws.tmp, w.k_norm, kRmsEps, hd, sin, cos, ws.k);
   ops.linear(ws.y, w.v, nullptr, ws.v);
-  ops.rope(ws.q, sin, cos, hd, hd);
-  ops.rope(ws.k, sin, cos, hd, hd);
   attention(ws.q, ws.k, ws.v, ws.attn);
   ops.linear(ws.attn, w.o, nullptr, ws.tmp);
   ops.add(x, ws.tmp, &gate_a);
 
-  ops.rms_norm(x, &w.norm2, NormWeight::Mul, kRmsEps, d, ws.y);
-  ops.modulate(ws.y, shift_f, scale_f);
+  ops.norm_modulate(x, w.norm2, kRmsEps, shift_f, scale_f, ws.y);
   ops.linear(ws.y, w.ffn_up_gate, nullptr, ws.up_gate);  // [hidden | gate]
   ops.gated_unit(GatedUnit::Situ, ws.up_gate.slice_cols(0, f), ws.up_gate.slice_cols(f, f), ws.gated);
   ops.linear(ws.gated, w.ffn_down, nullptr, ws.tmp);
@@ -293,10 +292,12 @@ std::vector<Tensor> Dit::forward_rows(const Tensor& latent, const std::vector<Ro
 
   // One workspace sized for the longest row; the rows of a block run back to back, so each
   // block's weights are fetched (or streamed in) once for all rows.
+  const DType gemm_in = be_.gemm_input_dtype();
   Workspace full;
-  for (Tensor* t : {&full.y, &full.tmp, &full.q, &full.k, &full.v, &full.attn}) *t = be_.alloc(DType::F32, {max_n, d});
+  for (Tensor* t : {&full.y, &full.q, &full.k, &full.v, &full.attn}) *t = be_.alloc(gemm_in, {max_n, d});
+  full.tmp = be_.alloc(DType::F32, {max_n, d});
   full.up_gate = be_.alloc(DType::F32, {max_n, 2 * cfg_.ffn_dim});
-  full.gated = be_.alloc(DType::F32, {max_n, cfg_.ffn_dim});
+  full.gated = be_.alloc(gemm_in, {max_n, cfg_.ffn_dim});
   auto workspace_for = [&](int64_t N) {
     Workspace ws;
     Tensor* dst[] = {&ws.y, &ws.tmp, &ws.q, &ws.k, &ws.v, &ws.attn, &ws.up_gate, &ws.gated};
@@ -331,8 +332,7 @@ std::vector<Tensor> Dit::forward_rows(const Tensor& latent, const std::vector<Ro
   Tensor out = be_.alloc(DType::F32, {n_img, C});
   for (RowState& st : state) {
     Tensor y = full.y.slice_rows(0, n_img);
-    ops.rms_norm(st.x.slice_rows(0, n_img), &norm, NormWeight::Mul, kRmsEps, d, y);
-    ops.modulate(y, mod.head_row(0), mod.head_row(1));
+    ops.norm_modulate(st.x.slice_rows(0, n_img), norm, kRmsEps, mod.head_row(0), mod.head_row(1), y);
     ops.linear(y, final_linear, nullptr, out);
     const Tensor host_rows = be_.download(out);
     Tensor velocity = host_tensor(DType::F32, {C, gh, gw});

@@ -2,6 +2,7 @@
 // every layer is: x += Mixer(ZRMS_in(x)); x += MLP(ZRMS_post(x)); then out = ZRMS_final(x).
 #include "model/text_encoder.h"
 
+#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -35,21 +36,12 @@ void rope_tables(int64_t T, int64_t rot_dim, double theta, Tensor& sin_t, Tensor
 
 }  // namespace
 
-TextEncoder::TextEncoder(Backend& be, const WeightFiles& weights, const TextEncoderConfig& cfg)
-    : be_(be), weights_(weights), cfg_(cfg), prefix_(text_encoder_prefix(weights)) {}
+TextEncoder::TextEncoder(Backend& be, const WeightFiles& weights, const TextEncoderConfig& cfg, TeResidency residency)
+    : be_(be), weights_(weights), cfg_(cfg), prefix_(text_encoder_prefix(weights)),
+      residency_(resolve_te_residency(be, residency)) {}
 
-// A layer's weights are uploaded on first use and kept until the next layer starts, so the
-// prompts of one encode_many pass share one upload per layer and at most one layer's weights
-// stay on the device.
 Tensor TextEncoder::weight(int layer, const std::string& name) {
-  const std::string full = prefix_ + (layer >= 0 ? "layers." + std::to_string(layer) + "." : "") + name;
-  if (layer != cached_layer_) {
-    layer_weights_.clear();
-    cached_layer_ = layer;
-  }
-  auto it = layer_weights_.find(full);
-  if (it != layer_weights_.end()) return it->second;
-  return layer_weights_[full] = be_.upload(weights_.get(full));
+  return source_->get(layer, prefix_ + (layer >= 0 ? "layers." + std::to_string(layer) + "." : "") + name);
 }
 
 // Only the rows the prompt uses are uploaded (the 9B table is 2 GB): the distinct ids' rows
@@ -81,6 +73,18 @@ Tensor TextEncoder::encode(const std::vector<int32_t>& ids, const std::function<
 
 std::vector<Tensor> TextEncoder::encode_many(const std::vector<std::vector<int32_t>>& prompts,
                                              const std::function<void(int, const Tensor&)>& layer_hook) {
+  using Clock = std::chrono::steady_clock;
+  // A resident source loads every layer when it is made (load_s); the others' set-up (staging
+  // buffers, slots) belongs to the pass (encode_s).
+  times_ = TextEncoderTimes();
+  auto t_encode = Clock::now();
+  if (!source_) {
+    source_ = make_te_weight_source(be_, weights_, prefix_, int(cfg_.layers), residency_);
+    if (source_->load_seconds() > 0) {
+      times_.load_s = std::chrono::duration<double>(Clock::now() - t_encode).count();
+      t_encode = Clock::now();
+    }
+  }
   const int64_t H = cfg_.hidden;
   CoreOps& core = be_.core();
   struct Prompt {
@@ -101,7 +105,9 @@ std::vector<Tensor> TextEncoder::encode_many(const std::vector<std::vector<int32
   }
 
   // Layers outside, prompts inside: each layer's weights cross to the device once per pass.
+  source_->begin_pass();
   for (int l = 0; l < int(cfg_.layers); ++l) {
+    source_->before_layer(l);
     for (Prompt& st : state) {
       {
         const Tensor w = weight(l, "input_layernorm.weight");
@@ -119,8 +125,10 @@ std::vector<Tensor> TextEncoder::encode_many(const std::vector<std::vector<int32
       mlp(l, st.xn, st.delta);
       core.add(st.x, st.delta, nullptr);
     }
+    source_->after_layer(l);
     if (layer_hook && state.size() == 1) layer_hook(l, be_.download(state[0].x));
   }
+  source_->end_pass();
   std::vector<Tensor> out;
   const Tensor w = weight(-1, "norm.weight");
   for (Prompt& st : state) {
@@ -130,8 +138,7 @@ std::vector<Tensor> TextEncoder::encode_many(const std::vector<std::vector<int32
     core.rms_norm(st.x, &w, NormWeight::OnePlus, cfg_.eps, H, y);
     out.push_back(be_.download(y));
   }
-  layer_weights_.clear();
-  cached_layer_ = -2;
+  times_.encode_s = std::chrono::duration<double>(Clock::now() - t_encode).count();
   return out;
 }
 

@@ -1,17 +1,19 @@
 // The text encoder: Qwen3.5's language tower (model.md section 3, research/text_encoder.md
 // sections 1-3 and 6). Gated DeltaNet layers and gated full-attention layers, zero-centred
 // RMSNorms, a SwiGLU MLP; the output is last_hidden_state (after the final norm).
-// Written once against Backend&; weights are uploaded when their layer runs and released after,
-// so a device backend holds one layer at a time.
+// Written once against Backend&; where the layer weights live (uploaded on use, streamed two at a
+// time, or resident) is the weight source's business (model/te_weights.h).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "io/model_folder.h"
 #include "io/safetensors.h"
+#include "model/te_weights.h"
 #include "ops/backend.h"
 
 namespace moss {
@@ -48,9 +50,18 @@ std::vector<std::string> text_encoder_ignored_prefixes();
 // refused naming the folder.
 std::string text_encoder_prefix(const WeightFiles& weights);
 
+// Seconds of the last encode_many: load_s brings the weights to the device before the pass
+// (the resident source's one-time load; 0 when the layers stream or upload on use), encode_s is
+// the pass itself (streamed: copies included).
+struct TextEncoderTimes {
+  double load_s = 0, encode_s = 0;
+};
+
 class TextEncoder {
  public:
-  TextEncoder(Backend& be, const WeightFiles& weights, const TextEncoderConfig& cfg);
+  // `residency`: where the layer weights live (model/te_weights.h); Auto streams on a device.
+  TextEncoder(Backend& be, const WeightFiles& weights, const TextEncoderConfig& cfg,
+              TeResidency residency = TeResidency::Auto);
 
   // last_hidden_state [T, hidden] as a host f32 tensor. layer_hook, when given, sees each
   // layer's output (before the final norm) as a host f32 view valid during the call only.
@@ -61,8 +72,11 @@ class TextEncoder {
   std::vector<Tensor> encode_many(const std::vector<std::vector<int32_t>>& prompts,
                                   const std::function<void(int, const Tensor&)>& layer_hook = {});
 
+  const TextEncoderTimes& times() const { return times_; }
+  TeResidency residency() const { return residency_; }
+
  private:
-  Tensor weight(int layer, const std::string& name);  // uploaded on use, released by the caller
+  Tensor weight(int layer, const std::string& name);  // from the weight source, valid during the layer
   Tensor embed(const std::vector<int32_t>& ids);
   void attention_mixer(int layer, const Tensor& xn, const Tensor& sin, const Tensor& cos, Tensor& y);
   void deltanet_mixer(int layer, const Tensor& xn, Tensor& y);
@@ -72,8 +86,9 @@ class TextEncoder {
   WeightFiles weights_;
   TextEncoderConfig cfg_;
   std::string prefix_;
-  int cached_layer_ = -2;                     // the layer whose weights layer_weights_ holds
-  std::map<std::string, Tensor> layer_weights_;
+  TeResidency residency_;
+  std::unique_ptr<TeWeightSource> source_;  // made on the first encode (the resident load happens there)
+  TextEncoderTimes times_;
 };
 
 }  // namespace moss

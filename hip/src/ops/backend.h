@@ -22,6 +22,12 @@ class Backend {
 
   // Uninitialised f32/bf16/... tensor on this backend (owned by the returned tensor).
   virtual Tensor alloc(DType t, const std::vector<int64_t>& dims) = 0;
+  // The dtype the model code gives the activations that only feed GEMMs and attention (the
+  // normalised-and-modulated GEMM inputs, q/k/v, the attention output, the gated FFN hidden):
+  // f32 on the host reference, bf16 on the GPU, whose GEMM and attention kernels round their
+  // operands to bf16 anyway (so storing bf16 halves the traffic and changes no result). The
+  // residual stream stays f32 everywhere.
+  virtual DType gemm_input_dtype() const { return DType::F32; }
   // A copy of a host tensor on this backend (the host backend may return the view itself
   // when the tensor is already usable there).
   virtual Tensor upload(const Tensor& host) = 0;

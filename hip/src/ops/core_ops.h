@@ -35,6 +35,20 @@ class CoreOps {
   // y = y·(1+scale) + shift, per column; shift and scale are f32 vectors of cols elements.
   virtual void modulate(Tensor& y, const Tensor& shift, const Tensor& scale) = 0;
 
+  // The DiT's pre-GEMM pass in one: rms_norm(x, w, Mul, eps, group = cols) then
+  // modulate(·, shift, scale), in that operation order (n = x·inv, n·w, then ·(1+scale)+shift).
+  // y may be bf16 where the backend keeps GEMM inputs in bf16 (Backend::gemm_input_dtype); y may
+  // be x when both have one dtype.
+  virtual void norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
+                             Tensor& y) = 0;
+
+  // Per-head q/k preparation in one: rms_norm(x, w, Mul, eps, group = head_dim) then
+  // rope(·, sin, cos, head_dim, rot_dim = head_dim), in that operation order. Reads the f32
+  // projection output, writes y (bf16 where the backend's attention takes bf16); y may be x
+  // when both have one dtype.
+  virtual void norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin,
+                         const Tensor& cos, Tensor& y) = 0;
+
   // x += d, or x += d·gate when gate (f32, cols elements) is given.
   virtual void add(Tensor& x, const Tensor& d, const Tensor* gate) = 0;
 

@@ -46,19 +46,26 @@ StageSizes measure_stages(const MossModel& m, int64_t width, int64_t height, int
   MeasuringBackend be;
   std::vector<int32_t> ids(size_t(std::max<int64_t>(1, max_tokens)), 0);
   {
-    TextEncoder te(be, m.te_weights, m.te_config);
-    te.encode(ids);
+    // Both prompts at the longest length, as a run encodes them. Uploading on use counts the
+    // weights apart from the activations; the layer images are sized below.
+    TextEncoder te(be, m.te_weights, m.te_config, TeResidency::UploadOnUse);
+    te.encode_many({ids, ids});
   }
   s.te_activation_bytes = be.peak_bytes();
-  // Layer weights: the text encoder uploads one layer at a time; streaming keeps two.
+  // Layer weights as the streamed and resident sources lay them out (model/te_weights.h):
+  // tensors at 256-byte offsets in one image per layer.
   std::map<std::string, size_t> per_layer;
   for (const std::string& name : m.te_weights.names()) {
     size_t p = name.find("layers.");
     if (p == std::string::npos) continue;
     size_t e = name.find('.', p + 7);
-    per_layer[name.substr(0, e)] += size_t(m.te_weights.info(name).end - m.te_weights.info(name).begin);
+    const size_t bytes = size_t(m.te_weights.info(name).end - m.te_weights.info(name).begin);
+    per_layer[name.substr(0, e)] += (bytes + 255) / 256 * 256;
   }
-  for (auto& [k, b] : per_layer) s.te_layer_bytes = std::max(s.te_layer_bytes, b);
+  for (auto& [k, b] : per_layer) {
+    s.te_layer_bytes = std::max(s.te_layer_bytes, b);
+    s.te_all_layers_bytes += b;
+  }
   s.te_fixed_bytes = be.peak_weight_bytes() > s.te_layer_bytes ? be.peak_weight_bytes() - s.te_layer_bytes : 0;
 
   dit_weight_split(m.dit_weights, s.dit_fixed_bytes, s.dit_block_bytes, s.dit_blocks);
@@ -121,6 +128,11 @@ MemoryPlan plan_memory(const StageSizes& s, size_t budget, bool budget_is_user, 
   p.dit_peak = s.vae_weight_bytes + s.dit_fixed_bytes + slots + size_t(p.resident_blocks) * s.dit_block_bytes +
                s.dit_activation_bytes;
   p.te_peak = s.vae_weight_bytes + s.te_fixed_bytes + 2 * s.te_layer_bytes + s.te_activation_bytes;
+  const size_t te_resident_peak = s.vae_weight_bytes + s.te_fixed_bytes + s.te_all_layers_bytes + s.te_activation_bytes;
+  if (s.te_all_layers_bytes > 0 && te_resident_peak + kReserveBytes <= budget) {
+    p.te_resident = true;
+    p.te_peak = te_resident_peak;
+  }
   if (p.te_peak + kReserveBytes > budget && !budget_is_user)
     throw usage_error("the text encoder does not fit: two layers (" + format_gib(2 * s.te_layer_bytes) +
                       "), activations " + format_gib(s.te_activation_bytes) + " and the VAE weights need " +

@@ -2,7 +2,7 @@
 // peak of each stage, decided before any compute, or a refusal that gives the sizes.
 //
 // Device memory over a run, in order: the VAE weights load first and stay; the text encoder
-// runs with at most two of its layers on the device; it is freed and the DiT loads: its fixed
+// runs with all its layers on the device when they fit, else streams them two at a time; it is freed and the DiT loads: its fixed
 // part (embedders, modulations, the text embedder, the head), R resident blocks, two slots for
 // the streamed blocks (when R < all) and its activations; the DiT is freed and the VAE decodes.
 // All of it within the budget (--vram-budget, or the device's free memory) less a 0.5 GiB
@@ -21,7 +21,8 @@ constexpr size_t kGiB = size_t(1) << 30;
 constexpr size_t kReserveBytes = kGiB / 2;
 
 struct StageSizes {
-  size_t te_layer_bytes = 0;        // the largest text-encoder layer
+  size_t te_layer_bytes = 0;        // the largest text-encoder layer (one streaming slot)
+  size_t te_all_layers_bytes = 0;   // every layer (the resident text encoder)
   size_t te_fixed_bytes = 0;        // embedding rows used, final norm
   size_t te_activation_bytes = 0;   // one prompt at the longest token count
   size_t dit_fixed_bytes = 0;       // everything but layers.N.*
@@ -38,6 +39,9 @@ struct MemoryPlan {
   int resident_blocks = 0;       // DiT blocks kept on the device; the rest stream
   size_t pinned_host_bytes = 0;  // pinned host copies of the streamed blocks
   size_t te_peak = 0, dit_peak = 0, vae_peak = 0;  // device bytes per stage, VAE weights included
+  // The text encoder keeps all its layers on the device when they fit beside its activations,
+  // the VAE weights and the reserve; otherwise they stream, two at a time (product.md section 5).
+  bool te_resident = false;
   bool streamed() const { return resident_blocks < sizes.dit_blocks; }
   size_t dit_minimum() const;  // with two resident slots and no resident block
 };

@@ -3,12 +3,15 @@
 //
 // Every case runs the HIP attention op (ops/hip/attention_op) on random inputs laid out as the
 // models lay them out -- q, k and v as column slices of one fused [T, q|k|v] buffer at an odd
-// column offset, out as a column slice of a wider buffer poisoned with NaN -- and compares it with
+// column offset (or, "aligned" cases, at offset 0 with 16-byte aligned rows: the bf16 path where
+// the NVIDIA flash kernel reads q, k and v without a pack), out as a column slice of a wider
+// buffer poisoned with NaN -- and compares it with
 // the host op (host.core().attention) on the same values: every output element, or for the large
 // timed shapes a sample of query rows (first, last, tails, spread) against a host replay of just
 // those rows. It also checks that nothing outside `out` was written. Rows of the table:
 //   attention[tiling]  shape: q/k rows, heads(/kv heads) x head dim, bi(directional) or causal,
-//   dtype; rate = 4·Tq·Tk·hd·heads flops (halved when causal) per second, pack kernel included.
+//   dtype (" al": aligned layout); tilings: attention (default: NVIDIA flash 64-key tiles for head
+//   dims <= 128), attention[k32] (flash, 32-key tiles), attention[ref] (the reference kernel); rate = 4·Tq·Tk·hd·heads flops (halved when causal) per second, pack kernel included.
 // A failing case prints its first bad element (query, head, dim, got, want) before its row.
 #pragma once
 #include <algorithm>
@@ -35,12 +38,14 @@ struct Case {
   bool bf16;          // q, k, v and out in bf16 (else f32)
   int sampled_rows;   // compare this many query rows (0: all of them)
   int reps;           // timed launches after the checked one (0: not timed)
-  bool other_tiling;  // also check and time the alternative NVIDIA tiling
+  bool other_tiling;  // also check and time the alternative NVIDIA tilings
+  bool aligned;       // q|k|v at column 0 of the fused buffer (needs tq == tk), out at column 8
 };
 
 inline Case make_case(int64_t tq, int64_t tk, int64_t heads, int64_t kv_heads, int64_t head_dim, bool causal,
-                      bool bf16 = false, int sampled_rows = 0, int reps = 0, bool other_tiling = false) {
-  return Case{tq, tk, heads, kv_heads, head_dim, causal, bf16, sampled_rows, reps, other_tiling};
+                      bool bf16 = false, int sampled_rows = 0, int reps = 0, bool other_tiling = false,
+                      bool aligned = false) {
+  return Case{tq, tk, heads, kv_heads, head_dim, causal, bf16, sampled_rows, reps, other_tiling, aligned};
 }
 
 // Uniform random values of standard deviation `scale` (splitmix64: fast enough for the
@@ -146,8 +151,8 @@ inline std::string shape_text(const Case& c) {
   const std::string heads = c.kv_heads == c.heads ? std::to_string(c.heads)
                                                   : std::to_string(c.heads) + "/" + std::to_string(c.kv_heads);
   if (c.tq == c.tk)
-    std::snprintf(buf, sizeof buf, "T%lld h%sx%lld %s%s", (long long)c.tq, heads.c_str(), (long long)c.head_dim,
-                  c.causal ? "causal" : "bi", c.bf16 ? " bf16" : "");
+    std::snprintf(buf, sizeof buf, "T%lld h%sx%lld %s%s%s", (long long)c.tq, heads.c_str(), (long long)c.head_dim,
+                  c.causal ? "causal" : "bi", c.bf16 ? " bf16" : "", c.aligned ? " al" : "");
   else
     std::snprintf(buf, sizeof buf, "q%lld k%lld h%sx%lld %s%s", (long long)c.tq, (long long)c.tk, heads.c_str(),
                   (long long)c.head_dim, c.causal ? "causal" : "bi", c.bf16 ? " bf16" : "");
@@ -156,8 +161,8 @@ inline std::string shape_text(const Case& c) {
 
 inline const char* tiling_name(moss::AttentionTiling t) {
   switch (t) {
-    case moss::AttentionTiling::Warps4x2Tiles: return "attention[4w x2]";
-    case moss::AttentionTiling::Warps8x1Tile: return "attention[8w x1]";
+    case moss::AttentionTiling::FlashKeys32: return "attention[k32]";
+    case moss::AttentionTiling::Reference: return "attention[ref]";
     default: return "attention";
   }
 }
@@ -167,8 +172,9 @@ inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c,
                      const moss::Tensor& k, const moss::Tensor& v, const std::vector<int64_t>& rows, const std::vector<float>& want, float scale,
                      moss::AttentionTiling tiling) {
   const int64_t width = c.heads * c.head_dim;
-  // out: columns [3, 3 + width) of a [tq, width + 5] buffer, all of it NaN beforehand.
-  const int64_t out_cols = width + 5, out_off = 3;
+  // out: columns [3, 3 + width) of a [tq, width + 5] buffer (aligned: [8, 8 + width) of width + 16),
+  // all of it NaN beforehand.
+  const int64_t out_cols = width + (c.aligned ? 16 : 5), out_off = c.aligned ? 8 : 3;
   const size_t esize = c.bf16 ? 2 : 4;
   const size_t out_bytes = size_t(c.tq * out_cols) * esize;
   std::shared_ptr<void> buf = device_buffer(out_bytes);
@@ -248,15 +254,16 @@ inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backen
   moss::Tensor q_dev, k_dev, v_dev, q_host, k_host, v_host;
   std::vector<float> values;
   if (c.tq == c.tk) {
-    const int64_t cols = 1 + qc + 2 * kc + 2;
+    const int64_t q0 = c.aligned ? 0 : 1, cols = c.aligned ? qc + 2 * kc : 1 + qc + 2 * kc + 2;
     values.resize(size_t(c.tq * cols));
     fill_uniform(values, seed, 1.0f);
     for (int64_t r = 0; r < c.tq; ++r)  // sharper scores than unit variance: q has sd 2
-      for (int64_t col = 1; col < 1 + qc; ++col) values[size_t(r * cols + col)] *= 2.0f;
+      for (int64_t col = q0; col < q0 + qc; ++col) values[size_t(r * cols + col)] *= 2.0f;
     qbuf = make_twin(values, c.tq, cols, c.bf16);
-    q_host = qbuf.host.slice_cols(1, qc), k_host = qbuf.host.slice_cols(1 + qc, kc),
-    v_host = qbuf.host.slice_cols(1 + qc + kc, kc);
-    q_dev = qbuf.dev.slice_cols(1, qc), k_dev = qbuf.dev.slice_cols(1 + qc, kc), v_dev = qbuf.dev.slice_cols(1 + qc + kc, kc);
+    q_host = qbuf.host.slice_cols(q0, qc), k_host = qbuf.host.slice_cols(q0 + qc, kc),
+    v_host = qbuf.host.slice_cols(q0 + qc + kc, kc);
+    q_dev = qbuf.dev.slice_cols(q0, qc), k_dev = qbuf.dev.slice_cols(q0 + qc, kc),
+    v_dev = qbuf.dev.slice_cols(q0 + qc + kc, kc);
   } else {
     values.resize(size_t(c.tq * (qc + 3)));
     fill_uniform(values, seed, 2.0f);
@@ -274,8 +281,10 @@ inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backen
   const std::vector<int64_t> rows = sample_rows(c.tq, c.sampled_rows);
   const std::vector<float> want = host_replay(host, q_host, k_host, v_host, c, rows, scale);
   run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Default);
-  if (c.other_tiling && moss::kPlatformNvidia && c.head_dim <= 128)
-    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Warps8x1Tile);
+  if (c.other_tiling && moss::kPlatformNvidia && c.head_dim <= 128) {
+    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::FlashKeys32);
+    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Reference);
+  }
 }
 
 // The real shapes of each model (moderate T replayed in full on the host, large T timed and
@@ -293,7 +302,11 @@ inline std::vector<Case> model_cases(const std::string& model) {
         make_case(100, 777, 24, 24, 128, false),                  // Tq != Tk
         make_case(33, 33, 4, 4, 32, false),                       // tiny model
         make_case(300, 300, 4, 4, 32, false),                     // tiny model
+        make_case(300, 300, 4, 4, 32, false, true, 0, 0, false, true),       // tiny, bf16 aligned
+        make_case(1000, 1000, 24, 24, 128, false, true, 0, 0, true, true),   // bf16 aligned: no pack
+        make_case(130, 130, 24, 24, 128, false, true, 0, 0, true, true),     // bf16 aligned, tails
         make_case(4173, 4173, 24, 24, 128, false, false, 48, 10, true),   // 1024²: 64² image + 77 text
+        make_case(4173, 4173, 24, 24, 128, false, true, 48, 10, true, true),  // 1024², bf16 as the DiT will
         make_case(8350, 8350, 24, 24, 128, false, false, 32, 5, true),    // 1456²: 91² image + 69 text
         make_case(16450, 16450, 24, 24, 128, false, false, 24, 3, true),  // 2048²: 128² image + 66 text
     };
@@ -307,6 +320,7 @@ inline std::vector<Case> model_cases(const std::string& model) {
         make_case(1024, 1024, 16, 4, 256, true),
         make_case(77, 77, 4, 1, 64, true),             // tiny model
         make_case(200, 200, 4, 1, 64, true, true),     // tiny model, bf16
+        make_case(333, 333, 4, 1, 64, true, true, 0, 0, true, true),  // tiny, bf16 aligned (flash, no pack)
         make_case(4096, 4096, 16, 4, 256, true, false, 48, 10),  // the longest prompt, timed
     };
   } else if (model == "vae") {

@@ -4,6 +4,7 @@
 #pragma once
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -185,15 +186,20 @@ inline void check_decode_memory(kcheck::Table& table, int device, int64_t size) 
   decoder.decode(packed);  // first decode: every device block it needs is allocated here
   const moss::HipMemoryStats pool1 = moss::hip_memory_stats(*be);
   const size_t used1 = device_used_bytes();
-  const auto t0 = std::chrono::steady_clock::now();
-  const Tensor image = decoder.decode(packed);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // The best of three timed decodes (the first one above allocated every block).
+  Tensor image;
+  double ms = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    image = decoder.decode(packed);
+    ms = std::min(ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
 
   int64_t non_finite = 0;
   for (float v : values(image)) non_finite += !std::isfinite(v);
   const std::string shape = std::to_string(size) + "x" + std::to_string(size);
   char detail[256];
-  std::snprintf(detail, sizeof detail, "image %s, %lld non-finite (host upload and download included)",
+  std::snprintf(detail, sizeof detail, "image %s, %lld non-finite (best of 3; host upload and download included)",
                 dims_text(image.dims()).c_str(), (long long)non_finite);
   verdict(table, "vae decode (small, random)", shape, non_finite == 0, detail, ms);
 

@@ -29,8 +29,13 @@ struct Env {
   moss::Backend& be;       // the HIP backend: allocation and transfers
   moss::HipContext& ctx;   // its stream (timing, poisoning)
   moss::VaeOps& host;      // the host replay
-  moss::VaeOps& x3;        // HIP ops, bf16x3 convolutions (what the decode uses)
+  moss::VaeOps& x3;        // HIP ops, bf16x3 convolutions (AMD's decode)
   moss::VaeOps& bf16;      // HIP ops, plain bf16 convolutions
+  moss::VaeOps* f16;       // HIP ops, fp16 convolutions (NVIDIA's decode); null where not built
+
+  moss::VaeOps& ops(moss::ConvPrecision p) {
+    return p == moss::ConvPrecision::Bf16x3 ? x3 : p == moss::ConvPrecision::Bf16 ? bf16 : *f16;
+  }
 };
 
 constexpr double kFp32Tolerance = 1e-5;  // fp32 kernels
@@ -39,6 +44,15 @@ constexpr double kFp32Tolerance = 1e-5;  // fp32 kernels
 // hundred times inside the 1e-2 the issue allows bf16-operand kernels.
 constexpr double kBf16x3Tolerance = 1e-4;
 constexpr double kBf16Tolerance = 1e-2;  // bf16-operand kernels
+// fp16 operands (11-bit significands, like TF32): two roundings of at most 2^-12 relative, ~4e-4
+// relative L2 expected; 2e-3 is a margin of five. (Plain bf16 lands at ~2e-3 too, so the bound
+// alone does not prove fp16 operands: compare the f16 and bf16 rows of a case.)
+constexpr double kF16Tolerance = 2e-3;
+
+inline double conv_tolerance(moss::ConvPrecision p) {
+  return p == moss::ConvPrecision::Bf16x3 ? kBf16x3Tolerance : p == moss::ConvPrecision::Bf16 ? kBf16Tolerance
+                                                                                               : kF16Tolerance;
+}
 
 // Deterministic values of mean `mean` and standard deviation `sd` (uniform; splitmix64, fast
 // enough for the 200 M-value maps of the full-resolution cases).
@@ -148,12 +162,14 @@ struct ConvCase {
   int64_t groups;
   bool bands;  // full resolution: the host replays three bands of output rows, not the whole map
   int reps;    // timed launches (0: not timed)
+  float x_sd = 1.0f;  // spread of the input values (large: fp16's range, see kernels/conv2d.h)
 };
 
 inline std::string conv_shape(const ConvCase& c) {
   const int64_t up = c.upsample ? 2 : 1;
   std::string s = std::to_string(c.cin) + ">" + std::to_string(c.cout) + " " + std::to_string(c.h * up) + "x" +
                   std::to_string(c.w * up) + " k" + std::to_string(c.k);
+  if (c.x_sd != 1.0f) s += " sd" + std::to_string(int(c.x_sd));
   if (c.norm) s += " gn";
   if (c.upsample) s += " up";
   if (c.residual == Residual::Separate) s += " +r";
@@ -220,7 +236,7 @@ inline Replay replay_conv(Env& e, const ConvCase& c, const Tensor& x, const Tens
 
 inline void check_conv(Env& e, const ConvCase& c, uint64_t seed) {
   const int64_t up = c.upsample ? 2 : 1, Ho = c.h * up, Wo = c.w * up;
-  const Tensor x = random_host({c.cin, c.h, c.w}, seed, 1.0f, 0.3f);
+  const Tensor x = random_host({c.cin, c.h, c.w}, seed, c.x_sd, 0.3f);
   const Tensor w = random_host({c.cout, c.cin, c.k, c.k}, seed + 1, 1.0f / std::sqrt(float(c.cin * c.k * c.k)));
   const Tensor b = random_host({c.cout}, seed + 2, 0.1f);
   const Tensor gamma = random_host({c.cin}, seed + 3, 0.2f, 1.0f), beta = random_host({c.cin}, seed + 4, 0.2f);
@@ -234,9 +250,10 @@ inline void check_conv(Env& e, const ConvCase& c, uint64_t seed) {
   const moss::GroupNormInput n{&dstats, &dgamma, &dbeta, true};
   const std::string shape = conv_shape(c);
   const double flops = 2.0 * double(c.cout * c.cin * c.k * c.k) * double(Ho * Wo);
-  for (moss::ConvPrecision p : {moss::ConvPrecision::Bf16x3, moss::ConvPrecision::Bf16}) {
-    moss::VaeOps& ops = p == moss::ConvPrecision::Bf16x3 ? e.x3 : e.bf16;
-    const double tol = p == moss::ConvPrecision::Bf16x3 ? kBf16x3Tolerance : kBf16Tolerance;
+  for (moss::ConvPrecision p : {moss::ConvPrecision::F16, moss::ConvPrecision::Bf16x3, moss::ConvPrecision::Bf16}) {
+    if (p == moss::ConvPrecision::F16 && !e.f16) continue;
+    moss::VaeOps& ops = e.ops(p);
+    const double tol = conv_tolerance(p);
     Tensor out = c.residual == Residual::Out ? e.be.upload(res) : poisoned(e, {c.cout, Ho, Wo});
     const Tensor dres = c.residual == Residual::Separate ? e.be.upload(res) : out;
     moss::Conv2dOptions o;
@@ -290,6 +307,8 @@ inline void check_conv_cases(Env& e) {
       {5, 3, 3, 33, 3, true, false, R::None, 1, false, 0},
       {32, 36, 1, 1, 3, false, true, R::Out, 8, false, 0},
       {96, 96, 8, 8, 3, true, false, R::Out, 8, false, 0},            // tiny model mid block
+      {64, 48, 12, 20, 3, false, true, R::None, 8, false, 0, 1e5f},   // raw inputs beyond fp16's 65504
+      {64, 48, 12, 20, 1, false, false, R::Separate, 8, false, 0, 1e5f},
       {24, 3, 64, 64, 3, true, false, R::None, 8, false, 0},          // tiny model conv_out
       {192, 192, 512, 512, 3, false, true, R::None, 32, true, 3},     // up_blocks.2 upsample at 1024²
       {192, 96, 1024, 1024, 3, true, false, R::None, 32, true, 3},    // up_blocks.3 resnet 0 conv1 at 1024²

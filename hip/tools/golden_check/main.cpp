@@ -11,39 +11,6 @@ std::map<std::string, Subcommand>& registry() {
   return r;
 }
 
-std::string flag(const std::vector<std::string>& args, const std::string& name, const char* fallback) {
-  for (size_t i = 0; i + 1 < args.size(); ++i)
-    if (args[i] == name) return args[i + 1];
-  if (fallback) return fallback;
-  throw moss::usage_error("missing " + name);
-}
-
-double rel_l2(const float* a, const float* b, size_t n) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < n; ++i) {
-    double d = double(a[i]) - double(b[i]);
-    num += d * d;
-    den += double(b[i]) * double(b[i]);
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
-double max_abs_diff(const float* a, const float* b, size_t n) {
-  double m = 0;
-  for (size_t i = 0; i < n; ++i) m = std::fmax(m, std::fabs(double(a[i]) - double(b[i])));
-  return m;
-}
-
-double cosine(const float* a, const float* b, size_t n) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < n; ++i) {
-    ab += double(a[i]) * b[i];
-    aa += double(a[i]) * a[i];
-    bb += double(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb + 1e-300);
-}
-
 }  // namespace golden
 
 static void usage() {

@@ -1,7 +1,8 @@
 // The HIP attention op: CoreOps::attention on device tensors. Validates shapes, dtypes and
 // strides (messages name the operand), packs K and V into bf16 tiles in the context's scratch
-// (kernels/attention_pack), then runs the flash-attention kernel (kernels/attention) on
-// ctx.stream(). Does not synchronise.
+// (kernels/attention_pack) unless the kernel can read them as they are (bf16, 16-byte aligned
+// rows, NVIDIA flash kernel), then runs the attention kernel (kernels/attention) on ctx.stream().
+// Does not synchronise.
 #pragma once
 #include <cstdint>
 
@@ -17,7 +18,7 @@ namespace moss {
 // head h reads kv head h / (heads / kv_heads); scores are (q·k)·scale. causal: query i sees keys
 // j <= i (needs Tq == Tk). head_dim: any multiple of 16 from 16 to 384 (the models use 32, 64,
 // 96, 128, 256, 384). Matrix operands are rounded to bf16; softmax statistics and sums stay fp32.
-// Uses ctx.scratch() for 4·kv_heads·Tk·hd bytes (rounded up to the kernel's tiles).
+// Uses ctx.scratch() for 4·kv_heads·Tk·hd bytes (rounded up to the kernel's tiles) when it packs.
 // tiling: a kernel tiling to time against the default (kernels/attention.h); callers leave it.
 void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
                    int64_t kv_heads, int64_t head_dim, float scale, bool causal,

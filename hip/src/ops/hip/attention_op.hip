@@ -44,6 +44,7 @@ void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tens
     throw failure("attention: heads " + n(heads) + " is not a positive multiple of kv heads " + n(kv_heads));
   const int d_pad = head_dim <= std::numeric_limits<int>::max() ? attention_padded_head_dim(int(head_dim)) : 0;
   if (d_pad == 0) throw failure("attention: head dim " + n(head_dim) + " is not a multiple of 16 in [16, 384]");
+  const AttentionKvLayout layout = attention_kv_layout(int(head_dim), tiling);
   if (mq.cols != heads * head_dim || mo.cols != heads * head_dim || mo.rows != mq.rows)
     throw failure("attention: q " + q.shape_str() + " / out " + out.shape_str() + " are not [Tq, " +
                   n(heads * head_dim) + "]");
@@ -55,24 +56,42 @@ void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tens
   if (mk.rows == 0) throw failure("attention: no keys");
   const int64_t tk_pad = (mk.rows + kAttentionKeyPadding - 1) / kAttentionKeyPadding * kAttentionKeyPadding;
   constexpr int64_t kIntMax = std::numeric_limits<int>::max();
-  if (mq.rows > kIntMax || tk_pad > kIntMax || kv_heads * tk_pad * d_pad > kIntMax || heads > 65535)
+  if (mq.rows > kIntMax || tk_pad > kIntMax || kv_heads * tk_pad * layout.d_pad > kIntMax || heads > 65535)
     throw failure("attention: shape too large (Tq " + n(mq.rows) + ", Tk " + n(mk.rows) + ", heads " + n(heads) + ")");
   if (mq.rows == 0) return;
 
-  // K and V packed into bf16 tiles: 2 · kv_heads · tk_pad · d_pad elements of scratch.
-  const size_t packed = size_t(kv_heads) * size_t(tk_pad) * size_t(d_pad);
-  bf16* const kp = static_cast<bf16*>(ctx.scratch(2 * packed * sizeof(bf16)));
-  bf16* const vt = kp + packed;
-  attention_pack_kv(k.data, mk.ld, v.data, mv.ld, k.dtype == DType::BF16, int(mk.rows), int(kv_heads), int(head_dim),
-                    d_pad, int(tk_pad), kp, vt, ctx.stream());
-
   AttentionParams p;
+  // K and V straight from bf16 activations when the kernel reads [key][d] rows and they are
+  // 16-byte aligned at the kernel's head width; else packed into bf16 tiles (2 · kv_heads ·
+  // tk_pad · d_pad elements of scratch).
+  auto aligned_rows = [](const Tensor& t, int64_t ld) {
+    return ld % 8 == 0 && reinterpret_cast<uintptr_t>(t.data) % 16 == 0;
+  };
+  if (layout.flash && k.dtype == DType::BF16 && head_dim == layout.d_pad && aligned_rows(k, mk.ld) &&
+      aligned_rows(v, mv.ld)) {
+    p.k = static_cast<const bf16*>(k.data);
+    p.v = static_cast<const bf16*>(v.data);
+    p.ldk = mk.ld;
+    p.ldv = mv.ld;
+    p.k_head_stride = p.v_head_stride = head_dim;
+    p.tk_pad = int(tk_pad);
+  } else {
+    const size_t packed = size_t(kv_heads) * size_t(tk_pad) * size_t(layout.d_pad);
+    bf16* const kp = static_cast<bf16*>(ctx.scratch(2 * packed * sizeof(bf16)));
+    bf16* const vp = kp + packed;
+    attention_pack_kv(k.data, mk.ld, v.data, mv.ld, k.dtype == DType::BF16, int(mk.rows), int(kv_heads),
+                      int(head_dim), layout.d_pad, int(tk_pad), layout.v_transposed, kp, vp, ctx.stream());
+    p.k = kp;
+    p.v = vp;
+    p.ldk = layout.d_pad;
+    p.k_head_stride = int64_t(tk_pad) * layout.d_pad;
+    p.ldv = layout.v_transposed ? tk_pad : layout.d_pad;
+    p.v_head_stride = int64_t(tk_pad) * layout.d_pad;
+    p.tk_pad = int(tk_pad);
+  }
   p.q = q.data;
   p.q_bf16 = q.dtype == DType::BF16;
   p.ldq = mq.ld;
-  p.kp = kp;
-  p.vt = vt;
-  p.tk_pad = int(tk_pad);
   p.out = out.data;
   p.out_bf16 = out.dtype == DType::BF16;
   p.ld_out = mo.ld;

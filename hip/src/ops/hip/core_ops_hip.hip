@@ -132,6 +132,30 @@ class HipCoreOps : public CoreOps {
                   device_vector(&scale, ym.cols, "modulate", "scale"), ctx_.stream());
   }
 
+  void norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
+                     Tensor& y) override {
+    const RowsMatrix xm = device_matrix(x, "norm_modulate", "x"), ym = device_matrix(y, "norm_modulate", "y");
+    require(ym.rows == xm.rows && ym.cols == xm.cols, "norm_modulate", "y " + y.shape_str() + " differs from x");
+    rows_norm_modulate(xm, device_vector(&w, xm.cols, "norm_modulate", "weight"), eps,
+                       device_vector(&shift, xm.cols, "norm_modulate", "shift"),
+                       device_vector(&scale, xm.cols, "norm_modulate", "scale"), ym, ctx_.stream());
+  }
+
+  void norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin, const Tensor& cos,
+                 Tensor& y) override {
+    const RowsMatrix xm = device_matrix(x, "norm_rope", "x"), ym = device_matrix(y, "norm_rope", "y");
+    const RowsMatrix sm = device_matrix(sin, "norm_rope", "sin"), cm = device_matrix(cos, "norm_rope", "cos");
+    require(ym.rows == xm.rows && ym.cols == xm.cols, "norm_rope", "y " + y.shape_str() + " differs from x");
+    require(!sm.bf16 && !cm.bf16, "norm_rope", "sin and cos must be f32");
+    require(head_dim > 0 && head_dim % 2 == 0 && xm.cols % head_dim == 0, "norm_rope",
+            "head_dim " + std::to_string(head_dim) + " does not fit x " + x.shape_str());
+    require(sm.rows == xm.rows && cm.rows == xm.rows && sm.cols >= head_dim && cm.cols >= head_dim, "norm_rope",
+            "table shape " + sin.shape_str() + " for x " + x.shape_str());
+    rows_norm_rope(xm, device_vector(&w, head_dim, "norm_rope", "weight"), eps, head_dim,
+                   static_cast<const float*>(sm.data), sm.ld, static_cast<const float*>(cm.data), cm.ld, ym,
+                   ctx_.stream());
+  }
+
   void add(Tensor& x, const Tensor& d, const Tensor* gate) override {
     const RowsMatrix xm = device_matrix(x, "add", "x"), dm = device_matrix(d, "add", "d");
     require(dm.rows == xm.rows && dm.cols == xm.cols, "add", "d " + d.shape_str() + " differs from x");

@@ -9,6 +9,9 @@
 // freed and the allocation retried) or when the last tensor and the backend are gone.
 #include "ops/hip/hip_backend.h"
 
+#include "ops/hip/op_profiler.h"
+
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -136,8 +139,22 @@ class HipBackend final : public Backend {
     core_ = make_hip_core_ops(*ctx_);
     text_ = make_hip_text_ops(*ctx_);
     vae_ = make_hip_vae_ops(*ctx_);
+    // MOSSINFER_PROFILE=1: every op bracketed by events (ops/hip/op_profiler.h); otherwise the
+    // op families are the plain ones.
+    if ((profiler_ = OpProfiler::from_env(stream_.stream))) {
+      core_ = profile_core_ops(std::move(core_), profiler_);
+      text_ = profile_text_ops(std::move(text_), profiler_);
+      vae_ = profile_vae_ops(std::move(vae_), profiler_);
+    }
   }
   ~HipBackend() override {
+    if (profiler_) {
+      try {
+        profiler_->report(name());
+      } catch (const std::exception& ex) {
+        std::fprintf(stderr, "op profile: %s\n", ex.what());
+      }
+    }
     (void)hipStreamSynchronize(stream_.stream);
     if (copy_stream_.stream) (void)hipStreamSynchronize(copy_stream_.stream);
     for (hipEvent_t e : events_) (void)hipEventDestroy(e);
@@ -145,7 +162,10 @@ class HipBackend final : public Backend {
     core_.reset();
     text_.reset();
     vae_.reset();
+    profiler_.reset();  // its events before the stream
   }
+
+  DType gemm_input_dtype() const override { return DType::BF16; }
 
   std::string name() const override { return "hip " + ctx_->arch(); }
   Where where() const override { return Where::Device; }
@@ -251,6 +271,7 @@ class HipBackend final : public Backend {
   StreamHolder stream_;
   std::unique_ptr<HipContext> ctx_;
   std::shared_ptr<DevicePool> pool_;
+  std::shared_ptr<OpProfiler> profiler_;  // null unless MOSSINFER_PROFILE is set
   StreamHolder copy_stream_{StreamHolder::Lazy{}};
   std::vector<hipEvent_t> events_;
   Fence last_fence_ = 0;

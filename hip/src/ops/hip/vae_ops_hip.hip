@@ -1,9 +1,9 @@
 // VaeOps on the HIP backend: checks the operands like the host replay does (with messages that
 // name the op and operand), takes its temporaries from the context's scratch arena, and launches
 // the kernels on the context's stream (kernels/group_norm, conv_weights, conv2d, vae_layout).
-// Temporaries per call: the convolution's packed weights (bf16 hi + lo, at most 5.3 MiB for a
-// 384x384x3x3 layer) and per-channel norm terms; the group-norm partial sums. Nothing scales with
-// the image beyond the caller's own tensors.
+// Temporaries per call: the convolution's packed weights (2 bytes per weight, twice for bf16x3's
+// hi + lo: at most 5.3 MiB for a 384x384x3x3 layer) and per-channel norm terms; the group-norm
+// partial sums. Nothing scales with the image beyond the caller's own tensors.
 #include "ops/hip/vae_ops_hip.h"
 
 #include <stdexcept>
@@ -75,7 +75,11 @@ int check_norm(const GroupNormInput& n, int64_t channels, const char* op) {
 
 class HipVaeOps : public VaeOps {
  public:
-  HipVaeOps(HipContext& ctx, ConvPrecision precision) : ctx_(ctx), precision_(precision) {}
+  HipVaeOps(HipContext& ctx, ConvPrecision precision) : ctx_(ctx), precision_(precision) {
+    if (!conv_precision_supported(precision))
+      throw std::invalid_argument(std::string("make_hip_vae_ops: ") + conv_precision_name(precision) +
+                                  " convolutions are not built for this platform");
+  }
 
   void group_norm_stats(const Tensor& x, int64_t groups, float eps, Tensor& stats) override {
     check_map(x, "group_norm_stats", "x");
@@ -127,7 +131,7 @@ class HipVaeOps : public VaeOps {
     a.cout = int(Cout);
     a.ksize = int(k);
     a.bias = bias.ptr<const float>();
-    conv_pack_weights(w.ptr<const float>(), a.cout, a.cin, a.ksize, at<uint32_t>(scratch, hi_at),
+    conv_pack_weights(w.ptr<const float>(), a.cout, a.cin, a.ksize, precision_, at<uint32_t>(scratch, hi_at),
                       split ? at<uint32_t>(scratch, lo_at) : nullptr, ctx_.stream());
     if (opt.norm) {
       ChannelNorm* norms = at<ChannelNorm>(scratch, norm_at);
@@ -193,6 +197,11 @@ std::unique_ptr<VaeOps> make_hip_vae_ops(HipContext& ctx, ConvPrecision conv_pre
   return std::make_unique<HipVaeOps>(ctx, conv_precision);
 }
 
-std::unique_ptr<VaeOps> make_hip_vae_ops(HipContext& ctx) { return make_hip_vae_ops(ctx, ConvPrecision::Bf16x3); }
+// The decode's choice: fp16 operands (TF32-class, the reference's own precision; one product)
+// where the build has them (NVIDIA), else bf16x3. Why, and the errors measured: kernels/conv2d.h.
+std::unique_ptr<VaeOps> make_hip_vae_ops(HipContext& ctx) {
+  return make_hip_vae_ops(ctx, conv_precision_supported(ConvPrecision::F16) ? ConvPrecision::F16
+                                                                            : ConvPrecision::Bf16x3);
+}
 
 }  // namespace moss

@@ -120,6 +120,20 @@ class HostCoreOps : public CoreOps {
     }, 4);
   }
 
+  // The fused ops' reference is their definition: the two ops they fuse, one after the other
+  // (the kernels compute each element with exactly these fp32 operations in this order).
+  void norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
+                     Tensor& y) override {
+    rms_norm(x, &w, NormWeight::Mul, eps, x.cols(), y);
+    modulate(y, shift, scale);
+  }
+
+  void norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin, const Tensor& cos,
+                 Tensor& y) override {
+    rms_norm(x, &w, NormWeight::Mul, eps, head_dim, y);
+    rope(y, sin, cos, head_dim, head_dim);
+  }
+
   void add(Tensor& x, const Tensor& d, const Tensor* gate) override {
     check_f32_matrix(x, "add", "x");
     check_f32_matrix(d, "add", "d");

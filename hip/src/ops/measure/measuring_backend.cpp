@@ -15,6 +15,8 @@ class NoCoreOps : public CoreOps {
   void linear(const Tensor&, const Tensor&, const Tensor*, Tensor&) override {}
   void rms_norm(const Tensor&, const Tensor*, NormWeight, float, int64_t, Tensor&) override {}
   void modulate(Tensor&, const Tensor&, const Tensor&) override {}
+  void norm_modulate(const Tensor&, const Tensor&, float, const Tensor&, const Tensor&, Tensor&) override {}
+  void norm_rope(const Tensor&, const Tensor&, float, int64_t, const Tensor&, const Tensor&, Tensor&) override {}
   void add(Tensor&, const Tensor&, const Tensor*) override {}
   void gated_unit(GatedUnit, const Tensor&, const Tensor&, Tensor&) override {}
   void silu(const Tensor&, Tensor&) override {}

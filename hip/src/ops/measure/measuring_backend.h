@@ -19,6 +19,8 @@ class MeasuringBackend : public Backend {
   Tensor alloc(DType t, const std::vector<int64_t>& dims) override;
   Tensor upload(const Tensor& host) override;
   Tensor download(const Tensor& t) override;  // zero-filled host tensor of t's shape
+  // The GPU backend's choice (bf16 GEMM inputs), so the plan counts what the GPU allocates.
+  DType gemm_input_dtype() const override { return DType::BF16; }
 
   size_t live_bytes() const { return *live_; }
   size_t peak_bytes() const { return *peak_; }

@@ -1,0 +1,162 @@
+// The DiT's fused core ops on the host reference (norm_modulate, norm_rope) against plain loops
+// that spell out the unfused ops' fp32 operations in order: the results must be bit-identical,
+// since the host goldens were made with the unfused ops. Also the backends' choice of GEMM-input
+// dtype and the op profiler's table.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/backend.h"
+#include "ops/measure/measuring_backend.h"
+#include "ops/op_profile_table.h"
+
+namespace moss {
+namespace {
+
+Tensor random_tensor(const std::vector<int64_t>& dims, uint32_t seed, float sd = 1.0f) {
+  Tensor t = host_tensor(DType::F32, dims);
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, sd);
+  for (int64_t i = 0; i < t.numel(); ++i) t.ptr<float>()[i] = dist(gen);
+  return t;
+}
+
+// Bitwise equality of two f32 matrices (NaN-safe, -0 distinct: the op order must match exactly).
+void expect_same_bits(const Tensor& got, const std::vector<float>& want, int64_t cols) {
+  ASSERT_EQ(got.rows() * got.cols(), int64_t(want.size()));
+  for (int64_t r = 0; r < got.rows(); ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const float g = got.row<const float>(r)[c], w = want[size_t(r * cols + c)];
+      uint32_t gb, wb;
+      std::memcpy(&gb, &g, 4);
+      std::memcpy(&wb, &w, 4);
+      ASSERT_EQ(gb, wb) << "at [" << r << ", " << c << "]: got " << g << ", want " << w;
+    }
+}
+
+// rms_norm(Mul) over runs of `group` columns, in the host's order (squares summed in column
+// order, n = x·inv, then n·w).
+std::vector<float> norm_loops(const Tensor& x, const std::vector<float>& w, float eps, int64_t group) {
+  const int64_t C = x.cols();
+  std::vector<float> y(size_t(x.rows() * C));
+  for (int64_t r = 0; r < x.rows(); ++r) {
+    const float* xr = x.row<const float>(r);
+    for (int64_t g0 = 0; g0 < C; g0 += group) {
+      float ss = 0.0f;
+      for (int64_t c = 0; c < group; ++c) ss += xr[g0 + c] * xr[g0 + c];
+      const float inv = 1.0f / std::sqrt(ss / float(group) + eps);
+      for (int64_t c = 0; c < group; ++c) {
+        const float n = xr[g0 + c] * inv;
+        y[size_t(r * C + g0 + c)] = n * w[size_t(c)];
+      }
+    }
+  }
+  return y;
+}
+
+std::vector<float> values(const Tensor& t) {
+  std::vector<float> v(size_t(t.numel()));
+  std::memcpy(v.data(), t.data, v.size() * sizeof(float));
+  return v;
+}
+
+TEST(DitFusedOps, NormModulateIsRmsNormThenModulate) {
+  std::unique_ptr<Backend> be = make_host_backend();
+  for (int64_t cols : {int64_t(1), int64_t(7), int64_t(96), int64_t(301)}) {
+    const int64_t rows = 5;
+    // x is a column slice of a wider matrix (any row stride), as the DiT's operands may be.
+    Tensor wide = random_tensor({rows, cols + 3}, 1, 2.0f);
+    const Tensor x = wide.slice_cols(2, cols);
+    Tensor w = random_tensor({cols}, 2, 0.5f);
+    Tensor mod = random_tensor({1, 2 * cols}, 3, 0.5f);  // [shift | scale] as rows of one tensor
+    const Tensor shift = mod.slice_cols(0, cols), scale = mod.slice_cols(cols, cols);
+
+    std::vector<float> want = norm_loops(x, values(w), 1e-6f, cols);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        float& y = want[size_t(r * cols + c)];
+        y = y * (1.0f + scale.ptr<const float>()[c]) + shift.ptr<const float>()[c];
+      }
+    Tensor y = host_tensor(DType::F32, {rows, cols});
+    be->core().norm_modulate(x, w, 1e-6f, shift, scale, y);
+    expect_same_bits(y, want, cols);
+  }
+}
+
+TEST(DitFusedOps, NormModulateInPlace) {
+  std::unique_ptr<Backend> be = make_host_backend();
+  Tensor x = random_tensor({3, 40}, 4);
+  Tensor w = random_tensor({40}, 5), shift = random_tensor({40}, 6), scale = random_tensor({40}, 7);
+  Tensor y = host_tensor(DType::F32, {3, 40});
+  be->core().norm_modulate(x, w, 1e-6f, shift, scale, y);
+  be->core().norm_modulate(x, w, 1e-6f, shift, scale, x);
+  expect_same_bits(x, values(y), 40);
+}
+
+TEST(DitFusedOps, NormRopeIsPerHeadRmsNormThenRope) {
+  std::unique_ptr<Backend> be = make_host_backend();
+  struct Case {
+    int64_t rows, heads, head_dim;
+  };
+  for (const Case& k : {Case{4, 3, 8}, Case{7, 2, 12}, Case{3, 24, 128}}) {
+    const int64_t cols = k.heads * k.head_dim, hd = k.head_dim, half = hd / 2;
+    Tensor x = random_tensor({k.rows, cols}, 11, 3.0f);
+    Tensor w = random_tensor({hd}, 12, 0.5f);
+    // [f | f] tables, as the DiT's.
+    Tensor sin = host_tensor(DType::F32, {k.rows, hd}), cos = host_tensor(DType::F32, {k.rows, hd});
+    for (int64_t r = 0; r < k.rows; ++r)
+      for (int64_t i = 0; i < half; ++i) {
+        const double a = double(r + 1) * std::pow(100.0, -double(i) / double(half));
+        for (int64_t j : {i, i + half}) {
+          sin.row<float>(r)[j] = float(std::sin(a));
+          cos.row<float>(r)[j] = float(std::cos(a));
+        }
+      }
+    std::vector<float> n = norm_loops(x, values(w), 1e-6f, hd), want = n;
+    for (int64_t r = 0; r < k.rows; ++r)
+      for (int64_t h0 = 0; h0 < cols; h0 += hd)
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = n[size_t(r * cols + h0 + i)], b = n[size_t(r * cols + h0 + i + half)];
+          const float* s = sin.row<const float>(r);
+          const float* c = cos.row<const float>(r);
+          want[size_t(r * cols + h0 + i)] = a * c[i] + (-b) * s[i];
+          want[size_t(r * cols + h0 + i + half)] = b * c[i + half] + a * s[i + half];
+        }
+    Tensor y = host_tensor(DType::F32, {k.rows, cols});
+    be->core().norm_rope(x, w, 1e-6f, hd, sin, cos, y);
+    expect_same_bits(y, want, cols);
+    // In place gives the same.
+    be->core().norm_rope(x, w, 1e-6f, hd, sin, cos, x);
+    expect_same_bits(x, want, cols);
+  }
+}
+
+TEST(DitFusedOps, GemmInputDtypePerBackend) {
+  // The host reference keeps every activation f32 (its goldens); the memory planner's counting
+  // backend stands for the GPU, whose GEMM inputs are bf16.
+  EXPECT_EQ(make_host_backend()->gemm_input_dtype(), DType::F32);
+  EXPECT_EQ(MeasuringBackend().gemm_input_dtype(), DType::BF16);
+}
+
+TEST(OpProfileTable, SortedByTotalWithSums) {
+  const std::string t = format_op_profile("hip test", {{"core.rope", 10, 1.0}, {"core.linear 3072x3072 x:bf16", 4, 8.0},
+                                                       {"core.add", 2, 3.0}});
+  EXPECT_NE(t.find("op profile: hip test"), std::string::npos);
+  const size_t lin = t.find("core.linear"), add = t.find("core.add"), rope = t.find("core.rope");
+  ASSERT_NE(lin, std::string::npos);
+  EXPECT_LT(lin, add);
+  EXPECT_LT(add, rope);
+  EXPECT_NE(t.find("2.0000"), std::string::npos);  // mean of the linear: 8 ms / 4 calls
+  EXPECT_NE(t.find("66.7%"), std::string::npos);   // its share of 12 ms
+  const size_t all = t.find("all ops");
+  ASSERT_NE(all, std::string::npos);
+  EXPECT_NE(t.find("16", all), std::string::npos);      // calls
+  EXPECT_NE(t.find("12.000", all), std::string::npos);  // ms
+}
+
+}  // namespace
+}  // namespace moss
