@@ -17,7 +17,7 @@ verdict() {  # NAME OK DETAIL
 
 if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
   t0=$(date +%s.%N)
-  "$BIN/bench_random_model" --out "$MODEL" --tokenizer hip/tests/data/qwen35-tokenizer/tokenizer.json >"$OUT/model.log" 2>&1 ||
+  tools/random_model.sh "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 ||
     { log "FAIL writing the random model"; cat "$OUT/model.log"; exit 1; }
   log "random model written in $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
 fi

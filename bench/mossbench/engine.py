@@ -21,9 +21,11 @@ _DONE_FIELDS = {
     "total_s": r"total ([0-9.]+) s",
 }
 # The text encoder's total splits into its load (weights to the device: the resident layers'
-# one-time copy, 0 when they stream) and its encode (the pass with the weights where they are):
-# `text encoder 0.93 s (load 0.70 s, encode 0.23 s, resident)`.
-_TE_SPLIT = re.compile(r"text encoder [0-9.]+ s \(load ([0-9.]+) s, encode ([0-9.]+) s, ([a-z ]+)\)")
+# one-time copy with the kernels' warm-up overlapping it, 0 when they stream) and its encode (one
+# pass over the layers with every prompt's rows stacked), then the prompts' token counts:
+# `text encoder 0.93 s (load 0.70 s, encode 0.23 s, resident, 64+10 tokens)` (cfg 1: `64 tokens`,
+# the prompt alone). Older logs lack the token counts.
+_TE_SPLIT = re.compile(r"text encoder [0-9.]+ s \(load ([0-9.]+) s, encode ([0-9.]+) s, ([a-z ]+)(?:, ([0-9+]+) tokens)?\)")
 _RESIDENT = re.compile(r"(\d+) of (\d+) DiT blocks resident")
 _PLAN_PEAKS = re.compile(r"peaks: text encoder ([0-9.]+) GiB, DiT ([0-9.]+) GiB, VAE ([0-9.]+) GiB \(budget ([0-9.]+) GiB\)")
 
@@ -51,6 +53,7 @@ def parse_log(lines):
             done["te_load_s"] = float(mm.group(1)) if mm else None
             done["te_encode_s"] = float(mm.group(2)) if mm else None
             done["te_layers"] = mm.group(3) if mm else None
+            done["te_prompt_tokens"] = [int(n) for n in mm.group(4).split("+")] if mm and mm.group(4) else None
             mm = _RESIDENT.search(line)
             if mm:
                 done["resident_blocks"], done["total_blocks"] = int(mm.group(1)), int(mm.group(2))

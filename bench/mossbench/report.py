@@ -22,6 +22,15 @@ def speed_row(stage, shape, ours_s, baseline, baseline_s, flops, peak_tflops, no
     return r
 
 
+def prompts_note(tokens):
+    """What our encode covered, from the done line's token counts (None: an older log)."""
+    if not tokens:
+        return "prompts encoded: not in the log"
+    if len(tokens) == 1:
+        return f"one prompt of {tokens[0]} tokens, as transformers' forward (first call after the load)"
+    return "prompts stacked in one pass: " + " + ".join(str(n) for n in tokens) + " tokens (not like with like)"
+
+
 def text_encoder_rows(ours, torch_te, tokens, flops_of, peak_tflops):
     """The text encoder's speed and memory rows, like with like: our encode (the pass with the
     weights already on the device, from the `done:` line's `(load X s, encode Y s, ...)`) against
@@ -42,6 +51,7 @@ def text_encoder_rows(ours, torch_te, tokens, flops_of, peak_tflops):
         note = {"resident": "ours: encode with the layers on the device (load in its own row)",
                 "streamed": "ours streams the layers from host memory (copies included)"}.get(
                     layers, "ours: total (no load/encode split in the log)")
+        note += "; " + prompts_note(done.get("te_prompt_tokens"))
         rows.append(speed_row("text encoder", f"{n} tokens", o_s, "transformers" if b else None, b.get("median_s"),
                               flops_of(n) if flops_of else None, peak_tflops, note))
         m = b.get("memory") or {}

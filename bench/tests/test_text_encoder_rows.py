@@ -12,6 +12,10 @@ RESIDENT = ("done: text encoder 0.930 s (load 0.700 s, encode 0.030 s, resident)
             "denoise 1.170 s (4 steps), vae 0.070 s, total 6.200 s; seed 42; 42 of 42 DiT blocks resident")
 STREAMED = ("done: text encoder 2.080 s (load 0.000 s, encode 2.080 s, streamed), dit load 3.100 s, "
             "denoise 1.170 s (4 steps), vae 0.070 s, total 6.200 s; seed 42; 2 of 42 DiT blocks resident")
+WITH_TOKENS = ("done: text encoder 0.930 s (load 0.870 s, encode 0.030 s, resident, 64 tokens), dit load 3.100 s, "
+               "denoise 1.170 s (4 steps), vae 0.070 s, total 6.200 s; seed 42; 42 of 42 DiT blocks resident")
+TWO_PROMPTS = ("done: text encoder 0.930 s (load 0.870 s, encode 0.040 s, resident, 64+10 tokens), dit load 3.100 s, "
+               "denoise 1.170 s (4 steps), vae 0.070 s, total 6.200 s; seed 42; 42 of 42 DiT blocks resident")
 OLD = ("done: text encoder 2.080 s, dit load 3.100 s, denoise 1.170 s (4 steps), vae 0.070 s, total 6.200 s; "
        "seed 42; 42 of 42 DiT blocks resident")
 
@@ -45,3 +49,16 @@ def test_rows_compare_encode_with_forward_and_load_with_load():
     # A log without the split falls back to the total.
     rows, _ = text_encoder_rows({64: {"done": done_of(OLD)}}, {}, [64], None, None)
     assert rows[0]["ours_s"] == 2.08 and rows[0]["baseline"] is None
+
+
+def test_done_line_names_the_prompts_encoded():
+    d = done_of(WITH_TOKENS)
+    assert d["te_encode_s"] == 0.03 and d["te_layers"] == "resident" and d["te_prompt_tokens"] == [64]
+    assert d["dit_load_s"] == 3.1
+    d = done_of(TWO_PROMPTS)
+    assert d["te_prompt_tokens"] == [64, 10] and d["te_encode_s"] == 0.04
+    assert done_of(RESIDENT)["te_prompt_tokens"] is None
+    rows, _ = text_encoder_rows({64: {"done": done_of(WITH_TOKENS)}}, {"64": {"median_s": 0.052}}, [64], None, None)
+    assert "one prompt of 64 tokens" in rows[0]["note"]
+    rows, _ = text_encoder_rows({64: {"done": done_of(TWO_PROMPTS)}}, {"64": {"median_s": 0.052}}, [64], None, None)
+    assert "not like with like" in rows[0]["note"]

@@ -4,7 +4,8 @@
 // misaligned column slices, bf16 operands). Outputs are poisoned with NaN first, so an element
 // a kernel forgets to write fails its case.
 //
-//   hip_dit_kernel_check [--device N] [--filter gemm|rows|fused|attention]
+//   hip_dit_kernel_check [--device N] [--filter gemm|gemm_gated|gemm_skinny|rows|fused|attention]
+// (a group runs when its name contains the filter: "gemm" runs all three GEMM groups)
 //
 // Table rows: kernel, shape, relative L2, max |error|, ms per launch, rate, verdict. Tolerances:
 // bf16-operand kernels (GEMM) 1e-2 relative L2, fp32 kernels 1e-5 (bf16 in/out cases 1e-2). The
@@ -177,14 +178,19 @@ void linear_case(Env& e, const LinearSpec& s) {
 std::string plan_name(const GemmPlan& p, DType xdt) {
   const bool staging = p.kernel == GemmKernel::Leaf && xdt == DType::F32;
   return std::string(gemm_kernel_name(p.kernel)) + " " + gemm_tiles_name(p.tiles, p.kernel) +
-         (staging ? std::string(" ") + gemm_staging_name(p.staging) : "");
+         (staging ? std::string(" ") + gemm_staging_name(p.staging) : "") +
+         (p.split > 1 ? " k/" + std::to_string(p.split) : "");
 }
 
 // Optional parts of a forced-plan case: y and bias dtypes, x as the first k columns of a wider
 // matrix (row stride k + x_pad; x_pad a multiple of 8 keeps x packed).
+// gate: the gated residual epilogue (y f32, a random residual updated in place, against the host's
+// linear_gated_add); repeat: run again into a fresh y and require the same bits (split-K reduces in
+// a fixed order).
 struct PlanCaseOptions {
   DType y = DType::F32, bias = DType::F32;
   int64_t x_pad = 0;
+  bool gate = false, repeat = false;
 };
 
 // moss::gemm with a forced plan (every kernel instantiation): a tail shape, all compared. The
@@ -194,10 +200,20 @@ void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int6
   Pair xp = random_pair(e, xdt, {m, k + o.x_pad});
   Pair wp = random_pair(e, wdt, {n, k}, float(1.0 / std::sqrt(double(k))));
   Pair bp = random_pair(e, o.bias, {n}, 0.5f);
-  Tensor yh = host_tensor(DType::F32, {m, n});
   const Tensor wh = host_as(wp.h, wdt), bh = host_as(bp.h, o.bias);
-  e.host.core().linear(xp.h.slice_cols(0, k), wh, &bh, yh);
-  Tensor yd = poisoned(e, o.y, {m, n});
+  Tensor yh, yd;
+  Pair gp;
+  if (o.gate) {
+    Pair rp = random_pair(e, DType::F32, {m, n});
+    gp = random_pair(e, DType::F32, {n}, 0.5f);
+    yh = rp.h;
+    yd = rp.d;
+    e.host.core().linear_gated_add(xp.h.slice_cols(0, k), wh, &bh, gp.h, yh);
+  } else {
+    yh = host_tensor(DType::F32, {m, n});
+    e.host.core().linear(xp.h.slice_cols(0, k), wh, &bh, yh);
+    yd = poisoned(e, o.y, {m, n});
+  }
   GemmOperands op;
   op.x = xp.d.data;
   op.x_type = xdt == DType::BF16 ? GemmType::BF16 : GemmType::F32;
@@ -210,28 +226,42 @@ void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int6
   op.y = yd.data;
   op.y_type = o.y == DType::BF16 ? GemmType::BF16 : GemmType::F32;
   op.ldy = n;
+  op.gate = o.gate ? static_cast<const float*>(gp.d.data) : nullptr;
   op.m = m;
   op.n = n;
   op.k = k;
   const GemmKernel requested = plan.kernel;
+  const int requested_split = plan.split;
   plan = gemm_resolve(op, e.ctx.multiprocessors(), plan);
   if (requested == GemmKernel::Wgmma && plan.kernel != GemmKernel::Wgmma)
     std::printf("  gemm %lldx%lldx%lld: wgmma requested, %s resolved\n", (long long)m, (long long)k, (long long)n,
                 gemm_kernel_name(plan.kernel));
+  if (requested_split > 1 && plan.split != requested_split)
+    std::printf("  gemm %lldx%lldx%lld: split %d requested, %d resolved\n", (long long)m, (long long)k, (long long)n,
+                requested_split, plan.split);
   gemm(op, e.stream(), e.ctx.multiprocessors(), plan);
   std::vector<float> want = to_f32_vector(yh);
   if (o.y == DType::BF16)
     for (float& v : want) v = round_bf16(v);  // the device rounds once; so must the reference
   const std::string shape = shape_of({m, k, n}) + " " + dtype_name(xdt) + "·" + dtype_name(wdt) +
                             (o.y == DType::BF16 ? " y:bf16" : "") + (o.bias == DType::BF16 ? " b:bf16" : "") +
-                            (o.x_pad ? " ldx:" + std::to_string(k + o.x_pad) : "");
-  report(e, "gemm " + plan_name(plan, xdt), shape, fetch(e, yd), want, n, kBf16Tol);
+                            (o.x_pad ? " ldx:" + std::to_string(k + o.x_pad) : "") + (o.gate ? " +=g·" : "");
+  const std::vector<float> got = fetch(e, yd);
+  report(e, "gemm " + plan_name(plan, xdt), shape, got, want, n, kBf16Tol);
+  if (o.repeat && !o.gate) {
+    Tensor again = poisoned(e, o.y, {m, n});
+    op.y = again.data;
+    gemm(op, e.stream(), e.ctx.multiprocessors(), plan);
+    report(e, "gemm " + plan_name(plan, xdt) + " rerun", shape + " same bits", fetch(e, again), got, n, 0.0);
+  }
 }
 
 // A full-size DiT GEMM: timed, every element checked for being written, 64 sampled rows
 // compared with a host replay of those rows.
+// weight_rate: report the weights' GB/s (N·K·2 bytes per launch) instead of TFLOP/s: the text
+// encoder's few-row GEMMs are bound by streaming the weights.
 void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64_t n, DType xdt, GemmPlan plan = {},
-                    DType ydt = DType::F32) {
+                    DType ydt = DType::F32, bool weight_rate = false) {
   Pair xp = random_pair(e, xdt, {m, k});
   Pair wp = random_pair(e, DType::BF16, {n, k}, float(1.0 / std::sqrt(double(k))));
   Tensor yd = poisoned(e, ydt, {m, n});
@@ -255,7 +285,8 @@ void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64
   constexpr int64_t kSample = 64;
   Tensor xs = host_tensor(DType::F32, {kSample, k});
   std::vector<int64_t> rows;
-  for (int64_t i = 0; i < kSample; ++i) rows.push_back(i == kSample - 1 ? m - 1 : i * (m / kSample) + i % 7);
+  for (int64_t i = 0; i < kSample; ++i)
+    rows.push_back(i == kSample - 1 ? m - 1 : m <= kSample ? i % m : std::min(m - 1, i * (m / kSample) + i % 7));
   for (int64_t i = 0; i < kSample; ++i)
     std::memcpy(xs.row<float>(i), xp.h.row<const float>(rows[size_t(i)]), size_t(k) * sizeof(float));
   Tensor ys = host_tensor(DType::F32, {kSample, n});
@@ -276,12 +307,12 @@ void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64
     }
 
   const double ms = time_it(e, [&] { gemm(op, e.stream(), e.ctx.multiprocessors(), used); });
-  const double flops = 2.0 * m * n * k;
+  const double flops = weight_rate ? 0.0 : 2.0 * m * n * k, bytes = weight_rate ? 2.0 * n * k : 0.0;
   const std::string kernel = "gemm " + name + " " + plan_name(used, xdt);
   const std::string shape =
       shape_of({m, k, n}) + (xdt == DType::BF16 ? " x:bf16" : "") + (ydt == DType::BF16 ? " y:bf16" : "");
-  report(e, kernel, shape, got, want, n, kBf16Tol, ms, flops);
-  record(e, kernel, shape, ms, flops, 0);
+  report(e, kernel, shape, got, want, n, kBf16Tol, ms, flops, bytes);
+  record(e, kernel, shape, ms, flops, bytes);
 }
 
 void check_gemms(Env& e) {
@@ -363,6 +394,101 @@ void check_gemms(Env& e) {
     gemm_full_case(e, "q/k/v/o@1456", kRows1456, kDim, kDim, DType::BF16, wg);
     gemm_full_case(e, "ffn_up_gate@1456", kRows1456, kDim, 2 * kFfn, DType::BF16, wg);
   }
+}
+
+// CoreOps::linear_gated_add on both backends, in place on a random residual (every element
+// compared): the DiT's o-projection and ffn_down shapes with a bf16 x, tails, a K the GEMM pads,
+// a misaligned x slice and f32 weights (the unfused fallback).
+void linear_gated_case(Env& e, const LinearSpec& s, bool timed = false) {
+  const int64_t width = s.k + s.x_offset + (s.x_offset ? 3 : 0);
+  Pair xp = random_pair(e, s.x, {s.m, width});
+  Pair wp = random_pair(e, s.w, {s.n, s.k}, float(1.0 / std::sqrt(double(s.k))));
+  Pair bp = random_pair(e, s.w, {s.n}, 0.5f);
+  Pair gp = random_pair(e, DType::F32, {s.n}, 0.5f);
+  Pair rp = random_pair(e, DType::F32, {s.m, s.n});
+  const Tensor xh = xp.h.slice_cols(s.x_offset, s.k), xd = xp.d.slice_cols(s.x_offset, s.k);
+  const Tensor wh = host_as(wp.h, s.w), bh = host_as(bp.h, s.w);
+  e.gpu.core().linear_gated_add(xd, wp.d, s.bias ? &bp.d : nullptr, gp.d, rp.d);
+  std::vector<float> got = fetch(e, rp.d);
+  // The host replay: every row, or (timed full-size cases) 64 sampled rows.
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < (timed ? 64 : s.m); ++i)
+    rows.push_back(timed ? (i == 63 ? s.m - 1 : std::min(s.m - 1, i * (s.m / 64) + i % 7)) : i);
+  const int64_t nr = int64_t(rows.size());
+  Tensor xs = host_tensor(DType::F32, {nr, s.k}), rs = host_tensor(DType::F32, {nr, s.n});
+  std::vector<float> got_rows(size_t(nr * s.n));
+  for (int64_t i = 0; i < nr; ++i) {
+    const int64_t r = rows[size_t(i)];
+    std::memcpy(xs.row<float>(i), xh.row<const float>(r), size_t(s.k) * sizeof(float));
+    std::memcpy(rs.row<float>(i), rp.h.row<const float>(r), size_t(s.n) * sizeof(float));
+    std::copy_n(got.begin() + r * s.n, s.n, got_rows.begin() + i * s.n);
+  }
+  e.host.core().linear_gated_add(xs, wh, s.bias ? &bh : nullptr, gp.h, rs);
+  const std::string shape = shape_of({s.m, s.k, s.n}) + (s.x == DType::BF16 ? " x:bf16" : "") +
+                            (s.w == DType::F32 ? " w:f32" : "") + (s.x_offset ? " x:slice" : "") +
+                            (s.bias ? " +b" : "");
+  double ms = 0;
+  if (timed) ms = time_it(e, [&] { e.gpu.core().linear_gated_add(xd, wp.d, nullptr, gp.d, rp.d); });
+  const double flops = 2.0 * s.m * s.n * s.k;
+  report(e, "linear_gated_add " + s.name, shape, got_rows, to_f32_vector(rs), s.n, kBf16Tol, ms, flops);
+  if (timed) record(e, "linear_gated_add " + s.name, shape, ms, flops, 0);
+}
+
+void check_gemm_gated(Env& e) {
+  linear_gated_case(e, {"o", 512, kDim, kDim, DType::BF16});
+  linear_gated_case(e, {"ffn_down", 256, kFfn, kDim, DType::BF16});
+  linear_gated_case(e, {"o f32 x", 200, kDim, kDim});
+  linear_gated_case(e, {"tail", 129, 264, 257, DType::F32, DType::BF16, DType::F32, true});
+  linear_gated_case(e, {"tail", 77, 100, 45});  // K % 8 != 0: packed into scratch
+  linear_gated_case(e, {"slice", 130, 96, 200, DType::F32, DType::BF16, DType::F32, false, 3});
+  linear_gated_case(e, {"f32 w", 100, 96, 72, DType::F32, DType::F32, DType::F32, true});
+  // Every kernel's epilogue with the gate, on tails: Wgmma, Mma (each tile shape, split or not),
+  // Leaf; odd N (unpaired accesses) and a bias.
+  if (kPlatformNvidia) {
+    const GemmPlan wg = {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Wgmma};
+    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 300, 520, 192, {DType::F32, DType::F32, 0, true});
+    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 129, 257, 320, {DType::F32, DType::BF16, 0, true});
+    for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium, GemmTiles::Small, GemmTiles::Skinny})
+      gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Mma, 1}, DType::F32, DType::BF16, 300, 519, 136,
+                     {DType::F32, DType::F32, 0, true});
+    gemm_plan_case(e, {GemmTiles::Skinny, GemmStaging::Auto, GemmKernel::Mma, 4}, DType::F32, DType::BF16, 70, 257,
+                   520, {DType::F32, DType::BF16, 0, true});
+  }
+  gemm_plan_case(e, {GemmTiles::Small, GemmStaging::Auto, GemmKernel::Leaf}, DType::F32, DType::BF16, 300, 519, 136,
+                 {DType::F32, DType::F32, 0, true});
+  // Timed at the DiT's 1024x1024 shapes (bf16 x, as the DiT runs them): compare with the plain
+  // GEMM rows of the gemm group (the epilogue's extra read of y costs 4 bytes per element).
+  linear_gated_case(e, {"o", kRows, kDim, kDim, DType::BF16}, true);
+  linear_gated_case(e, {"ffn_down", kRows, kFfn, kDim, DType::BF16}, true);
+}
+
+// Few-row GEMMs (the text encoder: M = 10..512, f32 or bf16 x, bf16 weights): split-K through
+// thread-block clusters on tails (K runs that do not divide evenly, M and N tails, one k-step per
+// split), bit-reproducible reruns; then the text encoder's shapes timed in weight GB/s.
+void check_gemm_skinny(Env& e) {
+  if (!kPlatformNvidia) return;
+  for (int split : {2, 4, 8})
+    for (GemmTiles t : {GemmTiles::Skinny, GemmTiles::Small, GemmTiles::Medium})
+      for (DType x : {DType::F32, DType::BF16})
+        gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Mma, split}, x, DType::BF16, 70, 300, 520,
+                       {DType::F32, DType::F32, 0, false, true});
+  const GemmPlan s8 = {GemmTiles::Skinny, GemmStaging::Auto, GemmKernel::Mma, 8};
+  gemm_plan_case(e, s8, DType::F32, DType::BF16, 10, 4096, 256, {DType::F32, DType::F32, 0, false, true});
+  gemm_plan_case(e, s8, DType::F32, DType::BF16, 1, 33, 264, {DType::BF16, DType::BF16, 8, false, true});
+  gemm_plan_case(e, s8, DType::BF16, DType::BF16, 129, 1001, 256, {DType::F32, DType::BF16, 24, false, true});
+  // Auto at the text encoder's shapes (N x K: 4096x4096, 12288x4096, 4096x12288, 1024x4096,
+  // 8192x4096, 32x4096) at 64, 128 and 512 rows; 64 sampled rows compared. Before split-K, 4096x12288
+  // at 64 rows ran 64x64 tiles at ~578 GB/s (the "before" row below); target >= 2500 GB/s.
+  struct Shape {
+    int64_t n, k;
+  };
+  const Shape shapes[] = {{4096, 4096}, {12288, 4096}, {4096, 12288}, {1024, 4096}, {8192, 4096}, {32, 4096}};
+  gemm_full_case(e, "te before", 64, 12288, 4096, DType::F32, {GemmTiles::Small, GemmStaging::Auto, GemmKernel::Mma, 1},
+                 DType::F32, true);
+  for (int64_t m : {64, 128, 512})
+    for (const Shape& sh : shapes) gemm_full_case(e, "te", m, sh.k, sh.n, DType::F32, {}, DType::F32, true);
+  for (const Shape& sh : shapes) gemm_full_case(e, "te", 64, sh.k, sh.n, DType::BF16, {}, DType::F32, true);
+  gemm_full_case(e, "te", 10, 4096, 12288, DType::F32, {}, DType::F32, true);
 }
 
 // ---- row kernels ---------------------------------------------------------------------------------
@@ -599,12 +725,14 @@ void norm_modulate_case(Env& e, int64_t rows, int64_t cols, DType out, int64_t o
   if (timed) record(e, "norm_modulate", shape, ms, 0, bytes);
 }
 
-// The projection output x (f32; a column slice at `offset` of a wider matrix, like q of a fused
-// qkv) -> per-head norm + RoPE -> y of dtype `out`; [f | f] sin/cos tables.
+// The projection output x (dtype `in`; a column slice at `offset` of a wider matrix, like q of a
+// fused qkv) -> per-head norm + RoPE -> y of dtype `out` (in place: out == in); [f | f] sin/cos
+// tables.
 void norm_rope_case(Env& e, int64_t rows, int64_t cols, int64_t head_dim, DType out, int64_t offset = 0,
-                    bool in_place = false, bool timed = false) {
+                    bool in_place = false, bool timed = false, DType in = DType::F32) {
   const int64_t width = cols + offset + (offset ? 3 : 0), half = head_dim / 2;
-  Pair xp = random_pair(e, DType::F32, {rows, width}, 2.0f);
+  if (in_place) out = in;
+  Pair xp = random_pair(e, in, {rows, width}, 2.0f);
   Pair wp = random_pair(e, DType::BF16, {head_dim}, 0.5f);
   const Tensor xh = xp.h.slice_cols(offset, cols), xd = xp.d.slice_cols(offset, cols);
   const Tensor wh = host_as(wp.h, DType::BF16);
@@ -623,18 +751,21 @@ void norm_rope_case(Env& e, int64_t rows, int64_t cols, int64_t head_dim, DType 
   e.host.core().norm_rope(xh, wh, 1e-6f, head_dim, sin_h, cos_h, yh);
   e.gpu.core().norm_rope(xd, wp.d, 1e-6f, head_dim, sin_d, cos_d, yd);
   const std::vector<float> got = fetch(e, yd);
-  const double bytes = double(rows * cols) * double(4 + dtype_size(out)) + 2.0 * double(rows * head_dim) * 4;
+  const double bytes =
+      double(rows * cols) * double(dtype_size(in) + dtype_size(out)) + 2.0 * double(rows * head_dim) * 4;
   double ms = 0;
   if (timed) ms = time_it(e, [&] { e.gpu.core().norm_rope(xd, wp.d, 1e-6f, head_dim, sin_d, cos_d, yd); });
-  const std::string shape = shape_of({rows, cols}) + " hd" + std::to_string(head_dim) + " f32->" + dtype_name(out) +
+  const std::string shape = shape_of({rows, cols}) + " hd" + std::to_string(head_dim) + " " + dtype_name(in) + "->" +
+                            dtype_name(out) +
                             (offset ? " slice" : "") + (in_place ? " in-place" : "");
   report(e, "norm_rope", shape, got, rounded_as(yh, out), cols, fused_tol(out), ms, 0, bytes);
   if (timed) record(e, "norm_rope", shape, ms, 0, bytes);
 }
 
-// SiTU on the two f32 halves of the fused up|gate output, written in bf16 (ffn_down's input).
-void gated_bf16_case(Env& e, int64_t rows, int64_t cols, bool timed = false) {
-  Pair ab = random_pair(e, DType::F32, {rows, 2 * cols}, 3.0f);
+// SiTU on the two halves (dtype `in`) of the fused up|gate output, written in bf16 (ffn_down's
+// input).
+void gated_bf16_case(Env& e, int64_t rows, int64_t cols, bool timed = false, DType in = DType::F32) {
+  Pair ab = random_pair(e, in, {rows, 2 * cols}, 3.0f);
   const Tensor ah = ab.h.slice_cols(0, cols), bh = ab.h.slice_cols(cols, cols);
   const Tensor ad = ab.d.slice_cols(0, cols), bd = ab.d.slice_cols(cols, cols);
   Tensor oh = host_tensor(DType::F32, {rows, cols});
@@ -642,17 +773,21 @@ void gated_bf16_case(Env& e, int64_t rows, int64_t cols, bool timed = false) {
   e.host.core().gated_unit(GatedUnit::Situ, ah, bh, oh);
   e.gpu.core().gated_unit(GatedUnit::Situ, ad, bd, od);
   const std::vector<float> got = fetch(e, od);
-  const double bytes = double(rows * cols) * (2 * 4 + 2);
+  const double bytes = double(rows * cols) * double(2 * dtype_size(in) + 2);
   double ms = 0;
   if (timed) ms = time_it(e, [&] { e.gpu.core().gated_unit(GatedUnit::Situ, ad, bd, od); });
-  const std::string shape = shape_of({rows, cols}) + " ->bf16";
+  const std::string shape = shape_of({rows, cols}) + " " + dtype_name(in) + "->bf16";
   report(e, "gated_unit situ", shape, got, rounded_as(oh, DType::BF16), cols, kRoundedTol, ms, 0, bytes);
   if (timed) record(e, "gated_unit situ", shape, ms, 0, bytes);
 }
 
 void check_fused(Env& e) {
-  // The DiT at 1024x1024, as it runs them (timed): norm1/norm2 and the head, q and k.
+  // The DiT at 1024x1024, as it runs them (timed): norm1/norm2 and the head; q and k (bf16
+  // projections normalised and rotated in place); SiTU on the bf16 up|gate projection. Then the
+  // f32-input forms (MOSSINFER_DIT_F32_PROJECTIONS=1) for comparison.
   norm_modulate_case(e, kRows, kDim, DType::BF16, 0, false, true);
+  norm_rope_case(e, kRows, kDim, kHeadDim, DType::BF16, 0, true, true, DType::BF16);
+  gated_bf16_case(e, kRows, kFfn, true, DType::BF16);
   norm_rope_case(e, kRows, kDim, kHeadDim, DType::BF16, 0, false, true);
   gated_bf16_case(e, kRows, kFfn, true);
   // The f32 forms (the host's dtype), tails, slices and in-place.
@@ -666,7 +801,13 @@ void check_fused(Env& e) {
   norm_rope_case(e, 9, 60, 12, DType::F32, 1);                  // odd half, misaligned slice
   norm_rope_case(e, 65, 2048, 256, DType::BF16);                // several pairs per lane
   norm_rope_case(e, 40, 3072, 128, DType::F32, 0, true);
+  norm_rope_case(e, 9, 60, 12, DType::BF16, 0, true, false, DType::BF16);  // bf16 fallback kernel, in place
+  norm_rope_case(e, 33, 1024, 64, DType::BF16, 0, true, false, DType::BF16);
+  norm_rope_case(e, 5, 512, 8, DType::F32);                                 // one lane per head
+  norm_modulate_case(e, 17, 4096, DType::BF16);                             // wider than the register kernel
+  norm_modulate_case(e, 17, 260, DType::BF16);                              // a partial last chunk
   gated_bf16_case(e, 31, 77);
+  gated_bf16_case(e, 31, 77, false, DType::BF16);
 }
 
 void print_summary(const std::vector<Timing>& timings) {
@@ -702,7 +843,8 @@ Options parse_options(int argc, char** argv) {
     } else if (arg == "--filter" && i + 1 < argc) {
       o.filter = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: hip_dit_kernel_check [--device N] [--filter gemm|rows|fused|attention]\n");
+      std::fprintf(stderr,
+                   "usage: hip_dit_kernel_check [--device N] [--filter gemm|gemm_gated|gemm_skinny|rows|fused|attention]\n");
       std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
     }
   }
@@ -736,6 +878,8 @@ int main(int argc, char** argv) {
       }
     };
     guarded("gemm", [&] { check_gemms(env); });
+    guarded("gemm_gated", [&] { check_gemm_gated(env); });
+    guarded("gemm_skinny", [&] { check_gemm_skinny(env); });
     guarded("rows", [&] { check_rows(env); });
     guarded("fused", [&] { check_fused(env); });
     guarded("attention", [&] { check_attention_cases(table, ctx, *host, "dit"); });

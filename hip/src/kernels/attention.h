@@ -1,5 +1,8 @@
 // Flash attention: QKᵀ and PV as bf16 tile products with fp32 accumulation, an fp32 online softmax
-// in base 2 (scale·log2(e) folded into the scores), no materialised score matrix. Two kernels:
+// in base 2 (scale·log2(e) folded into the scores), no materialised score matrix. Three kernels:
+//   wgmma (NVIDIA Hopper, the DiT's case: head dim 128, bidirectional, bf16 q/k/v read in place):
+//     FlashAttention-3 style, TMA-fed 128-key tiles, 2 consumer warpgroups of 64 queries, P in
+//     registers as the A operand of P·V (kernels/attention_hopper.h).
 //   flash (NVIDIA, head dims up to 128, the DiT's): 128 queries x 4 warps per workgroup, 64-key
 //     tiles double-buffered with cp.async, ldmatrix fragment reads from XOR-swizzled shared memory,
 //     P kept in registers as the A operand of P·V (kernels/attention_flash_nvidia.h). K and V are
@@ -23,11 +26,18 @@ int attention_padded_head_dim(int head_dim);
 // Packed K/V rows are padded to a multiple of this many keys (a multiple of every key tile).
 constexpr int kAttentionKeyPadding = 64;
 
-// Default: what the op uses (flash where it applies: 64-key tiles, both row tiles of a warp
-// sharing each K fragment). FlashKeys32: flash with 32-key tiles, one row tile's scores at a time
-// (fewer registers, more shared-memory reads). Reference: the reference kernel even where flash
-// applies. The alternatives exist to be checked and timed against the default (hip kernel checks).
-enum class AttentionTiling { Default, FlashKeys32, Reference };
+// Default: what the op uses: on NVIDIA Hopper the wgmma kernel where it applies (head dim 128,
+// bidirectional, bf16 q/k/v with 16-byte aligned rows read in place, positive scale;
+// kernels/attention_hopper.h; H200: 643-685 TFLOP/s at the DiT's shapes against 273-282 for
+// flash), else the mma.sync flash kernel where it applies (64-key tiles, both row tiles of a warp
+// sharing each K fragment), else the reference kernel. MOSSINFER_ATTENTION=flash keeps Default
+// on flash (a developer switch for comparing whole runs). Flash: the flash kernel even where
+// wgmma applies. FlashKeys32: flash with 32-key tiles, one row tile's scores at a time (fewer
+// registers, more shared-memory reads). Wgmma: the wgmma kernel, named. WgmmaSerial: the wgmma
+// kernel without the overlap of the softmax with P·V. Reference: the reference kernel even where
+// flash applies. The alternatives exist to be checked and timed against the default (hip kernel
+// checks).
+enum class AttentionTiling { Default, Flash, FlashKeys32, Wgmma, WgmmaSerial, Reference };
 
 // How the chosen kernel wants K and V: rows of d_pad bf16 (zero beyond head_dim), V transposed
 // ([d][key]) or not ([key][d]). flash: the kernel zero-fills keys past tk itself and reads

@@ -275,5 +275,174 @@ static_assert(rows_follow_lane(gemm_layout::a_source) && rows_follow_lane(gemm_l
 
 }  // namespace check
 }  // namespace flash
+
+// ---- the Hopper kernel (kernels/attention_hopper.h): TMA boxes read by wgmma ---------------------
+// Every operand tile is made of copy-engine boxes of 64 head dims (128 bytes) x 128 rows, written
+// with the 128-byte swizzle (gemm_layout::sw128::tma_address), each 16 KiB and 1024-aligned:
+//   Q  [128 queries][128 dims]  = boxes (dims 0-63, dims 64-127) at q + 16 KiB·box;
+//   K  [128 keys][128 dims]     the same, per stage;
+//   V  [128 keys][128 dims]     the same, per stage.
+// S = Q·Kᵀ (m64n128k16, 8 k16 steps over the dims): A = consumer c's 64 query rows, B = the 128
+// key rows, both K-major: step kk lies in box kk / 4 at 32 bytes · (kk % 4) into each row, exactly
+// the GEMM's sw128::step_descriptor (proved there for any 1024-aligned box; re-proved below at the
+// kernel's offsets). O += P·V (m64n128k16, 8 k16 steps over the keys): B = V, whose N (dims) is
+// contiguous, i.e. MN-major ("transposed", imm-trans-b = 1) with the 128-byte swizzle. The PTX ISA
+// ("Shared Memory Matrix Layout", canonical MN-major 128B layout ((T,8,m),(8,k)) : ((1,T,LBO),
+// (8T,SBO)), T = 8 bf16 per 16 bytes) reads element (k, n) at
+//   start + (n / 64)·LBO + 2·(n % 64) + 128·(k % 8) + (k / 8)·SBO,   then swizzled,
+// so with LBO = the distance between the two dim boxes (16 KiB), SBO = 8 rows (1024 bytes) and the
+// start advanced 16 rows (2048 bytes) per k16 step, it reads row 16kk + k, dim n of the tile.
+// P stays in registers: the wgmma A fragment (PTX ISA "Matrix Fragments for wgmma .m64nNk16",
+// per warp the mma.sync m16n8k16 A layout) of keys 16kk.. is the score accumulator registers
+// 8kk..8kk+7 of the same thread, paired (proved below).
+namespace hopper {
+
+constexpr int kHeadDim = 128;                 // the head dim the kernel is built for
+constexpr int kBoxDims = gemm_layout::sw128::kBK;  // 64 dims per box (one 128-byte swizzle span)
+constexpr int kBoxes = kHeadDim / kBoxDims;   // 2 boxes per tile
+constexpr int kTileRows = 128;                // queries per block, keys per K/V tile
+constexpr int kBoxBytes = kTileRows * gemm_layout::sw128::kRowBytes;  // 16 KiB
+constexpr int kTileBytes = kBoxes * kBoxBytes;                        // 32 KiB
+constexpr int kK16Steps = kHeadDim / 16;      // QKᵀ steps over the dims
+constexpr int kKeySteps = kTileRows / 16;     // PV steps over the keys
+
+// Shared memory (from a 1024-aligned base): Q, then per stage s the K tile and the V tile.
+constexpr uint32_t q_offset() { return 0; }
+constexpr uint32_t k_offset(int stage) { return uint32_t(kTileBytes + 2 * stage * kTileBytes); }
+constexpr uint32_t v_offset(int stage) { return k_offset(stage) + uint32_t(kTileBytes); }
+
+// Element (row, dim) of a tile at `tile` (1024-aligned) as the copy engine writes it.
+constexpr uint32_t tile_address(uint32_t tile, int row, int dim) {
+  return gemm_layout::sw128::tma_address(tile + uint32_t(dim / kBoxDims * kBoxBytes), row, dim % kBoxDims);
+}
+
+// K-major descriptor of k16 step kk (dims 16kk..16kk+15) of the rows first_row.. of a Q or K tile.
+constexpr uint64_t kmajor_step_descriptor(uint32_t tile, int first_row, int kk) {
+  return gemm_layout::sw128::step_descriptor(tile + uint32_t(kk / 4 * kBoxBytes), first_row, kk % 4);
+}
+
+// ---- MN-major descriptor (same bit fields as sw128::descriptor, PTX ISA "Matrix Descriptor
+// Format"): LBO (bits 16-29) = the offset between 64-element MN blocks, SBO (bits 32-45) = the
+// offset between 8-row K groups, swizzle mode 1 (128-byte), base offset 0 (1024-aligned tiles).
+constexpr uint32_t kVLeadingBytes = uint32_t(kBoxBytes);                    // dims 0-63 -> 64-127
+constexpr uint32_t kVStrideBytes = uint32_t(gemm_layout::sw128::kAtomBytes);  // keys k -> k + 8
+constexpr uint64_t mn_descriptor(uint32_t start_address, uint32_t leading_bytes, uint32_t stride_bytes) {
+  return uint64_t((start_address & 0x3FFFFu) >> 4) | (uint64_t((leading_bytes & 0x3FFFFu) >> 4) << 16) |
+         (uint64_t((stride_bytes & 0x3FFFFu) >> 4) << 32) | (gemm_layout::sw128::kSwizzle128 << 62);
+}
+// V's descriptor for key step kk (keys 16kk..16kk+15 of the tile at `tile`).
+constexpr uint64_t v_step_descriptor(uint32_t tile, int kk) {
+  return mn_descriptor(tile + uint32_t(16 * kk * gemm_layout::sw128::kRowBytes), kVLeadingBytes, kVStrideBytes);
+}
+
+// Model of wgmma's fetch of B element (k < 16, n < N) for an MN-major 128-byte-swizzled operand.
+constexpr uint32_t wgmma_mn_address(uint64_t desc, int k, int n) {
+  const uint32_t start = uint32_t(desc & 0x3FFFu) << 4;
+  const uint32_t lbo = uint32_t((desc >> 16) & 0x3FFFu) << 4;
+  const uint32_t sbo = uint32_t((desc >> 32) & 0x3FFFu) << 4;
+  return gemm_layout::sw128::swizzle_address(start + uint32_t(n / kBoxDims) * lbo + uint32_t(n % kBoxDims) * 2 +
+                                             uint32_t(k % 8) * gemm_layout::sw128::kRowBytes +
+                                             uint32_t(k / 8) * sbo);
+}
+
+// The wgmma A fragment from registers (m64nNk16, bf16): thread t (warp w = t / 32, lane l) holds 8
+// elements, slot v of them at row 16w + l/4 + 8·((v / 2) % 2), column (k) 2·(l % 4) + v % 2 +
+// 8·(v / 4): per warp the mma.sync m16n8k16 A fragment (mma_layout::Nvidia::a). Register j of
+// the instruction holds slots 2j (low half) and 2j + 1.
+constexpr Elem a_fragment(int thread, int slot) {
+  const int w = thread / 32, l = thread % 32;
+  return {16 * w + l / 4 + 8 * ((slot / 2) % 2), 2 * (l % 4) + slot % 2 + 8 * (slot / 4)};
+}
+
+// The P operand of key step kk, slot v, comes from score accumulator register 8kk + v.
+constexpr int p_register(int kk, int slot) { return 8 * kk + slot; }
+
+// Accumulator register i of a thread lies in its row h = row_half(i): row accumulator(t, 0).row +
+// 8h (the softmax keeps one max and one sum per h); its column is accumulator(t, i).col.
+constexpr int row_half(int i) { return (i / 2) % 2; }
+
+namespace check {
+
+// Q and K: every k16 step, row and dim of the consumers' A blocks and the B block read what the
+// copy engine wrote, in every stage.
+constexpr bool kmajor_reads_tiles(uint32_t tile, int first_row, int rows) {
+  for (int kk = 0; kk < kK16Steps; ++kk)
+    for (int row = 0; row < rows; ++row)
+      for (int k = 0; k < 16; ++k)
+        if (gemm_layout::sw128::wgmma_address(kmajor_step_descriptor(tile, first_row, kk), row, k) !=
+            tile_address(tile, first_row + row, 16 * kk + k))
+          return false;
+  return true;
+}
+// V: every key step, key and dim.
+constexpr bool v_reads_tile(uint32_t tile) {
+  for (int kk = 0; kk < kKeySteps; ++kk)
+    for (int k = 0; k < 16; ++k)
+      for (int n = 0; n < kHeadDim; ++n)
+        if (wgmma_mn_address(v_step_descriptor(tile, kk), k, n) != tile_address(tile, 16 * kk + k, n)) return false;
+  return true;
+}
+// The tile's addresses are a bijection onto its bytes (no two (row, dim) share an address).
+constexpr bool tile_is_bijection() {
+  bool seen[kTileBytes / 2] = {};
+  for (int row = 0; row < kTileRows; ++row)
+    for (int dim = 0; dim < kHeadDim; ++dim) {
+      const uint32_t a = tile_address(0, row, dim);
+      if (a % 2 != 0 || a >= uint32_t(kTileBytes) || seen[a / 2]) return false;
+      seen[a / 2] = true;
+    }
+  return true;
+}
+// P: A fragment slot v of step kk is the score accumulator 8kk + v of the same thread (same row,
+// key 16kk + the fragment's column); the accumulator map is the GEMM's sw128::accumulator.
+constexpr bool p_matches_accumulator() {
+  for (int t = 0; t < 128; ++t)
+    for (int kk = 0; kk < kKeySteps; ++kk)
+      for (int v = 0; v < 8; ++v) {
+        const Elem acc = gemm_layout::sw128::accumulator(t, p_register(kk, v));
+        const Elem a = a_fragment(t, v);
+        if (acc.row != a.row || acc.col != 16 * kk + a.col) return false;
+      }
+  return true;
+}
+// The A fragment per warp is the mma.sync A fragment, and covers the 64 x 16 block once.
+constexpr bool a_fragment_valid() {
+  int hits[64][16] = {};
+  for (int t = 0; t < 128; ++t)
+    for (int v = 0; v < 8; ++v) {
+      const Elem a = a_fragment(t, v);
+      ++hits[a.row][a.col];
+      const Elem m = mma_layout::Nvidia::a(t % 32, v);
+      if (a.row != 16 * (t / 32) + m.row || a.col != m.col) return false;
+    }
+  for (int r = 0; r < 64; ++r)
+    for (int c = 0; c < 16; ++c)
+      if (hits[r][c] != 1) return false;
+  return true;
+}
+
+constexpr bool row_half_matches() {
+  for (int t = 0; t < 128; ++t)
+    for (int i = 0; i < 64; ++i)
+      if (gemm_layout::sw128::accumulator(t, i).row != gemm_layout::sw128::accumulator(t, 0).row + 8 * row_half(i))
+        return false;
+  return true;
+}
+
+static_assert(row_half_matches(), "attention hopper: accumulator rows are not row g and g + 8");
+static_assert(k_offset(0) % gemm_layout::sw128::kAtomBytes == 0 && kBoxBytes % gemm_layout::sw128::kAtomBytes == 0,
+              "attention hopper: tiles and boxes start on swizzle atoms");
+static_assert(kmajor_reads_tiles(q_offset(), 0, 64) && kmajor_reads_tiles(q_offset(), 64, 64),
+              "attention hopper: Q descriptors do not read the copy engine's layout");
+static_assert(kmajor_reads_tiles(k_offset(0), 0, kTileRows) && kmajor_reads_tiles(k_offset(1), 0, kTileRows),
+              "attention hopper: K descriptors do not read the copy engine's layout");
+static_assert(v_reads_tile(v_offset(0)) && v_reads_tile(v_offset(1)),
+              "attention hopper: V (MN-major) descriptors do not read the copy engine's layout");
+static_assert(tile_is_bijection(), "attention hopper: tile addresses overlap");
+static_assert(p_matches_accumulator(), "attention hopper: score accumulators do not form the P A fragment");
+static_assert(a_fragment_valid(), "attention hopper: wgmma A fragment differs from the mma.sync A fragment");
+
+}  // namespace check
+}  // namespace hopper
 }  // namespace attention_layout
 }  // namespace moss

@@ -34,6 +34,9 @@ struct BlockShape {
   static constexpr int kWarpsN = conv::warps_n(kSplit);
   static constexpr int kThreads = conv::kWarpsM * kWarpsN * kWaveSize;
   static constexpr int kBlockRows = kWarpsN * conv::kTilesN;  // output rows per block
+  // Blocks per multiprocessor the registers must allow (NVIDIA, 8 warps: two blocks, so that one
+  // block's staging overlaps the other's products; at most 128 registers per thread).
+  static constexpr int kMinBlocks = kPlatformNvidia && !kSplit ? 2 : 1;
 };
 
 // The fragment loaders below read slots 2p and 2p+1 as one bf16 pair: they must be neighbours
@@ -125,15 +128,110 @@ __device__ inline void product(leaf::FragC& acc, const split_leaf::FragA<kSplit>
   }
 }
 
+// A channel's group norm as one multiply-add, y = x·scale + offset with offset = shift − mean·scale
+// (two terms per channel instead of three: the staging's registers are at their limit). It
+// differs from (x − mean)·scale + shift by fp32 rounding of |mean·scale| (~6e-8 of it), far below
+// the operands' rounding unless a group's mean were ~1e3 times its spread (not in the decoder).
+struct NormTerms {
+  float scale, offset;
+};
+
+__device__ inline NormTerms norm_terms(const ChannelNorm& n) { return {n.scale, n.shift - n.mean * n.scale}; }
+
+// The SiLU of a staged value with the approximate exponential and reciprocal (a few ulp of fp32,
+// far below the operands' fp16/bf16 rounding; the bf16x3 rows of hip_vae_check bound it too).
+// Large negative t: exp overflows to inf and the quotient is −0, as SiLU's limit.
+__device__ inline float silu_fast(float t) {
+#if MOSS_PLATFORM_NVIDIA
+  return __fdividef(t, 1.0f + fast_exp(-t));
+#else
+  return t * __builtin_amdgcn_rcpf(1.0f + fast_exp(-t));
+#endif
+}
+
+// Stage 2 of a K-step: the chunk's 16 channels of every patch pixel, read through the padding,
+// the upsampling and the group norm (+ SiLU), rounded to the operand type (hi, and lo for the
+// split product) and stored as two 16-byte vectors per pixel. An item's 8 loads are all issued
+// before any arithmetic: addresses are clamped into the map (the chunk's first channel, the map's
+// first pixel) and out-of-range values replaced by zero afterwards, with selects. (The first
+// version loaded each value under its own branch; with the norm + SiLU in that branch the loads
+// were serialised and the normalised convolutions ran 4-7x slower than the plain ones.)
+// norm: the chunk's 16 channel terms in shared memory (kNorm only; entries past cin unused).
+template <int K, ConvPrecision P, int kThreads, int kBlockRows, bool kNorm, bool kSilu>
+__device__ inline void stage_patch(const Conv2dArgs& a, uint32_t* s_hi, uint32_t* s_lo, const NormTerms* norm,
+                                   int chunk, int oy0, int ox0, int tid) {
+  constexpr bool kSplit = P == ConvPrecision::Bf16x3, kF16 = P == ConvPrecision::F16;
+  constexpr int kPad = K / 2, kPatchW = kTileW + K - 1, kPatchPix = kPatchW * (kBlockRows + K - 1);
+  const int up = a.upsample2x ? 1 : 0;
+  const int ho = a.h << up, wo = a.w << up;
+  const int64_t plane = int64_t(a.h) * a.w;
+  const int c0 = chunk * kChunk, valid_channels = a.cin - c0 < kChunk ? a.cin - c0 : kChunk;
+  const float* base = a.x + int64_t(c0) * plane;
+  // Work item: one half (8 channels, one 16-byte vector) of one pixel; consecutive threads take
+  // consecutive pixels of the same half (coalesced reads along the row).
+  constexpr int kHalf = kChunk / 2;
+#pragma unroll 1  // one item's 8 values in flight per thread: registers stay with the accumulators
+  for (int item = tid; item < 2 * kPatchPix; item += kThreads) {
+    const int half = item >= kPatchPix ? 1 : 0, p = item - half * kPatchPix;
+    const int py = p / kPatchW, px = p - py * kPatchW;
+    const int iy = oy0 + py - kPad, ix = ox0 + px - kPad;
+    const bool inside = iy >= 0 && iy < ho && ix >= 0 && ix < wo;
+    const int ch0 = half * kHalf;  // the item's first channel within the chunk
+    const float* src = base + (inside ? int64_t(iy >> up) * a.w + (ix >> up) : 0);
+    float v[kHalf];
+#pragma unroll
+    for (int c = 0; c < kHalf; ++c) v[c] = src[(ch0 + c < valid_channels ? ch0 + c : 0) * plane];
+#pragma unroll
+    for (int c = 0; c < kHalf; ++c) {
+      float t = v[c];
+      if constexpr (kNorm) {
+        const NormTerms n = norm[ch0 + c];
+        t = t * n.scale + n.offset;
+        if constexpr (kSilu) t = silu_fast(t);
+      }
+      if constexpr (kF16) t *= kConvF16InputScale;
+      // zero padding comes after the norm, as PyTorch pads the normalised map
+      v[c] = inside && ch0 + c < valid_channels ? t : 0.0f;
+    }
+    uint32_t hi[kHalf / 2], lo[kHalf / 2];
+#pragma unroll
+    for (int w = 0; w < kHalf / 2; ++w) {
+      if constexpr (kF16) {
+#if MOSS_PLATFORM_NVIDIA
+        hi[w] = f16_pair(v[2 * w], v[2 * w + 1]);
+#endif
+      } else {
+        const bf16 h0 = to_bf16(v[2 * w]), h1 = to_bf16(v[2 * w + 1]);
+        hi[w] = bf16_pair(h0, h1);
+        if constexpr (kSplit)
+          lo[w] = bf16_pair(to_bf16(v[2 * w] - to_float(h0)), to_bf16(v[2 * w + 1] - to_float(h1)));
+      }
+    }
+    // words 0-3 (channels 0-7) go to the half the swizzle names, words 4-7 to the other
+    const int at = (conv::swizzle_word(0, p) / 4) ^ half;
+    reinterpret_cast<tile::Chunk16*>(&s_hi[p * kChunkWords])[at] = tile::Chunk16{{hi[0], hi[1], hi[2], hi[3]}};
+    if constexpr (kSplit)
+      reinterpret_cast<tile::Chunk16*>(&s_lo[p * kChunkWords])[at] = tile::Chunk16{{lo[0], lo[1], lo[2], lo[3]}};
+  }
+}
+
+// (AMD's __launch_bounds__ takes the block size alone; one wave32 per workgroup there.)
+#if MOSS_PLATFORM_NVIDIA
+#define MOSS_CONV2D_BOUNDS(Shape) __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
+#else
+#define MOSS_CONV2D_BOUNDS(Shape) __launch_bounds__(Shape::kThreads)
+#endif
+
 template <int K, ConvPrecision P>
-__global__ __launch_bounds__(BlockShape<P>::kThreads) void conv2d_kernel(const Conv2dArgs a, int co_tiles, int tiles_x) {
+__global__ MOSS_CONV2D_BOUNDS(BlockShape<P>) void conv2d_kernel(const Conv2dArgs a, int co_tiles, int tiles_x) {
   constexpr bool kSplit = BlockShape<P>::kSplit, kF16 = P == ConvPrecision::F16;
   constexpr int kThreads = BlockShape<P>::kThreads, kBlockRows = BlockShape<P>::kBlockRows;
-  constexpr int kTaps = K * K, kPad = K / 2, kPlanes = kSplit ? 2 : 1;
-  constexpr int kPatchW = kTileW + K - 1, kPatchH = kBlockRows + K - 1, kPatchPix = kPatchW * kPatchH;
+  constexpr int kTaps = K * K, kPlanes = kSplit ? 2 : 1;
+  constexpr int kPatchW = kTileW + K - 1, kPatchPix = kPatchW * (kBlockRows + K - 1);
   constexpr int kWeightWords = kTaps * kBlockM * kChunkWords;  // one plane, one K-step
   alignas(16) __shared__ uint32_t s_w[kPlanes][kWeightWords];
   alignas(16) __shared__ uint32_t s_x[kPlanes][kPatchPix * kChunkWords];
+  __shared__ NormTerms s_norm[2][kChunk];  // the group norm of this chunk's / the next chunk's channels
 
   const int tid = int(thread_x()), warp = tid / kWaveSize;
   const int wm = warp % conv::kWarpsM, wn = warp / conv::kWarpsM;
@@ -143,7 +241,6 @@ __global__ __launch_bounds__(BlockShape<P>::kThreads) void conv2d_kernel(const C
   const int oy0 = (pixel_tile / tiles_x) * kBlockRows, ox0 = (pixel_tile % tiles_x) * kTileW;
   const int up = a.upsample2x ? 1 : 0;
   const int ho = a.h << up, wo = a.w << up;
-  const int64_t plane = int64_t(a.h) * a.w;
   const int chunks = (a.cin + kChunk - 1) / kChunk;
   const int row0 = wm * conv::kTilesM * 16;  // this warp's first weight row in the block tile
 
@@ -153,8 +250,10 @@ __global__ __launch_bounds__(BlockShape<P>::kThreads) void conv2d_kernel(const C
 #pragma unroll
     for (int j = 0; j < conv::kTilesN; ++j) leaf::zero(acc[i][j]);
 
+  if (a.norm && tid < kChunk && tid < a.cin) s_norm[0][tid] = norm_terms(a.norm[tid]);  // visible after the loop's first barrier
+
   for (int chunk = 0; chunk < chunks; ++chunk) {
-    sync_workgroup();  // the previous K-step's fragments are read
+    sync_workgroup();  // the previous K-step's fragments (and staged norm terms) are read
 
     // 1. weights: one contiguous run per plane
     const int64_t wofs = (int64_t(co_tile) * chunks + chunk) * kWeightWords;
@@ -164,50 +263,15 @@ __global__ __launch_bounds__(BlockShape<P>::kThreads) void conv2d_kernel(const C
     }
     tile::commit_copies();
 
-    // 2. the input patch, normalised and rounded
-    const int c0 = chunk * kChunk, valid_channels = a.cin - c0 < kChunk ? a.cin - c0 : kChunk;
-    for (int p = tid; p < kPatchPix; p += kThreads) {
-      const int py = p / kPatchW, px = p - py * kPatchW;
-      const int iy = oy0 + py - kPad, ix = ox0 + px - kPad;
-      const bool inside = iy >= 0 && iy < ho && ix >= 0 && ix < wo;
-      const float* src = a.x + (inside ? (int64_t(c0) * a.h + (iy >> up)) * a.w + (ix >> up) : 0);
-      uint32_t hi[kChunkWords], lo[kChunkWords];
-#pragma unroll
-      for (int c = 0; c < kChunk; c += 2) {
-        float v[2];
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          v[e] = 0.0f;  // zero padding comes after the norm, as PyTorch pads the normalised map
-          if (inside && c + e < valid_channels) {
-            v[e] = src[(c + e) * plane];
-            if (a.norm) {
-              const ChannelNorm n = a.norm[c0 + c + e];
-              v[e] = (v[e] - n.mean) * n.scale + n.shift;
-              if (a.silu) v[e] = v[e] * sigmoid_f(v[e]);
-            }
-          }
-        }
-        if constexpr (kF16) {
-#if MOSS_PLATFORM_NVIDIA
-          hi[c / 2] = f16_pair(v[0] * kConvF16InputScale, v[1] * kConvF16InputScale);
-#endif
-        } else {
-          const bf16 h0 = to_bf16(v[0]), h1 = to_bf16(v[1]);
-          hi[c / 2] = bf16_pair(h0, h1);
-          if constexpr (kSplit) lo[c / 2] = bf16_pair(to_bf16(v[0] - to_float(h0)), to_bf16(v[1] - to_float(h1)));
-        }
-      }
-      // words 0-3 (channels 0-7) go to the half the swizzle names, words 4-7 to the other
-      const int first = conv::swizzle_word(0, p), second = first ^ 4;
-      tile::Chunk16* dst = reinterpret_cast<tile::Chunk16*>(&s_x[0][p * kChunkWords]);
-      dst[first / 4] = tile::Chunk16{{hi[0], hi[1], hi[2], hi[3]}};
-      dst[second / 4] = tile::Chunk16{{hi[4], hi[5], hi[6], hi[7]}};
-      if constexpr (kSplit) {
-        tile::Chunk16* dst_lo = reinterpret_cast<tile::Chunk16*>(&s_x[1][p * kChunkWords]);
-        dst_lo[first / 4] = tile::Chunk16{{lo[0], lo[1], lo[2], lo[3]}};
-        dst_lo[second / 4] = tile::Chunk16{{lo[4], lo[5], lo[6], lo[7]}};
-      }
-    }
+    // 2. the input patch, normalised and rounded (the norm terms of the next chunk go to the
+    //    other s_norm slot: its last reader was the previous chunk's staging)
+    if (a.norm && tid < kChunk && (chunk + 1) * kChunk + tid < a.cin)
+      s_norm[(chunk + 1) & 1][tid] = norm_terms(a.norm[(chunk + 1) * kChunk + tid]);
+    const NormTerms* norm = s_norm[chunk & 1];
+    uint32_t* s_lo = s_x[kPlanes - 1];
+    if (!a.norm) stage_patch<K, P, kThreads, kBlockRows, false, false>(a, s_x[0], s_lo, norm, chunk, oy0, ox0, tid);
+    else if (a.silu) stage_patch<K, P, kThreads, kBlockRows, true, true>(a, s_x[0], s_lo, norm, chunk, oy0, ox0, tid);
+    else stage_patch<K, P, kThreads, kBlockRows, true, false>(a, s_x[0], s_lo, norm, chunk, oy0, ox0, tid);
     tile::wait_copies<0>();
     sync_workgroup();
 

@@ -18,6 +18,12 @@
 //         operands staged as stored in rows padded by 8 elements, fragments read through the
 //         leaf's lane maps (kernels/matrix_layout.h); AMD: one wave32 per workgroup (product
 //         contract), two stages, plain copies.
+// Few rows (the text encoder, M = 10..128): the Mma kernel on 64x128 tiles, K split among the
+// blocks of a thread-block cluster (GemmPlan::split) whose partial tiles are summed through
+// distributed shared memory in a fixed order: the weights stream through enough blocks to keep
+// HBM busy, bit-reproducibly, with no workspace.
+// All three share one epilogue: bias, then either the store (converted to y's dtype) or the gated
+// residual update y += gate ⊙ (x·wᵀ + bias) (GemmOperands::gate).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +49,10 @@ struct GemmOperands {
   void* y = nullptr;  // [M, N]; must not overlap x or w
   GemmType y_type = GemmType::F32;
   int64_t ldy = 0;
+  // The gated residual epilogue (CoreOps::linear_gated_add): with a gate (f32 [N]), y is an f32
+  // residual stream updated in place, y[m][n] = y[m][n] + gate[n]·(x·wᵀ + bias)[m][n]; the thread
+  // that writes an element is the one that read it. Null: y = x·wᵀ + bias.
+  const float* gate = nullptr;
   int64_t m = 0, n = 0, k = 0;
 };
 
@@ -57,7 +67,9 @@ inline bool gemm_packed(const void* p, int64_t ld, GemmType t) {
 // Tile shape. Auto picks by problem size (the largest shape that still gives every
 // multiprocessor a block); the others exist so the kernel check can time each shape. AMD builds
 // have one shape (a single wave per workgroup) and ignore the request.
-enum class GemmTiles { Auto, Large, Medium, Small };
+// Skinny (NVIDIA Mma kernel): 64x128 tiles for few rows (the text encoder's M = 10..128), meant
+// to be split along K (GemmPlan::split) so that the weights stream through enough blocks.
+enum class GemmTiles { Auto, Large, Medium, Small, Skinny };
 
 // How an f32 x reaches shared memory (a bf16 x is always copied as it is):
 //   Convert  loaded into registers, rounded to bf16, stored a k-step later (shared memory then
@@ -74,13 +86,21 @@ enum class GemmStaging { Auto, Convert, Raw };
 // (Wgmma: to Mma or Leaf; Mma on AMD or with f32 weights: to Leaf).
 enum class GemmKernel { Auto, Mma, Leaf, Wgmma };
 
+// split (Mma kernel, NVIDIA): K is divided among `split` blocks (1, 2, 4 or 8) of a thread-block
+// cluster that share one tile of y; each multiplies its run of k-steps, and the partial tiles are
+// summed through distributed shared memory in rank order (0, 1, ..., split-1), so the result is
+// the same bits on every run, with no workspace. 0 = Auto: split only when the tiles alone leave
+// the GPU short of blocks (few rows, weight-bound). Other kernels ignore it (resolved to 1).
 struct GemmPlan {
   GemmTiles tiles = GemmTiles::Auto;
   GemmStaging staging = GemmStaging::Auto;
   GemmKernel kernel = GemmKernel::Auto;
+  int split = 0;
 };
+constexpr int kGemmMaxSplit = 8;  // the portable cluster size
 
 // "128x256/8w", ... (AMD: its own shape; the Wgmma kernel: its one shape, whatever t says).
+// The split is not part of the name (reports add "k/N").
 const char* gemm_tiles_name(GemmTiles t, GemmKernel k = GemmKernel::Auto);
 const char* gemm_staging_name(GemmStaging s);
 const char* gemm_kernel_name(GemmKernel k);  // "wgmma", "mma", "leaf"
@@ -95,5 +115,7 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
 // What gemm() runs for this problem and request (Auto resolved; for reports).
 GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan = {});
 GemmTiles gemm_auto_tiles(int64_t m, int64_t n, int multiprocessors);
+// Auto's split for the Mma kernel with these tiles (1 = none).
+int gemm_auto_split(int64_t m, int64_t n, int64_t k, GemmTiles tiles, int multiprocessors);
 
 }  // namespace moss

@@ -217,10 +217,77 @@ struct KernelArgs {
   const void* bias;
   void* y;
   int64_t ldx, ldw, ldy;
+  const float* gate;  // GemmOperands::gate: y = y + gate ⊙ (x·wᵀ + bias), y f32; or null
   int m, n, k;
+  int splits;  // Mma kernel: blocks per cluster sharing a tile, each a run of K (gridDim.y)
   bool bias_bf16, y_bf16;
   bool pair_stores;  // y and ldy allow one aligned write per column pair (2 f32 or 2 bf16)
 };
+
+// ---- the epilogue (every kernel): bias, the gated residual, conversion, bounds -------------------
+// bias[col] (0 without a bias); col < n.
+template <class Args>
+__device__ inline float bias_at(const Args& a, int col) {
+  if (!a.bias) return 0.0f;
+  return a.bias_bf16 ? to_float(static_cast<const bf16*>(a.bias)[col]) : static_cast<const float*>(a.bias)[col];
+}
+// What y[row][col] becomes for v = (x·wᵀ + bias)[row][col], given its old value: v, or with a gate
+// the residual update in the host's order, y + v·gate[col] (CoreOps::add).
+template <class Args>
+__device__ inline float gated_residual(const Args& a, float y_old, int col, float v) {
+  return y_old + v * a.gate[col];
+}
+// One element, only inside y.
+template <class Args>
+__device__ inline void store_one(const Args& a, int row, int col, float v) {
+  if (row >= a.m || col >= a.n) return;
+  const int64_t at = int64_t(row) * a.ldy + col;
+  if (a.gate) {
+    float* y = static_cast<float*>(a.y) + at;
+    *y = gated_residual(a, *y, col, v);
+  } else if (a.y_bf16) {
+    static_cast<bf16*>(a.y)[at] = to_bf16(v);
+  } else {
+    static_cast<float*>(a.y)[at] = v;
+  }
+}
+// The Mma and Wgmma kernels' accumulators come as column pairs (c, c+1) per row.
+// bias[col], bias[col+1] (zeros where absent or past n):
+struct BiasPair {
+  float v[2];
+};
+template <class Args>
+__device__ inline BiasPair bias_pair(const Args& a, int col) {
+  BiasPair b = {{0.0f, 0.0f}};
+#pragma unroll
+  for (int e = 0; e < 2; ++e)
+    if (col + e < a.n) b.v[e] = bias_at(a, col + e);
+  return b;
+}
+// y[row][col] = v0, y[row][col+1] = v1 (or their gated residual updates), each only inside y; one
+// 8-byte (f32) or 4-byte (bf16) access when y allows it.
+template <class Args>
+__device__ inline void store_pair(const Args& a, int row, int col, float v0, float v1) {
+  if (row >= a.m || col >= a.n) return;
+  const bool both = col + 1 < a.n;
+  if (!both || !a.pair_stores) {
+    store_one(a, row, col, v0);
+    if (both) store_one(a, row, col + 1, v1);
+    return;
+  }
+  const int64_t at = int64_t(row) * a.ldy + col;
+  if (a.y_bf16 && !a.gate) {
+    *reinterpret_cast<uint32_t*>(static_cast<bf16*>(a.y) + at) = tile::pack_bf16_pair(v0, v1);
+    return;
+  }
+  uint64_t* y = reinterpret_cast<uint64_t*>(static_cast<float*>(a.y) + at);
+  if (a.gate) {
+    const uint64_t old = *y;
+    v0 = gated_residual(a, __builtin_bit_cast(float, uint32_t(old)), col, v0);
+    v1 = gated_residual(a, __builtin_bit_cast(float, uint32_t(old >> 32)), col + 1, v1);
+  }
+  *y = uint64_t(__builtin_bit_cast(uint32_t, v0)) | (uint64_t(__builtin_bit_cast(uint32_t, v1)) << 32);
+}
 
 // Origin of this block's tile in grouped raster order: blocks walk down kRasterGroup tile rows
 // of one tile column before moving right, so the blocks resident together share weight columns.
@@ -312,7 +379,7 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
   }
   tile::wait_copies<0>();
 
-  // Epilogue: bias, conversion, bounds; every element of the tile inside y written once.
+  // Epilogue: every element of the tile inside y written once (store_one).
 #pragma unroll
   for (int i = 0; i < Cfg::TM; ++i)
 #pragma unroll
@@ -320,63 +387,13 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
       const int rb = m0 + wm0 + 16 * i, cb = n0 + wn0 + 16 * j;
       leaf::store_c(acc[i][j], [&](int r, int c, float v) {
         const int row = rb + r, col = cb + c;
-        if (row >= m || col >= n) return;
-        if (args.bias)
-          v += args.bias_bf16 ? to_float(static_cast<const bf16*>(args.bias)[col])
-                              : static_cast<const float*>(args.bias)[col];
-        const int64_t at = int64_t(row) * args.ldy + col;
-        if (args.y_bf16) static_cast<bf16*>(args.y)[at] = to_bf16(v);
-        else static_cast<float*>(args.y)[at] = v;
+        if (row < m && col < n) store_one(args, row, col, v + bias_at(args, col));
       });
     }
 }
 
 // ==== the Mma kernel (NVIDIA) ====================================================================
 #if MOSS_PLATFORM_NVIDIA
-// Epilogue helpers of the Mma and Wgmma kernels, whose accumulators both come as column pairs
-// (c, c+1) per row. bias[col], bias[col+1] (zeros where absent or past n):
-struct BiasPair {
-  float v[2];
-};
-template <class TA>
-__device__ inline BiasPair bias_pair(const KernelArgs<TA, bf16>& args, int col) {
-  BiasPair b = {{0.0f, 0.0f}};
-  if (args.bias) {
-#pragma unroll
-    for (int e = 0; e < 2; ++e)
-      if (col + e < args.n)
-        b.v[e] = args.bias_bf16 ? to_float(static_cast<const bf16*>(args.bias)[col + e])
-                                : static_cast<const float*>(args.bias)[col + e];
-  }
-  return b;
-}
-// y[row][col] = v0, y[row][col+1] = v1, each only inside y; one 8-byte (f32) or 4-byte (bf16)
-// write when y allows it.
-template <class TA>
-__device__ inline void store_pair(const KernelArgs<TA, bf16>& args, int row, int col, float v0, float v1) {
-  if (row >= args.m || col >= args.n) return;
-  const int64_t at = int64_t(row) * args.ldy + col;
-  const bool both = col + 1 < args.n;
-  if (args.y_bf16) {
-    bf16* y = static_cast<bf16*>(args.y) + at;
-    if (both && args.pair_stores) {
-      *reinterpret_cast<uint32_t*>(y) = tile::pack_bf16_pair(v0, v1);
-    } else {
-      y[0] = to_bf16(v0);
-      if (both) y[1] = to_bf16(v1);
-    }
-  } else {
-    float* y = static_cast<float*>(args.y) + at;
-    if (both && args.pair_stores) {
-      *reinterpret_cast<uint64_t*>(y) =
-          uint64_t(__builtin_bit_cast(uint32_t, v0)) | (uint64_t(__builtin_bit_cast(uint32_t, v1)) << 32);
-    } else {
-      y[0] = v0;
-      if (both) y[1] = v1;
-    }
-  }
-}
-
 // Tile shapes of the Mma kernel; BK = 32 (64-byte rows: 4 chunks), S stages.
 template <int kBM, int kBN, int kWarpsM_, int kWarpsN_, int kStages_>
 struct MmaTiles {
@@ -391,6 +408,10 @@ struct MmaTiles {
   static constexpr int kStageA = BM * kRowBytes, kStageB = BN * kRowBytes;
   static constexpr int kStageBytes = kStageA + kStageB;
   static constexpr int kSmemBytes = kStages * kStageBytes;
+  // Split-K: the block's partial tile in f32 rows of BN + 8 (the padding spreads a warp's pair
+  // writes over the banks), in the stages' memory once the k-loop is done.
+  static constexpr int kPartialLd = BN + 8;
+  static constexpr int kSplitSmemBytes = BM * kPartialLd * 4 > kSmemBytes ? BM * kPartialLd * 4 : kSmemBytes;
   static_assert(WM % 16 == 0 && WN % 16 == 0, "a warp's sub-tile is made of whole 16x16 blocks");
   static_assert(KS % 2 == 0, "fragment buffers alternate per k16 step: buffer = ks % 2 needs an even KS");
   static_assert(kStages >= 3, "a converted x step is stored one step after it was fetched, S-2 steps ahead");
@@ -401,6 +422,9 @@ using MmaLarge = MmaTiles<128, 256, 2, 4, 4>;
 using MmaMedium = MmaTiles<128, 128, 2, 2, 4>;
 // 4 warps of 32x32: many blocks for small problems.
 using MmaSmall = MmaTiles<64, 64, 2, 2, 4>;
+// 4 warps of 32x64: few rows (text encoder), split along K so the weights stream through enough
+// blocks; 128 columns per block halve the re-reads of x next to 64.
+using MmaSkinny = MmaTiles<64, 128, 2, 2, 4>;
 
 // Moves ROWS x BK tiles of one operand ([rows, K], row stride ld, packed) into swizzled bf16
 // stages, one k-step per call, in order (step 0, 1, 2, ...). Thread tid owns chunk column
@@ -501,8 +525,15 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_mma_kernel(KernelArgs<T
   const int warp = tid / kWaveSize;
   const int wm0 = (warp / Cfg::kWarpsN) * Cfg::WM, wn0 = (warp % Cfg::kWarpsN) * Cfg::WN;
 
-  LoaderA load_a(args.x, args.ldx, m, k, m0, tid);
-  LoaderB load_b(args.w, args.ldw, n, k, n0, tid);
+  // Split-K (args.splits blocks per cluster, block_y its rank): this block's run of k-steps
+  // [kt0, kt1) of the whole K; the loaders start at column k0 = kt0·BK and see K - k0 columns.
+  const int split = int(block_y());
+  const int ktiles_all = (k + Cfg::BK - 1) / Cfg::BK;
+  const int kt0 = int(int64_t(split) * ktiles_all / args.splits);
+  const int kt1 = int(int64_t(split + 1) * ktiles_all / args.splits);
+  const int k0 = kt0 * Cfg::BK;
+  LoaderA load_a(args.x + k0, args.ldx, m, k - k0, m0, tid);
+  LoaderB load_b(args.w + k0, args.ldw, n, k - k0, n0, tid);
 
   // This lane's ldmatrix addresses in a stage, per k16 step: A block i and B block j add
   // 16 rows each (a multiple of 8 rows: the swizzle is unchanged).
@@ -536,7 +567,7 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_mma_kernel(KernelArgs<T
     gemm_nv::ldmatrix_x4(fb[j], smem_address + uint32_t((kt % S) * Cfg::kStageBytes) + b_at[ks] + j * kBlockBytes);
   };
 
-  const int ktiles = (k + Cfg::BK - 1) / Cfg::BK;
+  const int ktiles = kt1 - kt0;  // >= 1: the host never splits finer than the k-steps
   // Prologue: steps 0..S-2 requested, one commit group each (possibly empty). A converted x is
   // stored at once, except step S-2, which stays in registers: the loop stores step kt+S-2 at
   // the start of step kt.
@@ -604,6 +635,46 @@ __global__ __launch_bounds__(Cfg::kThreads, 1) void gemm_mma_kernel(KernelArgs<T
   // Epilogue: lane holds, per 16x8 tile, columns c, c+1 (c = 2 * (lane % 4)) of rows g and g+8
   // (gemm_layout::c_element); bias added, every element of the tile inside y written once.
   const int g = lane / 4, c2 = 2 * (lane % 4);
+  if (args.splits > 1) {
+    // Split-K: every block of the cluster parks its partial tile in its own shared memory (the
+    // stages: all copies have landed and, after the barrier, every warp is done reading them);
+    // then each block sums a share of the tile's rows over the cluster's blocks in rank order
+    // (the same bits on every run) and finishes it.
+    sync_workgroup();
+    float* part = reinterpret_cast<float*>(smem);
+#pragma unroll
+    for (int j = 0; j < 2 * NJ; ++j)
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float* at = part + (wm0 + 16 * i + g + 8 * h) * Cfg::kPartialLd + wn0 + 8 * j + c2;
+          *reinterpret_cast<uint64_t*>(at) = uint64_t(__builtin_bit_cast(uint32_t, acc[i][j][2 * h])) |
+                                             (uint64_t(__builtin_bit_cast(uint32_t, acc[i][j][2 * h + 1])) << 32);
+        }
+    gemm_nv::cluster_sync();
+    constexpr int kPairsPerRow = Cfg::BN / 2;
+    const int rows = m - m0 < Cfg::BM ? m - m0 : Cfg::BM;
+    const int pairs = rows * kPairsPerRow;
+    const int first = split * pairs / args.splits, last = (split + 1) * pairs / args.splits;
+    const uint32_t part_address = gemm_nv::shared_address(part);
+    for (int p = first + tid; p < last; p += Cfg::kThreads) {
+      const int r = p / kPairsPerRow, c = 2 * (p % kPairsPerRow);
+      const uint32_t at = part_address + uint32_t((r * Cfg::kPartialLd + c) * 4);
+      float v0, v1;
+      gemm_nv::load_cluster_pair(v0, v1, gemm_nv::cluster_address(at, 0));
+      for (int s = 1; s < args.splits; ++s) {
+        float p0, p1;
+        gemm_nv::load_cluster_pair(p0, p1, gemm_nv::cluster_address(at, uint32_t(s)));
+        v0 += p0;
+        v1 += p1;
+      }
+      const BiasPair bias = bias_pair(args, n0 + c);
+      store_pair(args, m0 + r, n0 + c, v0 + bias.v[0], v1 + bias.v[1]);
+    }
+    gemm_nv::cluster_sync();  // no block leaves while another still reads its partial tile
+    return;
+  }
 #pragma unroll
   for (int j = 0; j < 2 * NJ; ++j) {
     const int col = n0 + wn0 + 8 * j + c2;
@@ -759,9 +830,11 @@ KernelArgs<TA, TB> kernel_args(const GemmOperands& op) {
   a.ldx = op.ldx;
   a.ldw = op.ldw;
   a.ldy = op.ldy;
+  a.gate = op.gate;
   a.m = int(op.m);
   a.n = int(op.n);
   a.k = int(op.k);
+  a.splits = 1;
   a.bias_bf16 = op.bias_type == GemmType::BF16;
   a.y_bf16 = op.y_type == GemmType::BF16;
   const uintptr_t pair_bytes = a.y_bf16 ? 4 : 8;
@@ -823,18 +896,48 @@ void launch_leaf_typed(const GemmOperands& op, bool convert, hipStream_t stream)
 }
 
 #if MOSS_PLATFORM_NVIDIA
+// A split launch: grid (tiles, splits), clusters of (1, splits) blocks, the blocks of one tile.
+template <class Kernel, class Args>
+void launch_clusters(Kernel kernel, int bm, int bn, int splits, int threads, int smem_bytes, hipStream_t stream,
+                     const Args& args) {
+  const int64_t blocks = tiles_of(args.m, args.n, bm, bn);
+  if (blocks > 0x7fffffff) throw failure("gemm: too many tiles (" + std::to_string(blocks) + ")");
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(unsigned(blocks), unsigned(splits), 1);
+  config.blockDim = dim3(unsigned(threads), 1, 1);
+  config.dynamicSmemBytes = size_t(smem_bytes);
+  config.stream = stream;
+  cudaLaunchAttribute cluster[1] = {};
+  cluster[0].id = cudaLaunchAttributeClusterDimension;
+  cluster[0].val.clusterDim.x = 1;
+  cluster[0].val.clusterDim.y = unsigned(splits);
+  cluster[0].val.clusterDim.z = 1;
+  config.attrs = cluster;
+  config.numAttrs = 1;
+  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, args);
+  if (e != cudaSuccess)
+    throw failure(std::string("gemm: split-K cluster launch (") + std::to_string(splits) + " blocks) failed: " +
+                  cudaGetErrorString(e));
+}
+
 template <class Cfg, class TA>
-void launch_mma(const GemmOperands& op, hipStream_t stream) {
+void launch_mma(const GemmOperands& op, int splits, hipStream_t stream) {
   auto kernel = gemm_mma_kernel<Cfg, TA>;
-  static const bool opted_in = opt_in_shared_memory(kernel, Cfg::kSmemBytes);
+  static const bool opted_in = opt_in_shared_memory(kernel, Cfg::kSplitSmemBytes);
   (void)opted_in;
-  launch_blocks(kernel, Cfg::BM, Cfg::BN, Cfg::kThreads, Cfg::kSmemBytes, stream, kernel_args<TA, bf16>(op));
+  KernelArgs<TA, bf16> args = kernel_args<TA, bf16>(op);
+  if (splits <= 1) {
+    launch_blocks(kernel, Cfg::BM, Cfg::BN, Cfg::kThreads, Cfg::kSmemBytes, stream, args);
+    return;
+  }
+  args.splits = splits;
+  launch_clusters(kernel, Cfg::BM, Cfg::BN, splits, Cfg::kThreads, Cfg::kSplitSmemBytes, stream, args);
 }
 
 template <class Cfg>
-void launch_mma_typed(const GemmOperands& op, hipStream_t stream) {
-  if (op.x_type == GemmType::BF16) launch_mma<Cfg, bf16>(op, stream);
-  else launch_mma<Cfg, float>(op, stream);
+void launch_mma_typed(const GemmOperands& op, int splits, hipStream_t stream) {
+  if (op.x_type == GemmType::BF16) launch_mma<Cfg, bf16>(op, splits, stream);
+  else launch_mma<Cfg, float>(op, splits, stream);
 }
 
 // The tensor maps describe x and w as the copy engine will read them (boxes of one k-step).
@@ -858,6 +961,7 @@ const char* gemm_tiles_name(GemmTiles t, GemmKernel k) {
     case GemmTiles::Large: return "128x256/8w";
     case GemmTiles::Medium: return "128x128/4w";
     case GemmTiles::Small: return "64x64/4w";
+    case GemmTiles::Skinny: return "64x128/4w";
     default: return "auto";
   }
 }
@@ -884,7 +988,36 @@ GemmTiles gemm_auto_tiles(int64_t m, int64_t n, int multiprocessors) {
   // shared memory per flop, but a grid smaller than the device leaves multiprocessors idle.
   if (tiles_of(m, n, 128, 256) >= multiprocessors) return GemmTiles::Large;
   if (tiles_of(m, n, 128, 128) >= multiprocessors) return GemmTiles::Medium;
+  // Few rows (at most two 64-row tiles): 128-column tiles read x half as often as 64-column ones,
+  // and the split along K (gemm_auto_split) supplies the blocks.
+  if (m <= 128) return GemmTiles::Skinny;
   return GemmTiles::Small;
+}
+
+namespace {
+void tile_shape(GemmTiles t, int& bm, int& bn) {
+  switch (t) {
+    case GemmTiles::Large: bm = 128, bn = 256; break;
+    case GemmTiles::Medium: bm = 128, bn = 128; break;
+    case GemmTiles::Skinny: bm = 64, bn = 128; break;
+    default: bm = 64, bn = 64; break;
+  }
+}
+constexpr int kMinStepsPerSplit = 4;  // a split shorter than this spends more on its pipeline fill
+constexpr int kMmaBK = 32;
+}  // namespace
+
+int gemm_auto_split(int64_t m, int64_t n, int64_t k, GemmTiles tiles, int multiprocessors) {
+  // Weight-bound shapes stream the weights once; keeping HBM busy needs about two blocks of
+  // cp.async stages in flight per multiprocessor. Split K until the tiles give that many blocks.
+  int bm = 64, bn = 64;
+  tile_shape(tiles, bm, bn);
+  const int64_t t = tiles_of(m, n, bm, bn), ksteps = (k + kMmaBK - 1) / kMmaBK;
+  if (t >= multiprocessors) return 1;
+  int split = 1;
+  while (split < kGemmMaxSplit && t * split < 2 * int64_t(multiprocessors) && ksteps >= 2 * split * kMinStepsPerSplit)
+    split *= 2;
+  return split;
 }
 
 bool gemm_wgmma_fits(const GemmOperands& op) {
@@ -908,10 +1041,22 @@ GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan
   if (plan.kernel == GemmKernel::Wgmma) {
     plan.tiles = GemmTiles::Large;
     plan.staging = GemmStaging::Raw;
+    plan.split = 1;
     return plan;
   }
   if (plan.kernel == GemmKernel::Auto || !mma_possible) plan.kernel = mma_possible ? GemmKernel::Mma : GemmKernel::Leaf;
   if (plan.tiles == GemmTiles::Auto) plan.tiles = gemm_auto_tiles(op.m, op.n, multiprocessors);
+  if (plan.kernel == GemmKernel::Leaf && plan.tiles == GemmTiles::Skinny) plan.tiles = GemmTiles::Small;
+  if (plan.kernel != GemmKernel::Mma) {
+    plan.split = 1;
+  } else {
+    // A requested split is rounded down to a power of two the k-steps can feed (at least one each).
+    const int64_t ksteps = (op.k + kMmaBK - 1) / kMmaBK;
+    if (plan.split == 0) plan.split = gemm_auto_split(op.m, op.n, op.k, plan.tiles, multiprocessors);
+    int split = 1;
+    while (2 * split <= plan.split && 2 * split <= kGemmMaxSplit && 2 * split <= ksteps) split *= 2;
+    plan.split = split;
+  }
   if (plan.staging == GemmStaging::Auto) plan.staging = kPlatformNvidia ? GemmStaging::Convert : GemmStaging::Raw;
   if (plan.kernel == GemmKernel::Mma) plan.staging = GemmStaging::Convert;  // the only way it stages an f32 x
   if (op.x_type == GemmType::BF16 || !kPlatformNvidia) plan.staging = GemmStaging::Raw;
@@ -927,6 +1072,7 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
   if (op.k % kGemmKMultiple != 0 || !gemm_packed(op.x, op.ldx, op.x_type) || !gemm_packed(op.w, op.ldw, op.w_type))
     throw failure("gemm: operands must be packed (16-byte aligned rows, K a multiple of 8); got K " +
                   std::to_string(op.k) + ", ldx " + std::to_string(op.ldx) + ", ldw " + std::to_string(op.ldw));
+  if (op.gate && op.y_type != GemmType::F32) throw failure("gemm: a gated residual y must be f32");
   if (op.ldx < op.k || op.ldw < op.k || op.ldy < op.n)
     throw failure("gemm: a row stride is shorter than its row (ldx " + std::to_string(op.ldx) + ", ldw " +
                   std::to_string(op.ldw) + ", ldy " + std::to_string(op.ldy) + ")");
@@ -939,9 +1085,10 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
   }
   if (plan.kernel == GemmKernel::Mma) {
     switch (plan.tiles) {
-      case GemmTiles::Large: launch_mma_typed<MmaLarge>(op, stream); break;
-      case GemmTiles::Medium: launch_mma_typed<MmaMedium>(op, stream); break;
-      default: launch_mma_typed<MmaSmall>(op, stream); break;
+      case GemmTiles::Large: launch_mma_typed<MmaLarge>(op, plan.split, stream); break;
+      case GemmTiles::Medium: launch_mma_typed<MmaMedium>(op, plan.split, stream); break;
+      case GemmTiles::Skinny: launch_mma_typed<MmaSkinny>(op, plan.split, stream); break;
+      default: launch_mma_typed<MmaSmall>(op, plan.split, stream); break;
     }
     return;
   }

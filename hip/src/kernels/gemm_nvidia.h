@@ -1,5 +1,6 @@
 // NVIDIA-only instructions of the GEMM's mma kernel (GemmKernel::Mma in kernels/gemm.hip):
-// shared-memory addresses, ldmatrix.x4 and one raw mma.sync m16n8k16, as inline PTX (sm_80+).
+// shared-memory addresses, ldmatrix.x4 and one raw mma.sync m16n8k16, as inline PTX (sm_80+), and
+// the thread-block-cluster instructions of its split-K reduction (sm_90).
 // Which lane addresses which row, and what each lane receives, is kernels/gemm_layout.h (proven
 // there against kernels/matrix_layout.h's NVIDIA fragments). cp.async comes from
 // kernels/tile_copy.h. Nothing here exists on AMD, where the kernel is not built.
@@ -38,6 +39,35 @@ __device__ inline void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// ---- thread-block clusters (sm_90): the split-K reduction of the Mma kernel -------------------
+// This block's rank in its cluster and the cluster's size (1 and 0 for a launch without clusters).
+__device__ inline uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ inline uint32_t cluster_size() {
+  uint32_t n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return n;
+}
+// Every thread of every block of the cluster arrives, then waits for all: shared-memory writes
+// before it (release) are visible to the cluster's reads after it (acquire). All threads of each
+// block must execute it (aligned).
+__device__ inline void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The address of the same shared-memory location in block `rank` of the cluster.
+__device__ inline uint32_t cluster_address(uint32_t local, uint32_t rank) {
+  uint32_t a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(local), "r"(rank));
+  return a;
+}
+// Two floats (8-byte aligned) from any block's shared memory in the cluster.
+__device__ inline void load_cluster_pair(float& v0, float& v1, uint32_t address) {
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v0), "=f"(v1) : "r"(address) : "memory");
 }
 
 }  // namespace gemm_nv

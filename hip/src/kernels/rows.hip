@@ -248,6 +248,135 @@ __global__ __launch_bounds__(kThreads) void norm_rope_kernel(Mat x, Mat y, Vec w
   }
 }
 
+// ---- register-resident fast paths of norm_modulate and norm_rope ------------------------------
+// Both read each input element exactly once with 16-byte (f32) / 8-byte (bf16) accesses issued
+// together, keep the values in registers through the reduction, and read the per-column
+// parameters with the same vector width; the launchers fall back to the kernels above when a
+// shape or alignment does not fit.
+
+// Four consecutive elements at element offset e of p (aligned for one 16-byte f32 or 8-byte
+// bf16 access), as f32; zeros (and no access) when !full.
+__device__ inline void load4_at(const void* p, bool bf16, int64_t e, bool full, float v[4]) {
+  if (bf16) {
+    uint64_t bits = 0;
+    if (full) bits = *reinterpret_cast<const uint64_t*>(static_cast<const uint16_t*>(p) + e);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = bf16_bits_to_float(uint32_t(bits >> (16 * j)) & 0xffffu);
+  } else {
+    const tile::Chunk16 c = tile::load_chunk_or_zero(static_cast<const float*>(p) + e, full);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = __builtin_bit_cast(float, c.w[j]);
+  }
+}
+__device__ inline void store4_at(void* p, bool bf16, int64_t e, const float v[4]) {
+  if (bf16) {
+    uint64_t bits = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) bits |= uint64_t(float_to_bf16_bits(v[j])) << (16 * j);
+    *reinterpret_cast<uint64_t*>(static_cast<uint16_t*>(p) + e) = bits;
+  } else {
+    tile::Chunk16 c;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) c.w[j] = __builtin_bit_cast(uint32_t, v[j]);
+    tile::store_chunk(static_cast<float*>(p) + e, c);
+  }
+}
+
+// norm_modulate, one wave per row, the whole row in registers: lane l holds columns
+// 4(l + k·wave) .. +3 for k < kChunks (cols <= 4·wave·kChunks, cols % 4 == 0, rows aligned).
+template <int kChunks>
+__global__ __launch_bounds__(kThreads) void norm_modulate_regs_kernel(Mat x, Mat y, Vec w, float eps, int64_t rows,
+                                                                      int cols, Vec shift, Vec scale) {
+  const int64_t row = int64_t(block_x()) * kWaves + thread_x() / kWaveSize;
+  if (row >= rows) return;  // whole waves leave together
+  const int lane = int(lane_id());
+  const void* xrow = static_cast<const char*>(x.p) + row * x.ld * (x.bf16 ? 2 : 4);
+  float v[kChunks][4];
+#pragma unroll
+  for (int k = 0; k < kChunks; ++k) {
+    const int c = (k * kWaveSize + lane) * 4;
+    load4_at(xrow, x.bf16, c, c < cols, v[k]);
+  }
+  float ss = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kChunks; ++k) ss += v[k][0] * v[k][0] + v[k][1] * v[k][1] + v[k][2] * v[k][2] + v[k][3] * v[k][3];
+  ss = wave_sum(ss);
+  const float inv = 1.0f / sqrt_f(ss / float(cols) + eps);
+  void* yrow = static_cast<char*>(y.p) + row * y.ld * (y.bf16 ? 2 : 4);
+#pragma unroll
+  for (int k = 0; k < kChunks; ++k) {
+    const int c = (k * kWaveSize + lane) * 4;
+    if (c >= cols) continue;
+    float wv[4], sh[4], sc[4];
+    load4_at(w.p, w.bf16, c, true, wv);
+    load4_at(shift.p, shift.bf16, c, true, sh);
+    load4_at(scale.p, scale.bf16, c, true, sc);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      // rms_norm (x·inv, then ·w), then modulate, as the host replays them.
+      float n = v[k][j] * inv;
+      n *= wv[j];
+      v[k][j] = n * (1.0f + sc[j]) + sh[j];
+    }
+    store4_at(yrow, y.bf16, c, v[k]);
+  }
+}
+
+// norm_rope, one block per row: a group of `lanes` lanes (lanes = head_dim / 8, a power of two
+// dividing the wave) handles one head at a time, lane s owning the pairs i = 4s .. 4s+3 and
+// i + half; the groups of a block walk the row's heads kBatch at a time (group g takes heads
+// g, g + groups, ...), so each lane loads its sin/cos/weight values once per row and has
+// 2·kBatch head loads in flight. The lane reads exactly the elements it writes: y may be x.
+constexpr int kRopeBatch = 3;
+__global__ __launch_bounds__(kThreads) void norm_rope_regs_kernel(Mat x, Mat y, Vec w, float eps, int head_dim,
+                                                                  int heads, int lane_shift, const float* sin,
+                                                                  int64_t ld_sin, const float* cos, int64_t ld_cos) {
+  const int64_t row = block_x();
+  const int lanes = 1 << lane_shift, groups = kThreads >> lane_shift;
+  const int group = int(thread_x()) >> lane_shift, i = (int(thread_x()) & (lanes - 1)) * 4, half = head_dim / 2;
+  float s0[4], s1[4], c0[4], c1[4], w0[4], w1[4];
+  load4_at(sin + row * ld_sin, false, i, true, s0);
+  load4_at(sin + row * ld_sin, false, i + half, true, s1);
+  load4_at(cos + row * ld_cos, false, i, true, c0);
+  load4_at(cos + row * ld_cos, false, i + half, true, c1);
+  load4_at(w.p, w.bf16, i, true, w0);
+  load4_at(w.p, w.bf16, i + half, true, w1);
+  const void* xrow = static_cast<const char*>(x.p) + row * x.ld * (x.bf16 ? 2 : 4);
+  void* yrow = static_cast<char*>(y.p) + row * y.ld * (y.bf16 ? 2 : 4);
+  for (int base = 0; base < heads; base += groups * kRopeBatch) {  // uniform across the block
+    float a[kRopeBatch][4], b[kRopeBatch][4];
+#pragma unroll
+    for (int j = 0; j < kRopeBatch; ++j) {
+      const int h = base + group + j * groups;
+      load4_at(xrow, x.bf16, int64_t(h) * head_dim + i, h < heads, a[j]);
+      load4_at(xrow, x.bf16, int64_t(h) * head_dim + i + half, h < heads, b[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < kRopeBatch; ++j) {
+      const int h = base + group + j * groups;
+      float ss = 0.0f;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) ss += a[j][e] * a[j][e] + b[j][e] * b[j][e];
+      for (int m = lanes / 2; m > 0; m /= 2) ss += shfl_xor(ss, m);  // within the group
+      const float inv = 1.0f / sqrt_f(ss / float(head_dim) + eps);
+      float ya[4], yb[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        // rms_norm's n = x·inv, n·w; then rope's x·cos + rotate_half(x)·sin, as the host replays.
+        float an = a[j][e] * inv, bn = b[j][e] * inv;
+        an *= w0[e];
+        bn *= w1[e];
+        ya[e] = an * c0[e] + (-bn) * s0[e];
+        yb[e] = bn * c1[e] + an * s1[e];
+      }
+      if (h < heads) {
+        store4_at(yrow, y.bf16, int64_t(h) * head_dim + i, ya);
+        store4_at(yrow, y.bf16, int64_t(h) * head_dim + i + half, yb);
+      }
+    }
+  }
+}
+
 // ---- host side ---------------------------------------------------------------------------------
 Mat mat(const RowsMatrix& m) { return {m.data, m.ld, m.bf16}; }
 Vec vec(RowsVector v) { return {v.data, v.bf16}; }
@@ -257,6 +386,9 @@ bool aligned4(const RowsMatrix& m) {
   const uint64_t bytes = m.bf16 ? 8 : 16, elem = m.bf16 ? 2 : 4;
   return reinterpret_cast<uintptr_t>(m.data) % bytes == 0 && (uint64_t(m.ld) * elem) % bytes == 0;
 }
+
+// A parameter vector (or f32 table row) aligned for 4-element vector accesses at multiples of 4.
+bool aligned4(const void* p, bool bf16) { return reinterpret_cast<uintptr_t>(p) % (bf16 ? 8 : 16) == 0; }
 
 void require(bool ok, const char* kernel, const std::string& why) {
   if (!ok) throw failure(std::string(kernel) + ": " + why);
@@ -282,6 +414,15 @@ unsigned blocks_for(int64_t items, int64_t per_block, const char* kernel) {
   const int64_t blocks = (items + per_block - 1) / per_block;
   require(blocks <= 0x7fffffff, kernel, "too many items (" + std::to_string(items) + ")");
   return unsigned(blocks);
+}
+
+template <int kChunks>
+void launch_norm_modulate_regs(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
+                               const RowsMatrix& y, hipStream_t stream) {
+  hipLaunchKernelGGL(norm_modulate_regs_kernel<kChunks>, dim3(blocks_for(x.rows, kWaves, "norm_modulate")),
+                     dim3(kThreads), 0, stream, mat(x), mat(y), vec(w), eps, x.rows, int(x.cols), vec(shift),
+                     vec(scale));
+  MOSS_HIP_CHECK(hipGetLastError());
 }
 
 }  // namespace
@@ -312,6 +453,13 @@ void rows_norm_modulate(const RowsMatrix& x, RowsVector w, float eps, RowsVector
           "y may be x only with the same dtype and row stride");
   if (x.rows == 0 || x.cols == 0) return;
   const bool v = x.cols % 4 == 0 && aligned4(x) && aligned4(y);
+  if (v && aligned4(w.data, w.bf16) && aligned4(shift.data, shift.bf16) && aligned4(scale.data, scale.bf16)) {
+    // The register-resident kernel for rows of up to 4·wave·kChunks columns (the smallest fit).
+    const int64_t chunks = (x.cols + 4 * kWaveSize - 1) / (4 * kWaveSize);
+    if (chunks <= 2) return launch_norm_modulate_regs<2>(x, w, eps, shift, scale, y, stream);
+    if (chunks <= 8) return launch_norm_modulate_regs<8>(x, w, eps, shift, scale, y, stream);
+    if (chunks <= 24) return launch_norm_modulate_regs<24>(x, w, eps, shift, scale, y, stream);
+  }
   hipLaunchKernelGGL(rms_norm_kernel<true>, dim3(blocks_for(x.rows, kWaves, "norm_modulate")), dim3(kThreads), 0,
                      stream, mat(x), mat(y), vec(w), NormWeight::Mul, eps, x.cols, int64_t(1), x.rows, v, vec(shift),
                      vec(scale));
@@ -330,6 +478,19 @@ void rows_norm_rope(const RowsMatrix& x, RowsVector w, float eps, int64_t head_d
           "y may be x only with the same dtype and row stride");
   const int64_t heads = x.cols / head_dim, items = x.rows * heads;
   if (items == 0) return;
+  // The register kernel: head_dim / 8 lanes per head, a power of two dividing the wave (head_dim
+  // 16 .. 256), every access aligned.
+  int lane_shift = -1;
+  for (int s = 0; (int64_t(8) << s) <= head_dim && (1 << s) <= kWaveSize; ++s)
+    if ((int64_t(8) << s) == head_dim) lane_shift = s;
+  const bool tables_aligned = aligned4(sin, false) && aligned4(cos, false) && ld_sin % 4 == 0 && ld_cos % 4 == 0;
+  if (lane_shift >= 0 && aligned4(x) && aligned4(y) && aligned4(w.data, w.bf16) && tables_aligned &&
+      x.rows <= 0x7fffffff && heads <= 0x7fffffff) {
+    hipLaunchKernelGGL(norm_rope_regs_kernel, dim3(unsigned(x.rows)), dim3(kThreads), 0, stream, mat(x), mat(y),
+                       vec(w), eps, int(head_dim), int(heads), lane_shift, sin, ld_sin, cos, ld_cos);
+    MOSS_HIP_CHECK(hipGetLastError());
+    return;
+  }
   hipLaunchKernelGGL(norm_rope_kernel, dim3(blocks_for(items, kWaves, "norm_rope")), dim3(kThreads), 0, stream,
                      mat(x), mat(y), vec(w), eps, head_dim, heads, items, sin, ld_sin, cos, ld_cos);
   MOSS_HIP_CHECK(hipGetLastError());

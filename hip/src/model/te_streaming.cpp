@@ -9,7 +9,8 @@
 // Streamed: layer l's image goes to device slot l mod 2. Its copy waits for the compute fence
 // recorded after layer l-2 (the slot's last reader); layer l's compute waits for its copy; the
 // worker fills layer l+1 while layer l copies and computes. At most two layers on the device.
-// Resident: every layer gets its own device buffer, filled once through the same pipeline.
+// Resident: every layer gets its own device buffer, filled once through the same pipeline (load()).
+// Fused projections (te_fused_groups) sit back to back in the image, so get_fused is a view.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <future>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -49,15 +51,47 @@ int layer_of(const std::string& name, const std::string& prefix) {
   return std::stoi(name.substr(head.size(), dot - head.size()));
 }
 
-std::vector<LayerImage> layer_images(const WeightFiles& w, const std::string& prefix, int layers) {
-  std::vector<LayerImage> images(size_t(std::max(layers, 0)));
-  for (const std::string& name : w.names()) {  // sorted: the same layout every run
-    const int l = layer_of(name, prefix);
-    if (l < 0 || l >= layers) continue;
-    LayerImage& img = images[size_t(l)];
+// Places `names` (full names, all in the layer) back to back from the image's current end.
+void place(LayerImage& img, const WeightFiles& w, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
     Part p{w.get(name), img.bytes};
-    img.bytes = (img.bytes + p.host.nbytes() + kAlign - 1) / kAlign * kAlign;
+    img.bytes += p.host.nbytes();
     img.parts.emplace(name, std::move(p));
+  }
+  img.bytes = (img.bytes + kAlign - 1) / kAlign * kAlign;
+}
+
+// Each layer's image: first the fused groups (te_fused_groups) whose members are all there and
+// stackable, back to back (one [ΣN, K] weight), then every other tensor by name, each at a
+// 256-byte offset. Sorted names: the same layout every run.
+std::vector<LayerImage> layer_images(const WeightFiles& w, const std::string& prefix, int layers) {
+  std::vector<std::vector<std::string>> names(size_t(std::max(layers, 0)));
+  for (const std::string& name : w.names()) {
+    const int l = layer_of(name, prefix);
+    if (l >= 0 && l < layers) names[size_t(l)].push_back(name);
+  }
+  std::vector<LayerImage> images(names.size());
+  for (size_t l = 0; l < names.size(); ++l) {
+    const std::string head = prefix + "layers." + std::to_string(l) + ".";
+    auto present = [&](const std::string& n) {
+      return std::find(names[l].begin(), names[l].end(), n) != names[l].end();
+    };
+    for (const std::vector<std::string>& group : te_fused_groups()) {
+      std::vector<std::string> full;
+      bool stackable = true;
+      for (const std::string& g : group) {
+        full.push_back(head + g);
+        if (!present(full.back())) {
+          stackable = false;
+          break;
+        }
+        const Tensor t = w.get(full.back()), first = w.get(full.front());
+        stackable = stackable && t.rank == 2 && t.dtype == first.dtype && t.cols() == first.cols();
+      }
+      if (stackable) place(images[l], w, full);
+    }
+    for (const std::string& name : names[l])
+      if (!images[l].parts.count(name)) place(images[l], w, {name});
   }
   return images;
 }
@@ -167,6 +201,30 @@ Tensor find_in(const LayerImage& img, const Tensor& base, int layer, const std::
   return view_in(base, it->second);
 }
 
+// The tensors `names` as one [Σrows, cols] view when the image holds them back to back.
+std::optional<Tensor> fused_in(const LayerImage& img, const Tensor& base, const std::vector<std::string>& names) {
+  const Part* first = nullptr;
+  size_t end = 0;
+  int64_t rows = 0;
+  for (const std::string& name : names) {
+    auto it = img.parts.find(name);
+    if (it == img.parts.end()) return std::nullopt;
+    const Part& p = it->second;
+    if (!first) {
+      first = &p;
+      end = p.offset;
+    }
+    if (p.offset != end || p.host.rank != 2 || p.host.dtype != first->host.dtype || p.host.cols() != first->host.cols())
+      return std::nullopt;
+    end += p.host.nbytes();
+    rows += p.host.rows();
+  }
+  if (!first) return std::nullopt;
+  Tensor v(static_cast<char*>(base.data) + first->offset, first->host.dtype, {rows, first->host.cols()}, base.where);
+  v.owner = base.owner;
+  return v;
+}
+
 class Streamed : public TeWeightSource {
  public:
   Streamed(Backend& be, const WeightFiles& w, const std::string& prefix, int layers)
@@ -211,6 +269,10 @@ class Streamed : public TeWeightSource {
                              std::to_string(current_) + " runs");
     return find_in(images_[size_t(layer)], slots_[layer % 2], layer, name);
   }
+  std::optional<Tensor> get_fused(int layer, const std::vector<std::string>& names) override {
+    if (layer < 0 || layer != current_) return std::nullopt;
+    return fused_in(images_[size_t(layer)], slots_[layer % 2], names);
+  }
 
  private:
   Backend& be_;
@@ -225,32 +287,46 @@ class Streamed : public TeWeightSource {
 class Resident : public TeWeightSource {
  public:
   Resident(Backend& be, const WeightFiles& w, const std::string& prefix, int layers)
-      : images_(layer_images(w, prefix, layers)), outside_(be, w) {
+      : be_(be), images_(layer_images(w, prefix, layers)), outside_(be, w) {}
+
+  // Every layer into its own device buffer; layer_ready(l) once the compute stream may read layer
+  // l (its copy fenced), while the worker fills the next layers.
+  void load(const std::function<void(int)>& layer_ready) override {
+    if (!device_.empty()) return;
     const auto t0 = std::chrono::steady_clock::now();
     {
-      Stager stager(be, images_);  // its staging buffers go when the load is done
+      Stager stager(be_, images_);  // its staging buffers go when the load is done
       std::vector<Backend::Fence> copied(images_.size(), 0);
       if (!images_.empty()) stager.start_fill(0);
       for (int l = 0; l < int(images_.size()); ++l) {
-        device_.push_back(be.alloc(DType::U8, {int64_t(std::max<size_t>(images_[size_t(l)].bytes, 1))}));
+        device_.push_back(be_.alloc(DType::U8, {int64_t(std::max<size_t>(images_[size_t(l)].bytes, 1))}));
         copied[size_t(l)] = stager.copy(l, device_.back(), 0);
         if (l + 1 < int(images_.size())) {
           if (l >= 1) stager.host_wait(copied[size_t(l - 1)]);
           stager.start_fill(l + 1);
         }
+        if (layer_ready) {
+          be_.compute_wait(copied[size_t(l)]);
+          layer_ready(l);
+        }
       }
-      if (!images_.empty()) stager.host_wait(copied.back());
+      if (!images_.empty()) stager.host_wait(copied.back());  // drains the compute stream too
     }
     load_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
   Tensor get(int layer, const std::string& name) override {
     if (layer < 0) return outside_.get(name);
-    return find_in(images_[size_t(layer)], device_[size_t(layer)], layer, name);
+    return find_in(images_[size_t(layer)], device_.at(size_t(layer)), layer, name);
+  }
+  std::optional<Tensor> get_fused(int layer, const std::vector<std::string>& names) override {
+    if (layer < 0) return std::nullopt;
+    return fused_in(images_[size_t(layer)], device_.at(size_t(layer)), names);
   }
   double load_seconds() const override { return load_s_; }
 
  private:
+  Backend& be_;
   std::vector<LayerImage> images_;
   OutsideLayers outside_;
   std::vector<Tensor> device_;

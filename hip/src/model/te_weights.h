@@ -11,9 +11,16 @@
 //    buffer each, and stay for the encoder's lifetime.
 // The three give the same bytes at the same alignment to the same kernels: the same result,
 // bit for bit.
+//
+// Fused projections: the projections of a layer that read the same input (te_fused_groups) are
+// laid back to back, so one GEMM reads them all as one [ΣN, K] weight (get_fused); every source
+// serves them, so the encoder runs the same GEMMs whatever the residency.
 #pragma once
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "io/safetensors.h"
 #include "ops/backend.h"
@@ -25,13 +32,28 @@ enum class TeResidency {
   UploadOnUse,
   Streamed,
   Resident,
+  // UploadOnUse for the memory planner's measuring backend, which never reads values: stacked
+  // (fused) weights get the right shape without their bytes being copied.
+  ShapesOnly,
 };
 
 const char* te_residency_name(TeResidency r);  // "upload on use", "streamed", "resident"
 
+// Groups of per-layer tensor names (after "<prefix>layers.N.") whose weights are stacked into
+// one GEMM, in the order of the fused output's column blocks: the DeltaNet's input projections
+// (qkv | z | a | b), the MLP's gate | up, the attention's k | v.
+const std::vector<std::vector<std::string>>& te_fused_groups();
+enum TeFusedGroup { kTeDeltaNetInput = 0, kTeMlpInput = 1, kTeAttentionKv = 2 };  // indices into te_fused_groups()
+
 class TeWeightSource {
  public:
   virtual ~TeWeightSource() = default;
+  // Brings the weights to the device before the first pass (Resident: every layer, once; the
+  // others: nothing). layer_ready(l), when given, is called as soon as layer l's weights can be
+  // read by work queued on the compute stream (get() works for it), while later layers still
+  // load: the encoder queues a discarded warm-up of its kernels there (first launches load the
+  // kernels' modules), overlapping the copies.
+  virtual void load(const std::function<void(int layer)>& layer_ready) { (void)layer_ready; }
   // A pass runs layers 0, 1, ... in order, each bracketed by before_layer / after_layer (the
   // layer's ops for every prompt are queued in between).
   virtual void begin_pass() {}
@@ -41,8 +63,11 @@ class TeWeightSource {
   // The checkpoint tensor `name` (full name) of `layer` (-1: outside the layers, e.g. the
   // final norm) as the backend's ops read it; valid until after_layer(layer).
   virtual Tensor get(int layer, const std::string& name) = 0;
-  // Seconds the source spent bringing weights to the device before the pass could start
-  // (Resident: the one-time load; 0 for the others).
+  // The full-named 2-D tensors `names` (same dtype and columns) as one [Σrows, cols] weight, the
+  // first's rows first, valid like get(); nullopt when they cannot be stacked.
+  virtual std::optional<Tensor> get_fused(int layer, const std::vector<std::string>& names) = 0;
+  // Seconds load() spent (Resident: the one-time copy of the layers, the warm-up overlapping
+  // it; 0 for the others).
   virtual double load_seconds() const { return 0; }
 };
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "util/error.h"
 
@@ -71,158 +72,211 @@ Tensor TextEncoder::encode(const std::vector<int32_t>& ids, const std::function<
   return encode_many({ids}, layer_hook)[0];
 }
 
+TextEncoder::Batch TextEncoder::make_batch(const std::vector<std::vector<int32_t>>& prompts) {
+  Batch b;
+  std::vector<int32_t> all;
+  for (const std::vector<int32_t>& ids : prompts) {
+    if (ids.empty()) throw usage_error("text encoder: empty token sequence");
+    b.start.push_back(int64_t(all.size()));
+    b.len.push_back(int64_t(ids.size()));
+    all.insert(all.end(), ids.begin(), ids.end());
+  }
+  const int64_t rows = int64_t(all.size()), H = cfg_.hidden;
+  b.x = embed(all);
+  Tensor s = host_tensor(DType::F32, {rows, cfg_.rot_dim}), c = host_tensor(DType::F32, {rows, cfg_.rot_dim});
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    Tensor sp = s.slice_rows(b.start[p], b.len[p]), cp = c.slice_rows(b.start[p], b.len[p]);
+    rope_tables(b.len[p], cfg_.rot_dim, cfg_.rope_theta, sp, cp);
+  }
+  b.sin = be_.upload(s);
+  b.cos = be_.upload(c);
+  b.xn = be_.alloc(DType::F32, {rows, H});
+  b.delta = be_.alloc(DType::F32, {rows, H});
+  return b;
+}
+
 std::vector<Tensor> TextEncoder::encode_many(const std::vector<std::vector<int32_t>>& prompts,
                                              const std::function<void(int, const Tensor&)>& layer_hook) {
   using Clock = std::chrono::steady_clock;
-  // A resident source loads every layer when it is made (load_s); the others' set-up (staging
-  // buffers, slots) belongs to the pass (encode_s).
+  for (const std::vector<int32_t>& ids : prompts)
+    if (ids.empty()) throw usage_error("text encoder: empty token sequence");
+  // A resident source loads every layer when the first pass starts (load_s, with the warm-up
+  // that overlaps it); the others' set-up (staging buffers, slots) belongs to the pass (encode_s).
   times_ = TextEncoderTimes();
   auto t_encode = Clock::now();
   if (!source_) {
     source_ = make_te_weight_source(be_, weights_, prefix_, int(cfg_.layers), residency_);
+    std::unique_ptr<Batch> warm;
+    source_->load([&](int l) { warm_up(l, prompts, warm); });
     if (source_->load_seconds() > 0) {
       times_.load_s = std::chrono::duration<double>(Clock::now() - t_encode).count();
       t_encode = Clock::now();
     }
   }
   const int64_t H = cfg_.hidden;
-  CoreOps& core = be_.core();
-  struct Prompt {
-    Tensor x, xn, delta, sin, cos;  // residual stream, scratch, RoPE tables for the attention layers
-  };
-  std::vector<Prompt> state(prompts.size());
-  for (size_t p = 0; p < prompts.size(); ++p) {
-    const std::vector<int32_t>& ids = prompts[p];
-    if (ids.empty()) throw usage_error("text encoder: empty token sequence");
-    const int64_t T = int64_t(ids.size());
-    state[p].x = embed(ids);
-    Tensor s = host_tensor(DType::F32, {T, cfg_.rot_dim}), c = host_tensor(DType::F32, {T, cfg_.rot_dim});
-    rope_tables(T, cfg_.rot_dim, cfg_.rope_theta, s, c);
-    state[p].sin = be_.upload(s);
-    state[p].cos = be_.upload(c);
-    state[p].xn = be_.alloc(DType::F32, {T, H});
-    state[p].delta = be_.alloc(DType::F32, {T, H});
-  }
+  Batch b = make_batch(prompts);
 
-  // Layers outside, prompts inside: each layer's weights cross to the device once per pass.
   source_->begin_pass();
   for (int l = 0; l < int(cfg_.layers); ++l) {
     source_->before_layer(l);
-    for (Prompt& st : state) {
-      {
-        const Tensor w = weight(l, "input_layernorm.weight");
-        core.rms_norm(st.x, &w, NormWeight::OnePlus, cfg_.eps, H, st.xn);
-      }
-      if (cfg_.layer_types[size_t(l)] == TextLayerKind::FullAttention)
-        attention_mixer(l, st.xn, st.sin, st.cos, st.delta);
-      else
-        deltanet_mixer(l, st.xn, st.delta);
-      core.add(st.x, st.delta, nullptr);
-      {
-        const Tensor w = weight(l, "post_attention_layernorm.weight");
-        core.rms_norm(st.x, &w, NormWeight::OnePlus, cfg_.eps, H, st.xn);
-      }
-      mlp(l, st.xn, st.delta);
-      core.add(st.x, st.delta, nullptr);
-    }
+    run_layer(l, b);
     source_->after_layer(l);
-    if (layer_hook && state.size() == 1) layer_hook(l, be_.download(state[0].x));
+    if (layer_hook && prompts.size() == 1) layer_hook(l, be_.download(b.x));
   }
   source_->end_pass();
-  std::vector<Tensor> out;
+  b.xn = Tensor();
+  b.delta = Tensor();
+  Tensor y = be_.alloc(DType::F32, {b.x.rows(), H});
   const Tensor w = weight(-1, "norm.weight");
-  for (Prompt& st : state) {
-    st.xn = Tensor();
-    st.delta = Tensor();
-    Tensor y = be_.alloc(DType::F32, {st.x.rows(), H});
-    core.rms_norm(st.x, &w, NormWeight::OnePlus, cfg_.eps, H, y);
-    out.push_back(be_.download(y));
-  }
+  be_.core().rms_norm(b.x, &w, NormWeight::OnePlus, cfg_.eps, H, y);
+  const Tensor all = be_.download(y);
+  std::vector<Tensor> out;
+  for (size_t p = 0; p < prompts.size(); ++p) out.push_back(all.slice_rows(b.start[p], b.len[p]));
   times_.encode_s = std::chrono::duration<double>(Clock::now() - t_encode).count();
   return out;
 }
 
+void TextEncoder::warm_up(int l, const std::vector<std::vector<int32_t>>& prompts, std::unique_ptr<Batch>& warm) {
+  const TextLayerKind kind = cfg_.layer_types[size_t(l)];
+  for (int j = 0; j < l; ++j)
+    if (cfg_.layer_types[size_t(j)] == kind) return;  // not the first of its kind
+  if (!warm) warm = std::make_unique<Batch>(make_batch(prompts));
+  run_layer(l, *warm);
+}
+
+// x += Mixer(ZRMS_in(x)); x += MLP(ZRMS_post(x)), over all prompts' rows.
+void TextEncoder::run_layer(int l, Batch& b) {
+  CoreOps& core = be_.core();
+  const int64_t H = cfg_.hidden;
+  {
+    const Tensor w = weight(l, "input_layernorm.weight");
+    core.rms_norm(b.x, &w, NormWeight::OnePlus, cfg_.eps, H, b.xn);
+  }
+  if (cfg_.layer_types[size_t(l)] == TextLayerKind::FullAttention)
+    attention_mixer(l, b, b.delta);
+  else
+    deltanet_mixer(l, b, b.delta);
+  core.add(b.x, b.delta, nullptr);
+  {
+    const Tensor w = weight(l, "post_attention_layernorm.weight");
+    core.rms_norm(b.x, &w, NormWeight::OnePlus, cfg_.eps, H, b.xn);
+  }
+  mlp(l, b.xn, b.delta);
+  core.add(b.x, b.delta, nullptr);
+}
+
+void TextEncoder::fused_linear(int l, const std::vector<std::string>& names, const Tensor& x, Tensor& y) {
+  std::vector<std::string> full;
+  for (const std::string& n : names) full.push_back(prefix_ + "layers." + std::to_string(l) + "." + n);
+  if (std::optional<Tensor> w = source_->get_fused(l, full)) {
+    be_.core().linear(x, *w, nullptr, y);
+    return;
+  }
+  int64_t col = 0;
+  for (const std::string& n : names) {
+    const Tensor w = weight(l, n);
+    if (col + w.rows() > y.cols())
+      throw failure("text encoder: layer " + std::to_string(l) + " projection '" + n + "' has " +
+                    std::to_string(w.rows()) + " rows, more than its output block");
+    Tensor block = y.slice_cols(col, w.rows());
+    be_.core().linear(x, w, nullptr, block);
+    col += w.rows();
+  }
+}
+
 // Gated full attention (research/text_encoder.md 3.3). q_proj emits per head [query | gate];
 // q_norm reads the query halves through a strided view and writes them packed, so RoPE and
-// attention see an ordinary [T, heads·hd] matrix.
-void TextEncoder::attention_mixer(int l, const Tensor& xn, const Tensor& sin_d, const Tensor& cos_d, Tensor& y) {
+// attention see an ordinary [T, heads·hd] matrix. k and v come from one GEMM; attention runs per
+// prompt on its rows (causal within the prompt).
+void TextEncoder::attention_mixer(int l, const Batch& b, Tensor& y) {
   CoreOps& core = be_.core();
-  const int64_t T = xn.rows(), nh = cfg_.heads, nkv = cfg_.kv_heads, hd = cfg_.head_dim;
+  const int64_t M = b.xn.rows(), nh = cfg_.heads, nkv = cfg_.kv_heads, hd = cfg_.head_dim;
+  const Tensor& xn = b.xn;
 
-  Tensor qg = be_.alloc(DType::F32, {T, nh * 2 * hd});
+  Tensor qg = be_.alloc(DType::F32, {M, nh * 2 * hd});
   core.linear(xn, weight(l, "self_attn.q_proj.weight"), nullptr, qg);
-  const Tensor per_head = qg.reshape({T * nh, 2 * hd});
-  Tensor q = be_.alloc(DType::F32, {T, nh * hd});
+  const Tensor per_head = qg.reshape({M * nh, 2 * hd});
+  Tensor q = be_.alloc(DType::F32, {M, nh * hd});
   {
-    Tensor q_rows = q.reshape({T * nh, hd});
+    Tensor q_rows = q.reshape({M * nh, hd});
     const Tensor w = weight(l, "self_attn.q_norm.weight");
     core.rms_norm(per_head.slice_cols(0, hd), &w, NormWeight::OnePlus, cfg_.eps, hd, q_rows);
   }
-  Tensor k = be_.alloc(DType::F32, {T, nkv * hd});
+  Tensor kv = be_.alloc(DType::F32, {M, 2 * nkv * hd});
+  fused_linear(l, te_fused_groups()[kTeAttentionKv], xn, kv);
+  Tensor k = be_.alloc(DType::F32, {M, nkv * hd});
   {
-    Tensor k_raw = be_.alloc(DType::F32, {T, nkv * hd});
-    core.linear(xn, weight(l, "self_attn.k_proj.weight"), nullptr, k_raw);
     const Tensor w = weight(l, "self_attn.k_norm.weight");
-    core.rms_norm(k_raw, &w, NormWeight::OnePlus, cfg_.eps, hd, k);
+    core.rms_norm(kv.slice_cols(0, nkv * hd), &w, NormWeight::OnePlus, cfg_.eps, hd, k);
   }
-  Tensor v = be_.alloc(DType::F32, {T, nkv * hd});
-  core.linear(xn, weight(l, "self_attn.v_proj.weight"), nullptr, v);
+  const Tensor v = kv.slice_cols(nkv * hd, nkv * hd);
 
-  core.rope(q, sin_d, cos_d, hd, cfg_.rot_dim);
-  core.rope(k, sin_d, cos_d, hd, cfg_.rot_dim);
-  Tensor att = be_.alloc(DType::F32, {T, nh * hd});
-  core.attention(q, k, v, att, nh, nkv, hd, float(1.0 / std::sqrt(double(hd))), true);
+  core.rope(q, b.sin, b.cos, hd, cfg_.rot_dim);
+  core.rope(k, b.sin, b.cos, hd, cfg_.rot_dim);
+  Tensor att = be_.alloc(DType::F32, {M, nh * hd});
+  const float scale = float(1.0 / std::sqrt(double(hd)));
+  for (size_t p = 0; p < b.start.size(); ++p) {
+    const int64_t s = b.start[p], T = b.len[p];
+    Tensor out = att.slice_rows(s, T);
+    core.attention(q.slice_rows(s, T), k.slice_rows(s, T), v.slice_rows(s, T), out, nh, nkv, hd, scale, true);
+  }
 
-  Tensor gated = be_.alloc(DType::F32, {T * nh, hd});
-  core.gated_unit(GatedUnit::SigmoidGate, att.reshape({T * nh, hd}), per_head.slice_cols(hd, hd), gated);
-  core.linear(gated.reshape({T, nh * hd}), weight(l, "self_attn.o_proj.weight"), nullptr, y);
+  Tensor gated = be_.alloc(DType::F32, {M * nh, hd});
+  core.gated_unit(GatedUnit::SigmoidGate, att.reshape({M * nh, hd}), per_head.slice_cols(hd, hd), gated);
+  core.linear(gated.reshape({M, nh * hd}), weight(l, "self_attn.o_proj.weight"), nullptr, y);
 }
 
-// Gated DeltaNet (research/text_encoder.md 3.4-3.5): projections, causal conv + SiLU over the
-// fused q|k|v channels, gates, l2-normalised q and k, the chunked delta rule, the gated norm.
-void TextEncoder::deltanet_mixer(int l, const Tensor& xn, Tensor& y) {
+// Gated DeltaNet (research/text_encoder.md 3.4-3.5): one GEMM for the input projections
+// (qkv | z | a | b), causal conv + SiLU over the fused q|k|v channels per prompt, gates and the
+// l2-normalised q and k over all rows, the chunked delta rule per prompt, the gated norm.
+void TextEncoder::deltanet_mixer(int l, const Batch& b, Tensor& y) {
   CoreOps& core = be_.core();
   TextOps& text = be_.text();
-  const int64_t T = xn.rows(), kw = cfg_.linear_key_width(), vw = cfg_.linear_value_width();
-  const int64_t nv = cfg_.linear_value_heads;
+  const int64_t M = b.xn.rows(), kw = cfg_.linear_key_width(), vw = cfg_.linear_value_width();
+  const int64_t nv = cfg_.linear_value_heads, cw = cfg_.conv_width();
 
-  Tensor conv = be_.alloc(DType::F32, {T, cfg_.conv_width()});
+  Tensor proj = be_.alloc(DType::F32, {M, cw + vw + 2 * nv});
+  fused_linear(l, te_fused_groups()[kTeDeltaNetInput], b.xn, proj);
+  Tensor conv = be_.alloc(DType::F32, {M, cw});
   {
-    Tensor qkv = be_.alloc(DType::F32, {T, cfg_.conv_width()});
-    core.linear(xn, weight(l, "linear_attn.in_proj_qkv.weight"), nullptr, qkv);
-    text.causal_conv1d_silu(qkv, weight(l, "linear_attn.conv1d.weight"), conv);
+    const Tensor w = weight(l, "linear_attn.conv1d.weight");
+    for (size_t p = 0; p < b.start.size(); ++p) {
+      Tensor rows = conv.slice_rows(b.start[p], b.len[p]);
+      text.causal_conv1d_silu(proj.slice_rows(b.start[p], b.len[p]).slice_cols(0, cw), w, rows);
+    }
   }
-  Tensor z = be_.alloc(DType::F32, {T, vw});
-  core.linear(xn, weight(l, "linear_attn.in_proj_z.weight"), nullptr, z);
+  const Tensor z = proj.slice_cols(cw, vw);
 
-  Tensor g = be_.alloc(DType::F32, {T, nv}), beta = be_.alloc(DType::F32, {T, nv});
-  {
-    Tensor a = be_.alloc(DType::F32, {T, nv}), b = be_.alloc(DType::F32, {T, nv});
-    core.linear(xn, weight(l, "linear_attn.in_proj_a.weight"), nullptr, a);
-    core.linear(xn, weight(l, "linear_attn.in_proj_b.weight"), nullptr, b);
-    text.deltanet_gates(a, b, weight(l, "linear_attn.A_log"), weight(l, "linear_attn.dt_bias"), g, beta);
+  Tensor g = be_.alloc(DType::F32, {M, nv}), beta = be_.alloc(DType::F32, {M, nv});
+  text.deltanet_gates(proj.slice_cols(cw + vw, nv), proj.slice_cols(cw + vw + nv, nv), weight(l, "linear_attn.A_log"),
+                      weight(l, "linear_attn.dt_bias"), g, beta);
+
+  // q | k normalised per key head in one pass (the conv's first 2·kw channels).
+  Tensor qk = be_.alloc(DType::F32, {M, 2 * kw});
+  text.l2_norm(conv.slice_cols(0, 2 * kw), kL2NormEps, cfg_.linear_key_dim, qk);
+  Tensor core_out = be_.alloc(DType::F32, {M, vw});
+  const float scale = float(1.0 / std::sqrt(double(cfg_.linear_key_dim)));
+  for (size_t p = 0; p < b.start.size(); ++p) {
+    const int64_t s = b.start[p], T = b.len[p];
+    const Tensor qk_p = qk.slice_rows(s, T);
+    Tensor out = core_out.slice_rows(s, T);
+    text.delta_rule_chunked(qk_p.slice_cols(0, kw), qk_p.slice_cols(kw, kw), conv.slice_rows(s, T).slice_cols(2 * kw, vw),
+                            g.slice_rows(s, T), beta.slice_rows(s, T), cfg_.linear_key_heads, scale, kDeltaChunk,
+                            nullptr, out);
   }
 
-  Tensor q = be_.alloc(DType::F32, {T, kw}), k = be_.alloc(DType::F32, {T, kw});
-  text.l2_norm(conv.slice_cols(0, kw), kL2NormEps, cfg_.linear_key_dim, q);
-  text.l2_norm(conv.slice_cols(kw, kw), kL2NormEps, cfg_.linear_key_dim, k);
-  Tensor core_out = be_.alloc(DType::F32, {T, vw});
-  text.delta_rule_chunked(q, k, conv.slice_cols(2 * kw, vw), g, beta, cfg_.linear_key_heads,
-                          float(1.0 / std::sqrt(double(cfg_.linear_key_dim))), kDeltaChunk, nullptr, core_out);
-
-  Tensor normed = be_.alloc(DType::F32, {T, vw});
+  Tensor normed = be_.alloc(DType::F32, {M, vw});
   text.gated_rms_norm(core_out, z, weight(l, "linear_attn.norm.weight"), cfg_.eps, cfg_.linear_value_dim, normed);
   core.linear(normed, weight(l, "linear_attn.out_proj.weight"), nullptr, y);
 }
 
-// SwiGLU MLP: down(silu(gate(x)) ⊙ up(x)).
+// SwiGLU MLP: down(silu(gate(x)) ⊙ up(x)), gate and up from one GEMM.
 void TextEncoder::mlp(int l, const Tensor& xn, Tensor& y) {
   CoreOps& core = be_.core();
-  const int64_t T = xn.rows(), I = cfg_.intermediate;
-  Tensor gate = be_.alloc(DType::F32, {T, I}), up = be_.alloc(DType::F32, {T, I}), act = be_.alloc(DType::F32, {T, I});
-  core.linear(xn, weight(l, "mlp.gate_proj.weight"), nullptr, gate);
-  core.linear(xn, weight(l, "mlp.up_proj.weight"), nullptr, up);
-  core.gated_unit(GatedUnit::SwiGlu, gate, up, act);
+  const int64_t M = xn.rows(), I = cfg_.intermediate;
+  Tensor gate_up = be_.alloc(DType::F32, {M, 2 * I}), act = be_.alloc(DType::F32, {M, I});
+  fused_linear(l, te_fused_groups()[kTeMlpInput], xn, gate_up);
+  core.gated_unit(GatedUnit::SwiGlu, gate_up.slice_cols(0, I), gate_up.slice_cols(I, I), act);
   core.linear(act, weight(l, "mlp.down_proj.weight"), nullptr, y);
 }
 

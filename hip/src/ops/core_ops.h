@@ -26,6 +26,13 @@ class CoreOps {
   // y[M,N] = x[M,K] · w[N,K]ᵀ (+ bias[N]); fp32 accumulation.
   virtual void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) = 0;
 
+  // The gated residual update in one: residual[M,N] += gate[N] ⊙ (x · wᵀ + bias), defined as
+  // linear(x, w, bias, t) then add(residual, t, &gate) (same fp32 operations, in that order) but
+  // with no temporary t: the GEMM's epilogue reads each residual element and writes it back.
+  // residual is f32 (the DiT's stream), gate f32 [N].
+  virtual void linear_gated_add(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& gate,
+                                Tensor& residual) = 0;
+
   // RMS norm over each run of `group` consecutive columns of each row (group = cols for a
   // whole-row norm, head_dim for per-head norms): n = x·rsqrt(mean(x²)+eps) in fp32, then
   // n·w (Mul) or n·(1+w) (OnePlus) with w of `group` elements, or n alone (None). y may be x.

@@ -1,8 +1,12 @@
 #include "pipeline/dit_residency.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <exception>
 #include <map>
 #include <stdexcept>
+#include <thread>
 
 #include "util/error.h"
 
@@ -23,17 +27,19 @@ class ResidentStreaming : public DitWeightSource {
   ResidentStreaming(Backend& be, const WeightFiles& w, const DitConfig& cfg, int resident)
       : be_(be), resident_(std::clamp(resident, 0, int(cfg.layers))) {
     std::map<int, std::vector<std::string>> block_names;
+    std::vector<std::string> resident_names;
     for (const std::string& name : w.names()) {
       if (name == "rope.bands") continue;  // recomputed, never read
       const int b = block_of(name);
       if (b < 0 || b < resident_) {
-        device_[name] = be_.upload(w.get(name));
+        resident_names.push_back(name);
       } else {
         block_names[b].push_back(name);
       }
     }
-    // Streamed blocks: one pinned host image per block, tensors at aligned offsets; the two
-    // slots are sized for the largest block.
+    // Streamed blocks: each tensor pinned on its own straight from the mapping (no intermediate
+    // host image), at an aligned offset of the block's slot layout; the two slots are sized for
+    // the largest block.
     size_t slot_bytes = 0;
     for (auto& [b, names] : block_names) {
       Streamed& s = streamed_[b];
@@ -43,12 +49,41 @@ class ResidentStreaming : public DitWeightSource {
         s.parts.push_back({name, off, t});
         off = (off + t.nbytes() + kAlign - 1) / kAlign * kAlign;
       }
-      Tensor image = host_tensor(DType::U8, {int64_t(off)});
-      for (const Part& p : s.parts) std::memcpy(image.ptr<char>() + p.offset, p.host.data, p.host.nbytes());
-      s.pinned = be_.pin(image);
-      for (Part& p : s.parts) p.host = Tensor();  // the mapping is no longer needed for this block
       slot_bytes = std::max(slot_bytes, off);
     }
+    // Pinning (page-locking fresh host memory and filling it from the mapping) is what a streamed
+    // load spends its time on: the blocks are pinned by several threads while this thread uploads
+    // the resident tensors. Backend::pin touches no shared backend state (HIP: hipHostMalloc and a
+    // memcpy, both thread-safe; host: the view itself).
+    std::vector<Streamed*> to_pin;
+    for (auto& [b, s] : streamed_) to_pin.push_back(&s);
+    std::atomic<size_t> next{0};
+    std::vector<std::exception_ptr> errors(pin_threads(to_pin.size()));
+    std::vector<std::thread> workers;
+    for (size_t t = 0; t < errors.size(); ++t)
+      workers.emplace_back([&, t] {
+        try {
+          for (size_t i = next++; i < to_pin.size(); i = next++)
+            for (Part& p : to_pin[i]->parts) {
+              p.pinned = be_.pin(p.host);
+              p.host = Tensor();  // the mapping is no longer needed for this tensor
+            }
+        } catch (...) {
+          errors[t] = std::current_exception();
+          next = to_pin.size();  // the others stop at their next block
+        }
+      });
+    std::exception_ptr upload_error;
+    try {
+      for (const std::string& name : resident_names) device_[name] = be_.upload(w.get(name));
+    } catch (...) {
+      upload_error = std::current_exception();
+      next = to_pin.size();
+    }
+    for (std::thread& t : workers) t.join();
+    if (upload_error) std::rethrow_exception(upload_error);
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
     if (!streamed_.empty())
       for (Tensor& slot : slots_) slot = be_.alloc(DType::U8, {int64_t(slot_bytes)});
   }
@@ -91,16 +126,23 @@ class ResidentStreaming : public DitWeightSource {
  private:
   struct Part {
     std::string name;
-    size_t offset = 0;
-    Tensor host;  // the mapped tensor, until the pinned image is made
+    size_t offset = 0;  // in the block's slot
+    Tensor host;        // the mapped tensor, until it is pinned
+    Tensor pinned;      // its pinned copy
     DType dtype = DType::BF16;
     std::vector<int64_t> dims;
     Part(std::string n, size_t off, const Tensor& t) : name(std::move(n)), offset(off), host(t), dtype(t.dtype), dims(t.dims()) {}
   };
   struct Streamed {
     std::vector<Part> parts;
-    Tensor pinned;
   };
+
+  // Threads that pin the streamed blocks: a few (page-locking is partly serialised by the
+  // driver, the copies from the mapping are not), never more than there are blocks.
+  static size_t pin_threads(size_t blocks) {
+    const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+    return std::min({blocks, hw, size_t(8)});
+  }
 
   int position_of(int block) const {
     auto it = std::find(order_.begin(), order_.end(), block);
@@ -110,10 +152,17 @@ class ResidentStreaming : public DitWeightSource {
 
   // Copies the p-th streamed block of the pass into slot p mod 2, after the compute issued so
   // far (which includes the last reader of that slot).
+  // The parts go in one after another on the copy stream; the first waits for the compute, the
+  // block's fence is the last part's.
   void issue(size_t p) {
     const Streamed& s = streamed_.at(order_[p]);
-    Tensor dst = slots_[p % 2].slice_cols(0, s.pinned.numel());
-    fences_[p] = be_.copy_async(s.pinned, dst, be_.compute_fence());
+    Backend::Fence after = be_.compute_fence(), done = 0;
+    for (const Part& part : s.parts) {
+      Tensor dst = slots_[p % 2].slice_cols(int64_t(part.offset), part.pinned.nbytes());
+      done = be_.copy_async(part.pinned, dst, after);
+      after = 0;
+    }
+    fences_[p] = done;
   }
 
   Backend& be_;

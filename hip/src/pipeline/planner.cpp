@@ -48,7 +48,7 @@ StageSizes measure_stages(const MossModel& m, int64_t width, int64_t height, int
   {
     // Both prompts at the longest length, as a run encodes them. Uploading on use counts the
     // weights apart from the activations; the layer images are sized below.
-    TextEncoder te(be, m.te_weights, m.te_config, TeResidency::UploadOnUse);
+    TextEncoder te(be, m.te_weights, m.te_config, TeResidency::ShapesOnly);
     te.encode_many({ids, ids});
   }
   s.te_activation_bytes = be.peak_bytes();
@@ -129,7 +129,10 @@ MemoryPlan plan_memory(const StageSizes& s, size_t budget, bool budget_is_user, 
                s.dit_activation_bytes;
   p.te_peak = s.vae_weight_bytes + s.te_fixed_bytes + 2 * s.te_layer_bytes + s.te_activation_bytes;
   const size_t te_resident_peak = s.vae_weight_bytes + s.te_fixed_bytes + s.te_all_layers_bytes + s.te_activation_bytes;
-  if (s.te_all_layers_bytes > 0 && te_resident_peak + kReserveBytes <= budget) {
+  // All layers stay on the device only on a card with room to spare and no --vram-budget: a budget
+  // asks for the behaviour of a card of that size, which streams the layers (product.md section 5;
+  // the random full-size layers, 13 GiB, would otherwise sit resident under a budget of 16).
+  if (!budget_is_user && s.te_all_layers_bytes > 0 && te_resident_peak + kReserveBytes <= budget) {
     p.te_resident = true;
     p.te_peak = te_resident_peak;
   }

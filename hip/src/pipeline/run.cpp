@@ -149,12 +149,14 @@ int run_generation(const RunOptions& o) {
   rep.line("text encoder");
   Tensor cond_states, uncond_states;
   TextEncoderTimes te_times;
+  std::string te_tokens;  // "64+10": the prompts the encode stacked (cfg 1: the prompt alone)
   TeResidency te_residency = TeResidency::Auto;
   if (plan) te_residency = plan->te_resident ? TeResidency::Resident : TeResidency::Streamed;
   {
     TextEncoder te(*be, model.te_weights, model.te_config, te_residency);
     std::vector<std::vector<int32_t>> prompts = {cond_ids.ids};
     if (use_uncond) prompts.push_back(uncond_ids.ids);
+    for (const std::vector<int32_t>& p : prompts) te_tokens += (te_tokens.empty() ? "" : "+") + std::to_string(p.size());
     std::vector<Tensor> states = te.encode_many(prompts);  // one pass over the layers for both
     cond_states = states[0];
     if (use_uncond) uncond_states = states[1];
@@ -212,11 +214,13 @@ int run_generation(const RunOptions& o) {
               o.no_metadata ? std::vector<PngText>() : png_record_chunks(record));
   }
   record.times.total_s = since(t_start);
-  // The text encoder's total, then its load (weights to the device, resident layers only) and
-  // its encode (the pass itself; streamed: with the copies) apart.
-  rep.line("done: text encoder %.3f s (load %.3f s, encode %.3f s, %s), dit load %.3f s, denoise %.3f s (%d steps), "
-           "vae %.3f s, total %.3f s; seed %llu; %d of %d DiT blocks resident",
+  // The text encoder's total, then its load (weights to the device, resident layers only, with
+  // the kernels' warm-up overlapping it) and its encode (the pass itself, every prompt stacked;
+  // streamed: with the copies) apart, and the prompts' token counts the encode covered.
+  rep.line("done: text encoder %.3f s (load %.3f s, encode %.3f s, %s, %s tokens), dit load %.3f s, denoise %.3f s "
+           "(%d steps), vae %.3f s, total %.3f s; seed %llu; %d of %d DiT blocks resident",
            record.times.text_encoder_s, te_times.load_s, te_times.encode_s, te_residency_name(te_residency),
+           te_tokens.c_str(),
            record.times.dit_load_s, record.times.denoise_s, steps_run, record.times.vae_s,
            record.times.total_s, (unsigned long long)o.seed, record.resident_blocks, record.total_blocks);
   return 0;

@@ -29,12 +29,13 @@ std::string join(const std::vector<std::string>& list) {
 std::string matrix_leaf(const std::string& arch) {
   if (arch.rfind("gfx11", 0) == 0) return "v_wmma_f32_16x16x16_bf16 (gfx11 layout)";
   if (arch.rfind("gfx12", 0) == 0) return "v_wmma_f32_16x16x16_bf16 (gfx12 layout)";
-  return "2x mma.sync.m16n8k16 bf16";
+  // NVIDIA: the portable leaf, and the Hopper warpgroup instruction of kernels/gemm_hopper.h and
+  // kernels/attention_hopper.h.
+  return "2x mma.sync.m16n8k16 bf16; large GEMMs and DiT attention: wgmma bf16 (sm_90a)";
 }
 
-// The `kernels:` line of --list-devices: the kernel families built in, and the matrix leaf
-// under them. Add a family here when its kernels land.
-// The kernel families of hip/src/kernels, as a user-facing summary of what runs on the device.
+// The `kernels:` line of a run and of --list-devices: the kernel families of hip/src/kernels that
+// are built in, and the matrix leaf under them. Add a family here when its kernels land.
 std::vector<std::string> kernel_families(const std::string& arch) {
   return {"gemm", "linear_f32", "flash attention", "rows (norms, modulation, gates, RoPE, gathers)",
           "gated deltanet (chunked, recurrent)", "text rows (conv1d, gates, norms)", "conv2d (implicit GEMM)",

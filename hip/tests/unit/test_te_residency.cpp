@@ -81,10 +81,12 @@ TEST(TextEncoderResidency, PlannerKeepsTheLayersOnlyWhenAllFit) {
   const MemoryPlan budget16 = plan_memory(s, 16 * kGiB, true, 0);  // product.md: a 16 GiB card streams
   EXPECT_FALSE(budget16.te_resident);
   EXPECT_EQ(budget16.te_peak, s.vae_weight_bytes + s.te_fixed_bytes + 2 * s.te_layer_bytes + s.te_activation_bytes);
-  // The boundary: all layers, activations, VAE weights and the reserve.
+  // The boundary, in free memory: all layers, activations, VAE weights and the reserve.
   const size_t need = s.vae_weight_bytes + s.te_fixed_bytes + s.te_all_layers_bytes + s.te_activation_bytes + kReserveBytes;
-  EXPECT_TRUE(plan_memory(s, need, true, 0).te_resident);
-  EXPECT_FALSE(plan_memory(s, need - 1, true, 0).te_resident);
+  EXPECT_TRUE(plan_memory(s, need, false, 0).te_resident);
+  EXPECT_FALSE(plan_memory(s, need - 1, false, 0).te_resident);
+  // Any --vram-budget streams, however large: it stands for a card of that size.
+  EXPECT_FALSE(plan_memory(s, 139 * kGiB, true, 0).te_resident);
 }
 
 TEST(TextEncoderResidency, MeasuresEveryLayerOfTheTinyModel) {

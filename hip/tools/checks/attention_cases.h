@@ -10,8 +10,13 @@
 // timed shapes a sample of query rows (first, last, tails, spread) against a host replay of just
 // those rows. It also checks that nothing outside `out` was written. Rows of the table:
 //   attention[tiling]  shape: q/k rows, heads(/kv heads) x head dim, bi(directional) or causal,
-//   dtype (" al": aligned layout); tilings: attention (default: NVIDIA flash 64-key tiles for head
-//   dims <= 128), attention[k32] (flash, 32-key tiles), attention[ref] (the reference kernel); rate = 4·Tq·Tk·hd·heads flops (halved when causal) per second, pack kernel included.
+//   dtype (" al": aligned layout; " out:f32": bf16 q/k/v, f32 out); tilings: attention (default:
+//   on NVIDIA the Hopper wgmma kernel for "bf16 al" rows of head dim 128, bidirectional; else
+//   flash 64-key tiles for head dims <= 128), attention[wgmma-serial] (wgmma without the softmax /
+//   P·V overlap; "bf16 al" 128-dim rows only), attention[flash] (the mma.sync flash kernel, 64-key
+//   tiles, where the default is wgmma), attention[k32] (flash, 32-key tiles), attention[ref] (the
+//   reference kernel); rate = 4·Tq·Tk·hd·heads flops (halved when causal) per second, pack kernel
+//   included.
 // A failing case prints its first bad element (query, head, dim, got, want) before its row.
 #pragma once
 #include <algorithm>
@@ -40,12 +45,21 @@ struct Case {
   int reps;           // timed launches after the checked one (0: not timed)
   bool other_tiling;  // also check and time the alternative NVIDIA tilings
   bool aligned;       // q|k|v at column 0 of the fused buffer (needs tq == tk), out at column 8
+  bool out_f32;       // bf16 q, k, v but f32 out
 };
 
 inline Case make_case(int64_t tq, int64_t tk, int64_t heads, int64_t kv_heads, int64_t head_dim, bool causal,
                       bool bf16 = false, int sampled_rows = 0, int reps = 0, bool other_tiling = false,
-                      bool aligned = false) {
-  return Case{tq, tk, heads, kv_heads, head_dim, causal, bf16, sampled_rows, reps, other_tiling, aligned};
+                      bool aligned = false, bool out_f32 = false) {
+  return Case{tq, tk, heads, kv_heads, head_dim, causal, bf16, sampled_rows, reps, other_tiling, aligned, out_f32};
+}
+
+inline bool out_bf16(const Case& c) { return c.bf16 && !c.out_f32; }
+
+// The cases the NVIDIA default sends to the Hopper wgmma kernel (kernels/attention_hopper.h:
+// head dim 128, bidirectional, bf16 q/k/v with aligned rows); only chooses which extra rows run.
+inline bool wgmma_case(const Case& c) {
+  return moss::kPlatformNvidia && c.bf16 && c.aligned && c.head_dim == 128 && !c.causal;
 }
 
 // Uniform random values of standard deviation `scale` (splitmix64: fast enough for the
@@ -147,12 +161,13 @@ inline std::vector<float> host_replay(moss::Backend& host, const moss::Tensor& q
 }
 
 inline std::string shape_text(const Case& c) {
-  char buf[96];
+  char buf[112];
   const std::string heads = c.kv_heads == c.heads ? std::to_string(c.heads)
                                                   : std::to_string(c.heads) + "/" + std::to_string(c.kv_heads);
   if (c.tq == c.tk)
-    std::snprintf(buf, sizeof buf, "T%lld h%sx%lld %s%s%s", (long long)c.tq, heads.c_str(), (long long)c.head_dim,
-                  c.causal ? "causal" : "bi", c.bf16 ? " bf16" : "", c.aligned ? " al" : "");
+    std::snprintf(buf, sizeof buf, "T%lld h%sx%lld %s%s%s%s", (long long)c.tq, heads.c_str(), (long long)c.head_dim,
+                  c.causal ? "causal" : "bi", c.bf16 ? " bf16" : "", c.aligned ? " al" : "",
+                  c.out_f32 ? " out:f32" : "");
   else
     std::snprintf(buf, sizeof buf, "q%lld k%lld h%sx%lld %s%s", (long long)c.tq, (long long)c.tk, heads.c_str(),
                   (long long)c.head_dim, c.causal ? "causal" : "bi", c.bf16 ? " bf16" : "");
@@ -161,7 +176,10 @@ inline std::string shape_text(const Case& c) {
 
 inline const char* tiling_name(moss::AttentionTiling t) {
   switch (t) {
+    case moss::AttentionTiling::Flash: return "attention[flash]";
     case moss::AttentionTiling::FlashKeys32: return "attention[k32]";
+    case moss::AttentionTiling::Wgmma: return "attention[wgmma]";
+    case moss::AttentionTiling::WgmmaSerial: return "attention[wgmma-serial]";
     case moss::AttentionTiling::Reference: return "attention[ref]";
     default: return "attention";
   }
@@ -175,10 +193,11 @@ inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c,
   // out: columns [3, 3 + width) of a [tq, width + 5] buffer (aligned: [8, 8 + width) of width + 16),
   // all of it NaN beforehand.
   const int64_t out_cols = width + (c.aligned ? 16 : 5), out_off = c.aligned ? 8 : 3;
-  const size_t esize = c.bf16 ? 2 : 4;
+  const size_t esize = out_bf16(c) ? 2 : 4;
   const size_t out_bytes = size_t(c.tq * out_cols) * esize;
   std::shared_ptr<void> buf = device_buffer(out_bytes);
-  moss::Tensor whole(buf.get(), c.bf16 ? moss::DType::BF16 : moss::DType::F32, {c.tq, out_cols}, moss::Where::Device);
+  moss::Tensor whole(buf.get(), out_bf16(c) ? moss::DType::BF16 : moss::DType::F32, {c.tq, out_cols},
+                     moss::Where::Device);
   whole.owner = buf;
   moss::Tensor out = whole.slice_cols(out_off, width);
   kcheck::poison(whole, ctx.stream());
@@ -192,7 +211,7 @@ inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c,
     MOSS_HIP_CHECK(hipMemcpy(raw.data(), buf.get(), out_bytes, hipMemcpyDeviceToHost));
     auto at = [&](int64_t r, int64_t col) -> float {
       const size_t i = size_t(r * out_cols + col);
-      if (c.bf16) {
+      if (out_bf16(c)) {
         uint16_t b;
         std::memcpy(&b, raw.data() + i * 2, 2);
         return moss::bf16_to_f32(b);
@@ -281,6 +300,10 @@ inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backen
   const std::vector<int64_t> rows = sample_rows(c.tq, c.sampled_rows);
   const std::vector<float> want = host_replay(host, q_host, k_host, v_host, c, rows, scale);
   run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Default);
+  if (wgmma_case(c)) {
+    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::WgmmaSerial);
+    if (c.other_tiling) run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Flash);
+  }
   if (c.other_tiling && moss::kPlatformNvidia && c.head_dim <= 128) {
     run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::FlashKeys32);
     run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Reference);
@@ -309,6 +332,17 @@ inline std::vector<Case> model_cases(const std::string& model) {
         make_case(4173, 4173, 24, 24, 128, false, true, 48, 10, true, true),  // 1024², bf16 as the DiT will
         make_case(8350, 8350, 24, 24, 128, false, false, 32, 5, true),    // 1456²: 91² image + 69 text
         make_case(16450, 16450, 24, 24, 128, false, false, 24, 3, true),  // 2048²: 128² image + 66 text
+        // bf16 aligned, head dim 128: the NVIDIA Hopper wgmma kernel (and its serial variant).
+        make_case(12, 12, 24, 24, 128, false, true, 0, 0, false, true),     // text rows alone: one partial tile
+        make_case(77, 77, 24, 24, 128, false, true, 0, 0, false, true, true),  // f32 out
+        make_case(257, 257, 24, 24, 128, false, true, 0, 0, false, true),   // 2 whole tiles + 1 key / query
+        make_case(384, 384, 24, 8, 128, false, true, 0, 0, false, true),    // GQA, whole tiles
+        make_case(1000, 1000, 24, 24, 128, false, true, 0, 0, false, true, true),  // f32 out
+        make_case(1040, 1040, 24, 24, 128, false, true, 0, 0, false, true),  // 512²: 32² image + 16 text
+        make_case(2333, 2333, 24, 24, 128, false, true, 64, 0, false, true),  // odd T, sampled
+        make_case(4173, 4173, 24, 24, 128, false, true, 48, 10, false, true, true),  // 1024², f32 out, timed
+        make_case(8350, 8350, 24, 24, 128, false, true, 32, 5, true, true),   // 1456², timed
+        make_case(16450, 16450, 24, 24, 128, false, true, 24, 3, true, true),  // 2048², timed
     };
   } else if (model == "te") {
     // Causal GQA: 16 query heads over 4 kv heads of 256 (tiny: 4 over 1 of 64).

@@ -62,19 +62,39 @@ class HipCoreOps : public CoreOps {
   explicit HipCoreOps(HipContext& ctx) : ctx_(ctx) {}
 
   void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override {
-    const RowsMatrix xm = device_matrix(x, "linear", "x"), wm = device_matrix(w, "linear", "weight");
-    const RowsMatrix ym = device_matrix(y, "linear", "y");
+    gemm_op("linear", x, w, bias, nullptr, y);
+  }
+
+  // The GEMM epilogue updates the residual (GemmOperands::gate); no temporary.
+  void linear_gated_add(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& gate,
+                        Tensor& residual) override {
+    const char* name = "linear_gated_add";
+    const RowsMatrix rm = device_matrix(residual, name, "residual");
+    require(!rm.bf16, name, "the residual must be f32");
+    require(gate.dtype == DType::F32, name, "the gate must be f32");
+    const RowsVector g = device_vector(&gate, rm.cols, name, "gate");
+    gemm_op(name, x, w, bias, static_cast<const float*>(g.data), residual);
+  }
+
+  // linear, or with a gate linear_gated_add (y is then the f32 residual).
+  void gemm_op(const char* name, const Tensor& x, const Tensor& w, const Tensor* bias, const float* gate, Tensor& y) {
+    const RowsMatrix xm = device_matrix(x, name, "x"), wm = device_matrix(w, name, "weight");
+    const RowsMatrix ym = device_matrix(y, name, "y");
     const int64_t M = xm.rows, K = xm.cols, N = wm.rows;
-    require(wm.cols == K, "linear", "weight " + w.shape_str() + " does not match x " + x.shape_str());
-    require(ym.rows == M && ym.cols == N, "linear", "y " + y.shape_str() + " is not [M, N]");
-    const RowsVector b = device_vector(bias, N, "linear", "bias");
+    require(wm.cols == K, name, "weight " + w.shape_str() + " does not match x " + x.shape_str());
+    require(ym.rows == M && ym.cols == N, name, "y " + y.shape_str() + " is not [M, N]");
+    const RowsVector b = device_vector(bias, N, name, "bias");
     if (M == 0 || N == 0) return;
-    require(K > 0, "linear", "K is zero");
+    require(K > 0, name, "K is zero");
     if (!wm.bf16 && !xm.bf16 && !ym.bf16 && !b.bf16) {
-      // fp32 weights (the VAE) keep fp32 operands: see kernels/linear_f32.h.
+      // fp32 weights (the VAE) keep fp32 operands: see kernels/linear_f32.h. That kernel has no
+      // gated epilogue: a gated update goes through a scratch product and the add kernel.
+      RowsMatrix out = ym;
+      if (gate) out = {ctx_.scratch(size_t(M * N) * sizeof(float)), false, M, N, N};
       linear_f32({static_cast<const float*>(xm.data), static_cast<const float*>(wm.data),
-                  static_cast<const float*>(b.data), static_cast<float*>(ym.data), M, N, K, xm.ld, wm.ld, ym.ld},
+                  static_cast<const float*>(b.data), static_cast<float*>(out.data), M, N, K, xm.ld, wm.ld, out.ld},
                  ctx_.stream());
+      if (gate) rows_add(ym, out, {gate, false}, ctx_.stream());
       return;
     }
 
@@ -90,6 +110,7 @@ class HipCoreOps : public CoreOps {
     op.y = ym.data;
     op.y_type = gemm_type(ym.bf16);
     op.ldy = ym.ld;
+    op.gate = gate;
     op.m = M;
     op.n = N;
     op.k = K;

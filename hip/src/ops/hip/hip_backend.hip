@@ -226,8 +226,11 @@ class HipBackend final : public Backend {
   }
 
   // ---- weight streaming: a copy stream beside the compute stream, fences as events ----------
+  // Thread-safe (the streaming source pins blocks from several threads): a thread's current
+  // device is its own, so each call selects the backend's device before allocating.
   Tensor pin(const Tensor& host) override {
     if (!host.contiguous()) throw std::invalid_argument("pin: contiguous host tensors only");
+    MOSS_HIP_CHECK(hipSetDevice(ctx_->device()));
     void* p = nullptr;
     MOSS_HIP_CHECK(hipHostMalloc(&p, host.nbytes() ? host.nbytes() : 1, hipHostMallocDefault));
     std::memcpy(p, host.data, host.nbytes());

@@ -111,6 +111,11 @@ class ProfiledCoreOps final : public CoreOps {
     OpProfiler::Scope s(*p_, "core.linear " + dims(w) + " x:" + dtype_name(x.dtype));
     in_->linear(x, w, bias, y);
   }
+  void linear_gated_add(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& gate,
+                        Tensor& residual) override {
+    OpProfiler::Scope s(*p_, "core.linear_gated_add " + dims(w) + " x:" + dtype_name(x.dtype));
+    in_->linear_gated_add(x, w, bias, gate, residual);
+  }
   void rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) override {
     OpProfiler::Scope s(*p_, "core.rms_norm");
     in_->rms_norm(x, w, mode, eps, group, y);

@@ -80,6 +80,15 @@ class HostCoreOps : public CoreOps {
     });
   }
 
+  // Its definition, literally: the reference stays bit-identical to linear then add.
+  void linear_gated_add(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& gate,
+                        Tensor& residual) override {
+    check_f32_matrix(residual, "linear_gated_add", "residual");
+    Tensor t = host_tensor(DType::F32, {residual.rows(), residual.cols()});
+    linear(x, w, bias, t);
+    add(residual, t, &gate);
+  }
+
   void rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) override {
     check_f32_matrix(x, "rms_norm", "x");
     check_f32_matrix(y, "rms_norm", "y");

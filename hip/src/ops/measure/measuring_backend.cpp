@@ -13,6 +13,8 @@ std::shared_ptr<void> counted(size_t bytes, const std::shared_ptr<size_t>& live,
 class NoCoreOps : public CoreOps {
  public:
   void linear(const Tensor&, const Tensor&, const Tensor*, Tensor&) override {}
+  // Updates the residual in place: no memory beyond linear's output, which is the residual.
+  void linear_gated_add(const Tensor&, const Tensor&, const Tensor*, const Tensor&, Tensor&) override {}
   void rms_norm(const Tensor&, const Tensor*, NormWeight, float, int64_t, Tensor&) override {}
   void modulate(Tensor&, const Tensor&, const Tensor&) override {}
   void norm_modulate(const Tensor&, const Tensor&, float, const Tensor&, const Tensor&, Tensor&) override {}

@@ -1,0 +1,173 @@
+// NVIDIA Hopper (sm_90a) machinery shared by the wgmma kernels (the GEMM's GemmKernel::Wgmma in
+// kernels/gemm.hip, the attention kernel in kernels/attention_hopper.h), as inline PTX, and the
+// host-side tensor maps the copy engine reads through:
+//   - mbarriers: the full/empty handshake between a producer thread and consumer warps;
+//   - cp.async.bulk.tensor (TMA): one 2-D box of an operand per load, written into shared memory
+//     with the 128-byte swizzle, completion counted in bytes on an mbarrier;
+//   - wgmma ordering (fence, commit, wait) and the accumulator pin;
+//   - setmaxnreg: registers moved from a producer warpgroup to the consumers.
+// The layouts both sides use are modelled and proved in gemm_layout::sw128 (and, for the
+// attention's V operand, attention_layout::hopper). wgmma and setmaxnreg exist only on the sm_90a
+// target (CMakeLists builds every NVIDIA .hip for it). Nothing here exists on AMD.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/gemm_layout.h"
+#include "runtime/portability.h"
+
+#if MOSS_PLATFORM_NVIDIA
+#include <cuda.h>            // CUtensorMap and its enums only: the encoder comes through the runtime,
+#include <cudaTypedefs.h>    // so the program needs no libcuda link
+
+#include <string>
+
+#include "util/error.h"
+
+// A tensor map kernel parameter must stay in parameter space (the copy engine reads it there):
+// __grid_constant__ forbids the local copy that taking its address would otherwise make.
+#define MOSS_GRID_CONSTANT __grid_constant__
+
+namespace moss {
+namespace hopper {
+
+using TensorMap = CUtensorMap;
+
+// ---- host: tensor maps ---------------------------------------------------------------------------
+// cuTensorMapEncodeTiled is a driver function; the runtime hands out its address, so the program
+// needs no link against libcuda (the static runtime loads the driver itself).
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encoder = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+    if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || !fn)
+      throw failure(std::string("the CUDA driver has no cuTensorMapEncodeTiled (") + cudaGetErrorString(e) + ")");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encoder;
+}
+
+// A K-major bf16 operand [rows, k] with row stride ld (elements; ld * 2 a multiple of 16, base
+// 16-byte aligned): boxes of 64 k x box_rows rows, written to shared memory with the 128-byte
+// swizzle (gemm_layout::sw128::tma_address). Boxes reaching past the operand (M or N tails) are
+// filled with zeros, and still count their full size on the mbarrier.
+inline TensorMap kmajor_tensor_map(const void* base, int64_t rows, int64_t k, int64_t ld, int box_rows) {
+  TensorMap map;
+  const cuuint64_t dims[2] = {cuuint64_t(k), cuuint64_t(rows)};  // innermost first
+  const cuuint64_t strides[1] = {cuuint64_t(ld) * 2};            // bytes, of dims 1..
+  const cuuint32_t box[2] = {cuuint32_t(gemm_layout::sw128::kBK), cuuint32_t(box_rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims,
+                                          strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw failure("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ") for " +
+                  std::to_string(rows) + "x" + std::to_string(k) + " bf16, ld " + std::to_string(ld));
+  return map;
+}
+
+// ---- device ------------------------------------------------------------------------------------
+// Stops the kernel: the body of a wgmma kernel compiled for a target without wgmma.
+__device__ inline void unsupported_target() { __trap(); }
+
+// Registers per thread a block of `threads` starts with under __launch_bounds__(threads, 1): the
+// 64 Ki register file shared out, rounded down to the allocation granule of 8 (168 for 384).
+constexpr int entry_registers(int threads) { return 65536 / threads / 8 * 8; }
+// Whether warp-specialised setmaxnreg budgets fit the block's allocation (valid budgets: multiples
+// of 8 in 24..256, the producers giving registers up and the consumers taking them). More than the
+// allocation hangs (the pool never has enough); we also require exactly the allocation, the
+// balance every known-good kernel keeps (the GEMM's 40/232, FlashAttention-3's 24/240: 168 x 384),
+// since a report of a hang with fewer (CUTLASS issue 2007, 24/232) was answered "make it equal".
+constexpr bool register_budgets_fit(int producer_threads, int producer_regs, int consumer_threads, int consumer_regs) {
+  return producer_regs % 8 == 0 && consumer_regs % 8 == 0 && 24 <= producer_regs &&
+         producer_regs <= entry_registers(producer_threads + consumer_threads) &&
+         entry_registers(producer_threads + consumer_threads) <= consumer_regs && consumer_regs <= 256 &&
+         producer_threads * producer_regs + consumer_threads * consumer_regs ==
+             entry_registers(producer_threads + consumer_threads) * (producer_threads + consumer_threads);
+}
+
+__device__ inline uint32_t shared_address(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+
+// mbarrier in shared memory (8 bytes, 8-byte aligned). `count` arrivals complete a phase (plus,
+// for the full barriers, the bytes announced by arrive_expect_tx).
+__device__ inline void mbarrier_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+// Makes the initialised barriers visible to the copy engine (async proxy) before first use.
+__device__ inline void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;" ::: "memory");
+}
+// One arrival that also announces `bytes` of copies that will complete on this barrier.
+__device__ inline void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ inline void mbarrier_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// Waits until the phase of parity `parity` has completed (phases alternate 0, 1, 0, ...; a fresh
+// barrier is in phase 0). try_wait suspends for a while in hardware before it returns false.
+__device__ inline void mbarrier_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+        "selp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// Keeps the tensor map's cache line warm before the first copy.
+__device__ inline void prefetch_tensor_map(const TensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// The box at (k0, row0) of the operand behind `map` into shared memory at `dst` (1024-aligned),
+// completing `bytes` on barrier `bar`.
+__device__ inline void tma_load_2d(uint32_t dst, const TensorMap* map, int k0, int row0, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(k0), "r"(row0), "r"(bar)
+      : "memory");
+}
+
+// Register budget per thread of this warpgroup from here on (a multiple of 8, 24..256); the
+// kernel needs a register cap at entry (__launch_bounds__(threads, 1)). The registers move through
+// a per-CTA pool that holds only what the block was launched with (entry_registers x threads):
+// .dec puts the difference into the pool, .inc spins (USETMAXREG.TRY_ALLOC in a loop) until the
+// pool has its difference -- forever when the budgets add up to more (register_budgets_fit).
+template <int kRegs>
+__device__ inline void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ inline void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+
+// wgmma ordering: fence before the first wgmma that touches registers written by ordinary
+// instructions (the zeroed accumulators); commit closes a group of issued wgmmas; wait<N> returns
+// when at most N groups are still running.
+__device__ inline void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ inline void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ inline void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+// The accumulators are written asynchronously, behind the compiler's back: this empty asm pins
+// each register at this point (no reads moved above a wait, no writes moved below a fence).
+template <int N>
+__device__ inline void fence_accumulators(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+}  // namespace hopper
+}  // namespace moss
+#endif  // MOSS_PLATFORM_NVIDIA
