@@ -28,6 +28,17 @@
 // __grid_constant__ forbids the local copy that taking its address would otherwise make.
 #define MOSS_GRID_CONSTANT __grid_constant__
 
+// Accumulator operands of the wgmma wrappers: PTX takes a warpgroup's fragment as a brace list of
+// scalar registers, so each element is its own "+f" operand. MOSS_WGMMA_ACC64(d, b) names
+// d[b] .. d[b+63] in order (an m64n128 fragment, or half of an m64n256 one).
+#define MOSS_WGMMA_ACC8(d, b)                                                                     \
+  "+f"(d[(b) + 0]), "+f"(d[(b) + 1]), "+f"(d[(b) + 2]), "+f"(d[(b) + 3]), "+f"(d[(b) + 4]),        \
+      "+f"(d[(b) + 5]), "+f"(d[(b) + 6]), "+f"(d[(b) + 7])
+#define MOSS_WGMMA_ACC64(d, b)                                                                    \
+  MOSS_WGMMA_ACC8(d, (b) + 0), MOSS_WGMMA_ACC8(d, (b) + 8), MOSS_WGMMA_ACC8(d, (b) + 16),         \
+      MOSS_WGMMA_ACC8(d, (b) + 24), MOSS_WGMMA_ACC8(d, (b) + 32), MOSS_WGMMA_ACC8(d, (b) + 40),   \
+      MOSS_WGMMA_ACC8(d, (b) + 48), MOSS_WGMMA_ACC8(d, (b) + 56)
+
 namespace moss {
 namespace hopper {
 

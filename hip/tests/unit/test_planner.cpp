@@ -1,24 +1,12 @@
 #include <gtest/gtest.h>
 
 #include "pipeline/planner.h"
+#include "stage_sizes_fixture.h"
 #include "util/error.h"
 
 using namespace moss;
 
-// Sizes shaped like the real model at 1024x1024 (block 0.21 GiB x 42, fixed part 0.61 GiB).
-static StageSizes real_like() {
-  StageSizes s;
-  s.dit_blocks = 42;
-  s.dit_block_bytes = size_t(0.21 * double(kGiB));
-  s.dit_fixed_bytes = size_t(0.61 * double(kGiB));
-  s.dit_activation_bytes = size_t(0.80 * double(kGiB));
-  s.vae_weight_bytes = size_t(0.10 * double(kGiB));
-  s.vae_decode_bytes = size_t(1.50 * double(kGiB));
-  s.te_layer_bytes = size_t(0.42 * double(kGiB));
-  s.te_fixed_bytes = size_t(0.01 * double(kGiB));
-  s.te_activation_bytes = size_t(0.05 * double(kGiB));
-  return s;
-}
+static StageSizes real_like() { return real_like_stage_sizes(); }
 
 static std::string refusal(const StageSizes& s, double gib) {
   try {

@@ -9,6 +9,7 @@
 
 #include "model/text_encoder.h"
 #include "pipeline/planner.h"
+#include "stage_sizes_fixture.h"
 
 using namespace moss;
 
@@ -59,16 +60,9 @@ TEST(TextEncoderResidency, StreamedAndResidentEqualUploadOnUseBitForBit) {
 
 // Sizes shaped like Qwen3.5-9B (18 GB of layers in 32 images) beside a 1024x1024 DiT.
 static StageSizes nine_b_like() {
-  StageSizes s;
-  s.dit_blocks = 42;
-  s.dit_block_bytes = size_t(0.21 * double(kGiB));
-  s.dit_fixed_bytes = size_t(0.61 * double(kGiB));
-  s.dit_activation_bytes = size_t(0.80 * double(kGiB));
-  s.vae_weight_bytes = size_t(0.10 * double(kGiB));
-  s.vae_decode_bytes = size_t(1.50 * double(kGiB));
+  StageSizes s = real_like_stage_sizes();
   s.te_layer_bytes = size_t(0.60 * double(kGiB));
   s.te_all_layers_bytes = size_t(16.8 * double(kGiB));
-  s.te_fixed_bytes = size_t(0.01 * double(kGiB));
   s.te_activation_bytes = size_t(0.10 * double(kGiB));
   return s;
 }
