@@ -10,23 +10,10 @@ export LD_LIBRARY_PATH=$PWD/.carry/lib PYTHONUNBUFFERED=1
 B=.carry/bin
 D=hip/tests/data
 C=/tmp/chk
-mkdir -p "$C"
-run() {  # LIMIT_S NAME COMMAND...: its log in $C/NAME.log, its tally and failures printed
-  local limit=$1 name=$2
-  shift 2
-  timeout "$limit" "$@" >"$C/$name.log" 2>&1
-  echo "== $name rc $? $(grep -E '[0-9]+ passed' "$C/$name.log" | tail -1)"
-  grep -E "^FAIL|first bad|stopped by" "$C/$name.log" | head -8
-}
-run 90 dit_kc $B/hip_dit_kernel_check
-grep -E "^(gemm|attention|norm_|gated_unit|linear_gated)" $C/dit_kc.log | grep -E "4160|T4173 |T8350|T16450" |
-  grep -E "TFLOP|GB/s" | head -30
-run 45 vae_kc $B/hip_vae_check --data $D
-grep -E "^vae decode \(small|conv2d f16 .*1024x1024" $C/vae_kc.log | head -12
-run 40 te_kc $B/hip_te_kernel_check
-run 20 pipeline_check $B/hip_pipeline_check --model $D/tiny-moss --data $D
-run 20 dit_run $B/hip_dit_run --model $D/tiny-moss --golden $D/golden_dit.safetensors
-run 20 te_check $B/hip_te_check --model $D/tiny-moss --golden $D/golden_text_encoder.safetensors
+CHECK_TIMEOUT=90 bash bench/h200_checks.sh $B $C
+grep -E "^(gemm|attention|norm_|gated_unit|linear_gated)" $C/checks-hip_dit_kernel_check.log |
+  grep -E "4160|T4173 |T8350|T16450" | grep -E "TFLOP|GB/s" | head -30
+grep -E "^vae decode \(small|conv2d f16 .*1024x1024" $C/checks-hip_vae_check.log | head -12
 tar -C /tmp -czf "$OUT/checks.tgz" chk
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
   export PYTHONPATH=/tmp/site

@@ -3,6 +3,7 @@
 # replay, with timings), the tiny-model pipeline check against the goldens, and the golden-file
 # tools. Logs go to OUT_DIR/checks-<tool>.log; the summary line of each is printed last.
 # Usage: bench/h200_checks.sh BIN_DIR OUT_DIR [TOOL ...]   (default: every check that is built)
+# CHECK_TIMEOUT (seconds, default 300) bounds each tool, so a hung kernel costs only that.
 set -uo pipefail
 BIN=$1
 OUT=$2
@@ -26,17 +27,17 @@ for t in "${tools[@]}"; do
   [[ -x $BIN/$t ]] || { summary+=("$t: not built"); continue; }
   t0=$(date +%s)
   # shellcheck disable=SC2086
-  timeout 300 "$BIN/$t" ${ARGS[$t]:-} >"$OUT/checks-$t.log" 2>&1
+  timeout "${CHECK_TIMEOUT:-300}" "$BIN/$t" ${ARGS[$t]:-} >"$OUT/checks-$t.log" 2>&1
   rc=$?
   summary+=("$t: rc $rc, $(( $(date +%s) - t0 )) s, $(grep -E '[0-9]+ passed' "$OUT/checks-$t.log" | tail -1)")
-  grep -E '^FAIL' "$OUT/checks-$t.log" | head -20
+  grep -E '^FAIL|first bad|stopped by' "$OUT/checks-$t.log" | head -20
 done
 # The same device tools on a dump in dump_official.py's format (made from the tiny goldens).
 if [[ -x $BIN/golden_check && -x $BIN/hip_te_check && -x $BIN/hip_dit_run && " ${tools[*]} " == *" hip_dit_run "* ]]; then
   "$BIN/golden_check" official-fixture --data "$DATA" --out "$OUT/tiny-dump.safetensors" >"$OUT/checks-dump.log" 2>&1
-  timeout 300 "$BIN/hip_te_check" --model "$TINY" --golden "$OUT/tiny-dump.safetensors" >>"$OUT/checks-dump.log" 2>&1
+  timeout "${CHECK_TIMEOUT:-300}" "$BIN/hip_te_check" --model "$TINY" --golden "$OUT/tiny-dump.safetensors" >>"$OUT/checks-dump.log" 2>&1
   rc1=$?
-  timeout 300 "$BIN/hip_dit_run" --model "$TINY" --golden "$OUT/tiny-dump.safetensors" --steps 2 >>"$OUT/checks-dump.log" 2>&1
+  timeout "${CHECK_TIMEOUT:-300}" "$BIN/hip_dit_run" --model "$TINY" --golden "$OUT/tiny-dump.safetensors" --steps 2 >>"$OUT/checks-dump.log" 2>&1
   rc2=$?
   summary+=("official-dump tools: hip_te_check rc $rc1, hip_dit_run rc $rc2; $(grep -E '[0-9]+ passed' "$OUT/checks-dump.log" | tr '\n' ' ')")
   grep -E '^FAIL' "$OUT/checks-dump.log" | head -20

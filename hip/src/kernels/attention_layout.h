@@ -206,26 +206,19 @@ constexpr PSource p_source(int q, int h) { return {q / 2, 2 * (q % 2) + h}; }
 namespace check {
 
 constexpr bool v_matches_leaf() {
-  for (int lane = 0; lane < 32; ++lane)
-    for (int q = 0; q < 4; ++q)
-      for (int h = 0; h < 2; ++h) {
-        const Elem got = delivered_trans(v_source, lane, q, h);        // {k, n}
-        const Elem want = mma_layout::Nvidia::b(lane, 2 * q + h);     // {k, n}
-        if (got.row != want.row || got.col != want.col) return false;
-      }
-  return true;
+  return gemm_layout::fragment_matches(
+      [](int lane, int s) { return delivered_trans(v_source, lane, s / 2, s % 2); },  // {k, n}
+      [](int lane, int s) { return mma_layout::Nvidia::b(lane, s); });                // {k, n}
 }
 
 constexpr bool p_matches_leaf() {
-  for (int lane = 0; lane < 32; ++lane)
-    for (int q = 0; q < 4; ++q)
-      for (int h = 0; h < 2; ++h) {
-        const PSource src = p_source(q, h);
+  return gemm_layout::fragment_matches(
+      [](int lane, int s) {
+        const PSource src = p_source(s / 2, s % 2);
         const Elem acc = gemm_layout::c_element(lane, src.element);  // {query, key in its n8 tile}
-        const Elem want = mma_layout::Nvidia::a(lane, 2 * q + h);     // {query, key of 16}
-        if (acc.row != want.row || acc.col + 8 * src.tile != want.col) return false;
-      }
-  return true;
+        return Elem{acc.row, acc.col + 8 * src.tile};
+      },
+      [](int lane, int s) { return mma_layout::Nvidia::a(lane, s); });  // {query, key of 16}
 }
 
 // Each 8-lane phase of an ldmatrix.x4 with the given source map hits 8 distinct bank groups, for

@@ -76,35 +76,37 @@ constexpr mma_layout::Elem c_element(int lane, int e) { return {lane / 4 + 8 * (
 // FragA slot 2q+h = register q, half h; FragB slot 4j+e of the 16x16 B block = register 2j + e/2,
 // half e%2, i.e. ldmatrix register q, half h is FragB slot 2q+h; FragC slot 4j+e = accumulator e
 // of the n8 tile j.
-constexpr bool a_matches_leaf() {
+
+// got(lane, slot) == want(lane, slot) for every lane and each of a fragment's 8 slots: the shape
+// of every proof below and of attention_layout.h's (both sides {row, col} in one orientation).
+template <class Got, class Want>
+constexpr bool fragment_matches(Got got, Want want) {
   for (int lane = 0; lane < 32; ++lane)
-    for (int q = 0; q < 4; ++q)
-      for (int h = 0; h < 2; ++h) {
-        const mma_layout::Elem got = delivered(a_source, lane, q, h);
-        const mma_layout::Elem want = mma_layout::Nvidia::a(lane, 2 * q + h);  // {m, k}
-        if (got.row != want.row || got.col != want.col) return false;
-      }
+    for (int slot = 0; slot < 8; ++slot) {
+      const mma_layout::Elem g = got(lane, slot), w = want(lane, slot);
+      if (g.row != w.row || g.col != w.col) return false;
+    }
   return true;
+}
+constexpr bool a_matches_leaf() {
+  return fragment_matches([](int lane, int s) { return delivered(a_source, lane, s / 2, s % 2); },  // {m, k}
+                          [](int lane, int s) { return mma_layout::Nvidia::a(lane, s); });
 }
 constexpr bool b_matches_leaf() {
-  for (int lane = 0; lane < 32; ++lane)
-    for (int q = 0; q < 4; ++q)
-      for (int h = 0; h < 2; ++h) {
-        const mma_layout::Elem got = delivered(b_source, lane, q, h);     // {n, k}
-        const mma_layout::Elem want = mma_layout::Nvidia::b(lane, 2 * q + h);  // {k, n}
-        if (got.row != want.col || got.col != want.row) return false;
-      }
-  return true;
+  return fragment_matches(
+      [](int lane, int s) {
+        const mma_layout::Elem nk = delivered(b_source, lane, s / 2, s % 2);  // {n, k}
+        return mma_layout::Elem{nk.col, nk.row};
+      },
+      [](int lane, int s) { return mma_layout::Nvidia::b(lane, s); });  // {k, n}
 }
 constexpr bool c_matches_leaf() {
-  for (int lane = 0; lane < 32; ++lane)
-    for (int j = 0; j < 2; ++j)
-      for (int e = 0; e < 4; ++e) {
-        const mma_layout::Elem got = c_element(lane, e);
-        const mma_layout::Elem want = mma_layout::Nvidia::c(lane, 4 * j + e);
-        if (got.row != want.row || got.col + 8 * j != want.col) return false;
-      }
-  return true;
+  return fragment_matches(
+      [](int lane, int s) {
+        const mma_layout::Elem e = c_element(lane, s % 4);  // accumulator s % 4 of n8 tile s / 4
+        return mma_layout::Elem{e.row, e.col + 8 * (s / 4)};
+      },
+      [](int lane, int s) { return mma_layout::Nvidia::c(lane, s); });
 }
 static_assert(a_matches_leaf(), "ldmatrix A map does not deliver the mma.sync A fragment");
 static_assert(b_matches_leaf(), "ldmatrix B map does not deliver the mma.sync B fragments");

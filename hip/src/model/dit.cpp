@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 #include "model/dit_tables.h"
@@ -36,14 +35,6 @@ void transpose(const float* src, int64_t rows, int64_t cols, float* dst) {
         for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
     }
 }
-
-// The dtype of the q/k projections (normalised and rotated in place) and of the fused up|gate
-// projection (the SiTU input): the backend's GEMM input dtype, so on the GPU they are stored in
-// bf16 like every other activation of the official bf16 pipeline (which rounds its projection
-// outputs to bf16 at the same points), halving the bytes the norm_rope and SiTU passes read.
-// The host keeps f32 throughout. (On the H200 the tiny model's velocities stayed at 5.7e-3 rel L2
-// from the fp32 golden, against a limit of 2.5e-2.)
-DType projection_dtype(const Backend& be) { return be.gemm_input_dtype(); }
 
 }  // namespace
 
@@ -233,8 +224,8 @@ void Dit::main_block(const DitMainBlockWeights& w, Tensor& x, const Tensor& sin,
 
   // Fused passes (CoreOps::norm_modulate, norm_rope): the same fp32 operations as rms_norm then
   // modulate, rms_norm then rope; their outputs (ws.y, q, k, v, attn, gated) are GEMM/attention
-  // inputs in the backend's gemm_input_dtype. The q and k projections land in ws.q / ws.k in the
-  // projection dtype (see projection_dtype) and are normalised and rotated in place.
+  // inputs in the backend's gemm_input_dtype. The q and k projections land in ws.q / ws.k in that
+  // dtype too and are normalised and rotated in place.
   ops.norm_modulate(x, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
   ops.linear(ws.y, w.q, nullptr, ws.q);
   ops.norm_rope(ws.q, w.q_norm, kRmsEps, hd, sin, cos, ws.q);
@@ -335,11 +326,14 @@ std::vector<Tensor> Dit::forward_rows(const Tensor& latent, const std::vector<Ro
 
   // One workspace sized for the longest row; the rows of a block run back to back, so each
   // block's weights are fetched (or streamed in) once for all rows.
-  const DType gemm_in = be_.gemm_input_dtype(), proj = projection_dtype(be_);
+  // The q/k projections and the fused up|gate projection (the SiTU input) are stored in the GEMM
+  // input dtype as well: bf16 on the GPU, like the official bf16 pipeline, which rounds its
+  // projection outputs at the same points (H200, tiny model: velocities 5.7e-3 rel L2 from the
+  // fp32 golden, limit 2.5e-2), halving the bytes norm_rope and SiTU read; f32 on the host.
+  const DType gemm_in = be_.gemm_input_dtype();
   Workspace full;
-  for (Tensor* t : {&full.y, &full.v, &full.attn}) *t = be_.alloc(gemm_in, {max_n, d});
-  for (Tensor* t : {&full.q, &full.k}) *t = be_.alloc(proj, {max_n, d});
-  full.up_gate = be_.alloc(proj, {max_n, 2 * cfg_.ffn_dim});
+  for (Tensor* t : {&full.y, &full.q, &full.k, &full.v, &full.attn}) *t = be_.alloc(gemm_in, {max_n, d});
+  full.up_gate = be_.alloc(gemm_in, {max_n, 2 * cfg_.ffn_dim});
   full.gated = be_.alloc(gemm_in, {max_n, cfg_.ffn_dim});
   full.tmp = be_.alloc(DType::F32, {max_n, d});
   auto workspace_for = [&](int64_t N) {
