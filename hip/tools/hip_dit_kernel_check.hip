@@ -4,7 +4,7 @@
 // misaligned column slices, bf16 operands). Outputs are poisoned with NaN first, so an element
 // a kernel forgets to write fails its case.
 //
-//   hip_dit_kernel_check [--device N] [--filter gemm|gemm_gated|gemm_skinny|rows|fused|attention]
+//   hip_dit_kernel_check [--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention]
 // (a group runs when its name contains the filter: "gemm" runs all three GEMM groups)
 //
 // Table rows: kernel, shape, relative L2, max |error|, ms per launch, rate, verdict. Tolerances:
@@ -184,36 +184,28 @@ std::string plan_name(const GemmPlan& p, DType xdt) {
 
 // Optional parts of a forced-plan case: y and bias dtypes, x as the first k columns of a wider
 // matrix (row stride k + x_pad; x_pad a multiple of 8 keeps x packed).
-// gate: the gated residual epilogue (y f32, a random residual updated in place, against the host's
-// linear_gated_add); repeat: run again into a fresh y and require the same bits (split-K reduces in
-// a fixed order).
+// unit: the gated-unit epilogue (SiTU; w and bias have 2n rows, y is [m, n], against the host's
+// linear_gated_unit); repeat: run again into a fresh y and require the same bits (split-K reduces
+// in a fixed order).
 struct PlanCaseOptions {
   DType y = DType::F32, bias = DType::F32;
   int64_t x_pad = 0;
-  bool gate = false, repeat = false;
+  bool unit = false, repeat = false;
 };
 
 // moss::gemm with a forced plan (every kernel instantiation): a tail shape, all compared. The
 // requested kernel must be the one that runs (a silent fallback would leave it unchecked).
 void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int64_t n, int64_t k,
                     PlanCaseOptions o = {}) {
+  const int64_t wn = o.unit ? 2 * n : n;  // w's rows
   Pair xp = random_pair(e, xdt, {m, k + o.x_pad});
-  Pair wp = random_pair(e, wdt, {n, k}, float(1.0 / std::sqrt(double(k))));
-  Pair bp = random_pair(e, o.bias, {n}, 0.5f);
+  Pair wp = random_pair(e, wdt, {wn, k}, float(3.0 / std::sqrt(double(k))));
+  Pair bp = random_pair(e, o.bias, {wn}, 0.5f);
   const Tensor wh = host_as(wp.h, wdt), bh = host_as(bp.h, o.bias);
-  Tensor yh, yd;
-  Pair gp;
-  if (o.gate) {
-    Pair rp = random_pair(e, DType::F32, {m, n});
-    gp = random_pair(e, DType::F32, {n}, 0.5f);
-    yh = rp.h;
-    yd = rp.d;
-    e.host.core().linear_gated_add(xp.h.slice_cols(0, k), wh, &bh, gp.h, yh);
-  } else {
-    yh = host_tensor(DType::F32, {m, n});
-    e.host.core().linear(xp.h.slice_cols(0, k), wh, &bh, yh);
-    yd = poisoned(e, o.y, {m, n});
-  }
+  Tensor yh = host_tensor(DType::F32, {m, n});
+  if (o.unit) e.host.core().linear_gated_unit(GatedUnit::Situ, xp.h.slice_cols(0, k), wh, &bh, yh);
+  else e.host.core().linear(xp.h.slice_cols(0, k), wh, &bh, yh);
+  Tensor yd = poisoned(e, o.y, {m, n});
   GemmOperands op;
   op.x = xp.d.data;
   op.x_type = xdt == DType::BF16 ? GemmType::BF16 : GemmType::F32;
@@ -226,7 +218,8 @@ void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int6
   op.y = yd.data;
   op.y_type = o.y == DType::BF16 ? GemmType::BF16 : GemmType::F32;
   op.ldy = n;
-  op.gate = o.gate ? static_cast<const float*>(gp.d.data) : nullptr;
+  op.gated = o.unit;
+  op.unit = GatedUnit::Situ;
   op.m = m;
   op.n = n;
   op.k = k;
@@ -245,10 +238,10 @@ void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int6
     for (float& v : want) v = round_bf16(v);  // the device rounds once; so must the reference
   const std::string shape = shape_of({m, k, n}) + " " + dtype_name(xdt) + "·" + dtype_name(wdt) +
                             (o.y == DType::BF16 ? " y:bf16" : "") + (o.bias == DType::BF16 ? " b:bf16" : "") +
-                            (o.x_pad ? " ldx:" + std::to_string(k + o.x_pad) : "") + (o.gate ? " +=g·" : "");
+                            (o.x_pad ? " ldx:" + std::to_string(k + o.x_pad) : "") + (o.unit ? " situ" : "");
   const std::vector<float> got = fetch(e, yd);
   report(e, "gemm " + plan_name(plan, xdt), shape, got, want, n, kBf16Tol);
-  if (o.repeat && !o.gate) {
+  if (o.repeat) {
     Tensor again = poisoned(e, o.y, {m, n});
     op.y = again.data;
     gemm(op, e.stream(), e.ctx.multiprocessors(), plan);
@@ -396,70 +389,75 @@ void check_gemms(Env& e) {
   }
 }
 
-// CoreOps::linear_gated_add on both backends, in place on a random residual (every element
-// compared): the DiT's o-projection and ffn_down shapes with a bf16 x, tails, a K the GEMM pads,
-// a misaligned x slice and f32 weights (the unfused fallback).
-void linear_gated_case(Env& e, const LinearSpec& s, bool timed = false) {
+// CoreOps::linear_gated_unit (SiTU) on both backends, every element compared (timed full-size
+// cases: 64 sampled rows): the DiT's ffn_up_gate shape with a bf16 x and out (the fused
+// epilogue), tails, a K the GEMM pads, a misaligned x slice, F not a multiple of 128 and f32
+// weights (the unfused fallbacks through scratch).
+struct UnitSpec {
+  std::string name;
+  int64_t m, k, f;
+  DType x = DType::F32, w = DType::BF16, out = DType::F32;
+  bool bias = false;
+  int64_t x_offset = 0;
+};
+void linear_gated_unit_case(Env& e, const UnitSpec& s, bool timed = false) {
   const int64_t width = s.k + s.x_offset + (s.x_offset ? 3 : 0);
   Pair xp = random_pair(e, s.x, {s.m, width});
-  Pair wp = random_pair(e, s.w, {s.n, s.k}, float(1.0 / std::sqrt(double(s.k))));
-  Pair bp = random_pair(e, s.w, {s.n}, 0.5f);
-  Pair gp = random_pair(e, DType::F32, {s.n}, 0.5f);
-  Pair rp = random_pair(e, DType::F32, {s.m, s.n});
+  Pair wp = random_pair(e, s.w, {2 * s.f, s.k}, float(3.0 / std::sqrt(double(s.k))));
+  Pair bp = random_pair(e, s.w, {2 * s.f}, 0.5f);
   const Tensor xh = xp.h.slice_cols(s.x_offset, s.k), xd = xp.d.slice_cols(s.x_offset, s.k);
   const Tensor wh = host_as(wp.h, s.w), bh = host_as(bp.h, s.w);
-  e.gpu.core().linear_gated_add(xd, wp.d, s.bias ? &bp.d : nullptr, gp.d, rp.d);
-  std::vector<float> got = fetch(e, rp.d);
-  // The host replay: every row, or (timed full-size cases) 64 sampled rows.
+  Tensor od = poisoned(e, s.out, {s.m, s.f});
+  e.gpu.core().linear_gated_unit(GatedUnit::Situ, xd, wp.d, s.bias ? &bp.d : nullptr, od);
+  std::vector<float> got = fetch(e, od);
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < (timed ? 64 : s.m); ++i)
     rows.push_back(timed ? (i == 63 ? s.m - 1 : std::min(s.m - 1, i * (s.m / 64) + i % 7)) : i);
   const int64_t nr = int64_t(rows.size());
-  Tensor xs = host_tensor(DType::F32, {nr, s.k}), rs = host_tensor(DType::F32, {nr, s.n});
-  std::vector<float> got_rows(size_t(nr * s.n));
+  Tensor xs = host_tensor(DType::F32, {nr, s.k}), os = host_tensor(DType::F32, {nr, s.f});
+  std::vector<float> got_rows(size_t(nr * s.f));
   for (int64_t i = 0; i < nr; ++i) {
     const int64_t r = rows[size_t(i)];
     std::memcpy(xs.row<float>(i), xh.row<const float>(r), size_t(s.k) * sizeof(float));
-    std::memcpy(rs.row<float>(i), rp.h.row<const float>(r), size_t(s.n) * sizeof(float));
-    std::copy_n(got.begin() + r * s.n, s.n, got_rows.begin() + i * s.n);
+    std::copy_n(got.begin() + r * s.f, s.f, got_rows.begin() + i * s.f);
   }
-  e.host.core().linear_gated_add(xs, wh, s.bias ? &bh : nullptr, gp.h, rs);
-  const std::string shape = shape_of({s.m, s.k, s.n}) + (s.x == DType::BF16 ? " x:bf16" : "") +
-                            (s.w == DType::F32 ? " w:f32" : "") + (s.x_offset ? " x:slice" : "") +
-                            (s.bias ? " +b" : "");
+  e.host.core().linear_gated_unit(GatedUnit::Situ, xs, wh, s.bias ? &bh : nullptr, os);
+  std::vector<float> want = to_f32_vector(os);
+  if (s.out == DType::BF16)
+    for (float& v : want) v = round_bf16(v);
+  // Any unwritten element anywhere fails (the poison is NaN).
+  size_t unwritten = 0;
+  for (float v : got) unwritten += !std::isfinite(v);
+  const std::string shape = shape_of({s.m, s.k, 2 * s.f}) + (s.x == DType::BF16 ? " x:bf16" : "") +
+                            (s.w == DType::F32 ? " w:f32" : "") + (s.out == DType::BF16 ? " out:bf16" : "") +
+                            (s.x_offset ? " x:slice" : "") + (s.bias ? " +b" : "");
   double ms = 0;
-  if (timed) ms = time_it(e, [&] { e.gpu.core().linear_gated_add(xd, wp.d, nullptr, gp.d, rp.d); });
-  const double flops = 2.0 * s.m * s.n * s.k;
-  report(e, "linear_gated_add " + s.name, shape, got_rows, to_f32_vector(rs), s.n, kBf16Tol, ms, flops);
-  if (timed) record(e, "linear_gated_add " + s.name, shape, ms, flops, 0);
+  if (timed) ms = time_it(e, [&] { e.gpu.core().linear_gated_unit(GatedUnit::Situ, xd, wp.d, nullptr, od); });
+  const double flops = 2.0 * s.m * 2 * s.f * s.k;
+  if (unwritten) got_rows[0] = std::nanf("");  // fails the comparison below, naming the case
+  report(e, "linear_gated_unit " + s.name, shape, got_rows, want, s.f, kBf16Tol, ms, flops);
+  if (timed) record(e, "linear_gated_unit " + s.name, shape, ms, flops, 0);
 }
 
-void check_gemm_gated(Env& e) {
-  linear_gated_case(e, {"o", 512, kDim, kDim, DType::BF16});
-  linear_gated_case(e, {"ffn_down", 256, kFfn, kDim, DType::BF16});
-  linear_gated_case(e, {"o f32 x", 200, kDim, kDim});
-  linear_gated_case(e, {"tail", 129, 264, 257, DType::F32, DType::BF16, DType::F32, true});
-  linear_gated_case(e, {"tail", 77, 100, 45});  // K % 8 != 0: packed into scratch
-  linear_gated_case(e, {"slice", 130, 96, 200, DType::F32, DType::BF16, DType::F32, false, 3});
-  linear_gated_case(e, {"f32 w", 100, 96, 72, DType::F32, DType::F32, DType::F32, true});
-  // Every kernel's epilogue with the gate, on tails: Wgmma, Mma (each tile shape, split or not),
-  // Leaf; odd N (unpaired accesses) and a bias.
+void check_gemm_gated_unit(Env& e) {
+  linear_gated_unit_case(e, {"ffn", 512, kDim, kFfn, DType::BF16, DType::BF16, DType::BF16});
+  linear_gated_unit_case(e, {"ffn f32 out", 300, kDim, 1024, DType::BF16, DType::BF16, DType::F32, true});
+  linear_gated_unit_case(e, {"tail", 129, 264, 256, DType::BF16, DType::BF16, DType::BF16, true});
+  linear_gated_unit_case(e, {"f%128", 200, 256, 200, DType::BF16, DType::BF16, DType::BF16, true});
+  linear_gated_unit_case(e, {"f32 x", 200, 192, 384});
+  linear_gated_unit_case(e, {"K pad", 77, 100, 45});  // K % 8 != 0: packed into scratch
+  linear_gated_unit_case(e, {"slice", 130, 128, 256, DType::BF16, DType::BF16, DType::BF16, false, 3});
+  linear_gated_unit_case(e, {"f32 w", 100, 96, 72, DType::F32, DType::F32, DType::F32, true});
+  // The Wgmma kernel's gated epilogue forced, on tails (M, the k-steps) with a bf16 bias and f32 y.
   if (kPlatformNvidia) {
     const GemmPlan wg = {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Wgmma};
-    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 300, 520, 192, {DType::F32, DType::F32, 0, true});
-    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 129, 257, 320, {DType::F32, DType::BF16, 0, true});
-    for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium, GemmTiles::Small, GemmTiles::Skinny})
-      gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Mma, 1}, DType::F32, DType::BF16, 300, 519, 136,
-                     {DType::F32, DType::F32, 0, true});
-    gemm_plan_case(e, {GemmTiles::Skinny, GemmStaging::Auto, GemmKernel::Mma, 4}, DType::F32, DType::BF16, 70, 257,
-                   520, {DType::F32, DType::BF16, 0, true});
+    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 300, 512, 192, {DType::F32, DType::F32, 0, true, true});
+    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 129, 256, 320, {DType::BF16, DType::BF16, 0, true});
   }
-  gemm_plan_case(e, {GemmTiles::Small, GemmStaging::Auto, GemmKernel::Leaf}, DType::F32, DType::BF16, 300, 519, 136,
-                 {DType::F32, DType::F32, 0, true});
-  // Timed at the DiT's 1024x1024 shapes (bf16 x, as the DiT runs them): compare with the plain
-  // GEMM rows of the gemm group (the epilogue's extra read of y costs 4 bytes per element).
-  linear_gated_case(e, {"o", kRows, kDim, kDim, DType::BF16}, true);
-  linear_gated_case(e, {"ffn_down", kRows, kFfn, kDim, DType::BF16}, true);
+  // Timed at the DiT's 1024x1024 shape: compare with the plain ffn_up_gate GEMM (y:bf16) of the
+  // gemm group plus gated_unit situ.
+  linear_gated_unit_case(e, {"ffn_up_gate", kRows, kDim, kFfn, DType::BF16, DType::BF16, DType::BF16}, true);
+  linear_gated_unit_case(e, {"ffn_up_gate@1456", 91 * 91 + kText, kDim, kFfn, DType::BF16, DType::BF16, DType::BF16}, true);
 }
 
 // Few-row GEMMs (the text encoder: M = 10..512, f32 or bf16 x, bf16 weights): split-K through
@@ -725,6 +723,36 @@ void norm_modulate_case(Env& e, int64_t rows, int64_t cols, DType out, int64_t o
   if (timed) record(e, "norm_modulate", shape, ms, 0, bytes);
 }
 
+// CoreOps::add_norm_modulate: x (f32, updated in place) += d (dtype `din`) · gate, then the norm
+// into y (dtype `out`); both x and y compared with the host's add then norm_modulate.
+void add_norm_modulate_case(Env& e, int64_t rows, int64_t cols, DType din, DType out, int64_t offset = 0,
+                            bool timed = false) {
+  const int64_t width = cols + offset + (offset ? 5 : 0);
+  Pair xp = random_pair(e, DType::F32, {rows, width}, 2.0f);
+  Pair dp = random_pair(e, din, {rows, cols}, 1.0f);
+  Pair wp = random_pair(e, DType::BF16, {cols}, 0.5f);
+  Pair mod = random_pair(e, DType::F32, {1, 6 * cols}, 0.5f);
+  Tensor xh = xp.h.slice_cols(offset, cols), xd = xp.d.slice_cols(offset, cols);
+  const Tensor wh = host_as(wp.h, DType::BF16), dh = dp.h;  // the host's add takes an f32 d
+  const Tensor sh_h = mod.h.slice_cols(0, cols), sc_h = mod.h.slice_cols(cols, cols), g_h = mod.h.slice_cols(2 * cols, cols);
+  const Tensor sh_d = mod.d.slice_cols(0, cols), sc_d = mod.d.slice_cols(cols, cols), g_d = mod.d.slice_cols(2 * cols, cols);
+  Tensor yh = host_tensor(DType::F32, {rows, cols});
+  Tensor yd = poisoned(e, out, {rows, cols});
+  e.host.core().add_norm_modulate(xh, dh, g_h, wh, 1e-6f, sh_h, sc_h, yh);
+  e.gpu.core().add_norm_modulate(xd, dp.d, g_d, wp.d, 1e-6f, sh_d, sc_d, yd);
+  const std::string shape = shape_of({rows, cols}) + " d:" + dtype_name(din) + " ->" + dtype_name(out) +
+                            (offset ? " slice" : "");
+  const std::vector<float> got_x = fetch(e, xd), got_y = fetch(e, yd);
+  // Timed after the results are fetched (every timed run updates x again): x read and written,
+  // d read, y written.
+  const double bytes = double(rows * cols) * double(4 + 4 + dtype_size(din) + dtype_size(out));
+  double ms = 0;
+  if (timed) ms = time_it(e, [&] { e.gpu.core().add_norm_modulate(xd, dp.d, g_d, wp.d, 1e-6f, sh_d, sc_d, yd); });
+  report(e, "add_norm_modulate x", shape, got_x, to_f32_vector(xh), cols, kF32Tol);
+  report(e, "add_norm_modulate y", shape, got_y, rounded_as(yh, out), cols, fused_tol(out), ms, 0, bytes);
+  if (timed) record(e, "add_norm_modulate", shape, ms, 0, bytes);
+}
+
 // The projection output x (dtype `in`; a column slice at `offset` of a wider matrix, like q of a
 // fused qkv) -> per-head norm + RoPE -> y of dtype `out` (in place: out == in); [f | f] sin/cos
 // tables.
@@ -786,6 +814,7 @@ void check_fused(Env& e) {
   // projections normalised and rotated in place); SiTU on the bf16 up|gate projection. Then the
   // f32-input forms (MOSSINFER_DIT_F32_PROJECTIONS=1) for comparison.
   norm_modulate_case(e, kRows, kDim, DType::BF16, 0, false, true);
+  add_norm_modulate_case(e, kRows, kDim, DType::BF16, DType::BF16, 0, true);
   norm_rope_case(e, kRows, kDim, kHeadDim, DType::BF16, 0, true, true, DType::BF16);
   gated_bf16_case(e, kRows, kFfn, true, DType::BF16);
   norm_rope_case(e, kRows, kDim, kHeadDim, DType::BF16, 0, false, true);
@@ -806,6 +835,10 @@ void check_fused(Env& e) {
   norm_rope_case(e, 5, 512, 8, DType::F32);                                 // one lane per head
   norm_modulate_case(e, 17, 4096, DType::BF16);                             // wider than the register kernel
   norm_modulate_case(e, 17, 260, DType::BF16);                              // a partial last chunk
+  add_norm_modulate_case(e, 300, kDim, DType::F32, DType::F32);
+  add_norm_modulate_case(e, 17, 260, DType::BF16, DType::BF16);             // a partial last chunk
+  add_norm_modulate_case(e, 9, 101, DType::F32, DType::BF16, 1);            // misaligned: two passes
+  add_norm_modulate_case(e, 5, 4096, DType::BF16, DType::BF16);             // wider than the register kernel
   gated_bf16_case(e, 31, 77);
   gated_bf16_case(e, 31, 77, false, DType::BF16);
 }
@@ -844,7 +877,7 @@ Options parse_options(int argc, char** argv) {
       o.filter = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: hip_dit_kernel_check [--device N] [--filter gemm|gemm_gated|gemm_skinny|rows|fused|attention]\n");
+                   "usage: hip_dit_kernel_check [--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention]\n");
       std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
     }
   }
@@ -878,7 +911,7 @@ int main(int argc, char** argv) {
       }
     };
     guarded("gemm", [&] { check_gemms(env); });
-    guarded("gemm_gated", [&] { check_gemm_gated(env); });
+    guarded("gemm_gated_unit", [&] { check_gemm_gated_unit(env); });
     guarded("gemm_skinny", [&] { check_gemm_skinny(env); });
     guarded("rows", [&] { check_rows(env); });
     guarded("fused", [&] { check_fused(env); });

@@ -22,12 +22,13 @@
 // blocks of a thread-block cluster (GemmPlan::split) whose partial tiles are summed through
 // distributed shared memory in a fixed order: the weights stream through enough blocks to keep
 // HBM busy, bit-reproducibly, with no workspace.
-// All three share one epilogue: bias, then either the store (converted to y's dtype) or the gated
-// residual update y += gate ⊙ (x·wᵀ + bias) (GemmOperands::gate).
+// All three share one epilogue: bias, then the store (converted to y's dtype). The Wgmma kernel
+// can apply a gated unit to the product's two halves in its epilogue instead (GemmOperands::gated).
 #pragma once
 
 #include <cstdint>
 
+#include "ops/core_ops.h"
 #include "runtime/portability.h"
 
 namespace moss {
@@ -49,10 +50,12 @@ struct GemmOperands {
   void* y = nullptr;  // [M, N]; must not overlap x or w
   GemmType y_type = GemmType::F32;
   int64_t ldy = 0;
-  // The gated residual epilogue (CoreOps::linear_gated_add): with a gate (f32 [N]), y is an f32
-  // residual stream updated in place, y[m][n] = y[m][n] + gate[n]·(x·wᵀ + bias)[m][n]; the thread
-  // that writes an element is the one that read it. Null: y = x·wᵀ + bias.
-  const float* gate = nullptr;
+  // The gated-unit epilogue (CoreOps::linear_gated_unit; Wgmma kernel only, see
+  // gemm_fuses_unit): w has 2n rows, the product's columns [a | b] (a from rows 0..n-1, b from
+  // rows n..2n-1, bias likewise 2n long), and y [M, n] receives gated_unit(unit, a, b), computed
+  // from the fp32 accumulators. n here is y's width.
+  bool gated = false;
+  GatedUnit unit = GatedUnit::Situ;
   int64_t m = 0, n = 0, k = 0;
 };
 
@@ -105,8 +108,14 @@ const char* gemm_tiles_name(GemmTiles t, GemmKernel k = GemmKernel::Auto);
 const char* gemm_staging_name(GemmStaging s);
 const char* gemm_kernel_name(GemmKernel k);  // "wgmma", "mma", "leaf"
 
-// The Wgmma kernel can take this problem: NVIDIA, bf16 x and w, K a multiple of 64, packed x and w.
+// The Wgmma kernel can take this problem: NVIDIA, bf16 x and w, K a multiple of 64 (and, with the
+// gated-unit epilogue, n a multiple of 128: a tile's two 128-row halves of w must not straddle a
+// and b). Operand alignment is gemm()'s own requirement, not checked here.
 bool gemm_wgmma_fits(const GemmOperands& op);
+
+// Whether gemm() applies op's gated unit in its epilogue (the Wgmma kernel resolved for op);
+// otherwise the caller computes the product and the unit apart.
+bool gemm_fuses_unit(const GemmOperands& op, int multiprocessors);
 
 // Launches on `stream`; `multiprocessors` (SMs / CUs) steers the Auto choices. Throws
 // moss::failure on a bad shape or a failed launch.

@@ -231,6 +231,31 @@ constexpr bool accumulator_is_bijection(int n) {
 }
 static_assert(accumulator_is_bijection(256), "the wgmma accumulator map does not cover the 64x256 tile once");
 
+// The gated-unit epilogue pairs column c of the tile's first half with column c + N/2: register
+// i + N/4 of a thread is register i's element N/2 columns on, same row, so one thread holds both.
+constexpr bool accumulator_halves_pair(int n) {
+  for (int t = 0; t < 128; ++t)
+    for (int i = 0; i < n / 4; ++i) {
+      const mma_layout::Elem a = accumulator(t, i), b = accumulator(t, i + n / 4);
+      if (b.row != a.row || b.col != a.col + n / 2) return false;
+    }
+  return true;
+}
+static_assert(accumulator_halves_pair(256), "a thread does not hold both halves of its gated-unit columns");
+
+// With the gated-unit epilogue the B block arrives as two boxes of `rows` / 2 rows (a's rows, then
+// b's): the second, written `rows` / 2 rows into the block, must land where rows rows/2.. of one
+// box would, so the descriptors and the proof above still hold.
+constexpr bool split_box_matches_one_box(uint32_t block, int rows) {
+  const uint32_t second = block + uint32_t(rows / 2 * kRowBytes);
+  for (int row = 0; row < rows / 2; ++row)
+    for (int k = 0; k < kBK; ++k)
+      if (tma_address(second, row, k) != tma_address(block, rows / 2 + row, k)) return false;
+  return true;
+}
+static_assert(split_box_matches_one_box(16384, 256) && split_box_matches_one_box(3 * 49152 + 16384, 256),
+              "the B block's two 128-row boxes do not compose one 256-row box");
+
 }  // namespace sw128
 
 }  // namespace gemm_layout

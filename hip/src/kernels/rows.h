@@ -41,6 +41,10 @@ void rows_modulate(const RowsMatrix& y, RowsVector shift, RowsVector scale, hipS
 // a bf16 y is the GEMM's input, rounded once.
 void rows_norm_modulate(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
                         const RowsMatrix& y, hipStream_t stream);
+// With d (CoreOps::add_norm_modulate): first x += d·gate per column (x f32 or bf16, written
+// back), then the norm of the updated rows; y must not be x.
+void rows_add_norm_modulate(const RowsMatrix& x, const RowsMatrix* d, RowsVector gate, RowsVector w, float eps,
+                            RowsVector shift, RowsVector scale, const RowsMatrix& y, hipStream_t stream);
 
 // Per head of head_dim columns: rms_norm·w (w of head_dim elements), then the split-half
 // rotation of the whole head (CoreOps::norm_rope): one wave per (row, head), the head read

@@ -1,14 +1,16 @@
 // Row-wise kernels of the core op family; contract in kernels/rows.h.
 //
 // Launch shapes: elementwise kernels map block x to a row and (block y, thread) to 4 consecutive
-// columns; the RMS norm (and norm_modulate, a whole-row norm) gives each wave one (row, group)
-// pair and reduces the sum of squares across the wave; RoPE gives each thread one rotated pair;
+// columns; the RMS norm gives each wave one (row, group) pair and reduces the sum of squares
+// across the wave (norm_modulate's register kernel: a block per row, reduced across its waves);
+// RoPE gives each thread one rotated pair;
 // norm_rope gives each wave one (row, head). NVIDIA blocks hold 4 warps, AMD
 // workgroups one wave (product contract).
 #include "kernels/rows.h"
 
 #include <string>
 
+#include "kernels/gated_unit.h"
 #include "kernels/tile_copy.h"
 
 namespace moss {
@@ -79,8 +81,6 @@ __device__ inline float at(const Vec& v, int64_t i) {
   return v.bf16 ? bf16_bits_to_float(static_cast<const uint16_t*>(v.p)[i]) : static_cast<const float*>(v.p)[i];
 }
 
-// σ(x) with the accurate exp (the host replay uses std::exp; fp32 kernels answer to 1e-5).
-__device__ inline float sigmoid_exact(float x) { return 1.0f / (1.0f + exp_f(-x)); }
 
 // ---- elementwise kernels: one thread per 4 columns of a row ------------------------------------
 struct ModulateOp {
@@ -119,13 +119,10 @@ struct GatedOp {
     load4(b, row, c, n, vec, bv);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float x = av[j], g = bv[j];
       switch (kind) {
-        case GatedUnit::Situ:
-          o[j] = (4.0f * tanh_f(g / 4.0f) * sigmoid_exact(g)) * (25.0f * tanh_f(x / 25.0f));
-          break;
-        case GatedUnit::SwiGlu: o[j] = x * sigmoid_exact(x) * g; break;
-        default: o[j] = x * sigmoid_exact(g); break;
+        case GatedUnit::Situ: o[j] = gated_unit_value<GatedUnit::Situ>(av[j], bv[j]); break;
+        case GatedUnit::SwiGlu: o[j] = gated_unit_value<GatedUnit::SwiGlu>(av[j], bv[j]); break;
+        default: o[j] = gated_unit_value<GatedUnit::SigmoidGate>(av[j], bv[j]); break;
       }
     }
     store4(out, row, c, n, vec, o);
@@ -282,30 +279,61 @@ __device__ inline void store4_at(void* p, bool bf16, int64_t e, const float v[4]
   }
 }
 
-// norm_modulate, one wave per row, the whole row in registers: lane l holds columns
-// 4(l + k·wave) .. +3 for k < kChunks (cols <= 4·wave·kChunks, cols % 4 == 0, rows aligned).
+// norm_modulate, one block per row, the whole row in registers: thread t holds columns
+// 4(t + k·threads) .. +3 for k < kChunks (cols <= 4·threads·kChunks, cols % 4 == 0, rows
+// aligned); the sum of squares is reduced over the wave, then over the block's waves through
+// shared memory. A block per row (not a wave) keeps few values per thread, so many rows' loads
+// are in flight on each multiprocessor: these passes are bound by HBM.
+// With d.p set (add_norm_modulate) the row is first updated, x += d·gate, and written back.
 template <int kChunks>
-__global__ __launch_bounds__(kThreads) void norm_modulate_regs_kernel(Mat x, Mat y, Vec w, float eps, int64_t rows,
-                                                                      int cols, Vec shift, Vec scale) {
-  const int64_t row = int64_t(block_x()) * kWaves + thread_x() / kWaveSize;
-  if (row >= rows) return;  // whole waves leave together
-  const int lane = int(lane_id());
+__global__ __launch_bounds__(kThreads) void norm_modulate_regs_kernel(Mat x, Mat y, Vec w, float eps, int cols,
+                                                                      Vec shift, Vec scale, Mat d, Vec gate) {
+  const int64_t row = block_x();
+  const int tid = int(thread_x());
   const void* xrow = static_cast<const char*>(x.p) + row * x.ld * (x.bf16 ? 2 : 4);
   float v[kChunks][4];
 #pragma unroll
   for (int k = 0; k < kChunks; ++k) {
-    const int c = (k * kWaveSize + lane) * 4;
+    const int c = (k * kThreads + tid) * 4;
     load4_at(xrow, x.bf16, c, c < cols, v[k]);
+  }
+  if (d.p) {
+    const void* drow = static_cast<const char*>(d.p) + row * d.ld * (d.bf16 ? 2 : 4);
+    float dv[kChunks][4];
+#pragma unroll
+    for (int k = 0; k < kChunks; ++k) {
+      const int c = (k * kThreads + tid) * 4;
+      load4_at(drow, d.bf16, c, c < cols, dv[k]);
+    }
+    void* xout = static_cast<char*>(x.p) + row * x.ld * (x.bf16 ? 2 : 4);
+#pragma unroll
+    for (int k = 0; k < kChunks; ++k) {
+      const int c = (k * kThreads + tid) * 4;
+      if (c >= cols) continue;
+      float g[4];
+      load4_at(gate.p, gate.bf16, c, true, g);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[k][j] += dv[k][j] * g[j];  // add's x + d·gate
+      store4_at(xout, x.bf16, c, v[k]);
+    }
   }
   float ss = 0.0f;
 #pragma unroll
   for (int k = 0; k < kChunks; ++k) ss += v[k][0] * v[k][0] + v[k][1] * v[k][1] + v[k][2] * v[k][2] + v[k][3] * v[k][3];
   ss = wave_sum(ss);
+  if constexpr (kWaves > 1) {
+    __shared__ float partial[kWaves];
+    if (lane_id() == 0) partial[tid / kWaveSize] = ss;
+    sync_workgroup();
+    ss = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kWaves; ++i) ss += partial[i];
+  }
   const float inv = 1.0f / sqrt_f(ss / float(cols) + eps);
   void* yrow = static_cast<char*>(y.p) + row * y.ld * (y.bf16 ? 2 : 4);
 #pragma unroll
   for (int k = 0; k < kChunks; ++k) {
-    const int c = (k * kWaveSize + lane) * 4;
+    const int c = (k * kThreads + tid) * 4;
     if (c >= cols) continue;
     float wv[4], sh[4], sc[4];
     load4_at(w.p, w.bf16, c, true, wv);
@@ -418,10 +446,10 @@ unsigned blocks_for(int64_t items, int64_t per_block, const char* kernel) {
 
 template <int kChunks>
 void launch_norm_modulate_regs(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
-                               const RowsMatrix& y, hipStream_t stream) {
-  hipLaunchKernelGGL(norm_modulate_regs_kernel<kChunks>, dim3(blocks_for(x.rows, kWaves, "norm_modulate")),
-                     dim3(kThreads), 0, stream, mat(x), mat(y), vec(w), eps, x.rows, int(x.cols), vec(shift),
-                     vec(scale));
+                               const RowsMatrix& y, const Mat& d, Vec gate, hipStream_t stream) {
+  hipLaunchKernelGGL(norm_modulate_regs_kernel<kChunks>, dim3(blocks_for(x.rows, 1, "norm_modulate")),
+                     dim3(kThreads), 0, stream, mat(x), mat(y), vec(w), eps, int(x.cols), vec(shift), vec(scale), d,
+                     gate);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
@@ -445,21 +473,37 @@ void rows_rms_norm(const RowsMatrix& x, RowsVector w, NormWeight mode, float eps
 
 void rows_norm_modulate(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
                         const RowsMatrix& y, hipStream_t stream) {
+  rows_add_norm_modulate(x, nullptr, {}, w, eps, shift, scale, y, stream);
+}
+
+void rows_add_norm_modulate(const RowsMatrix& x, const RowsMatrix* d, RowsVector gate, RowsVector w, float eps,
+                            RowsVector shift, RowsVector scale, const RowsMatrix& y, hipStream_t stream) {
   require_matrix(x, "norm_modulate", "x");
   require_matrix(y, "norm_modulate", "y");
   require(y.rows == x.rows && y.cols == x.cols, "norm_modulate", "y shape");
   require(w.data && shift.data && scale.data, "norm_modulate", "weight, shift and scale are required");
   require(x.data != y.data || (x.bf16 == y.bf16 && x.ld == y.ld), "norm_modulate",
           "y may be x only with the same dtype and row stride");
-  if (x.rows == 0 || x.cols == 0) return;
-  const bool v = x.cols % 4 == 0 && aligned4(x) && aligned4(y);
-  if (v && aligned4(w.data, w.bf16) && aligned4(shift.data, shift.bf16) && aligned4(scale.data, scale.bf16)) {
-    // The register-resident kernel for rows of up to 4·wave·kChunks columns (the smallest fit).
-    const int64_t chunks = (x.cols + 4 * kWaveSize - 1) / (4 * kWaveSize);
-    if (chunks <= 2) return launch_norm_modulate_regs<2>(x, w, eps, shift, scale, y, stream);
-    if (chunks <= 8) return launch_norm_modulate_regs<8>(x, w, eps, shift, scale, y, stream);
-    if (chunks <= 24) return launch_norm_modulate_regs<24>(x, w, eps, shift, scale, y, stream);
+  if (d) {
+    require_matrix(*d, "add_norm_modulate", "d");
+    require(d->rows == x.rows && d->cols == x.cols, "add_norm_modulate", "d shape");
+    require(gate.data, "add_norm_modulate", "the gate is required");
+    require(x.data != y.data, "add_norm_modulate", "y must not be x");
   }
+  if (x.rows == 0 || x.cols == 0) return;
+  const bool v = x.cols % 4 == 0 && aligned4(x) && aligned4(y) && (!d || aligned4(*d));
+  if (v && aligned4(w.data, w.bf16) && aligned4(shift.data, shift.bf16) && aligned4(scale.data, scale.bf16) &&
+      (!d || aligned4(gate.data, gate.bf16))) {
+    // The register-resident kernel for rows of up to 4·threads·kChunks columns (the smallest fit).
+    const Mat dm = d ? mat(*d) : Mat{nullptr, 0, false};
+    const Vec gv = d ? vec(gate) : Vec{nullptr, false};
+    const int64_t chunks = (x.cols + 4 * kThreads - 1) / (4 * kThreads);
+    if (chunks <= 2) return launch_norm_modulate_regs<2>(x, w, eps, shift, scale, y, dm, gv, stream);
+    if (chunks <= 8) return launch_norm_modulate_regs<8>(x, w, eps, shift, scale, y, dm, gv, stream);
+    if (chunks <= 24) return launch_norm_modulate_regs<24>(x, w, eps, shift, scale, y, dm, gv, stream);
+  }
+  // Any other shape: the update and the norm as two passes (the same operations in order).
+  if (d) rows_add(x, *d, gate, stream);
   hipLaunchKernelGGL(rms_norm_kernel<true>, dim3(blocks_for(x.rows, kWaves, "norm_modulate")), dim3(kThreads), 0,
                      stream, mat(x), mat(y), vec(w), NormWeight::Mul, eps, x.cols, int64_t(1), x.rows, v, vec(shift),
                      vec(scale));

@@ -5,6 +5,8 @@
 // NVIDIA a block holds several warps (more resident threads per SM for these memory-bound loops).
 #include "kernels/text_rows.h"
 
+#include "kernels/gated_unit.h"
+
 namespace moss {
 namespace {
 
@@ -14,7 +16,6 @@ constexpr int kNormThreads = kNormWaves * kWaveSize;
 
 // The host replay's formulas, with accurate exp (not fast_exp): these are fp32 kernels held to
 // 1e-5 of the host.
-__device__ inline float sigmoid_exact(float x) { return 1.0f / (1.0f + exp_f(-x)); }
 __device__ inline float silu_exact(float x) { return x * sigmoid_exact(x); }
 
 // log(1 + e) accurate for small e. AMD has no device math library in this build (builtins only),

@@ -122,10 +122,25 @@ struct Dit::Modulation {
   Tensor head_row(int k) const { return head.slice_cols(k * dim, dim); }
 };
 
+// One row's stream through the blocks: its residual x, RoPE tables, and the update its last block
+// left pending. A block's ffn_down output is not added to x at once: the row's next block (or
+// the head) adds it inside its first norm (CoreOps::add_norm_modulate), so x is read and written
+// once per update instead of twice. The delta lives with the row because the other rows run the
+// same block in between.
+struct Dit::RowState {
+  Tensor x, sin, cos;
+  Tensor delta;       // the pending update's d (the ffn_down output), [N, dim]
+  bool pending = false;
+  Tensor gate;        // its gate
+};
+
 // Scratch matrices of one forward, shared by the blocks.
 struct Dit::Workspace {
-  Tensor y, q, k, v, attn, up_gate, gated;
-  Tensor tmp;  // f32 projection output before its gated add into the residual stream
+  Tensor y, q, k, v, attn, gated;
+  // A projection's output (o, ffn_down) before its gated add into the f32 residual stream, in the
+  // GEMM input dtype: bf16 on the GPU, as the official bf16 pipeline rounds it, which halves the
+  // bytes the GEMM writes and the add reads; f32 on the host.
+  Tensor tmp;
 };
 
 Dit::Dit(Backend& be, const WeightFiles& weights, const DitConfig& cfg)
@@ -215,34 +230,41 @@ Dit::Modulation Dit::timestep_modulation(float timestep) {
   return m;
 }
 
-void Dit::main_block(const DitMainBlockWeights& w, Tensor& x, const Tensor& sin, const Tensor& cos,
-                     const Modulation& mod, Workspace& ws) {
+void Dit::apply_pending(RowState& row) {
+  if (!row.pending) return;
+  be_.core().add(row.x, row.delta, &row.gate);
+  row.pending = false;
+}
+
+void Dit::main_block(const DitMainBlockWeights& w, RowState& row, const Modulation& mod, Workspace& ws) {
   CoreOps& ops = be_.core();
-  const int64_t f = cfg_.ffn_dim, hd = cfg_.head_dim();
+  const int64_t hd = cfg_.head_dim();
+  Tensor& x = row.x;
   const Tensor shift_a = mod.block_row(0), scale_a = mod.block_row(1), gate_a = mod.block_row(2);
   const Tensor shift_f = mod.block_row(3), scale_f = mod.block_row(4), gate_f = mod.block_row(5);
 
-  // Fused passes (CoreOps::norm_modulate, norm_rope): the same fp32 operations as rms_norm then
-  // modulate, rms_norm then rope; their outputs (ws.y, q, k, v, attn, gated) are GEMM/attention
-  // inputs in the backend's gemm_input_dtype. The q and k projections land in ws.q / ws.k in that
-  // dtype too and are normalised and rotated in place.
-  ops.norm_modulate(x, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
+  // Fused passes (CoreOps::norm_modulate, add_norm_modulate, norm_rope): the same fp32 operations
+  // as add, rms_norm then modulate, rms_norm then rope; their outputs (ws.y, q, k, v, attn,
+  // gated) are GEMM/attention inputs in the backend's gemm_input_dtype. The q and k projections
+  // land in ws.q / ws.k in that dtype too and are normalised and rotated in place.
+  if (row.pending) ops.add_norm_modulate(x, row.delta, row.gate, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
+  else ops.norm_modulate(x, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
+  row.pending = false;
   ops.linear(ws.y, w.q, nullptr, ws.q);
-  ops.norm_rope(ws.q, w.q_norm, kRmsEps, hd, sin, cos, ws.q);
+  ops.norm_rope(ws.q, w.q_norm, kRmsEps, hd, row.sin, row.cos, ws.q);
   ops.linear(ws.y, w.k, nullptr, ws.k);
-  ops.norm_rope(ws.k, w.k_norm, kRmsEps, hd, sin, cos, ws.k);
+  ops.norm_rope(ws.k, w.k_norm, kRmsEps, hd, row.sin, row.cos, ws.k);
   ops.linear(ws.y, w.v, nullptr, ws.v);
   attention(ws.q, ws.k, ws.v, ws.attn);
-  // The gated residual stays a separate pass: GEMM + add measured 0.151 ms against 0.181 ms for
-  // CoreOps::linear_gated_add's fused epilogue at 4160 rows on the H200 (0.307 vs 0.337 for ffn_down).
+  // The gated residual is not in the GEMM's epilogue: GEMM + add measured 0.151 ms against 0.181
+  // ms for a fused residual epilogue at 4160 rows on the H200 (bench/NOTES.md); it rides on the
+  // next norm instead.
   ops.linear(ws.attn, w.o, nullptr, ws.tmp);
-  ops.add(x, ws.tmp, &gate_a);
-
-  ops.norm_modulate(x, w.norm2, kRmsEps, shift_f, scale_f, ws.y);
-  ops.linear(ws.y, w.ffn_up_gate, nullptr, ws.up_gate);  // [hidden | gate]
-  ops.gated_unit(GatedUnit::Situ, ws.up_gate.slice_cols(0, f), ws.up_gate.slice_cols(f, f), ws.gated);
-  ops.linear(ws.gated, w.ffn_down, nullptr, ws.tmp);
-  ops.add(x, ws.tmp, &gate_f);
+  ops.add_norm_modulate(x, ws.tmp, gate_a, w.norm2, kRmsEps, shift_f, scale_f, ws.y);
+  ops.linear_gated_unit(GatedUnit::Situ, ws.y, w.ffn_up_gate, nullptr, ws.gated);  // rows [hidden | gate]
+  ops.linear(ws.gated, w.ffn_down, nullptr, row.delta);
+  row.gate = gate_f;
+  row.pending = true;
 }
 
 namespace {
@@ -300,10 +322,9 @@ std::vector<Tensor> Dit::forward_rows(const Tensor& latent, const std::vector<Ro
     ops.linear(be_.upload(columns), embed.w, embed.bias(), image_rows);
   }
 
-  // Per row: x = [image rows; the prompt's cached text rows] and its RoPE tables.
-  struct RowState {
-    Tensor x, sin, cos;
-  };
+  // Per row: x = [image rows; the prompt's cached text rows], its RoPE tables and its pending
+  // update's buffer (in the GEMM input dtype, like the workspace's projection outputs).
+  const DType gemm_in = be_.gemm_input_dtype();
   std::vector<RowState> state(rows.size());
   int64_t max_n = 0;
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -313,6 +334,7 @@ std::vector<Tensor> Dit::forward_rows(const Tensor& latent, const std::vector<Ro
     state[r].sin = tables.slice_rows(0, N);
     state[r].cos = tables.slice_rows(N, N);
     state[r].x = be_.alloc(DType::F32, {N, d});
+    state[r].delta = be_.alloc(gemm_in, {N, d});
     Tensor img = state[r].x.slice_rows(0, n_img), txt = state[r].x.slice_rows(n_img, T);
     ops.copy(image_rows, img);
     ops.copy(rows[r].text->rows, txt);
@@ -326,21 +348,20 @@ std::vector<Tensor> Dit::forward_rows(const Tensor& latent, const std::vector<Ro
 
   // One workspace sized for the longest row; the rows of a block run back to back, so each
   // block's weights are fetched (or streamed in) once for all rows.
-  // The q/k projections and the fused up|gate projection (the SiTU input) are stored in the GEMM
-  // input dtype as well: bf16 on the GPU, like the official bf16 pipeline, which rounds its
-  // projection outputs at the same points (H200, tiny model: velocities 5.7e-3 rel L2 from the
-  // fp32 golden, limit 2.5e-2), halving the bytes norm_rope and SiTU read; f32 on the host.
-  const DType gemm_in = be_.gemm_input_dtype();
+  // The q/k projections are stored in the GEMM input dtype as well: bf16 on the GPU, like the
+  // official bf16 pipeline, which rounds its projection outputs at the same points (H200, tiny
+  // model: velocities 5.7e-3 rel L2 from the fp32 golden, limit 2.5e-2), halving the bytes
+  // norm_rope reads; f32 on the host. The SiTU unit comes out of the up|gate GEMM's epilogue
+  // where the backend can (CoreOps::linear_gated_unit), with no [N, 2·ffn] product in between.
   Workspace full;
   for (Tensor* t : {&full.y, &full.q, &full.k, &full.v, &full.attn}) *t = be_.alloc(gemm_in, {max_n, d});
-  full.up_gate = be_.alloc(gemm_in, {max_n, 2 * cfg_.ffn_dim});
   full.gated = be_.alloc(gemm_in, {max_n, cfg_.ffn_dim});
-  full.tmp = be_.alloc(DType::F32, {max_n, d});
+  full.tmp = be_.alloc(gemm_in, {max_n, d});
   auto workspace_for = [&](int64_t N) {
     Workspace ws;
-    Tensor* dst[] = {&ws.y, &ws.q, &ws.k, &ws.v, &ws.attn, &ws.up_gate, &ws.gated, &ws.tmp};
-    const Tensor* src[] = {&full.y, &full.q, &full.k, &full.v, &full.attn, &full.up_gate, &full.gated, &full.tmp};
-    for (size_t i = 0; i < 8; ++i) *dst[i] = src[i]->slice_rows(0, N);
+    Tensor* dst[] = {&ws.y, &ws.q, &ws.k, &ws.v, &ws.attn, &ws.gated, &ws.tmp};
+    const Tensor* src[] = {&full.y, &full.q, &full.k, &full.v, &full.attn, &full.gated, &full.tmp};
+    for (size_t i = 0; i < 7; ++i) *dst[i] = src[i]->slice_rows(0, N);
     return ws;
   };
 
@@ -358,8 +379,11 @@ std::vector<Tensor> Dit::forward_rows(const Tensor& latent, const std::vector<Ro
     for (size_t r = 0; r < rows.size(); ++r) {
       if (skips(rows[r], i)) continue;
       Workspace ws = workspace_for(state[r].x.rows());
-      main_block(w, state[r].x, state[r].sin, state[r].cos, mod, ws);
-      if (trace && r == 0) trace->tensors["block" + std::to_string(i)] = snapshot(be_, state[r].x);
+      main_block(w, state[r], mod, ws);
+      if (trace && r == 0) {  // the block's output includes its update
+        apply_pending(state[r]);
+        trace->tensors["block" + std::to_string(i)] = snapshot(be_, state[r].x);
+      }
     }
   }
 
@@ -373,7 +397,12 @@ std::vector<Tensor> Dit::forward_rows(const Tensor& latent, const std::vector<Ro
   for (RowState& st : state) {
     Tensor y = full.y.slice_rows(0, n_img);
     outs.push_back(be_.alloc(DType::F32, {n_img, C}));
-    ops.norm_modulate(st.x.slice_rows(0, n_img), norm, kRmsEps, mod.head_row(0), mod.head_row(1), y);
+    Tensor img = st.x.slice_rows(0, n_img);
+    if (st.pending)
+      ops.add_norm_modulate(img, st.delta.slice_rows(0, n_img), st.gate, norm, kRmsEps, mod.head_row(0),
+                            mod.head_row(1), y);
+    else
+      ops.norm_modulate(img, norm, kRmsEps, mod.head_row(0), mod.head_row(1), y);
     ops.linear(y, final_linear, nullptr, outs.back());
   }
   for (const Tensor& out : outs) {

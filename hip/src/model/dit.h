@@ -72,10 +72,11 @@ class Dit {
  private:
   struct Modulation;
   struct Workspace;
+  struct RowState;
   Modulation timestep_modulation(float timestep);
   void text_block(int index, Tensor& x, const Tensor& sin, const Tensor& cos);
-  void main_block(const DitMainBlockWeights& w, Tensor& x, const Tensor& sin, const Tensor& cos,
-                  const Modulation& mod, Workspace& ws);
+  void main_block(const DitMainBlockWeights& w, RowState& row, const Modulation& mod, Workspace& ws);
+  void apply_pending(RowState& row);
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out);
 
   Backend& be_;

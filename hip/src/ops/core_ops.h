@@ -26,12 +26,14 @@ class CoreOps {
   // y[M,N] = x[M,K] · w[N,K]ᵀ (+ bias[N]); fp32 accumulation.
   virtual void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) = 0;
 
-  // The gated residual update in one: residual[M,N] += gate[N] ⊙ (x · wᵀ + bias), defined as
-  // linear(x, w, bias, t) then add(residual, t, &gate) (same fp32 operations, in that order) but
-  // with no temporary t: the GEMM's epilogue reads each residual element and writes it back.
-  // residual is f32 (the DiT's stream), gate f32 [N].
-  virtual void linear_gated_add(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& gate,
-                                Tensor& residual) = 0;
+  // A gated unit on a product's two halves in one: with w [2F, K] (bias [2F]) and
+  // t = x·wᵀ + bias [M, 2F], out[M, F] = gated_unit(kind, t[:, :F], t[:, F:]) (the DiT's fused
+  // ffn_up_gate weight: hidden rows, then gate rows). Defined as linear then gated_unit in fp32;
+  // a backend may apply the unit in the GEMM's epilogue, straight from the fp32 accumulators, or
+  // materialise t first, in out's dtype (the HIP backend's fallback, bf16 like the official
+  // pipeline's projection outputs).
+  virtual void linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
+                                 Tensor& out) = 0;
 
   // RMS norm over each run of `group` consecutive columns of each row (group = cols for a
   // whole-row norm, head_dim for per-head norms): n = x·rsqrt(mean(x²)+eps) in fp32, then
@@ -48,6 +50,12 @@ class CoreOps {
   // be x when both have one dtype.
   virtual void norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
                              Tensor& y) = 0;
+
+  // The DiT's gated residual update and the next pre-GEMM pass in one: add(x, d, &gate) then
+  // norm_modulate(x, w, eps, shift, scale, y), the same fp32 operations in that order; x (the
+  // residual stream) is updated in place and read once. y must not be x.
+  virtual void add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+                                 const Tensor& shift, const Tensor& scale, Tensor& y) = 0;
 
   // Per-head q/k preparation in one: rms_norm(x, w, Mul, eps, group = head_dim) then
   // rope(·, sin, cos, head_dim, rot_dim = head_dim), in that operation order. Reads the f32

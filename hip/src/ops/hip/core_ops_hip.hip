@@ -65,36 +65,41 @@ class HipCoreOps : public CoreOps {
     gemm_op("linear", x, w, bias, nullptr, y);
   }
 
-  // The GEMM epilogue updates the residual (GemmOperands::gate); no temporary.
-  void linear_gated_add(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& gate,
-                        Tensor& residual) override {
-    const char* name = "linear_gated_add";
-    const RowsMatrix rm = device_matrix(residual, name, "residual");
-    require(!rm.bf16, name, "the residual must be f32");
-    require(gate.dtype == DType::F32, name, "the gate must be f32");
-    const RowsVector g = device_vector(&gate, rm.cols, name, "gate");
-    gemm_op(name, x, w, bias, static_cast<const float*>(g.data), residual);
+  // The unit in the GEMM's epilogue where the kernel can (gemm_fuses_unit: NVIDIA Hopper,
+  // F a multiple of 128); elsewhere the product goes through scratch in out's dtype first.
+  void linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
+                         Tensor& out) override {
+    gemm_op("linear_gated_unit", x, w, bias, &kind, out);
   }
 
-  // linear, or with a gate linear_gated_add (y is then the f32 residual).
-  void gemm_op(const char* name, const Tensor& x, const Tensor& w, const Tensor* bias, const float* gate, Tensor& y) {
+  // y = x·wᵀ + bias, or with a unit y = unit(product's halves) (y then has half w's rows).
+  void gemm_op(const char* name, const Tensor& x, const Tensor& w, const Tensor* bias, const GatedUnit* unit,
+               Tensor& y) {
     const RowsMatrix xm = device_matrix(x, name, "x"), wm = device_matrix(w, name, "weight");
     const RowsMatrix ym = device_matrix(y, name, "y");
     const int64_t M = xm.rows, K = xm.cols, N = wm.rows;
     require(wm.cols == K, name, "weight " + w.shape_str() + " does not match x " + x.shape_str());
-    require(ym.rows == M && ym.cols == N, name, "y " + y.shape_str() + " is not [M, N]");
+    require(ym.rows == M && ym.cols * (unit ? 2 : 1) == N, name,
+            "y " + y.shape_str() + (unit ? " is not [M, N/2]" : " is not [M, N]"));
     const RowsVector b = device_vector(bias, N, name, "bias");
     if (M == 0 || N == 0) return;
     require(K > 0, name, "K is zero");
+    // The product itself: y, or with an unfused unit scratch rows [M, N] (`product_bytes`, placed
+    // after the packed operands' scratch).
+    const size_t product_bytes = unit ? round_up(size_t(M * N) * elem_bytes(ym.bf16), 256) : 0;
+    auto product_at = [&](void* p) { return RowsMatrix{p, ym.bf16, M, N, N}; };
+    auto apply_unit = [&](const RowsMatrix& t) {
+      rows_gated_unit(*unit, {t.data, t.bf16, M, N / 2, t.ld},
+                      {static_cast<char*>(t.data) + size_t(N / 2) * elem_bytes(t.bf16), t.bf16, M, N / 2, t.ld}, ym,
+                      ctx_.stream());
+    };
     if (!wm.bf16 && !xm.bf16 && !ym.bf16 && !b.bf16) {
-      // fp32 weights (the VAE) keep fp32 operands: see kernels/linear_f32.h. That kernel has no
-      // gated epilogue: a gated update goes through a scratch product and the add kernel.
-      RowsMatrix out = ym;
-      if (gate) out = {ctx_.scratch(size_t(M * N) * sizeof(float)), false, M, N, N};
+      // fp32 weights (the VAE) keep fp32 operands: see kernels/linear_f32.h (no fused epilogue).
+      const RowsMatrix out = unit ? product_at(ctx_.scratch(product_bytes)) : ym;
       linear_f32({static_cast<const float*>(xm.data), static_cast<const float*>(wm.data),
                   static_cast<const float*>(b.data), static_cast<float*>(out.data), M, N, K, xm.ld, wm.ld, out.ld},
                  ctx_.stream());
-      if (gate) rows_add(ym, out, {gate, false}, ctx_.stream());
+      if (unit) apply_unit(out);
       return;
     }
 
@@ -110,20 +115,29 @@ class HipCoreOps : public CoreOps {
     op.y = ym.data;
     op.y_type = gemm_type(ym.bf16);
     op.ldy = ym.ld;
-    op.gate = gate;
     op.m = M;
     op.n = N;
-    op.k = K;
-
     // The kernel reads aligned 16-byte chunks with K a multiple of 8: other operands (odd K,
     // column slices at odd offsets) are first copied into zero-padded scratch rows.
     const int64_t Kp = int64_t(round_up(size_t(K), size_t(kGemmKMultiple)));
+    op.k = Kp;
+    if (unit) {
+      op.gated = true;
+      op.unit = *unit;
+      op.n = N / 2;
+    }
+    const bool fused = unit && gemm_fuses_unit(op, ctx_.multiprocessors());
+    if (unit && !fused) {
+      op.gated = false;
+      op.n = N;
+    }
     const bool pack_x = Kp != K || !gemm_packed(xm.data, xm.ld, op.x_type);
     const bool pack_w = Kp != K || !gemm_packed(wm.data, wm.ld, op.w_type);
+    const size_t x_bytes = pack_x ? round_up(size_t(M * Kp) * elem_bytes(xm.bf16), 256) : 0;
+    const size_t w_bytes = pack_w ? round_up(size_t(N * Kp) * elem_bytes(wm.bf16), 256) : 0;
+    const size_t t_bytes = unit && !fused ? product_bytes : 0;
+    char* scratch = x_bytes + w_bytes + t_bytes ? static_cast<char*>(ctx_.scratch(x_bytes + w_bytes + t_bytes)) : nullptr;
     if (pack_x || pack_w) {
-      const size_t x_bytes = pack_x ? round_up(size_t(M * Kp) * elem_bytes(xm.bf16), 256) : 0;
-      const size_t w_bytes = pack_w ? round_up(size_t(N * Kp) * elem_bytes(wm.bf16), 256) : 0;
-      char* scratch = static_cast<char*>(ctx_.scratch(x_bytes + w_bytes));
       MOSS_HIP_CHECK(hipMemsetAsync(scratch, 0, x_bytes + w_bytes, ctx_.stream()));
       if (pack_x) {
         op.x = pack(xm, scratch, Kp);
@@ -133,7 +147,14 @@ class HipCoreOps : public CoreOps {
         op.w = pack(wm, scratch + x_bytes, Kp);
         op.ldw = Kp;
       }
-      op.k = Kp;
+    }
+    if (t_bytes) {
+      const RowsMatrix t = product_at(scratch + x_bytes + w_bytes);
+      op.y = t.data;
+      op.ldy = t.ld;
+      gemm(op, ctx_.stream(), ctx_.multiprocessors());
+      apply_unit(t);
+      return;
     }
     gemm(op, ctx_.stream(), ctx_.multiprocessors());
   }
@@ -160,6 +181,18 @@ class HipCoreOps : public CoreOps {
     rows_norm_modulate(xm, device_vector(&w, xm.cols, "norm_modulate", "weight"), eps,
                        device_vector(&shift, xm.cols, "norm_modulate", "shift"),
                        device_vector(&scale, xm.cols, "norm_modulate", "scale"), ym, ctx_.stream());
+  }
+
+  void add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+                         const Tensor& shift, const Tensor& scale, Tensor& y) override {
+    const char* name = "add_norm_modulate";
+    const RowsMatrix xm = device_matrix(x, name, "x"), dm = device_matrix(d, name, "d");
+    const RowsMatrix ym = device_matrix(y, name, "y");
+    require(ym.rows == xm.rows && ym.cols == xm.cols, name, "y " + y.shape_str() + " differs from x");
+    require(dm.rows == xm.rows && dm.cols == xm.cols, name, "d " + d.shape_str() + " differs from x");
+    rows_add_norm_modulate(xm, &dm, device_vector(&gate, xm.cols, name, "gate"), device_vector(&w, xm.cols, name, "weight"),
+                           eps, device_vector(&shift, xm.cols, name, "shift"),
+                           device_vector(&scale, xm.cols, name, "scale"), ym, ctx_.stream());
   }
 
   void norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin, const Tensor& cos,

@@ -111,10 +111,10 @@ class ProfiledCoreOps final : public CoreOps {
     OpProfiler::Scope s(*p_, "core.linear " + dims(w) + " x:" + dtype_name(x.dtype));
     in_->linear(x, w, bias, y);
   }
-  void linear_gated_add(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& gate,
-                        Tensor& residual) override {
-    OpProfiler::Scope s(*p_, "core.linear_gated_add " + dims(w) + " x:" + dtype_name(x.dtype));
-    in_->linear_gated_add(x, w, bias, gate, residual);
+  void linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
+                         Tensor& out) override {
+    OpProfiler::Scope s(*p_, "core.linear_gated_unit " + dims(w) + " x:" + dtype_name(x.dtype));
+    in_->linear_gated_unit(kind, x, w, bias, out);
   }
   void rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) override {
     OpProfiler::Scope s(*p_, "core.rms_norm");
@@ -128,6 +128,11 @@ class ProfiledCoreOps final : public CoreOps {
                      Tensor& y) override {
     OpProfiler::Scope s(*p_, "core.norm_modulate");
     in_->norm_modulate(x, w, eps, shift, scale, y);
+  }
+  void add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+                         const Tensor& shift, const Tensor& scale, Tensor& y) override {
+    OpProfiler::Scope s(*p_, "core.add_norm_modulate");
+    in_->add_norm_modulate(x, d, gate, w, eps, shift, scale, y);
   }
   void norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin, const Tensor& cos,
                  Tensor& y) override {

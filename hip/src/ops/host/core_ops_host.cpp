@@ -80,13 +80,24 @@ class HostCoreOps : public CoreOps {
     });
   }
 
-  // Its definition, literally: the reference stays bit-identical to linear then add.
-  void linear_gated_add(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& gate,
-                        Tensor& residual) override {
-    check_f32_matrix(residual, "linear_gated_add", "residual");
-    Tensor t = host_tensor(DType::F32, {residual.rows(), residual.cols()});
+  // Its definition, literally: the reference stays bit-identical to linear then gated_unit.
+  void linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
+                         Tensor& out) override {
+    check_f32_matrix(out, "linear_gated_unit", "out");
+    const int64_t F = out.cols();
+    require(w.rank == 2 && w.rows() == 2 * F, "linear_gated_unit",
+            "weight " + w.shape_str() + " must have 2 x " + std::to_string(F) + " rows");
+    Tensor t = host_tensor(DType::F32, {out.rows(), 2 * F});
     linear(x, w, bias, t);
-    add(residual, t, &gate);
+    gated_unit(kind, t.slice_cols(0, F), t.slice_cols(F, F), out);
+  }
+
+  // Its definition, literally: add then norm_modulate.
+  void add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+                         const Tensor& shift, const Tensor& scale, Tensor& y) override {
+    require(x.data != y.data, "add_norm_modulate", "y must not be x");
+    add(x, d, &gate);
+    norm_modulate(x, w, eps, shift, scale, y);
   }
 
   void rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) override {

@@ -12,12 +12,19 @@ std::shared_ptr<void> counted(size_t bytes, const std::shared_ptr<size_t>& live,
 
 class NoCoreOps : public CoreOps {
  public:
+  explicit NoCoreOps(Backend& be) : be_(be) {}
   void linear(const Tensor&, const Tensor&, const Tensor*, Tensor&) override {}
-  // Updates the residual in place: no memory beyond linear's output, which is the residual.
-  void linear_gated_add(const Tensor&, const Tensor&, const Tensor*, const Tensor&, Tensor&) override {}
+  // Counts the product [M, 2F] that a backend without the fused epilogue materialises for the
+  // call (the HIP fallback's scratch), so the plan holds on every GPU.
+  void linear_gated_unit(GatedUnit, const Tensor&, const Tensor&, const Tensor*, Tensor& out) override {
+    const Tensor product = be_.alloc(out.dtype, {out.rows(), 2 * out.cols()});
+    (void)product;
+  }
   void rms_norm(const Tensor&, const Tensor*, NormWeight, float, int64_t, Tensor&) override {}
   void modulate(Tensor&, const Tensor&, const Tensor&) override {}
   void norm_modulate(const Tensor&, const Tensor&, float, const Tensor&, const Tensor&, Tensor&) override {}
+  void add_norm_modulate(Tensor&, const Tensor&, const Tensor&, const Tensor&, float, const Tensor&, const Tensor&,
+                         Tensor&) override {}
   void norm_rope(const Tensor&, const Tensor&, float, int64_t, const Tensor&, const Tensor&, Tensor&) override {}
   void add(Tensor&, const Tensor&, const Tensor*) override {}
   void gated_unit(GatedUnit, const Tensor&, const Tensor&, Tensor&) override {}
@@ -27,6 +34,9 @@ class NoCoreOps : public CoreOps {
                  bool) override {}
   void embedding(const std::vector<int32_t>&, const Tensor&, Tensor&) override {}
   void copy(const Tensor&, Tensor&) override {}
+
+ private:
+  Backend& be_;
 };
 
 class NoTextOps : public TextOps {
@@ -57,7 +67,7 @@ MeasuringBackend::MeasuringBackend()
       peak_(std::make_shared<size_t>(0)),
       weights_live_(std::make_shared<size_t>(0)),
       weights_peak_(std::make_shared<size_t>(0)) {
-  core_ = std::make_unique<NoCoreOps>();
+  core_ = std::make_unique<NoCoreOps>(*this);
   text_ = std::make_unique<NoTextOps>();
   vae_ = std::make_unique<NoVaeOps>();
 }

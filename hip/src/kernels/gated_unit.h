@@ -1,0 +1,27 @@
+// The gated units of CoreOps::gated_unit as one device function, shared by the row kernel
+// (kernels/rows.hip) and the GEMM's gated-unit epilogue (kernels/gemm.hip), so that both apply
+// the host reference's formulas (ops/host/core_ops_host.cpp) with the accurate exp: these
+// kernels are held to 1e-5 of the host in fp32.
+#pragma once
+
+#include "ops/core_ops.h"
+#include "runtime/portability.h"
+
+namespace moss {
+
+__device__ inline float sigmoid_exact(float x) { return 1.0f / (1.0f + exp_f(-x)); }
+
+// a and b as CoreOps::gated_unit names them (Situ: a the hidden half, b the gate half).
+// kFast (the GEMM epilogue, whose outputs are usually rounded to bf16): tanh_fast and fast_exp,
+// relative error about 1e-3 at most, below a bf16 ulp (3.9e-3); the epilogue runs while the
+// tensor cores idle, so its instruction count is the price.
+template <GatedUnit kKind, bool kFast = false>
+__device__ inline float gated_unit_value(float a, float b) {
+  const auto tanh_ = [](float v) { return kFast ? tanh_fast(v) : tanh_f(v); };
+  const auto sigmoid_ = [](float v) { return kFast ? sigmoid_f(v) : sigmoid_exact(v); };
+  if constexpr (kKind == GatedUnit::Situ) return (4.0f * tanh_(b / 4.0f) * sigmoid_(b)) * (25.0f * tanh_(a / 25.0f));
+  else if constexpr (kKind == GatedUnit::SwiGlu) return a * sigmoid_(a) * b;
+  else return a * sigmoid_(b);
+}
+
+}  // namespace moss
