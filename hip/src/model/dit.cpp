@@ -38,6 +38,26 @@ void transpose(const float* src, int64_t rows, int64_t cols, float* dst) {
 
 }  // namespace
 
+Tensor latent_to_tokens(const Tensor& latent) {
+  if (latent.where != Where::Host || latent.dtype != DType::F32 || latent.rank != 3 || !latent.contiguous())
+    throw failure("a latent must be a contiguous host f32 [C, gh, gw], got " + dims_text(latent));
+  const int64_t C = latent.shape[0], n = latent.shape[1] * latent.shape[2];
+  Tensor tokens = host_tensor(DType::F32, {n, C});
+  transpose(latent.ptr<const float>(), C, n, tokens.ptr<float>());
+  return tokens;
+}
+
+Tensor tokens_to_latent(const Tensor& tokens, int64_t gh, int64_t gw) {
+  if (tokens.where != Where::Host || tokens.dtype != DType::F32 || tokens.rank != 2 || !tokens.contiguous() ||
+      tokens.rows() != gh * gw)
+    throw failure("latent tokens must be a contiguous host f32 [" + std::to_string(gh * gw) + ", C], got " +
+                  dims_text(tokens));
+  const int64_t C = tokens.cols();
+  Tensor latent = host_tensor(DType::F32, {C, gh, gw});
+  transpose(tokens.ptr<const float>(), gh * gw, C, latent.ptr<float>());
+  return latent;
+}
+
 DitConfig parse_dit_config(const std::string& path) {
   const nlohmann::json j = read_json_file(path);
   DitConfig c;
@@ -298,28 +318,38 @@ std::vector<Tensor> Dit::forward_rows(const Tensor& latent, const std::vector<Ro
       latent.shape[0] != cfg_.latent_channels || !latent.contiguous())
     throw failure("DiT latent must be host f32 [" + std::to_string(cfg_.latent_channels) + ", gh, gw], got " +
                   dims_text(latent));
-  if (rows.empty()) throw std::invalid_argument("Dit::forward_rows: no rows");
+  const int64_t gh = latent.shape[1], gw = latent.shape[2];
+  const std::vector<Tensor> outs = forward_tokens(be_.upload(latent_to_tokens(latent)), gh, gw, rows, timestep, trace);
+  std::vector<Tensor> velocities;
+  for (const Tensor& out : outs) velocities.push_back(tokens_to_latent(be_.download(out), gh, gw));
+  return velocities;
+}
+
+std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_t gw, const std::vector<Row>& rows,
+                                        float timestep, DitTrace* trace) {
+  const int64_t C = cfg_.latent_channels, n_img = gh * gw, d = cfg_.dim;
+  if (tokens.where != be_.where() || tokens.dtype != DType::F32 || tokens.rank != 2 || tokens.rows() != n_img ||
+      tokens.cols() != C || gh <= 0 || gw <= 0)
+    throw failure("DiT latent tokens must be f32 [" + std::to_string(n_img) + ", " + std::to_string(C) +
+                  "] on the backend, got " + dims_text(tokens));
+  if (rows.empty()) throw std::invalid_argument("Dit::forward_tokens: no rows");
   for (const Row& r : rows)
     for (int s : r.skip_layers)
       if (s < 0 || s >= cfg_.layers)
         throw usage_error("skip layer " + std::to_string(s) + " is outside the DiT's blocks 0.." +
                           std::to_string(cfg_.layers - 1));
   CoreOps& ops = be_.core();
-  const int64_t C = cfg_.latent_channels, gh = latent.shape[1], gw = latent.shape[2];
-  const int64_t n_img = gh * gw, d = cfg_.dim;
   auto skips = [](const Row& r, int i) {
     return std::find(r.skip_layers.begin(), r.skip_layers.end(), i) != r.skip_layers.end();
   };
 
   const Modulation mod = timestep_modulation(timestep);
 
-  // Image rows are the same for every row: the latent's columns through video_embedder.
+  // Image rows are the same for every row: the latent's tokens through video_embedder.
   Tensor image_rows = be_.alloc(DType::F32, {n_img, d});
   {
-    Tensor columns = host_tensor(DType::F32, {n_img, C});
-    transpose(latent.ptr<const float>(), C, n_img, columns.ptr<float>());
     DitLinear embed = DitLinear::load(*src_, "video_embedder", true);
-    ops.linear(be_.upload(columns), embed.w, embed.bias(), image_rows);
+    ops.linear(tokens, embed.w, embed.bias(), image_rows);
   }
 
   // Per row: x = [image rows; the prompt's cached text rows], its RoPE tables and its pending
@@ -388,11 +418,8 @@ std::vector<Tensor> Dit::forward_rows(const Tensor& latent, const std::vector<Ro
   }
 
   // Head on the image rows: RMSNorm·(1+scale)+shift, then final_linear_video.
-  std::vector<Tensor> velocities;
   const Tensor norm = src_->get("final_norm_video.weight");
   const Tensor final_linear = src_->get("final_linear_video.weight");
-  // Every row's head is queued before the first download waits, so the device does not idle
-  // while the host copies a velocity out.
   std::vector<Tensor> outs;
   for (RowState& st : state) {
     Tensor y = full.y.slice_rows(0, n_img);
@@ -405,13 +432,7 @@ std::vector<Tensor> Dit::forward_rows(const Tensor& latent, const std::vector<Ro
       ops.norm_modulate(img, norm, kRmsEps, mod.head_row(0), mod.head_row(1), y);
     ops.linear(y, final_linear, nullptr, outs.back());
   }
-  for (const Tensor& out : outs) {
-    const Tensor host_rows = be_.download(out);
-    Tensor velocity = host_tensor(DType::F32, {C, gh, gw});
-    transpose(host_rows.ptr<const float>(), n_img, C, velocity.ptr<float>());
-    velocities.push_back(velocity);
-  }
-  return velocities;
+  return outs;
 }
 
 }  // namespace moss

@@ -36,6 +36,10 @@ struct DitTrace {
   std::map<std::string, Tensor> tensors;
 };
 
+// A host f32 latent [C, gh, gw] as host f32 tokens [gh·gw, C], and back (exact copies).
+Tensor latent_to_tokens(const Tensor& latent);
+Tensor tokens_to_latent(const Tensor& tokens, int64_t gh, int64_t gw);
+
 class Dit {
  public:
   // Checks the weights against the config, then reads each weight when its part runs
@@ -67,7 +71,15 @@ class Dit {
   std::vector<Tensor> forward_rows(const Tensor& latent, const std::vector<Row>& rows, float timestep,
                                    DitTrace* trace = nullptr);
 
+  // forward_rows on a token-major latent already on the backend: `tokens` f32 [gh·gw, C] (token
+  // r·gw + c holds the latent's channels at (r, c); latent_to_tokens); returns each row's velocity
+  // on the backend in the same layout. The sampler keeps its latent so on the device, so a step
+  // moves nothing between host and device.
+  std::vector<Tensor> forward_tokens(const Tensor& tokens, int64_t gh, int64_t gw, const std::vector<Row>& rows,
+                                     float timestep, DitTrace* trace = nullptr);
+
   const DitConfig& config() const { return cfg_; }
+  Backend& backend() { return be_; }
 
  private:
   struct Modulation;

@@ -1,7 +1,7 @@
 #include "pipeline/sampler.h"
 
+#include <algorithm>
 #include <chrono>
-#include <cstring>
 
 #include "pipeline/schedule.h"
 #include "util/error.h"
@@ -11,10 +11,12 @@ namespace moss {
 
 namespace {
 
-Tensor copy_of(const Tensor& t) {
-  Tensor out = host_tensor(t.dtype, t.dims());
-  std::memcpy(out.data, t.data, t.nbytes());
-  return out;
+// A backend f32 vector of n copies of v: the per-column gate of CoreOps::add, which is how a
+// scalar multiplies here.
+Tensor filled(Backend& be, int64_t n, float v) {
+  Tensor h = host_tensor(DType::F32, {n});
+  std::fill(h.ptr<float>(), h.ptr<float>() + n, v);
+  return be.upload(h);
 }
 
 }  // namespace
@@ -25,12 +27,19 @@ Tensor sample(Dit& dit, const Dit::Text& cond, const Dit::Text* uncond, const Te
   const bool guided = s.cfg != 1.0f;
   if (guided && !uncond) throw usage_error("cfg " + std::to_string(s.cfg) + " needs an unconditional text");
   if (sigmas.size() < 2) throw usage_error("the schedule needs at least one step");
-  if (noise.where != Where::Host || noise.dtype != DType::F32 || !noise.contiguous())
-    throw failure("sampler: the initial latent must be a contiguous host f32 tensor, got " + noise.shape_str());
+  if (noise.where != Where::Host || noise.dtype != DType::F32 || noise.rank != 3 || !noise.contiguous())
+    throw failure("sampler: the initial latent must be a contiguous host f32 [C, gh, gw], got " + noise.shape_str());
 
-  Tensor x = copy_of(noise);
-  float* xs = x.ptr<float>();
-  const size_t n = size_t(x.numel());
+  // The latent stays on the backend, token-major (Dit::forward_tokens), for the whole loop: the
+  // guidance and the Euler update are CoreOps::add passes with the scalars as gate vectors, the
+  // same fp32 operations in the same order as the reference's loop over elements.
+  Backend& be = dit.backend();
+  CoreOps& ops = be.core();
+  const int64_t C = noise.shape[0], gh = noise.shape[1], gw = noise.shape[2];
+  Tensor x = be.alloc(DType::F32, {gh * gw, C});
+  ops.copy(be.upload(latent_to_tokens(noise)), x);
+  const Tensor minus_one = filled(be, C, -1.0f), cfg = filled(be, C, s.cfg);
+  auto to_host = [&](const Tensor& t) { return tokens_to_latent(be.download(t), gh, gw); };
   const int total = int(sigmas.size()) - 1;
   for (int i = 0; i < total; ++i) {
     check_interrupted();  // a signal ends the run between steps
@@ -38,37 +47,26 @@ Tensor sample(Dit& dit, const Dit::Text& cond, const Dit::Text* uncond, const Te
     const float t = sigma_to_timestep(sigmas[size_t(i)]);
     std::vector<Dit::Row> rows = {Dit::Row{&cond, {}}};
     if (guided) rows.push_back(Dit::Row{uncond, s.skip_layers});
-    const std::vector<Tensor> velocities = dit.forward_rows(x, rows, t);
-    const Tensor v_cond = velocities[0];
-    Tensor v = v_cond;
+    std::vector<Tensor> velocities = dit.forward_tokens(x, gh, gw, rows, t);
+    if (trace) trace->v_cond.push_back(to_host(velocities[0]));
+    Tensor v = velocities[0];
     if (guided) {
-      const Tensor& v_uncond = velocities[1];
-      v = host_tensor(DType::F32, x.dims());
-      const float* c = v_cond.ptr<const float>();
-      const float* u = v_uncond.ptr<const float>();
-      float* o = v.ptr<float>();
-      // Each operation rounded to fp32 on its own, in the reference's order.
-      for (size_t e = 0; e < n; ++e) {
-        const float diff = c[e] - u[e];
-        const float scaled = s.cfg * diff;
-        o[e] = u[e] + scaled;
-      }
-      if (trace) trace->v_uncond.push_back(v_uncond);
+      Tensor& c = velocities[0];
+      Tensor& u = velocities[1];
+      if (trace) trace->v_uncond.push_back(to_host(u));
+      ops.add(c, u, &minus_one);  // diff = c − u (u·(−1) is exact)
+      ops.add(u, c, &cfg);        // u + cfg·diff
+      v = u;
     }
-    const float dt = sigmas[size_t(i) + 1] - sigmas[size_t(i)];
-    const float* vs = v.ptr<const float>();
-    for (size_t e = 0; e < n; ++e) {
-      const float step = vs[e] * dt;
-      xs[e] = xs[e] + step;
-    }
-    if (trace) {
-      trace->v_cond.push_back(v_cond);
-      trace->latent.push_back(copy_of(x));
-    }
+    const Tensor dt = filled(be, C, sigmas[size_t(i) + 1] - sigmas[size_t(i)]);
+    ops.add(x, v, &dt);  // x + v·dt
+    if (trace) trace->latent.push_back(to_host(x));
+    // The step's wall time is its device time: wait for it (the next step needs it anyway).
+    be.synchronize();
     if (on_step)
       on_step(i, total, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  return x;
+  return to_host(x);
 }
 
 }  // namespace moss

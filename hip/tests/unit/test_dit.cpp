@@ -145,3 +145,34 @@ TEST(Dit, ForwardShapeAndSkipRange) {
   }
   EXPECT_THROW(dit.embed_text(host_tensor(DType::F32, {5, c.text_dim + 1})), Error);
 }
+
+TEST(Dit, LatentTokensAreTheChannelsOfEachPositionInRowOrder) {
+  Tensor latent = host_tensor(DType::F32, {3, 2, 4});  // C = 3 on a 2 x 4 grid
+  for (int64_t i = 0; i < latent.numel(); ++i) latent.ptr<float>()[i] = float(i);
+  const Tensor tokens = latent_to_tokens(latent);
+  ASSERT_EQ(tokens.dims(), (std::vector<int64_t>{8, 3}));
+  // Token r·gw + c, channel ch is latent[ch][r][c] = ch·8 + r·4 + c.
+  EXPECT_EQ(tokens.ptr<float>()[(1 * 4 + 2) * 3 + 1], float(1 * 8 + 1 * 4 + 2));
+  EXPECT_EQ(to_f32_vector(tokens_to_latent(tokens, 2, 4)), to_f32_vector(latent));
+  EXPECT_THROW(tokens_to_latent(tokens, 3, 4), Error);
+}
+
+TEST(Dit, ForwardTokensIsForwardRowsWithoutTheHostRoundTrip) {
+  const DitConfig c = parse_dit_config(kTransformer + "/config.json");
+  const std::unique_ptr<Backend> be = make_host_backend();
+  Dit dit(*be, WeightFiles::open_folder(kTransformer), c);
+  Tensor states = host_tensor(DType::F32, {4, c.text_dim});
+  for (int64_t i = 0; i < states.numel(); ++i) states.ptr<float>()[i] = float(i % 5) * 0.1f - 0.2f;
+  const Dit::Text text = dit.embed_text(states);
+  Tensor latent = host_tensor(DType::F32, {c.latent_channels, 3, 2});
+  for (int64_t i = 0; i < latent.numel(); ++i) latent.ptr<float>()[i] = float(i % 13) * 0.15f - 0.9f;
+  const std::vector<Dit::Row> rows = {Dit::Row{&text, {}}, Dit::Row{&text, {2}}};
+  const std::vector<Tensor> want = dit.forward_rows(latent, rows, 300.0f);
+  const std::vector<Tensor> got = dit.forward_tokens(be->upload(latent_to_tokens(latent)), 3, 2, rows, 300.0f);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t r = 0; r < 2; ++r)
+    EXPECT_EQ(to_f32_vector(tokens_to_latent(be->download(got[r]), 3, 2)), to_f32_vector(want[r])) << "row " << r;
+  // The skipped block makes the rows differ; a token count that is not gh·gw is refused.
+  EXPECT_NE(to_f32_vector(got[0]), to_f32_vector(got[1]));
+  EXPECT_THROW(dit.forward_tokens(be->upload(latent_to_tokens(latent)), 2, 2, rows, 300.0f), Error);
+}

@@ -7,6 +7,9 @@
 // Times are device time between the op's first and last launch; an op that waits on the host
 // (uploads through staging) or on the copy stream counts that wait. Ops are not nested (no op
 // calls another family's op through the wrappers), so the totals add up to the step's op time.
+// The device time between one op's end and the next op's start is tallied too, in two rows:
+// gaps under 0.1 ms (kernel boundaries, launch latency) and longer ones (the host's own work,
+// downloads, waits between stages).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -69,6 +72,7 @@ class OpProfiler {
   Pending open_{};
   std::vector<hipEvent_t> free_events_;
   std::map<std::string, Total> totals_;
+  hipEvent_t last_stop_ = nullptr;  // the previous folded op's stop, for the gap to the next
 };
 
 // The op families wrapped so that each op runs inside an OpProfiler::Scope named

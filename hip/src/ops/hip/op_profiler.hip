@@ -26,6 +26,7 @@ OpProfiler::~OpProfiler() {
     (void)hipEventDestroy(pending_[i].stop);
   }
   for (hipEvent_t e : free_events_) (void)hipEventDestroy(e);
+  if (last_stop_) (void)hipEventDestroy(last_stop_);
 }
 
 hipEvent_t OpProfiler::take_event() {
@@ -70,8 +71,16 @@ void OpProfiler::drain(bool wait) {
     Total& t = totals_[p.name];
     ++t.calls;
     t.ms += double(ms);
+    if (last_stop_) {
+      float gap = 0;
+      MOSS_HIP_CHECK(hipEventElapsedTime(&gap, last_stop_, p.start));
+      Total& g = totals_[gap < 0.1f ? "(between ops, < 0.1 ms)" : "(between ops, >= 0.1 ms)"];
+      ++g.calls;
+      g.ms += double(gap);
+      free_events_.push_back(last_stop_);
+    }
+    last_stop_ = p.stop;
     free_events_.push_back(p.start);
-    free_events_.push_back(p.stop);
     ++pending_head_;
     wait = false;  // one blocking wait at most: the rest are then likely done
   }
