@@ -142,16 +142,23 @@ struct Dit::Modulation {
   Tensor head_row(int k) const { return head.slice_cols(k * dim, dim); }
 };
 
-// One row's stream through the blocks: its residual x, RoPE tables, and the update its last block
-// left pending. A block's ffn_down output is not added to x at once: the row's next block (or
+// One row's place in the forward: its rows [offset, offset + n) of the stacked residual stream
+// (every row's [image; text] tokens one after another), and whether its last block left an
+// update pending. A block's ffn_down output is not added to x at once: the row's next block (or
 // the head) adds it inside its first norm (CoreOps::add_norm_modulate), so x is read and written
-// once per update instead of twice. The delta lives with the row because the other rows run the
-// same block in between.
+// once per update instead of twice. The rows that run a block run it as one stacked matrix
+// (Dit::Stack): one GEMM per projection for cond and uncond together, attention per row.
 struct Dit::RowState {
-  Tensor x, sin, cos;
-  Tensor delta;       // the pending update's d (the ffn_down output), [N, dim]
+  int64_t offset = 0, n = 0;
   bool pending = false;
-  Tensor gate;        // its gate
+};
+
+// The stacked tensors of a forward, every row's rows in row order.
+struct Dit::Stack {
+  Tensor x;         // f32 [ΣN, dim], the residual streams
+  Tensor delta;     // [ΣN, dim] in the GEMM input dtype: pending updates (ffn_down outputs)
+  Tensor sin, cos;  // f32 [ΣN, head_dim], each row's RoPE tables
+  Tensor gate;      // the pending updates' gate (gate_f, the same for every block)
 };
 
 // Scratch matrices of one forward, shared by the blocks.
@@ -250,16 +257,20 @@ Dit::Modulation Dit::timestep_modulation(float timestep) {
   return m;
 }
 
-void Dit::apply_pending(RowState& row) {
+void Dit::apply_pending(Stack& st, RowState& row) {
   if (!row.pending) return;
-  be_.core().add(row.x, row.delta, &row.gate);
+  Tensor x = st.x.slice_rows(row.offset, row.n);
+  be_.core().add(x, st.delta.slice_rows(row.offset, row.n), &st.gate);
   row.pending = false;
 }
 
-void Dit::main_block(const DitMainBlockWeights& w, RowState& row, const Modulation& mod, Workspace& ws) {
+void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowState>& rows, size_t first,
+                     size_t count, const Modulation& mod, Workspace& ws) {
   CoreOps& ops = be_.core();
   const int64_t hd = cfg_.head_dim();
-  Tensor& x = row.x;
+  const int64_t off = rows[first].offset, n = rows[first + count - 1].offset + rows[first + count - 1].n - off;
+  Tensor x = st.x.slice_rows(off, n), delta = st.delta.slice_rows(off, n);
+  const Tensor sin = st.sin.slice_rows(off, n), cos = st.cos.slice_rows(off, n);
   const Tensor shift_a = mod.block_row(0), scale_a = mod.block_row(1), gate_a = mod.block_row(2);
   const Tensor shift_f = mod.block_row(3), scale_f = mod.block_row(4), gate_f = mod.block_row(5);
 
@@ -267,40 +278,60 @@ void Dit::main_block(const DitMainBlockWeights& w, RowState& row, const Modulati
   // as add, rms_norm then modulate, rms_norm then rope; their outputs (ws.y, q, k, v, attn,
   // gated) are GEMM/attention inputs in the backend's gemm_input_dtype. The q and k projections
   // land in ws.q / ws.k in that dtype too and are normalised and rotated in place.
-  if (row.pending) ops.add_norm_modulate(x, row.delta, row.gate, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
+  bool all_pending = true;
+  for (size_t r = first; r < first + count; ++r) all_pending = all_pending && rows[r].pending;
+  if (!all_pending)  // some row's first block: the others' updates go in on their own
+    for (size_t r = first; r < first + count; ++r) apply_pending(st, rows[r]);
+  if (all_pending) ops.add_norm_modulate(x, delta, st.gate, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
   else ops.norm_modulate(x, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
-  row.pending = false;
   ops.linear(ws.y, w.q, nullptr, ws.q);
-  ops.norm_rope(ws.q, w.q_norm, kRmsEps, hd, row.sin, row.cos, ws.q);
+  ops.norm_rope(ws.q, w.q_norm, kRmsEps, hd, sin, cos, ws.q);
   ops.linear(ws.y, w.k, nullptr, ws.k);
-  ops.norm_rope(ws.k, w.k_norm, kRmsEps, hd, row.sin, row.cos, ws.k);
+  ops.norm_rope(ws.k, w.k_norm, kRmsEps, hd, sin, cos, ws.k);
   ops.linear(ws.y, w.v, nullptr, ws.v);
-  attention(ws.q, ws.k, ws.v, ws.attn);
+  for (size_t r = first; r < first + count; ++r) {  // each row attends within itself
+    const int64_t o = rows[r].offset - off, m = rows[r].n;
+    Tensor out = ws.attn.slice_rows(o, m);
+    attention(ws.q.slice_rows(o, m), ws.k.slice_rows(o, m), ws.v.slice_rows(o, m), out);
+  }
   // The gated residual is not in the GEMM's epilogue: GEMM + add measured 0.151 ms against 0.181
   // ms for a fused residual epilogue at 4160 rows on the H200 (bench/NOTES.md); it rides on the
   // next norm instead.
   ops.linear(ws.attn, w.o, nullptr, ws.tmp);
   ops.add_norm_modulate(x, ws.tmp, gate_a, w.norm2, kRmsEps, shift_f, scale_f, ws.y);
   ops.linear_gated_unit(GatedUnit::Situ, ws.y, w.ffn_up_gate, nullptr, ws.gated);  // rows [hidden | gate]
-  ops.linear(ws.gated, w.ffn_down, nullptr, row.delta);
-  row.gate = gate_f;
-  row.pending = true;
+  ops.linear(ws.gated, w.ffn_down, nullptr, delta);
+  st.gate = gate_f;
+  for (size_t r = first; r < first + count; ++r) rows[r].pending = true;
 }
 
 namespace {
 
-// The RoPE sin and cos tables of a row with T text tokens on a gh x gw grid, as one backend f32
-// tensor [2N, head_dim] (sin rows, then cos rows; N = gh·gw + T), made once per shape and kept by
-// the weight source: they depend on the shape alone, not on the timestep or the latent.
-Tensor rope_tables_on_backend(Backend& be, DitWeightSource& src, const DitConfig& cfg, int64_t T, int64_t gh,
-                              int64_t gw) {
-  const std::string key = "rope " + std::to_string(T) + " " + std::to_string(gh) + "x" + std::to_string(gw);
+// The RoPE sin and cos tables of rows with T[0], T[1], ... text tokens on a gh x gw grid,
+// stacked in row order as one backend f32 tensor [2·ΣN, head_dim] (every row's sin rows, then
+// every row's cos rows; N = gh·gw + T), made once per shape and kept by the weight source: they
+// depend on the shape alone, not on the timestep or the latent.
+Tensor rope_tables_on_backend(Backend& be, DitWeightSource& src, const DitConfig& cfg, const std::vector<int64_t>& T,
+                              int64_t gh, int64_t gw) {
+  std::string key = "rope " + std::to_string(gh) + "x" + std::to_string(gw);
+  for (int64_t t : T) key += " " + std::to_string(t);
   return src.constant(key, [&] {
-    const RopeTables rt = rope_tables(dit_positions(T, gh, gw), cfg.head_dim(), cfg.rope_base);
-    const int64_t n = rt.sin.rows(), hd = cfg.head_dim();
-    Tensor both = host_tensor(DType::F32, {2 * n, hd});
-    std::memcpy(both.ptr<float>(), rt.sin.data, rt.sin.nbytes());
-    std::memcpy(both.ptr<float>() + n * hd, rt.cos.data, rt.cos.nbytes());
+    const int64_t hd = cfg.head_dim();
+    std::vector<RopeTables> parts;
+    int64_t total = 0;
+    for (int64_t t : T) {
+      parts.push_back(rope_tables(dit_positions(t, gh, gw), hd, cfg.rope_base));
+      total += parts.back().sin.rows();
+    }
+    Tensor both = host_tensor(DType::F32, {2 * total, hd});
+    float* sin = both.ptr<float>();
+    float* cos = sin + total * hd;
+    for (const RopeTables& rt : parts) {
+      std::memcpy(sin, rt.sin.data, rt.sin.nbytes());
+      std::memcpy(cos, rt.cos.data, rt.cos.nbytes());
+      sin += rt.sin.numel();
+      cos += rt.cos.numel();
+    }
     return be.upload(both);
   });
 }
@@ -352,20 +383,28 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
     ops.linear(tokens, embed.w, embed.bias(), image_rows);
   }
 
-  // Per row: x = [image rows; the prompt's cached text rows], its RoPE tables and its pending
-  // update's buffer (in the GEMM input dtype, like the workspace's projection outputs).
+  // Per row: x = [image rows; the prompt's cached text rows], stacked in row order, with the
+  // rows' RoPE tables and a buffer for their pending updates (in the GEMM input dtype, like the
+  // workspace's projection outputs).
   const DType gemm_in = be_.gemm_input_dtype();
   std::vector<RowState> state(rows.size());
-  int64_t max_n = 0;
+  std::vector<int64_t> text_tokens;
+  int64_t total = 0;
   for (size_t r = 0; r < rows.size(); ++r) {
-    const int64_t T = rows[r].text->tokens, N = n_img + T;
-    max_n = std::max(max_n, N);
-    const Tensor tables = rope_tables_on_backend(be_, *src_, cfg_, T, gh, gw);
-    state[r].sin = tables.slice_rows(0, N);
-    state[r].cos = tables.slice_rows(N, N);
-    state[r].x = be_.alloc(DType::F32, {N, d});
-    state[r].delta = be_.alloc(gemm_in, {N, d});
-    Tensor img = state[r].x.slice_rows(0, n_img), txt = state[r].x.slice_rows(n_img, T);
+    state[r].offset = total;
+    state[r].n = n_img + rows[r].text->tokens;
+    total += state[r].n;
+    text_tokens.push_back(rows[r].text->tokens);
+  }
+  Stack st;
+  const Tensor tables = rope_tables_on_backend(be_, *src_, cfg_, text_tokens, gh, gw);
+  st.sin = tables.slice_rows(0, total);
+  st.cos = tables.slice_rows(total, total);
+  st.x = be_.alloc(DType::F32, {total, d});
+  st.delta = be_.alloc(gemm_in, {total, d});
+  for (size_t r = 0; r < rows.size(); ++r) {
+    Tensor img = st.x.slice_rows(state[r].offset, n_img);
+    Tensor txt = st.x.slice_rows(state[r].offset + n_img, rows[r].text->tokens);
     ops.copy(image_rows, img);
     ops.copy(rows[r].text->rows, txt);
   }
@@ -376,17 +415,17 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
     trace->tensors["text_embedded"] = snapshot(be_, rows[0].text->rows);
   }
 
-  // One workspace sized for the longest row; the rows of a block run back to back, so each
-  // block's weights are fetched (or streamed in) once for all rows.
+  // One workspace sized for all rows; the rows that run a block run it together, so each
+  // block's weights are fetched (or streamed in) once per pass.
   // The q/k projections are stored in the GEMM input dtype as well: bf16 on the GPU, like the
   // official bf16 pipeline, which rounds its projection outputs at the same points (H200, tiny
   // model: velocities 5.7e-3 rel L2 from the fp32 golden, limit 2.5e-2), halving the bytes
   // norm_rope reads; f32 on the host. The SiTU unit comes out of the up|gate GEMM's epilogue
   // where the backend can (CoreOps::linear_gated_unit), with no [N, 2·ffn] product in between.
   Workspace full;
-  for (Tensor* t : {&full.y, &full.q, &full.k, &full.v, &full.attn}) *t = be_.alloc(gemm_in, {max_n, d});
-  full.gated = be_.alloc(gemm_in, {max_n, cfg_.ffn_dim});
-  full.tmp = be_.alloc(gemm_in, {max_n, d});
+  for (Tensor* t : {&full.y, &full.q, &full.k, &full.v, &full.attn}) *t = be_.alloc(gemm_in, {total, d});
+  full.gated = be_.alloc(gemm_in, {total, cfg_.ffn_dim});
+  full.tmp = be_.alloc(gemm_in, {total, d});
   auto workspace_for = [&](int64_t N) {
     Workspace ws;
     Tensor* dst[] = {&ws.y, &ws.q, &ws.k, &ws.v, &ws.attn, &ws.gated, &ws.tmp};
@@ -406,14 +445,22 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   for (int i : order) {
     src_->before_block(i);
     const DitMainBlockWeights w = DitMainBlockWeights::load(*src_, i);
-    for (size_t r = 0; r < rows.size(); ++r) {
-      if (skips(rows[r], i)) continue;
-      Workspace ws = workspace_for(state[r].x.rows());
-      main_block(w, state[r], mod, ws);
-      if (trace && r == 0) {  // the block's output includes its update
-        apply_pending(state[r]);
-        trace->tensors["block" + std::to_string(i)] = snapshot(be_, state[r].x);
+    // Runs of adjacent rows that run block i, each as one stacked matrix.
+    for (size_t r = 0; r < rows.size();) {
+      if (skips(rows[r], i)) {
+        ++r;
+        continue;
       }
+      size_t e = r + 1;
+      while (e < rows.size() && !skips(rows[e], i)) ++e;
+      const int64_t n = state[e - 1].offset + state[e - 1].n - state[r].offset;
+      Workspace ws = workspace_for(n);
+      main_block(w, st, state, r, e - r, mod, ws);
+      r = e;
+    }
+    if (trace && !skips(rows[0], i)) {  // row 0's output of the block, its update included
+      apply_pending(st, state[0]);
+      trace->tensors["block" + std::to_string(i)] = snapshot(be_, st.x.slice_rows(0, state[0].n));
     }
   }
 
@@ -421,12 +468,12 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   const Tensor norm = src_->get("final_norm_video.weight");
   const Tensor final_linear = src_->get("final_linear_video.weight");
   std::vector<Tensor> outs;
-  for (RowState& st : state) {
+  for (const RowState& row : state) {
     Tensor y = full.y.slice_rows(0, n_img);
     outs.push_back(be_.alloc(DType::F32, {n_img, C}));
-    Tensor img = st.x.slice_rows(0, n_img);
-    if (st.pending)
-      ops.add_norm_modulate(img, st.delta.slice_rows(0, n_img), st.gate, norm, kRmsEps, mod.head_row(0),
+    Tensor img = st.x.slice_rows(row.offset, n_img);
+    if (row.pending)
+      ops.add_norm_modulate(img, st.delta.slice_rows(row.offset, n_img), st.gate, norm, kRmsEps, mod.head_row(0),
                             mod.head_row(1), y);
     else
       ops.norm_modulate(img, norm, kRmsEps, mod.head_row(0), mod.head_row(1), y);

@@ -85,10 +85,13 @@ class Dit {
   struct Modulation;
   struct Workspace;
   struct RowState;
+  struct Stack;
   Modulation timestep_modulation(float timestep);
   void text_block(int index, Tensor& x, const Tensor& sin, const Tensor& cos);
-  void main_block(const DitMainBlockWeights& w, RowState& row, const Modulation& mod, Workspace& ws);
-  void apply_pending(RowState& row);
+  // Block w for rows[first, first + count), adjacent in the stack, as one matrix.
+  void main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowState>& rows, size_t first, size_t count,
+                  const Modulation& mod, Workspace& ws);
+  void apply_pending(Stack& st, RowState& row);
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out);
 
   Backend& be_;
