@@ -223,6 +223,7 @@ struct KernelArgs {
   bool bias_bf16, y_bf16;
   bool gated;       // GemmOperands::gated (Wgmma kernel only)
   GatedUnit unit;
+  bool tma_store;   // Wgmma kernel: y written through shared memory by the copy engine
   bool pair_stores;  // y and ldy allow one aligned write per column pair (2 f32 or 2 bf16)
 };
 
@@ -722,38 +723,64 @@ struct WgmmaTiles {
 constexpr int kWgmmaKMultiple = WgmmaTiles::BK;
 constexpr int kWgmmaUnitCols = WgmmaTiles::BN / 2;  // y's columns per tile with a gated unit
 
-// The gated-unit epilogue of one consumer's 64 x 256 accumulators (see WgmmaTiles): y's columns
-// n0 + c, c < 128, get unit(a + bias[n0 + c], b + bias[n + n0 + c]), with the fast tanh and exp
-// (gated_unit_value's kFast): with the accurate ones the epilogue cost as much as a separate
-// gated_unit pass (H200, 4160x3072x16384: 0.727 ms against 0.619 + 0.110).
-template <GatedUnit kUnit>
-__device__ __forceinline__ void store_gated_unit(const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t,
-                                                 int row0, int n0) {
+// The Wgmma kernel's epilogues hand each column pair of a consumer's 64-row block to put(row,
+// col, v0, v1), row 0..63 and col relative to the tile's first column of y.
+// The plain epilogue: y's columns 0..255 of the tile, bias added.
+template <class Put>
+__device__ __forceinline__ void wgmma_epilogue(const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t, int n0,
+                                               Put put) {
+  namespace sw = gemm_layout::sw128;
+#pragma unroll
+  for (int j = 0; j < WgmmaTiles::BN / 8; ++j) {
+    const int col = sw::accumulator(t, 4 * j).col;
+    const BiasPair bias = bias_pair(args, n0 + col);
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      put(sw::accumulator(t, 4 * j + 2 * h).row, col, acc[4 * j + 2 * h] + bias.v[0], acc[4 * j + 2 * h + 1] + bias.v[1]);
+  }
+}
+// The gated-unit epilogue (see WgmmaTiles): y's columns n0 + c, c < 128, get unit(a + bias[n0 +
+// c], b + bias[n + n0 + c]), with the fast tanh and exp (gated_unit_value's kFast): with the
+// accurate ones the epilogue cost as much as a separate gated_unit pass (H200, 4160x3072x16384:
+// 0.727 ms against 0.619 + 0.110).
+template <GatedUnit kUnit, class Put>
+__device__ __forceinline__ void wgmma_gated_epilogue(const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t,
+                                                     int n0, Put put) {
   namespace sw = gemm_layout::sw128;
   constexpr int kHalf = WgmmaTiles::kAccumulators / 2;  // registers of a; b's are kHalf further on
 #pragma unroll
   for (int j = 0; j < kHalf / 4; ++j) {
-    const int col = n0 + sw::accumulator(t, 4 * j).col;
+    const int col = sw::accumulator(t, 4 * j).col;
     float ba[2] = {0.0f, 0.0f}, bb[2] = {0.0f, 0.0f};
     if (args.bias) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        ba[e] = bias_at(args, col + e);
-        bb[e] = bias_at(args, args.n + col + e);
+        ba[e] = bias_at(args, n0 + col + e);
+        bb[e] = bias_at(args, args.n + n0 + col + e);
       }
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int i = 4 * j + 2 * h;
-      store_pair(args, row0 + sw::accumulator(t, i).row, col, gated_unit_value<kUnit, true>(acc[i] + ba[0], acc[i + kHalf] + bb[0]),
-                 gated_unit_value<kUnit, true>(acc[i + 1] + ba[1], acc[i + kHalf + 1] + bb[1]));
+      put(sw::accumulator(t, i).row, col, gated_unit_value<kUnit, true>(acc[i] + ba[0], acc[i + kHalf] + bb[0]),
+          gated_unit_value<kUnit, true>(acc[i + 1] + ba[1], acc[i + kHalf + 1] + bb[1]));
     }
+  }
+}
+template <class Put>
+__device__ __forceinline__ void wgmma_any_epilogue(const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t,
+                                                   int n0, Put put) {
+  if (!args.gated) return wgmma_epilogue(args, acc, t, n0, put);
+  switch (args.unit) {
+    case GatedUnit::Situ: wgmma_gated_epilogue<GatedUnit::Situ>(args, acc, t, n0, put); break;
+    case GatedUnit::SwiGlu: wgmma_gated_epilogue<GatedUnit::SwiGlu>(args, acc, t, n0, put); break;
+    default: wgmma_gated_epilogue<GatedUnit::SigmoidGate>(args, acc, t, n0, put); break;
   }
 }
 
 __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
     const MOSS_GRID_CONSTANT gemm_hopper::TensorMap x_map, const MOSS_GRID_CONSTANT gemm_hopper::TensorMap w_map,
-    KernelArgs<bf16, bf16> args) {
+    const MOSS_GRID_CONSTANT gemm_hopper::TensorMap y_map, KernelArgs<bf16, bf16> args) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   namespace hw = gemm_hopper;
   namespace sw = gemm_layout::sw128;
@@ -831,22 +858,33 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
     // Epilogue: register 4j + 2h + e of thread t is row accumulator(t, .).row, column 8j + 2(t % 4)
     // + e of this consumer's 64 x 256 block (gemm_layout::sw128::accumulator).
     const int row0 = origin.m0 + 64 * consumer;
-    if (args.gated) {
-      switch (args.unit) {
-        case GatedUnit::Situ: store_gated_unit<GatedUnit::Situ>(args, acc, t, row0, origin.n0); break;
-        case GatedUnit::SwiGlu: store_gated_unit<GatedUnit::SwiGlu>(args, acc, t, row0, origin.n0); break;
-        default: store_gated_unit<GatedUnit::SigmoidGate>(args, acc, t, row0, origin.n0); break;
+    if (!args.tma_store) {
+      wgmma_any_epilogue(args, acc, t, origin.n0, [&](int row, int col, float v0, float v1) {
+        store_pair(args, row0 + row, origin.n0 + col, v0, v1);
+      });
+    } else {
+      // Through shared memory: each consumer writes its 64 rows into its own region of the (now
+      // idle) stages as output boxes of 128 bytes x 64 rows, swizzled as the copy engine reads
+      // them (conflict-free: a warp's 8 rows land in 8 different 16-byte chunks), and one thread
+      // hands the boxes to the copy engine, which clips them at the M and N tails.
+      const int esize = args.y_bf16 ? 2 : 4;
+      const uint32_t region = stages + uint32_t(consumer * 64 * 1024);
+      hw::named_barrier(1, Cfg::kConsumers * Cfg::kWarpgroup);  // neither consumer reads a stage any more
+      wgmma_any_epilogue(args, acc, t, origin.n0, [&](int row, int col, float v0, float v1) {
+        const uint32_t byte = uint32_t(col * esize);
+        const uint32_t box = region + (byte / sw::kRowBytes) * uint32_t(64 * sw::kRowBytes);
+        const uint32_t at = sw::swizzle_address(box + uint32_t(row * sw::kRowBytes) + byte % sw::kRowBytes);
+        if (args.y_bf16) hw::store_shared_b32(at, tile::pack_bf16_pair(v0, v1));
+        else hw::store_shared_v2f32(at, v0, v1);
+      });
+      hw::fence_async_shared();
+      hw::named_barrier(2 + consumer, Cfg::kWarpgroup);
+      if (t == 0) {
+        const int cols = args.gated ? kWgmmaUnitCols : Cfg::BN, box_cols = sw::kRowBytes / esize;
+        for (int b = 0; b * box_cols < cols && origin.n0 + b * box_cols < args.n; ++b)
+          hw::tma_store_2d(&y_map, region + uint32_t(b * 64 * sw::kRowBytes), origin.n0 + b * box_cols, row0);
+        hw::tma_store_commit_and_wait_read();
       }
-      return;
-    }
-#pragma unroll
-    for (int j = 0; j < Cfg::BN / 8; ++j) {
-      const int col = origin.n0 + sw::accumulator(t, 4 * j).col;
-      const BiasPair bias = bias_pair(args, col);
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        store_pair(args, row0 + sw::accumulator(t, 4 * j + 2 * h).row, col, acc[4 * j + 2 * h] + bias.v[0],
-                   acc[4 * j + 2 * h + 1] + bias.v[1]);
     }
   }
 #else
@@ -869,6 +907,7 @@ KernelArgs<TA, TB> kernel_args(const GemmOperands& op) {
   a.ldy = op.ldy;
   a.gated = op.gated;
   a.unit = op.unit;
+  a.tma_store = false;
   a.m = int(op.m);
   a.n = int(op.n);
   a.k = int(op.k);
@@ -988,8 +1027,14 @@ void launch_wgmma(const GemmOperands& op, hipStream_t stream) {
   const gemm_hopper::TensorMap w_map = op.gated
                                            ? gemm_hopper::kmajor_tensor_map(op.w, 2 * op.n, op.k, op.ldw, kWgmmaUnitCols)
                                            : gemm_hopper::kmajor_tensor_map(op.w, op.n, op.k, op.ldw, Cfg::BN);
+  // The output through the copy engine when y's rows allow it (16-byte aligned); else from registers.
+  KernelArgs<bf16, bf16> args = kernel_args<bf16, bf16>(op);
+  const int esize = op.y_type == GemmType::BF16 ? 2 : 4;
+  args.tma_store = reinterpret_cast<uintptr_t>(op.y) % 16 == 0 && (op.ldy * esize) % 16 == 0;
+  const gemm_hopper::TensorMap y_map =
+      args.tma_store ? gemm_hopper::store_tensor_map(op.y, esize == 2, op.m, op.n, op.ldy, 64) : x_map;
   launch_blocks(gemm_wgmma_kernel, Cfg::BM, op.gated ? kWgmmaUnitCols : Cfg::BN, Cfg::kThreads, Cfg::kSmemBytes,
-                stream, x_map, w_map, kernel_args<bf16, bf16>(op));
+                stream, x_map, w_map, y_map, args);
 }
 #endif
 

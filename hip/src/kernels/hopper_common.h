@@ -3,7 +3,8 @@
 // host-side tensor maps the copy engine reads through:
 //   - mbarriers: the full/empty handshake between a producer thread and consumer warps;
 //   - cp.async.bulk.tensor (TMA): one 2-D box of an operand per load, written into shared memory
-//     with the 128-byte swizzle, completion counted in bytes on an mbarrier;
+//     with the 128-byte swizzle, completion counted in bytes on an mbarrier; and the GEMM's output
+//     boxes stored back from shared memory the same way;
 //   - wgmma ordering (fence, commit, wait) and the accumulator pin;
 //   - setmaxnreg: registers moved from a producer warpgroup to the consumers.
 // The layouts both sides use are modelled and proved in gemm_layout::sw128 (and, for the
@@ -79,6 +80,28 @@ inline TensorMap kmajor_tensor_map(const void* base, int64_t rows, int64_t k, in
   return map;
 }
 
+// A row-major output [rows, cols] (bf16 or f32, row stride ld elements; ld times the element size
+// a multiple of 16, base 16-byte aligned) that the copy engine writes from shared memory, in boxes
+// of 128 bytes of a row x box_rows rows laid out in shared memory with the 128-byte swizzle (as
+// gemm_layout::sw128::tma_address, with 128 bytes of columns in place of 64 k). Parts of a box
+// past the output are not written (M and N tails).
+inline TensorMap store_tensor_map(void* base, bool bf16, int64_t rows, int64_t cols, int64_t ld, int box_rows) {
+  TensorMap map;
+  const int esize = bf16 ? 2 : 4;
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(ld) * cuuint64_t(esize)};
+  const cuuint32_t box[2] = {cuuint32_t(gemm_layout::sw128::kRowBytes / esize), cuuint32_t(box_rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = tensor_map_encoder()(&map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                                          2, base, dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw failure("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ") for an output " +
+                  std::to_string(rows) + "x" + std::to_string(cols) + ", ld " + std::to_string(ld));
+  return map;
+}
+
 // ---- device ------------------------------------------------------------------------------------
 // Stops the kernel: the body of a wgmma kernel compiled for a target without wgmma.
 __device__ inline void unsupported_target() { __trap(); }
@@ -145,6 +168,33 @@ __device__ inline void tma_load_2d(uint32_t dst, const TensorMap* map, int k0, i
           dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(k0), "r"(row0), "r"(bar)
       : "memory");
+}
+
+// Shared memory at `src` (a box as store_tensor_map lays it out, 1024-aligned) -> the box at
+// (col0, row0) of the output behind `map`, in this thread's current bulk group.
+__device__ inline void tma_store_2d(const TensorMap* map, uint32_t src, int col0, int row0) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(col0), "r"(row0), "r"(src)
+               : "memory");
+}
+// Closes the bulk group; then waits until the copy engine has read every group's shared memory
+// (the block may then reuse or release it; the writes to global memory finish on their own).
+__device__ inline void tma_store_commit_and_wait_read() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+// Makes this thread's ordinary shared-memory writes visible to the copy engine (the async proxy).
+__device__ inline void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Barrier `id` (1..15; 0 is the block barrier) among `threads` threads, whole warps.
+__device__ inline void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ inline void store_shared_b32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ inline void store_shared_v2f32(uint32_t addr, float a, float b) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b) : "memory");
 }
 
 // Register budget per thread of this warpgroup from here on (a multiple of 8, 24..256); the
