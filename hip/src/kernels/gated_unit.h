@@ -12,14 +12,15 @@ namespace moss {
 __device__ inline float sigmoid_exact(float x) { return 1.0f / (1.0f + exp_f(-x)); }
 
 // a and b as CoreOps::gated_unit names them (Situ: a the hidden half, b the gate half).
-// kFast (the GEMM epilogue, whose outputs are usually rounded to bf16): tanh_fast and fast_exp,
-// relative error about 1e-3 at most, below a bf16 ulp (3.9e-3); the epilogue runs while the
-// tensor cores idle, so its instruction count is the price.
+// kFast (the GEMM epilogue, whose outputs are usually rounded to bf16): tanh_fast, fast_exp, a
+// fast reciprocal and a/25 as a·(1/25), relative error about 1e-3 at most, below a bf16 ulp
+// (3.9e-3); the epilogue runs while the tensor cores idle, so its instruction count is the price.
 template <GatedUnit kKind, bool kFast = false>
 __device__ inline float gated_unit_value(float a, float b) {
   const auto tanh_ = [](float v) { return kFast ? tanh_fast(v) : tanh_f(v); };
-  const auto sigmoid_ = [](float v) { return kFast ? sigmoid_f(v) : sigmoid_exact(v); };
-  if constexpr (kKind == GatedUnit::Situ) return (4.0f * tanh_(b / 4.0f) * sigmoid_(b)) * (25.0f * tanh_(a / 25.0f));
+  const auto sigmoid_ = [](float v) { return kFast ? fast_rcp(1.0f + fast_exp(-v)) : sigmoid_exact(v); };
+  const float a_25 = kFast ? a * (1.0f / 25.0f) : a / 25.0f;
+  if constexpr (kKind == GatedUnit::Situ) return (4.0f * tanh_(b / 4.0f) * sigmoid_(b)) * (25.0f * tanh_(a_25));
   else if constexpr (kKind == GatedUnit::SwiGlu) return a * sigmoid_(a) * b;
   else return a * sigmoid_(b);
 }

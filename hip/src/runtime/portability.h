@@ -106,6 +106,7 @@ __device__ inline float log_f(float x) { return logf(x); }
 __device__ inline float sqrt_f(float x) { return sqrtf(x); }
 __device__ inline float rsqrt_f(float x) { return rsqrtf(x); }
 __device__ inline float tanh_f(float x) { return tanhf(x); }
+__device__ inline float fast_rcp(float x) { return __fdividef(1.0f, x); }  // 2 ulp; 0 beyond 2^126
 // The hardware's approximation (one MUFU op, relative error about 2^-11): for values that are
 // rounded to bf16 right after, where tanhf's twenty-odd instructions would cost more than the
 // rounding hides (the GEMM's gated-unit epilogue).
@@ -134,6 +135,7 @@ __device__ inline float tanh_f(float x) {
   return __builtin_copysignf(t, x);
 }
 __device__ inline float tanh_fast(float x) { return tanh_f(x); }
+__device__ inline float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
 #endif
 __device__ inline float sigmoid_f(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
 
