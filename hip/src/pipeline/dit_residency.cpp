@@ -88,6 +88,17 @@ class ResidentStreaming : public DitWeightSource {
       for (Tensor& slot : slots_) slot = be_.alloc(DType::U8, {int64_t(slot_bytes)});
   }
 
+  // A prefetch for a pass that never came may still be copying: wait for it before the slots and
+  // the pinned blocks go (their memory would otherwise be reused or unmapped under the copy).
+  ~ResidentStreaming() override {
+    if (prefetched_block_ < 0) return;
+    try {
+      be_.compute_wait(prefetched_fence_);
+      be_.synchronize();
+    } catch (...) {  // a failing device: nothing left to protect
+    }
+  }
+
   Tensor get(const std::string& name) override {
     auto it = device_.find(name);
     if (it != device_.end()) return it->second;
@@ -96,7 +107,7 @@ class ResidentStreaming : public DitWeightSource {
     if (s == streamed_.end()) throw failure("DiT weights: no tensor '" + name + "'");
     if (b != current_) throw std::logic_error("DiT weights: block " + std::to_string(b) + " read while block " +
                                               std::to_string(current_) + " runs");
-    const Tensor& slot = slots_[size_t(position_of(b) % 2)];
+    const Tensor& slot = slots_[slot_of(position_of(b))];
     for (const Part& p : s->second.parts)
       if (p.name == name) {
         Tensor v(static_cast<char*>(slot.data) + p.offset, p.dtype, p.dims, slot.where);
@@ -107,12 +118,20 @@ class ResidentStreaming : public DitWeightSource {
   }
 
   void begin_forward(const std::vector<int>& order) override {
-    order_.clear();
+    // The slots alternate across passes too: this pass starts in the slot the last one's last
+    // block did not use, which is where that pass prefetched its guess of this pass's first block.
+    slot_base_ = (slot_base_ + order_.size()) % 2;
+    std::vector<int> streamed_order;
     for (int b : order)
-      if (streamed_.count(b)) order_.push_back(b);
+      if (streamed_.count(b)) streamed_order.push_back(b);
+    order_ = streamed_order;
     fences_.assign(order_.size(), 0);
     current_ = -1;
-    if (!order_.empty()) issue(0);
+    if (!order_.empty()) {
+      if (prefetched_block_ == order_[0]) fences_[0] = prefetched_fence_;  // already on its way
+      else issue(0);
+    }
+    prefetched_block_ = -1;
   }
 
   void before_block(int index) override {
@@ -120,7 +139,16 @@ class ResidentStreaming : public DitWeightSource {
     if (!streamed_.count(index)) return;
     const size_t p = size_t(position_of(index));
     be_.compute_wait(fences_[p]);
-    if (p + 1 < order_.size()) issue(p + 1);
+    if (p + 1 < order_.size()) {
+      issue(p + 1);
+    } else {
+      // The pass's last block: the next pass (a sampler's next step runs the same blocks) starts
+      // with order_[0] in the other slot, free once the block before this one has computed, so
+      // its copy runs under this block's compute instead of after the step. A next pass with
+      // another first block copies it again (begin_forward); the copy stream keeps the order.
+      prefetched_block_ = order_[0];
+      prefetched_fence_ = copy_block(order_[0], slot_of(int(order_.size())));
+    }
   }
 
  private:
@@ -144,25 +172,30 @@ class ResidentStreaming : public DitWeightSource {
     return std::min({blocks, hw, size_t(8)});
   }
 
+  // Slot of the p-th streamed block of this pass (p may be order_.size(): the next pass's first).
+  size_t slot_of(int p) const { return (slot_base_ + size_t(p)) % 2; }
+
   int position_of(int block) const {
     auto it = std::find(order_.begin(), order_.end(), block);
     if (it == order_.end()) throw std::logic_error("DiT weights: block " + std::to_string(block) + " not in this pass");
     return int(it - order_.begin());
   }
 
-  // Copies the p-th streamed block of the pass into slot p mod 2, after the compute issued so
-  // far (which includes the last reader of that slot).
+  // Copies the p-th streamed block of the pass into its slot, after the compute issued so far
+  // (which includes the last reader of that slot).
+  void issue(size_t p) { fences_[p] = copy_block(order_[p], slot_of(int(p))); }
+
   // The parts go in one after another on the copy stream; the first waits for the compute, the
   // block's fence is the last part's.
-  void issue(size_t p) {
-    const Streamed& s = streamed_.at(order_[p]);
+  Backend::Fence copy_block(int block, size_t slot) {
+    const Streamed& s = streamed_.at(block);
     Backend::Fence after = be_.compute_fence(), done = 0;
     for (const Part& part : s.parts) {
-      Tensor dst = slots_[p % 2].slice_cols(int64_t(part.offset), part.pinned.nbytes());
+      Tensor dst = slots_[slot].slice_cols(int64_t(part.offset), part.pinned.nbytes());
       done = be_.copy_async(part.pinned, dst, after);
       after = 0;
     }
-    fences_[p] = done;
+    return done;
   }
 
   Backend& be_;
@@ -173,6 +206,9 @@ class ResidentStreaming : public DitWeightSource {
   std::vector<int> order_;
   std::vector<Backend::Fence> fences_;
   int current_ = -1;
+  size_t slot_base_ = 0;         // slot of this pass's first streamed block
+  int prefetched_block_ = -1;    // copied ahead into slot_of(0) by the last pass, or -1
+  Backend::Fence prefetched_fence_ = 0;
 };
 
 }  // namespace

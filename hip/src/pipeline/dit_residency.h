@@ -2,9 +2,11 @@
 // (embedders, modulations, the text embedder, the head) and the first `resident_blocks` main
 // blocks are copied to the device once; every other block lives in pinned host memory and is
 // copied, each pass, into one of two device slots on the copy stream while the block before it
-// computes. The p-th streamed block of a pass uses slot p mod 2; its copy waits for the compute
-// that last read that slot, and its compute waits for its copy. Streaming changes where the
-// weights are, never what is computed: the result equals the resident run bit for bit.
+// computes. Streamed blocks take the slots in turn, across passes too; a block's copy waits for
+// the compute that last read its slot, and its compute waits for its copy. The last block of a
+// pass starts the copy of the next pass's first one (a sampler's steps run the same blocks), so
+// the copy engine does not idle between steps. Streaming changes where the weights are, never
+// what is computed: the result equals the resident run bit for bit.
 #pragma once
 #include <memory>
 

@@ -24,9 +24,14 @@ std::vector<std::vector<float>> run(Backend& be, std::unique_ptr<DitWeightSource
   const std::vector<float> z = initial_noise(7, cfg.latent_channels, 2, 3);
   std::copy(z.begin(), z.end(), latent.ptr<float>());
   std::vector<std::vector<float>> out;
-  for (int pass = 0; pass < 2; ++pass)  // a second pass reuses the slots
+  for (int pass = 0; pass < 2; ++pass)  // a second pass reuses the slots (and its prefetched first block)
     for (const Tensor& v : dit.forward_rows(latent, {Dit::Row{&cond, {}}, Dit::Row{&uncond, {2}}}, 700.0f + pass))
       out.push_back(to_f32_vector(v));
+  // A pass that starts at another block than the one the last pass prefetched, then the usual one.
+  for (const Tensor& v : dit.forward_rows(latent, {Dit::Row{&cond, {0}}, Dit::Row{&uncond, {0, 2}}}, 650.0f))
+    out.push_back(to_f32_vector(v));
+  for (const Tensor& v : dit.forward_rows(latent, {Dit::Row{&cond, {}}, Dit::Row{&uncond, {2}}}, 640.0f))
+    out.push_back(to_f32_vector(v));
   return out;
 }
 
