@@ -81,7 +81,6 @@ __device__ inline float at(const Vec& v, int64_t i) {
   return v.bf16 ? bf16_bits_to_float(static_cast<const uint16_t*>(v.p)[i]) : static_cast<const float*>(v.p)[i];
 }
 
-
 // ---- elementwise kernels: one thread per 4 columns of a row ------------------------------------
 struct ModulateOp {
   Mat y;

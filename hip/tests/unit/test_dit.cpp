@@ -20,6 +20,13 @@ std::string write_config(const std::string& name, const std::string& body) {
   return path;
 }
 
+// A host f32 tensor of a repeating ramp: element i is (i mod period)·step + offset.
+Tensor ramp(const std::vector<int64_t>& dims, int period, float step, float offset) {
+  Tensor t = host_tensor(DType::F32, dims);
+  for (int64_t i = 0; i < t.numel(); ++i) t.ptr<float>()[i] = float(i % period) * step + offset;
+  return t;
+}
+
 }  // namespace
 
 TEST(DitConfig, ParsesTheTinyModel) {
@@ -122,12 +129,9 @@ TEST(Dit, ForwardShapeAndSkipRange) {
   const DitConfig c = parse_dit_config(kTransformer + "/config.json");
   const std::unique_ptr<Backend> be = make_host_backend();
   Dit dit(*be, WeightFiles::open_folder(kTransformer), c);
-  Tensor states = host_tensor(DType::F32, {5, c.text_dim});
-  for (int64_t i = 0; i < states.numel(); ++i) states.ptr<float>()[i] = float(i % 7) * 0.1f - 0.3f;
-  const Dit::Text text = dit.embed_text(states);
+  const Dit::Text text = dit.embed_text(ramp({5, c.text_dim}, 7, 0.1f, -0.3f));
   EXPECT_EQ(text.tokens, 5);
-  Tensor latent = host_tensor(DType::F32, {c.latent_channels, 2, 3});
-  for (int64_t i = 0; i < latent.numel(); ++i) latent.ptr<float>()[i] = float(i % 11) * 0.2f - 1.0f;
+  const Tensor latent = ramp({c.latent_channels, 2, 3}, 11, 0.2f, -1.0f);
   DitTrace trace;
   const Tensor v = dit.forward(latent, text, 500.0f, {1}, &trace);
   EXPECT_EQ(v.dims(), (std::vector<int64_t>{c.latent_channels, 2, 3}));
@@ -147,8 +151,7 @@ TEST(Dit, ForwardShapeAndSkipRange) {
 }
 
 TEST(Dit, LatentTokensAreTheChannelsOfEachPositionInRowOrder) {
-  Tensor latent = host_tensor(DType::F32, {3, 2, 4});  // C = 3 on a 2 x 4 grid
-  for (int64_t i = 0; i < latent.numel(); ++i) latent.ptr<float>()[i] = float(i);
+  const Tensor latent = ramp({3, 2, 4}, 24, 1.0f, 0.0f);  // C = 3 on a 2 x 4 grid, element i = i
   const Tensor tokens = latent_to_tokens(latent);
   ASSERT_EQ(tokens.dims(), (std::vector<int64_t>{8, 3}));
   // Token r·gw + c, channel ch is latent[ch][r][c] = ch·8 + r·4 + c.
@@ -161,11 +164,8 @@ TEST(Dit, ForwardTokensIsForwardRowsWithoutTheHostRoundTrip) {
   const DitConfig c = parse_dit_config(kTransformer + "/config.json");
   const std::unique_ptr<Backend> be = make_host_backend();
   Dit dit(*be, WeightFiles::open_folder(kTransformer), c);
-  Tensor states = host_tensor(DType::F32, {4, c.text_dim});
-  for (int64_t i = 0; i < states.numel(); ++i) states.ptr<float>()[i] = float(i % 5) * 0.1f - 0.2f;
-  const Dit::Text text = dit.embed_text(states);
-  Tensor latent = host_tensor(DType::F32, {c.latent_channels, 3, 2});
-  for (int64_t i = 0; i < latent.numel(); ++i) latent.ptr<float>()[i] = float(i % 13) * 0.15f - 0.9f;
+  const Dit::Text text = dit.embed_text(ramp({4, c.text_dim}, 5, 0.1f, -0.2f));
+  const Tensor latent = ramp({c.latent_channels, 3, 2}, 13, 0.15f, -0.9f);
   const std::vector<Dit::Row> rows = {Dit::Row{&text, {}}, Dit::Row{&text, {2}}};
   const std::vector<Tensor> want = dit.forward_rows(latent, rows, 300.0f);
   const std::vector<Tensor> got = dit.forward_tokens(be->upload(latent_to_tokens(latent)), 3, 2, rows, 300.0f);

@@ -97,6 +97,30 @@ TEST(DitFusedOps, NormModulateInPlace) {
   expect_same_bits(x, values(y), 40);
 }
 
+TEST(DitFusedOps, AddNormModulateIsAddThenNormModulate) {
+  std::unique_ptr<Backend> be = make_host_backend();
+  const int64_t rows = 4, cols = 37;
+  // x (updated in place) is a column slice of a wider stream; its other columns stay untouched.
+  const Tensor wide = random_tensor({rows, cols + 3}, 8, 2.0f);
+  const Tensor d = random_tensor({rows, cols}, 9), gate = random_tensor({cols}, 10, 0.5f);
+  const Tensor w = random_tensor({cols}, 11, 0.5f), shift = random_tensor({cols}, 12), scale = random_tensor({cols}, 13);
+
+  Tensor want_wide = host_tensor(DType::F32, wide.dims());
+  std::memcpy(want_wide.data, wide.data, wide.nbytes());
+  Tensor want_x = want_wide.slice_cols(1, cols), want_y = host_tensor(DType::F32, {rows, cols});
+  be->core().add(want_x, d, &gate);
+  be->core().norm_modulate(want_x, w, 1e-6f, shift, scale, want_y);
+
+  Tensor got_wide = host_tensor(DType::F32, wide.dims());
+  std::memcpy(got_wide.data, wide.data, wide.nbytes());
+  Tensor got_x = got_wide.slice_cols(1, cols), got_y = host_tensor(DType::F32, {rows, cols});
+  be->core().add_norm_modulate(got_x, d, gate, w, 1e-6f, shift, scale, got_y);
+  expect_same_bits(got_wide, values(want_wide), cols + 3);
+  expect_same_bits(got_y, values(want_y), cols);
+  EXPECT_NE(values(got_wide), values(wide));  // x really was updated
+  EXPECT_THROW(be->core().add_norm_modulate(got_x, d, gate, w, 1e-6f, shift, scale, got_x), std::exception);
+}
+
 TEST(DitFusedOps, NormRopeIsPerHeadRmsNormThenRope) {
   std::unique_ptr<Backend> be = make_host_backend();
   struct Case {
