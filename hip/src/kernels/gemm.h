@@ -22,8 +22,9 @@
 // blocks of a thread-block cluster (GemmPlan::split) whose partial tiles are summed through
 // distributed shared memory in a fixed order: the weights stream through enough blocks to keep
 // HBM busy, bit-reproducibly, with no workspace.
-// All three share one epilogue: bias, then the store (converted to y's dtype). The Wgmma kernel
-// can apply a gated unit to the product's two halves in its epilogue instead (GemmOperands::gated).
+// All three share one epilogue: bias, then the store (converted to y's dtype); the Wgmma kernel
+// stores through shared memory and the copy engine when y allows it, and can apply a gated unit
+// to the product's two halves in its epilogue (GemmOperands::gated).
 #pragma once
 
 #include <cstdint>
