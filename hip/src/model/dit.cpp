@@ -139,6 +139,8 @@ struct Dit::Modulation {
   Tensor head;   // [1, 2·dim]
   int64_t dim = 0;
   Tensor block_row(int k) const { return block.slice_cols(k * dim, dim); }
+  // gate_f: every pending ffn_down update's gate (the rows are shared by every block)
+  Tensor update_gate() const { return block_row(5); }
   Tensor head_row(int k) const { return head.slice_cols(k * dim, dim); }
 };
 
@@ -158,7 +160,6 @@ struct Dit::Stack {
   Tensor x;         // f32 [ΣN, dim], the residual streams
   Tensor delta;     // [ΣN, dim] in the GEMM input dtype: pending updates (ffn_down outputs)
   Tensor sin, cos;  // f32 [ΣN, head_dim], each row's RoPE tables
-  Tensor gate;      // the pending updates' gate (gate_f, the same for every block)
 };
 
 // Scratch matrices of one forward, shared by the blocks.
@@ -257,10 +258,11 @@ Dit::Modulation Dit::timestep_modulation(float timestep) {
   return m;
 }
 
-void Dit::apply_pending(Stack& st, RowState& row) {
+void Dit::apply_pending(Stack& st, RowState& row, const Modulation& mod) {
   if (!row.pending) return;
   Tensor x = st.x.slice_rows(row.offset, row.n);
-  be_.core().add(x, st.delta.slice_rows(row.offset, row.n), &st.gate);
+  const Tensor gate = mod.update_gate();
+  be_.core().add(x, st.delta.slice_rows(row.offset, row.n), &gate);
   row.pending = false;
 }
 
@@ -272,7 +274,7 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   Tensor x = st.x.slice_rows(off, n), delta = st.delta.slice_rows(off, n);
   const Tensor sin = st.sin.slice_rows(off, n), cos = st.cos.slice_rows(off, n);
   const Tensor shift_a = mod.block_row(0), scale_a = mod.block_row(1), gate_a = mod.block_row(2);
-  const Tensor shift_f = mod.block_row(3), scale_f = mod.block_row(4), gate_f = mod.block_row(5);
+  const Tensor shift_f = mod.block_row(3), scale_f = mod.block_row(4), gate_f = mod.update_gate();
 
   // Fused passes (CoreOps::norm_modulate, add_norm_modulate, norm_rope): the same fp32 operations
   // as add, rms_norm then modulate, rms_norm then rope; their outputs (ws.y, q, k, v, attn,
@@ -281,8 +283,8 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   bool all_pending = true;
   for (size_t r = first; r < first + count; ++r) all_pending = all_pending && rows[r].pending;
   if (!all_pending)  // some row's first block: the others' updates go in on their own
-    for (size_t r = first; r < first + count; ++r) apply_pending(st, rows[r]);
-  if (all_pending) ops.add_norm_modulate(x, delta, st.gate, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
+    for (size_t r = first; r < first + count; ++r) apply_pending(st, rows[r], mod);
+  if (all_pending) ops.add_norm_modulate(x, delta, gate_f, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
   else ops.norm_modulate(x, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
   ops.linear(ws.y, w.q, nullptr, ws.q);
   ops.norm_rope(ws.q, w.q_norm, kRmsEps, hd, sin, cos, ws.q);
@@ -301,7 +303,6 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   ops.add_norm_modulate(x, ws.tmp, gate_a, w.norm2, kRmsEps, shift_f, scale_f, ws.y);
   ops.linear_gated_unit(GatedUnit::Situ, ws.y, w.ffn_up_gate, nullptr, ws.gated);  // rows [hidden | gate]
   ops.linear(ws.gated, w.ffn_down, nullptr, delta);
-  st.gate = gate_f;
   for (size_t r = first; r < first + count; ++r) rows[r].pending = true;
 }
 
@@ -459,7 +460,7 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
       r = e;
     }
     if (trace && !skips(rows[0], i)) {  // row 0's output of the block, its update included
-      apply_pending(st, state[0]);
+      apply_pending(st, state[0], mod);
       trace->tensors["block" + std::to_string(i)] = snapshot(be_, st.x.slice_rows(0, state[0].n));
     }
   }
@@ -473,7 +474,7 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
     outs.push_back(be_.alloc(DType::F32, {n_img, C}));
     Tensor img = st.x.slice_rows(row.offset, n_img);
     if (row.pending)
-      ops.add_norm_modulate(img, st.delta.slice_rows(row.offset, n_img), st.gate, norm, kRmsEps, mod.head_row(0),
+      ops.add_norm_modulate(img, st.delta.slice_rows(row.offset, n_img), mod.update_gate(), norm, kRmsEps, mod.head_row(0),
                             mod.head_row(1), y);
     else
       ops.norm_modulate(img, norm, kRmsEps, mod.head_row(0), mod.head_row(1), y);

@@ -91,7 +91,7 @@ class Dit {
   // Block w for rows[first, first + count), adjacent in the stack, as one matrix.
   void main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowState>& rows, size_t first, size_t count,
                   const Modulation& mod, Workspace& ws);
-  void apply_pending(Stack& st, RowState& row);
+  void apply_pending(Stack& st, RowState& row, const Modulation& mod);
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out);
 
   Backend& be_;
