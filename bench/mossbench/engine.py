@@ -95,11 +95,13 @@ RESERVE_GIB = 0.5  # the planner's reserve (hip/src/pipeline/planner.h kReserveB
 
 def budget_for_resident(dit_peak_gib, total_blocks, block_gib, resident):
     """A --vram-budget (GiB) under which the planner keeps `resident` DiT blocks on the device.
-    The planner keeps R = floor((budget - base - 2 slots) / block) blocks, where base (VAE
-    weights, fixed part, activations, reserve) is the fully resident run's DiT peak less its
-    blocks, plus the reserve; aiming half a block above R absorbs the printed peak's rounding."""
+    The planner keeps R = floor((budget - base - 2 slots - staging) / block) blocks, where base
+    (VAE weights, fixed part, activations, reserve) is the fully resident run's DiT peak less its
+    blocks, plus the reserve, and staging is the packed weights' buffer (about 0.54 of a block of
+    the real model, none of small ones); aiming 0.9 of a block above R covers it and the printed
+    peak's rounding."""
     base = dit_peak_gib - total_blocks * block_gib + RESERVE_GIB
-    return base + (2 + resident + 0.5) * block_gib
+    return base + (2 + resident + 0.9) * block_gib
 
 
 class EngineRun:

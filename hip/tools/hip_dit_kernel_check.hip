@@ -4,7 +4,7 @@
 // misaligned column slices, bf16 operands). Outputs are poisoned with NaN first, so an element
 // a kernel forgets to write fails its case.
 //
-//   hip_dit_kernel_check [--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention]
+//   hip_dit_kernel_check [--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention|packed]
 // (a group runs when its name contains the filter: "gemm" runs all three GEMM groups)
 //
 // Table rows: kernel, shape, relative L2, max |error|, ms per launch, rate, verdict. Tolerances:
@@ -30,6 +30,7 @@
 #include "kernels/gemm.h"
 #include "ops/backend.h"
 #include "ops/hip/hip_backend.h"
+#include "tensor/packed_bf16.h"
 
 namespace {
 
@@ -843,6 +844,43 @@ void check_fused(Env& e) {
   gated_bf16_case(e, 31, 77, false, DType::BF16);
 }
 
+// The streamed DiT's unpacking (tensor/packed_bf16.h) at the FFN matrices' sizes and at a small
+// one with every kind of special value: the values must come back bit for bit. The rate counts
+// the bytes read and written.
+void check_packed(Env& e) {
+  struct Case {
+    int64_t rows, cols;
+    bool specials;
+  };
+  for (const Case& c : {Case{kFfn * 2, kDim, false}, Case{kDim, kFfn, false}, Case{37, 8 * 13, true}}) {
+    std::vector<float> values(size_t(c.rows * c.cols));
+    fill(values, e.seed++, 0.02f);
+    std::vector<uint16_t> bits(values.size());
+    for (size_t i = 0; i < bits.size(); ++i) bits[i] = f32_to_bf16(values[i]);
+    if (c.specials) {
+      const uint16_t specials[] = {0x0000, 0x8000, 0x0001, 0x7F80, 0xFF80, 0x7FC0, 0x7F7F, 0x3F80, 0x0080};
+      for (size_t i = 0; i < bits.size(); i += 7) bits[i] = specials[(i / 7) % std::size(specials)];
+    }
+    const PackedBf16 layout = plan_bf16_packing(bits.data(), int64_t(bits.size()));
+    Tensor packed_host = host_tensor(DType::U8, {int64_t(layout.bytes())});
+    pack_bf16(bits.data(), layout, static_cast<uint8_t*>(packed_host.data));
+    const Tensor packed = e.gpu.upload(packed_host);
+    Tensor out = poisoned(e, DType::BF16, {c.rows, c.cols});
+    e.gpu.unpack_bf16(layout, packed, out);
+    const Tensor back = e.gpu.download(out);
+    int64_t differ = 0;
+    for (size_t i = 0; i < bits.size(); ++i) differ += back.ptr<const uint16_t>()[i] != bits[i];
+    const bool timed = !c.specials;
+    const double ms = timed ? time_it(e, [&] { e.gpu.unpack_bf16(layout, packed, out); }) : 0;
+    const double bytes = double(layout.bytes()) + 2.0 * double(bits.size());
+    const std::string shape = std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " +
+                              std::to_string(layout.exceptions) + " exceptions, " + std::to_string(differ) + " differ";
+    e.table.row("unpack_bf16", shape, kcheck::Compare{differ ? 1.0 : 0.0, differ ? 1.0 : 0.0, true}, 0.0, ms, 0,
+                timed ? bytes : 0);
+    if (timed) record(e, "unpack_bf16", std::to_string(c.rows) + "x" + std::to_string(c.cols), ms, 0, bytes);
+  }
+}
+
 void print_summary(const std::vector<Timing>& timings) {
   std::printf("\nH200 time at the 1024x1024 DiT shapes (ceilings: %.0f TFLOP/s dense bf16, %.1f TB/s)\n", kPeakTflops,
               kPeakGBs / 1000);
@@ -916,6 +954,7 @@ int main(int argc, char** argv) {
     guarded("rows", [&] { check_rows(env); });
     guarded("fused", [&] { check_fused(env); });
     guarded("attention", [&] { check_attention_cases(table, ctx, *host, "dit"); });
+    guarded("packed", [&] { check_packed(env); });
     print_summary(env.timings);
     std::printf("total %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return table.finish();

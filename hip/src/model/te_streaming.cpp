@@ -11,7 +11,6 @@
 // worker fills layer l+1 while layer l copies and computes. At most two layers on the device.
 // Resident: every layer gets its own device buffer, filled once through the same pipeline (load()).
 // Fused projections (te_fused_groups) sit back to back in the image, so get_fused is a view.
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -103,24 +102,13 @@ Tensor view_in(const Tensor& base, const Part& p) {
   return v;
 }
 
-// Uninitialised page-locked host memory through Backend::pin, which copies its argument: the
-// argument is an untouched anonymous mapping (its pages read as zero without being written).
-Tensor pinned_buffer(Backend& be, size_t bytes) {
-  bytes = std::max<size_t>(bytes, 1);
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw failure("text encoder: cannot map " + std::to_string(bytes) + " bytes of host memory");
-  Tensor anon(p, DType::U8, {int64_t(bytes)}, Where::Host);
-  anon.owner = std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, bytes); });
-  return be.pin(anon);  // the host backend returns the mapping itself: writable, so it serves
-}
-
 // The host side of the pipeline: two pinned staging buffers and the worker that fills them.
 class Stager {
  public:
   Stager(Backend& be, const std::vector<LayerImage>& images) : be_(be), images_(images) {
     size_t largest = 0;
     for (const LayerImage& img : images_) largest = std::max(largest, img.bytes);
-    for (Tensor& s : staging_) s = pinned_buffer(be_, largest);
+    for (Tensor& s : staging_) s = be_.alloc_pinned(largest);
   }
   ~Stager() {
     for (auto& f : fill_)

@@ -4,12 +4,14 @@
 #pragma once
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "ops/core_ops.h"
 #include "ops/text_ops.h"
 #include "ops/vae_ops.h"
+#include "tensor/packed_bf16.h"
 #include "tensor/tensor.h"
 
 namespace moss {
@@ -51,14 +53,18 @@ class Backend {
   // stream has been given so far; the other stream can wait for it. The defaults are the
   // host's: copies are immediate and fences trivial.
   using Fence = uint64_t;
-  // A page-locked host copy, so copies from it can overlap compute (host: the tensor itself).
-  virtual Tensor pin(const Tensor& host) { return host; }
+  // Uninitialised page-locked host bytes, so copies from them can overlap compute (host: plain
+  // host memory). Thread-safe: streaming sources fill their images from several threads.
+  virtual Tensor alloc_pinned(size_t bytes) { return host_tensor(DType::U8, {int64_t(bytes)}); }
   // dst (allocated on this backend, same bytes) <- src (pinned host), on the copy stream after
   // its earlier copies and after the compute fence `after`; returns the copy's fence.
   virtual Fence copy_async(const Tensor& src, Tensor& dst, Fence after);
   virtual Fence compute_fence() { return 0; }
   // The compute stream waits for a copy fence before its next op.
   virtual void compute_wait(Fence copy) {}
+  // out (bf16, layout.n values) <- the values packed in `packed` (bytes; tensor/packed_bf16.h),
+  // both on this backend, on the compute stream. The default is the host reference.
+  virtual void unpack_bf16(const PackedBf16& layout, const Tensor& packed, Tensor& out);
 
   CoreOps& core() { return *core_; }
   TextOps& text() { return *text_; }
@@ -73,6 +79,13 @@ class Backend {
 inline Backend::Fence Backend::copy_async(const Tensor& src, Tensor& dst, Fence) {
   if (dst.data && src.data) std::memcpy(dst.data, src.data, src.nbytes());
   return 0;
+}
+
+inline void Backend::unpack_bf16(const PackedBf16& layout, const Tensor& packed, Tensor& out) {
+  if (out.dtype != DType::BF16 || out.numel() != layout.n || !out.contiguous() || packed.nbytes() < layout.bytes())
+    throw std::invalid_argument("unpack_bf16: out must be " + std::to_string(layout.n) + " contiguous bf16 values and packed " +
+                                std::to_string(layout.bytes()) + " bytes");
+  unpack_bf16_reference(layout, static_cast<const uint8_t*>(packed.data), static_cast<uint16_t*>(out.data));
 }
 
 std::unique_ptr<Backend> make_host_backend();

@@ -2,11 +2,19 @@
 // (embedders, modulations, the text embedder, the head) and the first `resident_blocks` main
 // blocks are copied to the device once; every other block lives in pinned host memory and is
 // copied, each pass, into one of two device slots on the copy stream while the block before it
-// computes. Streamed blocks take the slots in turn, across passes too; a block's copy waits for
-// the compute that last read its slot, and its compute waits for its copy. The last block of a
-// pass starts the copy of the next pass's first one (a sampler's steps run the same blocks), so
-// the copy engine does not idle between steps. Streaming changes where the weights are, never
-// what is computed: the result equals the resident run bit for bit.
+// computes. Streaming changes where the weights are, never what is computed: the result equals
+// the resident run bit for bit.
+//
+// A streamed step is bound by the host-to-device bus (on the H200, 40 blocks of 0.21 GiB at
+// 55 GB/s take longer than the step computes), so the large matrices travel packed
+// (tensor/packed_bf16.h: 12 bits a value instead of 16): their packed bytes go to one device
+// staging buffer and are unpacked into the slot on the compute stream just before the block runs.
+//
+// Order of work, for the streamed blocks of a pass in turn (slots alternate, across passes too):
+// a block's copies wait for the compute that last read its slot (raw part) and for the last
+// unpacking (packed part, the staging buffer); its unpacking and compute wait for its copies.
+// The last block of a pass starts the copy of the next pass's first one (a sampler's steps run
+// the same blocks), so the copy engine does not idle between steps.
 #pragma once
 #include <memory>
 
@@ -15,7 +23,17 @@
 
 namespace moss {
 
+// Streamed bf16 tensors of at least this many values travel packed: the FFN's matrices (64% of
+// a block's bytes), not the attention projections, whose unpacking would cost more compute than
+// their bytes cost bus time.
+constexpr int64_t kPackMinValues = int64_t(16) << 20;
+
 std::unique_ptr<DitWeightSource> make_resident_streaming_source(Backend& be, const WeightFiles& weights,
-                                                                 const DitConfig& cfg, int resident_blocks);
+                                                                 const DitConfig& cfg, int resident_blocks,
+                                                                 int64_t pack_min_values = kPackMinValues);
+
+// Device bytes of the staging buffer the packed tensors of the largest block can need (the
+// planner's bound: a tensor is streamed packed only when it packs to at most this share).
+size_t dit_staging_bytes(const WeightFiles& weights, int64_t pack_min_values = kPackMinValues);
 
 }  // namespace moss

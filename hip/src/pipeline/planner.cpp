@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ops/measure/measuring_backend.h"
+#include "pipeline/dit_residency.h"
 #include "util/error.h"
 
 namespace moss {
@@ -17,8 +18,11 @@ std::string format_gib(size_t bytes) {
   return b;
 }
 
+// The device memory a streamed DiT needs for its blocks beside the resident ones.
+static size_t streaming_bytes(const StageSizes& s) { return 2 * s.dit_block_bytes + s.dit_staging_bytes; }
+
 size_t MemoryPlan::dit_minimum() const {
-  return sizes.vae_weight_bytes + sizes.dit_fixed_bytes + 2 * sizes.dit_block_bytes + sizes.dit_activation_bytes +
+  return sizes.vae_weight_bytes + sizes.dit_fixed_bytes + streaming_bytes(sizes) + sizes.dit_activation_bytes +
          kReserveBytes;
 }
 
@@ -69,6 +73,7 @@ StageSizes measure_stages(const MossModel& m, int64_t width, int64_t height, int
   s.te_fixed_bytes = be.peak_weight_bytes() > s.te_layer_bytes ? be.peak_weight_bytes() - s.te_layer_bytes : 0;
 
   dit_weight_split(m.dit_weights, s.dit_fixed_bytes, s.dit_block_bytes, s.dit_blocks);
+  s.dit_staging_bytes = dit_staging_bytes(m.dit_weights);
   be.reset_peaks();
   {
     const size_t base = be.live_bytes();
@@ -114,9 +119,10 @@ MemoryPlan plan_memory(const StageSizes& s, size_t budget, bool budget_is_user, 
     if (p.dit_minimum() > budget)
       throw usage_error(what + " is below the DiT's minimum of " + format_gib(p.dit_minimum()) + " (fixed part " +
                         format_gib(s.dit_fixed_bytes) + ", two block slots " + format_gib(2 * s.dit_block_bytes) +
+                        ", packed-weight staging " + format_gib(s.dit_staging_bytes) +
                         ", activations " + format_gib(s.dit_activation_bytes) + ", VAE weights " +
                         format_gib(s.vae_weight_bytes) + ", reserve " + format_gib(kReserveBytes) + ")");
-    const size_t room = budget - base - 2 * s.dit_block_bytes;
+    const size_t room = budget - base - streaming_bytes(s);
     p.resident_blocks = int(std::min<size_t>(size_t(s.dit_blocks), room / std::max<size_t>(1, s.dit_block_bytes)));
   }
   const int streamed = s.dit_blocks - p.resident_blocks;
@@ -124,7 +130,7 @@ MemoryPlan plan_memory(const StageSizes& s, size_t budget, bool budget_is_user, 
   if (streamed > 0 && host_available != 0 && p.pinned_host_bytes > host_available)
     throw usage_error("not enough host memory to pin the " + std::to_string(streamed) + " streamed DiT blocks: they need " +
                       format_gib(p.pinned_host_bytes) + ", " + format_gib(host_available) + " is available");
-  const size_t slots = streamed > 0 ? 2 * s.dit_block_bytes : 0;
+  const size_t slots = streamed > 0 ? streaming_bytes(s) : 0;
   p.dit_peak = s.vae_weight_bytes + s.dit_fixed_bytes + slots + size_t(p.resident_blocks) * s.dit_block_bytes +
                s.dit_activation_bytes;
   p.te_peak = s.vae_weight_bytes + s.te_fixed_bytes + 2 * s.te_layer_bytes + s.te_activation_bytes;

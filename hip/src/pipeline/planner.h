@@ -3,8 +3,8 @@
 //
 // Device memory over a run, in order: the VAE weights load first and stay; the text encoder
 // runs with all its layers on the device when they fit, else streams them two at a time; it is freed and the DiT loads: its fixed
-// part (embedders, modulations, the text embedder, the head), R resident blocks, two slots for
-// the streamed blocks (when R < all) and its activations; the DiT is freed and the VAE decodes.
+// part (embedders, modulations, the text embedder, the head), R resident blocks, two slots and
+// the packed tensors' staging buffer for the streamed blocks (when R < all) and its activations; the DiT is freed and the VAE decodes.
 // All of it within the budget (--vram-budget, or the device's free memory) less a 0.5 GiB
 // reserve. Activation sizes are measured by running the models' own code on the measuring
 // backend, so the plan follows the implementation.
@@ -27,6 +27,7 @@ struct StageSizes {
   size_t te_activation_bytes = 0;   // one prompt at the longest token count
   size_t dit_fixed_bytes = 0;       // everything but layers.N.*
   size_t dit_block_bytes = 0;       // the largest block
+  size_t dit_staging_bytes = 0;     // streamed blocks' packed tensors (pipeline/dit_residency.h)
   int dit_blocks = 0;
   size_t dit_activation_bytes = 0;  // text rows of both prompts + one forward
   size_t vae_weight_bytes = 0;
@@ -43,7 +44,7 @@ struct MemoryPlan {
   // the VAE weights and the reserve; otherwise they stream, two at a time (product.md section 5).
   bool te_resident = false;
   bool streamed() const { return resident_blocks < sizes.dit_blocks; }
-  size_t dit_minimum() const;  // with two resident slots and no resident block
+  size_t dit_minimum() const;  // with the two slots, the staging buffer and no resident block
 };
 
 // Measures the stage sizes for a request (image size, longest prompt in tokens, whether the VAE

@@ -54,6 +54,23 @@ TEST(Planner, RefusalsGiveTheSizes) {
   EXPECT_NE(refusal(s, 5.0).find("DiT activations do not fit"), std::string::npos);
 }
 
+TEST(Planner, CountsThePackedWeightStaging) {
+  // The streamed blocks' packed tensors need a staging buffer beside the two slots: it raises
+  // the minimum and the streamed peak by its size, and a budget keeps fewer blocks for it.
+  StageSizes s = real_like();
+  const MemoryPlan without = plan_memory(s, 5 * kGiB, true, 0);
+  s.dit_staging_bytes = size_t(0.114 * double(kGiB));  // the real model's FFN matrices at 13/16
+  const MemoryPlan with = plan_memory(s, 5 * kGiB, true, 0);
+  EXPECT_EQ(with.dit_minimum(), without.dit_minimum() + s.dit_staging_bytes);
+  EXPECT_EQ(with.resident_blocks, without.resident_blocks - 1);  // 12.2 -> 11.7 blocks of room
+  EXPECT_EQ(with.dit_peak, without.dit_peak + s.dit_staging_bytes - s.dit_block_bytes);
+  EXPECT_LE(with.dit_peak + kReserveBytes, 5 * kGiB);
+  EXPECT_NE(refusal(s, 2.2).find("packed-weight staging 0.11 GiB"), std::string::npos) << refusal(s, 2.2);
+  s.dit_blocks = 1;  // all resident: no slots, no staging
+  EXPECT_EQ(plan_memory(s, 5 * kGiB, true, 0).dit_peak,
+            s.vae_weight_bytes + s.dit_fixed_bytes + s.dit_block_bytes + s.dit_activation_bytes);
+}
+
 TEST(Planner, PinnedHostMemoryIsChecked) {
   try {
     plan_memory(real_like(), 3 * kGiB, true, kGiB);
@@ -71,6 +88,7 @@ TEST(Planner, MeasuresTheTinyModel) {
   EXPECT_EQ(small.dit_blocks, 4);
   EXPECT_GT(small.dit_block_bytes, 0u);
   EXPECT_GT(small.dit_fixed_bytes, 0u);
+  EXPECT_EQ(small.dit_staging_bytes, 0u);  // no tiny tensor is large enough to travel packed
   EXPECT_GT(small.te_layer_bytes, 0u);
   EXPECT_GT(small.vae_weight_bytes, 0u);
   EXPECT_GT(big.dit_activation_bytes, small.dit_activation_bytes);  // 4x the image rows

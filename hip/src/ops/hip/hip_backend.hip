@@ -9,6 +9,7 @@
 // freed and the allocation retried) or when the last tensor and the backend are gone.
 #include "ops/hip/hip_backend.h"
 
+#include "kernels/packed_bf16.h"
 #include "ops/hip/op_profiler.h"
 
 #include <cstdio>
@@ -228,13 +229,11 @@ class HipBackend final : public Backend {
   // ---- weight streaming: a copy stream beside the compute stream, fences as events ----------
   // Thread-safe (the streaming source pins blocks from several threads): a thread's current
   // device is its own, so each call selects the backend's device before allocating.
-  Tensor pin(const Tensor& host) override {
-    if (!host.contiguous()) throw std::invalid_argument("pin: contiguous host tensors only");
+  Tensor alloc_pinned(size_t bytes) override {
     MOSS_HIP_CHECK(hipSetDevice(ctx_->device()));
     void* p = nullptr;
-    MOSS_HIP_CHECK(hipHostMalloc(&p, host.nbytes() ? host.nbytes() : 1, hipHostMallocDefault));
-    std::memcpy(p, host.data, host.nbytes());
-    Tensor out(p, host.dtype, host.dims(), Where::Host);
+    MOSS_HIP_CHECK(hipHostMalloc(&p, bytes ? bytes : 1, hipHostMallocDefault));
+    Tensor out(p, DType::U8, {int64_t(bytes)}, Where::Host);
     out.owner = std::shared_ptr<void>(p, [](void* q) { (void)hipHostFree(q); });
     return out;
   }
@@ -248,6 +247,15 @@ class HipBackend final : public Backend {
   Fence compute_fence() override { return record(stream_.stream); }
   void compute_wait(Fence copy) override {
     if (copy) MOSS_HIP_CHECK(hipStreamWaitEvent(stream_.stream, event(copy), 0));
+  }
+  void unpack_bf16(const PackedBf16& layout, const Tensor& packed, Tensor& out) override {
+    if (out.where != Where::Device || packed.where != Where::Device || out.dtype != DType::BF16 ||
+        out.numel() != layout.n || !out.contiguous() || packed.nbytes() < layout.bytes())
+      throw std::invalid_argument("unpack_bf16: out must be " + std::to_string(layout.n) +
+                                  " contiguous bf16 values on the device and packed " + std::to_string(layout.bytes()) +
+                                  " device bytes");
+    unpack_bf16_device(layout, static_cast<const uint8_t*>(packed.data), static_cast<uint16_t*>(out.data),
+                       stream_.stream);
   }
 
   HipContext& context() { return *ctx_; }
