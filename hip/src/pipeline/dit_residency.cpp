@@ -24,19 +24,19 @@ int block_of(const std::string& name) {
 constexpr size_t kAlign = 256;  // tensor offsets inside a slot and the staging buffer
 size_t aligned(size_t b) { return (b + kAlign - 1) / kAlign * kAlign; }
 
-// Whether a streamed tensor is a candidate for packing, and the packed size it must not exceed
-// (13 bits a value: exceptions under about 2%), else it travels raw.
 int64_t values_of(const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   return n;
 }
+
+// Whether a streamed tensor is a candidate for packing, and the packed size it must not exceed
+// (13 bits a value: exceptions under about 2%), else it travels raw.
 bool pack_candidate(const TensorInfo& t, int64_t min_values) {
   const int64_t n = values_of(t.shape);
   return t.dtype == DType::BF16 && n >= min_values && packable_bf16_count(n);
 }
 size_t packed_cap(int64_t n) { return size_t(n) * 13 / 8; }
-
 
 class ResidentStreaming : public DitWeightSource {
  public:
