@@ -474,7 +474,9 @@ class Bench:
                  f"{self.a.skip_layers}; ours s/step = median gap between `denoise` lines after the first step.", "",
                  "## Speed", ""] + R.speed_table(rows) + ["", "## Peak device memory", "",
                  "Ours: NVML samples in each stage's window, above the device's use before the process started "
-                 "(includes its CUDA context); planner: the engine's own plan. Baselines: torch allocator peak.", ""] \
+                 "(includes its CUDA context); the DiT's window opens when its load starts, the VAE's 'above' is "
+                 "over the window's lowest sample (its weights and the context); planner: the engine's own plan. "
+                 "Baselines: torch allocator peak.", ""] \
             + R.memory_table(mem) + ["", "## Targets (issue 8)", ""] \
             + [f"- {t['status']}: {t['target']}: {R.fmt(t['value'], 3)}" for t in tg]
         if self.results.get("stream"):

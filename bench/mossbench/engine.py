@@ -178,13 +178,22 @@ class EngineRun:
             te_end = t_te + done["text_encoder_s"]
             windows["text_encoder"] = (t_te, te_end)
             last = ev["denoise"][-1]["t"] if ev["denoise"] else None
-            windows["dit"] = (te_end, last)
+            # The DiT's window opens when its load starts, which is after the text encoder's
+            # memory went back to the device (its time stops before that release): the first
+            # step's line less the step and the load, plus two sample intervals of guard.
+            start = te_end
+            if ev["denoise"] and done.get("dit_load_s") is not None:
+                first = ev["denoise"][0]
+                start = max(te_end, first["t"] - first["printed_s"] - done["dit_load_s"] + 0.02)
+            windows["dit"] = (start, last)
         if ev["t_vae"] is not None and done.get("vae_s") is not None:
             windows["vae"] = (ev["t_vae"], ev["t_vae"] + done["vae_s"])
         out = {k: peak(*w) for k, w in windows.items()}
         if "vae" in windows:
-            at_start = self.poller.at(windows["vae"][0])
-            if at_start is not None and out.get("vae") is not None:
-                out["vae_above_start"] = out["vae"] - (at_start - idle) / GIB
+            # Above the window's lowest sample (the VAE weights and the context, before the decode
+            # allocates): the last sample before the line can still show the DiT's memory.
+            low = self.poller.low(*windows["vae"])
+            if low is not None and out.get("vae") is not None:
+                out["vae_above_start"] = out["vae"] - (low - idle) / GIB
         out["source"] = self.poller.source
         return out

@@ -77,6 +77,11 @@ class MemoryPoller:
         vals = [b for t, b in list(self.samples) if t0 <= t <= t1]
         return max(vals) if vals else None
 
+    def low(self, t0, t1):
+        """Smallest sample taken in [t0, t1], or None when there is none."""
+        vals = [b for t, b in list(self.samples) if t0 <= t <= t1]
+        return min(vals) if vals else None
+
     def at(self, t):
         """The last sample taken at or before t."""
         best = None

@@ -73,6 +73,10 @@ class FakePoller:
         vals = [b for t, b in self.samples if t0 <= t <= t1]
         return max(vals) if vals else None
 
+    def low(self, t0, t1):
+        vals = [b for t, b in self.samples if t0 <= t <= t1]
+        return min(vals) if vals else None
+
     def at(self, t):
         best = None
         for ts, b in self.samples:
@@ -88,11 +92,13 @@ def test_stage_memory_windows():
     lines = stamped(LOG, [0, 0, 0, 0.1, 5.0, 0.250, 0.260, 0.250, 0.01, 0.2])
     t_te = lines[3][0]
     t_vae = lines[8][0]
-    samples = [(99.0, 1 * G), (t_te + 0.5, 3 * G), (t_te + 2.0, 12 * G), (t_vae - 0.001, 5 * G),
-               (t_vae + 0.03, 6.5 * G), (t_vae + 1.0, 1 * G)]
+    # The text encoder's memory is still held just after its time (its release comes after), and
+    # the last sample before the "vae" line still shows the DiT's.
+    samples = [(99.0, 1 * G), (t_te + 0.5, 3 * G), (t_te + 1.0, 14 * G), (t_te + 2.0, 12 * G), (t_vae - 0.001, 8 * G),
+               (t_vae + 0.01, 5 * G), (t_vae + 0.03, 6.5 * G), (t_vae + 1.0, 1 * G)]
     run = EngineRun("moss-infer-hip", "model", [], FakePoller(samples))
     run.lines, run.idle_bytes, run.t_start, run.t_end = lines, 1 * G, 99.5, t_vae + 0.5
     m = run.summary()["memory_gib"]
     assert m["text_encoder"] == 2.0   # window [line, line + 0.93 s]
-    assert m["dit"] == 11.0           # from the text encoder's end to the last denoise line
-    assert m["vae"] == 5.5 and m["vae_above_start"] == 1.5
+    assert m["dit"] == 11.0           # from the load's start (5.0 - 0.41 - 3.10 s after the line) to the last step
+    assert m["vae"] == 5.5 and m["vae_above_start"] == 1.5  # above the window's lowest sample
