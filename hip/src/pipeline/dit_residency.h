@@ -23,8 +23,8 @@
 
 namespace moss {
 
-// Streamed bf16 tensors of at least this many values travel packed: the FFN's matrices (64% of
-// a block's bytes), not the attention projections, whose unpacking would cost more compute than
+// Streamed bf16 tensors of at least this many values travel packed: the FFN's matrices (two
+// thirds of a block's bytes), not the attention projections, whose unpacking would cost more compute than
 // their bytes cost bus time.
 constexpr int64_t kPackMinValues = int64_t(16) << 20;
 
