@@ -24,8 +24,8 @@
 namespace moss {
 
 // Streamed bf16 tensors of at least this many values travel packed: the FFN's matrices (two
-// thirds of a block's bytes), not the attention projections, whose unpacking would cost more compute than
-// their bytes cost bus time.
+// thirds of a block's bytes), not the attention projections, whose unpacking would cost more
+// compute than their bytes cost bus time.
 constexpr int64_t kPackMinValues = int64_t(16) << 20;
 
 std::unique_ptr<DitWeightSource> make_resident_streaming_source(Backend& be, const WeightFiles& weights,
