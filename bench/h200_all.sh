@@ -17,10 +17,10 @@ grep -E "^vae decode \(small|conv2d f16 .*1024x1024" $C/checks-hip_vae_check.log
 tar -C /tmp -czf "$OUT/checks.tgz" chk
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
   export PYTHONPATH=/tmp/site
-MOSS_REF=.carry/moss_ref.py GOLDEN_CHECK=$B/golden_check timeout 120 python3 -m pytest -q -p no:cacheprovider \
+MOSS_REF=hip/tests/data/reference/moss_ref.py GOLDEN_CHECK=$B/golden_check timeout 120 python3 -m pytest -q -p no:cacheprovider \
   tools/golden >/tmp/dump_test.log 2>&1
 echo "== dump_official.py test (tiny model, moss_ref standing in) rc $?: $(tail -1 /tmp/dump_test.log)"
-timeout 300 python3 bench/run_bench.py --build $B --moss-ref .carry/moss_ref.py --compile --time-budget 260 \
+timeout 300 python3 bench/run_bench.py --build $B --compile --time-budget 260 \
   --run-timeout 60 --copy-to "$OUT" >/tmp/bench.out 2>&1
 echo "== bench rc $?"
 tail -45 /tmp/bench.out

@@ -38,16 +38,15 @@ common=(--prompt "$prompt" --size 512x512 --steps 4 --seed 42)
 
 rc=$(run_measured resident "${common[@]}" --latent-out "$OUT/resident.npy")
 verdict resident-run "$([[ $rc == 0 ]] && echo 1)" "rc $rc; $(grep -E '^(memory plan|done)' "$OUT/resident.log" | tr '\n' ' ')"
-# Budget for R resident blocks from the resident plan: its DiT peak less 40 blocks (two slots
-# stay), plus the reserve and 0.9 of a block for the packed weights' staging (about 0.54 of a
-# block) and the printed peak's rounding (bench/mossbench/engine.py budget_for_resident).
+# Budget for R resident blocks from the resident plan (bench/mossbench/engine.py budget_for_resident).
 dit_peak=$(grep -oE 'DiT [0-9.]+ GiB' "$OUT/resident.log" | grep -oE '[0-9.]+' | head -1)
 block=$(python3 -c "
 import json,struct
 f=open('$MODEL/transformer/diffusion_pytorch_model.safetensors','rb');n=struct.unpack('<Q',f.read(8))[0];h=json.loads(f.read(n))
 print(sum(v['data_offsets'][1]-v['data_offsets'][0] for k,v in h.items() if k.startswith('layers.0.'))/2**30)")
 for R in 2 17; do
-  budget=$(python3 -c "print(f'{$dit_peak - 40*$block + $R*$block + 0.5 + 0.9*$block:.3f}')")
+  budget=$(PYTHONPATH="$(dirname "$0")" python3 -c \
+    "from mossbench.engine import budget_for_resident as b; print(f'{b($dit_peak, 42, $block, $R):.3f}')")
   rc=$(run_measured "streamed$R" "${common[@]}" --vram-budget "$budget" --latent-out "$OUT/streamed$R.npy")
   got=$(grep -oE '[0-9]+ of [0-9]+ DiT blocks resident' "$OUT/streamed$R.log" | head -1)
   same=$(cmp -s "$OUT/resident.npy" "$OUT/streamed$R.npy" && echo 1)

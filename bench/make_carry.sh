@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Packs what a GPU machine needs into .carry/ (git-ignored), small enough to travel with the tree:
-# the NVIDIA build's stripped program and tools, the three Debian libraries they link that the
-# machine's image lacks, and the reference DiT for the benchmark. The binaries share most of
-# their device code, so one xz stream with a dictionary larger than a binary packs eleven of them
-# into about 6 MB (about 35 MB with xz's default dictionary).
+# the NVIDIA build's stripped program and tools and the three Debian libraries they link that the
+# machine's image lacks. The binaries share most of their device code, so one xz stream with a
+# dictionary larger than a binary packs eleven of them into about 6 MB (about 35 MB with xz's
+# default dictionary).
 #   bench/make_carry.sh [BUILD_DIR]     (default build; then: run with carry [".carry", ".whl"])
 set -euo pipefail
 build=${1:-build}
@@ -15,5 +15,4 @@ cp "$build"/moss-infer-hip "$build"/hip_* "$build"/golden_check "$build"/bench_r
 strip "$stage"/bin/*
 for l in libpcre2-8.so.0 libutf8proc.so.2 libpng16.so.16; do cp -L "/usr/lib/x86_64-linux-gnu/$l" "$stage/lib/"; done
 tar -C "$stage" -cf - bin lib | xz -T1 --lzma2=preset=6,dict=192MiB >"$root/.carry/bundle.tar.xz"
-cp "$root/../shared/reference/moss_ref.py" "$root/.carry/" 2>/dev/null || echo "make_carry: ../shared/reference/moss_ref.py not found (the benchmark's compiled baseline needs it)" >&2
 du -h "$root/.carry/bundle.tar.xz"

@@ -14,8 +14,8 @@ a phase that would start past --time-budget is skipped and says so):
   vae        diffusers AutoencoderKLFlux2 decode
 Then one table on stdout and bench/results/<date>-<gpu>.{json,md} (and --copy-to DIR).
 
-Typical (H200, from the repo root, wheels carried in .whl, moss_ref.py in .carry/):
-  python3 bench/run_bench.py --build build --moss-ref .carry/moss_ref.py --copy-to "$OUT"
+Typical (H200, from the repo root, wheels carried in .whl):
+  python3 bench/run_bench.py --build build --copy-to "$OUT"
 See bench/README.md.
 """
 import argparse
@@ -71,8 +71,8 @@ def parse_args(argv=None):
     ap.add_argument("--skip-layers", default="22")
     ap.add_argument("--stream-size", type=int, default=1024)
     ap.add_argument("--stream-resident", type=int, default=2)
-    ap.add_argument("--moss-ref", default=os.path.join(ROOT, ".carry", "moss_ref.py"),
-                    help="path of shared/reference/moss_ref.py (moss_ref rows only when it exists)")
+    ap.add_argument("--moss-ref", default=os.path.join(ROOT, "hip", "tests", "data", "reference", "moss_ref.py"),
+                    help="the reference DiT (default: the repository's copy of shared/reference/moss_ref.py)")
     ap.add_argument("--compile", action="store_true", help="also time moss_ref under torch.compile (takes minutes)")
     ap.add_argument("--compile-scope", choices=["blocks", "model"], default="blocks")
     ap.add_argument("--compile-sizes", default="512,1024")

@@ -184,7 +184,7 @@ class EngineRun:
             start = te_end
             if ev["denoise"] and done.get("dit_load_s") is not None:
                 first = ev["denoise"][0]
-                start = max(te_end, first["t"] - first["printed_s"] - done["dit_load_s"] + 0.02)
+                start = max(te_end, first["t"] - first["printed_s"] - done["dit_load_s"] + 2 * self.poller.interval_s)
             windows["dit"] = (start, last)
         if ev["t_vae"] is not None and done.get("vae_s") is not None:
             windows["vae"] = (ev["t_vae"], ev["t_vae"] + done["vae_s"])

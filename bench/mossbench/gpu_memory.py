@@ -72,21 +72,15 @@ class MemoryPoller:
             time.sleep(self.interval_s)
         return self.samples[-1][1] if self.samples else None
 
+    def _window(self, t0, t1):
+        return [b for t, b in list(self.samples) if t0 <= t <= t1]
+
     def peak(self, t0, t1):
         """Largest sample taken in [t0, t1], or None when there is none."""
-        vals = [b for t, b in list(self.samples) if t0 <= t <= t1]
+        vals = self._window(t0, t1)
         return max(vals) if vals else None
 
     def low(self, t0, t1):
         """Smallest sample taken in [t0, t1], or None when there is none."""
-        vals = [b for t, b in list(self.samples) if t0 <= t <= t1]
+        vals = self._window(t0, t1)
         return min(vals) if vals else None
-
-    def at(self, t):
-        """The last sample taken at or before t."""
-        best = None
-        for ts, b in list(self.samples):
-            if ts > t:
-                break
-            best = b
-        return best

@@ -7,6 +7,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from mossbench.engine import RESERVE_GIB, budget_for_resident, parse_log, step_seconds  # noqa: E402
+from mossbench.gpu_memory import MemoryPoller  # noqa: E402
 
 LOG = """device 0: NVIDIA H200 (sm_90, 139.8 GiB)
 kernels: gemm wmma, attention flash
@@ -61,29 +62,12 @@ def test_budget_leaves_the_asked_blocks():
                 assert planner_resident(b, fixed, 42, block, staging) == want
 
 
-class FakePoller:
-    """Device memory samples: 1 GiB idle, 3 GiB in the text encoder, 12 GiB in the DiT,
-    5 GiB at the VAE's start rising to 6.5 GiB."""
-    source = "fake"
+class FakePoller(MemoryPoller):
+    """Fixed samples (time, bytes) instead of a device's."""
 
     def __init__(self, samples):
-        self.samples = samples
-
-    def peak(self, t0, t1):
-        vals = [b for t, b in self.samples if t0 <= t <= t1]
-        return max(vals) if vals else None
-
-    def low(self, t0, t1):
-        vals = [b for t, b in self.samples if t0 <= t <= t1]
-        return min(vals) if vals else None
-
-    def at(self, t):
-        best = None
-        for ts, b in self.samples:
-            if ts > t:
-                break
-            best = b
-        return best
+        super().__init__()
+        self.samples, self.source = samples, "fake"
 
 
 def test_stage_memory_windows():

@@ -118,6 +118,37 @@ Tensor poisoned(Env& e, DType dt, const std::vector<int64_t>& dims) {
 std::vector<float> fetch(Env& e, const Tensor& dev) { return to_f32_vector(e.gpu.download(dev)); }
 
 // One table row; a failing case first prints where it goes wrong.
+// The rows a full-size case checks against the host (the host replay of all of them would take
+// minutes): kSampledRows spread over the m rows, the last among them.
+constexpr int64_t kSampledRows = 64;
+std::vector<int64_t> sampled_rows(int64_t m) {
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < kSampledRows; ++i)
+    rows.push_back(i == kSampledRows - 1 ? m - 1
+                   : m <= kSampledRows   ? i % m
+                                         : std::min(m - 1, i * (m / kSampledRows) + i % 7));
+  return rows;
+}
+
+// Rows `rows` of a [*, cols] result, one after another.
+std::vector<float> gather_rows(const std::vector<float>& all, const std::vector<int64_t>& rows, int64_t cols) {
+  std::vector<float> out(rows.size() * size_t(cols));
+  for (size_t i = 0; i < rows.size(); ++i) std::copy_n(all.begin() + rows[i] * cols, cols, out.begin() + int64_t(i) * cols);
+  return out;
+}
+
+// An element the kernel left unwritten anywhere in `all` (the NaN poison survives) fails the case
+// even outside the checked rows: it is named and carried into `got`, which the comparison rejects.
+void carry_unwritten(const std::vector<float>& all, int64_t cols, const std::string& what, std::vector<float>& got) {
+  for (size_t i = 0; i < all.size(); ++i)
+    if (!std::isfinite(all[i])) {
+      got[0] = all[i];
+      std::printf("  %s: element [%lld, %lld] not written\n", what.c_str(), (long long)(int64_t(i) / cols),
+                  (long long)(int64_t(i) % cols));
+      return;
+    }
+}
+
 void report(Env& e, const std::string& kernel, const std::string& shape, const std::vector<float>& got,
             const std::vector<float>& want, int64_t cols, double tol, double ms = 0, double flops = 0,
             double bytes = 0) {
@@ -276,29 +307,17 @@ void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64
   gemm(op, e.stream(), e.ctx.multiprocessors(), used);
   const std::vector<float> all = fetch(e, yd);
 
-  constexpr int64_t kSample = 64;
-  Tensor xs = host_tensor(DType::F32, {kSample, k});
-  std::vector<int64_t> rows;
-  for (int64_t i = 0; i < kSample; ++i)
-    rows.push_back(i == kSample - 1 ? m - 1 : m <= kSample ? i % m : std::min(m - 1, i * (m / kSample) + i % 7));
-  for (int64_t i = 0; i < kSample; ++i)
+  const std::vector<int64_t> rows = sampled_rows(m);
+  Tensor xs = host_tensor(DType::F32, {kSampledRows, k});
+  for (int64_t i = 0; i < kSampledRows; ++i)
     std::memcpy(xs.row<float>(i), xp.h.row<const float>(rows[size_t(i)]), size_t(k) * sizeof(float));
-  Tensor ys = host_tensor(DType::F32, {kSample, n});
+  Tensor ys = host_tensor(DType::F32, {kSampledRows, n});
   e.host.core().linear(xs, host_as(wp.h, DType::BF16), nullptr, ys);
-  std::vector<float> got(size_t(kSample * n));
-  for (int64_t i = 0; i < kSample; ++i)
-    std::copy_n(all.begin() + rows[size_t(i)] * n, n, got.begin() + i * n);
+  std::vector<float> got = gather_rows(all, rows, n);
   std::vector<float> want = to_f32_vector(ys);
   if (ydt == DType::BF16)
     for (float& v : want) v = round_bf16(v);
-  // Any unwritten element anywhere fails the case (NaN poison survives).
-  for (size_t i = 0; i < all.size(); ++i)
-    if (!std::isfinite(all[i])) {
-      got[0] = all[i];
-      std::printf("  gemm %s: element [%lld, %lld] not written\n", name.c_str(), (long long)(int64_t(i) / n),
-                  (long long)(int64_t(i) % n));
-      break;
-    }
+  carry_unwritten(all, n, "gemm " + name, got);
 
   const double ms = time_it(e, [&] { gemm(op, e.stream(), e.ctx.multiprocessors(), used); });
   const double flops = weight_rate ? 0.0 : 2.0 * m * n * k, bytes = weight_rate ? 2.0 * n * k : 0.0;
@@ -410,32 +429,28 @@ void linear_gated_unit_case(Env& e, const UnitSpec& s, bool timed = false) {
   const Tensor wh = host_as(wp.h, s.w), bh = host_as(bp.h, s.w);
   Tensor od = poisoned(e, s.out, {s.m, s.f});
   e.gpu.core().linear_gated_unit(GatedUnit::Situ, xd, wp.d, s.bias ? &bp.d : nullptr, od);
-  std::vector<float> got = fetch(e, od);
-  std::vector<int64_t> rows;
-  for (int64_t i = 0; i < (timed ? 64 : s.m); ++i)
-    rows.push_back(timed ? (i == 63 ? s.m - 1 : std::min(s.m - 1, i * (s.m / 64) + i % 7)) : i);
+  const std::vector<float> got = fetch(e, od);
+  std::vector<int64_t> rows = sampled_rows(s.m);
+  if (!timed) {  // small cases check every row
+    rows.resize(size_t(s.m));
+    for (int64_t i = 0; i < s.m; ++i) rows[size_t(i)] = i;
+  }
   const int64_t nr = int64_t(rows.size());
   Tensor xs = host_tensor(DType::F32, {nr, s.k}), os = host_tensor(DType::F32, {nr, s.f});
-  std::vector<float> got_rows(size_t(nr * s.f));
-  for (int64_t i = 0; i < nr; ++i) {
-    const int64_t r = rows[size_t(i)];
-    std::memcpy(xs.row<float>(i), xh.row<const float>(r), size_t(s.k) * sizeof(float));
-    std::copy_n(got.begin() + r * s.f, s.f, got_rows.begin() + i * s.f);
-  }
+  for (int64_t i = 0; i < nr; ++i)
+    std::memcpy(xs.row<float>(i), xh.row<const float>(rows[size_t(i)]), size_t(s.k) * sizeof(float));
+  std::vector<float> got_rows = gather_rows(got, rows, s.f);
   e.host.core().linear_gated_unit(GatedUnit::Situ, xs, wh, s.bias ? &bh : nullptr, os);
   std::vector<float> want = to_f32_vector(os);
   if (s.out == DType::BF16)
     for (float& v : want) v = round_bf16(v);
-  // Any unwritten element anywhere fails (the poison is NaN).
-  size_t unwritten = 0;
-  for (float v : got) unwritten += !std::isfinite(v);
+  carry_unwritten(got, s.f, "linear_gated_unit " + s.name, got_rows);
   const std::string shape = shape_of({s.m, s.k, 2 * s.f}) + (s.x == DType::BF16 ? " x:bf16" : "") +
                             (s.w == DType::F32 ? " w:f32" : "") + (s.out == DType::BF16 ? " out:bf16" : "") +
                             (s.x_offset ? " x:slice" : "") + (s.bias ? " +b" : "");
   double ms = 0;
   if (timed) ms = time_it(e, [&] { e.gpu.core().linear_gated_unit(GatedUnit::Situ, xd, wp.d, nullptr, od); });
   const double flops = 2.0 * s.m * 2 * s.f * s.k;
-  if (unwritten) got_rows[0] = std::nanf("");  // fails the comparison below, naming the case
   report(e, "linear_gated_unit " + s.name, shape, got_rows, want, s.f, kBf16Tol, ms, flops);
   if (timed) record(e, "linear_gated_unit " + s.name, shape, ms, flops, 0);
 }
@@ -915,7 +930,7 @@ Options parse_options(int argc, char** argv) {
       o.filter = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: hip_dit_kernel_check [--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention]\n");
+                   "usage: hip_dit_kernel_check [--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention|packed]\n");
       std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
     }
   }

@@ -7,8 +7,8 @@ inverse, unpatchify, VAE decode -> 8-bit image), built from shared/reference/mos
 (DiT, schedule), transformers' Qwen3_5TextModel and diffusers' AutoencoderKLFlux2. It loads
 any folder of the diffusers layout, e.g. hip/tests/data/tiny-moss.
 
-moss_ref.py is found through $MOSS_REF, else .carry/moss_ref.py or ../shared/reference/ beside
-the repository.
+moss_ref.py is found through $MOSS_REF, else the repository's copy
+(hip/tests/data/reference/moss_ref.py) or ../shared/reference/ beside the repository.
 """
 import importlib.util
 import json
@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def find_moss_ref():
-    for p in (os.environ.get("MOSS_REF"), os.path.join(ROOT, ".carry", "moss_ref.py"),
+    for p in (os.environ.get("MOSS_REF"), os.path.join(ROOT, "hip", "tests", "data", "reference", "moss_ref.py"),
               os.path.join(ROOT, "..", "shared", "reference", "moss_ref.py"),
               os.path.join(ROOT, "shared", "reference", "moss_ref.py")):
         if p and os.path.isfile(p):

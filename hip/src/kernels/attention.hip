@@ -118,14 +118,8 @@ __device__ inline P probabilities_operand(const leaf::FragC& s) {
   return f;
 }
 
-#if MOSS_PLATFORM_NVIDIA
-#define MOSS_ATTENTION_BOUNDS(T) __launch_bounds__(T::kThreads, T::MinBlocks)
-#else
-#define MOSS_ATTENTION_BOUNDS(T) __launch_bounds__(T::kThreads)
-#endif
-
 template <class T>
-__global__ MOSS_ATTENTION_BOUNDS(T) void attention_kernel(const AttentionParams p) {
+__global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(const AttentionParams p) {
   extern __shared__ Chunk16 attention_smem[];
   bf16* const qs = reinterpret_cast<bf16*>(attention_smem);  // [kQueryRows][kLdQ]
   bf16* const ks = qs + T::kQElems;                           // [Stages][KT][kLdK]

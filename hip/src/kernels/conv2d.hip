@@ -215,15 +215,9 @@ __device__ inline void stage_patch(const Conv2dArgs& a, uint32_t* s_hi, uint32_t
   }
 }
 
-// (AMD's __launch_bounds__ takes the block size alone; one wave32 per workgroup there.)
-#if MOSS_PLATFORM_NVIDIA
-#define MOSS_CONV2D_BOUNDS(Shape) __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
-#else
-#define MOSS_CONV2D_BOUNDS(Shape) __launch_bounds__(Shape::kThreads)
-#endif
-
 template <int K, ConvPrecision P>
-__global__ MOSS_CONV2D_BOUNDS(BlockShape<P>) void conv2d_kernel(const Conv2dArgs a, int co_tiles, int tiles_x) {
+__global__ MOSS_LAUNCH_BOUNDS(BlockShape<P>::kThreads, BlockShape<P>::kMinBlocks) void conv2d_kernel(
+    const Conv2dArgs a, int co_tiles, int tiles_x) {
   constexpr bool kSplit = BlockShape<P>::kSplit, kF16 = P == ConvPrecision::F16;
   constexpr int kThreads = BlockShape<P>::kThreads, kBlockRows = BlockShape<P>::kBlockRows;
   constexpr int kTaps = K * K, kPlanes = kSplit ? 2 : 1;

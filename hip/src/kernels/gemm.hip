@@ -720,8 +720,8 @@ struct WgmmaTiles {
   static_assert(kStageA % gemm_layout::sw128::kAtomBytes == 0 && kStageB % gemm_layout::sw128::kAtomBytes == 0,
                 "every stage and operand box starts on a swizzle atom");
   static_assert(kSmemBytes <= 227 * 1024, "stages exceed the H200's 227 KiB of shared memory per block");
-  static_assert(kProducerRegs * kWarpgroup + kConsumerRegs * kWarpgroup * kConsumers <= 65536,
-                "setmaxnreg budgets exceed the register file");
+  static_assert(hopper::register_budgets_fit(kWarpgroup, kProducerRegs, kWarpgroup * kConsumers, kConsumerRegs),
+                "setmaxnreg budgets must add up to the block's registers exactly");
 };
 constexpr int kWgmmaKMultiple = WgmmaTiles::BK;
 constexpr int kWgmmaUnitCols = WgmmaTiles::BN / 2;  // y's columns per tile with a gated unit
@@ -824,13 +824,10 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
         if (kt >= S) hw::mbarrier_wait(empty(s), uint32_t((kt / S + 1) & 1));
         hw::mbarrier_arrive_expect_tx(full(s), uint32_t(Cfg::kStageBytes));
         hw::tma_load_2d(stage_a(s), &x_map, kt * Cfg::BK, origin.m0, full(s));
-        if (args.gated) {  // a's and b's 128 rows (the w map's box is 128 rows)
-          hw::tma_load_2d(stage_b(s), &w_map, kt * Cfg::BK, origin.n0, full(s));
+        hw::tma_load_2d(stage_b(s), &w_map, kt * Cfg::BK, origin.n0, full(s));
+        if (args.gated)  // b's 128 rows after a's (the w map's box is 128 rows)
           hw::tma_load_2d(stage_b(s) + uint32_t(kWgmmaUnitCols * sw::kRowBytes), &w_map, kt * Cfg::BK,
                           args.n + origin.n0, full(s));
-        } else {
-          hw::tma_load_2d(stage_b(s), &w_map, kt * Cfg::BK, origin.n0, full(s));
-        }
       }
     }
   } else {

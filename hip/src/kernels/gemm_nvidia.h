@@ -42,17 +42,6 @@ __device__ inline void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t
 }
 
 // ---- thread-block clusters (sm_90): the split-K reduction of the Mma kernel -------------------
-// This block's rank in its cluster and the cluster's size (1 and 0 for a launch without clusters).
-__device__ inline uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-__device__ inline uint32_t cluster_size() {
-  uint32_t n;
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-  return n;
-}
 // Every thread of every block of the cluster arrives, then waits for all: shared-memory writes
 // before it (release) are visible to the cluster's reads after it (acquire). All threads of each
 // block must execute it (aligned).

@@ -39,32 +39,47 @@ __device__ inline void store1(const Mat& m, int64_t row, int64_t c, float v) {
   else static_cast<float*>(m.p)[row * m.ld + c] = v;
 }
 
+// Four consecutive elements at element offset e of p (aligned for one 16-byte f32 or 8-byte
+// bf16 access), as f32; zeros (and no access) when !full.
+__device__ inline void load4_at(const void* p, bool bf16, int64_t e, bool full, float v[4]) {
+  if (bf16) {
+    uint64_t bits = 0;
+    if (full) bits = *reinterpret_cast<const uint64_t*>(static_cast<const uint16_t*>(p) + e);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = bf16_bits_to_float(uint32_t(bits >> (16 * j)) & 0xffffu);
+  } else {
+    const tile::Chunk16 c = tile::load_chunk_or_zero(static_cast<const float*>(p) + e, full);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = __builtin_bit_cast(float, c.w[j]);
+  }
+}
+__device__ inline void store4_at(void* p, bool bf16, int64_t e, const float v[4]) {
+  if (bf16) {
+    uint64_t bits = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) bits |= uint64_t(float_to_bf16_bits(v[j])) << (16 * j);
+    *reinterpret_cast<uint64_t*>(static_cast<uint16_t*>(p) + e) = bits;
+  } else {
+    tile::Chunk16 c;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) c.w[j] = __builtin_bit_cast(uint32_t, v[j]);
+    tile::store_chunk(static_cast<float*>(p) + e, c);
+  }
+}
+
 // Columns c..c+n-1 (n <= 4) of a row into v[0..n-1] (the rest zero). `vec`: n == 4 and the
 // row is aligned for one 16-byte (f32) or 8-byte (bf16) access.
 __device__ inline void load4(const Mat& m, int64_t row, int64_t c, int n, bool vec, float v[4]) {
-  if (vec && m.bf16) {
-    const uint64_t bits = *reinterpret_cast<const uint64_t*>(static_cast<const uint16_t*>(m.p) + row * m.ld + c);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) v[j] = bf16_bits_to_float(uint32_t(bits >> (16 * j)) & 0xffffu);
-  } else if (vec) {
-    const float* p = static_cast<const float*>(m.p) + row * m.ld + c;
-    const tile::Chunk16 chunk = *reinterpret_cast<const tile::Chunk16*>(p);
-    __builtin_memcpy(v, &chunk, sizeof chunk);
+  if (vec) {
+    load4_at(m.p, m.bf16, row * m.ld + c, true, v);
   } else {
 #pragma unroll
     for (int j = 0; j < 4; ++j) v[j] = j < n ? load1(m, row, c + j) : 0.0f;
   }
 }
 __device__ inline void store4(const Mat& m, int64_t row, int64_t c, int n, bool vec, const float v[4]) {
-  if (vec && m.bf16) {
-    uint64_t bits = 0;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) bits |= uint64_t(float_to_bf16_bits(v[j])) << (16 * j);
-    *reinterpret_cast<uint64_t*>(static_cast<uint16_t*>(m.p) + row * m.ld + c) = bits;
-  } else if (vec) {
-    tile::Chunk16 chunk;
-    __builtin_memcpy(&chunk, v, sizeof chunk);
-    *reinterpret_cast<tile::Chunk16*>(static_cast<float*>(m.p) + row * m.ld + c) = chunk;
+  if (vec) {
+    store4_at(m.p, m.bf16, row * m.ld + c, v);
   } else {
 #pragma unroll
     for (int j = 0; j < 4; ++j)
@@ -249,34 +264,6 @@ __global__ __launch_bounds__(kThreads) void norm_rope_kernel(Mat x, Mat y, Vec w
 // together, keep the values in registers through the reduction, and read the per-column
 // parameters with the same vector width; the launchers fall back to the kernels above when a
 // shape or alignment does not fit.
-
-// Four consecutive elements at element offset e of p (aligned for one 16-byte f32 or 8-byte
-// bf16 access), as f32; zeros (and no access) when !full.
-__device__ inline void load4_at(const void* p, bool bf16, int64_t e, bool full, float v[4]) {
-  if (bf16) {
-    uint64_t bits = 0;
-    if (full) bits = *reinterpret_cast<const uint64_t*>(static_cast<const uint16_t*>(p) + e);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) v[j] = bf16_bits_to_float(uint32_t(bits >> (16 * j)) & 0xffffu);
-  } else {
-    const tile::Chunk16 c = tile::load_chunk_or_zero(static_cast<const float*>(p) + e, full);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) v[j] = __builtin_bit_cast(float, c.w[j]);
-  }
-}
-__device__ inline void store4_at(void* p, bool bf16, int64_t e, const float v[4]) {
-  if (bf16) {
-    uint64_t bits = 0;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) bits |= uint64_t(float_to_bf16_bits(v[j])) << (16 * j);
-    *reinterpret_cast<uint64_t*>(static_cast<uint16_t*>(p) + e) = bits;
-  } else {
-    tile::Chunk16 c;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) c.w[j] = __builtin_bit_cast(uint32_t, v[j]);
-    tile::store_chunk(static_cast<float*>(p) + e, c);
-  }
-}
 
 // norm_modulate, one block per row, the whole row in registers: thread t holds columns
 // 4(t + k·threads) .. +3 for k < kChunks (cols <= 4·threads·kChunks, cols % 4 == 0, rows

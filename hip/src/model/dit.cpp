@@ -306,38 +306,33 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   for (size_t r = first; r < first + count; ++r) rows[r].pending = true;
 }
 
-namespace {
-
 // The RoPE sin and cos tables of rows with T[0], T[1], ... text tokens on a gh x gw grid,
 // stacked in row order as one backend f32 tensor [2·ΣN, head_dim] (every row's sin rows, then
-// every row's cos rows; N = gh·gw + T), made once per shape and kept by the weight source: they
-// depend on the shape alone, not on the timestep or the latent.
-Tensor rope_tables_on_backend(Backend& be, DitWeightSource& src, const DitConfig& cfg, const std::vector<int64_t>& T,
-                              int64_t gh, int64_t gw) {
-  std::string key = "rope " + std::to_string(gh) + "x" + std::to_string(gw);
-  for (int64_t t : T) key += " " + std::to_string(t);
-  return src.constant(key, [&] {
-    const int64_t hd = cfg.head_dim();
-    std::vector<RopeTables> parts;
-    int64_t total = 0;
-    for (int64_t t : T) {
-      parts.push_back(rope_tables(dit_positions(t, gh, gw), hd, cfg.rope_base));
-      total += parts.back().sin.rows();
-    }
-    Tensor both = host_tensor(DType::F32, {2 * total, hd});
-    float* sin = both.ptr<float>();
-    float* cos = sin + total * hd;
-    for (const RopeTables& rt : parts) {
-      std::memcpy(sin, rt.sin.data, rt.sin.nbytes());
-      std::memcpy(cos, rt.cos.data, rt.cos.nbytes());
-      sin += rt.sin.numel();
-      cos += rt.cos.numel();
-    }
-    return be.upload(both);
-  });
+// every row's cos rows; N = gh·gw + T), made once per shape: they depend on the shape alone, not
+// on the timestep or the latent.
+Tensor Dit::stacked_rope_tables(const std::vector<int64_t>& T, int64_t gh, int64_t gw) {
+  std::vector<int64_t> key = {gh, gw};
+  key.insert(key.end(), T.begin(), T.end());
+  auto it = rope_tables_.find(key);
+  if (it != rope_tables_.end()) return it->second;
+  const int64_t hd = cfg_.head_dim();
+  std::vector<RopeTables> parts;
+  int64_t total = 0;
+  for (int64_t t : T) {
+    parts.push_back(rope_tables(dit_positions(t, gh, gw), hd, cfg_.rope_base));
+    total += parts.back().sin.rows();
+  }
+  Tensor both = host_tensor(DType::F32, {2 * total, hd});
+  float* sin = both.ptr<float>();
+  float* cos = sin + total * hd;
+  for (const RopeTables& rt : parts) {
+    std::memcpy(sin, rt.sin.data, rt.sin.nbytes());
+    std::memcpy(cos, rt.cos.data, rt.cos.nbytes());
+    sin += rt.sin.numel();
+    cos += rt.cos.numel();
+  }
+  return rope_tables_[key] = be_.upload(both);
 }
-
-}  // namespace
 
 Tensor Dit::forward(const Tensor& latent, const Text& text, float timestep, const std::vector<int>& skip_layers,
                     DitTrace* trace) {
@@ -377,13 +372,6 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
 
   const Modulation mod = timestep_modulation(timestep);
 
-  // Image rows are the same for every row: the latent's tokens through video_embedder.
-  Tensor image_rows = be_.alloc(DType::F32, {n_img, d});
-  {
-    DitLinear embed = DitLinear::load(*src_, "video_embedder", true);
-    ops.linear(tokens, embed.w, embed.bias(), image_rows);
-  }
-
   // Per row: x = [image rows; the prompt's cached text rows], stacked in row order, with the
   // rows' RoPE tables and a buffer for their pending updates (in the GEMM input dtype, like the
   // workspace's projection outputs).
@@ -398,18 +386,27 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
     text_tokens.push_back(rows[r].text->tokens);
   }
   Stack st;
-  const Tensor tables = rope_tables_on_backend(be_, *src_, cfg_, text_tokens, gh, gw);
+  const Tensor tables = stacked_rope_tables(text_tokens, gh, gw);
   st.sin = tables.slice_rows(0, total);
   st.cos = tables.slice_rows(total, total);
   st.x = be_.alloc(DType::F32, {total, d});
   st.delta = be_.alloc(gemm_in, {total, d});
+  // The image rows are the same for every row: the latent's tokens through video_embedder, into
+  // the first row's place and copied to the others'.
+  const Tensor image_rows = st.x.slice_rows(state[0].offset, n_img);
+  {
+    DitLinear embed = DitLinear::load(*src_, "video_embedder", true);
+    Tensor out = image_rows;
+    ops.linear(tokens, embed.w, embed.bias(), out);
+  }
   for (size_t r = 0; r < rows.size(); ++r) {
-    Tensor img = st.x.slice_rows(state[r].offset, n_img);
     Tensor txt = st.x.slice_rows(state[r].offset + n_img, rows[r].text->tokens);
-    ops.copy(image_rows, img);
+    if (r > 0) {
+      Tensor img = st.x.slice_rows(state[r].offset, n_img);
+      ops.copy(image_rows, img);
+    }
     ops.copy(rows[r].text->rows, txt);
   }
-  image_rows = Tensor();
   if (trace) {
     trace->tensors["temb"] = snapshot(be_, mod.time).reshape({d});
     trace->tensors["modulation"] = snapshot(be_, mod.block).reshape({6, d});

@@ -94,9 +94,14 @@ class Dit {
   void apply_pending(Stack& st, RowState& row, const Modulation& mod);
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out);
 
+  Tensor stacked_rope_tables(const std::vector<int64_t>& text_tokens, int64_t gh, int64_t gw);
+
   Backend& be_;
   std::unique_ptr<DitWeightSource> src_;
   DitConfig cfg_;
+  // The stacked RoPE tables per shape {gh, gw, text tokens of each row}, made once: the denoise
+  // loop does not rebuild and re-upload them every step.
+  std::map<std::vector<int64_t>, Tensor> rope_tables_;
 };
 
 }  // namespace moss

@@ -15,19 +15,6 @@ class UploadOnUse : public DitWeightSource {
 
 }  // namespace
 
-Tensor DitWeightSource::constant(const std::string& key, const std::function<Tensor()>& make) {
-  auto it = constants_.find(key);
-  if (it != constants_.end()) return it->second;
-  if (constant_order_.size() >= kMaxConstants) {
-    constants_.erase(constant_order_.front());
-    constant_order_.erase(constant_order_.begin());
-  }
-  Tensor t = make();
-  constants_[key] = t;
-  constant_order_.push_back(key);
-  return t;
-}
-
 std::unique_ptr<DitWeightSource> make_upload_on_use_source(Backend& be, const WeightFiles& weights) {
   return std::make_unique<UploadOnUse>(be, weights);
 }

@@ -3,8 +3,6 @@
 // use (the default here), a resident copy, or a stream from disk on the GPU backend. Residency
 // is the source's business, never the model code's.
 #pragma once
-#include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,18 +22,6 @@ class DitWeightSource {
   virtual void begin_forward(const std::vector<int>& block_order) {}
   // Block `index` runs next: its weights must be usable once this returns (in stream order).
   virtual void before_block(int index) {}
-
-  // A constant the model derives from its config alone (the RoPE tables of one image/text
-  // shape), as a backend tensor: make() runs on the first request for `key`, later requests get
-  // the same tensor, so the denoise loop does not rebuild and re-upload it every step. Kept
-  // while the source lives (the model's lifetime); at most kMaxConstants keys, the oldest
-  // dropped first.
-  Tensor constant(const std::string& key, const std::function<Tensor()>& make);
-  static constexpr size_t kMaxConstants = 8;
-
- private:
-  std::map<std::string, Tensor> constants_;
-  std::vector<std::string> constant_order_;  // keys, oldest first
 };
 
 // be.upload(weights.get(name)) on every request (on the host backend: the mmap'd view itself).

@@ -75,8 +75,7 @@ Tensor TextEncoder::encode(const std::vector<int32_t>& ids, const std::function<
 TextEncoder::Batch TextEncoder::make_batch(const std::vector<std::vector<int32_t>>& prompts) {
   Batch b;
   std::vector<int32_t> all;
-  for (const std::vector<int32_t>& ids : prompts) {
-    if (ids.empty()) throw usage_error("text encoder: empty token sequence");
+  for (const std::vector<int32_t>& ids : prompts) {  // none empty (encode_many)
     b.start.push_back(int64_t(all.size()));
     b.len.push_back(int64_t(ids.size()));
     all.insert(all.end(), ids.begin(), ids.end());

@@ -81,10 +81,17 @@ inline Backend::Fence Backend::copy_async(const Tensor& src, Tensor& dst, Fence)
   return 0;
 }
 
-inline void Backend::unpack_bf16(const PackedBf16& layout, const Tensor& packed, Tensor& out) {
-  if (out.dtype != DType::BF16 || out.numel() != layout.n || !out.contiguous() || packed.nbytes() < layout.bytes())
+// Backend::unpack_bf16's operands, both where the backend keeps its tensors.
+inline void check_unpack_bf16(const PackedBf16& layout, const Tensor& packed, const Tensor& out, Where where) {
+  if (out.where != where || packed.where != where || out.dtype != DType::BF16 || out.numel() != layout.n ||
+      !out.contiguous() || packed.nbytes() < layout.bytes())
     throw std::invalid_argument("unpack_bf16: out must be " + std::to_string(layout.n) + " contiguous bf16 values and packed " +
-                                std::to_string(layout.bytes()) + " bytes");
+                                std::to_string(layout.bytes()) + " bytes, both on the " +
+                                (where == Where::Device ? "device" : "host"));
+}
+
+inline void Backend::unpack_bf16(const PackedBf16& layout, const Tensor& packed, Tensor& out) {
+  check_unpack_bf16(layout, packed, out, Where::Host);
   unpack_bf16_reference(layout, static_cast<const uint8_t*>(packed.data), static_cast<uint16_t*>(out.data));
 }
 

@@ -84,7 +84,7 @@ class ResidentStreaming : public DitWeightSource {
     size_t slot_bytes = 0, staging_bytes = 0;
     for (auto& [b, s] : streamed_) {
       slot_bytes = std::max(slot_bytes, s.slot_bytes);
-      staging_bytes = std::max(staging_bytes, s.image.nbytes() - s.raw_bytes);
+      staging_bytes = std::max(staging_bytes, s.packed_bytes());
     }
     if (!streamed_.empty())
       for (Tensor& slot : slots_) slot = be_.alloc(DType::U8, {int64_t(slot_bytes)});
@@ -122,10 +122,9 @@ class ResidentStreaming : public DitWeightSource {
     // The slots alternate across passes too: this pass starts in the slot the last one's last
     // block did not use, which is where that pass prefetched its guess of this pass's first block.
     slot_base_ = (slot_base_ + order_.size()) % 2;
-    std::vector<int> streamed_order;
+    order_.clear();
     for (int b : order)
-      if (streamed_.count(b)) streamed_order.push_back(b);
-    order_ = streamed_order;
+      if (streamed_.count(b)) order_.push_back(b);
     fences_.assign(order_.size(), 0);
     current_ = -1;
     if (!order_.empty()) {
@@ -148,7 +147,7 @@ class ResidentStreaming : public DitWeightSource {
         Tensor out = in_slot(slots_[slot], part);
         be_.unpack_bf16(part.packed, staging_.slice_cols(int64_t(part.packed_at), int64_t(part.packed.bytes())), out);
       }
-    if (s.image.nbytes() > s.raw_bytes) staging_free_ = be_.compute_fence();
+    if (s.packed_bytes()) staging_free_ = be_.compute_fence();
     reader_slot_ = int(slot);  // this block's compute reads its slot
     if (p + 1 < order_.size()) {
       issue(p + 1);
@@ -178,6 +177,7 @@ class ResidentStreaming : public DitWeightSource {
     std::vector<Part> parts;
     size_t slot_bytes = 0, raw_bytes = 0;
     Tensor image;
+    size_t packed_bytes() const { return image.nbytes() - raw_bytes; }
   };
 
   // Threads that build the streamed blocks' images: a few (page-locking is partly serialised by
@@ -203,10 +203,10 @@ class ResidentStreaming : public DitWeightSource {
     size_t slot = 0, staging = 0;
     for (bool packed : {false, true}) {
       if (packed) s.raw_bytes = slot;
-      for (Part& p : s.parts)
-        if (bool(p.packed.n) == packed) {
+      for (size_t i = 0; i < s.parts.size(); ++i)
+        if (Part& p = s.parts[i]; bool(p.packed.n) == packed) {
           p.offset = slot;
-          slot = aligned(slot + dtype_size(p.dtype) * size_t(values_of(p.dims)));
+          slot = aligned(slot + host[i].nbytes());
           if (packed) {
             p.packed_at = staging;
             staging = aligned(staging + p.packed.bytes());
@@ -259,10 +259,9 @@ class ResidentStreaming : public DitWeightSource {
       Tensor dst = slots_[slot].slice_cols(0, int64_t(s.raw_bytes));
       last_copy_ = be_.copy_async(s.image.slice_cols(0, int64_t(s.raw_bytes)), dst, slot_free_[slot]);
     }
-    const size_t packed_bytes = s.image.nbytes() - s.raw_bytes;
-    if (packed_bytes) {
-      Tensor dst = staging_.slice_cols(0, int64_t(packed_bytes));
-      last_copy_ = be_.copy_async(s.image.slice_cols(int64_t(s.raw_bytes), int64_t(packed_bytes)), dst, staging_free_);
+    if (const size_t packed = s.packed_bytes()) {
+      Tensor dst = staging_.slice_cols(0, int64_t(packed));
+      last_copy_ = be_.copy_async(s.image.slice_cols(int64_t(s.raw_bytes), int64_t(packed)), dst, staging_free_);
     }
     return last_copy_;
   }

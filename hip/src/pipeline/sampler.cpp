@@ -27,17 +27,14 @@ Tensor sample(Dit& dit, const Dit::Text& cond, const Dit::Text* uncond, const Te
   const bool guided = s.cfg != 1.0f;
   if (guided && !uncond) throw usage_error("cfg " + std::to_string(s.cfg) + " needs an unconditional text");
   if (sigmas.size() < 2) throw usage_error("the schedule needs at least one step");
-  if (noise.where != Where::Host || noise.dtype != DType::F32 || noise.rank != 3 || !noise.contiguous())
-    throw failure("sampler: the initial latent must be a contiguous host f32 [C, gh, gw], got " + noise.shape_str());
 
   // The latent stays on the backend, token-major (Dit::forward_tokens), for the whole loop: the
   // guidance and the Euler update are CoreOps::add passes with the scalars as gate vectors, the
   // same fp32 operations in the same order as the reference's loop over elements.
   Backend& be = dit.backend();
   CoreOps& ops = be.core();
+  Tensor x = be.upload(latent_to_tokens(noise));  // a fresh tensor (noise checked there), updated in place
   const int64_t C = noise.shape[0], gh = noise.shape[1], gw = noise.shape[2];
-  Tensor x = be.alloc(DType::F32, {gh * gw, C});
-  ops.copy(be.upload(latent_to_tokens(noise)), x);
   const Tensor minus_one = filled(be, C, -1.0f), cfg = filled(be, C, s.cfg);
   auto to_host = [&](const Tensor& t) { return tokens_to_latent(be.download(t), gh, gw); };
   const int total = int(sigmas.size()) - 1;

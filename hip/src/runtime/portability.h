@@ -42,6 +42,14 @@ namespace moss {
 constexpr int kWaveSize = 32;       // wave32 on gfx11/gfx12, warp size on NVIDIA
 constexpr int kWorkgroupSize = 32;  // every kernel: __launch_bounds__(kWorkgroupSize), one wave
 
+// Launch bounds of the NVIDIA-sized kernels (more than a wave per block): the block size and, on
+// NVIDIA, the blocks per multiprocessor to fit; AMD's __launch_bounds__ takes the block size alone.
+#if MOSS_PLATFORM_NVIDIA
+#define MOSS_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
+#else
+#define MOSS_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads)
+#endif
+
 constexpr bool kPlatformNvidia = MOSS_PLATFORM_NVIDIA;
 constexpr const char* kPlatformName = MOSS_PLATFORM_NVIDIA ? "nvidia" : "amd";
 

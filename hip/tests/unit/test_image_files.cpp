@@ -1,4 +1,8 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include "io/files.h"
 #include "io/image_files.h"
@@ -37,9 +41,16 @@ TEST(Npy, RoundTripAndHeaderAlignment) {
 }
 
 TEST(AtomicWrite, FailureLeavesNothing) {
-  EXPECT_THROW(write_file_atomic(testing::TempDir() + "no/such/dir/x.png", "data"), Error);
-  std::string dir = testing::TempDir();
+  // In a directory of its own: tests running beside this one write temporary files of their own.
+  std::string dir = testing::TempDir() + "atomic-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  EXPECT_THROW(write_file_atomic(dir + "/no/such/dir/x.png", "data"), Error);
+  // A failure after the temporary file was written: the target is a directory, the rename fails.
+  ASSERT_EQ(mkdir((dir + "/target").c_str(), 0700), 0);
+  EXPECT_THROW(write_file_atomic(dir + "/target", "data"), Error);
   for (const std::string& n : list_dir(dir)) EXPECT_EQ(n.rfind(".moss-infer-", 0), std::string::npos) << n;
+  rmdir((dir + "/target").c_str());
+  rmdir(dir.c_str());
 }
 
 TEST(AtomicWrite, ReplacesWholeFile) {

@@ -6,8 +6,6 @@
 
 using namespace moss;
 
-static StageSizes real_like() { return real_like_stage_sizes(); }
-
 static std::string refusal(const StageSizes& s, double gib) {
   try {
     plan_memory(s, size_t(gib * double(kGiB)), true, 0);
@@ -20,14 +18,14 @@ static std::string refusal(const StageSizes& s, double gib) {
 }
 
 TEST(Planner, EverythingResidentOnABigCard) {
-  MemoryPlan p = plan_memory(real_like(), 140 * kGiB, false, 0);
+  MemoryPlan p = plan_memory(real_like_stage_sizes(), 140 * kGiB, false, 0);
   EXPECT_EQ(p.resident_blocks, 42);
   EXPECT_FALSE(p.streamed());
   EXPECT_EQ(p.pinned_host_bytes, 0u);
 }
 
 TEST(Planner, ResidentCountFollowsTheBudget) {
-  const StageSizes s = real_like();
+  const StageSizes s = real_like_stage_sizes();
   int last = -1;
   for (double gib = 3.0; gib <= 12.0; gib += 0.5) {
     MemoryPlan p = plan_memory(s, size_t(gib * double(kGiB)), true, 0);
@@ -42,14 +40,14 @@ TEST(Planner, ResidentCountFollowsTheBudget) {
 }
 
 TEST(Planner, RefusalsGiveTheSizes) {
-  StageSizes s = real_like();
+  StageSizes s = real_like_stage_sizes();
   EXPECT_NE(refusal(s, 2.2).find("below the DiT's minimum of 2.43 GiB"), std::string::npos) << refusal(s, 2.2);
   s.vae_decode_bytes = 6 * kGiB;  // 2048x2048
   std::string m = refusal(s, 4.0);
   EXPECT_NE(m.find("VAE decode does not fit"), std::string::npos) << m;
   EXPECT_NE(m.find("6.00 GiB"), std::string::npos) << m;
   EXPECT_NE(m.find("--vram-budget 4.00 GiB"), std::string::npos) << m;
-  s = real_like();
+  s = real_like_stage_sizes();
   s.dit_activation_bytes = 5 * kGiB;
   EXPECT_NE(refusal(s, 5.0).find("DiT activations do not fit"), std::string::npos);
 }
@@ -57,7 +55,7 @@ TEST(Planner, RefusalsGiveTheSizes) {
 TEST(Planner, CountsThePackedWeightStaging) {
   // The streamed blocks' packed tensors need a staging buffer beside the two slots: it raises
   // the minimum and the streamed peak by its size, and a budget keeps fewer blocks for it.
-  StageSizes s = real_like();
+  StageSizes s = real_like_stage_sizes();
   const MemoryPlan without = plan_memory(s, 5 * kGiB, true, 0);
   s.dit_staging_bytes = size_t(0.114 * double(kGiB));  // the real model's FFN matrices at 13/16
   const MemoryPlan with = plan_memory(s, 5 * kGiB, true, 0);
@@ -73,7 +71,7 @@ TEST(Planner, CountsThePackedWeightStaging) {
 
 TEST(Planner, PinnedHostMemoryIsChecked) {
   try {
-    plan_memory(real_like(), 3 * kGiB, true, kGiB);
+    plan_memory(real_like_stage_sizes(), 3 * kGiB, true, kGiB);
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not enough host memory to pin the 40 streamed DiT blocks"), std::string::npos)

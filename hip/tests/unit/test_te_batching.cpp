@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <memory>
+#include <set>
 
 #include "model/text_encoder.h"
 
@@ -62,6 +63,7 @@ TEST(TextEncoderBatching, EveryWeightSourceServesTheFusedProjections) {
   std::unique_ptr<Backend> be = make_host_backend();
   const std::string prefix = text_encoder_prefix(w);
   for (TeResidency r : {TeResidency::UploadOnUse, TeResidency::Streamed, TeResidency::Resident}) {
+    std::set<std::string> seen;  // groups found in some layer: names that stopped matching would check none
     std::unique_ptr<TeWeightSource> src = make_te_weight_source(*be, w, prefix, int(c.layers), r);
     src->load({});
     src->begin_pass();
@@ -77,6 +79,7 @@ TEST(TextEncoderBatching, EveryWeightSourceServesTheFusedProjections) {
           if (present) rows += w.get(full.back()).rows();
         }
         if (!present) continue;  // the other layer kind's group
+        seen.insert(group[0]);
         const std::optional<Tensor> f = src->get_fused(l, full);
         ASSERT_TRUE(f.has_value()) << te_residency_name(r) << " layer " << l << " " << group[0];
         EXPECT_EQ(f->rows(), rows);
@@ -91,5 +94,6 @@ TEST(TextEncoderBatching, EveryWeightSourceServesTheFusedProjections) {
       src->after_layer(l);
     }
     src->end_pass();
+    EXPECT_EQ(seen.size(), te_fused_groups().size()) << te_residency_name(r);
   }
 }

@@ -121,15 +121,14 @@ class HipCoreOps : public CoreOps {
     // column slices at odd offsets) are first copied into zero-padded scratch rows.
     const int64_t Kp = int64_t(round_up(size_t(K), size_t(kGemmKMultiple)));
     op.k = Kp;
-    if (unit) {
-      op.gated = true;
-      op.unit = *unit;
-      op.n = N / 2;
-    }
-    const bool fused = unit && gemm_fuses_unit(op, ctx_.multiprocessors());
-    if (unit && !fused) {
-      op.gated = false;
-      op.n = N;
+    bool fused = false;
+    if (unit) {  // the unit in the epilogue when the kernel takes it, else a pass over the product
+      GemmOperands gated = op;
+      gated.gated = true;
+      gated.unit = *unit;
+      gated.n = N / 2;
+      fused = gemm_fuses_unit(gated, ctx_.multiprocessors());
+      if (fused) op = gated;
     }
     const bool pack_x = Kp != K || !gemm_packed(xm.data, xm.ld, op.x_type);
     const bool pack_w = Kp != K || !gemm_packed(wm.data, wm.ld, op.w_type);

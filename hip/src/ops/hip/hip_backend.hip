@@ -249,11 +249,7 @@ class HipBackend final : public Backend {
     if (copy) MOSS_HIP_CHECK(hipStreamWaitEvent(stream_.stream, event(copy), 0));
   }
   void unpack_bf16(const PackedBf16& layout, const Tensor& packed, Tensor& out) override {
-    if (out.where != Where::Device || packed.where != Where::Device || out.dtype != DType::BF16 ||
-        out.numel() != layout.n || !out.contiguous() || packed.nbytes() < layout.bytes())
-      throw std::invalid_argument("unpack_bf16: out must be " + std::to_string(layout.n) +
-                                  " contiguous bf16 values on the device and packed " + std::to_string(layout.bytes()) +
-                                  " device bytes");
+    check_unpack_bf16(layout, packed, out, Where::Device);
     unpack_bf16_device(layout, static_cast<const uint8_t*>(packed.data), static_cast<uint16_t*>(out.data),
                        stream_.stream);
   }
