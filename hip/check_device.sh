@@ -3,7 +3,15 @@
 # objects, on a machine with no GPU and no ROCm (Debian's clang-19 / llvm-19 / lld-19 only; see
 # shared/spec/research/toolchain.md section 1).
 #
-#   hip/check_device.sh [--out DIR] [--expect-violation KIND] [FILE.hip ...]
+#   hip/check_device.sh [--out DIR] [--kernels-out FILE] [--expect-violation KIND] [FILE.hip ...]
+#   hip/check_device.sh --binary PROGRAM --matrix-list FILE [--out DIR] [--kernels-out FILE]
+#
+# --binary checks the code objects inside a built program instead (the release: the kernels users
+# get, built by ROCm's clang), unbundled from its .hip_fatbin section with the offload bundler;
+# run it with the ROCm root's LLVM tools (LLVM_READELF, LLVM_OBJDUMP, LLVM_NM, LLVM_OBJCOPY,
+# OFFLOAD_BUNDLER; hip/ci/amd.sh). Which kernels are matrix kernels comes from --matrix-list, the
+# --kernels-out list of a source run. --kernels-out writes one sorted line per kernel build,
+# "ARCH KIND MANGLED-NAME" (KIND: matrix or -), so two runs can be compared.
 #
 # Default sources: hip/src/kernels/*.hip. Each is compiled with
 #   clang++-19 -x hip -nogpuinc -nogpulib --offload-device-only --no-gpu-bundle-output
@@ -39,16 +47,25 @@ CLANG=${CLANG:-clang++-19}
 READELF=${LLVM_READELF:-llvm-readelf-19}
 OBJDUMP=${LLVM_OBJDUMP:-llvm-objdump-19}
 NM=${LLVM_NM:-llvm-nm-19}
+OBJCOPY=${LLVM_OBJCOPY:-llvm-objcopy-19}
+BUNDLER=${OFFLOAD_BUNDLER:-clang-offload-bundler-19}
 # Demangling is cosmetic: binutils' c++filt knows bf16 (DF16b), llvm-cxxfilt-19 does not.
 CXXFILT=${CXXFILT:-$(command -v c++filt || command -v llvm-cxxfilt-19 || echo cat)}
 
-usage() { echo "usage: $0 [--out DIR] [--expect-violation KIND] [FILE.hip ...]" >&2; exit 2; }
+usage() {
+  echo "usage: $0 [--out DIR] [--kernels-out FILE] [--expect-violation KIND] [FILE.hip ...]" >&2
+  echo "       $0 --binary PROGRAM --matrix-list FILE [--out DIR] [--kernels-out FILE]" >&2
+  exit 2
+}
 
-out_dir="" expect=""
+out_dir="" expect="" binary="" matrix_list="" kernels_out=""
 sources=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --out) [[ $# -ge 2 ]] || usage; out_dir=$2; shift 2 ;;
+    --binary) [[ $# -ge 2 ]] || usage; binary=$2; shift 2 ;;
+    --matrix-list) [[ $# -ge 2 ]] || usage; matrix_list=$2; shift 2 ;;
+    --kernels-out) [[ $# -ge 2 ]] || usage; kernels_out=$2; shift 2 ;;
     --expect-violation) [[ $# -ge 2 ]] || usage; expect=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) usage ;;
@@ -61,15 +78,21 @@ if [[ -n $expect ]]; then
     *) echo "unknown violation kind: $expect" >&2; usage ;;
   esac
 fi
-if [[ ${#sources[@]} -eq 0 ]]; then
+if [[ -n $binary ]]; then
+  [[ ${#sources[@]} -eq 0 && -z $expect && -n $matrix_list ]] || usage
+  [[ -f $binary ]] || { echo "no such program: $binary" >&2; exit 2; }
+  [[ -f $matrix_list ]] || { echo "no such kernel list: $matrix_list" >&2; exit 2; }
+elif [[ ${#sources[@]} -eq 0 ]]; then
   shopt -s nullglob
   sources=("$HIP_DIR"/src/kernels/*.hip)
   shopt -u nullglob
   [[ ${#sources[@]} -gt 0 ]] || { echo "no kernel sources in $HIP_DIR/src/kernels" >&2; exit 1; }
 fi
 
+tools=("$READELF" "$OBJDUMP" "$NM")
+if [[ -n $binary ]]; then tools+=("$OBJCOPY" "$BUNDLER"); else tools+=("$CLANG"); fi
 missing=()
-for tool in "$CLANG" "$READELF" "$OBJDUMP" "$NM"; do
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if [[ ${#missing[@]} -gt 0 ]]; then
@@ -88,6 +111,40 @@ for a in "${ARCHS[@]}"; do arch_flags+=("--offload-arch=$a"); done
 cflags=(-x hip -std=c++17 -O3 -DNDEBUG -Wall -Wextra -Werror -Wno-unused-parameter
         -nogpuinc -nogpulib --offload-device-only --no-gpu-bundle-output -mno-wavefrontsize64
         "${arch_flags[@]}" -I"$HIP_DIR/src" -I"$HIP_DIR/src/runtime/amd_device_only")
+
+# extract_code_objects PROGRAM DIR: DIR/bundle-N/ARCH.co for each offload bundle in the program's
+# .hip_fatbin section. The bundles lie one after another, each padded to an alignment: a bundle
+# starts at a magic string ("__CLANG_OFFLOAD_BUNDLE__", or "CCOB" when compressed) and ends where
+# the next one starts; the offload bundler reads one and ignores the padding after it.
+extract_code_objects() {
+  local program=$1 dir=$2 fat n a
+  mkdir -p "$dir"
+  fat="$dir/hip_fatbin"
+  "$OBJCOPY" --dump-section .hip_fatbin="$fat" "$program" "$dir/program.copy" ||
+    { echo "no .hip_fatbin section in $program" >&2; exit 1; }
+  rm -f "$dir/program.copy"
+  n=$(perl -e '
+    local $/; open(my $f, "<:raw", $ARGV[0]) or die; my $d = <$f>; my @at;
+    while ($d =~ /__CLANG_OFFLOAD_BUNDLE__|CCOB/g) {
+      my $p = pos($d) - length($&);
+      # A compressed bundle declares its size; skip over it so its contents are not searched.
+      if ($& eq "CCOB") { my ($v) = unpack("v", substr($d, $p + 4, 2));
+        my $size = $v >= 3 ? unpack("Q<", substr($d, $p + 8, 8)) : unpack("V", substr($d, $p + 8, 4));
+        push @at, $p; pos($d) = $p + $size; next }
+      push @at, $p }
+    push @at, length($d);
+    for my $i (0 .. $#at - 1) { open(my $o, ">:raw", sprintf("%s/bundle-%03d.bin", $ARGV[1], $i)) or die;
+      print $o substr($d, $at[$i], $at[$i + 1] - $at[$i]) }
+    print scalar(@at) - 1' "$fat" "$dir")
+  [[ $n -gt 0 ]] || { echo "no offload bundles in $program" >&2; exit 1; }
+  for b in "$dir"/bundle-*.bin; do
+    mkdir -p "${b%.bin}"
+    for a in "${ARCHS[@]}"; do
+      "$BUNDLER" --unbundle --type=o --input="$b" --targets="hipv4-amdgcn-amd-amdhsa--$a" \
+        --output="${b%.bin}/$a.co" 2>/dev/null || true
+    done
+  done
+}
 
 # Per kernel in a code object: name vgpr sgpr lds scratch vgpr_spill sgpr_spill dynamic_stack wave wg
 kernel_notes() {
@@ -114,55 +171,83 @@ matrix_counts() {
 
 short_name() { echo "$1" | "$CXXFILT" | sed -e 's/(anonymous namespace):://g' -e 's/(.*$//' -e 's/^moss:://'; }
 
-rows=() violations=() compile_failed=0 found_expected=0
+rows=() listed=() violations=() compile_failed=0 found_expected=0
 record_violation() {  # kind, text
   violations+=("$2")
   [[ $1 == "$expect" ]] && found_expected=1
   return 0
 }
 
-for src in "${sources[@]}"; do
-  [[ -f $src ]] || { echo "no such kernel source: $src" >&2; exit 2; }
-  src=$(realpath "$src")
-  base=$(basename "$src" .hip)
-  work="$out_dir/$base"
-  mkdir -p "$work"
-  matrix=0
-  grep -q '^// check_device: matrix[[:space:]]*$' "$src" && matrix=1
-  if ! log=$(cd "$work" && "$CLANG" "${cflags[@]}" -c "$src" 2>&1); then
-    echo "$log" >&2
-    violations+=("$base: does not compile for ${ARCHS[*]}")
-    compile_failed=1
-    continue
-  fi
-  for a in "${ARCHS[@]}"; do
-    co="$work/$base-hip-amdgcn-amd-amdhsa-$a.out"
-    undef=$("$NM" -u "$co" | grep -c . || true)
-    declare -A mma=()
-    while read -r sym count; do mma[$sym]=$count; done < <(matrix_counts "$co")
-    kernels=0
-    while read -r name vgpr sgpr lds scratch vspill sspill dyn wave wg; do
-      kernels=$((kernels + 1))
-      short=$(short_name "$name")
-      nmma=${mma[$name]:-0}
-      bad=()
-      [[ $matrix -eq 1 && $nmma -eq 0 ]] && { bad+=(matrix); record_violation matrix "$short [$a]: no bf16 matrix instruction in a matrix kernel"; }
-      [[ $wave -ne 32 ]] && { bad+=(wave); record_violation wave "$short [$a]: wavefront size $wave, must be 32"; }
-      [[ $wg -ne 32 ]] && { bad+=(wg); record_violation workgroup "$short [$a]: max workgroup size $wg, must be 32 (__launch_bounds__(kWorkgroupSize))"; }
-      [[ $scratch -ne 0 ]] && { bad+=(scratch); record_violation scratch "$short [$a]: $scratch bytes of scratch per lane"; }
-      [[ $((vspill + sspill)) -ne 0 ]] && { bad+=(spill); record_violation spill "$short [$a]: $vspill VGPR and $sspill SGPR spills"; }
-      [[ $dyn != no ]] && { bad+=(dyn); record_violation dynamic-stack "$short [$a]: uses a dynamic stack"; }
-      [[ $undef -ne 0 ]] && { bad+=(undef); record_violation undefined "$short [$a]: $undef undefined symbols in $base"; }
-      verdict=ok
-      [[ ${#bad[@]} -gt 0 ]] && verdict="FAIL(${bad[*]})"
-      kind=-
-      [[ $matrix -eq 1 ]] && kind=matrix
-      rows+=("$short|$a|$kind|$nmma|$wave|$wg|$vgpr|$sgpr|$lds|$scratch|$((vspill + sspill))|$dyn|$undef|$verdict")
-    done < <(kernel_notes "$co")
-    unset mma
-    [[ $kernels -eq 0 ]] && record_violation no-kernels "$base [$a]: no kernels in the code object"
+# check_code_object NAME ARCH FILE MATRIX: every kernel of one code object against the rules.
+check_code_object() {
+  local base=$1 a=$2 co=$3 matrix=$4
+  local undef kernels=0 name vgpr sgpr lds scratch vspill sspill dyn wave wg short nmma verdict kind is_matrix
+  undef=$("$NM" -u "$co" | grep -c . || true)
+  declare -A mma=()
+  while read -r sym count; do mma[$sym]=$count; done < <(matrix_counts "$co")
+  while read -r name vgpr sgpr lds scratch vspill sspill dyn wave wg; do
+    kernels=$((kernels + 1))
+    short=$(short_name "$name")
+    nmma=${mma[$name]:-0}
+    is_matrix=$matrix
+    if [[ $matrix == list ]]; then   # --binary: the kind comes from the sources' kernel list
+      is_matrix=0
+      grep -qxF "$a matrix $name" "$matrix_list" && is_matrix=1
+    fi
+    bad=()
+    [[ $is_matrix -eq 1 && $nmma -eq 0 ]] && { bad+=(matrix); record_violation matrix "$short [$a]: no bf16 matrix instruction in a matrix kernel"; }
+    [[ $wave -ne 32 ]] && { bad+=(wave); record_violation wave "$short [$a]: wavefront size $wave, must be 32"; }
+    [[ $wg -ne 32 ]] && { bad+=(wg); record_violation workgroup "$short [$a]: max workgroup size $wg, must be 32 (__launch_bounds__(kWorkgroupSize))"; }
+    [[ $scratch -ne 0 ]] && { bad+=(scratch); record_violation scratch "$short [$a]: $scratch bytes of scratch per lane"; }
+    [[ $((vspill + sspill)) -ne 0 ]] && { bad+=(spill); record_violation spill "$short [$a]: $vspill VGPR and $sspill SGPR spills"; }
+    [[ $dyn != no ]] && { bad+=(dyn); record_violation dynamic-stack "$short [$a]: uses a dynamic stack"; }
+    [[ $undef -ne 0 ]] && { bad+=(undef); record_violation undefined "$short [$a]: $undef undefined symbols in $base"; }
+    verdict=ok
+    [[ ${#bad[@]} -gt 0 ]] && verdict="FAIL(${bad[*]})"
+    kind=-
+    [[ $is_matrix -eq 1 ]] && kind=matrix
+    rows+=("$short|$a|$kind|$nmma|$wave|$wg|$vgpr|$sgpr|$lds|$scratch|$((vspill + sspill))|$dyn|$undef|$verdict")
+    listed+=("$a $kind $name")
+  done < <(kernel_notes "$co")
+  [[ $kernels -eq 0 ]] && record_violation no-kernels "$base [$a]: no kernels in the code object"
+  return 0
+}
+
+if [[ -n $binary ]]; then
+  # The code objects inside a built program: its .hip_fatbin section holds one offload bundle per
+  # HIP source, each with a code object per architecture (extract_code_objects, below).
+  extract_code_objects "$binary" "$out_dir/shipped"
+  for bundle in "$out_dir"/shipped/bundle-*; do
+    [[ -d $bundle ]] || continue
+    for a in "${ARCHS[@]}"; do
+      co="$bundle/$a.co"
+      [[ -s $co ]] || { record_violation no-kernels "$(basename "$bundle") [$a]: no code object for $a"; continue; }
+      check_code_object "$(basename "$bundle")" "$a" "$co" list
+    done
   done
-done
+else
+  for src in "${sources[@]}"; do
+    [[ -f $src ]] || { echo "no such kernel source: $src" >&2; exit 2; }
+    src=$(realpath "$src")
+    base=$(basename "$src" .hip)
+    work="$out_dir/$base"
+    mkdir -p "$work"
+    matrix=0
+    grep -q '^// check_device: matrix[[:space:]]*$' "$src" && matrix=1
+    if ! log=$(cd "$work" && "$CLANG" "${cflags[@]}" -c "$src" 2>&1); then
+      echo "$log" >&2
+      violations+=("$base: does not compile for ${ARCHS[*]}")
+      compile_failed=1
+      continue
+    fi
+    for a in "${ARCHS[@]}"; do
+      check_code_object "$base" "$a" "$work/$base-hip-amdgcn-amd-amdhsa-$a.out" "$matrix"
+    done
+  done
+fi
+if [[ -n $kernels_out ]]; then
+  printf '%s\n' "${listed[@]}" | sort -u > "$kernels_out"
+fi
 
 # ---- table ----
 header="kernel|arch|kind|mma|wave|wg|vgpr|sgpr|lds|scratch|spill|dyn|undef|result"

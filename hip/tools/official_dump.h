@@ -93,8 +93,8 @@ inline std::optional<nlohmann::json> setting(const nlohmann::json& c, const std:
                                               const std::vector<std::string>& names) {
   const auto settings = c.contains("captured") ? c["captured"].value("settings", nlohmann::json::object())
                                                : nlohmann::json::object();
-  if (settings.contains(key) && !settings[key].is_null()) return settings[key];
-  if (c.contains(key) && !c[key].is_null()) return c[key];
+  if (settings.contains(key) && !settings[key].is_null()) return nlohmann::json(settings[key]);
+  if (c.contains(key) && !c[key].is_null()) return nlohmann::json(c[key]);
   for (const char* where : {"call_kwargs", "call_defaults"}) {
     if (!c.contains(where) || !c[where].is_object()) continue;
     for (const std::string& n : names) {
@@ -104,7 +104,7 @@ inline std::optional<nlohmann::json> setting(const nlohmann::json& c, const std:
         if (auto parsed = from_repr(v.get<std::string>())) return parsed;
         continue;
       }
-      return v;
+      return nlohmann::json(v);
     }
   }
   return std::nullopt;

@@ -6,8 +6,11 @@
 namespace moss {
 
 std::string format_op_profile(const std::string& title, std::vector<OpProfileRow> rows) {
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const OpProfileRow& a, const OpProfileRow& b) { return a.total_ms > b.total_ms; });
+  // Largest total first, ties by name (std::sort with a total order: stable_sort's temporary
+  // buffer is deprecated in libstdc++ 12 under clang 22, the release compiler).
+  std::sort(rows.begin(), rows.end(), [](const OpProfileRow& a, const OpProfileRow& b) {
+    return a.total_ms != b.total_ms ? a.total_ms > b.total_ms : a.name < b.name;
+  });
   double sum_ms = 0;
   int64_t sum_calls = 0;
   size_t width = 2;  // "op"

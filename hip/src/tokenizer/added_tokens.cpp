@@ -41,8 +41,13 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens) : tokens_(s
   for (uint32_t i = 0; i < tokens_.size(); ++i)
     if (!tokens_[i].content.empty()) by_first_byte_[static_cast<unsigned char>(tokens_[i].content[0])].push_back(i);
   for (auto& list : by_first_byte_)
-    std::stable_sort(list.begin(), list.end(),
-                     [&](uint32_t a, uint32_t b) { return tokens_[a].content.size() > tokens_[b].content.size(); });
+    // Longest first; equal lengths keep the file's order (indices are unique, so this is a total
+    // order: std::sort gives what stable_sort would, without libstdc++ 12's temporary buffer,
+    // deprecated under clang 22).
+    std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
+      const size_t la = tokens_[a].content.size(), lb = tokens_[b].content.size();
+      return la != lb ? la > lb : a < b;
+    });
 }
 
 bool AddedTokenMatcher::find(std::string_view text, size_t from, size_t& begin, size_t& index) const {

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# CI's AMD part (issue 15; docs/amd_release.md), as root on Debian 12: make the ROCm 7 root
+# (scripts/amd_root.sh), build and package the release (scripts/amd_release.sh), build the
+# documented AMD configuration with the root's own GCC 15 / clang-22 (tools and tests on,
+# warnings as errors) and run its ctest suites, check the tarball as a user gets it
+# (hip/ci/amd_package_check.sh), and check the code objects inside the shipped binary with the
+# root's LLVM tools, which must hold the kernels that check_device.sh found compiling the sources
+# with clang-19 (KERNELS_CLANG19, written by .ci/run's check_device.sh --kernels-out).
+# Prints each part's time at the end.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+root=${MOSSINFER_ROCM_ROOT:-$repo/build-rocm/root}
+jobs=${JOBS:-$(nproc)}
+kernels_clang19=${KERNELS_CLANG19:-$repo/build/kernels-clang19.txt}
+export MOSSINFER_ROCM_ROOT=$root
+
+times=()
+part() {  # NAME COMMAND...
+  local name=$1 t0=$SECONDS
+  shift
+  echo "== amd: $name"
+  "$@"
+  times+=("$(printf '%-34s %5d s' "$name" $((SECONDS - t0)))")
+}
+in_root() { chroot "$root" env -C /src "$@"; }
+
+part "ROCm root (mmdebstrap + apt)" bash "$repo/scripts/amd_root.sh" "$root"
+part "release build and package" bash "$repo/scripts/amd_release.sh" "$repo/build-amd-release/out"
+tarball=$(ls "$repo"/build-amd-release/out/mossinfer-*-linux-hip-x86_64.tar.gz)
+
+source "$repo/scripts/amd_root_mounts.sh"
+root_mount_repo "$root" "$repo"
+trap 'root_unmount "$root"' EXIT
+# The documented configuration (README), ROCM_PATH=/usr for Debian's packages.
+part "root-native build (GCC 15, clang-22)" in_root bash -euo pipefail -c "
+  cmake -S hip -B build-amd -G Ninja '-DHIP_TARGET=gfx1100;gfx1200;gfx1201' -DROCM_PATH=/usr >/dev/null
+  cmake --build build-amd -j$jobs"
+# The device label is check_device.sh with clang-19, which the root does not have (it runs on the host).
+part "ctest on the AMD build" in_root ctest --test-dir build-amd --output-on-failure -LE device -j"$jobs"
+rel=${tarball#"$repo"/}
+part "release tarball checks" in_root bash hip/ci/amd_package_check.sh "$rel" build-amd/golden_check hip/tests/data
+unpacked=build-amd-release/shipped
+rm -rf "$repo/$unpacked" && mkdir -p "$repo/$unpacked" && tar xzf "$tarball" -C "$repo/$unpacked" --strip-components=1
+part "check_device on the shipped binary" in_root env CLANG=clang++-22 LLVM_READELF=llvm-readelf-22 \
+  LLVM_OBJDUMP=llvm-objdump-22 LLVM_NM=llvm-nm-22 OFFLOAD_BUNDLER=clang-offload-bundler-22 \
+  LLVM_OBJCOPY=llvm-objcopy-22 bash hip/check_device.sh --binary "$unpacked/bin/moss-infer-hip" \
+  --kernels-out build-amd-release/kernels-shipped.txt
+if [[ -f $kernels_clang19 ]]; then
+  if ! diff <(cat "$kernels_clang19") "$repo/build-amd-release/kernels-shipped.txt" > "$repo/build-amd-release/kernels.diff"; then
+    echo "amd: the shipped binary's kernels differ from the sources' (clang-19):" >&2
+    cat "$repo/build-amd-release/kernels.diff" >&2
+    exit 1
+  fi
+  echo "amd: the shipped binary holds the same $(wc -l < "$kernels_clang19") kernel builds as the clang-19 compile of the sources"
+else
+  echo "amd: $kernels_clang19 missing: run check_device.sh --kernels-out first" >&2
+  exit 1
+fi
+echo "== amd: package $(basename "$tarball"), $(du -k "$tarball" | cut -f1) KiB"
+printf '%s\n' "${times[@]}"
