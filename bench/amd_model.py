@@ -1,0 +1,878 @@
+#!/usr/bin/env python3
+"""Analytic cost model of moss-infer-hip's kernels on RDNA3/RDNA4 (and, for calibration, the H200).
+
+    python3 bench/amd_model.py [--config current|candidate|both] [--check-device-table FILE]
+                               [--json OUT] [--prompt-tokens N] [--negative-tokens N] [--quiet]
+
+Method, figures and their sources: bench/amd_model.md. Python standard library only.
+
+Each kernel launch is reduced to a handful of bounds, each the time one resource needs for the
+launch's whole traffic at its peak rate:
+  mma      matrix instructions (+ VALU work that cannot co-issue with them on RDNA) at peak issue
+  latency  the same work slowed by the k-step latency that the resident waves cannot cover
+           (occupancy from the code object's VGPR / LDS use, check_device's table), and by the
+           last partial round of workgroups
+  l2       bytes the tiles pull from L2 at the L2 bandwidth
+  lds      bytes written to and read from LDS (fragment reads included) at the LDS bandwidth
+  dram     compulsory bytes, plus re-reads of operands that do not stay in L2 / Infinity Cache
+  valu     (non-matrix kernels) vector ALU work
+The launch takes max(bounds) + a fixed launch gap; the bound that gives the max is "the" bound.
+
+CONFIGS below is the one table of kernel configurations; every entry names the code it mirrors.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_TABLE = os.path.join(HERE, "results", "2026-12-01-check-device-table.txt")
+
+# ---- sources -------------------------------------------------------------------------------------
+SOURCES = {
+    "amd-7900xtx": "AMD RX 7900 XTX specification table as printed in Guru3D's review, "
+                   "https://guru3d.com/review/xfx-radeon-rx-7900-xtx-magair-review/page-4 "
+                   "(96 CUs, 2.5 GHz boost, 96 MB Infinity Cache, 384-bit 20 Gbps = 960 GB/s, "
+                   "3.5 TB/s 'effective' cache bandwidth)",
+    "amd-9060xt": "RX 9060 XT 16 GB: TechPowerUp review https://techpowerup.com/review/asus-radeon-rx-9060-xt-prime-oc-16-gb "
+                  "and TweakTown https://www.tweaktown.com/news/105296/amd-confirms-radeon-rx-9060-xt-8gb-and-16gb-models-coming/index.html "
+                  "(32 CUs, 3.13 GHz boost, 128-bit 20 Gbps GDDR6 = 320 GB/s, PCIe 5.0 x16)",
+    "navi44-caches": "Navi 44: 4 MB L2 and 32 MB Infinity Cache, https://usnhub.com/hardware-releases/xfx-swift-radeon-rx-9060-xt-16gb-oc-triple-fan-gaming-edition-review",
+    "amd-9070xt": "RX 9070 XT: 64 CUs, 2.97 GHz boost, 256-bit 20 Gbps GDDR6 (640 GB/s), "
+                  "https://pocketmags.com/it/linux-format-magazine/june-2025/articles/inside-the-dna-of-amd ; "
+                  "64 MB Infinity Cache: AMD product page https://www.amd.com/en/products/graphics/desktops/radeon/9000-series/amd-radeon-rx-9070xt.html (not in the search store; figure widely reported)",
+    "cnc-rdna4": "Chips and Cheese, 'AMD's RDNA4 architecture': L2 1 MB per shader engine on RDNA3 (6 MB on the 7900 XTX), "
+                 "banks per L2 slice doubled on RDNA4, 8 MB on the 9070 XT, https://chipsandcheese.com/p/amds-rdna4-architecture-video",
+    "calc-rdna3": "AMD matrix instruction calculator, RDNA3 v_wmma_f32_16x16x16_bf16: 32 cycles, 1024 FLOPs/WGP/clk, "
+                  "no VALU co-execution (quoted in shared/spec/research/matrix_layouts.md section 2.1)",
+    "calc-rdna4": "AMD matrix instruction calculator, RDNA4 v_wmma_f32_16x16x16_bf16: 16 cycles, 2048 FLOPs/WGP/clk, "
+                  "no VALU co-execution (matrix_layouts.md section 3.1)",
+    "layout-dup": "gfx11 wave32 WMMA needs A/B in both half-waves (8 VGPRs per operand), gfx12 does not (4 VGPRs): "
+                  "matrix_layouts.md sections 2-3; so a gfx11 fragment read moves 1024 bytes, a gfx12 one 512",
+    "llvm-vgprs": "LLVM AMDGPU getTotalNumVGPRs: 1536 wave32 VGPRs per SIMD with FeatureGFX11FullVGPRs (gfx1100), "
+                  "allocation granule 24 (https://forums.anandtech.com/threads/speculation-rdna3-cdna2-architectures-thread.2589999/page-67, "
+                  "https://www.phoronix.com/news/AMD-RDNA3-More-VGPRs); the same granule and 1536 on gfx12 (occupancy steps at "
+                  "96/120/144 VGPRs read off llc -mcpu=gfx1201, a public test file found with find_string 'FeatureGFX11FullVGPRs')",
+    "rdna-lds": "LDS: 128 KB per WGP (two CUs) in WGP mode, 64 KB per workgroup: mesa radv commit 'It's 128KB per CU in WGP' "
+                "https://android.googlesource.com/platform/external/mesa3d/+/568f1504098%5E%21/ ; 64 KB addressable per "
+                "workgroup: LLVM getAddressableLocalMemorySize (65536 for gfx10+)",
+    "rdna-lds-bw": "DERIVED: LDS 32 banks x 4 bytes per clock per CU (RDNA ISA guides' LDS description; 64 banks per WGP) = 128 B/clk/CU",
+    "rdna-waves": "16 wave32 slots per SIMD: LLVM reports 'Occupancy [waves/SIMD]: 16' for a 73-VGPR kernel "
+                  "(shared/spec/research/toolchain.md, resource-usage remark)",
+    "rdna-valu": "VALU: one wave32 instruction per SIMD per clock (32 lanes), two SIMDs per CU; "
+                 "ROCm profiler docs: 128 FP32 FLOPs/CU/clk single issue, https://rocm.docs.amd.com/projects/rocprofiler-compute/en/docs-7.14.0/conceptual/rdna/wgp.html",
+    "l2-bw-derived": "UNSOURCED, DERIVED: no public L2 bandwidth figure was found. Taken as 4 L2 channels per shader "
+                     "engine x 64 B/clk on RDNA3 (6 SEs: 1536 B/clk) and 128 B/clk per channel on RDNA4 (banks per slice "
+                     "doubled, cnc-rdna4): 2 SEs x 4 x 128 = 1024 B/clk (9060 XT), 4 SEs x 4 x 128 = 2048 B/clk (9070 XT). "
+                     "--l2-scale tests the sensitivity",
+    "latency-assumed": "ASSUMPTION: a k-step whose loads are waited for before the multiply exposes ~600 core clocks "
+                       "(L2 hit ~250-300 clk, LDS store, two barriers, issue); used for all targets",
+    "launch-assumed": "ASSUMPTION: 4 us between back-to-back kernels on one stream (AMD), 2.5 us (H200)",
+    "h200-nvidia": "NVIDIA H200 SXM: 132 SMs, 141 GB HBM3e at 4.8 TB/s, https://aiwiki.ai/wiki/nvidia_h200/raw and "
+                   "https://www.aiminingco.com/gpu/h200/specs ; 50 MB L2, 228 KB shared memory per SM, 64K registers per SM "
+                   "(Hopper architecture whitepaper)",
+    "h200-peak-measured": "bf16 matmul peak measured in the same run as the step time: 745.2 TFLOP/s, "
+                          "bench/results/2026-11-30-h200-s5.md; the clock under the 700 W cap falls to 1.4-1.8 GHz (README)",
+    "fa3-mma-sync": "FlashAttention-3 (Shah et al. 2024, https://arxiv.org/abs/2407.08608): mma.sync reaches about 2/3 of "
+                    "Hopper's tensor-core peak; wgmma is needed for the rest",
+    "h200-smem-bw": "DERIVED: shared memory 32 banks x 4 B = 128 B/clk per SM",
+    "h200-l2-assumed": "ASSUMPTION: H200 L2 bandwidth ~12 TB/s (no figure sourced here; the measured wgmma q/k/v/o GEMM, "
+                       "700 TFLOP/s with 128x256x64 tiles pulling 48 KB per 4.2 MFLOP, implies at least 8.2 TB/s)",
+    "h200-latency": "ASSUMPTION: same 600-clock exposed k-step latency as the AMD targets",
+    "cache-fit": "MODEL RULE: an operand re-read by every raster group stays in cache when it fits in 3/4 of "
+                 "L2 + Infinity Cache (H200: of L2)",
+}
+
+# ---- targets -------------------------------------------------------------------------------------
+# Each figure: (value, source key). Derived peaks are computed, not stored.
+SPECS = {
+    "gfx1100": {
+        "name": ("Radeon RX 7900 XTX", "amd-7900xtx"),
+        "units": (96, "amd-7900xtx"),                 # compute units
+        "clock_ghz": (2.5, "amd-7900xtx"),            # boost clock
+        "mma_flops_per_unit_clk": (512, "calc-rdna3"),  # dense bf16 WMMA per CU
+        "mma_clk": (32, "calc-rdna3"),                # cycles of one 16x16x16 WMMA on one SIMD
+        "frag_dup": (2, "layout-dup"),
+        "simds_per_unit": (2, "calc-rdna3"),
+        "regs_per_simd": (1536, "llvm-vgprs"),
+        "reg_granule": (24, "llvm-vgprs"),
+        "max_waves_per_simd": (16, "rdna-waves"),
+        "lds_per_unit": (65536, "rdna-lds"),          # half of a WGP's 128 KB
+        "lds_bytes_per_unit_clk": (128, "rdna-lds-bw"),
+        "valu_lanes_per_simd_clk": (32, "rdna-valu"),
+        "l2_mb": (6, "cnc-rdna4"),
+        "l2_bytes_per_clk": (1536, "l2-bw-derived"),
+        "mall_mb": (96, "amd-7900xtx"),
+        "dram_gbs": (960, "amd-7900xtx"),
+        "vram_gb": (24, "amd-7900xtx"),
+        "latency_clk": (600, "latency-assumed"),
+        "launch_us": (4.0, "launch-assumed"),
+    },
+    "gfx1200": {
+        "name": ("Radeon RX 9060 XT 16 GB", "amd-9060xt"),
+        "units": (32, "amd-9060xt"),
+        "clock_ghz": (3.13, "amd-9060xt"),
+        "mma_flops_per_unit_clk": (1024, "calc-rdna4"),
+        "mma_clk": (16, "calc-rdna4"),
+        "frag_dup": (1, "layout-dup"),
+        "simds_per_unit": (2, "calc-rdna4"),
+        "regs_per_simd": (1536, "llvm-vgprs"),
+        "reg_granule": (24, "llvm-vgprs"),
+        "max_waves_per_simd": (16, "rdna-waves"),
+        "lds_per_unit": (65536, "rdna-lds"),
+        "lds_bytes_per_unit_clk": (128, "rdna-lds-bw"),
+        "valu_lanes_per_simd_clk": (32, "rdna-valu"),
+        "l2_mb": (4, "navi44-caches"),
+        "l2_bytes_per_clk": (1024, "l2-bw-derived"),
+        "mall_mb": (32, "navi44-caches"),
+        "dram_gbs": (320, "amd-9060xt"),
+        "vram_gb": (16, "amd-9060xt"),
+        "latency_clk": (600, "latency-assumed"),
+        "launch_us": (4.0, "launch-assumed"),
+    },
+    "gfx1201": {
+        "name": ("Radeon RX 9070 XT", "amd-9070xt"),
+        "units": (64, "amd-9070xt"),
+        "clock_ghz": (2.97, "amd-9070xt"),
+        "mma_flops_per_unit_clk": (1024, "calc-rdna4"),
+        "mma_clk": (16, "calc-rdna4"),
+        "frag_dup": (1, "layout-dup"),
+        "simds_per_unit": (2, "calc-rdna4"),
+        "regs_per_simd": (1536, "llvm-vgprs"),
+        "reg_granule": (24, "llvm-vgprs"),
+        "max_waves_per_simd": (16, "rdna-waves"),
+        "lds_per_unit": (65536, "rdna-lds"),
+        "lds_bytes_per_unit_clk": (128, "rdna-lds-bw"),
+        "valu_lanes_per_simd_clk": (32, "rdna-valu"),
+        "l2_mb": (8, "cnc-rdna4"),
+        "l2_bytes_per_clk": (2048, "l2-bw-derived"),
+        "mall_mb": (64, "amd-9070xt"),
+        "dram_gbs": (640, "amd-9070xt"),
+        "vram_gb": (16, "amd-9070xt"),
+        "latency_clk": (600, "latency-assumed"),
+        "launch_us": (4.0, "launch-assumed"),
+    },
+    # Calibration target: the same method on the kernels measured in bench/results/2026-11-30-*.
+    "h200": {
+        "name": ("NVIDIA H200 SXM", "h200-nvidia"),
+        "units": (132, "h200-nvidia"),
+        "clock_ghz": (1.75, "h200-peak-measured"),   # mid of the 1.4-1.8 GHz seen under the power cap
+        "mma_peak_tflops": (745.2, "h200-peak-measured"),
+        "mma_sync_fraction": (2.0 / 3.0, "fa3-mma-sync"),
+        "mma_clk": (8, "h200-peak-measured"),        # one 16x16x16 per sub-partition: 8192 / (4096/4) clk
+        "frag_dup": (1, "h200-smem-bw"),
+        "simds_per_unit": (4, "h200-nvidia"),
+        "regs_per_simd": (512, "h200-nvidia"),        # 16384 registers per sub-partition / 32 lanes
+        "reg_granule": (8, "h200-nvidia"),
+        "max_waves_per_simd": (16, "h200-nvidia"),
+        "lds_per_unit": (233472, "h200-nvidia"),
+        "lds_bytes_per_unit_clk": (128, "h200-smem-bw"),
+        "valu_lanes_per_simd_clk": (32, "h200-nvidia"),
+        "l2_mb": (50, "h200-nvidia"),
+        "l2_bytes_per_clk": (12.0e12 / 1.75e9, "h200-l2-assumed"),
+        "mall_mb": (0, "h200-nvidia"),
+        "dram_gbs": (4800, "h200-nvidia"),
+        "vram_gb": (141, "h200-nvidia"),
+        "latency_clk": (600, "h200-latency"),
+        "launch_us": (2.5, "launch-assumed"),
+    },
+}
+AMD_TARGETS = ("gfx1100", "gfx1200", "gfx1201")
+
+
+def spec(t, key):
+    return SPECS[t][key][0]
+
+
+def peak_flops(t, fraction=1.0):
+    if "mma_peak_tflops" in SPECS[t]:
+        return spec(t, "mma_peak_tflops") * 1e12 * fraction
+    return spec(t, "units") * spec(t, "mma_flops_per_unit_clk") * spec(t, "clock_ghz") * 1e9 * fraction
+
+
+# ---- the kernel configuration table ----------------------------------------------------------------
+# kind gemm: bm, bn, bk, waves (wm x wn), stages (LDS), prefetch (k-steps whose loads are in flight
+#   while a k-step multiplies: 0 = loaded, waited for and stored before the multiply), eb_x/eb_w
+#   (bytes per element as loaded from global memory), lds (which operands pass through LDS),
+#   raster (tile rows per raster group), products (matrix products per leaf step: 3 = bf16x3 split).
+# kind attention: q_rows per workgroup, kt keys per tile, dv output dims per workgroup (head dims
+#   above dv rerun the scores per chunk), waves, row_tiles per wave, stages, prefetch, q_in_regs.
+# kind conv: implicit GEMM, bm output channels x bn pixels (rows x 16), bk input channels per step.
+# table: substrings that pick the kernel's rows in check_device's table (per arch) for the VGPR and
+#   LDS use; vgpr_est / lds_est are used where the code does not exist yet (candidates).
+CONFIGS = {
+    "current": {
+        # H200 kernel of the same structure, whose measured/modelled ratio calibrates this config's family
+        "analogue": {"gemm": "gemm leaf 128x128/4w raw 4160x3072x3072 (x f32)",
+                     "attention": "attention[ref] T4173 h24x128 bf16"},
+        "gemm": dict(kind="gemm", bm=32, bn=64, bk=32, wm=1, wn=1, stages=2, prefetch=0, lds="ab", raster=8,
+                     products=1, table=["gemm_kernel<moss::Tiles<32, 64, 1, 1, 2, 65536>, std::bfloat16_t, std::bfloat16_t"],
+                     lds_est=2 * (32 + 64) * 40 * 2,
+                     mirrors="hip/src/kernels/gemm.hip:108 WaveTiles = Tiles<32, 64, 1, 1, 2, 64*1024>; kPad 8 (l.55); "
+                             "kRasterGroup 8 (l.56); AMD pipeline l.15-19 (step kt+1 loaded and stored before kt multiplies); "
+                             "launch l.1194"),
+        "attention": dict(kind="attention", q_rows=16, kt=32, dv=128, waves=1, row_tiles=1, stages=1, prefetch=0,
+                          q_in_regs=False, table=["attention_kernel<moss::Tiling<{D}, {DV}, 32, 1, 1, 1, 1>"],
+                          mirrors="hip/src/kernels/attention.hip:368 Tiling<D, out_chunk(D, 128), 32, 1, 1, 1> "
+                                  "(one wave, 16 queries, 32-key tiles, one K/V buffer, copies synchronous l.140-165, "
+                                  "Q re-read from LDS per tile l.213); K/V packed first by attention_pack (attention_op.hip:82)"),
+        "conv": dict(kind="conv", bm=32, bn=64, bk=16, wm=1, wn=1, stages=1, prefetch=0, products=3,
+                     table=["conv2d_kernel<{K},", "mma72"], table_1x1=["conv2d_kernel<1,", "mma24"],
+                     mirrors="hip/src/kernels/conv2d_layout.h:33-43 (AMD: kWarpsM 1, kTilesM 2, kTilesN 4, warps_n 1) "
+                             "and conv2d.hip:14 (single-buffered); AMD decode precision Bf16x3 (conv2d.h: three products)"),
+    },
+    "candidate": {
+        # SiTU in the up|gate GEMM's epilogue (as gemm_wgmma does on the H200: gemm.hip:750) and K/V read
+        # in place as [key][d] bf16 rows (as the NVIDIA flash kernel does: attention_op.hip:69-77).
+        "fused_unit": True,
+        "kv_in_place": True,
+        "analogue": {"gemm": "gemm mma 128x128/4w 4160x3072x3072 x:bf16",
+                     "attention": "attention[flash] T4173 h24x128 bf16"},
+        "gemm": dict(kind="gemm", bm=128, bn=128, bk=32, wm=2, wn=2, stages=2, prefetch=1, lds="ab", raster=8,
+                     products=1, table=None, vgpr_est={"gfx1100": 232, "gfx1200": 200, "gfx1201": 200},
+                     lds_est=2 * (128 + 128) * 40 * 2,
+                     mirrors="CANDIDATE (not in the code): 4 waves of 64x64 (16 accumulators = 128 VGPRs), the next "
+                             "k-step fetched into 32 VGPRs while this one multiplies, two padded LDS stages (40 KB); "
+                             "VGPRs estimated: 128 acc + 16/32 A + 4/8 B + 32 prefetch + ~20 addressing"),
+        "attention": dict(kind="attention", q_rows=128, kt=64, dv=128, waves=8, row_tiles=1, stages=1, prefetch=1,
+                          q_in_regs=True, table=None, vgpr_est={"gfx1100": 232, "gfx1200": 200, "gfx1201": 200},
+                          lds_est=64 * 136 * 2 + 128 * 72 * 2,
+                          mirrors="CANDIDATE: flash attention, 8 waves x 16 queries (128 per workgroup), 64-key K and "
+                                  "V^T tiles in one LDS buffer (35 KB) refilled from registers fetched a tile ahead, Q "
+                                  "fragments held in VGPRs; VGPRs: Q 32/64 + O 64 + S 32 + prefetch 32 + ~40"),
+        "conv": dict(kind="conv", bm=64, bn=128, bk=16, wm=2, wn=2, stages=2, prefetch=1, products=1,
+                     table=None, vgpr_est={"gfx1100": 200, "gfx1200": 168, "gfx1201": 168},
+                     lds_est=2 * (64 * 16 * 9 * 2 + 10 * 18 * 16 * 2),
+                     mirrors="CANDIDATE: 4 waves (64 channels x 8 rows x 16 px), double-buffered, one f16 product "
+                             "(v_wmma_f32_16x16x16_f16 runs at the bf16 rate; the NVIDIA decode's F16 precision, conv2d.h)"),
+    },
+    # What the H200 build runs (for calibration); same keys.
+    "h200": {
+        "gemm_wgmma": dict(kind="gemm", bm=128, bn=256, bk=64, wm=2, wn=1, stages=4, prefetch=3, lds="ab", raster=8,
+                           products=1, wgmma=True, waves_per_simd=2, lds_est=4 * (128 + 256) * 128,
+                           mirrors="gemm.hip:705 WgmmaTiles 128x256, BK 64 (sw128), 4 stages, 2 consumer warpgroups + producer"),
+        "gemm_mma256": dict(kind="gemm", bm=128, bn=256, bk=32, wm=2, wn=4, stages=4, prefetch=3, lds="ab", raster=8,
+                            products=1, mma_sync=True, ldmatrix=True, waves_per_simd=2, lds_est=4 * (128 + 256) * 64,
+                            mirrors="gemm.hip:409 MmaLarge = MmaTiles<128, 256, 2, 4, 4>"),
+        "gemm_mma128": dict(kind="gemm", bm=128, bn=128, bk=32, wm=2, wn=2, stages=4, prefetch=3, lds="ab", raster=8,
+                            products=1, mma_sync=True, ldmatrix=True, waves_per_simd=2, lds_est=4 * 256 * 64,
+                            mirrors="gemm.hip:411 MmaMedium = MmaTiles<128, 128, 2, 2, 4>"),
+        "gemm_leaf128": dict(kind="gemm", bm=128, bn=128, bk=32, wm=2, wn=2, stages=4, prefetch=3, lds="ab", raster=8,
+                             products=1, mma_sync=True, waves_per_simd=2, lds_est=4 * 256 * 40 * 4,
+                             mirrors="gemm.hip:102 MediumTiles = Tiles<128, 128, 2, 2, 4, 110*1024> (the leaf kernel, as on AMD)"),
+        "attention_wgmma": dict(kind="attention", q_rows=128, kt=128, dv=128, waves=8, row_tiles=4, stages=2,
+                                prefetch=1, q_in_regs=True, wgmma=True, waves_per_simd=3,
+                                mirrors="attention_hopper.h:51-53 2 consumer warpgroups x 64 queries, 128-key tiles, 2 stages"),
+        "attention_flash": dict(kind="attention", q_rows=128, kt=64, dv=128, waves=4, row_tiles=2, stages=2,
+                                prefetch=1, q_in_regs=True, mma_sync=True, ldmatrix=True, waves_per_simd=2,
+                                mirrors="attention_flash_nvidia.h:40 4 warps x 2 row tiles (128 queries), 64-key tiles"),
+        "attention_ref": dict(kind="attention", q_rows=128, kt=32, dv=128, waves=4, row_tiles=2, stages=2, prefetch=1,
+                              q_in_regs=False, mma_sync=True, waves_per_simd=2,
+                              mirrors="attention.hip:362 Tiling<D, kDv, 32, 4, 2, 2, 2> (the reference kernel, as on AMD)"),
+    },
+}
+
+# Row (bandwidth) kernels: bytes moved per element of the [rows, cols] they walk, as the fused kernels
+# in hip/src/kernels/rows.hip and hip/src/ops/hip/core_ops_hip.hip read and write them.
+ROW_BYTES = {
+    "add_norm_modulate": 4 + 2 + 4 + 2,  # x f32 in/out, delta bf16 in, y bf16 out
+    "norm_modulate": 4 + 2,
+    "norm_rope": 2 + 2,                  # in place, bf16; the f32 sin/cos rows are shared by 24 heads
+    "gated_unit": 2 + 2 + 2,             # [h | g] bf16 in, bf16 out (AMD: not fused into the GEMM)
+    "attention_pack": 2 * (2 + 2),       # K and V read, packed (V transposed) written
+    "add": 4 + 4 + 4,
+    "rms_norm": 4 + 4,
+    "silu_gate": 4 + 4 + 4,
+    "gn_stats": 4 * 2,                   # the two passes of group_norm_stats (partial sum, sq dev)
+    "copy": 8,
+    "te_misc": 4 * 4,
+}
+ROW_EFFICIENCY = 0.8  # fraction of DRAM bandwidth a streaming row kernel reaches (H200 measured 0.42-0.91)
+
+
+# ---- check_device table ----------------------------------------------------------------------------
+def parse_check_device(path):
+    """Rows of check_device's table: kernel arch kind mma wave wg vgpr sgpr lds scratch spill dyn undef result."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            parts = re.split(r"\s{2,}", line.strip())
+            if len(parts) < 14:
+                continue
+            cols = parts[-13:]
+            if not re.match(r"^gfx\d+$", cols[0]):
+                continue
+            kernel = " ".join(parts[:-13])
+            try:
+                rows.append(dict(kernel=kernel, arch=cols[0], kind=cols[1], mma=int(cols[2]), wave=int(cols[3]),
+                                 wg=int(cols[4]), vgpr=int(cols[5]), sgpr=int(cols[6]), lds=int(cols[7]),
+                                 scratch=int(cols[8]), spill=int(cols[9]), dyn=cols[10], undef=int(cols[11]),
+                                 result=cols[12]))
+            except ValueError:
+                continue
+    return rows
+
+
+def table_lookup(rows, arch, patterns):
+    """The first row of `arch` whose kernel holds every pattern ('mmaN' matches the mma column)."""
+    for r in rows:
+        if r["arch"] != arch:
+            continue
+        ok = True
+        for p in patterns:
+            if p.startswith("mma") and p[3:].isdigit():
+                ok = ok and r["mma"] == int(p[3:])
+            else:
+                ok = ok and p.replace(" ", "") in r["kernel"].replace(" ", "")
+        if ok:
+            return r
+    return None
+
+
+def round_up(x, g):
+    return int(math.ceil(x / g) * g)
+
+
+def occupancy(t, vgpr, lds_wg, waves_wg):
+    """Waves per SIMD from VGPRs (allocation granule), LDS per workgroup and the wave slots."""
+    regs = spec(t, "regs_per_simd")
+    w_reg = regs // max(1, round_up(vgpr, spec(t, "reg_granule")))
+    w_max = spec(t, "max_waves_per_simd")
+    simds = spec(t, "simds_per_unit")
+    if lds_wg > 0:
+        wg_per_unit = spec(t, "lds_per_unit") // lds_wg
+        w_lds = (wg_per_unit * waves_wg) // simds
+    else:
+        w_lds = w_max
+    waves = max(1, min(w_reg, w_lds, w_max))
+    limit = "vgpr" if waves == w_reg else ("lds" if waves == w_lds else "slots")
+    return waves, limit
+
+
+# ---- resources of one config on one target ---------------------------------------------------------
+def resources(cfg, t, rows, fmt=None):
+    """(vgpr, sgpr, lds bytes, source) for a config on a target."""
+    fmt = fmt or {}
+    if t == "h200":
+        return None
+    if cfg.get("table") and rows:
+        pats = [p.format(**fmt) for p in (cfg["table_1x1"] if fmt.get("K") == 1 and "table_1x1" in cfg else cfg["table"])]
+        r = table_lookup(rows, t, pats)
+        if r:
+            lds = r["lds"] if r["lds"] > 0 else fmt.get("lds_dyn", cfg.get("lds_est", 0))
+            return r["vgpr"], r["sgpr"], lds, "check_device: " + r["kernel"][:90]
+    v = cfg.get("vgpr_est", {}).get(t, 128)
+    return v, 0, fmt.get("lds_dyn", cfg.get("lds_est", 0)), "estimate (config table)"
+
+
+def finish(t, name, family, calls, bounds, extra):
+    launch = spec(t, "launch_us") * 1e-6
+    bound = max(bounds, key=bounds.get)
+    time = bounds[bound] + launch
+    d = dict(name=name, family=family, calls=calls, bounds_ms={k: v * 1e3 for k, v in bounds.items()},
+             time_ms=time * 1e3, bound=bound, total_ms=time * 1e3 * calls)
+    d.update(extra)
+    return d
+
+
+def latency_util(t, waves_res, busy_clk, exposed_clk):
+    if busy_clk <= 0:
+        return 1.0
+    return min(1.0, waves_res * busy_clk / (busy_clk + exposed_clk))
+
+
+def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None, family="gemm"):
+    clk = spec(t, "clock_ghz") * 1e9
+    bm, bn, bk = cfg["bm"], cfg["bn"], cfg["bk"]
+    waves_wg = cfg["wm"] * cfg["wn"]
+    tm, tn = bm // cfg["wm"] // 16, bn // cfg["wn"] // 16
+    tiles_m, tiles_n = math.ceil(m / bm), math.ceil(n / bn)
+    tiles, ksteps = tiles_m * tiles_n, math.ceil(k / bk)
+    products = cfg.get("products", 1)
+    flops = 2.0 * m * n * k
+    flops_exec = 2.0 * tiles * bm * bn * ksteps * bk * products
+    frac = spec(t, "mma_sync_fraction") if cfg.get("mma_sync") else 1.0
+    mma_clk = spec(t, "mma_clk") / frac
+    # per tile and k-step
+    l2_step = (bm * eb_x + bn * eb_w) * bk
+    lds_write = l2_step if cfg["lds"] == "ab" else 0
+    dup = spec(t, "frag_dup")
+    if cfg.get("wgmma"):
+        lds_read = (cfg["wm"] * 64 * bk * 2 + cfg["wm"] * bn * bk * 2)  # each consumer: its A rows and all of B
+    else:
+        frag = 512 * dup * (2 if (eb_x == 4 and not cfg.get("ldmatrix")) else 1)
+        lds_read = waves_wg * (tm + tn) * (bk // 16) * 512 * dup + (waves_wg * tm * (bk // 16) * 512 * dup if eb_x == 4 else 0)
+        del frag
+    # occupancy
+    if t == "h200":
+        waves_res_max, occ_src, limit = cfg["waves_per_simd"], "launch bounds (code)", "code"
+        vgpr = sgpr = lds_wg = None
+    else:
+        vgpr, sgpr, lds_wg, occ_src = resources(cfg, t, rows)
+        waves_res_max, limit = occupancy(t, vgpr, lds_wg, waves_wg)
+    n_simd = spec(t, "units") * spec(t, "simds_per_unit")
+    total_waves = tiles * waves_wg
+    if cfg.get("wgmma"):
+        busy = (bm // 64) * (bn // 16) * (bk // 16) * 4 * mma_clk / (spec(t, "simds_per_unit"))
+        total_waves = tiles * 4
+        waves_res_max = 4
+    else:
+        busy = tm * tn * (bk // 16) * mma_clk * products
+    exposed = max(0.0, spec(t, "latency_clk") - cfg["prefetch"] * busy)
+    resident = min(waves_res_max, total_waves / n_simd)
+    u = latency_util(t, resident, busy, exposed)
+    slots = n_simd * waves_res_max
+    rounds = math.ceil(total_waves / slots)
+    tail = total_waves / (rounds * slots) if rounds > 1 else min(1.0, total_waves / n_simd)
+    t_mma = flops_exec / peak_flops(t, frac)
+    t_lat = t_mma / max(1e-9, u * tail)
+    l2_bytes = tiles * ksteps * l2_step + m * n * eb_y
+    lds_bytes = tiles * ksteps * (lds_write + lds_read)
+    cache = 0.75 * (spec(t, "l2_mb") + spec(t, "mall_mb")) * 2 ** 20
+    x_bytes, w_bytes, y_bytes = m * k * eb_x, n * k * eb_w, m * n * eb_y
+    sweeps = math.ceil(tiles_m / cfg["raster"])
+    w_reads = 1 if w_bytes <= cache else sweeps
+    # x: a raster group's rows are re-read by every tile column of the group; once from DRAM when they fit
+    x_reads = 1 if x_bytes <= cache or cfg["raster"] * bm * k * eb_x <= cache else tiles_n
+    dram_bytes = x_bytes * x_reads + w_bytes * w_reads + y_bytes
+    bounds = dict(mma=t_mma, latency=t_lat, l2=l2_bytes / (spec(t, "l2_bytes_per_clk") * clk),
+                  lds=lds_bytes / (spec(t, "units") * spec(t, "lds_bytes_per_unit_clk") * clk),
+                  dram=dram_bytes / (spec(t, "dram_gbs") * 1e9))
+    extra = dict(shape=f"{m}x{k}x{n}", flops=flops * calls, tile=f"{bm}x{bn}x{bk}/{waves_wg}w",
+                 per_tile_bytes=dict(l2=l2_step * ksteps, lds=(lds_write + lds_read) * ksteps,
+                                     dram=dram_bytes / tiles),
+                 occupancy=dict(vgpr=vgpr, sgpr=sgpr, lds=lds_wg, waves_per_simd=waves_res_max, limit=limit,
+                                resident=round(resident, 2), util=round(u, 3), tail=round(tail, 3), source=occ_src),
+                 dram_bytes=dram_bytes * calls)
+    return finish(t, name, family, calls, bounds, extra)
+
+
+def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=None, eb_q=2, eb_o=2):
+    clk = spec(t, "clock_ghz") * 1e9
+    dv = min(cfg["dv"], d)
+    chunks = d // dv
+    q_rows, kt, waves_wg, r = cfg["q_rows"], cfg["kt"], cfg["waves"], cfg["row_tiles"]
+    qblocks = math.ceil(tq / q_rows)
+    wgs = qblocks * heads * chunks
+    ktiles = math.ceil(tk / kt) * (0.5 if causal else 1.0)
+    flops = 4.0 * tq * tk * heads * d * (0.5 if causal else 1.0)
+    flops_exec = wgs * ktiles * (2.0 * q_rows * kt * d + 2.0 * q_rows * kt * dv)
+    frac = spec(t, "mma_sync_fraction") if cfg.get("mma_sync") else 1.0
+    mma_clk = spec(t, "mma_clk") / frac
+    dup = spec(t, "frag_dup")
+    l2_tile = kt * d * 2 + kt * dv * 2
+    lds_write = l2_tile
+    if cfg.get("wgmma"):
+        lds_read = 2 * (kt * d * 2 + kt * dv * 2)  # each consumer warpgroup reads K and V once per tile
+    else:
+        q_read = 0 if cfg["q_in_regs"] else r * (d // 16) * 512 * dup
+        lds_read = waves_wg * (q_read + (kt // 16) * (d // 16) * 512 * dup + (dv // 16) * (kt // 16) * 512 * dup)
+    wmma_wave = r * (kt // 16) * (d // 16) + r * (kt // 16) * (dv // 16)
+    # softmax: ~8 VALU issue slots per score per 32 lanes (scale-fma, max, exp2 at quarter rate, sum,
+    # convert), and the O rescale; on RDNA they cannot co-issue with WMMA, on NVIDIA they overlap.
+    valu_wave = (r * 16 * kt * 8 + r * 16 * dv) / spec(t, "valu_lanes_per_simd_clk")
+    if t == "h200":
+        busy = wmma_wave * mma_clk if not cfg.get("wgmma") else wmma_wave * mma_clk / 4
+        valu_add = 0.0 if cfg.get("wgmma") else valu_wave * 0.5
+        waves_res_max, limit, occ_src = cfg["waves_per_simd"], "code", "launch bounds (code)"
+        vgpr = sgpr = lds_wg = None
+    else:
+        busy = wmma_wave * mma_clk
+        valu_add = valu_wave
+        lds_dyn = (q_rows * (d + 8) + kt * (d + 8) + dv * (kt + 8)) * 2 * cfg["stages"] if not cfg.get("lds_est") else cfg["lds_est"]
+        if not cfg["q_in_regs"]:
+            lds_dyn = q_rows * (d + 8) * 2 + cfg["stages"] * (kt * (d + 8) + dv * (kt + 8)) * 2
+        vgpr, sgpr, lds_wg, occ_src = resources(cfg, t, rows, dict(D=d, DV=dv, lds_dyn=lds_dyn))
+        waves_res_max, limit = occupancy(t, vgpr, lds_wg, waves_wg)
+    busy_all = busy + valu_add
+    exposed = max(0.0, spec(t, "latency_clk") - cfg["prefetch"] * busy_all)
+    n_simd = spec(t, "units") * spec(t, "simds_per_unit")
+    total_waves = wgs * waves_wg
+    resident = min(waves_res_max, total_waves / n_simd)
+    u = latency_util(t, resident, busy_all, exposed)
+    slots = n_simd * waves_res_max
+    rounds = math.ceil(total_waves / slots)
+    tail = total_waves / (rounds * slots) if rounds > 1 else min(1.0, total_waves / n_simd)
+    t_mma = flops_exec / peak_flops(t, frac) * (busy_all / busy)
+    t_lat = t_mma / max(1e-9, u * tail)
+    l2_bytes = wgs * ktiles * l2_tile + tq * heads * d * (eb_q + eb_o)
+    lds_bytes = wgs * ktiles * (lds_write + lds_read)
+    dram_bytes = tq * heads * d * (eb_q + eb_o) + 2 * tk * heads * d * 2
+    bounds = dict(mma=t_mma, latency=t_lat, l2=l2_bytes / (spec(t, "l2_bytes_per_clk") * clk),
+                  lds=lds_bytes / (spec(t, "units") * spec(t, "lds_bytes_per_unit_clk") * clk),
+                  dram=dram_bytes / (spec(t, "dram_gbs") * 1e9))
+    extra = dict(shape=f"T{tq}x{tk} h{heads}x{d}{' causal' if causal else ''}", flops=flops * calls,
+                 tile=f"{q_rows}q x {kt}k /{waves_wg}w",
+                 per_tile_bytes=dict(l2=l2_tile, lds=lds_write + lds_read, dram=dram_bytes / (wgs * ktiles)),
+                 occupancy=dict(vgpr=vgpr, sgpr=sgpr, lds=lds_wg, waves_per_simd=waves_res_max, limit=limit,
+                                resident=round(resident, 2), util=round(u, 3), tail=round(tail, 3), source=occ_src),
+                 dram_bytes=dram_bytes * calls)
+    return finish(t, name, "attention", calls, bounds, extra)
+
+
+def model_conv(t, cfg, name, cin, cout, h, w, ksize, calls=1, rows=None):
+    """Implicit GEMM: M = cout, N = h*w pixels, K = cin*k^2; input patch staged per bk channels."""
+    clk = spec(t, "clock_ghz") * 1e9
+    bm, bn, bk = cfg["bm"], cfg["bn"], cfg["bk"]
+    waves_wg = cfg["wm"] * cfg["wn"]
+    taps = ksize * ksize
+    tiles = math.ceil(cout / bm) * math.ceil(h * w / bn)
+    ksteps = math.ceil(cin / bk)
+    products = cfg["products"]
+    flops = 2.0 * cout * cin * taps * h * w
+    flops_exec = 2.0 * tiles * bm * bn * ksteps * bk * taps * products
+    rows_px = bn // 16
+    patch = (rows_px + ksize - 1) * (16 + ksize - 1) * bk
+    split = 2 if products == 3 else 1
+    l2_step = bm * bk * taps * 2 * split + patch * 4  # packed weights (hi [+ lo]) + the f32 input patch
+    lds_write = bm * bk * taps * 2 * split + patch * 2 * split
+    tm, tn = bm // cfg["wm"] // 16, bn // cfg["wn"] // 16
+    dup = spec(t, "frag_dup")
+    lds_read = waves_wg * taps * (tm + tn) * 512 * dup * split
+    vgpr, sgpr, lds_wg, occ_src = resources(cfg, t, rows, dict(K=ksize))
+    waves_res_max, limit = occupancy(t, vgpr, lds_wg, waves_wg)
+    busy = tm * tn * taps * spec(t, "mma_clk") * products + patch * 6 / spec(t, "valu_lanes_per_simd_clk") / waves_wg
+    exposed = max(0.0, spec(t, "latency_clk") - cfg["prefetch"] * busy)
+    n_simd = spec(t, "units") * spec(t, "simds_per_unit")
+    total_waves = tiles * waves_wg
+    resident = min(waves_res_max, total_waves / n_simd)
+    u = latency_util(t, resident, busy, exposed)
+    slots = n_simd * waves_res_max
+    rounds = math.ceil(total_waves / slots)
+    tail = total_waves / (rounds * slots) if rounds > 1 else min(1.0, total_waves / n_simd)
+    valu_clk_total = tiles * ksteps * patch * 6 / spec(t, "valu_lanes_per_simd_clk")  # norm, SiLU, split, pack
+    t_mma = flops_exec / peak_flops(t) + valu_clk_total / (n_simd * clk)
+    t_lat = t_mma / max(1e-9, u * tail)
+    l2_bytes = tiles * ksteps * l2_step + cout * h * w * 4
+    lds_bytes = tiles * ksteps * (lds_write + lds_read)
+    dram_bytes = cin * h * w * 4 + cout * h * w * 4 + cout * cin * taps * 2 * split
+    bounds = dict(mma=t_mma, latency=t_lat, l2=l2_bytes / (spec(t, "l2_bytes_per_clk") * clk),
+                  lds=lds_bytes / (spec(t, "units") * spec(t, "lds_bytes_per_unit_clk") * clk),
+                  dram=dram_bytes / (spec(t, "dram_gbs") * 1e9))
+    extra = dict(shape=f"{cin}->{cout} {h}x{w} k{ksize}", flops=flops * calls, tile=f"{bm}co x {bn}px /{waves_wg}w",
+                 per_tile_bytes=dict(l2=l2_step * ksteps, lds=(lds_write + lds_read) * ksteps, dram=dram_bytes / tiles),
+                 occupancy=dict(vgpr=vgpr, sgpr=sgpr, lds=lds_wg, waves_per_simd=waves_res_max, limit=limit,
+                                resident=round(resident, 2), util=round(u, 3), tail=round(tail, 3), source=occ_src),
+                 dram_bytes=dram_bytes * calls)
+    return finish(t, name, "conv", calls, bounds, extra)
+
+
+def model_rows(t, name, op, rows_, cols, calls=1):
+    b = ROW_BYTES[op] * rows_ * cols
+    cache = 0.75 * spec(t, "mall_mb") * 2 ** 20
+    bw = spec(t, "dram_gbs") * 1e9 * ROW_EFFICIENCY
+    bounds = dict(dram=b / bw)
+    del cache
+    return finish(t, name, "rows", calls, bounds, dict(shape=f"{rows_}x{cols}", flops=0, tile="-",
+                                                         per_tile_bytes={}, occupancy={}, dram_bytes=b * calls))
+
+
+def model_valu_gemm(t, name, m, n, k, calls=1):
+    """linear_f32 (the VAE's f32 projections): a VALU FMA GEMM with 32x32 tiles staged through LDS."""
+    clk = spec(t, "clock_ghz") * 1e9
+    flops = 2.0 * m * n * k
+    n_simd = spec(t, "units") * spec(t, "simds_per_unit")
+    t_valu = flops / (n_simd * spec(t, "valu_lanes_per_simd_clk") * 2 * clk)
+    tiles = math.ceil(m / 32) * math.ceil(n / 32)
+    l2 = tiles * (32 + 32) * k * 4
+    bounds = dict(valu=t_valu, l2=l2 / (spec(t, "l2_bytes_per_clk") * clk),
+                  dram=(m * k + n * k + m * n) * 4 / (spec(t, "dram_gbs") * 1e9))
+    return finish(t, name, "valu", calls, bounds, dict(shape=f"{m}x{k}x{n}", flops=flops * calls, tile="32x32 f32",
+                                                         per_tile_bytes=dict(l2=(64) * k * 4), occupancy={},
+                                                         dram_bytes=(m * k + n * k + m * n) * 4 * calls))
+
+
+# ---- workloads ---------------------------------------------------------------------------------------
+DIT = dict(dim=3072, ffn=8192, heads=24, head_dim=128, layers=42, latent=128, text_dim=4096, skip=(22,))
+TE = dict(hidden=4096, layers=32, inter=12288, heads=16, kv_heads=4, head_dim=256,
+          lin_k_heads=16, lin_v_heads=32, lin_dim=128, conv=4)
+
+
+def dit_step(t, conf, rows, tc, tu, size=1024):
+    """One denoise step: cond + uncond stacked (hip/src/model/dit.cpp forward_tokens / main_block)."""
+    g = conf["gemm"]
+    att = conf["attention"]
+    d, f, h, hd = DIT["dim"], DIT["ffn"], DIT["heads"], DIT["head_dim"]
+    n_img = (size // 16) ** 2
+    nc, nu = n_img + tc, n_img + tu
+    both = DIT["layers"] - len(DIT["skip"])
+    out = []
+    for label, m, rows_t, blocks in (("stacked", nc + nu, (nc, nu), both), ("cond only", nc, (nc,), len(DIT["skip"]))):
+        tag = f" [{label}]"
+        out.append(model_rows(t, "add_norm_modulate norm1" + tag, "add_norm_modulate", m, d, blocks))
+        for p in ("q", "k", "v"):
+            out.append(model_gemm(t, g, f"gemm proj.{p}" + tag, m, d, d, blocks, rows=rows))
+        out.append(model_rows(t, "norm_rope q,k" + tag, "norm_rope", m, d, 2 * blocks))
+        for tr in rows_t:
+            if not conf.get("kv_in_place"):
+                out.append(model_rows(t, f"attention_pack T{tr}" + tag, "attention_pack", tr, d, blocks))
+            out.append(model_attention(t, att, f"attention T{tr}" + tag, tr, tr, h, hd, blocks, rows=rows))
+        out.append(model_gemm(t, g, "gemm proj.o" + tag, m, d, d, blocks, rows=rows))
+        out.append(model_rows(t, "add_norm_modulate norm2" + tag, "add_norm_modulate", m, d, blocks))
+        out.append(model_gemm(t, g, "gemm ffn_up_gate" + tag, m, 2 * f, d, blocks, rows=rows))
+        if not conf.get("fused_unit"):
+            out.append(model_rows(t, "gated_unit situ" + tag, "gated_unit", m, f, blocks))
+        out.append(model_gemm(t, g, "gemm ffn_down" + tag, m, d, f, blocks, rows=rows))
+    # per step: timestep embedding and modulation (1 row), video_embedder, head (per row)
+    for nm, n, k in (("time_embedding.0", d, 256), ("time_embedding.2", d, d), ("shared_block_modulation", 6 * d, d),
+                     ("video_head_modulation", 2 * d, d)):
+        out.append(model_gemm(t, g, "gemm " + nm + " (1 row)", 1, n, k, 1, eb_x=4, eb_y=4, rows=rows))
+    out.append(model_gemm(t, g, "gemm video_embedder", n_img, d, DIT["latent"], 1, eb_x=4, eb_y=4, rows=rows))
+    out.append(model_rows(t, "copy image/text rows", "copy", nc + nu, d, 1))
+    out.append(model_rows(t, "head add_norm_modulate", "add_norm_modulate", n_img, d, 2))
+    out.append(model_gemm(t, g, "gemm final_linear_video", n_img, DIT["latent"], d, 2, eb_y=4, rows=rows))
+    return out
+
+
+def text_encoder(t, conf, rows, tc, tu):
+    """Qwen3.5-9B language tower over both prompts stacked (text_encoder.cpp), weights on the device,
+    plus the DiT's text embedder (run once per prompt)."""
+    g, att = conf["gemm"], conf["attention"]
+    H, I = TE["hidden"], TE["inter"]
+    m = tc + tu
+    full = TE["layers"] // 4
+    lin = TE["layers"] - full
+    kw = TE["lin_k_heads"] * TE["lin_dim"]
+    vw = TE["lin_v_heads"] * TE["lin_dim"]
+    out = [model_rows(t, "embedding gather", "copy", m, H, 1),
+           model_rows(t, "rms_norm (input, post-attention)", "rms_norm", m, H, 2 * TE["layers"] + 1),
+           model_rows(t, "add (residual)", "add", m, H, 2 * TE["layers"]),
+           model_gemm(t, g, "gemm mlp gate|up", m, 2 * I, H, TE["layers"], eb_x=4, eb_y=4, rows=rows, family="gemm-te"),
+           model_rows(t, "gated_unit swiglu", "silu_gate", m, I, TE["layers"]),
+           model_gemm(t, g, "gemm mlp down", m, H, I, TE["layers"], eb_x=4, eb_y=4, rows=rows, family="gemm-te"),
+           # DeltaNet layers
+           model_gemm(t, g, "gemm deltanet in (qkv|z|a|b)", m, 2 * kw + vw + vw + 2 * TE["lin_v_heads"], H, lin,
+                      eb_x=4, eb_y=4, rows=rows, family="gemm-te"),
+           model_rows(t, "deltanet conv1d/gates/l2norm/gated norm", "te_misc", m, 2 * kw + vw, 4 * lin),
+           model_gemm(t, g, "gemm deltanet out_proj", m, H, vw, lin, eb_x=4, eb_y=4, rows=rows, family="gemm-te")]
+    for tr in (tc, tu):
+        # chunked delta rule (deltanet_chunked.hip): ~ T x (dk x dv) state updates per head in chunks of 64;
+        # modelled as its f32 state traffic (32 heads x 128 x 128 x 4 B per chunk, read and written)
+        chunks = math.ceil(tr / 64)
+        out.append(model_rows(t, f"delta_rule_chunked T{tr} (prep + scan)", "copy",
+                              TE["lin_v_heads"] * chunks, 128 * 128, lin * 2))
+    out += [model_gemm(t, g, "gemm attn q_proj (query|gate)", m, 2 * TE["heads"] * TE["head_dim"], H, full,
+                       eb_x=4, eb_y=4, rows=rows, family="gemm-te"),
+            model_gemm(t, g, "gemm attn k|v", m, 2 * TE["kv_heads"] * TE["head_dim"], H, full, eb_x=4, eb_y=4,
+                       rows=rows, family="gemm-te"),
+            model_rows(t, "attn q/k norm, rope, gate", "te_misc", m, TE["heads"] * TE["head_dim"], 4 * full)]
+    for tr in (tc, tu):
+        out.append(model_rows(t, f"attention_pack T{tr}", "attention_pack", tr, TE["kv_heads"] * TE["head_dim"], full))
+        out.append(model_attention(t, att, f"attention T{tr} causal", tr, tr, TE["heads"], TE["head_dim"], full,
+                                   causal=True, rows=rows, eb_q=4, eb_o=4))
+    out.append(model_gemm(t, g, "gemm attn o_proj", m, H, TE["heads"] * TE["head_dim"], full, eb_x=4, eb_y=4,
+                          rows=rows, family="gemm-te"))
+    # DiT text embedder (dit.cpp embed_text), once per prompt: proj + two text blocks (f32 rows)
+    d, f = DIT["dim"], DIT["ffn"]
+    out.append(model_gemm(t, g, "dit text_embedder.proj", m, d, DIT["text_dim"], 1, eb_x=4, eb_y=4, rows=rows,
+                          family="gemm-te"))
+    for nm, n, k in (("qkv", 3 * d, d), ("proj", d, d), ("ffn_up", f, d), ("ffn_gate", f, d), ("ffn_down", d, f)):
+        out.append(model_gemm(t, g, f"dit text block {nm}", m, n, k, 2, eb_x=4, eb_y=4, rows=rows, family="gemm-te"))
+    for tr in (tc, tu):
+        out.append(model_attention(t, att, f"dit text block attention T{tr}", tr, tr, DIT["heads"], DIT["head_dim"], 2,
+                                   rows=rows, eb_q=4, eb_o=4))
+    out.append(model_rows(t, "dit text block rows", "te_misc", m, d, 2 * 10))
+    return out
+
+
+def vae_decode(t, conf, rows, size=1024):
+    """FLUX.2 small decoder (shared/spec/research/vae.md; hip/src/model/vae.cpp), channels [96,192,384,384]."""
+    c = conf["conv"]
+    out = []
+    lat = size // 8
+    chans = [384, 384, 192, 96]
+
+    def conv(name, cin, cout, hw, k, calls=1):
+        out.append(model_conv(t, c, name, cin, cout, hw, hw, k, calls, rows=rows))
+
+    def norm(name, ch, hw, calls=1):
+        out.append(model_rows(t, name, "gn_stats", ch, hw * hw, calls))
+
+    conv("post_quant_conv 1x1", 32, 32, lat, 1)
+    conv("conv_in", 32, 384, lat, 3)
+    norm("group_norm stats mid", 384, lat, 5)
+    conv("mid resnets conv", 384, 384, lat, 3, 4)
+    tokens = lat * lat
+    out.append(model_valu_gemm(t, "mid attention to_qkv (linear_f32)", tokens, 3 * 384, 384))
+    out.append(model_rows(t, "mid attention pack K/V (f32 -> bf16)", "attention_pack", tokens, 384, 1))
+    out.append(model_attention(t, conf["attention"], "mid attention T16384 h1x384", tokens, tokens, 1, 384, 1, rows=rows,
+                               eb_q=4, eb_o=4))
+    out.append(model_valu_gemm(t, "mid attention to_out (linear_f32)", tokens, 384, 384))
+    prev = 384
+    hw = lat
+    for i, ch in enumerate(chans):
+        for j in range(3):
+            cin = prev if j == 0 else ch
+            norm(f"group_norm stats up{i}", cin, hw, 2)
+            conv(f"up{i} resnet{j} conv1", cin, ch, hw, 3)
+            conv(f"up{i} resnet{j} conv2", ch, ch, hw, 3)
+            if cin != ch:
+                conv(f"up{i} resnet{j} shortcut 1x1", cin, ch, hw, 1)
+        prev = ch
+        if i < 3:
+            hw *= 2
+            conv(f"up{i} upsample conv", ch, ch, hw, 3)
+    norm("group_norm stats out", 96, hw, 1)
+    conv("conv_out", 96, 3, hw, 3)
+    out.append(model_rows(t, "to u8 / unpatchify", "copy", 3, hw * hw, 2))
+    return out
+
+
+def summarize(kernels):
+    return sum(k["total_ms"] for k in kernels) / 1e3
+
+
+def by_family(kernels):
+    fam = {}
+    for k in kernels:
+        fam[k["family"]] = fam.get(k["family"], 0.0) + k["total_ms"]
+    return fam
+
+
+# ---- calibration on the H200 -------------------------------------------------------------------------
+# Measured: bench/results/2026-11-30-session5/final-hip_dit_kernel_check.log (lines 283-306, 239-246)
+# and the step time bench/results/2026-11-30-h200-s5.md (1024x1024, 64-token prompt, 10-token negative).
+H200_MEASURED = [
+    ("gemm leaf 128x128/4w raw 4160x3072x3072 (x f32)", "gemm_leaf128", (4160, 3072, 3072), dict(eb_x=4, eb_y=4), 0.2957),
+    ("gemm mma 128x128/4w 4160x3072x3072 x:bf16", "gemm_mma128", (4160, 3072, 3072), dict(eb_y=4), 0.2164),
+    ("gemm mma 128x256/8w 4160x3072x3072 x:bf16", "gemm_mma256", (4160, 3072, 3072), dict(eb_y=4), 0.1953),
+    ("gemm mma 128x256/8w ffn_up_gate 4160x3072x16384 (x f32)", "gemm_mma256", (4160, 16384, 3072), dict(eb_x=4, eb_y=4), 1.2605),
+    ("gemm wgmma q/k/v/o 4160x3072x3072 x:bf16", "gemm_wgmma", (4160, 3072, 3072), dict(eb_y=4), 0.1122),
+    ("gemm wgmma ffn_up_gate 4160x3072x16384 x,y:bf16", "gemm_wgmma", (4160, 16384, 3072), dict(), 0.5761),
+    ("gemm wgmma ffn_down 4160x8192x3072 x,y:bf16", "gemm_wgmma", (4160, 3072, 8192), dict(), 0.2652),
+    ("attention[ref] T4173 h24x128 bf16", "attention_ref", 4173, {}, 1.1715),
+    ("attention[flash] T4173 h24x128 bf16", "attention_flash", 4173, {}, 0.7905),
+    ("attention (wgmma) T4173 h24x128 bf16", "attention_wgmma", 4173, {}, 0.3297),
+]
+H200_STEP_MEASURED_S = 0.164
+
+
+def calibrate():
+    rows = []
+    conf = CONFIGS["h200"]
+    for label, key, shape, kw, ms in H200_MEASURED:
+        cfg = conf[key]
+        if cfg["kind"] == "gemm":
+            m, n, k = shape
+            r = model_gemm("h200", cfg, label, m, n, k, 1, **kw)
+        else:
+            r = model_attention("h200", cfg, label, shape, shape, 24, 128, 1)
+        rows.append(dict(kernel=label, modelled_ms=r["time_ms"], measured_ms=ms, ratio=ms / r["time_ms"],
+                         bound=r["bound"], bounds_ms=r["bounds_ms"]))
+    # The H200 step with what the H200 build runs: wgmma GEMMs (SiTU fused), wgmma attention, K/V in place.
+    h_conf = {"gemm": conf["gemm_wgmma"], "attention": conf["attention_wgmma"], "fused_unit": True, "kv_in_place": True}
+    ks = dit_step("h200", h_conf, None, 64, 10)
+    step = summarize(ks)
+    return rows, dict(modelled_s=step, measured_s=H200_STEP_MEASURED_S, ratio=H200_STEP_MEASURED_S / step)
+
+
+# ---- report ------------------------------------------------------------------------------------------
+def run(config_name, table_path, tc, tu, l2_scale=1.0):
+    rows = parse_check_device(table_path) if table_path and os.path.exists(table_path) else []
+    if l2_scale != 1.0:
+        for t in AMD_TARGETS:
+            v, s = SPECS[t]["l2_bytes_per_clk"]
+            SPECS[t]["l2_bytes_per_clk"] = (v * l2_scale, s)
+    conf = CONFIGS[config_name]
+    res = {}
+    for t in AMD_TARGETS:
+        step = dit_step(t, conf, rows, tc, tu)
+        te = text_encoder(t, conf, rows, tc, tu)
+        vae = vae_decode(t, conf, rows)
+        res[t] = dict(step=step, te=te, vae=vae, step_s=summarize(step), te_s=summarize(te), vae_s=summarize(vae),
+                      step_flops=sum(k["flops"] for k in step))
+    if l2_scale != 1.0:
+        for t in AMD_TARGETS:
+            v, s = SPECS[t]["l2_bytes_per_clk"]
+            SPECS[t]["l2_bytes_per_clk"] = (v / l2_scale, s)
+    return res, len(rows)
+
+
+def calibration_factors(config_name, cal_rows):
+    """Per-family measured/modelled ratios of the H200 kernels built like this config's kernels."""
+    ratios = {r["kernel"]: r["ratio"] for r in cal_rows}
+    return {fam: ratios[k] for fam, k in CONFIGS[config_name].get("analogue", {}).items()}
+
+
+def calibrated_step_s(kernels, factors):
+    return sum(k["total_ms"] * factors.get(k["family"], 1.0) for k in kernels) / 1e3
+
+
+def summary_lines(config_name, res, factors=None, tc=77, tu=10):
+    lines = []
+    for t in AMD_TARGETS:
+        r = res[t]
+        lines.append(f"{t} step 1024x1024: {r['step_s']:.2f} s (modelled)")
+        lines.append(f"{t} text encoder {tc}+{tu} tokens: {r['te_s']:.3f} s (modelled)")
+        lines.append(f"{t} vae decode 1024x1024: {r['vae_s']:.2f} s (modelled)")
+        if factors:
+            f = ", ".join(f"{k} x{v:.2f}" for k, v in sorted(factors.items()))
+            lines.append(f"{t} step 1024x1024: {calibrated_step_s(r['step'], factors):.2f} s (modelled, H200-calibrated: {f})")
+    return lines
+
+
+def print_table(t, name, kernels, out):
+    out.write(f"\n== {t} ({spec(t, 'name')}) {name} ==\n")
+    out.write(f"{'kernel':58s} {'shape':24s} {'tile':16s} {'calls':>5s} {'ms/call':>9s} {'total ms':>9s} {'bound':8s}"
+              f" {'mma':>8s} {'lat':>8s} {'l2':>8s} {'lds':>8s} {'dram':>8s} occ\n")
+    for k in kernels:
+        b = k["bounds_ms"]
+        occ = k.get("occupancy") or {}
+        occ_s = f"{occ.get('waves_per_simd', '-')}w/SIMD({occ.get('limit', '-')}) u={occ.get('util', '-')}" if occ else "-"
+        cell = lambda key: f"{b[key]:8.3f}" if key in b else f"{'-':>8s}"
+        out.write(f"{k['name'][:58]:58s} {k['shape'][:24]:24s} {k['tile'][:16]:16s} {k['calls']:5d} {k['time_ms']:9.3f}"
+                  f" {k['total_ms']:9.2f} {k['bound']:8s} {cell('mma')} {cell('latency')} {cell('l2')} {cell('lds')}"
+                  f" {cell('dram') if 'dram' in b else cell('valu')} {occ_s}\n")
+    out.write(f"{'sum':58s} {'':24s} {'':16s} {'':5s} {'':9s} {summarize(kernels) * 1e3:9.2f}\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", choices=["current", "candidate", "both"], default="both")
+    ap.add_argument("--check-device-table", default=DEFAULT_TABLE)
+    ap.add_argument("--json")
+    ap.add_argument("--prompt-tokens", type=int, default=77)
+    ap.add_argument("--negative-tokens", type=int, default=10)
+    ap.add_argument("--l2-scale", type=float, default=1.0, help="multiply the (unsourced) AMD L2 bandwidths")
+    ap.add_argument("--quiet", action="store_true", help="summary lines only")
+    a = ap.parse_args(argv)
+    out = sys.stdout
+    cal_rows, cal_step = calibrate()
+    names = ["current", "candidate"] if a.config == "both" else [a.config]
+    report = dict(calibration=dict(kernels=cal_rows, step=cal_step), configs={}, sources=SOURCES,
+                  specs={t: {k: v[0] for k, v in SPECS[t].items()} for t in SPECS})
+    for name in names:
+        res, nrows = run(name, a.check_device_table, a.prompt_tokens, a.negative_tokens, a.l2_scale)
+        if not a.quiet:
+            out.write(f"\n######## config: {name} (check_device rows read: {nrows}) ########\n")
+            for t in AMD_TARGETS:
+                print_table(t, "denoise step (cond + uncond stacked)", res[t]["step"], out)
+                print_table(t, "text encoder", res[t]["te"], out)
+                print_table(t, "VAE decode", res[t]["vae"], out)
+        out.write(f"\n-- summary, config {name} --\n")
+        factors = calibration_factors(name, cal_rows)
+        for line in summary_lines(name, res, factors, a.prompt_tokens, a.negative_tokens):
+            out.write(line + "\n")
+        for t in AMD_TARGETS:
+            fam = by_family(res[t]["step"])
+            out.write(f"{t} step by family (s): " + ", ".join(f"{k} {v / 1e3:.3f}" for k, v in sorted(fam.items())) + "\n")
+        report["configs"][name] = {t: dict(step_s=res[t]["step_s"], te_s=res[t]["te_s"], vae_s=res[t]["vae_s"],
+                                           step_calibrated_s=calibrated_step_s(res[t]["step"], factors),
+                                           step_tflop=res[t]["step_flops"] / 1e12, step=res[t]["step"], te=res[t]["te"],
+                                           vae=res[t]["vae"]) for t in AMD_TARGETS}
+    out.write("\n-- calibration: the same model on the H200 kernels --\n")
+    for r in cal_rows:
+        out.write(f"{r['kernel'][:60]:60s} modelled {r['modelled_ms']:8.4f} ms  measured {r['measured_ms']:8.4f} ms"
+                  f"  measured/modelled {r['ratio']:5.2f}  ({r['bound']})\n")
+    out.write(f"h200 step 1024x1024: {cal_step['modelled_s']:.3f} s (modelled), measured {cal_step['measured_s']:.3f} s,"
+              f" measured/modelled {cal_step['ratio']:.2f}\n")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
