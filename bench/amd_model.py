@@ -402,9 +402,7 @@ def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None
     if cfg.get("wgmma"):
         lds_read = (cfg["wm"] * 64 * bk * 2 + cfg["wm"] * bn * bk * 2)  # each consumer: its A rows and all of B
     else:
-        frag = 512 * dup * (2 if (eb_x == 4 and not cfg.get("ldmatrix")) else 1)
         lds_read = waves_wg * (tm + tn) * (bk // 16) * 512 * dup + (waves_wg * tm * (bk // 16) * 512 * dup if eb_x == 4 else 0)
-        del frag
     # occupancy
     if t == "h200":
         waves_res_max, occ_src, limit = cfg["waves_per_simd"], "launch bounds (code)", "code"
