@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Analytic cost model of moss-infer-hip's kernels on RDNA3/RDNA4 (and, for calibration, the H200).
 
-    python3 bench/amd_model.py [--config current|candidate|both] [--check-device-table FILE]
+    python3 bench/amd_model.py [--config seed|portable|candidate|all] [--check-device-table FILE]
                                [--json OUT] [--prompt-tokens N] [--negative-tokens N] [--quiet]
 
 Method, figures and their sources: bench/amd_model.md. Python standard library only.
@@ -28,7 +28,9 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# check_device tables: of the seed's kernels (before the redesign), and of today's portable kernels.
 DEFAULT_TABLE = os.path.join(HERE, "results", "2026-12-01-check-device-table.txt")
+PORTABLE_TABLE = os.path.join(HERE, "results", "2026-12-01-check-device-table-portable.txt")
 
 # ---- sources -------------------------------------------------------------------------------------
 SOURCES = {
@@ -203,7 +205,8 @@ def peak_flops(t, fraction=1.0):
 # table: substrings that pick the kernel's rows in check_device's table (per arch) for the VGPR and
 #   LDS use; vgpr_est / lds_est are used where the code does not exist yet (candidates).
 CONFIGS = {
-    "current": {
+    # The kernels as the seed had them (one wave per workgroup everywhere); table: DEFAULT_TABLE.
+    "seed": {
         # H200 kernel of the same structure, whose measured/modelled ratio calibrates this config's family
         "analogue": {"gemm": "gemm leaf 128x128/4w raw 4160x3072x3072 (x f32)",
                      "attention": "attention[ref] T4173 h24x128 bf16"},
@@ -222,6 +225,24 @@ CONFIGS = {
                      table=["conv2d_kernel<{K},", "mma72"], table_1x1=["conv2d_kernel<1,", "mma24"],
                      mirrors="hip/src/kernels/conv2d_layout.h:33-43 (AMD: kWarpsM 1, kTilesM 2, kTilesN 4, warps_n 1) "
                              "and conv2d.hip:14 (single-buffered); AMD decode precision Bf16x3 (conv2d.h: three products)"),
+    },
+    # What the code runs now (MOSSINFER_KERNELS=portable on NVIDIA, everything on AMD): the GEMM of the
+    # candidate below (4 waves of 64x64, the next k-step held in registers), attention with 4 waves of
+    # two 16-query tiles sharing each 32-key K/V tile (no register prefetch yet); conv as the seed's.
+    "portable": {
+        "check_device_table": PORTABLE_TABLE,
+        "analogue": {"gemm": "gemm mma 128x128/4w 4160x3072x3072 x:bf16",
+                     "attention": "attention[ref] T4173 h24x128 bf16"},
+        "gemm": dict(kind="gemm", bm=128, bn=128, bk=32, wm=2, wn=2, stages=2, prefetch=1, lds="ab", raster=8,
+                     products=1, table=["gemm_kernel<moss::Tiles<128, 128, 2, 2, 2, 65536, true>, std::bfloat16_t, std::bfloat16_t"],
+                     lds_est=2 * (128 + 128) * 40 * 2,
+                     mirrors="hip/src/kernels/gemm.hip PortableWide = Tiles<128, 128, 2, 2, 2, 64*1024, true> (kHold: "
+                             "the next k-step's chunks held in registers across the multiply, stored after it)"),
+        "attention": dict(kind="attention", q_rows=128, kt=32, dv=128, waves=4, row_tiles=2, stages=1, prefetch=0,
+                          q_in_regs=False, table=["attention_kernel<moss::Tiling<{D}, {DV}, 32, 4, 2, 1, 1>"],
+                          mirrors="hip/src/kernels/attention.hip PortableTiling<D <= 128> = Tiling<D, out_chunk(D, 128), "
+                                  "32, 4, 2, 1> (4 waves x 2 row tiles = 128 queries per workgroup, one K/V buffer)"),
+        "conv": None,  # the seed's (filled in below)
     },
     "candidate": {
         # SiTU in the up|gate GEMM's epilogue (as gemm_wgmma does on the H200: gemm.hip:750) and K/V read
@@ -273,6 +294,8 @@ CONFIGS = {
                               mirrors="attention.hip:362 Tiling<D, kDv, 32, 4, 2, 2, 2> (the reference kernel, as on AMD)"),
     },
 }
+
+CONFIGS["portable"]["conv"] = CONFIGS["seed"]["conv"]
 
 # Row (bandwidth) kernels: bytes moved per element of the [rows, cols] they walk, as the fused kernels
 # in hip/src/kernels/rows.hip and hip/src/ops/hip/core_ops_hip.hip read and write them.
@@ -768,6 +791,9 @@ def calibrate():
 
 # ---- report ------------------------------------------------------------------------------------------
 def run(config_name, table_path, tc, tu, l2_scale=1.0):
+    """table_path None: the config's own check_device table (DEFAULT_TABLE unless it names one)."""
+    if table_path is None:
+        table_path = CONFIGS[config_name].get("check_device_table", DEFAULT_TABLE)
     rows = parse_check_device(table_path) if table_path and os.path.exists(table_path) else []
     if l2_scale != 1.0:
         for t in AMD_TARGETS:
@@ -828,8 +854,8 @@ def print_table(t, name, kernels, out):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", choices=["current", "candidate", "both"], default="both")
-    ap.add_argument("--check-device-table", default=DEFAULT_TABLE)
+    ap.add_argument("--config", choices=["seed", "portable", "candidate", "all"], default="all")
+    ap.add_argument("--check-device-table", default=None, help="default: each config's own table")
     ap.add_argument("--json")
     ap.add_argument("--prompt-tokens", type=int, default=77)
     ap.add_argument("--negative-tokens", type=int, default=10)
@@ -838,7 +864,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     out = sys.stdout
     cal_rows, cal_step = calibrate()
-    names = ["current", "candidate"] if a.config == "both" else [a.config]
+    names = ["seed", "portable", "candidate"] if a.config == "all" else [a.config]
     report = dict(calibration=dict(kernels=cal_rows, step=cal_step), configs={}, sources=SOURCES,
                   specs={t: {k: v[0] for k, v in SPECS[t].items()} for t in SPECS})
     for name in names:

@@ -26,7 +26,12 @@
 #                // check_device: matrix
 #            (every kernel of that file must then use the matrix leaf).
 #   wave     wavefront size, must be 32
-#   wg       maximum flat workgroup size, must be 32 (__launch_bounds__(kWorkgroupSize))
+#   wg       maximum flat workgroup size: the kernel's declared __launch_bounds__, which must be
+#            32, 64, 128 or 256 threads (whole waves; never the compiler's default of 1024, under
+#            which it would budget registers for 1024 threads). Workgroups of several waves are
+#            allowed since the portable GEMM and attention share LDS tiles among 4 waves
+#            (docs/amd_kernels.md: a one-wave 32x64 GEMM tile moves 21 flops per byte into LDS,
+#            a 128x128 tile of 4 waves 64).
 #   scratch  private segment bytes per lane, must be 0
 #   spill    VGPR + SGPR spills, must be 0
 #   dyn      dynamic stack (recursion, variable-sized allocas), must be "no"
@@ -197,7 +202,7 @@ check_code_object() {
     bad=()
     [[ $is_matrix -eq 1 && $nmma -eq 0 ]] && { bad+=(matrix); record_violation matrix "$short [$a]: no bf16 matrix instruction in a matrix kernel"; }
     [[ $wave -ne 32 ]] && { bad+=(wave); record_violation wave "$short [$a]: wavefront size $wave, must be 32"; }
-    [[ $wg -ne 32 ]] && { bad+=(wg); record_violation workgroup "$short [$a]: max workgroup size $wg, must be 32 (__launch_bounds__(kWorkgroupSize))"; }
+    [[ " 32 64 128 256 " != *" $wg "* ]] && { bad+=(wg); record_violation workgroup "$short [$a]: max workgroup size $wg, must be a declared launch bound of 32, 64, 128 or 256 threads"; }
     [[ $scratch -ne 0 ]] && { bad+=(scratch); record_violation scratch "$short [$a]: $scratch bytes of scratch per lane"; }
     [[ $((vspill + sspill)) -ne 0 ]] && { bad+=(spill); record_violation spill "$short [$a]: $vspill VGPR and $sspill SGPR spills"; }
     [[ $dyn != no ]] && { bad+=(dyn); record_violation dynamic-stack "$short [$a]: uses a dynamic stack"; }

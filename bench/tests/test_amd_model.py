@@ -21,9 +21,9 @@ def test_table_parses():
     assert len(r) > 100
     archs = {x["arch"] for x in r}
     assert {"gfx1100", "gfx1200", "gfx1201"} <= archs
-    g = M.table_lookup(r, "gfx1200", M.CONFIGS["current"]["gemm"]["table"])
+    g = M.table_lookup(r, "gfx1200", M.CONFIGS["seed"]["gemm"]["table"])
     assert g is not None and g["vgpr"] > 0 and g["wave"] == 32 and g["kind"] == "matrix"
-    a = M.table_lookup(r, "gfx1100", [p.format(D=128, DV=128) for p in M.CONFIGS["current"]["attention"]["table"]])
+    a = M.table_lookup(r, "gfx1100", [p.format(D=128, DV=128) for p in M.CONFIGS["seed"]["attention"]["table"]])
     assert a is not None and a["mma"] > 0
 
 
@@ -35,7 +35,7 @@ def test_every_spec_has_a_source():
 
 
 def test_time_is_at_least_each_bound_and_summary_is_the_sum():
-    res, n = M.run("current", M.DEFAULT_TABLE, 77, 10)
+    res, n = M.run("seed", M.DEFAULT_TABLE, 77, 10)
     assert n > 0
     for t in M.AMD_TARGETS:
         for part in ("step", "te", "vae"):
@@ -46,7 +46,7 @@ def test_time_is_at_least_each_bound_and_summary_is_the_sum():
                 assert k["bound"] in k["bounds_ms"]
             total = sum(k["total_ms"] for k in ks) / 1e3
             assert abs(total - res[t][part + "_s"]) < 1e-9
-        lines = M.summary_lines("current", res)
+        lines = M.summary_lines("seed", res)
         assert f"{t} step 1024x1024: {res[t]['step_s']:.2f} s (modelled)" in lines
 
 
@@ -68,7 +68,7 @@ def test_faster_matrix_rate_never_slows_a_kernel():
 
 
 def test_more_work_never_takes_less_time():
-    for conf in ("current", "candidate"):
+    for conf in ("seed", "portable", "candidate"):
         g = M.CONFIGS[conf]["gemm"]
         a = M.CONFIGS[conf]["attention"]
         prev = 0.0
@@ -81,7 +81,7 @@ def test_more_work_never_takes_less_time():
 
 
 def test_step_counts_the_model_flops():
-    res, _ = M.run("current", M.DEFAULT_TABLE, 64, 10)
+    res, _ = M.run("seed", M.DEFAULT_TABLE, 64, 10)
     # bench/results/2026-11-30-h200-s5.md: 95.1 TFLOP per 1024x1024 step with a 64-token prompt
     assert abs(res["gfx1200"]["step_flops"] / 1e12 - 95.1) < 1.0
 
@@ -89,7 +89,7 @@ def test_step_counts_the_model_flops():
 def test_cli_prints_summary_lines():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert M.main(["--quiet", "--config", "current"]) == 0
+        assert M.main(["--quiet", "--config", "seed"]) == 0
     text = out.getvalue()
     for t in M.AMD_TARGETS:
         assert f"{t} step 1024x1024: " in text and "(modelled)" in text

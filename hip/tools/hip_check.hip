@@ -6,8 +6,9 @@
 //
 // Checks: device list, memory info, alloc/free, streams, events, pinned host memory, async
 // copies both ways across two streams, a trivial kernel, wave shuffles, the math helpers of
-// runtime/portability.h, and kernels/matrix_tile against a host fp64 reference (exact on integer
-// tiles, every output written, odd shapes and strides, and a timed larger shape).
+// runtime/portability.h, and the matrix_tile kernel (checks/matrix_tile_kernel.h) against a host
+// fp64 reference (exact on integer tiles, every output written, odd shapes and strides, and a
+// timed larger shape).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/matrix_tile.h"
+#include "checks/matrix_tile_kernel.h"
 #include "runtime/devices.h"
 #include "runtime/portability.h"
 #include "tensor/tensor.h"

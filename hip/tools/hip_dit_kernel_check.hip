@@ -37,7 +37,6 @@ namespace {
 using namespace moss;
 
 constexpr double kBf16Tol = 1e-2, kF32Tol = 1e-5;
-constexpr double kPeakTflops = 790.0, kPeakGBs = 4300.0;  // H200: dense bf16 (measured), HBM3e
 
 // The DiT at 1024x1024.
 constexpr int64_t kDim = 3072, kFfn = 8192, kHeads = 24, kHeadDim = 128, kText = 64;
@@ -261,6 +260,13 @@ void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int6
   if (requested == GemmKernel::Wgmma && plan.kernel != GemmKernel::Wgmma)
     std::printf("  gemm %lldx%lldx%lld: wgmma requested, %s resolved\n", (long long)m, (long long)k, (long long)n,
                 gemm_kernel_name(plan.kernel));
+  if (o.unit && !gemm_fuses_unit(op, e.ctx.multiprocessors())) {
+    // The gated-unit epilogue is the Wgmma kernel's alone (MOSSINFER_KERNELS=portable runs the
+    // unit as its own op, checked with the rows kernels).
+    std::printf("  gemm %lldx%lldx%lld: gated unit not fused by %s, skipped\n", (long long)m, (long long)k,
+                (long long)n, gemm_kernel_name(plan.kernel));
+    return;
+  }
   if (requested_split > 1 && plan.split != requested_split)
     std::printf("  gemm %lldx%lldx%lld: split %d requested, %d resolved\n", (long long)m, (long long)k, (long long)n,
                 requested_split, plan.split);
@@ -362,6 +368,17 @@ void check_gemms(Env& e) {
       gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Leaf}, DType::BF16, w, 300, 520, 136);
     }
   }
+  // The portable (AMD) kernel by name (on AMD every plan resolves to it): its wide (Medium) and
+  // narrow (Small) tiles with every operand dtype on tails (M, N, and the last k-step partial),
+  // one k-step, one row, and a K of 8 (a quarter step).
+  for (GemmTiles t : {GemmTiles::Medium, GemmTiles::Small})
+    for (DType x : {DType::F32, DType::BF16})
+      for (DType w : {DType::BF16, DType::F32}) {
+        gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Portable}, x, w, 300, 520, 136);
+        gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Portable}, x, w, 70, 90, 24);
+      }
+  gemm_plan_case(e, {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Portable}, DType::BF16, DType::BF16, 1, 3072, 3072);
+  gemm_plan_case(e, {GemmTiles::Medium, GemmStaging::Auto, GemmKernel::Portable}, DType::BF16, DType::BF16, 129, 257, 8);
   // The Wgmma kernel (NVIDIA, bf16 x; K a multiple of 64): M and N tails inside one tile and
   // across several, one k-step (fewer than its 4 stages), more k-steps than stages (slots
   // reused), bf16 y and bias, odd N (unpaired stores), a strided x, one row.
@@ -393,6 +410,15 @@ void check_gemms(Env& e) {
   if (kPlatformNvidia)
     for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium})
       gemm_full_case(e, "q/k/v/o@512", kRows512, kDim, kDim, DType::F32, {t, GemmStaging::Auto, GemmKernel::Mma});
+  // The portable kernel at the DiT's shapes (bf16 x, as the DiT feeds it; and an f32 x), timed.
+  {
+    const GemmPlan pt = {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Portable};
+    gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::BF16, pt);
+    gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::F32, pt);
+    gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, DType::BF16, pt, DType::BF16);
+    gemm_full_case(e, "ffn_down", kRows, kFfn, kDim, DType::BF16, pt, DType::BF16);
+    gemm_full_case(e, "q/k/v/o@512", kRows512, kDim, kDim, DType::BF16, pt);
+  }
   // The Wgmma kernel at every DiT shape with a bf16 x (Auto above picks it at 1024x1024 already;
   // here by name, also at 512x512 and 1456x1456 rows and with a bf16 y), against the Mma kernel
   // on the same bf16 x at 512x512.
@@ -896,9 +922,10 @@ void check_packed(Env& e) {
   }
 }
 
-void print_summary(const std::vector<Timing>& timings) {
-  std::printf("\nH200 time at the 1024x1024 DiT shapes (ceilings: %.0f TFLOP/s dense bf16, %.1f TB/s)\n", kPeakTflops,
-              kPeakGBs / 1000);
+void print_summary(const std::vector<Timing>& timings, const kcheck::DevicePeaks& peak) {
+  const double kPeakTflops = peak.tflops, kPeakGBs = peak.gbs;
+  std::printf("\ntime at the 1024x1024 DiT shapes (ceilings: %.1f TFLOP/s dense bf16, %.2f TB/s; %s)\n", kPeakTflops,
+              kPeakGBs / 1000, peak.source.c_str());
   std::printf("%-34s %-26s %9s %12s %7s\n", "kernel", "shape", "ms", "rate", "share");
   for (const Timing& t : timings) {
     char rate[32], share[16];
@@ -970,7 +997,7 @@ int main(int argc, char** argv) {
     guarded("fused", [&] { check_fused(env); });
     guarded("attention", [&] { check_attention_cases(table, ctx, *host, "dit"); });
     guarded("packed", [&] { check_packed(env); });
-    print_summary(env.timings);
+    print_summary(env.timings, kcheck::device_peaks(ctx.device()));
     std::printf("total %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return table.finish();
   } catch (const std::exception& ex) {

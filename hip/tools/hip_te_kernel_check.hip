@@ -48,7 +48,6 @@ namespace {
 using namespace moss;
 
 constexpr double kBf16Tol = 1e-2, kF32Tol = 1e-5, kSplitTol = 1e-4;
-constexpr double kPeakTflops = 790.0, kPeakGBs = 4300.0;  // H200: dense bf16, HBM3e
 
 // Qwen3.5-9B (research/text_encoder.md section 1).
 constexpr int64_t kHidden = 4096, kInter = 12288;
@@ -641,9 +640,10 @@ void check_core_family(Env& e) {
 }
 
 // The timed kernels (T = 4096; the recurrent rule at 1024) against the H200's ceilings.
-void print_summary(const std::vector<Timing>& timings) {
-  std::printf("\ntimed cases (share of the H200's %.0f TFLOP/s dense bf16 or %.1f TB/s):\n", kPeakTflops,
-              kPeakGBs / 1000);
+void print_summary(const std::vector<Timing>& timings, const kcheck::DevicePeaks& peak) {
+  const double kPeakTflops = peak.tflops, kPeakGBs = peak.gbs;
+  std::printf("\ntimed cases (share of %.1f TFLOP/s dense bf16 or %.2f TB/s; %s):\n", kPeakTflops, kPeakGBs / 1000,
+              peak.source.c_str());
   for (const Timing& t : timings) {
     if (t.ms <= 0) continue;
     if (t.flops > 0)
@@ -686,7 +686,7 @@ int main(int argc, char** argv) {
     section("text family", [&] { check_text_family(env); });
     section("core family", [&] { check_core_family(env); });
     section("attention", [&] { check_attention_cases(table, *ctx, *host, "te"); });
-    print_summary(env.timings);
+    print_summary(env.timings, kcheck::device_peaks(ctx->device()));
     std::printf("total %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return table.finish();
   } catch (const std::exception& ex) {

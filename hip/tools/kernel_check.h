@@ -15,6 +15,32 @@
 
 namespace kcheck {
 
+// The ceilings a timed kernel's rate is shown against: dense bf16 matrix rate and DRAM bandwidth.
+// H200 (sm_90): the figures measured there (790 TFLOP/s, 4.3 TB/s). AMD: from the device's own
+// properties, CUs x dense bf16 WMMA flops per CU and clock (RDNA3 512, RDNA4 1024:
+// bench/amd_model.md) x the peak clock, and 2 x memory clock x bus width (an estimate of the
+// board's figure; the card's datasheet may differ by its memory's data rate).
+struct DevicePeaks {
+  double tflops = 0, gbs = 0;
+  std::string source;
+};
+inline DevicePeaks device_peaks(int device) {
+  hipDeviceProp_t p;
+  MOSS_HIP_CHECK(hipGetDeviceProperties(&p, device));
+  const std::string arch = moss::device_arch(p);
+#if MOSS_PLATFORM_NVIDIA
+  return {790.0, 4300.0, arch + " (H200), measured"};
+#else
+  const double flops_per_cu_clk = arch.rfind("gfx12", 0) == 0 ? 1024.0 : 512.0;
+  DevicePeaks d;
+  d.tflops = p.multiProcessorCount * flops_per_cu_clk * (p.clockRate * 1e3) / 1e12;
+  d.gbs = 2.0 * (p.memoryClockRate * 1e3) * (p.memoryBusWidth / 8.0) / 1e9;
+  d.source = arch + ": " + std::to_string(p.multiProcessorCount) + " CUs at " + std::to_string(p.clockRate / 1000) +
+             " MHz, " + std::to_string(p.memoryBusWidth) + "-bit memory";
+  return d;
+#endif
+}
+
 // Deterministic random host tensors.
 struct Rng {
   std::mt19937_64 gen;

@@ -126,7 +126,9 @@ def assemble_pipeline(mod, model_dir, dtype):
         elif cls.__module__.startswith("transformers"):
             parts[name] = cls.from_pretrained(sub, dtype=dtype)
         else:
-            parts[name] = cls.from_pretrained(sub, torch_dtype=dtype)
+            # low_cpu_mem_usage off: parts a folder lacks (a decoder-only VAE's encoder) are initialised
+            # instead of left on the meta device, where .to() cannot move them.
+            parts[name] = cls.from_pretrained(sub, torch_dtype=dtype, low_cpu_mem_usage=False)
     accepted = inspect.signature(mod.MOSSImagePipeline.__init__).parameters
     return mod.MOSSImagePipeline(**{k: v for k, v in parts.items() if k in accepted}), sorted(parts)
 

@@ -35,9 +35,10 @@ constexpr int kAttentionKeyPadding = 64;
 // wgmma applies. FlashKeys32: flash with 32-key tiles, one row tile's scores at a time (fewer
 // registers, more shared-memory reads). Wgmma: the wgmma kernel, named. WgmmaSerial: the wgmma
 // kernel without the overlap of the softmax with P·V. Reference: the reference kernel even where
-// flash applies. The alternatives exist to be checked and timed against the default (hip kernel
-// checks).
-enum class AttentionTiling { Default, Flash, FlashKeys32, Wgmma, WgmmaSerial, Reference };
+// flash applies. Portable: the reference kernel on the AMD build's tiling (what every request
+// runs on AMD, and on NVIDIA under MOSSINFER_KERNELS=portable; kernels/kernel_path.h). The
+// alternatives exist to be checked and timed against the default (hip kernel checks).
+enum class AttentionTiling { Default, Flash, FlashKeys32, Wgmma, WgmmaSerial, Reference, Portable };
 
 // How the chosen kernel wants K and V: rows of d_pad bf16 (zero beyond head_dim), V transposed
 // ([d][key]) or not ([key][d]). flash: the kernel zero-fills keys past tk itself and reads

@@ -24,6 +24,7 @@
 #include "kernels/attention_flash_nvidia.h"
 #include "kernels/attention_hopper.h"
 #include "kernels/attention_layout.h"
+#include "kernels/kernel_path.h"
 #include "kernels/matrix_leaf.h"
 
 namespace moss {
@@ -64,7 +65,7 @@ struct Tiling {
   static_assert(kD % 16 == 0 && kDv % 16 == 0 && kD % kDv == 0, "head dims in whole leaf tiles");
   static_assert(kKT % 16 == 0 && kAttentionKeyPadding % kKT == 0, "key tiles divide the key padding");
   static_assert(kStages == 1 || kStages == 2, "one or two K/V buffers");
-  static_assert(kPlatformNvidia || kThreads == kWorkgroupSize, "AMD: one wave per workgroup");
+  static_assert(kPlatformNvidia || kThreads <= kMaxAmdWorkgroupSize, "AMD: at most 256 threads per workgroup");
   static_assert(kPlatformNvidia || kSmemBytes <= 65536, "AMD: 64 KiB of LDS per workgroup");
 };
 
@@ -348,12 +349,23 @@ constexpr int out_chunk(int d, int limit) {
 
 // The flash kernel's padded head dim for head_dim (NVIDIA, up to 128), else 0.
 int flash_head_dim(int head_dim) {
-  if (!kPlatformNvidia || head_dim > 128) return 0;
+  if (portable_kernels() || head_dim > 128) return 0;
   return head_dim <= 64 ? 64 : 128;
 }
 
+// The portable configuration (the AMD build's; kernels/kernel_path.h): 32-key tiles in one LDS
+// buffer, shared by the waves of a workgroup: 4 waves of 2 query tiles (128 queries) up to head
+// dim 128, 4 waves of one tile up to 256, 2 waves at 384 (the Q, K and Vᵀ tiles stay within 64 KiB).
+// Sharing each K/V tile among 128 queries instead of 16 cuts the K/V reads eightfold
+// (docs/amd_kernels.md).
+template <int D>
+using PortableTiling = std::conditional_t<
+    (D <= 128), Tiling<D, out_chunk(D, 128), 32, 4, 2, 1>,
+    std::conditional_t<(D <= 256), Tiling<D, out_chunk(D, 128), 32, 4, 1, 1>, Tiling<D, out_chunk(D, 128), 32, 2, 1, 1>>>;
+
 template <int D>
 void launch_reference(const AttentionParams& p, hipStream_t stream) {
+  if (portable_kernels() || p.tiling == AttentionTiling::Portable) return launch<PortableTiling<D>>(p, stream);
 #if MOSS_PLATFORM_NVIDIA
   // 32-key tiles; up to 192 output columns per workgroup. Head dims up to 128: two query tiles per
   // warp halve the shared-memory reads per matrix op (252 registers, two workgroups of 4 warps per
@@ -361,8 +373,6 @@ void launch_reference(const AttentionParams& p, hipStream_t stream) {
   constexpr int kDv = out_chunk(D, 192);
   if constexpr (D <= 128) launch<Tiling<D, kDv, 32, 4, 2, 2, 2>>(p, stream);
   else launch<Tiling<D, kDv, 32, 4, 1, 2>>(p, stream);
-#else
-  launch<Tiling<D, out_chunk(D, 128), 32, 1, 1, 1>>(p, stream);
 #endif
 }
 
@@ -370,7 +380,8 @@ void launch_reference(const AttentionParams& p, hipStream_t stream) {
 
 AttentionKvLayout attention_kv_layout(int head_dim, AttentionTiling tiling) {
   AttentionKvLayout layout;
-  const int flash = tiling != AttentionTiling::Reference ? flash_head_dim(head_dim) : 0;
+  const bool flash_tiling = tiling != AttentionTiling::Reference && tiling != AttentionTiling::Portable;
+  const int flash = flash_tiling ? flash_head_dim(head_dim) : 0;
   if (flash > 0 && head_dim >= 16 && head_dim % 16 == 0) {
     layout.d_pad = flash;
     layout.flash = true;

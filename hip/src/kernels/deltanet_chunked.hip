@@ -19,6 +19,7 @@
 // warps share the tiles of each step.
 #include "kernels/deltanet.h"
 
+#include "kernels/kernel_path.h"
 #include "kernels/split_leaf.h"
 
 namespace moss {
@@ -29,12 +30,17 @@ constexpr int kCT = kC / 16;         // leaf tiles along a block
 constexpr int kLdBlock = kC + 4;     // LDS row stride of the 64x64 block matrices (spreads banks)
 constexpr int kSlice = 16;           // state columns per scan workgroup
 constexpr int kLdSlice = kSlice + 4;
-constexpr int kWaves = kPlatformNvidia ? 4 : 1;
-constexpr int kThreads = kWaves * kWaveSize;
-// The scan's inner product loops: unrolled on NVIDIA, so the fragment loads of a whole product
-// are in flight together (the scan is latency-bound); kept rolled on AMD, where one wave holding
-// a whole product's fragments exceeds the register file.
-constexpr int kScanUnroll = kPlatformNvidia ? 8 : 1;
+// Launch shapes, by the kernels' template parameter kP: the portable path (AMD's, one wave per
+// workgroup; kernels/kernel_path.h) or NVIDIA's native one (4 warps).
+template <bool kP>
+constexpr int kWavesOf = kP ? 1 : 4;
+template <bool kP>
+constexpr int kThreadsOf = kWavesOf<kP> * kWaveSize;
+// The scan's inner product loops: unrolled on NVIDIA's path, so the fragment loads of a whole
+// product are in flight together (the scan is latency-bound); kept rolled on the portable one,
+// where one wave holding a whole product's fragments exceeds AMD's register file.
+template <bool kP>
+constexpr int kScanUnrollOf = kP ? 1 : 8;
 
 // The call's operands as the kernels take them: 32-bit strides and offsets (the launcher checks
 // that every offset fits), the head ratio precomputed; fewer scalar registers than DeltaRuleArgs.
@@ -66,8 +72,9 @@ __device__ inline int block_len(int T, int t0) { return T - t0 < kC ? T - t0 : k
 
 constexpr int record_floats(int dk, int dv) { return kC * (3 * dk + dv + kC) + 64; }
 
-template <int DK, int DV, bool kSplit>
-__global__ __launch_bounds__(kThreads) void delta_prep_kernel(Params a) {
+template <int DK, int DV, bool kSplit, bool kP>
+__global__ __launch_bounds__(kThreadsOf<kP>) void delta_prep_kernel(Params a) {
+  constexpr int kWaves = kWavesOf<kP>, kThreads = kThreadsOf<kP>;
   using FragA = split_leaf::FragA<kSplit>;
   using FragB = split_leaf::FragB<kSplit>;
   using R = Record<DK, DV>;
@@ -201,8 +208,9 @@ __global__ __launch_bounds__(kThreads) void delta_prep_kernel(Params a) {
   }
 }
 
-template <int DK, int DV, bool kSplit>
-__global__ __launch_bounds__(kThreads) void delta_scan_kernel(Params a) {
+template <int DK, int DV, bool kSplit, bool kP>
+__global__ __launch_bounds__(kThreadsOf<kP>) void delta_scan_kernel(Params a) {
+  constexpr int kWaves = kWavesOf<kP>, kThreads = kThreadsOf<kP>;
   using FragA = split_leaf::FragA<kSplit>;
   using FragB = split_leaf::FragB<kSplit>;
   using R = Record<DK, DV>;
@@ -229,7 +237,7 @@ __global__ __launch_bounds__(kThreads) void delta_scan_kernel(Params a) {
     for (int mi = wave; mi < kCT; mi += kWaves) {
       leaf::FragC acc;
       leaf::zero(acc);
-#pragma unroll kScanUnroll
+#pragma unroll kScanUnrollOf<kP>
       for (int k0 = 0; k0 < DK; k0 += 16) {
         FragA fw;
         FragB fs;
@@ -250,7 +258,7 @@ __global__ __launch_bounds__(kThreads) void delta_scan_kernel(Params a) {
       leaf::FragC inter, intra;
       leaf::zero(inter);
       leaf::zero(intra);
-#pragma unroll kScanUnroll
+#pragma unroll kScanUnrollOf<kP>
       for (int k0 = 0; k0 < DK; k0 += 16) {
         FragA fq;
         FragB fs;
@@ -281,7 +289,7 @@ __global__ __launch_bounds__(kThreads) void delta_scan_kernel(Params a) {
     for (int mt = wave; mt < DK / 16; mt += kWaves) {
       leaf::FragC acc;
       leaf::zero(acc);
-#pragma unroll kScanUnroll
+#pragma unroll kScanUnrollOf<kP>
       for (int kj = 0; kj < kCT && kj * 16 < n; ++kj) {
         FragA fk;
         FragB fv;
@@ -304,16 +312,24 @@ __global__ __launch_bounds__(kThreads) void delta_scan_kernel(Params a) {
     }
 }
 
-template <int DK, int DV, bool kSplit>
+template <int DK, int DV, bool kSplit, bool kP>
 void launch_chunked(const Params& p, int value_heads, hipStream_t stream) {
   static_assert(Record<DK, DV>::kSize % 64 == 0, "records stay 256-byte aligned");
   static_assert(Record<DK, DV>::kSize == record_floats(DK, DV), "the scratch size matches the record");
-  auto prep = delta_prep_kernel<DK, DV, kSplit>;
-  auto scan = delta_scan_kernel<DK, DV, kSplit>;
-  hipLaunchKernelGGL(prep, dim3(unsigned(p.blocks), unsigned(value_heads)), dim3(kThreads), 0, stream, p);
+  auto prep = delta_prep_kernel<DK, DV, kSplit, kP>;
+  auto scan = delta_scan_kernel<DK, DV, kSplit, kP>;
+  hipLaunchKernelGGL(prep, dim3(unsigned(p.blocks), unsigned(value_heads)), dim3(kThreadsOf<kP>), 0, stream, p);
   MOSS_HIP_CHECK(hipGetLastError());
-  hipLaunchKernelGGL(scan, dim3(unsigned(DV / kSlice), unsigned(value_heads)), dim3(kThreads), 0, stream, p);
+  hipLaunchKernelGGL(scan, dim3(unsigned(DV / kSlice), unsigned(value_heads)), dim3(kThreadsOf<kP>), 0, stream, p);
   MOSS_HIP_CHECK(hipGetLastError());
+}
+
+template <int DK, int DV, bool kSplit>
+void launch_chunked(const Params& p, int value_heads, hipStream_t stream) {
+  if constexpr (kPlatformNvidia) {  // AMD builds only the portable kernels
+    if (!portable_kernels()) return launch_chunked<DK, DV, kSplit, false>(p, value_heads, stream);
+  }
+  launch_chunked<DK, DV, kSplit, true>(p, value_heads, stream);
 }
 
 template <int DK, int DV>

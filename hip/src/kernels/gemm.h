@@ -88,7 +88,9 @@ enum class GemmStaging { Auto, Convert, Raw };
 // 128x256 tiles number at least half the multiprocessors, else Mma when the weights are bf16,
 // else Leaf. A request the problem or platform cannot take resolves as Auto would without it
 // (Wgmma: to Mma or Leaf; Mma on AMD or with f32 weights: to Leaf).
-enum class GemmKernel { Auto, Mma, Leaf, Wgmma };
+// Portable: the AMD build's kernel and tiles (the Leaf kernel on its wave32 configuration); every
+// request resolves to it on AMD, and on NVIDIA under MOSSINFER_KERNELS=portable (kernels/kernel_path.h).
+enum class GemmKernel { Auto, Mma, Leaf, Wgmma, Portable };
 
 // split (Mma kernel, NVIDIA): K is divided among `split` blocks (1, 2, 4 or 8) of a thread-block
 // cluster that share one tile of y; each multiplies its run of k-steps, and the partial tiles are
@@ -107,7 +109,7 @@ constexpr int kGemmMaxSplit = 8;  // the portable cluster size
 // The split is not part of the name (reports add "k/N").
 const char* gemm_tiles_name(GemmTiles t, GemmKernel k = GemmKernel::Auto);
 const char* gemm_staging_name(GemmStaging s);
-const char* gemm_kernel_name(GemmKernel k);  // "wgmma", "mma", "leaf"
+const char* gemm_kernel_name(GemmKernel k);  // "wgmma", "mma", "leaf", "portable"
 
 // The Wgmma kernel can take this problem: NVIDIA, bf16 x and w, K a multiple of 64 (and, with the
 // gated-unit epilogue, n a multiple of 128: a tile's two 128-row halves of w must not straddle a

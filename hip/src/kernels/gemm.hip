@@ -50,6 +50,7 @@
 #include "kernels/gated_unit.h"
 #include "kernels/gemm_hopper.h"
 #include "kernels/gemm_nvidia.h"
+#include "kernels/kernel_path.h"
 #include "kernels/matrix_leaf.h"
 #include "kernels/tile_copy.h"
 
@@ -84,9 +85,14 @@ static_assert(pairs_adjacent_in_k<mma_layout::Gfx12>(), "gfx12 leaf: fragment sl
 static_assert(pairs_adjacent_in_k<mma_layout::Nvidia>(), "NVIDIA leaf: fragment slot pairs are not K neighbours");
 
 // ---- tile shapes -------------------------------------------------------------------------------
-template <int kBM, int kBN, int kWarpsM_, int kWarpsN_, int kMaxStages_, int kSmemBudget_>
+// kHold: the next k-step's chunks wait in registers while the current one multiplies, and go to
+// shared memory after it (the portable configuration: AMD has no asynchronous global-to-LDS copy,
+// so a plain copy would stall the wave on every load); otherwise they are copied asynchronously
+// (cp.async on NVIDIA) into the ring of stages.
+template <int kBM, int kBN, int kWarpsM_, int kWarpsN_, int kMaxStages_, int kSmemBudget_, bool kHold_ = false>
 struct Tiles {
   static constexpr int BM = kBM, BN = kBN, BK = 32;
+  static constexpr bool kHold = kHold_;
   static constexpr int kWarpsM = kWarpsM_, kWarpsN = kWarpsN_;
   static constexpr int kThreads = kWarpsM * kWarpsN * kWaveSize;
   static constexpr int WM = BM / kWarpsM, WN = BN / kWarpsN;  // one wave's sub-tile
@@ -102,12 +108,22 @@ using LargeTiles = Tiles<128, 256, 2, 4, 4, 200 * 1024>;
 using MediumTiles = Tiles<128, 128, 2, 2, 4, 110 * 1024>;
 // 4 warps of 32x32: many blocks for small problems (text rows, single-row modulation GEMMs).
 using SmallTiles = Tiles<64, 64, 2, 2, 4, 64 * 1024>;
-#else
-// One wave32 per workgroup (AMD contract): a 32x64 tile, 2 x 4 leaf tiles; with f32 weights
-// (the VAE's attention) 32x32, as f32 chunks and fragments need twice the registers.
-using WaveTiles = Tiles<32, 64, 1, 1, 2, 64 * 1024>;
-using WaveTilesF32Weights = Tiles<32, 32, 1, 1, 2, 64 * 1024>;
 #endif
+// The portable configurations (the AMD build's; compiled on both platforms, kernels/kernel_path.h),
+// two stages, the next step held in registers (docs/amd_kernels.md has the cost model behind them):
+// Wide: 4 waves of 64x64 on a 128x128 tile (64 flops per byte moved into LDS, 4 x 4 leaf tiles a
+//       wave: 234-237 VGPRs); an f32 x (converted on its way in, its chunks held as f32) 128x64,
+//       f32 weights (the VAE's attention) 64x64: the held f32 chunks would not fit beside 4 x 4
+//       accumulators in gfx11's 256 VGPRs (check_device.sh reports the spills).
+// Narrow: few rows (the text encoder, single-row modulation): one wave of 32x64 (32x32 with f32
+//       weights).
+using PortableWide = Tiles<128, 128, 2, 2, 2, 64 * 1024, true>;
+using PortableWideF32X = Tiles<128, 64, 2, 2, 2, 64 * 1024, true>;
+using PortableWideF32Weights = Tiles<64, 64, 2, 2, 2, 64 * 1024, true>;
+using PortableNarrow = Tiles<32, 64, 1, 1, 2, 64 * 1024, true>;
+using PortableNarrowF32Weights = Tiles<32, 32, 1, 1, 2, 64 * 1024, true>;
+// Wide from this many rows on: below it most of a 128-row tile would multiply zeros.
+constexpr int64_t kPortableWideMinRows = 65;
 
 // Shared-memory plan of one instantiation. SA: the element type x is staged in (bf16 when an
 // f32 x is converted on its way in).
@@ -131,8 +147,9 @@ struct Plan {
 //                   AMD); load() does all the work.
 //   kConvert true:  (T = float) load() fetches the chunks into registers, store() rounds them to
 //                   bf16 and writes 8 bytes per chunk: the stage holds bf16.
-template <class T, int ROWS, int BK, int THREADS, bool kConvert>
+template <class T, int ROWS, int BK, int THREADS, bool kConvert, bool kHoldRaw = false>
 struct TileLoader {
+  static constexpr bool kHeld = kConvert || kHoldRaw;  // chunks pass through registers
   static constexpr int kVec = 16 / int(sizeof(T));  // elements per chunk
   static constexpr int kChunksPerRow = BK / kVec;
   static constexpr int kRowsPerPass = THREADS / kChunksPerRow;
@@ -148,7 +165,7 @@ struct TileLoader {
   int64_t ld;
   int rows_left, k_left;  // rows and columns of the operand from this thread's first chunk on
   int first_row, col;
-  tile::Chunk16 held[kConvert ? kPasses : 1];
+  tile::Chunk16 held[kHeld ? kPasses : 1];
 
   __device__ TileLoader(const T* operand, int64_t ld_, int rows, int k, int row0, int tid)
       : base(operand), ld(ld_), first_row(tid / kChunksPerRow), col((tid % kChunksPerRow) * kVec) {
@@ -167,14 +184,17 @@ struct TileLoader {
   __device__ void load(int kt, Staged* stage) {
 #pragma unroll
     for (int p = 0; p < kPasses; ++p) {
-      if constexpr (kConvert) held[p] = tile::load_chunk_or_zero(at(p, kt), inside(p, kt));
+      if constexpr (kHeld) held[p] = tile::load_chunk_or_zero(at(p, kt), inside(p, kt));
       else tile::copy16_async_zfill(slot(stage, p), at(p, kt), inside(p, kt));
     }
   }
 
-  // kConvert: writes the chunks of the last load() into `stage` as bf16.
+  // Held chunks: writes those of the last load() into `stage` (as bf16 with kConvert).
   __device__ void store(Staged* stage) const {
-    if constexpr (kConvert) {
+    if constexpr (kHoldRaw && !kConvert) {
+#pragma unroll
+      for (int p = 0; p < kPasses; ++p) tile::store_chunk(slot(stage, p), held[p]);
+    } else if constexpr (kConvert) {
 #pragma unroll
       for (int p = 0; p < kPasses; ++p) {
         const tile::Chunk16& c = held[p];
@@ -294,8 +314,8 @@ __device__ inline TileOrigin raster_tile(int bm, int bn, int m, int n) {
 
 template <class Cfg, class TA, class TB, bool kConvertX>
 __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> args) {
-  using LoaderA = TileLoader<TA, Cfg::BM, Cfg::BK, Cfg::kThreads, kConvertX>;
-  using LoaderB = TileLoader<TB, Cfg::BN, Cfg::BK, Cfg::kThreads, false>;
+  using LoaderA = TileLoader<TA, Cfg::BM, Cfg::BK, Cfg::kThreads, kConvertX, Cfg::kHold>;
+  using LoaderB = TileLoader<TB, Cfg::BN, Cfg::BK, Cfg::kThreads, false, Cfg::kHold>;
   using SA = typename LoaderA::Staged;
   using SB = typename LoaderB::Staged;
   using P = Plan<Cfg, SA, SB>;
@@ -330,6 +350,7 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
       load_a.load(s, stage_a(s));
       load_b.load(s, stage_b(s));
       load_a.store(stage_a(s));
+      load_b.store(stage_b(s));
     }
     tile::commit_copies();
   }
@@ -363,8 +384,12 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
         for (int i = 0; i < Cfg::TM; ++i) leaf::mma(acc[i][j], fa[i], fb);
       }
     }
-    // A converted x step goes to shared memory only now: its loads had the multiply to land.
-    if (more) load_a.store(stage_a(next % S));
+    // Held chunks go to shared memory only now: their loads had the multiply to land. Stage
+    // next % S was last read in step kt-1, which every wave finished before this step's barrier.
+    if (more) {
+      load_a.store(stage_a(next % S));
+      load_b.store(stage_b(next % S));
+    }
   }
   tile::wait_copies<0>();
 
@@ -954,17 +979,31 @@ void launch_leaf(const GemmOperands& op, hipStream_t stream) {
   launch_blocks(kernel, Cfg::BM, Cfg::BN, Cfg::kThreads, P::kSmemBytes, stream, kernel_args<TA, TB>(op));
 }
 
+// The portable configurations for op's dtypes (an f32 x is always converted).
+void launch_portable(const GemmOperands& op, bool wide, hipStream_t stream) {
+  const bool xb = op.x_type == GemmType::BF16, wb = op.w_type == GemmType::BF16;
+  if (wide) {
+    if (xb && wb) launch_leaf<PortableWide, bf16, bf16, false>(op, stream);
+    else if (wb) launch_leaf<PortableWideF32X, float, bf16, true>(op, stream);
+    else if (xb) launch_leaf<PortableWideF32Weights, bf16, float, false>(op, stream);
+    else launch_leaf<PortableWideF32Weights, float, float, true>(op, stream);
+    return;
+  }
+  if (xb && wb) launch_leaf<PortableNarrow, bf16, bf16, false>(op, stream);
+  else if (wb) launch_leaf<PortableNarrow, float, bf16, true>(op, stream);
+  else if (xb) launch_leaf<PortableNarrowF32Weights, bf16, float, false>(op, stream);
+  else launch_leaf<PortableNarrowF32Weights, float, float, true>(op, stream);
+}
+
+#if MOSS_PLATFORM_NVIDIA
 // Cfg serves bf16 weights, CfgF32W f32 weights; `convert` applies to an f32 x.
-// (Converting instantiations exist on NVIDIA only; AMD copies x as it is, see the header.)
 template <class Cfg, class CfgF32W = Cfg>
 void launch_leaf_typed(const GemmOperands& op, bool convert, hipStream_t stream) {
   const bool xb = op.x_type == GemmType::BF16, wb = op.w_type == GemmType::BF16;
-  if constexpr (kPlatformNvidia) {
-    if (!xb && convert) {
-      if (wb) launch_leaf<Cfg, float, bf16, true>(op, stream);
-      else launch_leaf<CfgF32W, float, float, true>(op, stream);
-      return;
-    }
+  if (!xb && convert) {
+    if (wb) launch_leaf<Cfg, float, bf16, true>(op, stream);
+    else launch_leaf<CfgF32W, float, float, true>(op, stream);
+    return;
   }
   if (xb && wb) launch_leaf<Cfg, bf16, bf16, false>(op, stream);
   else if (xb) launch_leaf<CfgF32W, bf16, float, false>(op, stream);
@@ -972,7 +1011,6 @@ void launch_leaf_typed(const GemmOperands& op, bool convert, hipStream_t stream)
   else launch_leaf<CfgF32W, float, float, false>(op, stream);
 }
 
-#if MOSS_PLATFORM_NVIDIA
 // A split launch: grid (tiles, splits), clusters of (1, splits) blocks, the blocks of one tile.
 template <class Kernel, class Args>
 void launch_clusters(Kernel kernel, int bm, int bn, int splits, int threads, int smem_bytes, hipStream_t stream,
@@ -1041,7 +1079,9 @@ void launch_wgmma(const GemmOperands& op, hipStream_t stream) {
 }  // namespace
 
 const char* gemm_tiles_name(GemmTiles t, GemmKernel k) {
-  if (!kPlatformNvidia) return "32x64/1w (32x32 with f32 weights)";
+  if (k == GemmKernel::Portable || !kPlatformNvidia)
+    return t == GemmTiles::Medium ? "128x128/4w (128x64 with f32 x, 64x64 with f32 weights)"
+                                  : "32x64/1w (32x32 with f32 weights)";
   if (k == GemmKernel::Wgmma) return "128x256/2+1wg";  // its one shape: 2 consumer warpgroups + the producer
   switch (t) {
     case GemmTiles::Large: return "128x256/8w";
@@ -1065,6 +1105,7 @@ const char* gemm_kernel_name(GemmKernel k) {
     case GemmKernel::Wgmma: return "wgmma";
     case GemmKernel::Mma: return "mma";
     case GemmKernel::Leaf: return "leaf";
+    case GemmKernel::Portable: return "portable";
     default: return "auto";
   }
 }
@@ -1108,7 +1149,7 @@ int gemm_auto_split(int64_t m, int64_t n, int64_t k, GemmTiles tiles, int multip
 
 bool gemm_wgmma_fits(const GemmOperands& op) {
 #if MOSS_PLATFORM_NVIDIA
-  return op.x_type == GemmType::BF16 && op.w_type == GemmType::BF16 && op.k % kWgmmaKMultiple == 0 &&
+  return !portable_kernels() && op.x_type == GemmType::BF16 && op.w_type == GemmType::BF16 && op.k % kWgmmaKMultiple == 0 &&
          (!op.gated || op.n % kWgmmaUnitCols == 0);
 #else
   (void)op;
@@ -1121,6 +1162,16 @@ bool gemm_fuses_unit(const GemmOperands& op, int multiprocessors) {
 }
 
 GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan) {
+  if (portable_kernels() || plan.kernel == GemmKernel::Portable) {
+    // Two shapes: Medium is the wide 128x128 tile, Small the narrow one-wave tile (Auto: by rows).
+    // An f32 x is converted on its way in (the chunks pass through registers anyway).
+    plan.kernel = GemmKernel::Portable;
+    if (plan.tiles == GemmTiles::Auto) plan.tiles = op.m >= kPortableWideMinRows ? GemmTiles::Medium : GemmTiles::Small;
+    if (plan.tiles != GemmTiles::Medium) plan.tiles = GemmTiles::Small;
+    plan.staging = op.x_type == GemmType::F32 ? GemmStaging::Convert : GemmStaging::Raw;
+    plan.split = 1;
+    return plan;
+  }
   const bool mma_possible = kPlatformNvidia && op.w_type == GemmType::BF16;
   const bool wgmma_possible = gemm_wgmma_fits(op);
   // Auto takes wgmma once its 128x256 tiles fill at least half the multiprocessors (one block
@@ -1170,8 +1221,9 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
   plan = gemm_resolve(op, multiprocessors, plan);
   if (op.gated && plan.kernel != GemmKernel::Wgmma)
     throw failure("gemm: the gated-unit epilogue needs the wgmma kernel (see gemm_fuses_unit)");
-  const bool convert = plan.staging == GemmStaging::Convert;
+  if (plan.kernel == GemmKernel::Portable) return launch_portable(op, plan.tiles == GemmTiles::Medium, stream);
 #if MOSS_PLATFORM_NVIDIA
+  const bool convert = plan.staging == GemmStaging::Convert;
   if (plan.kernel == GemmKernel::Wgmma) {
     launch_wgmma(op, stream);
     return;
@@ -1190,8 +1242,6 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
     case GemmTiles::Medium: launch_leaf_typed<MediumTiles>(op, convert, stream); break;
     default: launch_leaf_typed<SmallTiles>(op, convert, stream); break;
   }
-#else
-  launch_leaf_typed<WaveTiles, WaveTilesF32Weights>(op, convert, stream);
 #endif
 }
 

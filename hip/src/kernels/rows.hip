@@ -9,16 +9,23 @@
 #include "kernels/rows.h"
 
 #include <string>
+#include <type_traits>
 
 #include "kernels/gated_unit.h"
+#include "kernels/kernel_path.h"
 #include "kernels/tile_copy.h"
 
 namespace moss {
 namespace {
 
-constexpr int kWaves = kPlatformNvidia ? 4 : 1;
-constexpr int kThreads = kWaves * kWaveSize;
-constexpr int kColsPerBlock = kThreads * 4;
+// Waves per block: W (a template parameter of every kernel): 4 on NVIDIA's native path, 1 on the
+// portable one (AMD's; kernels/kernel_path.h). with_waves calls f with the one that runs.
+constexpr int kNativeWaves = kPlatformNvidia ? 4 : 1;
+template <class F>
+void with_waves(F&& f) {
+  if (portable_kernels()) f(std::integral_constant<int, 1>{});
+  else f(std::integral_constant<int, kNativeWaves>{});
+}
 
 // ---- element access ----------------------------------------------------------------------------
 struct Mat {
@@ -164,10 +171,10 @@ struct GatherOp {
   }
 };
 
-template <class Op>
-__global__ __launch_bounds__(kThreads) void elementwise_kernel(Op op, int64_t cols, bool vec) {
+template <int W, class Op>
+__global__ __launch_bounds__(W * kWaveSize) void elementwise_kernel(Op op, int64_t cols, bool vec) {
   const int64_t row = block_x();
-  const int64_t c = (int64_t(block_y()) * kThreads + thread_x()) * 4;
+  const int64_t c = (int64_t(block_y()) * W * kWaveSize + thread_x()) * 4;
   if (c >= cols) return;
   const int n = cols - c < 4 ? int(cols - c) : 4;
   op(row, c, n, vec && n == 4);
@@ -176,11 +183,11 @@ __global__ __launch_bounds__(kThreads) void elementwise_kernel(Op op, int64_t co
 // ---- RMS norm: one wave per (row, group) ---------------------------------------------------------
 // kModulate: then ·(1 + scale) + shift per column (norm_modulate; shift and scale are indexed
 // by the row's column).
-template <bool kModulate>
-__global__ __launch_bounds__(kThreads) void rms_norm_kernel(Mat x, Mat y, Vec w, NormWeight mode, float eps,
+template <int W, bool kModulate>
+__global__ __launch_bounds__(W * kWaveSize) void rms_norm_kernel(Mat x, Mat y, Vec w, NormWeight mode, float eps,
                                                             int64_t group, int64_t groups_per_row, int64_t items,
                                                             bool vec, Vec shift, Vec scale) {
-  const int64_t item = int64_t(block_x()) * kWaves + thread_x() / kWaveSize;
+  const int64_t item = int64_t(block_x()) * W + thread_x() / kWaveSize;
   if (item >= items) return;  // whole waves leave together
   const int64_t row = item / groups_per_row, g0 = (item % groups_per_row) * group;
   const int64_t lane = lane_id();
@@ -212,10 +219,11 @@ __global__ __launch_bounds__(kThreads) void rms_norm_kernel(Mat x, Mat y, Vec w,
 }
 
 // ---- RoPE: one thread per rotated pair (row, head, i < rot_dim / 2) ------------------------------
-__global__ __launch_bounds__(kThreads) void rope_kernel(Mat x, const float* sin, int64_t ld_sin, const float* cos,
+template <int W>
+__global__ __launch_bounds__(W * kWaveSize) void rope_kernel(Mat x, const float* sin, int64_t ld_sin, const float* cos,
                                                         int64_t ld_cos, int64_t head_dim, int64_t half,
                                                         int64_t heads, int64_t total) {
-  const int64_t idx = int64_t(block_x()) * kThreads + thread_x();
+  const int64_t idx = int64_t(block_x()) * W * kWaveSize + thread_x();
   if (idx >= total) return;
   const int64_t i = idx % half, rest = idx / half, h = rest % heads, r = rest / heads;
   const int64_t c0 = h * head_dim + i;
@@ -231,10 +239,11 @@ __global__ __launch_bounds__(kThreads) void rope_kernel(Mat x, const float* sin,
 // Lane l owns the rotated pairs (i, i + half) for i = l, l + wave, ...: it reads both halves of
 // its pairs for the statistics, then normalises and rotates exactly the elements it read, so y
 // may be x. Loads are coalesced across the wave (consecutive i).
-__global__ __launch_bounds__(kThreads) void norm_rope_kernel(Mat x, Mat y, Vec w, float eps, int64_t head_dim,
+template <int W>
+__global__ __launch_bounds__(W * kWaveSize) void norm_rope_kernel(Mat x, Mat y, Vec w, float eps, int64_t head_dim,
                                                              int64_t heads, int64_t items, const float* sin,
                                                              int64_t ld_sin, const float* cos, int64_t ld_cos) {
-  const int64_t item = int64_t(block_x()) * kWaves + thread_x() / kWaveSize;
+  const int64_t item = int64_t(block_x()) * W + thread_x() / kWaveSize;
   if (item >= items) return;  // whole waves leave together
   const int64_t row = item / heads, g0 = (item % heads) * head_dim, half = head_dim / 2;
   const int64_t lane = lane_id();
@@ -271,8 +280,8 @@ __global__ __launch_bounds__(kThreads) void norm_rope_kernel(Mat x, Mat y, Vec w
 // shared memory. A block per row (not a wave) keeps few values per thread, so many rows' loads
 // are in flight on each multiprocessor: these passes are bound by HBM.
 // With d.p set (add_norm_modulate) the row is first updated, x += d·gate, and written back.
-template <int kChunks>
-__global__ __launch_bounds__(kThreads) void norm_modulate_regs_kernel(Mat x, Mat y, Vec w, float eps, int cols,
+template <int W, int kChunks>
+__global__ __launch_bounds__(W * kWaveSize) void norm_modulate_regs_kernel(Mat x, Mat y, Vec w, float eps, int cols,
                                                                       Vec shift, Vec scale, Mat d, Vec gate) {
   const int64_t row = block_x();
   const int tid = int(thread_x());
@@ -280,7 +289,7 @@ __global__ __launch_bounds__(kThreads) void norm_modulate_regs_kernel(Mat x, Mat
   float v[kChunks][4];
 #pragma unroll
   for (int k = 0; k < kChunks; ++k) {
-    const int c = (k * kThreads + tid) * 4;
+    const int c = (k * W * kWaveSize + tid) * 4;
     load4_at(xrow, x.bf16, c, c < cols, v[k]);
   }
   if (d.p) {
@@ -288,13 +297,13 @@ __global__ __launch_bounds__(kThreads) void norm_modulate_regs_kernel(Mat x, Mat
     float dv[kChunks][4];
 #pragma unroll
     for (int k = 0; k < kChunks; ++k) {
-      const int c = (k * kThreads + tid) * 4;
+      const int c = (k * W * kWaveSize + tid) * 4;
       load4_at(drow, d.bf16, c, c < cols, dv[k]);
     }
     void* xout = static_cast<char*>(x.p) + row * x.ld * (x.bf16 ? 2 : 4);
 #pragma unroll
     for (int k = 0; k < kChunks; ++k) {
-      const int c = (k * kThreads + tid) * 4;
+      const int c = (k * W * kWaveSize + tid) * 4;
       if (c >= cols) continue;
       float g[4];
       load4_at(gate.p, gate.bf16, c, true, g);
@@ -307,19 +316,19 @@ __global__ __launch_bounds__(kThreads) void norm_modulate_regs_kernel(Mat x, Mat
 #pragma unroll
   for (int k = 0; k < kChunks; ++k) ss += v[k][0] * v[k][0] + v[k][1] * v[k][1] + v[k][2] * v[k][2] + v[k][3] * v[k][3];
   ss = wave_sum(ss);
-  if constexpr (kWaves > 1) {
-    __shared__ float partial[kWaves];
+  if constexpr (W > 1) {
+    __shared__ float partial[W];
     if (lane_id() == 0) partial[tid / kWaveSize] = ss;
     sync_workgroup();
     ss = 0.0f;
 #pragma unroll
-    for (int i = 0; i < kWaves; ++i) ss += partial[i];
+    for (int i = 0; i < W; ++i) ss += partial[i];
   }
   const float inv = 1.0f / sqrt_f(ss / float(cols) + eps);
   void* yrow = static_cast<char*>(y.p) + row * y.ld * (y.bf16 ? 2 : 4);
 #pragma unroll
   for (int k = 0; k < kChunks; ++k) {
-    const int c = (k * kThreads + tid) * 4;
+    const int c = (k * W * kWaveSize + tid) * 4;
     if (c >= cols) continue;
     float wv[4], sh[4], sc[4];
     load4_at(w.p, w.bf16, c, true, wv);
@@ -342,11 +351,12 @@ __global__ __launch_bounds__(kThreads) void norm_modulate_regs_kernel(Mat x, Mat
 // g, g + groups, ...), so each lane loads its sin/cos/weight values once per row and has
 // 2·kBatch head loads in flight. The lane reads exactly the elements it writes: y may be x.
 constexpr int kRopeBatch = 3;
-__global__ __launch_bounds__(kThreads) void norm_rope_regs_kernel(Mat x, Mat y, Vec w, float eps, int head_dim,
+template <int W>
+__global__ __launch_bounds__(W * kWaveSize) void norm_rope_regs_kernel(Mat x, Mat y, Vec w, float eps, int head_dim,
                                                                   int heads, int lane_shift, const float* sin,
                                                                   int64_t ld_sin, const float* cos, int64_t ld_cos) {
   const int64_t row = block_x();
-  const int lanes = 1 << lane_shift, groups = kThreads >> lane_shift;
+  const int lanes = 1 << lane_shift, groups = (W * kWaveSize) >> lane_shift;
   const int group = int(thread_x()) >> lane_shift, i = (int(thread_x()) & (lanes - 1)) * 4, half = head_dim / 2;
   float s0[4], s1[4], c0[4], c1[4], w0[4], w1[4];
   load4_at(sin + row * ld_sin, false, i, true, s0);
@@ -416,11 +426,14 @@ void require_matrix(const RowsMatrix& m, const char* kernel, const char* name) {
 template <class Op>
 void launch_elementwise(const Op& op, int64_t rows, int64_t cols, bool vec, hipStream_t stream, const char* kernel) {
   if (rows == 0 || cols == 0) return;
-  const int64_t col_blocks = (cols + kColsPerBlock - 1) / kColsPerBlock;
-  require(rows <= 0x7fffffff && col_blocks <= 65535, kernel,
-          "shape " + std::to_string(rows) + "x" + std::to_string(cols) + " is too large");
-  hipLaunchKernelGGL(elementwise_kernel<Op>, dim3(unsigned(rows), unsigned(col_blocks)), dim3(kThreads), 0, stream,
-                     op, cols, vec);
+  with_waves([&](auto waves) {
+    constexpr int W = decltype(waves)::value, kThreads = W * kWaveSize;
+    const int64_t col_blocks = (cols + 4 * kThreads - 1) / (4 * kThreads);
+    require(rows <= 0x7fffffff && col_blocks <= 65535, kernel,
+            "shape " + std::to_string(rows) + "x" + std::to_string(cols) + " is too large");
+    hipLaunchKernelGGL((elementwise_kernel<W, Op>), dim3(unsigned(rows), unsigned(col_blocks)), dim3(kThreads), 0,
+                       stream, op, cols, vec);
+  });
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
@@ -430,11 +443,11 @@ unsigned blocks_for(int64_t items, int64_t per_block, const char* kernel) {
   return unsigned(blocks);
 }
 
-template <int kChunks>
+template <int W, int kChunks>
 void launch_norm_modulate_regs(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
                                const RowsMatrix& y, const Mat& d, Vec gate, hipStream_t stream) {
-  hipLaunchKernelGGL(norm_modulate_regs_kernel<kChunks>, dim3(blocks_for(x.rows, 1, "norm_modulate")),
-                     dim3(kThreads), 0, stream, mat(x), mat(y), vec(w), eps, int(x.cols), vec(shift), vec(scale), d,
+  hipLaunchKernelGGL((norm_modulate_regs_kernel<W, kChunks>), dim3(blocks_for(x.rows, 1, "norm_modulate")),
+                     dim3(W * kWaveSize), 0, stream, mat(x), mat(y), vec(w), eps, int(x.cols), vec(shift), vec(scale), d,
                      gate);
   MOSS_HIP_CHECK(hipGetLastError());
 }
@@ -451,9 +464,12 @@ void rows_rms_norm(const RowsMatrix& x, RowsVector w, NormWeight mode, float eps
   const int64_t items = x.rows * (x.cols / group);
   if (items == 0) return;
   const bool v = group % 4 == 0 && aligned4(x) && aligned4(y);
-  hipLaunchKernelGGL(rms_norm_kernel<false>, dim3(blocks_for(items, kWaves, "rms_norm")), dim3(kThreads), 0, stream,
-                     mat(x), mat(y), vec(w), mode, eps, group, x.cols / group, items, v, Vec{nullptr, false},
-                     Vec{nullptr, false});
+  with_waves([&](auto waves) {
+    constexpr int W = decltype(waves)::value;
+    hipLaunchKernelGGL((rms_norm_kernel<W, false>), dim3(blocks_for(items, W, "rms_norm")), dim3(W * kWaveSize), 0,
+                       stream, mat(x), mat(y), vec(w), mode, eps, group, x.cols / group, items, v, Vec{nullptr, false},
+                       Vec{nullptr, false});
+  });
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
@@ -483,16 +499,25 @@ void rows_add_norm_modulate(const RowsMatrix& x, const RowsMatrix* d, RowsVector
     // The register-resident kernel for rows of up to 4·threads·kChunks columns (the smallest fit).
     const Mat dm = d ? mat(*d) : Mat{nullptr, 0, false};
     const Vec gv = d ? vec(gate) : Vec{nullptr, false};
-    const int64_t chunks = (x.cols + 4 * kThreads - 1) / (4 * kThreads);
-    if (chunks <= 2) return launch_norm_modulate_regs<2>(x, w, eps, shift, scale, y, dm, gv, stream);
-    if (chunks <= 8) return launch_norm_modulate_regs<8>(x, w, eps, shift, scale, y, dm, gv, stream);
-    if (chunks <= 24) return launch_norm_modulate_regs<24>(x, w, eps, shift, scale, y, dm, gv, stream);
+    bool launched = false;
+    with_waves([&](auto waves) {
+      constexpr int W = decltype(waves)::value, kThreads = W * kWaveSize;
+      const int64_t chunks = (x.cols + 4 * kThreads - 1) / (4 * kThreads);
+      launched = chunks <= 24;
+      if (chunks <= 2) launch_norm_modulate_regs<W, 2>(x, w, eps, shift, scale, y, dm, gv, stream);
+      else if (chunks <= 8) launch_norm_modulate_regs<W, 8>(x, w, eps, shift, scale, y, dm, gv, stream);
+      else if (chunks <= 24) launch_norm_modulate_regs<W, 24>(x, w, eps, shift, scale, y, dm, gv, stream);
+    });
+    if (launched) return;
   }
   // Any other shape: the update and the norm as two passes (the same operations in order).
   if (d) rows_add(x, *d, gate, stream);
-  hipLaunchKernelGGL(rms_norm_kernel<true>, dim3(blocks_for(x.rows, kWaves, "norm_modulate")), dim3(kThreads), 0,
-                     stream, mat(x), mat(y), vec(w), NormWeight::Mul, eps, x.cols, int64_t(1), x.rows, v, vec(shift),
-                     vec(scale));
+  with_waves([&](auto waves) {
+    constexpr int W = decltype(waves)::value;
+    hipLaunchKernelGGL((rms_norm_kernel<W, true>), dim3(blocks_for(x.rows, W, "norm_modulate")), dim3(W * kWaveSize),
+                       0, stream, mat(x), mat(y), vec(w), NormWeight::Mul, eps, x.cols, int64_t(1), x.rows, v,
+                       vec(shift), vec(scale));
+  });
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
@@ -516,13 +541,19 @@ void rows_norm_rope(const RowsMatrix& x, RowsVector w, float eps, int64_t head_d
   const bool tables_aligned = aligned4(sin, false) && aligned4(cos, false) && ld_sin % 4 == 0 && ld_cos % 4 == 0;
   if (lane_shift >= 0 && aligned4(x) && aligned4(y) && aligned4(w.data, w.bf16) && tables_aligned &&
       x.rows <= 0x7fffffff && heads <= 0x7fffffff) {
-    hipLaunchKernelGGL(norm_rope_regs_kernel, dim3(unsigned(x.rows)), dim3(kThreads), 0, stream, mat(x), mat(y),
-                       vec(w), eps, int(head_dim), int(heads), lane_shift, sin, ld_sin, cos, ld_cos);
+    with_waves([&](auto waves) {
+      constexpr int W = decltype(waves)::value;
+      hipLaunchKernelGGL(norm_rope_regs_kernel<W>, dim3(unsigned(x.rows)), dim3(W * kWaveSize), 0, stream, mat(x),
+                         mat(y), vec(w), eps, int(head_dim), int(heads), lane_shift, sin, ld_sin, cos, ld_cos);
+    });
     MOSS_HIP_CHECK(hipGetLastError());
     return;
   }
-  hipLaunchKernelGGL(norm_rope_kernel, dim3(blocks_for(items, kWaves, "norm_rope")), dim3(kThreads), 0, stream,
-                     mat(x), mat(y), vec(w), eps, head_dim, heads, items, sin, ld_sin, cos, ld_cos);
+  with_waves([&](auto waves) {
+    constexpr int W = decltype(waves)::value;
+    hipLaunchKernelGGL(norm_rope_kernel<W>, dim3(blocks_for(items, W, "norm_rope")), dim3(W * kWaveSize), 0, stream,
+                       mat(x), mat(y), vec(w), eps, head_dim, heads, items, sin, ld_sin, cos, ld_cos);
+  });
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
@@ -564,8 +595,11 @@ void rows_rope(const RowsMatrix& x, const float* sin, int64_t ld_sin, const floa
   require(head_dim > 0 && x.cols % head_dim == 0 && rot_dim % 2 == 0 && rot_dim <= head_dim, "rope", "dims");
   const int64_t half = rot_dim / 2, heads = x.cols / head_dim, total = x.rows * heads * half;
   if (total == 0) return;
-  hipLaunchKernelGGL(rope_kernel, dim3(blocks_for(total, kThreads, "rope")), dim3(kThreads), 0, stream, mat(x), sin,
-                     ld_sin, cos, ld_cos, head_dim, half, heads, total);
+  with_waves([&](auto waves) {
+    constexpr int W = decltype(waves)::value;
+    hipLaunchKernelGGL(rope_kernel<W>, dim3(blocks_for(total, W * kWaveSize, "rope")), dim3(W * kWaveSize), 0, stream,
+                       mat(x), sin, ld_sin, cos, ld_cos, head_dim, half, heads, total);
+  });
   MOSS_HIP_CHECK(hipGetLastError());
 }
 

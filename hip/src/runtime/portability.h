@@ -40,7 +40,10 @@ namespace moss {
 
 // ---- execution shape ----------------------------------------------------------------------------
 constexpr int kWaveSize = 32;       // wave32 on gfx11/gfx12, warp size on NVIDIA
-constexpr int kWorkgroupSize = 32;  // every kernel: __launch_bounds__(kWorkgroupSize), one wave
+constexpr int kWorkgroupSize = 32;  // a one-wave kernel: __launch_bounds__(kWorkgroupSize)
+// The most threads an AMD workgroup of this project has (check_device.sh's rule: a kernel declares
+// its launch bound, 32, 64, 128 or 256 threads, never the compiler's default of 1024).
+constexpr int kMaxAmdWorkgroupSize = 256;
 
 // Launch bounds of the NVIDIA-sized kernels (more than a wave per block): the block size and, on
 // NVIDIA, the blocks per multiprocessor to fit; AMD's __launch_bounds__ takes the block size alone.

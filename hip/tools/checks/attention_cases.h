@@ -181,6 +181,7 @@ inline const char* tiling_name(moss::AttentionTiling t) {
     case moss::AttentionTiling::Wgmma: return "attention[wgmma]";
     case moss::AttentionTiling::WgmmaSerial: return "attention[wgmma-serial]";
     case moss::AttentionTiling::Reference: return "attention[ref]";
+    case moss::AttentionTiling::Portable: return "attention[portable]";
     default: return "attention";
   }
 }
@@ -304,6 +305,8 @@ inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backen
     run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::WgmmaSerial);
     if (c.other_tiling) run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Flash);
   }
+  // The AMD build's tiling on every case (there it is what Default runs).
+  if (moss::kPlatformNvidia) run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Portable);
   if (c.other_tiling && moss::kPlatformNvidia && c.head_dim <= 128) {
     run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::FlashKeys32);
     run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Reference);

@@ -1,12 +1,14 @@
-// check_device: matrix
-// One wave per 16x16 output tile, walking K in steps of 16 through the matrix leaf. Operands are
-// read straight from global memory (no LDS staging): simple and obviously right, not fast.
-#include "kernels/matrix_tile.h"
+// The first matrix kernel on the leaf, kept for hip_check only (the program does not run it): a
+// plain one-wave-per-16x16-tile GEMM, operands read straight from global memory (no LDS staging),
+// walking K in steps of 16 through the matrix leaf. Simple and obviously right, not fast: on a new
+// GPU it proves the leaf and its lane layouts before any tiled kernel is trusted.
+#pragma once
 
 #include "kernels/matrix_leaf.h"
+#include "runtime/portability.h"
 
 namespace moss {
-namespace {
+namespace matrix_tile_detail {
 
 __global__ __launch_bounds__(kWorkgroupSize) void matrix_tile_gemm_kernel(const bf16* __restrict__ a,
                                                                            const bf16* __restrict__ b,
@@ -35,13 +37,17 @@ __global__ __launch_bounds__(kWorkgroupSize) void matrix_tile_gemm_kernel(const 
   });
 }
 
-}  // namespace
+}  // namespace matrix_tile_detail
 
-void matrix_tile_gemm(const bf16* a, const bf16* b, float* c, int m, int n, int k, int lda, int ldb, int ldc,
-                      hipStream_t stream) {
+// C[M,N] (fp32) = A[M,K] · B[N,K]ᵀ. A and B are bf16, row-major with row strides lda and ldb
+// (elements); C is row-major with row stride ldc. All pointers are device memory. Any M, N, K >= 1
+// (tails are zero-padded). Launches ceil(N/16) x ceil(M/16) workgroups of one wave on `stream`.
+inline void matrix_tile_gemm(const bf16* a, const bf16* b, float* c, int m, int n, int k, int lda, int ldb, int ldc,
+                             hipStream_t stream) {
   if (m <= 0 || n <= 0 || k <= 0) throw failure("matrix_tile_gemm: empty shape");
   const dim3 grid(unsigned((n + 15) / 16), unsigned((m + 15) / 16));
-  hipLaunchKernelGGL(matrix_tile_gemm_kernel, grid, dim3(kWorkgroupSize), 0, stream, a, b, c, m, n, k, lda, ldb, ldc);
+  hipLaunchKernelGGL(matrix_tile_detail::matrix_tile_gemm_kernel, grid, dim3(kWorkgroupSize), 0, stream, a, b, c, m,
+                     n, k, lda, ldb, ldc);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 

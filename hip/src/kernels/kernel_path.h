@@ -1,0 +1,34 @@
+// Which configuration of each kernel runs: the AMD build has one, "portable" (the kernels, tile
+// shapes and launch shapes written for a Radeon: wave32 workgroups, the leaf GEMM, the reference
+// attention); the NVIDIA build has its own faster ones ("native": wgmma, mma.sync, 4-warp rows)
+// and also holds every portable configuration, so that the code a Radeon runs can be run, at full
+// size, on an H200, with only the 16x16x16 leaf instruction (kernels/matrix_leaf.h) and the
+// global-to-shared copy (kernels/tile_copy.h) in NVIDIA's spelling (issue 20).
+//
+// MOSSINFER_KERNELS=portable selects them on NVIDIA (native, or unset, is the default); any other
+// value is refused (exit status 2) the first time it is read; the HIP backend reads it when it
+// starts, before any work. Kernel launchers ask portable_kernels() at dispatch.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "runtime/portability.h"
+
+namespace moss {
+
+// The value of MOSSINFER_KERNELS checked: true for "portable", false for "native" or unset.
+inline bool parse_kernel_path(const char* v) {
+  if (v == nullptr || std::strcmp(v, "native") == 0) return false;
+  if (std::strcmp(v, "portable") == 0) return true;
+  throw usage_error(std::string("MOSSINFER_KERNELS: '") + v + "' is neither 'native' nor 'portable'");
+}
+
+inline bool portable_kernels() {
+  if (!kPlatformNvidia) return true;  // AMD has no other configuration
+  static const bool portable = parse_kernel_path(std::getenv("MOSSINFER_KERNELS"));
+  return portable;
+}
+
+}  // namespace moss
