@@ -128,7 +128,9 @@ class MOSSImagePipeline:
         tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(folder, "tokenizer", "tokenizer.json"))
         return cls(transformer=MOSSImageTransformer.from_pretrained(os.path.join(folder, "transformer"), torch_dtype),
                    text_encoder=_text_model(os.path.join(folder, "text_encoder"), torch_dtype), tokenizer=tok,
-                   vae=AutoencoderKLFlux2.from_pretrained(os.path.join(folder, "vae")).eval(),
+                   # low_cpu_mem_usage off: a decoder-only VAE folder (tools/random_model.sh) leaves the
+                   # encoder on the meta device otherwise, and .to() cannot move it.
+                   vae=AutoencoderKLFlux2.from_pretrained(os.path.join(folder, "vae"), low_cpu_mem_usage=False).eval(),
                    scheduler=MOSSImageScheduler.from_pretrained(os.path.join(folder, "scheduler")))
 
     def to(self, device):
