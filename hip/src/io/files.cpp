@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -126,6 +127,11 @@ std::string parent_dir(const std::string& path) {
 
 void check_writable_output(const std::string& path, const std::string& flag) {
   if (path.empty()) throw usage_error(flag + ": empty path");
+  // Longer paths fail every system call with ENAMETOOLONG, which the checks below would
+  // report as a missing directory.
+  if (path.size() >= size_t(PATH_MAX))
+    throw usage_error(flag + ": the path has " + std::to_string(path.size()) + " bytes, the system allows " +
+                      std::to_string(PATH_MAX - 1));
   if (dir_exists(path)) throw usage_error(flag + " " + path + ": is a directory");
   std::string dir = parent_dir(path);
   if (!dir_exists(dir)) throw usage_error(flag + " " + path + ": directory " + dir + " does not exist");
@@ -135,10 +141,6 @@ void check_writable_output(const std::string& path, const std::string& flag) {
   if (name_max > 0 && name.size() > size_t(name_max))
     throw usage_error(flag + " " + path + ": the file name has " + std::to_string(name.size()) +
                       " bytes, the file system allows " + std::to_string(name_max));
-  const long path_max = ::pathconf(dir.c_str(), _PC_PATH_MAX);
-  if (path_max > 0 && path.size() >= size_t(path_max))
-    throw usage_error(flag + ": the path has " + std::to_string(path.size()) + " bytes, the file system allows " +
-                      std::to_string(path_max - 1));
 }
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {

@@ -44,6 +44,10 @@ ParsedInt parse_strict_int(const std::string& t, int64_t lo, int64_t hi) {
     return r;
   }
   const bool negative = t[0] == '-';
+  if (negative && lo >= 0) {  // no sign where no negative value is allowed, not even "-0"
+    r.error = NumberError::OutOfRange;
+    return r;
+  }
   bool overflow = false;
   const uint64_t mag = digits_value(t.data() + (negative ? 1 : 0), t.data() + t.size(), overflow);
   const uint64_t limit = negative ? uint64_t(std::numeric_limits<int64_t>::max()) + 1
@@ -72,7 +76,13 @@ ParsedUint parse_strict_uint(const std::string& t) {
 ParsedDecimal parse_strict_decimal(const std::string& t, double lo, double hi) {
   ParsedDecimal r;
   size_t i = 0, digits = 0;
-  if (i < t.size() && t[i] == '-') ++i;
+  if (i < t.size() && t[i] == '-') {
+    if (lo >= 0) {  // "-0" would read as -0.0, which compares equal to 0
+      r.error = NumberError::OutOfRange;
+      return r;
+    }
+    ++i;
+  }
   for (; i < t.size() && is_digit(t[i]); ++i) ++digits;
   if (i < t.size() && t[i] == '.')
     for (++i; i < t.size() && is_digit(t[i]); ++i) ++digits;

@@ -3,7 +3,7 @@
 // skip leading blanks, accept '+', exponents, hex, "inf" and stop at junk, and the callers
 // used to check only part of that (" -2" became 18446744073709551614, "2abc" became 2).
 //
-// Integers: an optional '-' (only where negative values are allowed) and decimal digits,
+// Integers: an optional '-' (where lo >= 0 any sign is out of range, "-0" too) and digits,
 // nothing else. Decimals: an optional '-', digits with an optional fraction ("3", "0.5",
 // ".5", "3."); no exponents, no hex, no inf/nan. A value outside [lo, hi] is refused, never
 // wrapped or clamped.
