@@ -138,7 +138,7 @@ std::string help_text() {
          "                         merge steps; the count that runs is printed)\n"
          "  --cfg X                classifier-free guidance; 1 runs no uncond pass    default: 3\n"
          "  --shift X              schedule shift                                       default: 5\n"
-         "  --seed N               noise seed; -1 picks a random one                    default: 42\n"
+         "  --seed N               noise seed; -1 draws a random one (printed)          default: 42\n"
          "  --skip-layers LIST     DiT blocks the unconditional row skips (comma list,  default: \"22\"\n"
          "                         may be empty)\n"
          "  --max-seq N            templated tokens per prompt; longer prompts are cut  default: 4096\n"
@@ -150,7 +150,9 @@ std::string help_text() {
          "  --list-devices         list HIP devices, supported or not, and why\n"
          "  --version              version and the GPU architectures built in\n"
          "  --help                 this text\n\n"
-         "Exit status: 0 success, 2 usage error or unsupported request, 1 any other failure.\n";
+         "Exit status: 0 success, 2 usage error or unsupported request, 1 any other failure,\n"
+         "128 + the signal when stopped by one (SIGINT 130, SIGTERM 143, SIGHUP 129, SIGPIPE 141).\n"
+         "A failed or stopped run leaves no output.\n";
 }
 
 ParsedArgs parse_args(const std::vector<std::string>& argv) {
