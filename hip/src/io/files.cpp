@@ -6,11 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
 #include <cerrno>
+#include <climits>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "io/output_files.h"
 #include "util/error.h"
@@ -74,9 +72,11 @@ std::string read_text_file(const std::string& path) {
   char buf[1 << 16];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) {
-      if (pending_signal()) ::close(fd);
-      check_interrupted();
+    if (n < 0 && errno == EINTR) {  // a signal of ours: its status, not EINTR; any other: retry
+      if (pending_signal()) {
+        ::close(fd);
+        check_interrupted();
+      }
       continue;
     }
     if (n < 0) {
