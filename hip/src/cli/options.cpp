@@ -1,14 +1,12 @@
 #include "cli/options.h"
 
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
 #include <map>
-#include <random>
 #include <set>
 
 #include "tokenizer/utf8.h"
 #include "util/error.h"
+#include "util/numbers.h"
+#include "util/random_seed.h"
 
 namespace moss {
 namespace {
@@ -96,21 +94,17 @@ Error bad_value(const std::string& opt, const std::string& value, const std::str
 }
 
 int64_t parse_int(const std::string& opt, const std::string& v, int64_t lo, int64_t hi) {
-  errno = 0;
-  char* end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || errno == ERANGE) throw bad_value(opt, v, "not an integer");
-  if (x < lo || x > hi)
-    throw bad_value(opt, v, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
-  return x;
+  const ParsedInt p = parse_strict_int(v, lo, hi);
+  if (p.error != NumberError::None) throw bad_value(opt, v, integer_problem(p, lo, hi));
+  return p.value;
 }
 
-double parse_number(const std::string& opt, const std::string& v) {
-  errno = 0;
-  char* end = nullptr;
-  double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(x)) throw bad_value(opt, v, "not a finite number");
-  return x;
+// `range` words the accepted interval for the message ("must be between 0 and 100").
+double parse_decimal(const std::string& opt, const std::string& v, double lo, double hi, const std::string& range) {
+  const ParsedDecimal p = parse_strict_decimal(v, lo, hi);
+  if (p.error == NumberError::NotANumber) throw bad_value(opt, v, "not a decimal number (digits with an optional fraction)");
+  if (p.error != NumberError::None) throw bad_value(opt, v, range);
+  return p.value;
 }
 
 void check_side(const std::string& opt, const std::string& text, int64_t n) {
@@ -144,7 +138,7 @@ std::string help_text() {
          "                         merge steps; the count that runs is printed)\n"
          "  --cfg X                classifier-free guidance; 1 runs no uncond pass    default: 3\n"
          "  --shift X              schedule shift                                       default: 5\n"
-         "  --seed N               noise seed; -1 picks a random one                    default: 42\n"
+         "  --seed N               noise seed; -1 draws a random one (printed)          default: 42\n"
          "  --skip-layers LIST     DiT blocks the unconditional row skips (comma list,  default: \"22\"\n"
          "                         may be empty)\n"
          "  --max-seq N            templated tokens per prompt; longer prompts are cut  default: 4096\n"
@@ -156,7 +150,9 @@ std::string help_text() {
          "  --list-devices         list HIP devices, supported or not, and why\n"
          "  --version              version and the GPU architectures built in\n"
          "  --help                 this text\n\n"
-         "Exit status: 0 success, 2 usage error or unsupported request, 1 any other failure.\n";
+         "Exit status: 0 success, 2 usage error or unsupported request, 1 any other failure,\n"
+         "128 + the signal when stopped by one (SIGINT 130, SIGTERM 143, SIGHUP 129, SIGPIPE 141).\n"
+         "A failed or stopped run leaves no output.\n";
 }
 
 ParsedArgs parse_args(const std::vector<std::string>& argv) {
@@ -232,23 +228,19 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
     } else if (arg == "--steps") {
       o.steps = int(parse_int(arg, value, 1, 1000));
     } else if (arg == "--cfg") {
-      double c = parse_number(arg, value);
-      if (c < 0 || c > 100) throw bad_value(arg, value, "must be between 0 and 100");
-      o.cfg = float(c);
+      o.cfg = float(parse_decimal(arg, value, 0, 100, "must be between 0 and 100"));
     } else if (arg == "--shift") {
-      double s = parse_number(arg, value);
-      if (s <= 0 || s > 1000) throw bad_value(arg, value, "must be above 0 and at most 1000");
-      o.shift = float(s);
+      const double sh = parse_decimal(arg, value, 0, 1000, "must be above 0 and at most 1000");
+      if (sh <= 0 || float(sh) <= 0) throw bad_value(arg, value, "must be above 0 and at most 1000");
+      o.shift = float(sh);
     } else if (arg == "--seed") {
       if (value == "-1") {
         o.random_seed = true;
       } else {
-        errno = 0;
-        char* end = nullptr;
-        unsigned long long s = std::strtoull(value.c_str(), &end, 10);
-        if (value.empty() || value[0] == '-' || value[0] == '+' || *end != '\0' || errno == ERANGE)
+        const ParsedUint s = parse_strict_uint(value);
+        if (s.error != NumberError::None)
           throw bad_value(arg, value, "must be -1 or an integer from 0 to 18446744073709551615");
-        o.seed = s;
+        o.seed = s.value;
       }
     } else if (arg == "--skip-layers") {
       o.skip_layers.clear();
@@ -277,8 +269,8 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
       if (value != "reference") throw usage_error("--tier " + value + ": not supported: only tier reference runs");
       o.tier = value;
     } else if (arg == "--vram-budget") {
-      double g = parse_number(arg, value);
-      if (g <= 0 || g > 4096) throw bad_value(arg, value, "must be a positive number of GiB");
+      const double g = parse_decimal(arg, value, 0, 4096, "must be a positive number of GiB, at most 4096");
+      if (g <= 0) throw bad_value(arg, value, "must be a positive number of GiB, at most 4096");
       o.vram_budget_gib = g;
     } else if (arg == "--device") {
       o.device = int(parse_int(arg, value, 0, 255));
@@ -306,7 +298,7 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
     if (bad != std::string::npos)
       throw usage_error(std::string(flag) + ": not valid UTF-8 (byte " + std::to_string(bad) + ")");
   }
-  if (o.random_seed) o.seed = std::random_device{}();
+  if (o.random_seed) o.seed = draw_random_seed();
   return out;
 }
 

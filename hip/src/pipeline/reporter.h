@@ -1,5 +1,6 @@
-// Progress lines on stderr, one per event; --quiet silences all of them (warnings included
-// only where product.md asks for them regardless: none today).
+// Progress lines on stderr, one per event; --quiet silences them. Warnings (they change what
+// runs) and the drawn seed of --seed -1 (without it the run cannot be repeated) show even
+// under --quiet.
 #pragma once
 #include <cstdarg>
 #include <cstdio>
@@ -26,6 +27,14 @@ class Reporter {
     std::vfprintf(stderr, fmt, ap);
     va_end(ap);
     std::fputc('\n', stderr);
+  }
+  void always(const char* fmt, ...) const __attribute__((format(printf, 2, 3))) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    std::fputc('\n', stderr);
+    std::fflush(stderr);
   }
 
  private:

@@ -8,6 +8,8 @@
 
 #include "io/files.h"
 #include "io/image_files.h"
+#include "io/mapping_faults.h"
+#include "io/output_files.h"
 #include "model/image_u8.h"
 #include "ops/backend.h"
 #include "pipeline/dit_residency.h"
@@ -23,6 +25,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/interrupt.h"
+#include "util/test_pause.h"
 #include "util/thread_pool.h"
 
 namespace moss {
@@ -81,11 +84,19 @@ int run_generation(const RunOptions& o) {
   const auto t_start = Clock::now();
   Reporter rep(o.quiet);
   install_interrupt_handlers();
+  install_mapping_fault_handler();
+  // Printed before anything can fail, so even an interrupted run can be repeated.
+  if (o.random_seed) rep.always("seed: %llu (drawn at random)", (unsigned long long)o.seed);
+  test_pause("start");
 
   // Everything that can be refused is refused before any compute.
+  const HostThreads threads = host_threads_from_env();  // a bad MOSSINFER_THREADS: exit 2, on any backend
+  if (!threads.note.empty()) rep.warning("%s", threads.note.c_str());
   if (!o.output_png.empty()) check_writable_output(o.output_png, "-o");
   if (!o.latent_out.empty()) check_writable_output(o.latent_out, "--latent-out");
   MossModel model = open_moss_model(o.model);
+  test_pause("model");
+  check_interrupted();
   for (int layer : o.skip_layers)
     if (layer >= model.dit_config.layers)
       throw usage_error("--skip-layers " + o.skip_layers_text + ": block " + std::to_string(layer) +
@@ -144,6 +155,7 @@ int run_generation(const RunOptions& o) {
   if (decode) vae = std::make_unique<VaeDecoder>(*be, model.vae_weights, model.vae_config);
 
   // Text encoder: both prompts, then it is released before the DiT loads.
+  test_pause("text-encoder");
   check_interrupted();
   auto t0 = Clock::now();
   rep.line("text encoder");
@@ -165,6 +177,7 @@ int run_generation(const RunOptions& o) {
   }
   record.times.text_encoder_s = since(t0);
   be->release_cached();  // the text encoder's buffers go back before the DiT's plan is checked
+  test_pause("dit");
   check_interrupted();
 
   // DiT: its part of the plan is checked again with the memory free now, then the text rows
@@ -189,6 +202,8 @@ int run_generation(const RunOptions& o) {
     Tensor x = host_tensor(DType::F32, {model.dit_config.latent_channels, gh, gw});
     std::copy(noise.begin(), noise.end(), x.ptr<float>());
     SamplerSettings s{o.steps, o.cfg, o.shift, o.skip_layers};
+    test_pause("denoise");
+    check_interrupted();
     auto t_loop = Clock::now();
     latent = sample(dit, cond, use_uncond ? &uncond : nullptr, x, sigmas, s, [&](int step, int total, double sec) {
       rep.line("denoise %d/%d %.3f", step + 1, total, sec);
@@ -199,9 +214,13 @@ int run_generation(const RunOptions& o) {
   be->release_cached();  // the DiT's weights and buffers go back before the decode
   be->set_low_peak(true);
 
-  if (!o.latent_out.empty()) write_npy_f32(o.latent_out, latent.ptr<float>(), latent.dims());
+  // Every output is encoded first and written at the end, all or none (io/output_files.h):
+  // a decode that fails or is interrupted leaves no latents behind either.
+  OutputFiles outputs;
+  if (!o.latent_out.empty()) outputs.add(o.latent_out, encode_npy_f32(latent.ptr<float>(), latent.dims()));
 
   if (!o.output_png.empty()) {
+    test_pause("vae");
     check_interrupted();
     t0 = Clock::now();
     rep.line("vae");
@@ -210,9 +229,11 @@ int run_generation(const RunOptions& o) {
     record.times.vae_s = since(t0);
     record.times.total_s = since(t_start);
     check_interrupted();
-    write_png(o.output_png, rgb.data(), o.width, o.height,
-              o.no_metadata ? std::vector<PngText>() : png_record_chunks(record));
+    outputs.add(o.output_png, encode_png(rgb.data(), o.width, o.height,
+                                         o.no_metadata ? std::vector<PngText>() : png_record_chunks(record)));
   }
+  check_interrupted();
+  outputs.commit();
   record.times.total_s = since(t_start);
   // The text encoder's total, then its load (weights to the device, resident layers only, with
   // the kernels' warm-up overlapping it) and its encode (the pass itself, every prompt stacked;
