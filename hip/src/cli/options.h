@@ -29,6 +29,12 @@ struct RunOptions {
   int device = -1;           // -1: first supported device
   bool no_metadata = false;
   bool quiet = false;
+  // Several images per load (README "Many images per load", "Progress events").
+  int64_t batch_count = 1;         // --batch-count N: seeds seed, seed+1, ...; -o as a pattern
+  std::string prompt_file;         // --prompt-file FILE ("-": stdin); its text is the prompt
+  std::string negative_file;       // --negative-file FILE ("-": stdin)
+  std::string jobs_file;           // --jobs FILE.jsonl: one request per line, the model loaded once
+  bool progress_json = false;      // --progress json: one JSON object per event on stderr
 };
 
 struct ParsedArgs {
