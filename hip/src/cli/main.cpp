@@ -12,6 +12,7 @@
 #include "pipeline/record.h"
 #include "pipeline/run.h"
 #include "runtime/devices.h"
+#include "server/serve.h"
 #include "util/error.h"
 
 using namespace moss;
@@ -58,6 +59,7 @@ static int report_error(bool json, const std::string& message, int status) {
 int main(int argc, char** argv) {
   const bool json = json_progress(argc, argv);
   try {
+    if (argc > 1 && std::string(argv[1]) == "serve") return serve_command(std::vector<std::string>(argv + 2, argv + argc));
     ParsedArgs args = parse_args(expand_replay(std::vector<std::string>(argv + 1, argv + argc)));
     switch (args.action) {
       case Action::Help: std::fputs(help_text().c_str(), stdout); return 0;

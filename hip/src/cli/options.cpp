@@ -157,6 +157,10 @@ bool has_suffix(const std::string& s, const std::string& suf) {
 
 }  // namespace
 
+int64_t parse_int_option(const std::string& opt, const std::string& value, int64_t lo, int64_t hi) {
+  return parse_int(opt, value, lo, hi);
+}
+
 std::string usage_line() {
   return "usage: moss-infer-hip --model DIR --prompt TEXT (-o FILE.png | --latent-out FILE.npy) [options]\n"
          "       moss-infer-hip --model DIR --jobs FILE.jsonl [-o PATTERN.png] [options]\n"

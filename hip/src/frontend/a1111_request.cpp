@@ -182,7 +182,7 @@ A1111Request parse_a1111_request(const json& body, const FlagValues& defaults, c
     if (body.contains(f.name) && !body[f.name].is_null()) flags[f.flag] = field_value(f, body[f.name]);
   const int64_t count = count_field(body, "batch_size") * count_field(body, "n_iter");
   if (count > kMaxImagesPerRequest)
-    throw RequestError(422, "n_iter", "batch_size × n_iter: " + std::to_string(count) + " images, at most " +
+    throw RequestError(422, "n_iter", "n_iter: batch_size × n_iter is " + std::to_string(count) + " images, at most " +
                                           std::to_string(kMaxImagesPerRequest) + " per request");
 
   A1111Request out;
