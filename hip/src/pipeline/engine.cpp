@@ -175,7 +175,11 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
                        host_available_memory());
   };
   std::optional<MemoryPlan> plan;
-  bool keep = settings_.keep_loaded;  // the host backend has no device memory to plan: it keeps
+  // keep: the text encoder and the DiT stay loaded after this image; keep_te: the text encoder
+  // does (with its layers in pinned host memory when the device cannot hold it beside the DiT).
+  // The host backend has no device memory to plan: it keeps both.
+  bool keep = settings_.keep_loaded, keep_te = keep;
+  TeResidency te_residency = TeResidency::Auto;
   if (be.free_memory() > 0) {
     // Every image is planned against the memory that was free before this engine loaded
     // anything (what the plan's stages divide among themselves); a change by other programs
@@ -184,16 +188,29 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     if (!L.free_before_load) L.free_before_load = be.free_memory();
     plan = plan_for(L.free_before_load);
     keep = keep && plan_holds_all_loaded(*plan);
-    if (!keep) L.drop_models();
+    const bool pinned_now = L.te && L.te->residency() == TeResidency::PinnedHost;
+    keep_te = keep || (settings_.keep_loaded &&
+                       plan_pins_text_encoder(*plan, host_available_memory() +
+                                                         (pinned_now ? plan->sizes.te_all_layers_bytes : 0)));
+    te_residency = keep_te && !keep ? TeResidency::PinnedHost
+                                    : plan->te_resident ? TeResidency::Resident : TeResidency::Streamed;
+    if (!keep) {
+      L.dit.reset();
+      L.dit_resident = -1;
+    }
+    if (!keep_te || (L.te && L.te->residency() != te_residency)) L.te.reset();
+    be.release_cached();
     record.resident_blocks = plan->resident_blocks;
     rep.line("memory plan: %d of %d DiT blocks resident%s; peaks: text encoder %s, DiT %s, VAE %s (budget %s); "
              "text encoder layers %s%s",
              plan->resident_blocks, record.total_blocks,
              plan->streamed() ? (", " + format_gib(plan->pinned_host_bytes) + " pinned for streaming").c_str() : "",
              format_gib(plan->te_peak).c_str(), format_gib(plan->dit_peak).c_str(), format_gib(plan->vae_peak).c_str(),
-             format_gib(plan->budget_bytes).c_str(), plan->te_resident ? "resident" : "streamed",
-             settings_.keep_loaded ? (keep ? "; weights stay loaded between images" : "; weights reload per image")
-                                   : "");
+             format_gib(plan->budget_bytes).c_str(), te_residency_name(te_residency),
+             !settings_.keep_loaded ? ""
+             : keep                 ? "; weights stay loaded between images"
+             : keep_te              ? "; text encoder layers stay in pinned host memory between images, the DiT reloads"
+                                    : "; weights reload per image");
   }
 
   // The VAE weights load first and stay (product.md section 5).
@@ -206,8 +223,6 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
   Tensor cond_states, uncond_states;
   TextEncoderTimes te_times;
   std::string te_tokens;  // "64+10": the prompts the encode stacked (cfg 1: the prompt alone)
-  TeResidency te_residency = TeResidency::Auto;
-  if (plan) te_residency = plan->te_resident ? TeResidency::Resident : TeResidency::Streamed;
   {
     if (!L.te) L.te = std::make_unique<TextEncoder>(be, model.te_weights, model.te_config, te_residency);
     std::vector<std::vector<int32_t>> prompts = {cond_ids.ids};
@@ -218,7 +233,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     if (use_uncond) uncond_states = states[1];
     te_times = L.te->times();
     te_residency = L.te->residency();
-    if (!keep) L.te.reset();
+    if (!keep_te) L.te.reset();
   }
   record.times.text_encoder_s = since(t0);
   if (!keep) be.release_cached();  // the text encoder's buffers go back before the DiT's plan is checked

@@ -158,6 +158,10 @@ bool plan_holds_all_loaded(const MemoryPlan& p) {
   return weights + activations + kReserveBytes <= p.budget_bytes;
 }
 
+bool plan_pins_text_encoder(const MemoryPlan& p, size_t host_available) {
+  return host_available != 0 && p.sizes.te_all_layers_bytes + p.pinned_host_bytes + kHostSpareBytes <= host_available;
+}
+
 size_t host_available_memory() {
   std::ifstream f("/proc/meminfo");
   std::string line;
