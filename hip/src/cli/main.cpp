@@ -40,7 +40,8 @@ static int list_devices_command() {
 static bool json_progress(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--progress=json" || (a == "--progress" && i + 1 < argc && std::string(argv[i + 1]) == "json")) return true;
+    if (a == "--progress=json" || (a == "--progress" && i + 1 < argc && std::string(argv[i + 1]) == "json"))
+      return true;
   }
   return false;
 }
@@ -59,7 +60,8 @@ static int report_error(bool json, const std::string& message, int status) {
 int main(int argc, char** argv) {
   const bool json = json_progress(argc, argv);
   try {
-    if (argc > 1 && std::string(argv[1]) == "serve") return serve_command(std::vector<std::string>(argv + 2, argv + argc));
+    if (argc > 1 && std::string(argv[1]) == "serve")
+      return serve_command(std::vector<std::string>(argv + 2, argv + argc));
     ParsedArgs args = parse_args(expand_replay(std::vector<std::string>(argv + 1, argv + argc)));
     switch (args.action) {
       case Action::Help: std::fputs(help_text().c_str(), stdout); return 0;

@@ -143,7 +143,8 @@ void check_prompt_sources(const std::map<std::string, std::string>& seen, RunOpt
     throw usage_error("--negative and --negative-file given together");
   if (!o.jobs_file.empty())
     for (const char* flag : {"--prompt", "--prompt-file", "--batch-count"})
-      if (seen.count(flag)) throw usage_error(std::string("--jobs and ") + flag + " given together (each line is a request)");
+      if (seen.count(flag))
+        throw usage_error(std::string("--jobs and ") + flag + " given together (each line is a request)");
   int from_stdin = 0;
   for (const std::string* path : {&o.prompt_file, &o.negative_file, &o.jobs_file}) from_stdin += *path == "-";
   if (from_stdin > 1) throw usage_error("stdin (-) can be read by one of --prompt-file, --negative-file, --jobs only");

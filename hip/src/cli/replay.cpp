@@ -33,7 +33,8 @@ nlohmann::json read_record(const std::string& flag, const std::string& path) {
     if (!j.is_object()) throw usage_error(flag + " " + path + ": its generation record is not a JSON object");
     return j;
   }
-  throw usage_error(flag + " " + path + ": no generation record (written with --no-metadata, or not by moss-infer-hip)");
+  throw usage_error(flag + " " + path +
+                    ": no generation record (written with --no-metadata, or not by moss-infer-hip)");
 }
 
 std::string record_value(const std::string& flag, const std::string& path, const std::string& field,

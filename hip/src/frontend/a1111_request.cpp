@@ -82,7 +82,8 @@ void check_sampler(const json& body) {
   const json& v = body[field];
   if (!v.is_string()) throw RequestError(422, field, std::string(field) + ": expected a sampler name");
   const std::string name = lower(v.get<std::string>());
-  if (name != "euler" && name != "k_euler") throw refuse(field, "sampler '" + v.get<std::string>() + "' (only Euler runs)");
+  if (name != "euler" && name != "k_euler")
+    throw refuse(field, "sampler '" + v.get<std::string>() + "' (only Euler runs)");
 }
 
 void check_scheduler(const json& body) {
@@ -108,7 +109,8 @@ void check_extra_networks(const json& body) {
     if (!body.contains(field) || !body[field].is_string()) continue;
     const std::string text = lower(body[field].get<std::string>());
     for (const char* tag : {"<lora:", "<lyco:", "<hypernet:"})
-      if (text.find(tag) != std::string::npos) throw refuse(field, std::string("extra networks (") + tag + "...>: LoRAs)");
+      if (text.find(tag) != std::string::npos)
+        throw refuse(field, std::string("extra networks (") + tag + "...>: LoRAs)");
   }
 }
 
@@ -139,7 +141,8 @@ std::string field_value(const Field& f, const json& v) {
   if (f.kind == Kind::Layers && v.is_array()) {
     std::string list;
     for (const json& layer : v) {
-      if (!layer.is_number_integer()) throw RequestError(422, name, name + ": expected block numbers, got " + layer.dump());
+      if (!layer.is_number_integer())
+        throw RequestError(422, name, name + ": expected block numbers, got " + layer.dump());
       list += (list.empty() ? "" : ",") + json_flag_value(layer);
     }
     return list;
@@ -166,7 +169,8 @@ RequestError request_error(const Error& e) {
 
 A1111Request parse_a1111_request(const json& body, const FlagValues& defaults, const std::string& model,
                                  bool allow_output) {
-  if (!body.is_object()) throw RequestError(400, "", std::string("the body must be a JSON object, got ") + body.type_name());
+  if (!body.is_object())
+    throw RequestError(400, "", std::string("the body must be a JSON object, got ") + body.type_name());
   for (const Neutral& n : kNeutral)
     if (body.contains(n.name) && !n.neutral(body[n.name])) throw refuse(n.name, n.what);
   check_sampler(body);
@@ -191,7 +195,8 @@ A1111Request parse_a1111_request(const json& body, const FlagValues& defaults, c
   } catch (const Error& e) {
     throw request_error(e);
   }
-  if (body.contains("send_images") && body["send_images"].is_boolean()) out.send_images = body["send_images"].get<bool>();
+  if (body.contains("send_images") && body["send_images"].is_boolean())
+    out.send_images = body["send_images"].get<bool>();
   for (int64_t i = 0; i < count; ++i) {
     GenerationRequest r = request_from_options(out.options);
     r.seed = out.options.seed + uint64_t(i);

@@ -227,7 +227,8 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     if (!L.te) L.te = std::make_unique<TextEncoder>(be, model.te_weights, model.te_config, te_residency);
     std::vector<std::vector<int32_t>> prompts = {cond_ids.ids};
     if (use_uncond) prompts.push_back(uncond_ids.ids);
-    for (const std::vector<int32_t>& p : prompts) te_tokens += (te_tokens.empty() ? "" : "+") + std::to_string(p.size());
+    for (const std::vector<int32_t>& p : prompts)
+      te_tokens += (te_tokens.empty() ? "" : "+") + std::to_string(p.size());
     std::vector<Tensor> states = L.te->encode_many(prompts);  // one pass over the layers for both
     cond_states = states[0];
     if (use_uncond) uncond_states = states[1];

@@ -66,7 +66,8 @@ void A1111Routes::install(httplib::Server& s) {
   s.Post("/sdapi/v1/interrupt", [this](const httplib::Request&, httplib::Response& res) { interrupt(res); });
   s.Get("/sdapi/v1/sd-models", [this](const httplib::Request&, httplib::Response& res) {
     const std::string folder = engine_.model_folder();
-    const std::string name = folder.substr(folder.find_last_of('/') == std::string::npos ? 0 : folder.find_last_of('/') + 1);
+    const size_t slash = folder.find_last_of('/');
+    const std::string name = slash == std::string::npos ? folder : folder.substr(slash + 1);
     reply(res, 200, json::array({{{"title", engine_.model_identity()}, {"model_name", name}, {"hash", nullptr},
                                   {"sha256", nullptr}, {"filename", folder}, {"config", nullptr}}}));
   });
@@ -80,7 +81,8 @@ void A1111Routes::install(httplib::Server& s) {
   s.Get("/sdapi/v1/scripts", [](const httplib::Request&, httplib::Response& res) {
     reply(res, 200, {{"txt2img", json::array()}, {"img2img", json::array()}});
   });
-  s.Get("/sdapi/v1/options", [this](const httplib::Request&, httplib::Response& res) { reply(res, 200, options_json()); });
+  s.Get("/sdapi/v1/options",
+        [this](const httplib::Request&, httplib::Response& res) { reply(res, 200, options_json()); });
   s.Post("/sdapi/v1/options", [this](const httplib::Request& req, httplib::Response& res) { set_options(req, res); });
   // Anything else, and the library's own refusals (405, 413 for a body above the limit), as JSON.
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
