@@ -3,7 +3,9 @@
 batches, A1111 bodies, refusals with their status and field, progress, interrupt, a client that
 disconnects, bounds. Usage: http_test.py BINARY MODEL_DIR"""
 import json
+import os
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -64,10 +66,39 @@ REFUSED = [
 ]
 
 
+# serve's own command line: refused with status 2 and a message naming the option.
+SERVE_REFUSED = [
+    (["--port", "0"], "--port '0'"), (["--port", "http"], "--port 'http'"), (["--port", "70000"], "--port '70000'"),
+    (["--host", ""], "--host: empty"), (["-o", "x.png"], "-o does not apply"), (["--batch-count", "2"], "--batch-count"),
+    (["--jobs", "j.jsonl"], "--jobs"), (["--steps", "0"], "--steps '0'"), (["--sampler", "dpm"], "--sampler: not supported"),
+    (["--frobnicate"], "unknown option"),
+]
+
+
+def check_serve_command_line(c, binary, model):
+    env = dict(os.environ, MOSSINFER_BACKEND="host")
+    for args, pattern in SERVE_REFUSED:
+        r = subprocess.run([binary, "serve", "--model", model, *args], capture_output=True, text=True, env=env,
+                           timeout=30)
+        c.check(f"serve-refuses-{' '.join(args)}", r.returncode == 2 and pattern in r.stderr, (r.returncode, r.stderr))
+    r = subprocess.run([binary, "serve", "--port", "7999"], capture_output=True, text=True, env=env, timeout=30)
+    c.check("serve-needs-model", r.returncode == 2 and "--model is required" in r.stderr, (r.returncode, r.stderr))
+    r = subprocess.run([binary, "serve", "--help"], capture_output=True, text=True, timeout=30)
+    c.check("serve-help", r.returncode == 0 and "/sdapi/v1/txt2img" in r.stdout, r.returncode)
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    r = subprocess.run([binary, "serve", "--model", model, "--port", str(busy.getsockname()[1])], capture_output=True,
+                       text=True, env=env, timeout=60)
+    busy.close()
+    c.check("serve-port-in-use", r.returncode == 1 and "cannot listen" in r.stderr, (r.returncode, r.stderr))
+
+
 def main():
     binary, model = sys.argv[1], sys.argv[2]
     work = tempfile.mkdtemp()
     c = Checks()
+    check_serve_command_line(c, binary, model)
     srv = Server(binary, model)
     try:
         status, models, _ = srv.request("GET", "/sdapi/v1/sd-models")
