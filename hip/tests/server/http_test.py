@@ -69,8 +69,9 @@ REFUSED = [
 # serve's own command line: refused with status 2 and a message naming the option.
 SERVE_REFUSED = [
     (["--port", "0"], "--port '0'"), (["--port", "http"], "--port 'http'"), (["--port", "70000"], "--port '70000'"),
-    (["--host", ""], "--host: empty"), (["-o", "x.png"], "-o does not apply"), (["--batch-count", "2"], "--batch-count"),
-    (["--jobs", "j.jsonl"], "--jobs"), (["--steps", "0"], "--steps '0'"), (["--sampler", "dpm"], "--sampler: not supported"),
+    (["--host", ""], "--host: empty"), (["-o", "x.png"], "-o does not apply"),
+    (["--batch-count", "2"], "--batch-count"), (["--jobs", "j.jsonl"], "--jobs"), (["--steps", "0"], "--steps '0'"),
+    (["--sampler", "dpm"], "--sampler: not supported"),
     (["--frobnicate"], "unknown option"),
 ]
 
