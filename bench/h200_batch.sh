@@ -3,6 +3,7 @@
 # (--batch-count 10, the model loaded once) against ten separate runs, at 1024x1024 on a
 # full-size random-weight model. Also checks that the batch's second image equals the separate
 # run with its seed. Usage: bench/h200_batch.sh BIN_DIR OUT_DIR [MODEL_DIR] [STEPS]
+# (SIZE=WxH and EXTRA="flags" change the size and add flags: a quick try on the tiny model.)
 set -uo pipefail
 BIN=$1
 OUT=$2
@@ -16,7 +17,7 @@ if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
 fi
 now() { date +%s.%N; }
 prompt="A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
-common=(--model "$MODEL" --prompt "$prompt" --size 1024x1024 --steps "$STEPS")
+common=(--model "$MODEL" --prompt "$prompt" --size "${SIZE:-1024x1024}" --steps "$STEPS" ${EXTRA:-})
 
 t0=$(now)
 for i in $(seq 1 $IMAGES); do
