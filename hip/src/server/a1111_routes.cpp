@@ -194,12 +194,23 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
       if (job.interrupted) throw Stopped{false};
       if (watch.client_gone()) throw Stopped{true};
     };
-    for (const GenerationRequest& r : request.images) {
-      made.push_back(engine_.generate(r, true, hook));
+    // Progress goes idle within the turn: once it ends, the next request's may already show.
+    auto idle = [&] {
       std::lock_guard<std::mutex> lock(progress_mutex_);
-      progress_.image += 1;
-      progress_.step = 0;
+      progress_.active = false;
+    };
+    try {
+      for (const GenerationRequest& r : request.images) {
+        made.push_back(engine_.generate(r, true, hook));
+        std::lock_guard<std::mutex> lock(progress_mutex_);
+        progress_.image += 1;
+        progress_.step = 0;
+      }
+    } catch (...) {
+      idle();
+      throw;
     }
+    idle();
   };
   auto run = [&] {
     try {
@@ -220,10 +231,6 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
     return GenerationQueue::Outcome::Ran;
   };
   const GenerationQueue::Outcome outcome = run();
-  {
-    std::lock_guard<std::mutex> lock(progress_mutex_);
-    if (outcome == GenerationQueue::Outcome::Ran) progress_.active = false;
-  }
   if (outcome == GenerationQueue::Outcome::Full)
     return reply_error(res, 503, "busy: " + std::to_string(kMaxWaitingRequests) + " requests are already waiting");
   if (outcome == GenerationQueue::Outcome::ClientGone || client_gone) {
