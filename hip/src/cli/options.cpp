@@ -1,8 +1,11 @@
 #include "cli/options.h"
 
+#include <iostream>
+#include <iterator>
 #include <map>
 #include <set>
 
+#include "io/files.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
 #include "util/numbers.h"
@@ -72,8 +75,7 @@ const Refusal kRefused[] = {
     {"--slg-scale", "other skip-layer guidance settings (use --skip-layers)"},
     {"--skip-layer-start", "other skip-layer guidance settings (use --skip-layers)"},
     {"--skip-layer-end", "other skip-layer guidance settings (use --skip-layers)"},
-    {"--batch-count", "batches (one image per run)"},
-    {"--batch*", "batches (one image per run)"},
+    {"--batch*", "batches in one pass (images are made one at a time: use --batch-count N)"},
 };
 
 const Refusal* find_refusal(const std::string& opt) {
@@ -111,14 +113,54 @@ void check_side(const std::string& opt, const std::string& text, int64_t n) {
   if (n % 16 != 0) throw bad_value(opt, text, "image sides must be multiples of 16");
 }
 
+// A prompt from a file or stdin ("-"): its whole text, less the line ends it closes with.
+std::string read_prompt_source(const std::string& opt, const std::string& path) {
+  std::string text;
+  if (path == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    try {
+      text = read_text_file(path);
+    } catch (const Error& e) {
+      throw usage_error(opt + " " + path + ": " + e.what());
+    }
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+// --prompt-file and --negative-file stand for --prompt and --negative (their text is read here,
+// so every later check sees it); a jobs file's lines bring their own prompts.
+void check_prompt_sources(const std::map<std::string, std::string>& seen, RunOptions& o) {
+  if (seen.count("--prompt") && !o.prompt_file.empty()) throw usage_error("--prompt and --prompt-file given together");
+  if (seen.count("--negative") && !o.negative_file.empty())
+    throw usage_error("--negative and --negative-file given together");
+  if (!o.jobs_file.empty())
+    for (const char* flag : {"--prompt", "--prompt-file", "--batch-count"})
+      if (seen.count(flag))
+        throw usage_error(std::string("--jobs and ") + flag + " given together (each line is a request)");
+  int from_stdin = 0;
+  for (const std::string* path : {&o.prompt_file, &o.negative_file, &o.jobs_file}) from_stdin += *path == "-";
+  if (from_stdin > 1) throw usage_error("stdin (-) can be read by one of --prompt-file, --negative-file, --jobs only");
+  if (!o.prompt_file.empty()) o.prompt = read_prompt_source("--prompt-file", o.prompt_file);
+  if (!o.negative_file.empty()) o.negative = read_prompt_source("--negative-file", o.negative_file);
+}
+
 bool has_suffix(const std::string& s, const std::string& suf) {
   return s.size() > suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
 }
 
 }  // namespace
 
+int64_t parse_int_option(const std::string& opt, const std::string& value, int64_t lo, int64_t hi) {
+  return parse_int(opt, value, lo, hi);
+}
+
 std::string usage_line() {
   return "usage: moss-infer-hip --model DIR --prompt TEXT (-o FILE.png | --latent-out FILE.npy) [options]\n"
+         "       moss-infer-hip --model DIR --jobs FILE.jsonl [-o PATTERN.png] [options]\n"
+         "       moss-infer-hip --model DIR --from-png IMAGE.png -o FILE.png [options that override the record]\n"
+         "       moss-infer-hip serve --model DIR [--host 127.0.0.1] [--port 7860] [options as request defaults]\n"
          "       moss-infer-hip --list-devices | --version | --help";
 }
 
@@ -147,6 +189,15 @@ std::string help_text() {
          "  --device N             HIP device index                                     default: first supported\n"
          "  --no-metadata          no generation record in the PNG\n"
          "  --quiet                no progress output\n"
+         "  --progress json        one JSON object per event on stderr                  default: text\n"
+         "  --from-png FILE.png    rerun the generation record of FILE.png (also --replay); flags\n"
+         "                         given on the command line override its fields\n"
+         "  --batch-count N        N images for one model load, seeds seed, seed+1, ... default: 1\n"
+         "                         -o takes a %d / %03d pattern, else gets -0001 style suffixes\n"
+         "  --prompt-file FILE     the prompt is FILE's text (- reads stdin)\n"
+         "  --negative-file FILE   the negative prompt is FILE's text (- reads stdin)\n"
+         "  --jobs FILE.jsonl      one request per line (the server's JSON fields, plus \"output\"),\n"
+         "                         the model loaded once; other flags are the lines' defaults\n"
          "  --list-devices         list HIP devices, supported or not, and why\n"
          "  --version              version and the GPU architectures built in\n"
          "  --help                 this text\n\n"
@@ -160,7 +211,9 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
   RunOptions& o = out.run;
   static const std::set<std::string> kValued = {"--model", "--prompt", "--negative", "-o", "--latent-out", "--size",
                                                 "--width", "--height", "--steps", "--cfg", "--shift", "--seed",
-                                                "--skip-layers", "--max-seq", "--tier", "--vram-budget", "--device"};
+                                                "--skip-layers", "--max-seq", "--tier", "--vram-budget", "--device",
+                                                "--batch-count", "--prompt-file", "--negative-file", "--jobs",
+                                                "--progress"};
   static const std::set<std::string> kSwitches = {"--no-metadata", "--quiet", "--list-devices", "--version", "--help",
                                                   "-h"};
   std::map<std::string, std::string> seen;
@@ -274,6 +327,14 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
       o.vram_budget_gib = g;
     } else if (arg == "--device") {
       o.device = int(parse_int(arg, value, 0, 255));
+    } else if (arg == "--batch-count") {
+      o.batch_count = parse_int(arg, value, 1, 10000);
+    } else if (arg == "--prompt-file" || arg == "--negative-file" || arg == "--jobs") {
+      if (value.empty()) throw bad_value(arg, value, "empty path (give a file, or - for stdin)");
+      (arg == "--prompt-file" ? o.prompt_file : arg == "--negative-file" ? o.negative_file : o.jobs_file) = value;
+    } else if (arg == "--progress") {
+      if (value != "json" && value != "text") throw bad_value(arg, value, "expected json or text");
+      o.progress_json = value == "json";
     }
   }
 
@@ -288,8 +349,10 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
     throw usage_error("size " + std::to_string(o.width) + "x" + std::to_string(o.height) +
                       ": above 4.2 megapixels");
   if (o.model.empty()) throw usage_error("--model is required\n" + usage_line());
-  if (!seen.count("--prompt")) throw usage_error("--prompt is required\n" + usage_line());
-  if (o.output_png.empty() && o.latent_out.empty())
+  check_prompt_sources(seen, o);
+  if (!seen.count("--prompt") && o.prompt_file.empty() && o.jobs_file.empty())
+    throw usage_error("--prompt is required\n" + usage_line());
+  if (o.output_png.empty() && o.latent_out.empty() && o.jobs_file.empty())
     throw usage_error("give -o FILE.png or --latent-out FILE.npy (or both)\n" + usage_line());
   if (!o.output_png.empty() && o.output_png == o.latent_out) throw usage_error("-o and --latent-out name the same file");
   for (const auto& [flag, text] : {std::pair<const char*, const std::string*>{"--prompt", &o.prompt},
