@@ -1,6 +1,9 @@
 #include "cli/request_flags.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -27,12 +30,28 @@ GenerationRequest request_from_options(const RunOptions& o) {
   return r;
 }
 
-// %.9g reads back as the same float, which is what the options hold.
-static std::string float_text(float v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.9g", double(v));
-  return b;
+namespace {
+
+// v with `digits` significant digits, in the only form the strict parser reads (util/numbers.h):
+// digits with an optional fraction, never an exponent (%g writes 1e-05 for 0.00001).
+std::string plain_decimal(double v, int digits) {
+  char b[400];
+  std::snprintf(b, sizeof b, "%.*g", digits, v);
+  if (!std::strchr(b, 'e') || !std::isfinite(v)) return b;
+  const int exponent = int(std::floor(std::log10(std::fabs(v))));
+  std::snprintf(b, sizeof b, "%.*f", std::max(0, digits - 1 - exponent), v);
+  std::string text = b;
+  if (text.find('.') != std::string::npos) {
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+  }
+  return text;
 }
+
+// 9 significant digits read back as the same float, which is what the options hold.
+std::string float_text(float v) { return plain_decimal(double(v), 9); }
+
+}  // namespace
 
 FlagValues generation_flags(const RunOptions& o) {
   return {{"--prompt", o.prompt},
@@ -66,9 +85,7 @@ std::string json_flag_value(const nlohmann::json& v) {
   if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
   if (v.is_number_float()) {
-    char b[40];
-    std::snprintf(b, sizeof b, "%.17g", v.get<double>());  // reads back as the same double
-    return b;
+    return plain_decimal(v.get<double>(), 17);  // reads back as the same double
   }
   throw std::invalid_argument(std::string("expected a ") + "number or a string, got " + v.type_name());
 }

@@ -95,3 +95,24 @@ TEST(A1111Request, RefusalsNameTheField) {
   EXPECT_EQ(refused({{"batch_size", 8}, {"n_iter", 9}}).field, "n_iter");
   EXPECT_EQ(refused(json::array()).status, 400);
 }
+
+// JSON numbers and the command line's values reach the strict parser (util/numbers.h) as plain
+// decimals: no exponent even where %g would write one; the same value read back.
+TEST(A1111Request, SmallAndLargeNumbersAsPlainDecimals) {
+  for (double v : {0.00001, 1e-7, 0.5, 4.0, 123456789.25, 1e20}) {
+    const std::string text = json_flag_value(json(v));
+    EXPECT_EQ(text.find_first_of("eE+"), std::string::npos) << text;
+    EXPECT_EQ(std::stod(text), v) << text;
+  }
+  RunOptions o = parse_args({"--model", "m", "--prompt", "p", "-o", "x.png", "--cfg", "0.00001"}).run;
+  const FlagValues flags = generation_flags(o);
+  EXPECT_EQ(flags.at("--cfg").find('e'), std::string::npos) << flags.at("--cfg");
+  EXPECT_EQ(parse_generation_flags("m", flags).cfg, o.cfg);
+  json body = {{"prompt", "p"}, {"cfg_scale", 0.00001}};
+  EXPECT_FLOAT_EQ(parse_a1111_request(body, defaults(), "m", false).images[0].cfg, 0.00001f);
+  // The strict parser's refusals hold for bodies too: a fraction where an integer goes, a
+  // negative seed other than -1, a value past the range (never wrapped).
+  for (const json& bad : {json{{"prompt", "p"}, {"steps", 7.5}}, json{{"prompt", "p"}, {"seed", -2}},
+                          json{{"prompt", "p"}, {"max_seq", 1e300}}, json{{"prompt", "p"}, {"steps", -0.0}}})
+    EXPECT_THROW(parse_a1111_request(bad, defaults(), "m", false), RequestError) << bad.dump();
+}
