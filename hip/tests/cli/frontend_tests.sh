@@ -141,8 +141,56 @@ printf '{"prompt": "x", "output": "same.png"}\n{"prompt": "y", "output": "same.p
 expect_refusal jobs-same-file 2 'two images would write same.png' --jobs ../same.jsonl
 printf '{"prompt": "x"}\n' >"$WORK/noout.jsonl"
 expect_refusal jobs-no-output 2 'noout.jsonl:1: no "output" field' --jobs ../noout.jsonl
-expect_refusal jobs-empty 2 'no requests' --jobs /dev/null -o 'out%d.png'
+: >"$WORK/empty.jsonl"
+expect_refusal jobs-empty 2 'no requests' --jobs ../empty.jsonl -o 'out%d.png'
+# Like every file the program reads (io/files.h), a jobs file must be a regular file (- is stdin).
+expect_refusal jobs-special-file 2 'not a regular file \(a character device\)' --jobs /dev/null -o 'out%d.png'
+# Every image's output paths are checked before any compute: a later line's bad folder stops the
+# run before the first image is made.
+printf '{"prompt": "x", "output": "first.png"}\n{"prompt": "y", "output": "nodir/second.png"}\n' >"$WORK/laterbad.jsonl"
+expect_refusal jobs-later-output-checked-first 2 'nodir' --jobs ../laterbad.jsonl "${small[@]}" --steps 1
 expect_refusal jobs-and-prompt 2 '--jobs and --prompt given together' --jobs ../jobs.jsonl --prompt x
+
+# --- outputs all or none, per image (io/output_files.h) ---------------------------------------
+# stop_at_vae NAME PAUSES ARGS...: runs with MOSSINFER_TEST_PAUSE=vae:5 in a fresh folder and sends
+# SIGINT once `pause at vae` has been printed PAUSES times; sets rc.
+stop_at_vae() {
+  local name=$1 pauses=$2
+  shift 2
+  rm -rf "$WORK/$name" && mkdir -p "$WORK/$name"
+  (cd "$WORK/$name" && exec env MOSSINFER_TEST_PAUSE=vae:5 "$BIN" --model "$MODEL" "$@" 2>"$WORK/$name.err") &
+  local pid=$! waited=0
+  while [[ $(grep -c '^pause at vae' "$WORK/$name.err" 2>/dev/null) -lt $pauses ]] && ((waited < 3000)); do
+    sleep 0.05
+    waited=$((waited + 1))
+  done
+  kill -INT "$pid"
+  wait "$pid"
+  rc=$?
+}
+# Stopped in the first image's decode: not even its latents (encoded before the decode) are left.
+stop_at_vae stop-first 1 --prompt x "${small[@]}" --steps 1 --batch-count 2 -o 'i%d.png' --latent-out 'i%d.npy'
+check batch-stopped-first-status test "$rc" -eq 130
+check batch-stopped-first-nothing test -z "$(ls -A "$WORK/stop-first")"
+# Stopped in the second image's decode: the first image's PNG and latents stay, complete; nothing
+# of the second, no temporaries.
+stop_at_vae stop-second 2 --prompt x "${small[@]}" --steps 1 --batch-count 2 -o 'i%d.png' --latent-out 'i%d.npy'
+check batch-stopped-second-status test "$rc" -eq 130
+check batch-stopped-second-keeps-first test "$(ls -A "$WORK/stop-second" | tr '\n' ' ')" = "i1.npy i1.png "
+run --prompt x "${small[@]}" --steps 1 --seed 42 -o whole1.png --quiet
+check batch-stopped-second-first-complete pixels_equal stop-second/i1.png whole1.png
+
+# --- the drawn seed: printed once, even with --quiet; a batch prints its first image's seed ----
+out=$(run --prompt x "${small[@]}" --steps 1 --seed -1 --batch-count 2 -o 'drawn%d.png' --quiet 2>&1)
+seed=$(sed -nE 's/^seed: ([0-9]+) \(drawn at random\)$/\1/p' <<<"$out")
+check batch-drawn-seed-printed test "$(grep -c '^seed: ' <<<"$out")" -eq 1 -a -n "$seed"
+check batch-drawn-seed-first python3 -c 'import json,sys; assert json.loads(sys.argv[1])["seed"] == int(sys.argv[2])' "$(text_chunk drawn1.png generation)" "$seed"
+check batch-drawn-seed-second python3 -c 'import json,sys; assert json.loads(sys.argv[1])["seed"] == int(sys.argv[2]) + 1' "$(text_chunk drawn2.png generation)" "$seed"
+printf '{"prompt": "x", "seed": -1, "width": 32, "height": 32, "steps": 1, "skip_layers": [2], "output": "jdrawn.png"}\n' >"$WORK/drawn.jsonl"
+out=$(run --jobs drawn.jsonl --quiet 2>&1)
+seed=$(sed -nE 's/^seed: ([0-9]+) \(drawn at random; image 1\)$/\1/p' <<<"$out")
+check jobs-drawn-seed-printed test -n "$seed"
+check jobs-drawn-seed-recorded python3 -c 'import json,sys; assert json.loads(sys.argv[1])["seed"] == int(sys.argv[2])' "$(text_chunk jdrawn.png generation)" "$seed"
 
 # --- --progress json: one JSON object per line on stderr -------------------------------------
 run --prompt "a red apple" "${small[@]}" --steps 2 --batch-count 2 -o 'p%d.png' --progress json 2>"$WORK/progress.jsonl"
