@@ -2,10 +2,11 @@
 # amd_package_check.sh TARBALL GOLDEN_CHECK DATA_DIR: the AMD release tarball as a user gets it
 # (issue 15), run inside the ROCm 7 root (no GPU): unpacked into an empty folder and started from
 # there. Checks what the binary needs from the system (glibc floor, sonames, RUNPATH, no shared
-# libstdc++), the licence texts, --version/--help/--list-devices, a GPU run's refusal without a
-# device, the tiny model on the host backend against the golden image, and where the loader
-# finds libamdhip64.so.7 (LD_LIBRARY_PATH, then the package's lib/, then /opt/rocm/lib, then the
-# system's paths) by moving the library between those places.
+# libstdc++), the licence texts, --version/--help/--list-devices, serve's refusal (the static
+# release has no server), a GPU run's refusal without a device, the tiny model on the host
+# backend against the golden image, and where the loader finds libamdhip64.so.7
+# (LD_LIBRARY_PATH, then the package's lib/, then /opt/rocm/lib, then the system's paths) by
+# moving the library between those places.
 # Prints one PASS/FAIL line per check and 'N passed, M failed'; exit 0 only when all passed.
 set -uo pipefail
 tarball=$(realpath "${1:?usage: amd_package_check.sh TARBALL GOLDEN_CHECK DATA_DIR}")
@@ -71,6 +72,9 @@ rc=$(run "$bin" --help)
 check "--help exits 0" "$([[ $rc == 0 ]] && grep -q 'usage: moss-infer-hip' "$work/out.txt" || echo "exit $rc")"
 rc=$(run "$bin" --list-devices)
 check "--list-devices exits 0: no HIP devices" "$([[ $rc == 0 ]] && grep -qx 'no HIP devices' "$work/out.txt" || { echo "exit $rc:"; head -3 "$work/out.txt"; })"
+rc=$(run "$bin" serve --model "$data/tiny-moss")
+check "serve: exit 2, this build has no server (static release: no cpp-httplib)" \
+  "$([[ $rc == 2 ]] && grep -q 'this build has no server' "$work/out.txt" || { echo "exit $rc:"; head -3 "$work/out.txt"; })"
 tiny=(--model "$data/tiny-moss" --prompt 'a red apple on a wooden table' --negative '' --size 96x64 --steps 4
       --cfg 3 --shift 5 --seed 42 --skip-layers 2)
 rc=$(run env -u MOSSINFER_BACKEND "$bin" "${tiny[@]}" -o "$work/gpu.png")

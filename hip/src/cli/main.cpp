@@ -3,11 +3,16 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/options.h"
+#include "cli/replay.h"
 #include "pipeline/record.h"
 #include "pipeline/run.h"
 #include "runtime/devices.h"
+#include "server/serve.h"
 #include "util/error.h"
 
 using namespace moss;
@@ -31,9 +36,33 @@ static int list_devices_command() {
   return 0;
 }
 
+// With --progress json every line on stderr is JSON, errors included (what a frontend parses).
+static bool json_progress(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--progress=json" || (a == "--progress" && i + 1 < argc && std::string(argv[i + 1]) == "json"))
+      return true;
+  }
+  return false;
+}
+
+static int report_error(bool json, const std::string& message, int status) {
+  if (json)
+    std::fprintf(stderr, "%s\n",
+                 nlohmann::ordered_json{{"event", "error"}, {"message", message}, {"exit_status", status}}
+                     .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+                     .c_str());
+  else
+    std::fprintf(stderr, "moss-infer-hip: %s\n", message.c_str());
+  return status;
+}
+
 int main(int argc, char** argv) {
+  const bool json = json_progress(argc, argv);
   try {
-    ParsedArgs args = parse_args(std::vector<std::string>(argv + 1, argv + argc));
+    if (argc > 1 && std::string(argv[1]) == "serve")
+      return serve_command(std::vector<std::string>(argv + 2, argv + argc));
+    ParsedArgs args = parse_args(expand_replay(std::vector<std::string>(argv + 1, argv + argc)));
     switch (args.action) {
       case Action::Help: std::fputs(help_text().c_str(), stdout); return 0;
       case Action::Version:
@@ -43,14 +72,11 @@ int main(int argc, char** argv) {
       case Action::Run: return run_generation(args.run);
     }
   } catch (const Error& e) {
-    std::fprintf(stderr, "moss-infer-hip: %s\n", e.what());
-    return int(e.code());
+    return report_error(json, e.what(), int(e.code()));
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "moss-infer-hip: out of host memory\n");
-    return 1;
+    return report_error(json, "out of host memory", 1);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "moss-infer-hip: %s\n", e.what());
-    return 1;
+    return report_error(json, e.what(), 1);
   }
   return 1;
 }

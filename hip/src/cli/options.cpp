@@ -1,14 +1,15 @@
 #include "cli/options.h"
 
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
+#include <iostream>
+#include <iterator>
 #include <map>
-#include <random>
 #include <set>
 
+#include "io/files.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
+#include "util/numbers.h"
+#include "util/random_seed.h"
 
 namespace moss {
 namespace {
@@ -74,8 +75,7 @@ const Refusal kRefused[] = {
     {"--slg-scale", "other skip-layer guidance settings (use --skip-layers)"},
     {"--skip-layer-start", "other skip-layer guidance settings (use --skip-layers)"},
     {"--skip-layer-end", "other skip-layer guidance settings (use --skip-layers)"},
-    {"--batch-count", "batches (one image per run)"},
-    {"--batch*", "batches (one image per run)"},
+    {"--batch*", "batches in one pass (images are made one at a time: use --batch-count N)"},
 };
 
 const Refusal* find_refusal(const std::string& opt) {
@@ -96,25 +96,54 @@ Error bad_value(const std::string& opt, const std::string& value, const std::str
 }
 
 int64_t parse_int(const std::string& opt, const std::string& v, int64_t lo, int64_t hi) {
-  errno = 0;
-  char* end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || errno == ERANGE) throw bad_value(opt, v, "not an integer");
-  if (x < lo || x > hi)
-    throw bad_value(opt, v, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
-  return x;
+  const ParsedInt p = parse_strict_int(v, lo, hi);
+  if (p.error != NumberError::None) throw bad_value(opt, v, integer_problem(p, lo, hi));
+  return p.value;
 }
 
-double parse_number(const std::string& opt, const std::string& v) {
-  errno = 0;
-  char* end = nullptr;
-  double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(x)) throw bad_value(opt, v, "not a finite number");
-  return x;
+// `range` words the accepted interval for the message ("must be between 0 and 100").
+double parse_decimal(const std::string& opt, const std::string& v, double lo, double hi, const std::string& range) {
+  const ParsedDecimal p = parse_strict_decimal(v, lo, hi);
+  if (p.error == NumberError::NotANumber) throw bad_value(opt, v, "not a decimal number (digits with an optional fraction)");
+  if (p.error != NumberError::None) throw bad_value(opt, v, range);
+  return p.value;
 }
 
 void check_side(const std::string& opt, const std::string& text, int64_t n) {
   if (n % 16 != 0) throw bad_value(opt, text, "image sides must be multiples of 16");
+}
+
+// A prompt from a file or stdin ("-"): its whole text, less the line ends it closes with.
+std::string read_prompt_source(const std::string& opt, const std::string& path) {
+  std::string text;
+  if (path == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    try {
+      text = read_text_file(path);
+    } catch (const Error& e) {
+      throw usage_error(opt + " " + path + ": " + e.what());
+    }
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+// --prompt-file and --negative-file stand for --prompt and --negative (their text is read here,
+// so every later check sees it); a jobs file's lines bring their own prompts.
+void check_prompt_sources(const std::map<std::string, std::string>& seen, RunOptions& o) {
+  if (seen.count("--prompt") && !o.prompt_file.empty()) throw usage_error("--prompt and --prompt-file given together");
+  if (seen.count("--negative") && !o.negative_file.empty())
+    throw usage_error("--negative and --negative-file given together");
+  if (!o.jobs_file.empty())
+    for (const char* flag : {"--prompt", "--prompt-file", "--batch-count"})
+      if (seen.count(flag))
+        throw usage_error(std::string("--jobs and ") + flag + " given together (each line is a request)");
+  int from_stdin = 0;
+  for (const std::string* path : {&o.prompt_file, &o.negative_file, &o.jobs_file}) from_stdin += *path == "-";
+  if (from_stdin > 1) throw usage_error("stdin (-) can be read by one of --prompt-file, --negative-file, --jobs only");
+  if (!o.prompt_file.empty()) o.prompt = read_prompt_source("--prompt-file", o.prompt_file);
+  if (!o.negative_file.empty()) o.negative = read_prompt_source("--negative-file", o.negative_file);
 }
 
 bool has_suffix(const std::string& s, const std::string& suf) {
@@ -123,8 +152,15 @@ bool has_suffix(const std::string& s, const std::string& suf) {
 
 }  // namespace
 
+int64_t parse_int_option(const std::string& opt, const std::string& value, int64_t lo, int64_t hi) {
+  return parse_int(opt, value, lo, hi);
+}
+
 std::string usage_line() {
   return "usage: moss-infer-hip --model DIR --prompt TEXT (-o FILE.png | --latent-out FILE.npy) [options]\n"
+         "       moss-infer-hip --model DIR --jobs FILE.jsonl [-o PATTERN.png] [options]\n"
+         "       moss-infer-hip --model DIR --from-png IMAGE.png -o FILE.png [options that override the record]\n"
+         "       moss-infer-hip serve --model DIR [--host 127.0.0.1] [--port 7860] [options as request defaults]\n"
          "       moss-infer-hip --list-devices | --version | --help";
 }
 
@@ -144,7 +180,7 @@ std::string help_text() {
          "                         merge steps; the count that runs is printed)\n"
          "  --cfg X                classifier-free guidance; 1 runs no uncond pass    default: 3\n"
          "  --shift X              schedule shift                                       default: 5\n"
-         "  --seed N               noise seed; -1 picks a random one                    default: 42\n"
+         "  --seed N               noise seed; -1 draws a random one (printed)          default: 42\n"
          "  --skip-layers LIST     DiT blocks the unconditional row skips (comma list,  default: \"22\"\n"
          "                         may be empty)\n"
          "  --max-seq N            templated tokens per prompt; longer prompts are cut  default: 4096\n"
@@ -153,10 +189,21 @@ std::string help_text() {
          "  --device N             HIP device index                                     default: first supported\n"
          "  --no-metadata          no generation record in the PNG\n"
          "  --quiet                no progress output\n"
+         "  --progress json        one JSON object per event on stderr                  default: text\n"
+         "  --from-png FILE.png    rerun the generation record of FILE.png (also --replay); flags\n"
+         "                         given on the command line override its fields\n"
+         "  --batch-count N        N images for one model load, seeds seed, seed+1, ... default: 1\n"
+         "                         -o takes a %d / %03d pattern, else gets -0001 style suffixes\n"
+         "  --prompt-file FILE     the prompt is FILE's text (- reads stdin)\n"
+         "  --negative-file FILE   the negative prompt is FILE's text (- reads stdin)\n"
+         "  --jobs FILE.jsonl      one request per line (the server's JSON fields, plus \"output\"),\n"
+         "                         the model loaded once; other flags are the lines' defaults\n"
          "  --list-devices         list HIP devices, supported or not, and why\n"
          "  --version              version and the GPU architectures built in\n"
          "  --help                 this text\n\n"
-         "Exit status: 0 success, 2 usage error or unsupported request, 1 any other failure.\n";
+         "Exit status: 0 success, 2 usage error or unsupported request, 1 any other failure,\n"
+         "128 + the signal when stopped by one (SIGINT 130, SIGTERM 143, SIGHUP 129, SIGPIPE 141).\n"
+         "A failed or stopped run leaves no output.\n";
 }
 
 ParsedArgs parse_args(const std::vector<std::string>& argv) {
@@ -164,7 +211,9 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
   RunOptions& o = out.run;
   static const std::set<std::string> kValued = {"--model", "--prompt", "--negative", "-o", "--latent-out", "--size",
                                                 "--width", "--height", "--steps", "--cfg", "--shift", "--seed",
-                                                "--skip-layers", "--max-seq", "--tier", "--vram-budget", "--device"};
+                                                "--skip-layers", "--max-seq", "--tier", "--vram-budget", "--device",
+                                                "--batch-count", "--prompt-file", "--negative-file", "--jobs",
+                                                "--progress"};
   static const std::set<std::string> kSwitches = {"--no-metadata", "--quiet", "--list-devices", "--version", "--help",
                                                   "-h"};
   std::map<std::string, std::string> seen;
@@ -232,23 +281,19 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
     } else if (arg == "--steps") {
       o.steps = int(parse_int(arg, value, 1, 1000));
     } else if (arg == "--cfg") {
-      double c = parse_number(arg, value);
-      if (c < 0 || c > 100) throw bad_value(arg, value, "must be between 0 and 100");
-      o.cfg = float(c);
+      o.cfg = float(parse_decimal(arg, value, 0, 100, "must be between 0 and 100"));
     } else if (arg == "--shift") {
-      double s = parse_number(arg, value);
-      if (s <= 0 || s > 1000) throw bad_value(arg, value, "must be above 0 and at most 1000");
-      o.shift = float(s);
+      const double sh = parse_decimal(arg, value, 0, 1000, "must be above 0 and at most 1000");
+      if (sh <= 0 || float(sh) <= 0) throw bad_value(arg, value, "must be above 0 and at most 1000");
+      o.shift = float(sh);
     } else if (arg == "--seed") {
       if (value == "-1") {
         o.random_seed = true;
       } else {
-        errno = 0;
-        char* end = nullptr;
-        unsigned long long s = std::strtoull(value.c_str(), &end, 10);
-        if (value.empty() || value[0] == '-' || value[0] == '+' || *end != '\0' || errno == ERANGE)
+        const ParsedUint s = parse_strict_uint(value);
+        if (s.error != NumberError::None)
           throw bad_value(arg, value, "must be -1 or an integer from 0 to 18446744073709551615");
-        o.seed = s;
+        o.seed = s.value;
       }
     } else if (arg == "--skip-layers") {
       o.skip_layers.clear();
@@ -277,11 +322,19 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
       if (value != "reference") throw usage_error("--tier " + value + ": not supported: only tier reference runs");
       o.tier = value;
     } else if (arg == "--vram-budget") {
-      double g = parse_number(arg, value);
-      if (g <= 0 || g > 4096) throw bad_value(arg, value, "must be a positive number of GiB");
+      const double g = parse_decimal(arg, value, 0, 4096, "must be a positive number of GiB, at most 4096");
+      if (g <= 0) throw bad_value(arg, value, "must be a positive number of GiB, at most 4096");
       o.vram_budget_gib = g;
     } else if (arg == "--device") {
       o.device = int(parse_int(arg, value, 0, 255));
+    } else if (arg == "--batch-count") {
+      o.batch_count = parse_int(arg, value, 1, 10000);
+    } else if (arg == "--prompt-file" || arg == "--negative-file" || arg == "--jobs") {
+      if (value.empty()) throw bad_value(arg, value, "empty path (give a file, or - for stdin)");
+      (arg == "--prompt-file" ? o.prompt_file : arg == "--negative-file" ? o.negative_file : o.jobs_file) = value;
+    } else if (arg == "--progress") {
+      if (value != "json" && value != "text") throw bad_value(arg, value, "expected json or text");
+      o.progress_json = value == "json";
     }
   }
 
@@ -296,8 +349,10 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
     throw usage_error("size " + std::to_string(o.width) + "x" + std::to_string(o.height) +
                       ": above 4.2 megapixels");
   if (o.model.empty()) throw usage_error("--model is required\n" + usage_line());
-  if (!seen.count("--prompt")) throw usage_error("--prompt is required\n" + usage_line());
-  if (o.output_png.empty() && o.latent_out.empty())
+  check_prompt_sources(seen, o);
+  if (!seen.count("--prompt") && o.prompt_file.empty() && o.jobs_file.empty())
+    throw usage_error("--prompt is required\n" + usage_line());
+  if (o.output_png.empty() && o.latent_out.empty() && o.jobs_file.empty())
     throw usage_error("give -o FILE.png or --latent-out FILE.npy (or both)\n" + usage_line());
   if (!o.output_png.empty() && o.output_png == o.latent_out) throw usage_error("-o and --latent-out name the same file");
   for (const auto& [flag, text] : {std::pair<const char*, const std::string*>{"--prompt", &o.prompt},
@@ -306,7 +361,7 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
     if (bad != std::string::npos)
       throw usage_error(std::string(flag) + ": not valid UTF-8 (byte " + std::to_string(bad) + ")");
   }
-  if (o.random_seed) o.seed = std::random_device{}();
+  if (o.random_seed) o.seed = draw_random_seed();
   return out;
 }
 

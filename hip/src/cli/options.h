@@ -29,6 +29,12 @@ struct RunOptions {
   int device = -1;           // -1: first supported device
   bool no_metadata = false;
   bool quiet = false;
+  // Several images per load (README "Many images per load", "Progress events").
+  int64_t batch_count = 1;         // --batch-count N: seeds seed, seed+1, ...; -o as a pattern
+  std::string prompt_file;         // --prompt-file FILE ("-": stdin); its text is the prompt
+  std::string negative_file;       // --negative-file FILE ("-": stdin)
+  std::string jobs_file;           // --jobs FILE.jsonl: one request per line, the model loaded once
+  bool progress_json = false;      // --progress json: one JSON object per event on stderr
 };
 
 struct ParsedArgs {
@@ -38,6 +44,9 @@ struct ParsedArgs {
 
 // Throws moss::Error with exit code 2 (usage) naming the offending option.
 ParsedArgs parse_args(const std::vector<std::string>& args);
+
+// The parser's integer check for options outside parse_args (serve's --port): exit 2 naming opt.
+int64_t parse_int_option(const std::string& opt, const std::string& value, int64_t lo, int64_t hi);
 
 std::string usage_line();
 std::string help_text();

@@ -7,22 +7,88 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <csignal>
+#include <climits>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
+#include "io/output_files.h"
 #include "util/error.h"
+#include "util/interrupt.h"
 
 namespace moss {
 
+std::string file_kind(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return "";
+  switch (st.st_mode & S_IFMT) {
+    case S_IFREG: return "";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    default: return "not a plain file";
+  }
+}
+
+static Error not_regular(const std::string& path, const std::string& kind) {
+  return failure(path + ": not a regular file (" + kind + ")");
+}
+
+void require_regular_file(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) throw failure(path + ": missing file");
+    throw failure(path + ": cannot open (" + std::strerror(errno) + ")");
+  }
+  if (!S_ISREG(st.st_mode)) throw not_regular(path, file_kind(path));
+}
+
+int open_regular_file(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) throw not_regular(path, file_kind(path));
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0 && errno == EINTR) check_interrupted();  // a signal: its status, not EINTR
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw failure(path + ": cannot open (" + std::strerror(errno) + ")");
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw failure(path + ": cannot open (" + std::strerror(err) + ")");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw not_regular(path, file_kind(path));
+  }
+  // Regular files ignore O_NONBLOCK; it is cleared anyway so reads mean what they say.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 std::string read_text_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw failure(path + ": cannot open (" + std::strerror(errno) + ")");
-  std::ostringstream s;
-  s << f.rdbuf();
-  if (f.bad()) throw failure(path + ": read error");
-  return s.str();
+  const int fd = open_regular_file(path);
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) {  // a signal of ours: its status, not EINTR; any other: retry
+      if (pending_signal()) {
+        ::close(fd);
+        check_interrupted();
+      }
+      continue;
+    }
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw failure(path + ": read error (" + std::strerror(err) + ")");
+    }
+    if (n == 0) break;
+    out.append(buf, size_t(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 bool file_exists(const std::string& path) {
@@ -52,7 +118,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-static std::string parent_dir(const std::string& path) {
+std::string parent_dir(const std::string& path) {
   size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
@@ -61,47 +127,26 @@ static std::string parent_dir(const std::string& path) {
 
 void check_writable_output(const std::string& path, const std::string& flag) {
   if (path.empty()) throw usage_error(flag + ": empty path");
+  // Longer paths fail every system call with ENAMETOOLONG, which the checks below would
+  // report as a missing directory.
+  if (path.size() >= size_t(PATH_MAX))
+    throw usage_error(flag + ": the path has " + std::to_string(path.size()) + " bytes, the system allows " +
+                      std::to_string(PATH_MAX - 1));
   if (dir_exists(path)) throw usage_error(flag + " " + path + ": is a directory");
   std::string dir = parent_dir(path);
   if (!dir_exists(dir)) throw usage_error(flag + " " + path + ": directory " + dir + " does not exist");
   if (::access(dir.c_str(), W_OK) != 0) throw usage_error(flag + " " + path + ": directory " + dir + " is not writable");
+  const std::string name = path.substr(path.find_last_of('/') + 1);
+  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  if (name_max > 0 && name.size() > size_t(name_max))
+    throw usage_error(flag + " " + path + ": the file name has " + std::to_string(name.size()) +
+                      " bytes, the file system allows " + std::to_string(name_max));
 }
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {
-  std::string dir = parent_dir(path);
-  std::string tmpl = dir + "/.moss-infer-XXXXXX";
-  std::vector<char> name(tmpl.begin(), tmpl.end());
-  name.push_back('\0');
-  // Signals must not interrupt between the write and the rename with a temp file left behind.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  int fd = mkstemp(name.data());
-  if (fd < 0) {
-    int err = errno;
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    throw failure(path + ": cannot create a file in " + dir + " (" + std::strerror(err) + ")");
-  }
-  size_t done = 0;
-  bool ok = true;
-  int err = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ok = false;
-      err = errno;
-      break;
-    }
-    done += size_t(n);
-  }
-  if (ok && fsync(fd) != 0) { ok = false; err = errno; }
-  if (::close(fd) != 0 && ok) { ok = false; err = errno; }
-  if (ok) ::chmod(name.data(), 0644 & ~[] { mode_t m = umask(0); umask(m); return m; }());
-  if (ok && std::rename(name.data(), path.c_str()) != 0) { ok = false; err = errno; }
-  if (!ok) ::unlink(name.data());
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (!ok) throw failure(path + ": write failed (" + std::strerror(err) + ")");
+  OutputFiles out;
+  out.add(path, bytes);
+  out.commit();
 }
 
 }  // namespace moss

@@ -6,16 +6,30 @@
 
 namespace moss {
 
-std::string read_text_file(const std::string& path);  // throws moss::Error (exit 1)
+// Model files are opened only once they are known to be regular files: a FIFO would block
+// open() forever, /dev/zero would be read without end, a directory or socket gives a
+// misleading error. Both helpers refuse anything else naming the file and what it is
+// ("<path>: not a regular file (a FIFO)"); a missing file is "<path>: missing file".
+//
+// open_regular_file: stat first (which never blocks), then open non-blocking and fstat the
+// descriptor (the path may have been swapped in between). Returns the descriptor, O_CLOEXEC.
+int open_regular_file(const std::string& path);
+void require_regular_file(const std::string& path);
+// "a FIFO", "a directory", "a character device", ... for messages; "" for a regular file.
+std::string file_kind(const std::string& path);
+
+std::string read_text_file(const std::string& path);  // a regular file; throws moss::Error (exit 1)
 bool file_exists(const std::string& path);
 bool dir_exists(const std::string& path);
 std::vector<std::string> list_dir(const std::string& path);  // names, sorted; throws when unreadable
 bool ends_with(const std::string& s, const std::string& suffix);
 
-// Writes `bytes` to `path` atomically (temp file + fsync + rename). Throws moss::Error.
+// Writes `bytes` to `path` atomically (an OutputFiles of one file, io/output_files.h).
 void write_file_atomic(const std::string& path, const std::string& bytes);
-// Checks up front that `path` can be created (its directory exists and is writable), so a
-// run fails before any compute instead of after it.
+// Checks up front that `path` can be created (its directory exists and is writable, the name
+// fits the file system's name and path limits), so a run fails before any compute instead
+// of after it. Usage error (exit 2) naming the flag.
 void check_writable_output(const std::string& path, const std::string& flag);
+std::string parent_dir(const std::string& path);
 
 }  // namespace moss

@@ -10,7 +10,7 @@ namespace moss {
 using nlohmann::json;
 
 json read_json_file(const std::string& path) {
-  if (!file_exists(path)) throw failure(path + ": missing file");
+  require_regular_file(path);  // "missing file", or what it is instead (a FIFO, a device, ...)
   std::string text = read_text_file(path);
   try {
     return json::parse(text);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/files.h"
+#include "io/mapping_faults.h"
 #include "util/error.h"
 
 namespace moss {
@@ -114,12 +115,12 @@ Tensor SafetensorsFile::get(const std::string& name) const {
 SafetensorsFile::~SafetensorsFile() = default;
 
 std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw failure(path + ": cannot open (" + std::strerror(errno) + ")");
+  const int fd = open_regular_file(path);  // never blocks: FIFOs and devices are refused first
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
     ::close(fd);
-    throw failure(path + ": not a regular file");
+    throw failure(path + ": cannot stat (" + std::strerror(err) + ")");
   }
   uint64_t size = uint64_t(st.st_size);
   if (size < 8) {
@@ -129,7 +130,11 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
   void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
   if (map == MAP_FAILED) throw failure(path + ": mmap failed (" + std::strerror(errno) + ")");
-  std::shared_ptr<void> mapping(map, [size](void* p) { munmap(p, size); });
+  register_mapping(map, size, path);  // a SIGBUS inside it is reported naming the file
+  std::shared_ptr<void> mapping(map, [size](void* p) {
+    unregister_mapping(p);
+    munmap(p, size);
+  });
   const char* bytes = static_cast<const char*>(map);
   if (std::memcmp(bytes, "GGUF", 4) == 0)
     throw usage_error(path + ": GGUF files are not supported; use the official bf16 safetensors folder");

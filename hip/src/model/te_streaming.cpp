@@ -10,6 +10,7 @@
 // recorded after layer l-2 (the slot's last reader); layer l's compute waits for its copy; the
 // worker fills layer l+1 while layer l copies and computes. At most two layers on the device.
 // Resident: every layer gets its own device buffer, filled once through the same pipeline (load()).
+// PinnedHost: every layer's image in pinned host memory once, copied to two device slots per pass.
 // Fused projections (te_fused_groups) sit back to back in the image, so get_fused is a view.
 
 #include <algorithm>
@@ -102,6 +103,27 @@ Tensor view_in(const Tensor& base, const Part& p) {
   return v;
 }
 
+// A layer's image from the mmap'd files into `base` (host memory of img.bytes), split over a few
+// threads by bytes (page-cache reads scale with threads).
+void fill_image(const LayerImage& img, char* base) {
+  std::vector<const Part*> parts;
+  for (const auto& [name, p] : img.parts) parts.push_back(&p);
+  const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::clamp<size_t>(img.bytes / kMinCopyChunk, 1, std::min<size_t>(hw, 8));
+  const size_t share = (img.bytes + threads - 1) / threads;
+  auto copy_range = [&](size_t lo, size_t hi) {  // image bytes [lo, hi)
+    for (const Part* p : parts) {
+      const size_t a = std::max(lo, p->offset), b = std::min(hi, p->offset + p->host.nbytes());
+      if (a < b) std::memcpy(base + a, static_cast<const char*>(p->host.data) + (a - p->offset), b - a);
+    }
+  };
+  std::vector<std::future<void>> helpers;
+  for (size_t t = 1; t < threads; ++t)
+    helpers.push_back(std::async(std::launch::async, copy_range, t * share, std::min(img.bytes, (t + 1) * share)));
+  copy_range(0, std::min(img.bytes, share));
+  for (auto& h : helpers) h.get();
+}
+
 // The host side of the pipeline: two pinned staging buffers and the worker that fills them.
 class Stager {
  public:
@@ -139,27 +161,7 @@ class Stager {
   }
 
  private:
-  // mmap -> staging, split over a few threads by bytes (page-cache reads scale with threads).
-  void fill(int l) {
-    const LayerImage& img = images_[size_t(l)];
-    char* base = staging_[l % 2].ptr<char>();
-    std::vector<const Part*> parts;
-    for (const auto& [name, p] : img.parts) parts.push_back(&p);
-    const size_t hw = std::max(1u, std::thread::hardware_concurrency());
-    const size_t threads = std::clamp<size_t>(img.bytes / kMinCopyChunk, 1, std::min<size_t>(hw, 8));
-    const size_t share = (img.bytes + threads - 1) / threads;
-    auto copy_range = [&](size_t lo, size_t hi) {  // image bytes [lo, hi)
-      for (const Part* p : parts) {
-        const size_t a = std::max(lo, p->offset), b = std::min(hi, p->offset + p->host.nbytes());
-        if (a < b) std::memcpy(base + a, static_cast<const char*>(p->host.data) + (a - p->offset), b - a);
-      }
-    };
-    std::vector<std::future<void>> helpers;
-    for (size_t t = 1; t < threads; ++t)
-      helpers.push_back(std::async(std::launch::async, copy_range, t * share, std::min(img.bytes, (t + 1) * share)));
-    copy_range(0, std::min(img.bytes, share));
-    for (auto& h : helpers) h.get();
-  }
+  void fill(int l) { fill_image(images_[size_t(l)], staging_[l % 2].ptr<char>()); }
 
   Backend& be_;
   const std::vector<LayerImage>& images_;
@@ -321,7 +323,89 @@ class Resident : public TeWeightSource {
   double load_s_ = 0;
 };
 
+// Every layer's image in pinned host memory, filled once (load()); each pass copies the images
+// into two device slots like Streamed, with no file reads and no staging: the copy of layer l+1
+// is queued when layer l starts (after the compute of layer l-1, the slot's last reader). The
+// slots exist during a pass only, so between passes the encoder holds no device memory beyond
+// the tensors outside the layers (several images per load on a card that cannot keep it resident).
+class PinnedHost : public TeWeightSource {
+ public:
+  PinnedHost(Backend& be, const WeightFiles& w, const std::string& prefix, int layers)
+      : be_(be), images_(layer_images(w, prefix, layers)), outside_(be, w) {}
+
+  void load(const std::function<void(int)>&) override {
+    if (!pinned_.empty()) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const LayerImage& img : images_) {
+      pinned_.push_back(be_.alloc_pinned(std::max<size_t>(img.bytes, 1)));
+      fill_image(img, pinned_.back().ptr<char>());
+    }
+    load_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  void begin_pass() override {
+    size_t largest = 0;
+    for (const LayerImage& img : images_) largest = std::max(largest, img.bytes);
+    for (Tensor& s : slots_) s = be_.alloc(DType::U8, {int64_t(std::max<size_t>(largest, 1))});
+    copied_.assign(images_.size(), 0);
+    computed_.assign(images_.size(), 0);
+    current_ = -1;
+    if (!images_.empty()) queue_copy(0, 0);
+  }
+
+  void before_layer(int l) override {
+    if (l != current_ + 1 || l >= int(images_.size()))
+      throw std::logic_error("text encoder pinned source: layer " + std::to_string(l) + " out of order");
+    current_ = l;
+    if (l + 1 < int(images_.size())) queue_copy(l + 1, l >= 1 ? computed_[size_t(l - 1)] : 0);
+    be_.compute_wait(copied_[size_t(l)]);
+  }
+
+  void after_layer(int l) override { computed_[size_t(l)] = be_.compute_fence(); }
+
+  // The slots go back once the device is done with them.
+  void end_pass() override {
+    be_.synchronize();
+    for (Tensor& s : slots_) s = Tensor();
+    current_ = -1;
+  }
+
+  Tensor get(int layer, const std::string& name) override {
+    if (layer < 0) return outside_.get(name);
+    if (layer != current_)
+      throw std::logic_error("text encoder pinned source: layer " + std::to_string(layer) + " read while layer " +
+                             std::to_string(current_) + " runs");
+    return find_in(images_[size_t(layer)], slots_[layer % 2], layer, name);
+  }
+  std::optional<Tensor> get_fused(int layer, const std::vector<std::string>& names) override {
+    if (layer < 0 || layer != current_) return std::nullopt;
+    return fused_in(images_[size_t(layer)], slots_[layer % 2], names);
+  }
+  double load_seconds() const override { return load_s_; }
+
+ private:
+  void queue_copy(int l, Backend::Fence after) {
+    const size_t bytes = images_[size_t(l)].bytes;
+    Tensor dst = slots_[l % 2].slice_cols(0, int64_t(bytes));
+    copied_[size_t(l)] = be_.copy_async(pinned_[size_t(l)].slice_cols(0, int64_t(bytes)), dst, after);
+  }
+
+  Backend& be_;
+  std::vector<LayerImage> images_;
+  OutsideLayers outside_;
+  std::vector<Tensor> pinned_;
+  Tensor slots_[2];
+  std::vector<Backend::Fence> copied_, computed_;
+  int current_ = -1;
+  double load_s_ = 0;
+};
+
 }  // namespace
+
+std::unique_ptr<TeWeightSource> make_te_pinned_host_source(Backend& be, const WeightFiles& weights,
+                                                           const std::string& prefix, int layers) {
+  return std::make_unique<PinnedHost>(be, weights, prefix, layers);
+}
 
 std::unique_ptr<TeWeightSource> make_te_streamed_source(Backend& be, const WeightFiles& weights,
                                                         const std::string& prefix, int layers) {

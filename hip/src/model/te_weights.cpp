@@ -80,6 +80,7 @@ const char* te_residency_name(TeResidency r) {
     case TeResidency::UploadOnUse: return "upload on use";
     case TeResidency::Streamed: return "streamed";
     case TeResidency::Resident: return "resident";
+    case TeResidency::PinnedHost: return "pinned host";
     case TeResidency::ShapesOnly: return "shapes only";
   }
   return "?";
@@ -95,6 +96,7 @@ std::unique_ptr<TeWeightSource> make_te_weight_source(Backend& be, const WeightF
   switch (resolve_te_residency(be, residency)) {
     case TeResidency::Streamed: return make_te_streamed_source(be, weights, prefix, layers);
     case TeResidency::Resident: return make_te_resident_source(be, weights, prefix, layers);
+    case TeResidency::PinnedHost: return make_te_pinned_host_source(be, weights, prefix, layers);
     case TeResidency::ShapesOnly: return std::make_unique<UploadOnUse>(be, weights, false);
     default: return std::make_unique<UploadOnUse>(be, weights, true);
   }

@@ -32,6 +32,9 @@ enum class TeResidency {
   UploadOnUse,
   Streamed,
   Resident,
+  // Every layer in pinned host memory, read from the files once; each pass copies them into two
+  // device slots like Streamed (several images per load where the device cannot keep them).
+  PinnedHost,
   // UploadOnUse for the memory planner's measuring backend, which never reads values: stacked
   // (fused) weights get the right shape without their bytes being copied.
   ShapesOnly,
@@ -84,5 +87,7 @@ std::unique_ptr<TeWeightSource> make_te_streamed_source(Backend& be, const Weigh
                                                         const std::string& prefix, int layers);
 std::unique_ptr<TeWeightSource> make_te_resident_source(Backend& be, const WeightFiles& weights,
                                                         const std::string& prefix, int layers);
+std::unique_ptr<TeWeightSource> make_te_pinned_host_source(Backend& be, const WeightFiles& weights,
+                                                           const std::string& prefix, int layers);
 
 }  // namespace moss

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "util/error.h"
+#include "util/interrupt.h"
 
 namespace moss {
 
@@ -117,6 +118,13 @@ std::vector<Tensor> TextEncoder::encode_many(const std::vector<std::vector<int32
 
   source_->begin_pass();
   for (int l = 0; l < int(cfg_.layers); ++l) {
+    // A long pass (1024-token prompts on the host backend: minutes sanitized) stops at the
+    // next layer on a signal. The pass is ended first, so no copy still reads a staging
+    // buffer when the source is destroyed by the unwinding.
+    if (pending_signal()) {
+      source_->end_pass();
+      check_interrupted();
+    }
     source_->before_layer(l);
     run_layer(l, b);
     source_->after_layer(l);

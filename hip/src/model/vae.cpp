@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "util/error.h"
+#include "util/interrupt.h"
 
 namespace moss {
 
@@ -141,6 +142,10 @@ class DecodeRun {
 
   // ResnetBlock2D: out = shortcut(x) + conv2(SiLU(GN2(conv1(SiLU(GN1(x)))))).
   Tensor resnet(Tensor x, const std::string& p, int64_t cout) {
+    // A large decode takes seconds on a GPU and minutes on the host backend: a signal stops it
+    // at the next resnet, not at its end. Freed buffers go to the backend's cache, whose
+    // hipFree waits for the launches still queued.
+    if (!planning()) check_interrupted();
     const int64_t cin = x.shape[0], H = x.shape[1], W = x.shape[2];
     Tensor h = alloc({cout, H, W});
     {

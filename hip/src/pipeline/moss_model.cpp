@@ -23,8 +23,15 @@ MossModel open_moss_model(const std::string& folder) {
   if (!dir_exists(folder)) throw usage_error("--model " + folder + ": not a folder");
   refuse_gguf(folder);
   nlohmann::json index = read_json_file(folder + "/model_index.json");
-  for (const char* part : {"transformer", "text_encoder", "vae", "tokenizer", "scheduler"})
-    if (!dir_exists(folder + "/" + part)) throw failure(folder + ": missing component folder '" + part + "'");
+  for (const char* part : {"transformer", "text_encoder", "vae", "tokenizer", "scheduler"}) {
+    const std::string dir = folder + "/" + part;
+    if (dir_exists(dir)) continue;
+    const std::string kind = file_kind(dir);
+    if (file_exists(dir) || !kind.empty())
+      throw failure(folder + ": component folder '" + part + "' is " + (kind.empty() ? "a regular file" : kind) +
+                    ", not a folder");
+    throw failure(folder + ": missing component folder '" + part + "'");
+  }
   std::string cls = index.is_object() && index.contains("_class_name") && index["_class_name"].is_string()
                         ? index["_class_name"].get<std::string>()
                         : "";
@@ -36,7 +43,7 @@ MossModel open_moss_model(const std::string& folder) {
               parse_dit_config(folder + "/transformer/config.json"), parse_vae_config(folder + "/vae/config.json"),
               WeightFiles::open_folder(folder + "/text_encoder"), WeightFiles::open_folder(folder + "/transformer"),
               WeightFiles::open_folder(folder + "/vae")};
-  if (!file_exists(m.tokenizer_json)) throw failure(m.tokenizer_json + ": missing file");
+  require_regular_file(m.tokenizer_json);
   // The schedule is the engine's own (model.md section 5); the scheduler config must still be a
   // well-formed file of the MOSS-Image scheduler with the training grid the engine assumes.
   const std::string sched_path = folder + "/scheduler/scheduler_config.json";

@@ -149,6 +149,19 @@ MemoryPlan plan_memory(const StageSizes& s, size_t budget, bool budget_is_user, 
   return p;
 }
 
+bool plan_holds_all_loaded(const MemoryPlan& p) {
+  const StageSizes& s = p.sizes;
+  if (!p.te_resident || p.streamed()) return false;
+  const size_t weights = s.vae_weight_bytes + s.te_fixed_bytes + s.te_all_layers_bytes + s.dit_fixed_bytes +
+                         size_t(s.dit_blocks) * s.dit_block_bytes;
+  const size_t activations = std::max({s.te_activation_bytes, s.dit_activation_bytes, s.vae_decode_bytes});
+  return weights + activations + kReserveBytes <= p.budget_bytes;
+}
+
+bool plan_pins_text_encoder(const MemoryPlan& p, size_t host_available) {
+  return host_available != 0 && p.sizes.te_all_layers_bytes + p.pinned_host_bytes + kHostSpareBytes <= host_available;
+}
+
 size_t host_available_memory() {
   std::ifstream f("/proc/meminfo");
   std::string line;

@@ -57,6 +57,17 @@ StageSizes measure_stages(const MossModel& model, int64_t width, int64_t height,
 // `budget_is_user` says whether budget came from --vram-budget (for the messages).
 MemoryPlan plan_memory(const StageSizes& sizes, size_t budget_bytes, bool budget_is_user, size_t host_available_bytes);
 
+// Several images per load (pipeline/engine.h): whether the text encoder (all layers resident), the
+// whole DiT and the VAE's weights fit on the device together, beside the largest stage's
+// activations and the reserve, so none of them is freed or loaded again between images.
+bool plan_holds_all_loaded(const MemoryPlan& plan);
+// Where it does not: whether the text encoder's layers can stay in pinned host memory between
+// images (read from the files once, TeResidency::PinnedHost) beside the DiT's pinned blocks,
+// with kHostSpareBytes left to the system. `host_available`: MemAvailable, plus what the engine
+// already holds pinned for the text encoder.
+constexpr size_t kHostSpareBytes = size_t(4) << 30;
+bool plan_pins_text_encoder(const MemoryPlan& plan, size_t host_available);
+
 // MemAvailable from /proc/meminfo (bytes), or 0 when unknown.
 size_t host_available_memory();
 

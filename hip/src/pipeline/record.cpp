@@ -22,7 +22,7 @@ static std::string num(double v) {
 }
 
 std::string record_json(const RunRecord& r) {
-  const RunOptions& o = *r.options;
+  const GenerationRequest& o = r.request;
   nlohmann::ordered_json j;
   j["prompt"] = o.prompt;
   j["negative"] = o.negative;
@@ -49,14 +49,15 @@ std::string record_json(const RunRecord& r) {
 }
 
 std::string a1111_parameters(const RunRecord& r) {
-  const RunOptions& o = *r.options;
+  const GenerationRequest& o = r.request;
   std::string s = o.prompt;
   if (!o.negative.empty()) s += "\nNegative prompt: " + o.negative;
-  s += "\nSteps: " + std::to_string(r.steps_run) + ", Sampler: Euler, Schedule type: MOSS-Image, CFG scale: " +
-       num(o.cfg) + ", Seed: " + std::to_string(o.seed) + ", Size: " + std::to_string(o.width) + "x" +
-       std::to_string(o.height) + ", Model: " + r.model_identity + ", Shift: " + num(o.shift) +
-       ", Skip layers: \"" + o.skip_layers_text + "\", Max seq: " + std::to_string(o.max_seq) +
-       ", Tier: " + o.tier + ", Backend: " + r.backend + ", Version: " + engine_version();
+  s += "\nSteps: " + std::to_string(o.steps) + ", Steps run: " + std::to_string(r.steps_run) +
+       ", Sampler: Euler, Schedule type: MOSS-Image, CFG scale: " + num(o.cfg) +
+       ", Seed: " + std::to_string(o.seed) + ", Size: " + std::to_string(o.width) + "x" + std::to_string(o.height) +
+       ", Model: " + r.model_identity + ", Shift: " + num(o.shift) + ", Skip layers: \"" + o.skip_layers_text +
+       "\", Max seq: " + std::to_string(o.max_seq) + ", Tier: " + o.tier + ", Backend: " + r.backend +
+       ", Version: " + engine_version();
   return s;
 }
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/options.h"
 #include "io/image_files.h"
+#include "pipeline/request.h"
 
 namespace moss {
 
@@ -14,8 +14,8 @@ struct StageTimes {
 };
 
 struct RunRecord {
-  const RunOptions* options = nullptr;
-  int steps_run = 0;             // after snapping to the training grid
+  GenerationRequest request;
+  int steps_run = 0;             // after snapping to the training grid (request.steps: asked for)
   std::string model_identity;    // e.g. "MOSS-Image (tiny-moss, MOSSImagePipeline)"
   std::string backend;           // "hip gfx1100", "hip nvidia sm_90", "host"
   StageTimes times;
@@ -24,7 +24,9 @@ struct RunRecord {
 
 std::string engine_version();                      // "moss-infer-hip 0.1.0 (git abc123)"
 std::string record_json(const RunRecord& r);       // the JSON generation record
-std::string a1111_parameters(const RunRecord& r);  // "prompt\nNegative prompt: ...\nSteps: ..., ..."
+// "prompt\nNegative prompt: ...\nSteps: 200, Steps run: 172, ...": Steps is the count asked for (what
+// an A1111 reader passes back as --steps), Steps run what the snapped schedule ran.
+std::string a1111_parameters(const RunRecord& r);
 std::vector<PngText> png_record_chunks(const RunRecord& r);
 
 }  // namespace moss

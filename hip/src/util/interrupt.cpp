@@ -18,15 +18,28 @@ void install_interrupt_handlers() {
   struct sigaction sa = {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaction(sig, &sa, nullptr);
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGXFSZ, &ignore, nullptr);
 }
 
 int pending_signal() { return int(g_signal); }
 
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGPIPE: return "SIGPIPE";
+    default: return "a signal";
+  }
+}
+
 void check_interrupted() {
   int sig = pending_signal();
-  if (sig) throw Error(ExitCode(128 + sig), std::string("interrupted by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+  if (sig) throw Error(ExitCode(128 + sig), std::string("interrupted by ") + signal_name(sig));
 }
 
 }  // namespace moss

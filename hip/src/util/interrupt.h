@@ -1,6 +1,10 @@
-// SIGINT / SIGTERM handling: the handler only records the signal; the run checks it between
-// stages and steps and unwinds normally (freeing device memory, writing nothing), then exits
-// 130 (SIGINT) or 143 (SIGTERM).
+// Signal handling of a run. SIGINT, SIGTERM, SIGHUP and SIGPIPE only record the signal; the
+// run checks it between stages, steps and chunks of its writes, and unwinds normally
+// (freeing device memory, writing nothing), then exits 128 + the signal: 130 (SIGINT), 143
+// (SIGTERM), 129 (SIGHUP), 141 (SIGPIPE). The handlers are installed without SA_RESTART, so
+// a blocking call returns EINTR and its caller reports the signal, not the EINTR.
+// SIGXFSZ (a file-size limit) is ignored: the write then fails with EFBIG and is reported
+// as a write error (exit 1) instead of killing the process mid-write.
 #pragma once
 
 namespace moss {
@@ -8,5 +12,6 @@ namespace moss {
 void install_interrupt_handlers();
 int pending_signal();      // 0 when none
 void check_interrupted();  // throws moss::Error with exit status 128 + signal when one arrived
+const char* signal_name(int sig);  // "SIGINT", ...
 
 }  // namespace moss

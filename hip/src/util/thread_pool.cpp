@@ -2,26 +2,59 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <system_error>
+
+#include "util/error.h"
+#include "util/numbers.h"
 
 namespace moss {
 
-ThreadPool::ThreadPool(int threads) {
-  if (threads <= 0) {
-    const char* env = std::getenv("MOSSINFER_THREADS");
-    threads = env ? std::atoi(env) : 0;
-    if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+// Far above any machine's hardware threads; only bounds what the parser accepts.
+static constexpr int64_t kMaxThreadsSetting = 1 << 20;
+
+HostThreads host_threads_from_env() {
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  HostThreads t;
+  t.count = cores;
+  const char* env = std::getenv("MOSSINFER_THREADS");
+  if (!env || !*env) return t;  // unset or empty: the default
+  const ParsedInt p = parse_strict_int(env, 1, kMaxThreadsSetting);
+  if (p.error != NumberError::None)
+    throw usage_error(std::string("MOSSINFER_THREADS='") + env + "': " + integer_problem(p, 1, kMaxThreadsSetting));
+  t.count = int(p.value);
+  if (t.count > cores) {
+    t.note = "MOSSINFER_THREADS=" + std::to_string(t.count) + ": capped to " + std::to_string(cores) +
+             " (the hardware threads of this machine)";
+    t.count = cores;
   }
-  for (int i = 1; i < threads; ++i) workers_.emplace_back(&ThreadPool::worker, this, i);
+  return t;
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::ThreadPool(int threads) {
+  if (threads <= 0) threads = host_threads_from_env().count;
+  try {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back(&ThreadPool::worker, this, i);
+  } catch (const std::system_error& e) {
+    // The destructor does not run for a half-built pool: stop and join what started here,
+    // or the joinable threads left in workers_ would end the process in std::terminate.
+    const size_t started = workers_.size() + 1;
+    stop_workers();
+    throw failure("cannot start host thread " + std::to_string(started + 1) + " of " + std::to_string(threads) +
+                  " (" + e.code().message() + "); set MOSSINFER_THREADS lower");
+  }
+}
+
+void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   start_cv_.notify_all();
   for (auto& t : workers_) t.join();
+  workers_.clear();
 }
+
+ThreadPool::~ThreadPool() { stop_workers(); }
 
 static void chunk(int64_t n, int parts, int index, int64_t& b, int64_t& e) {
   b = n * index / parts;

@@ -6,14 +6,27 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace moss {
 
+// The worker count of the host backend: MOSSINFER_THREADS when set (through the strict number
+// parser; a bad value is a usage error, exit 2), else the hardware threads. A count above the
+// hardware threads is capped to them (more threads only add memory and switching), and
+// `note` says so for the run to print.
+struct HostThreads {
+  int count = 1;
+  std::string note;  // non-empty when MOSSINFER_THREADS was capped
+};
+HostThreads host_threads_from_env();
+
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads = 0);  // 0: hardware concurrency (MOSSINFER_THREADS overrides)
+  // 0: host_threads_from_env(). A thread that cannot be started is a moss::Error (exit 1)
+  // naming the count, after the ones already started are stopped and joined.
+  explicit ThreadPool(int threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -26,6 +39,7 @@ class ThreadPool {
 
  private:
   void worker(int index);
+  void stop_workers();
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;

@@ -163,12 +163,16 @@ outputs_of() {
 }
 
 # run_bin ARGS...: runs the binary in $CASE on the host backend, under the time and memory
-# caps; sets OUT (stdout and stderr together) and RC. EXPECT_ENV adds environment settings;
-# RUN_AS runs it through another command (e.g. setpriv to drop root).
+# caps; sets OUT (stdout and stderr together) and RC. EXPECT_ENV adds environment settings
+# (split on blanks); the array EXTRA_ENV adds settings taken literally (values with blanks);
+# CASE_FSIZE_KB sets a file-size limit (ulimit -f); RUN_AS runs it through another command
+# (e.g. setpriv to drop root).
+EXTRA_ENV=()
 run_bin() {
   OUT=$(cd "$CASE" && {
     ((CASE_VMEM_KB > 0)) && ulimit -v "$CASE_VMEM_KB"
-    env MOSSINFER_BACKEND=host ${EXPECT_ENV:-} ${RUN_AS:-} timeout -k 5 "$CASE_TIMEOUT" "$BIN" "$@" 2>&1
+    [[ -n ${CASE_FSIZE_KB:-} ]] && ulimit -f "$CASE_FSIZE_KB"
+    env MOSSINFER_BACKEND=host ${EXPECT_ENV:-} "${EXTRA_ENV[@]}" ${RUN_AS:-} timeout -k 5 "$CASE_TIMEOUT" "$BIN" "$@" 2>&1
   })
   RC=$?
 }
@@ -192,7 +196,8 @@ run_problems() {
       echo "left a temporary file in $dir"
       return
     fi
-    if ((status != 0)) && [[ -e $f ]]; then
+    # A directory in an output's place was there before (the program makes none).
+    if ((status != 0)) && [[ -e $f && ! -d $f ]]; then
       echo "left an output file $f"
       return
     fi

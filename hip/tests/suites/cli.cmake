@@ -15,3 +15,8 @@ file(MAKE_DIRECTORY ${E2E_OUT})
 set_tests_properties(cli_e2e_host_check PROPERTIES DEPENDS cli_e2e_host_run)
 set_tests_properties(cli_e2e_host_run PROPERTIES FIXTURES_SETUP e2e_cli)
 set_tests_properties(cli_e2e_host_check PROPERTIES FIXTURES_REQUIRED e2e_cli)
+# Records, --from-png replay (byte-identical images), --batch-count, prompt files, --jobs and
+# --progress json (issue 18), on the host backend.
+add_test(NAME cli_frontends COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/frontend_tests.sh
+         $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
+set_tests_properties(cli_frontends PROPERTIES TIMEOUT 600)

@@ -93,3 +93,21 @@ TEST(Planner, MeasuresTheTinyModel) {
   EXPECT_GT(big.vae_decode_bytes, 3 * small.vae_decode_bytes);
   EXPECT_EQ(measure_stages(m, 96, 64, 19, false).vae_decode_bytes, 0u);
 }
+
+// Several images per load (issue 18): everything stays loaded on a card that holds the resident
+// text encoder, the whole DiT and the decode together; elsewhere the text encoder's layers stay
+// in pinned host memory when the host has room for them beside the DiT's pinned blocks.
+TEST(Planner, WhatStaysLoadedBetweenImages) {
+  StageSizes s = real_like_stage_sizes();
+  s.te_all_layers_bytes = size_t(16.8 * double(kGiB));
+  const MemoryPlan big = plan_memory(s, 140 * kGiB, false, 0);
+  EXPECT_TRUE(plan_holds_all_loaded(big));
+  const MemoryPlan mid = plan_memory(s, 24 * kGiB, false, 0);  // the encoder resident alone, not beside the DiT
+  EXPECT_TRUE(mid.te_resident);
+  EXPECT_FALSE(plan_holds_all_loaded(mid));
+  const MemoryPlan small = plan_memory(s, 16 * kGiB, true, 0);
+  EXPECT_FALSE(plan_holds_all_loaded(small));
+  EXPECT_TRUE(plan_pins_text_encoder(small, 64 * kGiB));
+  EXPECT_FALSE(plan_pins_text_encoder(small, 20 * kGiB));
+  EXPECT_FALSE(plan_pins_text_encoder(small, 0));  // unknown host memory: nothing pinned
+}

@@ -62,7 +62,8 @@ TEST(TextEncoderBatching, EveryWeightSourceServesTheFusedProjections) {
   const WeightFiles w = WeightFiles::open_folder(kFolder);
   std::unique_ptr<Backend> be = make_host_backend();
   const std::string prefix = text_encoder_prefix(w);
-  for (TeResidency r : {TeResidency::UploadOnUse, TeResidency::Streamed, TeResidency::Resident}) {
+  for (TeResidency r :
+       {TeResidency::UploadOnUse, TeResidency::Streamed, TeResidency::Resident, TeResidency::PinnedHost}) {
     std::set<std::string> seen;  // groups found in some layer: names that stopped matching would check none
     std::unique_ptr<TeWeightSource> src = make_te_weight_source(*be, w, prefix, int(c.layers), r);
     src->load({});

@@ -52,6 +52,17 @@ TEST(TextEncoderResidency, StreamedAndResidentEqualUploadOnUseBitForBit) {
     if (pass == 0) EXPECT_GT(resident.times().load_s, 0.0);  // loaded once, by the first pass
     else EXPECT_EQ(resident.times().load_s, 0.0);
   }
+  // Pinned host: the files are read once (the first pass's load), every pass after copies from
+  // the pinned images.
+  TextEncoder pinned(*be, w, c, TeResidency::PinnedHost);
+  for (int pass = 0; pass < 3; ++pass) {
+    const std::vector<Tensor> h = pinned.encode_many(prompts);
+    ASSERT_EQ(h.size(), 2u);
+    for (size_t p = 0; p < 2; ++p) EXPECT_TRUE(same_bits(h[p], want[p])) << "pinned host, pass " << pass;
+    if (pass == 0) EXPECT_GT(pinned.times().load_s, 0.0);
+    else EXPECT_EQ(pinned.times().load_s, 0.0);
+  }
+  EXPECT_STREQ(te_residency_name(TeResidency::PinnedHost), "pinned host");
   // The layer hook sees the same layers whatever the source.
   int seen = 0;
   streamed.encode(prompts[0], [&](int, const Tensor&) { ++seen; });

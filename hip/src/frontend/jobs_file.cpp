@@ -1,0 +1,60 @@
+#include "frontend/jobs_file.h"
+
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "cli/batch.h"
+#include "cli/request_flags.h"
+#include "frontend/a1111_request.h"
+#include "io/files.h"
+#include "util/error.h"
+
+namespace moss {
+
+std::vector<GenerationRequest> read_jobs_file(const RunOptions& o) {
+  std::string text;
+  if (o.jobs_file == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    try {
+      text = read_text_file(o.jobs_file);
+    } catch (const Error& e) {
+      throw usage_error("--jobs " + o.jobs_file + ": " + e.what());
+    }
+  }
+  FlagValues defaults = generation_flags(o);
+  defaults.erase("--prompt");  // each line gives its own
+  std::vector<GenerationRequest> images;
+  std::vector<size_t> unnamed;  // images of lines without "output": they take -o
+  std::istringstream lines(text);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    const std::string where = o.jobs_file + ":" + std::to_string(number) + ": ";
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json body = nlohmann::json::parse(line, nullptr, false);
+    if (body.is_discarded()) throw usage_error(where + "not valid JSON");
+    if (body.is_object() && !body.contains("prompt")) throw usage_error(where + "prompt: required");
+    try {
+      A1111Request req = parse_a1111_request(body, defaults, o.model, true);
+      for (GenerationRequest& r : req.images) {
+        r.no_metadata = o.no_metadata;
+        if (r.output_png.empty()) unnamed.push_back(images.size());
+        images.push_back(std::move(r));
+      }
+    } catch (const RequestError& e) {
+      throw usage_error(where + e.what());
+    }
+    if (!unnamed.empty() && o.output_png.empty())
+      throw usage_error(where + "no \"output\" field, and no -o PATTERN.png to number");
+  }
+  if (images.empty()) throw usage_error("--jobs " + o.jobs_file + ": no requests in the file");
+  for (size_t k = 0; k < unnamed.size(); ++k)
+    images[unnamed[k]].output_png = numbered_output("-o", o.output_png, int64_t(k + 1), int64_t(unnamed.size()));
+  if (!o.latent_out.empty())
+    for (size_t k = 0; k < images.size(); ++k)
+      images[k].latent_out = numbered_output("--latent-out", o.latent_out, int64_t(k + 1), int64_t(images.size()));
+  return images;
+}
+
+}  // namespace moss

@@ -1,0 +1,336 @@
+#include "pipeline/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+#include "io/files.h"
+#include "io/image_files.h"
+#include "io/output_files.h"
+#include "model/image_u8.h"
+#include "ops/backend.h"
+#include "pipeline/dit_residency.h"
+#include "pipeline/moss_model.h"
+#include "pipeline/noise.h"
+#include "pipeline/planner.h"
+#include "pipeline/sampler.h"
+#include "pipeline/schedule.h"
+#include "runtime/devices.h"
+#include "tokenizer/prompt.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/interrupt.h"
+#include "util/test_pause.h"
+#include "util/thread_pool.h"
+
+namespace moss {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string gib(size_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f GiB", double(bytes) / double(1ull << 30));
+  return b;
+}
+
+// The backend: the host reference when MOSSINFER_BACKEND=host (a developer feature for tests and
+// machines without a GPU), else the chosen HIP device.
+std::unique_ptr<Backend> choose_backend(int device, const Reporter& rep, std::string& backend_name) {
+  const char* env = std::getenv("MOSSINFER_BACKEND");
+  std::string want = env ? env : "";
+  if (want == "host") {
+    backend_name = "host";
+    rep.line("device: host reference backend (%d threads; MOSSINFER_BACKEND=host)", ThreadPool::global().size());
+    return make_host_backend();
+  }
+  if (!want.empty() && want != "hip")
+    throw usage_error("MOSSINFER_BACKEND=" + want + ": expected 'hip' or 'host'");
+  std::vector<DeviceInfo> devices = list_devices();
+  const DeviceInfo* chosen = nullptr;
+  for (const DeviceInfo& d : devices) {
+    if (device >= 0 ? d.index == device : d.supported) {
+      chosen = &d;
+      break;
+    }
+  }
+  if (device >= 0 && !chosen)
+    throw usage_error("--device " + std::to_string(device) + ": no such HIP device (" +
+                      std::to_string(devices.size()) + " found; see --list-devices)");
+  if (chosen && !chosen->supported)
+    throw usage_error("--device " + std::to_string(chosen->index) + " (" + chosen->name + ", " + chosen->arch +
+                      "): not supported: " + chosen->reason);
+  if (!chosen)
+    throw failure(devices.empty() ? "no HIP devices found (see --list-devices)"
+                                  : "no supported HIP device found (see --list-devices)");
+  std::string kernels;
+  for (const std::string& k : chosen->kernels) kernels += (kernels.empty() ? "" : ", ") + k;
+  rep.line("device %d: %s (%s, %s)", chosen->index, chosen->name.c_str(), chosen->arch.c_str(),
+           gib(chosen->total_bytes).c_str());
+  rep.line("kernels: %s", kernels.c_str());
+  backend_name = "hip " + chosen->arch;
+  return make_hip_backend(chosen->index);
+}
+
+}  // namespace
+
+// What stays open between images. Declaration order is destruction order in reverse: the
+// models go before the backend they live on.
+struct Engine::Loaded {
+  MossModel model;
+  Tokenizer tokenizer;
+  std::string backend_name;
+  std::unique_ptr<Backend> be;
+  std::unique_ptr<VaeDecoder> vae;
+  // Kept between images only with keep_loaded and a plan that holds them (else null after use).
+  std::unique_ptr<TextEncoder> te;
+  std::unique_ptr<Dit> dit;
+  int dit_resident = -1;
+  size_t free_before_load = 0;  // device memory free before the first image loaded anything
+  // Dropped before the next stage of an image that cannot keep them (freeing the device memory
+  // the plan of that image counts on).
+  void drop_models() {
+    te.reset();
+    dit.reset();
+    dit_resident = -1;
+    if (be) be->release_cached();
+  }
+};
+
+Engine::Engine(const EngineSettings& settings, const Reporter& rep) : settings_(settings), rep_(rep) {
+  MossModel model = open_moss_model(settings.model);
+  Tokenizer tokenizer = Tokenizer::load(model.tokenizer_json);
+  s_.reset(new Loaded{std::move(model), std::move(tokenizer), {}, nullptr, nullptr, nullptr, nullptr, -1, 0});
+}
+
+Engine::~Engine() = default;
+
+const std::string& Engine::model_identity() const { return s_->model.identity; }
+const std::string& Engine::model_folder() const { return s_->model.folder; }
+
+void Engine::check(const GenerationRequest& r) const {
+  for (int layer : r.skip_layers)
+    if (layer >= s_->model.dit_config.layers)
+      throw usage_error("--skip-layers " + r.skip_layers_text + ": block " + std::to_string(layer) +
+                        " does not exist (the DiT has " + std::to_string(s_->model.dit_config.layers) + " blocks)");
+}
+
+GeneratedImage Engine::generate(const GenerationRequest& r, bool decode, const ProgressHook& hook) {
+  try {
+    return make_image(r, decode, hook);
+  } catch (...) {
+    // A stopped image (a signal, a cancel, a failure) may leave a model mid-pass: the next image
+    // loads it again rather than trust its state.
+    s_->drop_models();
+    throw;
+  }
+}
+
+GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway, const ProgressHook& hook) {
+  const auto t_start = Clock::now();
+  Loaded& L = *s_;
+  const MossModel& model = L.model;
+  const Reporter& rep = rep_;
+  // The stages' checkpoints: a signal, then the caller's hook (which may cancel).
+  auto checkpoint = [&](const ProgressEvent& e) {
+    check_interrupted();
+    if (hook) hook(e);
+  };
+  check(o);
+  const bool use_uncond = o.cfg != 1.0f;
+  PromptIds cond_ids = encode_prompt(L.tokenizer, o.prompt, size_t(o.max_seq));
+  PromptIds uncond_ids;
+  if (use_uncond) uncond_ids = encode_prompt(L.tokenizer, o.negative, size_t(o.max_seq));
+  if (cond_ids.truncated)
+    rep.warning("the prompt has %zu tokens after templating; cut to --max-seq %lld", cond_ids.full_length,
+                (long long)o.max_seq);
+  if (use_uncond && uncond_ids.truncated)
+    rep.warning("the negative prompt has %zu tokens after templating; cut to --max-seq %lld", uncond_ids.full_length,
+                (long long)o.max_seq);
+
+  if (!L.be) L.be = choose_backend(settings_.device, rep, L.backend_name);
+  Backend& be = *L.be;
+  be.set_low_peak(false);  // the loops reuse their blocks (an image before may have decoded)
+  const std::vector<float> sigmas = make_schedule(o.steps, o.shift);
+  const int steps_run = int(sigmas.size()) - 1;
+  if (steps_run != o.steps)
+    rep.line("schedule: %d steps requested, %d distinct after snapping to the training grid", o.steps, steps_run);
+
+  GeneratedImage out;
+  RunRecord& record = out.record;
+  record.request = o;
+  record.steps_run = steps_run;
+  record.model_identity = model.identity;
+  record.backend = L.backend_name;
+  record.total_blocks = int(model.dit_config.layers);
+  record.resident_blocks = record.total_blocks;
+
+  // The memory plan, on a device: refusals come here, before the text encoder runs.
+  const bool decode = decode_anyway || !o.output_png.empty();
+  const int64_t max_tokens =
+      int64_t(std::max(cond_ids.ids.size(), use_uncond ? uncond_ids.ids.size() : size_t(0)));
+  auto plan_for = [&](size_t free_bytes) {
+    const bool user = settings_.vram_budget_gib && size_t(*settings_.vram_budget_gib * double(kGiB)) <= free_bytes;
+    const size_t budget = user ? size_t(*settings_.vram_budget_gib * double(kGiB)) : free_bytes;
+    return plan_memory(measure_stages(model, o.width, o.height, max_tokens, decode), budget, user,
+                       host_available_memory());
+  };
+  std::optional<MemoryPlan> plan;
+  // keep: the text encoder and the DiT stay loaded after this image; keep_te: the text encoder
+  // does (with its layers in pinned host memory when the device cannot hold it beside the DiT).
+  // The host backend has no device memory to plan: it keeps both.
+  bool keep = settings_.keep_loaded, keep_te = keep;
+  TeResidency te_residency = TeResidency::Auto;
+  if (be.free_memory() > 0) {
+    // Every image is planned against the memory that was free before this engine loaded
+    // anything (what the plan's stages divide among themselves); a change by other programs
+    // since is caught when the DiT loads (below). Kept models stay only when this image's plan
+    // holds them beside each other and its decode; else they go before anything runs.
+    if (!L.free_before_load) L.free_before_load = be.free_memory();
+    plan = plan_for(L.free_before_load);
+    keep = keep && plan_holds_all_loaded(*plan);
+    const bool pinned_now = L.te && L.te->residency() == TeResidency::PinnedHost;
+    keep_te = keep || (settings_.keep_loaded &&
+                       plan_pins_text_encoder(*plan, host_available_memory() +
+                                                         (pinned_now ? plan->sizes.te_all_layers_bytes : 0)));
+    te_residency = keep_te && !keep ? TeResidency::PinnedHost
+                                    : plan->te_resident ? TeResidency::Resident : TeResidency::Streamed;
+    if (!keep) {
+      L.dit.reset();
+      L.dit_resident = -1;
+    }
+    if (!keep_te || (L.te && L.te->residency() != te_residency)) L.te.reset();
+    be.release_cached();
+    record.resident_blocks = plan->resident_blocks;
+    rep.line("memory plan: %d of %d DiT blocks resident%s; peaks: text encoder %s, DiT %s, VAE %s (budget %s); "
+             "text encoder layers %s%s",
+             plan->resident_blocks, record.total_blocks,
+             plan->streamed() ? (", " + format_gib(plan->pinned_host_bytes) + " pinned for streaming").c_str() : "",
+             format_gib(plan->te_peak).c_str(), format_gib(plan->dit_peak).c_str(), format_gib(plan->vae_peak).c_str(),
+             format_gib(plan->budget_bytes).c_str(), te_residency_name(te_residency),
+             !settings_.keep_loaded ? ""
+             : keep                 ? "; weights stay loaded between images"
+             : keep_te              ? "; text encoder layers stay in pinned host memory between images, the DiT reloads"
+                                    : "; weights reload per image");
+  }
+
+  // The VAE weights load first and stay (product.md section 5).
+  if (decode && !L.vae) L.vae = std::make_unique<VaeDecoder>(be, model.vae_weights, model.vae_config);
+
+  // Text encoder: both prompts, then it is released before the DiT loads (unless kept).
+  test_pause("text-encoder");
+  checkpoint({"text_encoder"});
+  auto t0 = Clock::now();
+  rep.event("text encoder", {{"event", "stage"}, {"stage", "text_encoder"}});
+  Tensor cond_states, uncond_states;
+  TextEncoderTimes te_times;
+  std::string te_tokens;  // "64+10": the prompts the encode stacked (cfg 1: the prompt alone)
+  {
+    if (!L.te) L.te = std::make_unique<TextEncoder>(be, model.te_weights, model.te_config, te_residency);
+    std::vector<std::vector<int32_t>> prompts = {cond_ids.ids};
+    if (use_uncond) prompts.push_back(uncond_ids.ids);
+    for (const std::vector<int32_t>& p : prompts)
+      te_tokens += (te_tokens.empty() ? "" : "+") + std::to_string(p.size());
+    std::vector<Tensor> states = L.te->encode_many(prompts);  // one pass over the layers for both
+    cond_states = states[0];
+    if (use_uncond) uncond_states = states[1];
+    te_times = L.te->times();
+    te_residency = L.te->residency();
+    if (!keep_te) L.te.reset();
+  }
+  record.times.text_encoder_s = since(t0);
+  if (!keep) be.release_cached();  // the text encoder's buffers go back before the DiT's plan is checked
+  test_pause("dit");
+  checkpoint({"dit_load"});
+
+  // DiT: its part of the plan is checked again with the memory free now, then the text rows
+  // once per prompt, then the Euler loop.
+  t0 = Clock::now();
+  const int64_t gh = o.height / 16, gw = o.width / 16;
+  Tensor latent;
+  {
+    int resident = int(model.dit_config.layers);
+    if (plan && !L.dit) {
+      MemoryPlan now = plan_for(be.free_memory() + (L.vae ? plan->sizes.vae_weight_bytes : 0));
+      resident = std::min(plan->resident_blocks, now.resident_blocks);
+    } else if (L.dit) {
+      resident = L.dit_resident;
+    }
+    record.resident_blocks = plan ? resident : record.total_blocks;
+    if (!L.dit) {
+      L.dit = std::make_unique<Dit>(
+          be, make_resident_streaming_source(be, model.dit_weights, model.dit_config, resident), model.dit_config);
+      L.dit_resident = resident;
+    }
+    Dit& dit = *L.dit;
+    Dit::Text cond = dit.embed_text(cond_states);
+    Dit::Text uncond;
+    if (use_uncond) uncond = dit.embed_text(uncond_states);
+    record.times.dit_load_s = since(t0);
+    std::vector<float> noise = initial_noise(o.seed, model.dit_config.latent_channels, gh, gw);
+    Tensor x = host_tensor(DType::F32, {model.dit_config.latent_channels, gh, gw});
+    std::copy(noise.begin(), noise.end(), x.ptr<float>());
+    SamplerSettings s{o.steps, o.cfg, o.shift, o.skip_layers};
+    test_pause("denoise");
+    checkpoint({"denoise", 0, steps_run});
+    auto t_loop = Clock::now();
+    latent = sample(dit, cond, use_uncond ? &uncond : nullptr, x, sigmas, s, [&](int step, int total, double sec) {
+      const double elapsed = since(t_loop);
+      const double eta = elapsed / double(step + 1) * double(total - step - 1);
+      char text[64];
+      std::snprintf(text, sizeof text, "denoise %d/%d %.3f", step + 1, total, sec);
+      rep.event(text, {{"event", "step"}, {"stage", "denoise"}, {"step", step + 1}, {"steps", total},
+                       {"seconds", sec}, {"elapsed", elapsed}, {"eta", eta}});
+      checkpoint({"denoise", step + 1, total, sec, eta});
+    });
+    record.times.denoise_s = since(t_loop);
+    if (!keep) L.dit.reset();
+  }
+  if (!keep) be.release_cached();  // the DiT's weights and buffers go back before the decode
+  be.set_low_peak(true);
+
+  // The image's outputs are encoded first and written at its end, all or none
+  // (io/output_files.h): a decode that fails or is interrupted leaves no latents behind either.
+  OutputFiles outputs;
+  if (!o.latent_out.empty()) outputs.add(o.latent_out, encode_npy_f32(latent.ptr<float>(), latent.dims()));
+
+  if (decode) {
+    test_pause("vae");
+    checkpoint({"vae"});
+    t0 = Clock::now();
+    rep.event("vae", {{"event", "stage"}, {"stage", "vae"}});
+    Tensor image = L.vae->decode(latent);
+    std::vector<uint8_t> rgb = image_to_u8(image);
+    record.times.vae_s = since(t0);
+    record.times.total_s = since(t_start);
+    check_interrupted();
+    out.png = encode_png(rgb.data(), o.width, o.height,
+                         o.no_metadata ? std::vector<PngText>() : png_record_chunks(record));
+    if (!o.output_png.empty()) outputs.add(o.output_png, out.png);
+  }
+  check_interrupted();
+  outputs.commit();
+  for (const std::string* path : {&o.latent_out, &o.output_png})
+    if (!path->empty()) out.paths.push_back(*path);
+  record.times.total_s = since(t_start);
+  // The text encoder's total, then its load (weights to the device, resident layers only, with
+  // the kernels' warm-up overlapping it) and its encode (the pass itself, every prompt stacked;
+  // streamed: with the copies) apart, and the prompts' token counts the encode covered.
+  char done[768];
+  std::snprintf(done, sizeof done,
+                "done: text encoder %.3f s (load %.3f s, encode %.3f s, %s, %s tokens), dit load %.3f s, denoise "
+                "%.3f s (%d steps), vae %.3f s, total %.3f s; seed %llu; %d of %d DiT blocks resident",
+                record.times.text_encoder_s, te_times.load_s, te_times.encode_s, te_residency_name(te_residency),
+                te_tokens.c_str(), record.times.dit_load_s, record.times.denoise_s, steps_run, record.times.vae_s,
+                record.times.total_s, (unsigned long long)o.seed, record.resident_blocks, record.total_blocks);
+  rep.event(done, {{"event", "image"}, {"seed", o.seed}, {"steps", o.steps}, {"steps_run", steps_run},
+                   {"paths", out.paths},
+                   {"timings", {{"text_encoder", record.times.text_encoder_s}, {"text_encoder_load", te_times.load_s},
+                                {"dit_load", record.times.dit_load_s}, {"denoise", record.times.denoise_s},
+                                {"vae", record.times.vae_s}, {"total", record.times.total_s}}},
+                   {"resident_blocks", record.resident_blocks}, {"total_blocks", record.total_blocks}});
+  return out;
+}
+
+}  // namespace moss

@@ -1,0 +1,72 @@
+// A loaded pipeline that makes one image per generate() call: request -> tokens -> text
+// encoder -> sampler (DiT) -> VAE -> PNG (product.md sections 4 and 5). The CLI (one image, a
+// batch, a jobs file) and the server all drive it; the model folder, the tokenizer, the backend
+// and the VAE weights are opened once, and with keep_loaded the text encoder and the DiT stay
+// loaded between images where the memory plan holds them together.
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/record.h"
+#include "pipeline/reporter.h"
+#include "pipeline/request.h"
+
+namespace moss {
+
+struct MossModel;
+
+struct EngineSettings {
+  std::string model;                     // folder
+  std::optional<double> vram_budget_gib;
+  int device = -1;                       // -1: first supported device
+  // Several images per load: keep the text encoder's and the DiT's weights between images when
+  // the plan holds them beside each other and the decode (always on the host backend). Off (one
+  // image): each is freed before the next stage, the smallest peak.
+  bool keep_loaded = false;
+};
+
+// What a caller follows (the server's /progress, its cancellation): the stage that starts
+// ("text_encoder", "denoise", "vae") or a finished denoise step. A hook may throw to stop the
+// image; the engine stays usable.
+struct ProgressEvent {
+  std::string stage;
+  int step = 0, steps = 0;     // denoise: steps done, steps that run
+  double seconds = 0, eta_s = 0;  // the step's time; the denoise's estimated time left
+};
+using ProgressHook = std::function<void(const ProgressEvent&)>;
+
+struct GeneratedImage {
+  RunRecord record;
+  std::string png;                 // the encoded image (with its record unless no_metadata); empty without decode
+  std::vector<std::string> paths;  // files written (request.output_png, request.latent_out)
+};
+
+class Engine {
+ public:
+  // Opens and checks the model folder and the tokenizer (exit 2 / 1 as open_moss_model says).
+  Engine(const EngineSettings& settings, const Reporter& rep);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Refuses (exit 2) what this model cannot run, before any compute: skip layers beyond its blocks.
+  void check(const GenerationRequest& r) const;
+  // Makes the image; decodes when the request writes a PNG or `decode` asks for the image anyway
+  // (the server). The backend is chosen on the first call.
+  GeneratedImage generate(const GenerationRequest& r, bool decode, const ProgressHook& hook = {});
+
+  const std::string& model_identity() const;
+  const std::string& model_folder() const;
+
+ private:
+  struct Loaded;
+  GeneratedImage make_image(const GenerationRequest& r, bool decode, const ProgressHook& hook);
+  EngineSettings settings_;
+  const Reporter& rep_;
+  std::unique_ptr<Loaded> s_;
+};
+
+}  // namespace moss

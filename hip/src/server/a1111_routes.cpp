@@ -1,0 +1,283 @@
+#include "server/a1111_routes.h"
+
+#include <chrono>
+#include <ctime>
+#include <new>
+
+#include "frontend/a1111_request.h"
+#include "server/base64.h"
+#include "server/connection_watch.h"
+
+namespace moss {
+namespace {
+
+using json = nlohmann::json;
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(dump(body), "application/json");
+}
+
+void reply_error(httplib::Response& res, int status, const std::string& message, const std::string& field = "") {
+  json body = {{"error", message}, {"detail", message}};
+  if (!field.empty()) body["field"] = field;
+  reply(res, status, body);
+}
+
+const char* status_text(int status) {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Payload Too Large";
+    case 414: return "URI Too Long";
+    default: return "Error";
+  }
+}
+
+// How a running request ends early: POST /interrupt, or its client went away.
+struct Stopped {
+  bool client_gone;
+};
+
+std::string job_timestamp() {
+  char b[32];
+  std::time_t t = std::time(nullptr);
+  std::tm tm = {};
+  localtime_r(&t, &tm);
+  std::strftime(b, sizeof b, "%Y%m%d%H%M%S", &tm);
+  return b;
+}
+
+}  // namespace
+
+A1111Routes::A1111Routes(Engine& engine, const ServeOptions& options, const Reporter& rep)
+    : engine_(engine), options_(options), rep_(rep) {}
+
+void A1111Routes::install(httplib::Server& s) {
+  s.Post("/sdapi/v1/txt2img", [this](const httplib::Request& req, httplib::Response& res) { txt2img(req, res); });
+  s.Get("/sdapi/v1/progress", [this](const httplib::Request&, httplib::Response& res) { progress(res); });
+  s.Post("/sdapi/v1/interrupt", [this](const httplib::Request&, httplib::Response& res) { interrupt(res); });
+  s.Get("/sdapi/v1/sd-models", [this](const httplib::Request&, httplib::Response& res) {
+    const std::string folder = engine_.model_folder();
+    const size_t slash = folder.find_last_of('/');
+    const std::string name = slash == std::string::npos ? folder : folder.substr(slash + 1);
+    reply(res, 200, json::array({{{"title", engine_.model_identity()}, {"model_name", name}, {"hash", nullptr},
+                                  {"sha256", nullptr}, {"filename", folder}, {"config", nullptr}}}));
+  });
+  s.Get("/sdapi/v1/samplers", [](const httplib::Request&, httplib::Response& res) {
+    reply(res, 200, json::array({{{"name", "Euler"}, {"aliases", {"k_euler"}}, {"options", json::object()}}}));
+  });
+  s.Get("/sdapi/v1/schedulers", [](const httplib::Request&, httplib::Response& res) {
+    reply(res, 200, json::array({{{"name", "automatic"}, {"label", "Automatic"}, {"aliases", nullptr},
+                                  {"default_rho", -1}, {"need_inner_model", false}}}));
+  });
+  s.Get("/sdapi/v1/scripts", [](const httplib::Request&, httplib::Response& res) {
+    reply(res, 200, {{"txt2img", json::array()}, {"img2img", json::array()}});
+  });
+  s.Get("/sdapi/v1/options",
+        [this](const httplib::Request&, httplib::Response& res) { reply(res, 200, options_json()); });
+  s.Post("/sdapi/v1/options", [this](const httplib::Request& req, httplib::Response& res) { set_options(req, res); });
+  // Anything else, and the library's own refusals (405, 413 for a body above the limit), as JSON.
+  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.body.empty())
+      reply_error(res, res.status, std::to_string(res.status) + " " + status_text(res.status));
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    reply_error(res, 500, what);
+  });
+}
+
+json A1111Routes::options_json() const {
+  return {{"sd_model_checkpoint", engine_.model_identity()}, {"sd_checkpoint_hash", nullptr},
+          {"sd_vae", "Automatic"}, {"samples_format", "png"}, {"enable_pnginfo", !options_.run.no_metadata},
+          {"CLIP_stop_at_last_layers", 1}, {"eta_noise_seed_delta", 0}, {"samples_save", false},
+          {"grid_save", false}};
+}
+
+void A1111Routes::set_options(const httplib::Request& req, httplib::Response& res) const {
+  json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) return reply_error(res, 400, "bad JSON: the body does not parse");
+  if (!body.is_object()) return reply_error(res, 400, "the body must be a JSON object");
+  const json current = options_json();
+  for (const auto& [key, value] : body.items())
+    if (!current.contains(key) || current[key] != value)
+      return reply_error(res, 422, key + ": read-only here (the loaded model and settings cannot change)", key);
+  reply(res, 200, nullptr);
+}
+
+void A1111Routes::progress(httplib::Response& res) const {
+  Progress p;
+  {
+    std::lock_guard<std::mutex> lock(progress_mutex_);
+    p = progress_;
+  }
+  double fraction = 0, eta = 0;
+  if (p.active && p.images > 0) {
+    const double step_share = p.steps > 0 ? double(p.step) / double(p.steps) : 0.0;
+    fraction = std::min(1.0, (double(p.image) + step_share) / double(p.images));
+    const double elapsed = now_s() - p.started;
+    if (fraction > 0) eta = elapsed / fraction - elapsed;
+  }
+  reply(res, 200,
+        {{"progress", fraction},
+         {"eta_relative", eta},
+         {"state",
+          {{"skipped", false}, {"interrupted", p.interrupted}, {"job", p.active ? "txt2img" : ""},
+           {"job_count", int(queue_.waiting()) + (p.active ? 1 : 0)}, {"job_timestamp", p.job_timestamp},
+           {"job_no", p.image}, {"sampling_step", p.step}, {"sampling_steps", p.steps}}},
+         {"current_image", nullptr},
+         {"textinfo", p.active ? json(p.stage) : json(nullptr)}});
+}
+
+void A1111Routes::interrupt(httplib::Response& res) {
+  if (queue_.interrupt_running()) {
+    std::lock_guard<std::mutex> lock(progress_mutex_);
+    progress_.interrupted = true;
+  }
+  reply(res, 200, json::object());
+}
+
+void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
+  json body;
+  try {
+    body = json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    return reply_error(res, 400, std::string("bad JSON: ") + e.what());
+  }
+  A1111Request request;
+  try {
+    request = parse_a1111_request(body, options_.request_defaults, options_.run.model, false);
+    for (const GenerationRequest& r : request.images) {
+      try {
+        engine_.check(r);
+      } catch (const Error& e) {
+        throw request_error(e);
+      }
+    }
+  } catch (const RequestError& e) {
+    return reply_error(res, e.status, e.what(), e.field);
+  }
+
+  ConnectionWatch watch(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
+  QueuedJob job;
+  job.client_gone = [&] { return watch.client_gone(); };
+  std::vector<GeneratedImage> made;
+  bool interrupted = false, client_gone = false;
+  int status = 200;
+  std::string failure_message;
+  auto work = [&] {
+    {
+      std::lock_guard<std::mutex> lock(progress_mutex_);
+      progress_ = Progress{true, 0, int(request.images.size()), 0, 0, "starting", job_timestamp(), now_s(), false};
+    }
+    ProgressHook hook = [&](const ProgressEvent& e) {
+      {
+        std::lock_guard<std::mutex> lock(progress_mutex_);
+        progress_.stage = e.stage;
+        progress_.step = e.step;
+        progress_.steps = e.steps;
+      }
+      if (job.interrupted) throw Stopped{false};
+      if (watch.client_gone()) throw Stopped{true};
+    };
+    // Progress goes idle within the turn: once it ends, the next request's may already show.
+    auto idle = [&] {
+      std::lock_guard<std::mutex> lock(progress_mutex_);
+      progress_.active = false;
+    };
+    try {
+      for (const GenerationRequest& r : request.images) {
+        made.push_back(engine_.generate(r, true, hook));
+        std::lock_guard<std::mutex> lock(progress_mutex_);
+        progress_.image += 1;
+        progress_.step = 0;
+      }
+    } catch (...) {
+      idle();
+      throw;
+    }
+    idle();
+  };
+  auto run = [&] {
+    try {
+      return queue_.run_in_turn(job, work);
+    } catch (const Stopped& s) {
+      (s.client_gone ? client_gone : interrupted) = true;
+    } catch (const Error& e) {
+      // A signal stops the server; a usage error is this request's (a size the memory cannot hold).
+      status = int(e.code()) >= 128 ? 503 : e.code() == ExitCode::Usage ? 422 : 500;
+      failure_message = int(e.code()) >= 128 ? std::string("the server is stopping: ") + e.what() : e.what();
+    } catch (const std::bad_alloc&) {
+      status = 500;
+      failure_message = "out of host memory";
+    } catch (const std::exception& e) {
+      status = 500;
+      failure_message = e.what();
+    }
+    return GenerationQueue::Outcome::Ran;
+  };
+  const GenerationQueue::Outcome outcome = run();
+  if (outcome == GenerationQueue::Outcome::Full)
+    return reply_error(res, 503, "busy: " + std::to_string(kMaxWaitingRequests) + " requests are already waiting");
+  if (outcome == GenerationQueue::Outcome::ClientGone || client_gone) {
+    rep_.line("txt2img: the client went away; its request stopped");
+    return reply_error(res, 499, "the client closed the connection");
+  }
+  if (status != 200) {
+    rep_.line("txt2img: %d %s", status, failure_message.c_str());
+    return status == 422 ? reply_error(res, 422, request_error(usage_error(failure_message)).what(),
+                                       request_error(usage_error(failure_message)).field)
+                         : reply_error(res, status, failure_message);
+  }
+
+  // The answer A1111 gives: base64 PNGs, the request's parameters, and info as JSON text.
+  json images = json::array(), infotexts = json::array(), seeds = json::array(), records = json::array();
+  for (const GeneratedImage& g : made) {
+    if (request.send_images) images.push_back(base64_encode(g.png));
+    infotexts.push_back(a1111_parameters(g.record));
+    seeds.push_back(g.record.request.seed);
+    records.push_back(json::parse(record_json(g.record)));
+  }
+  const GenerationRequest& first = request.images.front();
+  json params = body;
+  params["prompt"] = first.prompt;
+  params["negative_prompt"] = first.negative;
+  params["steps"] = first.steps;
+  params["cfg_scale"] = first.cfg;
+  params["width"] = first.width;
+  params["height"] = first.height;
+  params["seed"] = first.seed;
+  params["sampler_name"] = "Euler";
+  const json prompts(made.size(), first.prompt), negatives(made.size(), first.negative);
+  json info = {{"prompt", first.prompt}, {"all_prompts", prompts}, {"negative_prompt", first.negative},
+               {"all_negative_prompts", negatives}, {"seed", first.seed}, {"all_seeds", seeds},
+               {"subseed", -1}, {"all_subseeds", json(made.size(), -1)}, {"subseed_strength", 0},
+               {"width", first.width}, {"height", first.height}, {"sampler_name", "Euler"},
+               {"scheduler", "automatic"}, {"cfg_scale", first.cfg}, {"steps", first.steps},
+               {"batch_size", body.value("batch_size", 1)}, {"restore_faces", false},
+               {"sd_model_name", engine_.model_identity()}, {"sd_model_hash", nullptr},
+               {"seed_resize_from_w", -1}, {"seed_resize_from_h", -1}, {"denoising_strength", 0},
+               {"extra_generation_params",
+                {{"Shift", first.shift}, {"Skip layers", first.skip_layers_text}, {"Max seq", first.max_seq}}},
+               {"index_of_first_image", 0}, {"infotexts", infotexts}, {"styles", json::array()},
+               {"job_timestamp", job_timestamp()}, {"clip_skip", 1}, {"is_using_inpainting_conditioning", false},
+               {"version", engine_version()}, {"interrupted", interrupted}, {"generation", records}};
+  rep_.line("txt2img: %zu of %zu images%s", made.size(), request.images.size(), interrupted ? " (interrupted)" : "");
+  reply(res, 200, {{"images", images}, {"parameters", params}, {"info", dump(info)}});
+}
+
+}  // namespace moss

@@ -1,0 +1,74 @@
+#include "server/connection_watch.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+namespace moss {
+namespace {
+
+// The numeric address and port of a socket address, as cpp-httplib writes them.
+bool address_of(const sockaddr_storage& a, std::string& addr, int& port) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (a.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const sockaddr_in&>(a);
+    inet_ntop(AF_INET, &v4.sin_addr, text, sizeof text);
+    port = ntohs(v4.sin_port);
+  } else if (a.ss_family == AF_INET6) {
+    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(a);
+    inet_ntop(AF_INET6, &v6.sin6_addr, text, sizeof text);
+    port = ntohs(v6.sin6_port);
+  } else {
+    return false;
+  }
+  addr = text;
+  return true;
+}
+
+bool matches(int fd, const std::string& remote_addr, int remote_port, const std::string& local_addr, int local_port) {
+  sockaddr_storage peer = {}, self = {};
+  socklen_t peer_len = sizeof peer, self_len = sizeof self;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) return false;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&self), &self_len) != 0) return false;
+  std::string pa, sa;
+  int pp = 0, sp = 0;
+  return address_of(peer, pa, pp) && address_of(self, sa, sp) && pp == remote_port && sp == local_port &&
+         pa == remote_addr && (local_addr.empty() || sa == local_addr);
+}
+
+}  // namespace
+
+ConnectionWatch::ConnectionWatch(const std::string& remote_addr, int remote_port, const std::string& local_addr,
+                                 int local_port) {
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return;
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
+    struct stat st = {};
+    if (fstat(int(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (matches(int(fd), remote_addr, remote_port, local_addr, local_port)) {
+      fd_ = int(fd);
+      break;
+    }
+  }
+  closedir(dir);
+}
+
+bool ConnectionWatch::client_gone() const {
+  if (fd_ < 0) return false;
+  pollfd p = {fd_, short(POLLIN | POLLRDHUP), 0};
+  if (poll(&p, 1, 0) <= 0) return false;
+  if (p.revents & (POLLHUP | POLLERR | POLLRDHUP)) return true;
+  char c;
+  // Readable: either more data (a pipelined request: still there) or the end of the stream.
+  return (p.revents & POLLIN) && recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+}  // namespace moss

@@ -1,0 +1,21 @@
+// Whether the client of a request is still there. cpp-httplib 0.11 tells a handler neither its
+// socket nor a disconnect, so the socket is found by the connection's two addresses (unique for
+// TCP) among the process's descriptors, once per request, and then peeked at without reading.
+#pragma once
+#include <string>
+
+namespace moss {
+
+class ConnectionWatch {
+ public:
+  // The connection local_addr:local_port <- remote_addr:remote_port; a watch that finds no such
+  // socket never reports a disconnect.
+  ConnectionWatch(const std::string& remote_addr, int remote_port, const std::string& local_addr, int local_port);
+  // True once the peer has closed its end (an orderly close or a reset).
+  bool client_gone() const;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace moss

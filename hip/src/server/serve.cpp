@@ -1,0 +1,84 @@
+#include "server/serve.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include <httplib.h>
+
+#include "io/mapping_faults.h"
+#include "pipeline/engine.h"
+#include "server/a1111_routes.h"
+#include "server/serve_options.h"
+#include "util/error.h"
+#include "util/interrupt.h"
+#include "util/thread_pool.h"
+
+namespace moss {
+namespace {
+
+// Bounds on what a client can make the server hold: a txt2img body is a few kilobytes.
+constexpr size_t kMaxBodyBytes = size_t(1) << 20;
+constexpr size_t kWorkerThreads = 32;  // waiting requests (kMaxWaitingRequests) leave room for /progress
+constexpr time_t kTimeoutSeconds = 30;
+
+}  // namespace
+
+int serve_command(const std::vector<std::string>& args) {
+  const ServeOptions options = parse_serve_args(args);
+  if (options.help) {
+    std::fputs(serve_help_text().c_str(), stdout);
+    return 0;
+  }
+  Reporter rep(options.run.quiet, options.run.progress_json ? ProgressFormat::Json : ProgressFormat::Text);
+  install_interrupt_handlers();
+  install_mapping_fault_handler();
+  // A client that goes away mid-answer is that connection's write error, not a reason to stop
+  // serving: SIGPIPE (which a run treats as an interrupt, 141) is ignored here.
+  std::signal(SIGPIPE, SIG_IGN);
+  const HostThreads threads = host_threads_from_env();  // a bad MOSSINFER_THREADS: exit 2
+  if (!threads.note.empty()) rep.warning("%s", threads.note.c_str());
+  EngineSettings settings;
+  settings.model = options.run.model;
+  settings.vram_budget_gib = options.run.vram_budget_gib;
+  settings.device = options.run.device;
+  settings.keep_loaded = true;  // the point of a server: weights stay between requests
+  Engine engine(settings, rep);
+
+  httplib::Server server;
+  server.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
+  server.set_payload_max_length(kMaxBodyBytes);
+  server.set_read_timeout(kTimeoutSeconds);
+  server.set_write_timeout(kTimeoutSeconds);
+  server.set_keep_alive_timeout(5);
+  server.set_keep_alive_max_count(100);
+  A1111Routes routes(engine, options, rep);
+  routes.install(server);
+
+  if (!server.bind_to_port(options.host, options.port))
+    throw failure("serve: cannot listen on " + options.host + ":" + std::to_string(options.port) +
+                  " (in use, or not an address of this machine)");
+  rep.event("listening on http://" + options.host + ":" + std::to_string(options.port) + " (A1111 API: /sdapi/v1)",
+            {{"event", "listening"}, {"host", options.host}, {"port", options.port}});
+
+  // SIGINT / SIGTERM stop the server: the handler only records the signal (util/interrupt.h);
+  // this thread sees it and stops the listening loop, and a running image stops at its next step.
+  std::atomic<bool> stopped{false};
+  std::thread watcher([&] {
+    while (!stopped && !pending_signal()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    server.stop();
+  });
+  const bool ok = server.listen_after_bind();
+  stopped = true;
+  watcher.join();
+  if (pending_signal()) {
+    rep.line("serve: stopped by a signal");
+    return 128 + pending_signal();
+  }
+  if (!ok) throw failure("serve: the listening socket failed");
+  return 0;
+}
+
+}  // namespace moss

@@ -1,0 +1,26 @@
+// The command line of `moss-infer-hip serve`: --host and --port, and the CLI's own flags (model,
+// memory, device, and the generation flags, which become the defaults of every request).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "cli/options.h"
+#include "cli/request_flags.h"
+
+namespace moss {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";  // localhost unless told otherwise
+  int port = 7860;                 // A1111's
+  RunOptions run;                  // --model, --vram-budget, --device, --quiet, --progress, ...
+  FlagValues request_defaults;     // generation_flags(run): what a request does not set
+  bool help = false;
+};
+
+// Throws moss::Error (exit 2) naming the option: the CLI's checks, and the flags that make no
+// sense for a server (outputs, batches, jobs, replay, prompt files).
+ServeOptions parse_serve_args(const std::vector<std::string>& args);
+
+std::string serve_help_text();
+
+}  // namespace moss

@@ -1,0 +1,130 @@
+"""A `moss-infer-hip serve` on the tiny model and the host backend, for the server tests, and the
+helpers they share (standard library only). Usage of a test: test.py BINARY MODEL_DIR."""
+import base64
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+import struct
+
+TINY_DEFAULTS = ["--skip-layers", "2", "--size", "32x32", "--steps", "2"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """Starts the server, waits until it listens, stops it with SIGTERM (expecting status 143)."""
+
+    def __init__(self, binary, model, extra=()):
+        self.binary, self.model = binary, model
+        self.port = free_port()
+        self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
+        env = dict(os.environ, MOSSINFER_BACKEND="host")
+        self.proc = subprocess.Popen([binary, "serve", "--model", model, "--port", str(self.port), *TINY_DEFAULTS,
+                                      *extra], stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"server exited with {self.proc.returncode}: {self.output()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit("server did not listen within 60 s")
+
+    def output(self):
+        self.log.flush()
+        return open(self.log.name).read()
+
+    def request(self, method, path, body=None, timeout=120, raw=None):
+        """Returns (status, parsed JSON or None, raw bytes)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        payload = resp.read()
+        conn.close()
+        try:
+            parsed = json.loads(payload)
+        except ValueError:
+            parsed = None
+        return resp.status, parsed, payload
+
+    def resources(self):
+        """(resident set in KiB, open descriptors) of the server process."""
+        rss = 0
+        for line in open(f"/proc/{self.proc.pid}/status"):
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+        return rss, len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            code = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise SystemExit("server did not stop within 60 s of SIGTERM")
+        os.unlink(self.log.name)
+        return code
+
+
+def png_pixels(data):
+    """The filtered rows of a PNG (equal rows decode to equal pixels) and its size."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, size = 8, b"", None
+    while pos < len(data):
+        (n,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, chunk = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            size = struct.unpack(">II", chunk[:8])
+        if kind == b"IDAT":
+            idat += chunk
+        pos += 12 + n
+    return size, zlib.decompress(idat)
+
+
+def cli_png(binary, model, workdir, *flags):
+    """The PNG the CLI makes with the tiny defaults and `flags`."""
+    out = os.path.join(workdir, f"cli-{abs(hash(flags))}.png")
+    env = dict(os.environ, MOSSINFER_BACKEND="host")
+    settings = dict(zip(TINY_DEFAULTS[::2], TINY_DEFAULTS[1::2]))
+    settings.update(zip(flags[::2], flags[1::2]))  # flags win over the server's defaults
+    args = [a for pair in settings.items() for a in pair]
+    subprocess.run([binary, "--model", model, *args, "-o", out, "--quiet"], check=True, env=env)
+    return open(out, "rb").read()
+
+
+def b64png(s):
+    return base64.b64decode(s)
+
+
+class Checks:
+    """PASS/FAIL lines and a summary; the exit status says whether all passed."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+            print(f"PASS {name}")
+        else:
+            self.failed += 1
+            print(f"FAIL {name}: {detail}")
+        sys.stdout.flush()
+        return ok
+
+    def finish(self):
+        print(f"{self.passed} passed, {self.failed} failed")
+        sys.exit(0 if self.failed == 0 else 1)

@@ -1,0 +1,20 @@
+# moss-infer-hip serve (issue 18), on the host backend with the tiny model: plain HTTP (endpoints,
+# the CLI's image byte for byte, refusals, progress, interrupt, disconnects, bounds), a real A1111
+# client library (webuiapi from PyPI: skipped, status 77, where it is not installed) and 200
+# requests from 4 concurrent clients. Each test starts its own server on a free port.
+if(MOSSINFER_SERVER)
+  foreach(suite http stress webuiapi)
+    add_test(NAME server_${suite}
+             COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/server/${suite}_test.py $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
+    set_tests_properties(server_${suite} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 LABELS server)
+  endforeach()
+else()
+  # Visible in the summary as skipped, not silently absent; and serve says this build has none.
+  add_test(NAME server_not_built COMMAND bash -c "echo 'built without cpp-httplib (MOSSINFER_SERVER=OFF): no serve tests'; exit 77")
+  set_tests_properties(server_not_built PROPERTIES SKIP_RETURN_CODE 77 LABELS server)
+  add_test(NAME server_unavailable_message
+           COMMAND bash -c "out=$(\"$0\" serve --model \"$1\" 2>&1); rc=$?; echo \"$out\"; \
+[[ $rc -eq 2 ]] && grep -q 'this build has no server' <<<\"$out\""
+                   $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
+  set_tests_properties(server_unavailable_message PROPERTIES LABELS server)
+endif()
