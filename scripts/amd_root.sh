@@ -17,7 +17,7 @@ set -euo pipefail
 root=${1:?usage: amd_root.sh ROOT}
 mirror=${MOSSINFER_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 root_packages="libamdhip64-dev hipcc rocm-device-libs-22 clang-22 lld-22 llvm-22 cmake ninja-build g++ \
-pkg-config libpcre2-dev libutf8proc-dev nlohmann-json3-dev libpng-dev zlib1g-dev libgtest-dev file"
+pkg-config libpcre2-dev libutf8proc-dev nlohmann-json3-dev libpng-dev zlib1g-dev libgtest-dev file python3"
 sysroot_packages="libc6-dev libstdc++-12-dev libgcc-12-dev linux-libc-dev libpcre2-dev libutf8proc-dev \
 libpng-dev zlib1g-dev nlohmann-json3-dev"
 stamp="root: $root_packages | sysroot bookworm: $sysroot_packages"
