@@ -14,10 +14,11 @@
 //         with ldmatrix.x4 straight into the mma.sync layout (kernels/gemm_layout.h), the next
 //         k16 step's fragments read while the current one multiplies, one barrier per stage,
 //         8 warps of 64x64 on 128x256 tiles;
-//   Leaf  (AMD's kernel, and NVIDIA's for f32 weights; the reference the Mma kernel replaced)
-//         operands staged as stored in rows padded by 8 elements, fragments read through the
-//         leaf's lane maps (kernels/matrix_layout.h); AMD: one wave32 per workgroup (product
-//         contract), two stages, plain copies.
+//   Leaf  (NVIDIA's for f32 weights; the reference the Mma kernel replaced; and, as Portable,
+//         AMD's kernel) operands staged as stored in rows padded by 8 elements, fragments read
+//         through the leaf's lane maps (kernels/matrix_layout.h). Portable (kernels/kernel_path.h,
+//         docs/amd_kernels.md): 128x128 tiles of 4 wave32s, or one wave of 32x64 for few rows, two
+//         stages, the next k-step held in registers while the current one multiplies.
 // Few rows (the text encoder, M = 10..128): the Mma kernel on 64x128 tiles, K split among the
 // blocks of a thread-block cluster (GemmPlan::split) whose partial tiles are summed through
 // distributed shared memory in a fixed order: the weights stream through enough blocks to keep
@@ -69,8 +70,8 @@ inline bool gemm_packed(const void* p, int64_t ld, GemmType t) {
 }
 
 // Tile shape. Auto picks by problem size (the largest shape that still gives every
-// multiprocessor a block); the others exist so the kernel check can time each shape. AMD builds
-// have one shape (a single wave per workgroup) and ignore the request.
+// multiprocessor a block); the others exist so the kernel check can time each shape. The
+// Portable kernel has two: Medium (its wide 128x128 tile) and any other (its narrow one-wave tile).
 // Skinny (NVIDIA Mma kernel): 64x128 tiles for few rows (the text encoder's M = 10..128), meant
 // to be split along K (GemmPlan::split) so that the weights stream through enough blocks.
 enum class GemmTiles { Auto, Large, Medium, Small, Skinny };
@@ -79,9 +80,8 @@ enum class GemmTiles { Auto, Large, Medium, Small, Skinny };
 //   Convert  loaded into registers, rounded to bf16, stored a k-step later (shared memory then
 //            holds bf16: half the bytes for the fragment reads; no rounding in the inner loop);
 //   Raw      copied as f32 (cp.async on NVIDIA) and rounded as the fragments are read.
-// The Mma kernel always converts. Leaf kernel: Auto is Convert on NVIDIA; AMD always copies raw
-// (one wave per workgroup: holding a step in registers across the multiply costs more VGPRs
-// than it saves).
+// The Mma kernel always converts. Leaf kernel: Auto is Convert on NVIDIA. Portable: always
+// Convert (its chunks pass through registers anyway).
 enum class GemmStaging { Auto, Convert, Raw };
 
 // Which kernel (see the top of this file). Auto on NVIDIA: Wgmma when gemm_wgmma_fits and its
