@@ -94,7 +94,7 @@ for d in "$work/ldpath" "$pkg/lib" /opt/rocm/lib; do
   cp "$system_lib" "$d/libamdhip64.so.7"; moved+=("$d/libamdhip64.so.7")
 done
 check "LD_LIBRARY_PATH first" "$(f=$(found LD_LIBRARY_PATH="$work/ldpath"); [[ $f == "$work/ldpath/libamdhip64.so.7" ]] || echo "$f")"
-check "then the package's lib/" "$(f=$(found); [[ $f == "$pkg/lib/libamdhip64.so.7" ]] || echo "$f")"
+check "then the package's lib/" "$(f=$(found); [[ $(readlink -f "$f") == $(readlink -f "$pkg/lib/libamdhip64.so.7") ]] || echo "$f")"
 rm -f "$pkg/lib/libamdhip64.so.7"
 check "then /opt/rocm/lib" "$(f=$(found); [[ $f == /opt/rocm/lib/libamdhip64.so.7 ]] || echo "$f")"
 rm -f /opt/rocm/lib/libamdhip64.so.7
