@@ -233,10 +233,10 @@ CONFIGS = {
         "check_device_table": PORTABLE_TABLE,
         "analogue": {"gemm": "gemm mma 128x128/4w 4160x3072x3072 x:bf16",
                      "attention": "attention[ref] T4173 h24x128 bf16"},
-        "gemm": dict(kind="gemm", bm=128, bn=128, bk=32, wm=2, wn=2, stages=2, prefetch=1, lds="ab", raster=8,
-                     products=1, table=["gemm_kernel<moss::Tiles<128, 128, 2, 2, 2, 65536, true>, std::bfloat16_t, std::bfloat16_t"],
-                     lds_est=2 * (128 + 128) * 40 * 2,
-                     mirrors="hip/src/kernels/gemm.hip PortableWide = Tiles<128, 128, 2, 2, 2, 64*1024, true> (kHold: "
+        "gemm": dict(kind="gemm", bm=128, bn=64, bk=32, wm=2, wn=2, stages=2, prefetch=1, lds="ab", raster=8,
+                     products=1, table=["gemm_kernel<moss::Tiles<128, 64, 2, 2, 2, 65536, true>, std::bfloat16_t, std::bfloat16_t"],
+                     lds_est=2 * (128 + 64) * 40 * 2,
+                     mirrors="hip/src/kernels/gemm.hip PortableWide = Tiles<128, 64, 2, 2, 2, 64*1024, true> (kHold: "
                              "the next k-step's chunks held in registers across the multiply, stored after it)"),
         "attention": dict(kind="attention", q_rows=128, kt=32, dv=128, waves=4, row_tiles=2, stages=1, prefetch=0,
                           q_in_regs=False, table=["attention_kernel<moss::Tiling<{D}, {DV}, 32, 4, 2, 1, 1>"],

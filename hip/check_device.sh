@@ -31,7 +31,7 @@
 #            which it would budget registers for 1024 threads). Workgroups of several waves are
 #            allowed since the portable GEMM and attention share LDS tiles among 4 waves
 #            (docs/amd_kernels.md: a one-wave 32x64 GEMM tile moves 21 flops per byte into LDS,
-#            a 128x128 tile of 4 waves 64).
+#            a 128x64 tile of 4 waves 43).
 #   scratch  private segment bytes per lane, must be 0
 #   spill    VGPR + SGPR spills, must be 0
 #   dyn      dynamic stack (recursion, variable-sized allocas), must be "no"

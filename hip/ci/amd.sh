@@ -13,6 +13,11 @@ root=${MOSSINFER_ROCM_ROOT:-$repo/build-rocm/root}
 jobs=${JOBS:-$(nproc)}
 kernels_clang19=${KERNELS_CLANG19:-$repo/build/kernels-clang19.txt}
 export MOSSINFER_ROCM_ROOT=$root
+[[ -f $kernels_clang19 ]] || { echo "amd: $kernels_clang19 missing: run check_device.sh --kernels-out first" >&2; exit 1; }
+case $kernels_clang19 in
+  "$repo"/*) ;;
+  *) echo "amd: $kernels_clang19 must lie inside the repository (the root sees it as /src)" >&2; exit 1 ;;
+esac
 
 times=()
 part() {  # NAME COMMAND...
@@ -44,17 +49,14 @@ rm -rf "$repo/$unpacked" && mkdir -p "$repo/$unpacked" && tar xzf "$tarball" -C 
 part "check_device on the shipped binary" in_root env CLANG=clang++-22 LLVM_READELF=llvm-readelf-22 \
   LLVM_OBJDUMP=llvm-objdump-22 LLVM_NM=llvm-nm-22 OFFLOAD_BUNDLER=clang-offload-bundler-22 \
   LLVM_OBJCOPY=llvm-objcopy-22 bash hip/check_device.sh --binary "$unpacked/bin/moss-infer-hip" \
-  --kernels-out build-amd-release/kernels-shipped.txt
-if [[ -f $kernels_clang19 ]]; then
-  if ! diff <(cat "$kernels_clang19") "$repo/build-amd-release/kernels-shipped.txt" > "$repo/build-amd-release/kernels.diff"; then
-    echo "amd: the shipped binary's kernels differ from the sources' (clang-19):" >&2
-    cat "$repo/build-amd-release/kernels.diff" >&2
-    exit 1
-  fi
-  echo "amd: the shipped binary holds the same $(wc -l < "$kernels_clang19") kernel builds as the clang-19 compile of the sources"
-else
-  echo "amd: $kernels_clang19 missing: run check_device.sh --kernels-out first" >&2
+  --matrix-list "${kernels_clang19#"$repo"/}" --kernels-out build-amd-release/kernels-shipped.txt
+if ! diff "$kernels_clang19" "$repo/build-amd-release/kernels-shipped.txt" > "$repo/build-amd-release/kernels.diff"; then
+  echo "amd: the shipped binary's kernels differ from the sources' (clang-19):" >&2
+  cat "$repo/build-amd-release/kernels.diff" >&2
   exit 1
 fi
+for a in gfx1100 gfx1200 gfx1201; do
+  echo "amd: $a: $(grep -c "^$a " "$kernels_clang19") kernels in the shipped binary, the same as the clang-19 compile of the sources"
+done
 echo "== amd: package $(basename "$tarball"), $(du -k "$tarball" | cut -f1) KiB"
 printf '%s\n' "${times[@]}"

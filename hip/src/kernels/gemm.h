@@ -17,7 +17,7 @@
 //   Leaf  (NVIDIA's for f32 weights; the reference the Mma kernel replaced; and, as Portable,
 //         AMD's kernel) operands staged as stored in rows padded by 8 elements, fragments read
 //         through the leaf's lane maps (kernels/matrix_layout.h). Portable (kernels/kernel_path.h,
-//         docs/amd_kernels.md): 128x128 tiles of 4 wave32s, or one wave of 32x64 for few rows, two
+//         docs/amd_kernels.md): 128x64 tiles of 4 wave32s, or one wave of 32x64 for few rows, two
 //         stages, the next k-step held in registers while the current one multiplies.
 // Few rows (the text encoder, M = 10..128): the Mma kernel on 64x128 tiles, K split among the
 // blocks of a thread-block cluster (GemmPlan::split) whose partial tiles are summed through
@@ -71,7 +71,7 @@ inline bool gemm_packed(const void* p, int64_t ld, GemmType t) {
 
 // Tile shape. Auto picks by problem size (the largest shape that still gives every
 // multiprocessor a block); the others exist so the kernel check can time each shape. The
-// Portable kernel has two: Medium (its wide 128x128 tile) and any other (its narrow one-wave tile).
+// Portable kernel has two: Medium (its wide 4-wave tile) and any other (its narrow one-wave tile).
 // Skinny (NVIDIA Mma kernel): 64x128 tiles for few rows (the text encoder's M = 10..128), meant
 // to be split along K (GemmPlan::split) so that the weights stream through enough blocks.
 enum class GemmTiles { Auto, Large, Medium, Small, Skinny };

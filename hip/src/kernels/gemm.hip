@@ -111,16 +111,18 @@ using SmallTiles = Tiles<64, 64, 2, 2, 4, 64 * 1024>;
 #endif
 // The portable configurations (the AMD build's; compiled on both platforms, kernels/kernel_path.h),
 // two stages, the next step held in registers (docs/amd_kernels.md has the cost model behind them):
-// Wide: 4 waves of 64x64 on a 128x128 tile (64 flops per byte moved into LDS, 4 x 4 leaf tiles a
-//       wave: 234-237 VGPRs); an f32 x (converted on its way in, its chunks held as f32) 128x64,
-//       f32 weights (the VAE's attention) 64x64: the held f32 chunks would not fit beside 4 x 4
-//       accumulators in gfx11's 256 VGPRs (check_device.sh reports the spills).
-// Narrow: few rows (the text encoder, single-row modulation): one wave of 32x64 (32x32 with f32
-//       weights).
-using PortableWide = Tiles<128, 128, 2, 2, 2, 64 * 1024, true>;
-using PortableWideF32X = Tiles<128, 64, 2, 2, 2, 64 * 1024, true>;
+// Wide: 4 waves of 64x32 on a 128x64 tile (43 flops per byte moved into LDS, 4 x 2 leaf tiles a
+//       wave); an f32 x (converted on its way in, its chunks held as f32) or f32 weights (the VAE's
+//       attention) 64x64. A 128x128 tile (4 x 4 leaf tiles a wave) fits gfx11's 256 VGPRs under
+//       clang-19 but spills under ROCm 7's clang-22 (328 bytes of scratch: the shipped binary's
+//       check_device.sh --binary run), as does a one-wave 32x64 tile with a held f32 x.
+// Narrow: few rows (the text encoder, single-row modulation): one wave of 32x64 (32x32 with an f32
+//       x or f32 weights).
+using PortableWide = Tiles<128, 64, 2, 2, 2, 64 * 1024, true>;
+using PortableWideF32X = Tiles<64, 64, 2, 2, 2, 64 * 1024, true>;
 using PortableWideF32Weights = Tiles<64, 64, 2, 2, 2, 64 * 1024, true>;
 using PortableNarrow = Tiles<32, 64, 1, 1, 2, 64 * 1024, true>;
+using PortableNarrowF32X = Tiles<32, 32, 1, 1, 2, 64 * 1024, true>;
 using PortableNarrowF32Weights = Tiles<32, 32, 1, 1, 2, 64 * 1024, true>;
 // Wide from this many rows on: below it most of a 128-row tile would multiply zeros.
 constexpr int64_t kPortableWideMinRows = 65;
@@ -990,7 +992,7 @@ void launch_portable(const GemmOperands& op, bool wide, hipStream_t stream) {
     return;
   }
   if (xb && wb) launch_leaf<PortableNarrow, bf16, bf16, false>(op, stream);
-  else if (wb) launch_leaf<PortableNarrow, float, bf16, true>(op, stream);
+  else if (wb) launch_leaf<PortableNarrowF32X, float, bf16, true>(op, stream);
   else if (xb) launch_leaf<PortableNarrowF32Weights, bf16, float, false>(op, stream);
   else launch_leaf<PortableNarrowF32Weights, float, float, true>(op, stream);
 }
@@ -1080,8 +1082,8 @@ void launch_wgmma(const GemmOperands& op, hipStream_t stream) {
 
 const char* gemm_tiles_name(GemmTiles t, GemmKernel k) {
   if (k == GemmKernel::Portable || !kPlatformNvidia)
-    return t == GemmTiles::Medium ? "128x128/4w (128x64 with f32 x, 64x64 with f32 weights)"
-                                  : "32x64/1w (32x32 with f32 weights)";
+    return t == GemmTiles::Medium ? "128x64/4w (64x64 with f32 x or f32 weights)"
+                                  : "32x64/1w (32x32 with f32 x or f32 weights)";
   if (k == GemmKernel::Wgmma) return "128x256/2+1wg";  // its one shape: 2 consumer warpgroups + the producer
   switch (t) {
     case GemmTiles::Large: return "128x256/8w";
@@ -1163,7 +1165,7 @@ bool gemm_fuses_unit(const GemmOperands& op, int multiprocessors) {
 
 GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan) {
   if (portable_kernels() || plan.kernel == GemmKernel::Portable) {
-    // Two shapes: Medium is the wide 128x128 tile, Small the narrow one-wave tile (Auto: by rows).
+    // Two shapes: Medium is the wide 4-wave tile, Small the narrow one-wave tile (Auto: by rows).
     // An f32 x is converted on its way in (the chunks pass through registers anyway).
     plan.kernel = GemmKernel::Portable;
     if (plan.tiles == GemmTiles::Auto) plan.tiles = op.m >= kPortableWideMinRows ? GemmTiles::Medium : GemmTiles::Small;
