@@ -7,8 +7,9 @@
 #   3. a full-size random-weight model (tools/random_model.sh, about 28 GB on disk) unless
 #      MODEL_DIR already holds one (an official MOSS-Image folder works too);
 #   4. 4-step runs at 512x512 and 1024x1024, resident (every DiT block on the card that fits) and
-#      streamed (--vram-budget 16, or STREAM_BUDGET GiB), the final latents written, each run's
-#      denoise step times and memory plan kept;
+#      streamed (--vram-budget 16, or STREAM_BUDGET GiB), the final latents and the decoded image
+#      written (streamed must equal resident byte for byte), each run's denoise step times, VAE
+#      time and memory plan kept;
 # and writes OUT_DIR/amd-bench-<arch>-<date>.txt (the summary to send back) beside the logs.
 # Defaults: BIN_DIR build, OUT_DIR amd-bench-results, MODEL_DIR /tmp/moss-random-full.
 # CHECK_TIMEOUT (s, default 600) bounds each kernel check. On NVIDIA it runs the same with
@@ -68,18 +69,22 @@ for size in 512 1024; do
     [[ $mode == streamed ]] && budget=(--vram-budget "${STREAM_BUDGET:-16}")
     t0=$SECONDS
     timeout 900 "$bin/moss-infer-hip" --model "$model" --prompt "$prompt" --size "${size}x$size" --steps 4 --seed 42 \
-      "${budget[@]}" --latent-out "$out/$name.npy" >"$out/$name.log" 2>&1
+      "${budget[@]}" --latent-out "$out/$name.npy" -o "$out/$name.png" >"$out/$name.log" 2>&1
     rc=$?
     steps=$(grep -oE '^denoise [0-9]+/[0-9]+ [0-9.]+' "$out/$name.log" | awk '{ print $3 }' | tr '\n' ' ')
     say "$size x $size $mode: exit $rc, $((SECONDS - t0)) s; step seconds: $steps"
     grep -E '^(memory plan|done)' "$out/$name.log" | sed 's/^/    /' | tee -a "$summary"
   done
-  if cmp -s "$out/run-$size-resident.npy" "$out/run-$size-streamed.npy"; then
-    say "    $size x $size: streamed latents byte-identical to the resident run's"
-  else
-    say "    $size x $size: streamed latents DIFFER from the resident run's (or a run failed)"
-  fi
+  for kind in npy png; do
+    what=latents
+    [[ $kind == png ]] && what=image
+    if cmp -s "$out/run-$size-resident.$kind" "$out/run-$size-streamed.$kind"; then
+      say "    $size x $size: streamed $what byte-identical to the resident run's"
+    else
+      say "    $size x $size: streamed $what DIFFER from the resident run's (or a run failed)"
+    fi
+  done
 done
-tar -C "$out" -czf "$out/logs.tgz" --exclude='*.npy' --exclude=logs.tgz . 2>/dev/null
+tar -C "$out" -czf "$out/logs.tgz" --exclude='*.npy' --exclude='*.png' --exclude=logs.tgz . 2>/dev/null
 say ""
 say "summary: $summary; logs: $out/logs.tgz (send both back)"

@@ -223,7 +223,7 @@ CONFIGS = {
                                   "Q re-read from LDS per tile l.213); K/V packed first by attention_pack (attention_op.hip:82)"),
         "conv": dict(kind="conv", bm=32, bn=64, bk=16, wm=1, wn=1, stages=1, prefetch=0, products=3,
                      table=["conv2d_kernel<{K},", "mma72"], table_1x1=["conv2d_kernel<1,", "mma24"],
-                     mirrors="hip/src/kernels/conv2d_layout.h:33-43 (AMD: kWarpsM 1, kTilesM 2, kTilesN 4, warps_n 1) "
+                     mirrors="hip/src/kernels/conv2d_layout.h:33-45 (portable: kWarpsM 1, kTilesM 2, kTilesN 4, warps_n 1) "
                              "and conv2d.hip:14 (single-buffered); AMD decode precision Bf16x3 (conv2d.h: three products)"),
     },
     # What the code runs now (MOSSINFER_KERNELS=portable on NVIDIA, everything on AMD): the GEMM of the

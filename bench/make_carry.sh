@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs what a GPU machine needs into .carry/ (git-ignored), small enough to travel with the tree:
-# the NVIDIA build's stripped program and tools and the three Debian libraries they link that the
+# the NVIDIA build's stripped program and tools and the Debian libraries they link that the
 # machine's image lacks. The binaries share most of their device code, so one xz stream with a
 # dictionary larger than a binary packs eleven of them into about 6 MB (about 35 MB with xz's
 # default dictionary).
@@ -13,6 +13,10 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$root/.carry"
 cp "$build"/moss-infer-hip "$build"/hip_* "$build"/golden_check "$build"/bench_random_model "$stage/bin/"
 strip "$stage"/bin/*
-for l in libpcre2-8.so.0 libutf8proc.so.2 libpng16.so.16; do cp -L "/usr/lib/x86_64-linux-gnu/$l" "$stage/lib/"; done
+# Every library the binaries link beyond the C/C++ runtime, zlib and OpenSSL (which GPU machine
+# images have, newer: shipping Debian 12's libstdc++ there would shadow it for Python too).
+ldd "$stage"/bin/* | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
+  grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libz|libssl|libcrypto|libdl|libpthread|librt|libcuda)\.so' |
+  while read -r l; do cp -L "$l" "$stage/lib/"; done
 tar -C "$stage" -cf - bin lib | xz -T1 --lzma2=preset=6,dict=192MiB >"$root/.carry/bundle.tar.xz"
 du -h "$root/.carry/bundle.tar.xz"

@@ -45,7 +45,7 @@ namespace moss {
 enum class ConvPrecision : uint8_t { Bf16, Bf16x3, F16 };
 const char* conv_precision_name(ConvPrecision p);  // "bf16", "bf16x3", "f16"
 
-// Whether this build's conv2d runs `p` (F16: NVIDIA builds only).
+// Whether conv2d runs `p` here (F16: NVIDIA's native kernel path only, kernels/kernel_path.h).
 bool conv_precision_supported(ConvPrecision p);
 
 // The staged input's scale under F16 (a power of two: exact both ways; see above).

@@ -22,21 +22,22 @@
 namespace moss {
 namespace {
 
-using conv::kBlockM;
 using conv::kChunk;
 using conv::kChunkWords;
 using conv::kTileW;
 
-// The block shape of one precision (conv2d_layout.h: the N side may differ per precision).
-template <ConvPrecision P>
+// The block shape of one precision on one kernel path (conv2d_layout.h: the N side may differ
+// per precision).
+template <ConvPrecision P, bool kPortable>
 struct BlockShape {
   static constexpr bool kSplit = P == ConvPrecision::Bf16x3;
-  static constexpr int kWarpsN = conv::warps_n(kSplit);
-  static constexpr int kThreads = conv::kWarpsM * kWarpsN * kWaveSize;
+  static constexpr int kWarpsM = conv::kWarpsM<kPortable>, kBlockM = conv::kBlockM<kPortable>;
+  static constexpr int kWarpsN = conv::warps_n<kPortable>(kSplit);
+  static constexpr int kThreads = kWarpsM * kWarpsN * kWaveSize;
   static constexpr int kBlockRows = kWarpsN * conv::kTilesN;  // output rows per block
-  // Blocks per multiprocessor the registers must allow (NVIDIA, 8 warps: two blocks, so that one
+  // Blocks per multiprocessor the registers must allow (native, 8 warps: two blocks, so that one
   // block's staging overlaps the other's products; at most 128 registers per thread).
-  static constexpr int kMinBlocks = kPlatformNvidia && !kSplit ? 2 : 1;
+  static constexpr int kMinBlocks = !kPortable && !kSplit ? 2 : 1;
 };
 
 // The fragment loaders below read slots 2p and 2p+1 as one bf16 pair: they must be neighbours
@@ -215,11 +216,12 @@ __device__ inline void stage_patch(const Conv2dArgs& a, uint32_t* s_hi, uint32_t
   }
 }
 
-template <int K, ConvPrecision P>
-__global__ MOSS_LAUNCH_BOUNDS(BlockShape<P>::kThreads, BlockShape<P>::kMinBlocks) void conv2d_kernel(
+template <int K, ConvPrecision P, bool kPortable>
+__global__ MOSS_LAUNCH_BOUNDS((BlockShape<P, kPortable>::kThreads), (BlockShape<P, kPortable>::kMinBlocks)) void conv2d_kernel(
     const Conv2dArgs a, int co_tiles, int tiles_x) {
-  constexpr bool kSplit = BlockShape<P>::kSplit, kF16 = P == ConvPrecision::F16;
-  constexpr int kThreads = BlockShape<P>::kThreads, kBlockRows = BlockShape<P>::kBlockRows;
+  using Shape = BlockShape<P, kPortable>;
+  constexpr bool kSplit = Shape::kSplit, kF16 = P == ConvPrecision::F16;
+  constexpr int kThreads = Shape::kThreads, kBlockRows = Shape::kBlockRows, kBlockM = Shape::kBlockM;
   constexpr int kTaps = K * K, kPlanes = kSplit ? 2 : 1;
   constexpr int kPatchW = kTileW + K - 1, kPatchPix = kPatchW * (kBlockRows + K - 1);
   constexpr int kWeightWords = kTaps * kBlockM * kChunkWords;  // one plane, one K-step
@@ -228,7 +230,7 @@ __global__ MOSS_LAUNCH_BOUNDS(BlockShape<P>::kThreads, BlockShape<P>::kMinBlocks
   __shared__ NormTerms s_norm[2][kChunk];  // the group norm of this chunk's / the next chunk's channels
 
   const int tid = int(thread_x()), warp = tid / kWaveSize;
-  const int wm = warp % conv::kWarpsM, wn = warp / conv::kWarpsM;
+  const int wm = warp % Shape::kWarpsM, wn = warp / Shape::kWarpsM;
   const int block = int(block_x());
   const int co_tile = block % co_tiles, pixel_tile = block / co_tiles;
   const int co0 = co_tile * kBlockM;
@@ -315,23 +317,28 @@ __global__ MOSS_LAUNCH_BOUNDS(BlockShape<P>::kThreads, BlockShape<P>::kMinBlocks
     }
 }
 
-template <int K, ConvPrecision P>
+template <int K, ConvPrecision P, bool kPortable>
 void launch(const Conv2dArgs& a, hipStream_t stream) {
-  constexpr int kBlockRows = BlockShape<P>::kBlockRows;
+  using Shape = BlockShape<P, kPortable>;
+  constexpr int kBlockRows = Shape::kBlockRows;
   const int ho = a.upsample2x ? 2 * a.h : a.h, wo = a.upsample2x ? 2 * a.w : a.w;
-  const int co_tiles = conv::co_tiles(a.cout);
+  const int co_tiles = (a.cout + Shape::kBlockM - 1) / Shape::kBlockM;  // conv::co_tiles of this path
   const int tiles_x = (wo + kTileW - 1) / kTileW, tiles_y = (ho + kBlockRows - 1) / kBlockRows;
   const int64_t blocks = int64_t(co_tiles) * tiles_x * tiles_y;
   if (blocks > int64_t(0x7fffffff)) throw failure("conv2d: output too large for one launch");
-  hipLaunchKernelGGL((conv2d_kernel<K, P>), dim3(unsigned(blocks)), dim3(BlockShape<P>::kThreads), 0, stream, a,
+  hipLaunchKernelGGL((conv2d_kernel<K, P, kPortable>), dim3(unsigned(blocks)), dim3(Shape::kThreads), 0, stream, a,
                      co_tiles, tiles_x);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
+// F16 runs only on NVIDIA's native path (conv_precision_supported), so only that one is built.
 template <ConvPrecision P>
 void launch_k(const Conv2dArgs& a, hipStream_t stream) {
-  if (a.ksize == 3) launch<3, P>(a, stream);
-  else launch<1, P>(a, stream);
+  with_kernel_path([&](auto portable) {
+    constexpr bool kPortable = decltype(portable)::value && P != ConvPrecision::F16;
+    if (a.ksize == 3) launch<3, P, kPortable>(a, stream);
+    else launch<1, P, kPortable>(a, stream);
+  });
 }
 
 }  // namespace
@@ -345,7 +352,7 @@ const char* conv_precision_name(ConvPrecision p) {
   return "?";
 }
 
-bool conv_precision_supported(ConvPrecision p) { return p != ConvPrecision::F16 || kPlatformNvidia; }
+bool conv_precision_supported(ConvPrecision p) { return p != ConvPrecision::F16 || (kPlatformNvidia && !portable_kernels()); }
 
 void conv2d(const Conv2dArgs& a, ConvPrecision precision, hipStream_t stream) {
   if (a.cin <= 0 || a.h <= 0 || a.w <= 0 || a.cout <= 0 || (a.ksize != 1 && a.ksize != 3))

@@ -1,8 +1,8 @@
 // The VAE convolution's tile shape and the packed weight layout it reads: shared by the
 // implicit-GEMM kernel (kernels/conv2d.hip) and the weight packer (kernels/conv_weights.hip),
-// which must agree on the M side and the packing. Compiled per platform: the block tile differs
-// between NVIDIA (2 warps along M, 2-4 along N) and AMD (one wave32 per workgroup, the product
-// contract).
+// which must agree on the M side and the packing. The block tile differs between NVIDIA's native
+// path (2 warps along M, 2-4 along N) and the portable one (one wave32 per workgroup, the AMD
+// product contract), which NVIDIA builds hold too (kernels/kernel_path.h).
 //
 // GEMM reading of a k x k convolution (k = 1 or 3): M = output channels, N = output pixels,
 // K = taps x input channels, walked as (input-channel chunk of 16) x (tap): one leaf K-step is
@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "kernels/kernel_path.h"
 #include "runtime/portability.h"
 
 namespace moss {
@@ -26,21 +27,29 @@ constexpr int kChunk = 16;                // input channels per K-step (the leaf
 constexpr int kChunkWords = kChunk / 2;   // bf16 pairs per shared-memory row
 constexpr int kTileW = 16;                // output pixels per leaf column: 16 of one output row
 
-// M side (output channels), shared with the weight packer.
-#if MOSS_PLATFORM_NVIDIA
-constexpr int kWarpsM = 2;
-#else
-constexpr int kWarpsM = 1;
-#endif
-constexpr int kTilesM = 2;                         // 16-channel leaf tiles per warp
-constexpr int kBlockM = kWarpsM * kTilesM * 16;    // output channels per block
+// M side (output channels), shared with the weight packer: kWarpsM warps of kTilesM leaf tiles.
+// kPortable is the kernel path (kernels/kernel_path.h): NVIDIA's native block has 2 warps along
+// M; the portable one (AMD's) is one wave32 per workgroup.
+constexpr int kTilesM = 2;  // 16-channel leaf tiles per warp
+template <bool kPortable>
+constexpr int kWarpsM = kPortable ? 1 : 2;
+template <bool kPortable>
+constexpr int kBlockM = kWarpsM<kPortable> * kTilesM * 16;  // output channels per block
 
 // N side (output pixels), the kernel's alone: each warp takes kTilesN output rows of kTileW
-// pixels, warps_n warps stack along the rows. On NVIDIA 4 warps (16 rows: the 3x3 halo costs
+// pixels, warps_n warps stack along the rows. Natively 4 warps (16 rows: the 3x3 halo costs
 // 18/16 staged rows instead of 10/8, and each staged weight serves 256 pixels), except for the
 // split product, whose two planes must stay within 48 KiB of static shared memory (2 warps).
 constexpr int kTilesN = 4;
-MOSS_HOST_DEVICE constexpr int warps_n(bool split) { return kPlatformNvidia ? (split ? 2 : 4) : 1; }
+template <bool kPortable>
+MOSS_HOST_DEVICE constexpr int warps_n(bool split) { return kPortable ? 1 : (split ? 2 : 4); }
+
+// The output channels per block of the path that runs (the packer and the kernel ask the same).
+inline int block_m() {
+  int m = 0;
+  with_kernel_path([&](auto portable) { m = kBlockM<decltype(portable)::value>; });
+  return m;
+}
 
 MOSS_HOST_DEVICE constexpr int swizzle_word(int word, int row) { return word ^ (((row >> 2) & 1) << 2); }
 
@@ -48,10 +57,10 @@ MOSS_HOST_DEVICE constexpr int swizzle_word(int word, int row) { return word ^ (
 // split product): [co_tile][chunk][tap][kBlockM][kChunkWords], output channels padded to
 // co_tiles·kBlockM and input channels to chunks·16 with zeros, each row swizzled as above. A
 // block's weights for one chunk are then one contiguous run of taps·kBlockM·8 words.
-inline int co_tiles(int cout) { return (cout + kBlockM - 1) / kBlockM; }
+inline int co_tiles(int cout) { return (cout + block_m() - 1) / block_m(); }
 inline int chunks(int cin) { return (cin + kChunk - 1) / kChunk; }
 inline int64_t packed_words(int cout, int cin, int ksize) {
-  return int64_t(co_tiles(cout)) * chunks(cin) * ksize * ksize * kBlockM * kChunkWords;
+  return int64_t(co_tiles(cout)) * chunks(cin) * ksize * ksize * block_m() * kChunkWords;
 }
 
 }  // namespace conv

@@ -7,7 +7,6 @@
 namespace moss {
 namespace {
 
-constexpr int kThreads = kPlatformNvidia ? 256 : kWorkgroupSize;
 
 __device__ inline uint32_t pack_pair(bf16 lo_channel, bf16 hi_channel) {
   return uint32_t(bf16_bits(lo_channel)) | (uint32_t(bf16_bits(hi_channel)) << 16);
@@ -25,22 +24,25 @@ __device__ inline uint32_t pack_f16_pair(float lo_channel, float hi_channel) {
 #endif
 }
 
-__global__ __launch_bounds__(kThreads) void pack_kernel(const float* __restrict__ w, int cout, int cin, int taps,
+// kPortable: the kernel path whose conv2d block (conv::kBlockM) the packing serves.
+template <bool kPortable>
+__global__ __launch_bounds__(kMemoryBoundThreads<kPortable>) void pack_kernel(const float* __restrict__ w, int cout, int cin, int taps,
                                                         int chunks, int64_t words, bool f16,
                                                         uint32_t* __restrict__ hi, uint32_t* __restrict__ lo) {
+  constexpr int kThreads = kMemoryBoundThreads<kPortable>, kBlockM = conv::kBlockM<kPortable>;
   const int64_t i = int64_t(block_x()) * kThreads + int64_t(thread_x());
   if (i >= words) return;
   // i = (((co_tile·chunks + chunk)·taps + tap)·kBlockM + m)·kChunkWords + stored word
   int64_t r = i / conv::kChunkWords;
   const int stored = int(i % conv::kChunkWords);
-  const int m = int(r % conv::kBlockM);
-  r /= conv::kBlockM;
+  const int m = int(r % kBlockM);
+  r /= kBlockM;
   const int tap = int(r % taps);
   r /= taps;
   const int chunk = int(r % chunks);
   const int co_tile = int(r / chunks);
   const int word = conv::swizzle_word(stored, m);  // the swizzle is its own inverse
-  const int co = co_tile * conv::kBlockM + m, ci = chunk * conv::kChunk + 2 * word;
+  const int co = co_tile * kBlockM + m, ci = chunk * conv::kChunk + 2 * word;
   float v[2];
 #pragma unroll
   for (int e = 0; e < 2; ++e)
@@ -62,10 +64,14 @@ void conv_pack_weights(const float* w, int cout, int cin, int ksize, ConvPrecisi
   if ((lo != nullptr) != (precision == ConvPrecision::Bf16x3))
     throw failure("conv_pack_weights: lo parts go with bf16x3 and only with it");
   const int64_t words = conv::packed_words(cout, cin, ksize);
-  const int64_t blocks = (words + kThreads - 1) / kThreads;
-  hipLaunchKernelGGL(pack_kernel, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, w, cout, cin, ksize * ksize,
-                     conv::chunks(cin), words, precision == ConvPrecision::F16, hi, lo);
-  MOSS_HIP_CHECK(hipGetLastError());
+  with_kernel_path([&](auto portable) {
+    constexpr bool kPortable = decltype(portable)::value;
+    constexpr int kThreads = kMemoryBoundThreads<kPortable>;
+    const int64_t blocks = (words + kThreads - 1) / kThreads;
+    hipLaunchKernelGGL(pack_kernel<kPortable>, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, w, cout, cin,
+                       ksize * ksize, conv::chunks(cin), words, precision == ConvPrecision::F16, hi, lo);
+    MOSS_HIP_CHECK(hipGetLastError());
+  });
 }
 
 }  // namespace moss

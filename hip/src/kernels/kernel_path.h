@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "runtime/portability.h"
 
@@ -29,6 +30,23 @@ inline bool portable_kernels() {
   if (!kPlatformNvidia) return true;  // AMD has no other configuration
   static const bool portable = parse_kernel_path(std::getenv("MOSSINFER_KERNELS"));
   return portable;
+}
+
+// The block of the simple memory-bound kernels (elementwise rows, group-norm statistics, VAE
+// layout moves, weight packing): eight warps on NVIDIA's native path, one wave32 on the portable
+// one (the AMD product contract: a workgroup is one wave).
+template <bool kPortable>
+constexpr int kMemoryBoundThreads = kPortable ? kWorkgroupSize : 256;
+
+// Calls f(std::true_type) when the portable configuration runs, else f(std::false_type): a
+// launcher written as one generic lambda instantiates both configurations in NVIDIA builds and
+// only the portable one in AMD builds (which hold no other).
+template <class F>
+void with_kernel_path(F&& f) {
+  if constexpr (kPlatformNvidia) {
+    if (!portable_kernels()) return f(std::false_type{});
+  }
+  f(std::true_type{});
 }
 
 }  // namespace moss

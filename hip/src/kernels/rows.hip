@@ -23,8 +23,7 @@ namespace {
 constexpr int kNativeWaves = kPlatformNvidia ? 4 : 1;
 template <class F>
 void with_waves(F&& f) {
-  if (portable_kernels()) f(std::integral_constant<int, 1>{});
-  else f(std::integral_constant<int, kNativeWaves>{});
+  with_kernel_path([&](auto portable) { f(std::integral_constant<int, decltype(portable)::value ? 1 : kNativeWaves>{}); });
 }
 
 // ---- element access ----------------------------------------------------------------------------

@@ -16,18 +16,9 @@ namespace {
 // Launch shapes: kP (every kernel's template parameter) is the portable path (AMD's; one wave per
 // workgroup, kernels/kernel_path.h), else NVIDIA's native one.
 template <bool kP>
-constexpr int kElemThreads = kP ? kWorkgroupSize : 256;
-template <bool kP>
 constexpr int kNormWaves = kP ? 1 : 8;
 template <bool kP>
 constexpr int kNormThreads = kNormWaves<kP> * kWaveSize;
-template <class F>
-void with_path(F&& f) {  // AMD builds only the portable kernels
-  if constexpr (kPlatformNvidia) {
-    if (!portable_kernels()) return f(std::false_type{});
-  }
-  f(std::true_type{});
-}
 
 // The host replay's formulas, with accurate exp (not fast_exp): these are fp32 kernels held to
 // 1e-5 of the host.
@@ -50,11 +41,11 @@ template <bool kP>
 __device__ inline float softplus(float x) { return x > 20.0f ? x : log1p_accurate<kP>(exp_f(x)); }
 
 template <bool kP, class P>
-__global__ __launch_bounds__(kElemThreads<kP>) void conv1d_silu_kernel(const float* __restrict__ x, int64_t ldx,
+__global__ __launch_bounds__(kMemoryBoundThreads<kP>) void conv1d_silu_kernel(const float* __restrict__ x, int64_t ldx,
                                                                     const P* __restrict__ w, int64_t ldw,
                                                                     float* __restrict__ y, int64_t ldy, int rows,
                                                                     int channels, int taps) {
-  const int64_t idx = int64_t(block_x()) * kElemThreads<kP> + thread_x();
+  const int64_t idx = int64_t(block_x()) * kMemoryBoundThreads<kP> + thread_x();
   if (idx >= int64_t(rows) * channels) return;
   const int t = int(idx / channels), c = int(idx % channels);
   // Taps in the host's order, j = 0 (oldest) .. taps−1 (the current row); rows before 0 add nothing.
@@ -67,12 +58,12 @@ __global__ __launch_bounds__(kElemThreads<kP>) void conv1d_silu_kernel(const flo
 }
 
 template <bool kP, class PA, class PD>
-__global__ __launch_bounds__(kElemThreads<kP>) void gates_kernel(const float* __restrict__ a, int64_t lda,
+__global__ __launch_bounds__(kMemoryBoundThreads<kP>) void gates_kernel(const float* __restrict__ a, int64_t lda,
                                                               const float* __restrict__ b, int64_t ldb,
                                                               const PA* __restrict__ a_log, const PD* __restrict__ dt_bias,
                                                               float* __restrict__ g, int64_t ldg, float* __restrict__ beta,
                                                               int64_t ldbeta, int rows, int heads) {
-  const int64_t idx = int64_t(block_x()) * kElemThreads<kP> + thread_x();
+  const int64_t idx = int64_t(block_x()) * kMemoryBoundThreads<kP> + thread_x();
   if (idx >= int64_t(rows) * heads) return;
   const int t = int(idx / heads), h = int(idx % heads);
   const float neg_a = -exp_f(to_float(a_log[h]));
@@ -123,10 +114,10 @@ template <class P>
 void text_causal_conv1d_silu(const float* x, int64_t ldx, const P* w, int64_t ldw, float* y, int64_t ldy, int rows,
                              int channels, int taps, hipStream_t stream) {
   if (rows <= 0 || channels <= 0) return;
-  with_path([&](auto path) {
+  with_kernel_path([&](auto path) {
     constexpr bool kP = decltype(path)::value;
     auto kernel = conv1d_silu_kernel<kP, P>;
-    hipLaunchKernelGGL(kernel, dim3(blocks_for(int64_t(rows) * channels, kElemThreads<kP>)), dim3(kElemThreads<kP>),
+    hipLaunchKernelGGL(kernel, dim3(blocks_for(int64_t(rows) * channels, kMemoryBoundThreads<kP>)), dim3(kMemoryBoundThreads<kP>),
                        0, stream, x, ldx, w, ldw, y, ldy, rows, channels, taps);
   });
   MOSS_HIP_CHECK(hipGetLastError());
@@ -136,10 +127,10 @@ template <class PA, class PD>
 void text_deltanet_gates(const float* a, int64_t lda, const float* b, int64_t ldb, const PA* a_log, const PD* dt_bias,
                          float* g, int64_t ldg, float* beta, int64_t ldbeta, int rows, int heads, hipStream_t stream) {
   if (rows <= 0 || heads <= 0) return;
-  with_path([&](auto path) {
+  with_kernel_path([&](auto path) {
     constexpr bool kP = decltype(path)::value;
     auto kernel = gates_kernel<kP, PA, PD>;
-    hipLaunchKernelGGL(kernel, dim3(blocks_for(int64_t(rows) * heads, kElemThreads<kP>)), dim3(kElemThreads<kP>), 0,
+    hipLaunchKernelGGL(kernel, dim3(blocks_for(int64_t(rows) * heads, kMemoryBoundThreads<kP>)), dim3(kMemoryBoundThreads<kP>), 0,
                        stream, a, lda, b, ldb, a_log, dt_bias, g, ldg, beta, ldbeta, rows, heads);
   });
   MOSS_HIP_CHECK(hipGetLastError());
@@ -149,7 +140,7 @@ void text_l2_norm(const float* x, int64_t ldx, float* y, int64_t ldy, int rows, 
                   hipStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
   const int groups = cols / group;
-  with_path([&](auto path) {
+  with_kernel_path([&](auto path) {
     constexpr bool kP = decltype(path)::value;
     hipLaunchKernelGGL(l2_norm_kernel<kP>, dim3(blocks_for(int64_t(rows) * groups, kNormWaves<kP>)),
                        dim3(kNormThreads<kP>), 0, stream, x, ldx, y, ldy, rows, groups, group, eps);
@@ -162,7 +153,7 @@ void text_gated_rms_norm(const float* x, int64_t ldx, const float* z, int64_t ld
                          int rows, int cols, int group, float eps, hipStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
   const int groups = cols / group;
-  with_path([&](auto path) {
+  with_kernel_path([&](auto path) {
     constexpr bool kP = decltype(path)::value;
     auto kernel = gated_rms_norm_kernel<kP, P>;
     hipLaunchKernelGGL(kernel, dim3(blocks_for(int64_t(rows) * groups, kNormWaves<kP>)), dim3(kNormThreads<kP>), 0,

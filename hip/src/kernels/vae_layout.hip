@@ -3,14 +3,15 @@
 // pixels) and the token side (along channels) are read and written coalesced.
 #include "kernels/vae_layout.h"
 
+#include "kernels/kernel_path.h"
+
 namespace moss {
 namespace {
 
-// NVIDIA: eight warps per block; AMD: one wave32 per workgroup (product contract).
-constexpr int kThreads = kPlatformNvidia ? 256 : kWorkgroupSize;
-constexpr int kTile = 32;                     // channels x pixels per block
-constexpr int kRowStep = kThreads / kTile;    // tile rows handled at once
+// Threads per block: T, a template parameter of every kernel (kMemoryBoundThreads of the path).
+constexpr int kTile = 32;  // channels x pixels per block; T / kTile tile rows are handled at once
 
+template <int kThreads>
 __global__ __launch_bounds__(kThreads) void unpatchify_kernel(const float* __restrict__ packed,
                                                               const float* __restrict__ mean,
                                                               const float* __restrict__ var, float eps, int channels,
@@ -25,9 +26,11 @@ __global__ __launch_bounds__(kThreads) void unpatchify_kernel(const float* __res
   out[o] = packed[(int64_t(k) * h + i) * w + j] * sd + mean[k];
 }
 
+template <int kThreads>
 __global__ __launch_bounds__(kThreads) void map_to_tokens_kernel(const float* __restrict__ x, int channels,
                                                                  int64_t pixels, const ChannelNorm* __restrict__ norm,
                                                                  bool silu, float* __restrict__ tokens, int64_t ld) {
+  constexpr int kRowStep = kThreads / kTile;
   __shared__ float tile[kTile][kTile + 1];  // [channel][pixel]
   const int lane = int(thread_x()) % kTile, first = int(thread_x()) / kTile;
   const int c0 = int(block_y()) * kTile;
@@ -53,8 +56,10 @@ __global__ __launch_bounds__(kThreads) void map_to_tokens_kernel(const float* __
   }
 }
 
+template <int kThreads>
 __global__ __launch_bounds__(kThreads) void add_tokens_kernel(float* __restrict__ x, int channels, int64_t pixels,
                                                               const float* __restrict__ tokens, int64_t ld) {
+  constexpr int kRowStep = kThreads / kTile;
   __shared__ float tile[kTile][kTile + 1];  // [channel][pixel]
   const int lane = int(thread_x()) % kTile, first = int(thread_x()) / kTile;
   const int c0 = int(block_y()) * kTile;
@@ -84,26 +89,35 @@ void batch_norm_unpatchify(const float* packed, const float* running_mean, const
                            int channels, int h, int w, int patch, float* out, hipStream_t stream) {
   if (channels <= 0 || h <= 0 || w <= 0 || patch <= 0) throw failure("batch_norm_unpatchify: empty shape");
   const int64_t total = int64_t(channels) * h * w * patch * patch;
-  const int64_t blocks = (total + kThreads - 1) / kThreads;
-  if (blocks > int64_t(0x7fffffff)) throw failure("batch_norm_unpatchify: latent too large");
-  hipLaunchKernelGGL(unpatchify_kernel, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, packed, running_mean,
-                     running_var, eps, channels, h, w, patch, out);
-  MOSS_HIP_CHECK(hipGetLastError());
+  with_kernel_path([&](auto portable) {
+    constexpr int T = kMemoryBoundThreads<decltype(portable)::value>;
+    const int64_t blocks = (total + T - 1) / T;
+    if (blocks > int64_t(0x7fffffff)) throw failure("batch_norm_unpatchify: latent too large");
+    hipLaunchKernelGGL(unpatchify_kernel<T>, dim3(unsigned(blocks)), dim3(T), 0, stream, packed, running_mean,
+                       running_var, eps, channels, h, w, patch, out);
+    MOSS_HIP_CHECK(hipGetLastError());
+  });
 }
 
 void map_to_tokens(const float* x, int channels, int64_t pixels, const ChannelNorm* norm, bool silu, float* tokens,
                    int64_t ld, hipStream_t stream) {
   if (channels <= 0 || pixels <= 0 || ld < channels) throw failure("map_to_tokens: bad shape");
-  hipLaunchKernelGGL(map_to_tokens_kernel, transpose_grid(channels, pixels), dim3(kThreads), 0, stream, x, channels,
-                     pixels, norm, silu, tokens, ld);
-  MOSS_HIP_CHECK(hipGetLastError());
+  with_kernel_path([&](auto portable) {
+    constexpr int T = kMemoryBoundThreads<decltype(portable)::value>;
+    hipLaunchKernelGGL(map_to_tokens_kernel<T>, transpose_grid(channels, pixels), dim3(T), 0, stream, x, channels,
+                       pixels, norm, silu, tokens, ld);
+    MOSS_HIP_CHECK(hipGetLastError());
+  });
 }
 
 void add_tokens_to_map(float* x, int channels, int64_t pixels, const float* tokens, int64_t ld, hipStream_t stream) {
   if (channels <= 0 || pixels <= 0 || ld < channels) throw failure("add_tokens_to_map: bad shape");
-  hipLaunchKernelGGL(add_tokens_kernel, transpose_grid(channels, pixels), dim3(kThreads), 0, stream, x, channels,
-                     pixels, tokens, ld);
-  MOSS_HIP_CHECK(hipGetLastError());
+  with_kernel_path([&](auto portable) {
+    constexpr int T = kMemoryBoundThreads<decltype(portable)::value>;
+    hipLaunchKernelGGL(add_tokens_kernel<T>, transpose_grid(channels, pixels), dim3(T), 0, stream, x, channels, pixels,
+                       tokens, ld);
+    MOSS_HIP_CHECK(hipGetLastError());
+  });
 }
 
 }  // namespace moss
