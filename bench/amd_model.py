@@ -231,8 +231,9 @@ CONFIGS = {
     # two 16-query tiles sharing each 32-key K/V tile (no register prefetch yet); conv as the seed's.
     "portable": {
         "check_device_table": PORTABLE_TABLE,
-        "analogue": {"gemm": "gemm mma 128x128/4w 4160x3072x3072 x:bf16",
-                     "attention": "attention[ref] T4173 h24x128 bf16"},
+        # The very kernels, run on the H200 (MOSSINFER_KERNELS=portable).
+        "analogue": {"gemm": "gemm portable 128x64/4w 4160x3072x3072 x:bf16",
+                     "attention": "attention[portable] T4173 h24x128 bf16"},
         "gemm": dict(kind="gemm", bm=128, bn=64, bk=32, wm=2, wn=2, stages=2, prefetch=1, lds="ab", raster=8,
                      products=1, table=["gemm_kernel<moss::Tiles<128, 64, 2, 2, 2, 65536, true>, std::bfloat16_t, std::bfloat16_t"],
                      lds_est=2 * (128 + 64) * 40 * 2,
@@ -289,6 +290,14 @@ CONFIGS = {
         "attention_flash": dict(kind="attention", q_rows=128, kt=64, dv=128, waves=4, row_tiles=2, stages=2,
                                 prefetch=1, q_in_regs=True, mma_sync=True, ldmatrix=True, waves_per_simd=2,
                                 mirrors="attention_flash_nvidia.h:40 4 warps x 2 row tiles (128 queries), 64-key tiles"),
+        # The portable kernels themselves (MOSSINFER_KERNELS=portable: the AMD source, tile and launch shapes
+        # with NVIDIA's leaf), measured on the H200 in bench/results/2026-12-01-session7.
+        "gemm_portable": dict(kind="gemm", bm=128, bn=64, bk=32, wm=2, wn=2, stages=2, prefetch=1, lds="ab", raster=8,
+                              products=1, mma_sync=True, waves_per_simd=2, lds_est=2 * (128 + 64) * 40 * 2,
+                              mirrors="gemm.hip PortableWide = Tiles<128, 64, 2, 2, 2, 64*1024, true>"),
+        "attention_portable": dict(kind="attention", q_rows=128, kt=32, dv=128, waves=4, row_tiles=2, stages=1,
+                                   prefetch=0, q_in_regs=False, mma_sync=True, waves_per_simd=2,
+                                   mirrors="attention.hip PortableTiling<128> = Tiling<128, 128, 32, 4, 2, 1>"),
         "attention_ref": dict(kind="attention", q_rows=128, kt=32, dv=128, waves=4, row_tiles=2, stages=2, prefetch=1,
                               q_in_regs=False, mma_sync=True, waves_per_simd=2,
                               mirrors="attention.hip:362 Tiling<D, kDv, 32, 4, 2, 2, 2> (the reference kernel, as on AMD)"),
@@ -766,6 +775,9 @@ H200_MEASURED = [
     ("attention[ref] T4173 h24x128 bf16", "attention_ref", 4173, {}, 1.1715),
     ("attention[flash] T4173 h24x128 bf16", "attention_flash", 4173, {}, 0.7905),
     ("attention (wgmma) T4173 h24x128 bf16", "attention_wgmma", 4173, {}, 0.3297),
+    # bench/results/2026-12-01-session7/amd-bench-sm_90.txt (MOSSINFER_KERNELS=portable)
+    ("gemm portable 128x64/4w 4160x3072x3072 x:bf16", "gemm_portable", (4160, 3072, 3072), dict(eb_y=4), 0.4737),
+    ("attention[portable] T4173 h24x128 bf16", "attention_portable", 4173, {}, 1.1939),
 ]
 H200_STEP_MEASURED_S = 0.164
 
