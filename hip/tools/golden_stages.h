@@ -358,11 +358,9 @@ inline SamplerReference sampler_reference_from_golden(const moss::SafetensorsFil
   const nlohmann::json& req = meta.at("e2e");
   SamplerReference s;
   s.label = "e2e";
-  s.settings.steps = req.at("steps").get<int>();
   s.settings.cfg = req.at("cfg").get<float>();
-  s.settings.shift = req.at("shift").get<float>();
   s.settings.skip_layers = meta.at("skip_layers").get<std::vector<int>>();
-  s.sigmas = moss::make_schedule(s.settings.steps, s.settings.shift);
+  s.sigmas = moss::make_schedule(req.at("steps").get<int>(), req.at("shift").get<float>());
   s.cond_states = host_f32(te.get("case" + std::to_string(req.at("prompt_case").get<int>()) + ".hidden_bf16"));
   s.uncond_states = host_f32(te.get("case" + std::to_string(req.at("negative_case").get<int>()) + ".hidden_bf16"));
   const int64_t gh = req.at("height").get<int64_t>() / 16, gw = req.at("width").get<int64_t>() / 16;
@@ -452,14 +450,12 @@ inline SamplerReference sampler_reference_from_dump(const OfficialDump& d, const
   s.noise = d.f32(c, "noise");
   s.noise_source = std::string("the dump's (") + (c.noise_from_randn ? "torch.randn" : "the DiT's step-0 input") + ")";
   s.sigmas = d.values(c, "sigmas");
-  s.settings.steps = c.settings.steps;
   if (c.settings.cfg)
     s.settings.cfg = *c.settings.cfg;
   else if (cfg_fallback)
     s.settings.cfg = *cfg_fallback;
   else
     throw moss::usage_error("case " + std::to_string(c.index) + ": the dump does not say the guidance scale; give --cfg");
-  s.settings.shift = c.settings.shift.value_or(0.0f);  // informative: the dumped sigmas are used
   s.settings.skip_layers = dump_skip_layers(c, skip_fallback);
   for (int i : c.latent_steps) s.latent[i] = d.get(c, "step" + std::to_string(i) + ".latent");
   s.final_latent = d.get(c, "final_latent");

@@ -252,9 +252,7 @@ void e2e_stage(Tally& tally, Backend& gpu, const std::string& model, const std::
   VaeDecoder vae(gpu, WeightFiles::open_folder(model + "/vae"), vcfg);
 
   SamplerSettings s;
-  s.steps = req.at("steps").get<int>();
   s.cfg = req.at("cfg").get<float>();
-  s.shift = req.at("shift").get<float>();
   s.skip_layers = dg.meta.at("skip_layers").get<std::vector<int>>();
   const int64_t gh = req.at("height").get<int64_t>() / vcfg.packed_scale();
   const int64_t gw = req.at("width").get<int64_t>() / vcfg.packed_scale();
@@ -265,7 +263,7 @@ void e2e_stage(Tally& tally, Backend& gpu, const std::string& model, const std::
   const std::vector<float> noise_v = initial_noise(req.at("seed").get<uint64_t>(), dcfg.latent_channels, gh, gw);
   Tensor noise = host_tensor(DType::F32, {dcfg.latent_channels, gh, gw});
   std::copy(noise_v.begin(), noise_v.end(), noise.ptr<float>());
-  const Tensor latent = sample(dit, cond, &uncond, noise, make_schedule(s.steps, s.shift), s);
+  const Tensor latent = sample(dit, cond, &uncond, noise, make_schedule(req.at("steps").get<int>(), req.at("shift").get<float>()), s);
   judge(tally, "e2e.final_latent", latent, g.get("e2e.final_latent_fp32"), 2 * dit_golden_gap(g));
   const Tensor image = vae.decode(latent);
   std::printf("info e2e.image_fp64: rel_l2 %.3e\n",

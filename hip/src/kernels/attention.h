@@ -30,15 +30,12 @@ constexpr int kAttentionKeyPadding = 64;
 // bidirectional, bf16 q/k/v with 16-byte aligned rows read in place, positive scale;
 // kernels/attention_hopper.h; H200: 643-685 TFLOP/s at the DiT's shapes against 273-282 for
 // flash), else the mma.sync flash kernel where it applies (64-key tiles, both row tiles of a warp
-// sharing each K fragment), else the reference kernel. MOSSINFER_ATTENTION=flash keeps Default
-// on flash (a developer switch for comparing whole runs). Flash: the flash kernel even where
-// wgmma applies. FlashKeys32: flash with 32-key tiles, one row tile's scores at a time (fewer
-// registers, more shared-memory reads). Wgmma: the wgmma kernel, named. WgmmaSerial: the wgmma
-// kernel without the overlap of the softmax with P·V. Reference: the reference kernel even where
-// flash applies. Portable: the reference kernel on the AMD build's tiling (what every request
+// sharing each K fragment), else the reference kernel. Flash: the flash kernel even where wgmma
+// applies (what the Default falls back to; checked on its own). Wgmma: the wgmma kernel, named.
+// Reference: the reference kernel even where flash applies. Portable: the reference kernel on the AMD build's tiling (what every request
 // runs on AMD, and on NVIDIA under MOSSINFER_KERNELS=portable; kernels/kernel_path.h). The
 // alternatives exist to be checked and timed against the default (hip kernel checks).
-enum class AttentionTiling { Default, Flash, FlashKeys32, Wgmma, WgmmaSerial, Reference, Portable };
+enum class AttentionTiling { Default, Flash, Wgmma, Reference, Portable };
 
 // How the chosen kernel wants K and V: rows of d_pad bf16 (zero beyond head_dim), V transposed
 // ([d][key]) or not ([key][d]). flash: the kernel zero-fills keys past tk itself and reads

@@ -15,7 +15,6 @@
 // output accumulators in registers for head dims up to 384.
 #include "kernels/attention.h"
 
-#include <cstdlib>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -399,18 +398,6 @@ int attention_padded_head_dim(int head_dim) {
   return 0;
 }
 
-#if MOSS_PLATFORM_NVIDIA
-// MOSSINFER_ATTENTION=flash keeps the Default tiling on the mma.sync flash kernel where the Hopper
-// kernel would apply: a developer switch for comparing whole runs.
-static bool default_is_flash() {
-  static const bool on = [] {
-    const char* v = std::getenv("MOSSINFER_ATTENTION");
-    return v != nullptr && std::string(v) == "flash";
-  }();
-  return on;
-}
-#endif
-
 void attention_forward(const AttentionParams& p, hipStream_t stream) {
   const int d = attention_padded_head_dim(p.head_dim);
   if (d == 0) throw failure("attention: head dim " + std::to_string(p.head_dim) + " is not a multiple of 16 in [16, 384]");
@@ -427,13 +414,10 @@ void attention_forward(const AttentionParams& p, hipStream_t stream) {
       throw failure("attention: K/V rows are not 16-byte aligned (row strides " + std::to_string(p.ldk) + ", " +
                     std::to_string(p.ldv) + ")");
     if (p.tq <= 0) return;
-    const bool wgmma = p.tiling == AttentionTiling::Wgmma || p.tiling == AttentionTiling::WgmmaSerial ||
-                       (p.tiling == AttentionTiling::Default && !default_is_flash());
-    if (wgmma && attention_hopper::fits(p))
-      return attention_hopper::launch(p, p.tiling != AttentionTiling::WgmmaSerial, stream);
-    const bool keys32 = p.tiling == AttentionTiling::FlashKeys32;
-    if (layout.d_pad == 64) return attention_flash::launch<64>(p, keys32, stream);
-    return attention_flash::launch<128>(p, keys32, stream);
+    const bool wgmma = p.tiling == AttentionTiling::Wgmma || p.tiling == AttentionTiling::Default;
+    if (wgmma && attention_hopper::fits(p)) return attention_hopper::launch(p, stream);
+    if (layout.d_pad == 64) return attention_flash::launch<64>(p, stream);
+    return attention_flash::launch<128>(p, stream);
   }
 #endif
   if (p.tk_pad < p.tk || p.tk_pad % kAttentionKeyPadding != 0)

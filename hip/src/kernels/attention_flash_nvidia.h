@@ -385,12 +385,11 @@ void launch_shape(const AttentionParams& p, hipStream_t stream) {
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
-// Launches the flash kernel for padded head dim D (64 or 128): 64-key tiles with shared K
-// fragments, or (keys32) 32-key tiles with one row tile's scores at a time.
+// Launches the flash kernel for padded head dim D (64 or 128): 64-key tiles, both row tiles of a
+// warp sharing each K fragment (32-key tiles with one row tile's scores at a time measured slower).
 template <int D>
-void launch(const AttentionParams& p, bool keys32, hipStream_t stream) {
-  if (keys32) launch_shape<Shape<D, 32, 1>>(p, stream);
-  else launch_shape<Shape<D, 64, 2>>(p, stream);
+void launch(const AttentionParams& p, hipStream_t stream) {
+  launch_shape<Shape<D, 64, 2>>(p, stream);
 }
 
 }  // namespace attention_flash

@@ -1,7 +1,7 @@
 // The NVIDIA Hopper attention kernel (FlashAttention-3 style on wgmma + TMA), included by
 // kernels/attention.hip on NVIDIA only; attention_forward picks it for head dim 128, bidirectional,
-// bf16 q/k/v read in place (16-byte aligned rows), positive scale (AttentionTiling::Default, Wgmma
-// and WgmmaSerial). Everything else keeps the mma.sync flash kernel (attention_flash_nvidia.h).
+// bf16 q/k/v read in place (16-byte aligned rows), positive scale (AttentionTiling::Default and
+// Wgmma). Everything else keeps the mma.sync flash kernel (attention_flash_nvidia.h).
 // (Its first H200 run hung: the setmaxnreg budgets asked for more registers than the block holds;
 // with budgets that add up exactly, see hopper::register_budgets_fit, it passes 67/67 checks.)
 //
@@ -17,9 +17,9 @@
 //                    base-2 exponentials with scale·log2(e) folded into one FFMA, one rescale of O;
 //       P            the exponentials as bf16 pairs in registers: the wgmma A fragment directly;
 //       O += P·V     8 x wgmma m64n128k16 with A from registers and V MN-major (transposed B).
-//     kOverlap (FA3's intra-warpgroup overlap): S of tile t is issued together with P·V of tile
-//     t-1, and the softmax of tile t runs while that P·V is still in the tensor cores. The serial
-//     variant (AttentionTiling::WgmmaSerial) waits for each product before the next step.
+//     FA3's intra-warpgroup overlap: S of tile t is issued together with P·V of tile t-1, and
+//     the softmax of tile t runs while that P·V is still in the tensor cores (a serial variant,
+//     each product awaited before the next step, measured slower and is gone).
 //   - at the end each consumer divides by the row sums (reduced over the quad) and stores O as f32
 //     or bf16 column pairs, masked at tq.
 // Register layout of the accumulators (S and O alike; gemm_layout::sw128::accumulator): thread t of
@@ -240,11 +240,10 @@ struct Consumer {
   }
 };
 
-template <bool kOverlap>
 __global__ __launch_bounds__(Shape::kThreads, 1) void attention_wgmma_kernel(
     const MOSS_GRID_CONSTANT hopper::TensorMap q_map, const MOSS_GRID_CONSTANT hopper::TensorMap k_map,
     const MOSS_GRID_CONSTANT hopper::TensorMap v_map, const Args a) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if MOSS_DEVICE_SM90A
   using S = Shape;
   extern __shared__ tile::Chunk16 attention_wgmma_smem[];
   const uint32_t smem = hopper::shared_address(attention_wgmma_smem);
@@ -328,55 +327,36 @@ __global__ __launch_bounds__(Shape::kThreads, 1) void attention_wgmma_kernel(
     hopper::mbarrier_wait(q_full, 0);
 
     float alpha[2];
-    if constexpr (kOverlap) {
-      // Tile 0: scores, softmax (O is still zero: no rescale), P.
-      wait_k(0);
-      w.issue_scores(q_tile, k_tile(0), c);
-      hopper::wgmma_wait<0>();
+    // Tile 0: scores, softmax (O is still zero: no rescale), P.
+    wait_k(0);
+    w.issue_scores(q_tile, k_tile(0), c);
+    hopper::wgmma_wait<0>();
+    hopper::fence_accumulators(w.s);
+    release_k(0);
+    w.softmax(0, a, alpha);
+    w.make_p();
+    for (int kt = 1; kt < tiles; ++kt) {
+      wait_k(kt);
+      w.issue_scores(q_tile, k_tile(kt % S::kStages), c);    // group: S of tile kt
+      wait_v(kt - 1);
+      w.issue_pv(v_tile((kt - 1) % S::kStages));             // group: P·V of tile kt-1
+      hopper::wgmma_wait<1>();                               // S done (groups retire in order)
       hopper::fence_accumulators(w.s);
-      release_k(0);
-      w.softmax(0, a, alpha);
-      w.make_p();
-      for (int kt = 1; kt < tiles; ++kt) {
-        wait_k(kt);
-        w.issue_scores(q_tile, k_tile(kt % S::kStages), c);    // group: S of tile kt
-        wait_v(kt - 1);
-        w.issue_pv(v_tile((kt - 1) % S::kStages));             // group: P·V of tile kt-1
-        hopper::wgmma_wait<1>();                               // S done (groups retire in order)
-        hopper::fence_accumulators(w.s);
-        release_k(kt);
-        w.softmax(kt * S::kKeys, a, alpha);                    // while P·V runs
-        hopper::wgmma_wait<0>();
-        hopper::fence_accumulators(w.o);
-        fence_registers(w.p);
-        release_v(kt - 1);
-        w.rescale(alpha);
-        w.make_p();
-      }
-      wait_v(tiles - 1);
-      w.issue_pv(v_tile((tiles - 1) % S::kStages));
+      release_k(kt);
+      w.softmax(kt * S::kKeys, a, alpha);                    // while P·V runs
       hopper::wgmma_wait<0>();
       hopper::fence_accumulators(w.o);
       fence_registers(w.p);
-      release_v(tiles - 1);
-    } else {
-      for (int kt = 0; kt < tiles; ++kt) {
-        wait_k(kt);
-        w.issue_scores(q_tile, k_tile(kt % S::kStages), c);
-        hopper::wgmma_wait<0>();
-        hopper::fence_accumulators(w.s);
-        release_k(kt);
-        w.softmax(kt * S::kKeys, a, alpha);
-        w.rescale(alpha);
-        w.make_p();
-        wait_v(kt);
-        w.issue_pv(v_tile(kt % S::kStages));
-        hopper::wgmma_wait<0>();
-        hopper::fence_accumulators(w.o);
-        fence_registers(w.p);
-        release_v(kt);
-      }
+      release_v(kt - 1);
+      w.rescale(alpha);
+      w.make_p();
     }
+    wait_v(tiles - 1);
+    w.issue_pv(v_tile((tiles - 1) % S::kStages));
+    hopper::wgmma_wait<0>();
+    hopper::fence_accumulators(w.o);
+    fence_registers(w.p);
+    release_v(tiles - 1);
     w.store(a, q0 + 64 * c, int64_t(head) * a.head_dim, t);
   }
 #else
@@ -393,8 +373,8 @@ inline bool fits(const AttentionParams& p) {
          aligned(p.k) && aligned(p.v) && p.heads % p.kv_heads == 0;
 }
 
-// Launches the kernel for p (fits(p) holds); overlap: the FA3 intra-warpgroup overlap.
-inline void launch(const AttentionParams& p, bool overlap, hipStream_t stream) {
+// Launches the kernel for p (fits(p) holds).
+inline void launch(const AttentionParams& p, hipStream_t stream) {
   using S = Shape;
   // Q [tq, heads·128], K and V [tk, kv_heads·128] as bf16 matrices; a head's tile is two boxes.
   const hopper::TensorMap q_map =
@@ -413,7 +393,7 @@ inline void launch(const AttentionParams& p, bool overlap, hipStream_t stream) {
   a.group = p.heads / p.kv_heads;
   a.head_dim = p.head_dim;
   a.scale_log2 = p.scale * kLog2e;
-  auto kernel = overlap ? attention_wgmma_kernel<true> : attention_wgmma_kernel<false>;
+  auto kernel = attention_wgmma_kernel;
   MOSS_HIP_CHECK(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
   const dim3 grid(unsigned((p.tq + S::kQueryRows - 1) / S::kQueryRows), unsigned(p.heads));
   hipLaunchKernelGGL(kernel, grid, dim3(S::kThreads), size_t(S::kSmemBytes), stream, q_map, k_map, v_map, a);

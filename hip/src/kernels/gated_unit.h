@@ -4,7 +4,7 @@
 // kernels are held to 1e-5 of the host in fp32.
 #pragma once
 
-#include "ops/core_ops.h"
+#include "kernels/op_kinds.h"
 #include "runtime/portability.h"
 
 namespace moss {

@@ -18,11 +18,9 @@
 #include "runtime/portability.h"
 
 #if MOSS_PLATFORM_NVIDIA
-#include <cuda.h>            // CUtensorMap and its enums only: the encoder comes through the runtime,
-#include <cudaTypedefs.h>    // so the program needs no libcuda link
-
 #include <string>
 
+#include "runtime/nvidia_hopper.h"
 #include "util/error.h"
 
 // A tensor map kernel parameter must stay in parameter space (the copy engine reads it there):
@@ -43,44 +41,16 @@
 namespace moss {
 namespace hopper {
 
-using TensorMap = CUtensorMap;
-
-// ---- host: tensor maps ---------------------------------------------------------------------------
-// cuTensorMapEncodeTiled is a driver function; the runtime hands out its address, so the program
-// needs no link against libcuda (the static runtime loads the driver itself).
-inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 encoder = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
-    if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || !fn)
-      throw failure(std::string("the CUDA driver has no cuTensorMapEncodeTiled (") + cudaGetErrorString(e) + ")");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  return encoder;
-}
+using nvidia::TensorMap;
 
 // A 2-D tensor [rows, cols] (bf16 or f32, row stride ld elements; ld times the element size a
 // multiple of 16, base 16-byte aligned) as the copy engine moves it to and from shared memory:
 // boxes of 128 bytes of a row x box_rows rows, laid out with the 128-byte swizzle
 // (gemm_layout::sw128::tma_address).
 inline TensorMap swizzled_tensor_map(const void* base, bool bf16, int64_t rows, int64_t cols, int64_t ld, int box_rows,
-                                     CUtensorMapL2promotion l2_promotion) {
-  TensorMap map;
-  const int esize = bf16 ? 2 : 4;
-  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};         // innermost first
-  const cuuint64_t strides[1] = {cuuint64_t(ld) * cuuint64_t(esize)};       // bytes, of dims 1..
-  const cuuint32_t box[2] = {cuuint32_t(gemm_layout::sw128::kRowBytes / esize), cuuint32_t(box_rows)};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = tensor_map_encoder()(&map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                                          2, const_cast<void*>(base), dims, strides, box, element_strides,
-                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, l2_promotion,
-                                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw failure("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ") for " +
-                  std::to_string(rows) + "x" + std::to_string(cols) + (bf16 ? " bf16" : " f32") + ", ld " +
-                  std::to_string(ld));
-  return map;
+                                     nvidia::L2Promotion l2) {
+  return nvidia::swizzled_2d_tensor_map(base, bf16, rows, cols, ld, gemm_layout::sw128::kRowBytes / (bf16 ? 2 : 4),
+                                        box_rows, l2);
 }
 
 // A K-major bf16 operand [rows, k]: boxes of 64 k (128 bytes) x box_rows rows. Boxes reaching
@@ -88,13 +58,13 @@ inline TensorMap swizzled_tensor_map(const void* base, bool bf16, int64_t rows, 
 // mbarrier.
 static_assert(gemm_layout::sw128::kBK * 2 == gemm_layout::sw128::kRowBytes, "a k-step is one 128-byte box row");
 inline TensorMap kmajor_tensor_map(const void* base, int64_t rows, int64_t k, int64_t ld, int box_rows) {
-  return swizzled_tensor_map(base, true, rows, k, ld, box_rows, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+  return swizzled_tensor_map(base, true, rows, k, ld, box_rows, nvidia::L2Promotion::Lines256);
 }
 
 // A row-major output [rows, cols] that the copy engine writes from shared memory (the boxes laid
 // out as swizzled_tensor_map says); parts of a box past the output are not written (M and N tails).
 inline TensorMap store_tensor_map(void* base, bool bf16, int64_t rows, int64_t cols, int64_t ld, int box_rows) {
-  return swizzled_tensor_map(base, bf16, rows, cols, ld, box_rows, CU_TENSOR_MAP_L2_PROMOTION_NONE);
+  return swizzled_tensor_map(base, bf16, rows, cols, ld, box_rows, nvidia::L2Promotion::None);
 }
 
 // ---- device ------------------------------------------------------------------------------------

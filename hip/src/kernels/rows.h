@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "ops/core_ops.h"
+#include "kernels/op_kinds.h"
 #include "runtime/portability.h"
 
 namespace moss {

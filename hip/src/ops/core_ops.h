@@ -12,12 +12,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/op_kinds.h"  // NormWeight, GatedUnit
 #include "tensor/tensor.h"
 
 namespace moss {
-
-enum class NormWeight { None, Mul, OnePlus };        // y·w, y·(1+w) (Qwen's zero-centred norms)
-enum class GatedUnit { Situ, SwiGlu, SigmoidGate };  // see CoreOps::gated_unit
 
 class CoreOps {
  public:

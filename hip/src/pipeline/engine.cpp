@@ -138,7 +138,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     if (hook) hook(e);
   };
   check(o);
-  const bool use_uncond = o.cfg != 1.0f;
+  const bool use_uncond = guided(o.cfg);
   PromptIds cond_ids = encode_prompt(L.tokenizer, o.prompt, size_t(o.max_seq));
   PromptIds uncond_ids;
   if (use_uncond) uncond_ids = encode_prompt(L.tokenizer, o.negative, size_t(o.max_seq));
@@ -170,9 +170,12 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
   const bool decode = decode_anyway || !o.output_png.empty();
   const int64_t max_tokens =
       int64_t(std::max(cond_ids.ids.size(), use_uncond ? uncond_ids.ids.size() : size_t(0)));
+  // --vram-budget in bytes, converted once; a budget above the free memory plans with the free memory.
+  const bool asked = settings_.vram_budget_gib.has_value();
+  const size_t asked_bytes = asked ? size_t(*settings_.vram_budget_gib * double(kGiB)) : 0;
   auto plan_for = [&](size_t free_bytes) {
-    const bool user = settings_.vram_budget_gib && size_t(*settings_.vram_budget_gib * double(kGiB)) <= free_bytes;
-    const size_t budget = user ? size_t(*settings_.vram_budget_gib * double(kGiB)) : free_bytes;
+    const bool user = asked && asked_bytes <= free_bytes;
+    const size_t budget = user ? asked_bytes : free_bytes;
     return plan_memory(measure_stages(model, o.width, o.height, max_tokens, decode), budget, user,
                        host_available_memory());
   };
@@ -271,7 +274,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     std::vector<float> noise = initial_noise(o.seed, model.dit_config.latent_channels, gh, gw);
     Tensor x = host_tensor(DType::F32, {model.dit_config.latent_channels, gh, gw});
     std::copy(noise.begin(), noise.end(), x.ptr<float>());
-    SamplerSettings s{o.steps, o.cfg, o.shift, o.skip_layers};
+    SamplerSettings s{o.cfg, o.skip_layers};
     test_pause("denoise");
     checkpoint({"denoise", 0, steps_run});
     auto t_loop = Clock::now();

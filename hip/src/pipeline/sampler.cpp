@@ -24,8 +24,8 @@ Tensor filled(Backend& be, int64_t n, float v) {
 Tensor sample(Dit& dit, const Dit::Text& cond, const Dit::Text* uncond, const Tensor& noise,
               const std::vector<float>& sigmas, const SamplerSettings& s,
               const std::function<void(int, int, double)>& on_step, SamplerTrace* trace) {
-  const bool guided = s.cfg != 1.0f;
-  if (guided && !uncond) throw usage_error("cfg " + std::to_string(s.cfg) + " needs an unconditional text");
+  const bool use_uncond = guided(s.cfg);
+  if (use_uncond && !uncond) throw usage_error("cfg " + std::to_string(s.cfg) + " needs an unconditional text");
   if (sigmas.size() < 2) throw usage_error("the schedule needs at least one step");
 
   // The latent stays on the backend, token-major (Dit::forward_tokens), for the whole loop: the
@@ -43,11 +43,11 @@ Tensor sample(Dit& dit, const Dit::Text& cond, const Dit::Text* uncond, const Te
     const auto t0 = std::chrono::steady_clock::now();
     const float t = sigma_to_timestep(sigmas[size_t(i)]);
     std::vector<Dit::Row> rows = {Dit::Row{&cond, {}}};
-    if (guided) rows.push_back(Dit::Row{uncond, s.skip_layers});
+    if (use_uncond) rows.push_back(Dit::Row{uncond, s.skip_layers});
     std::vector<Tensor> velocities = dit.forward_tokens(x, gh, gw, rows, t);
     if (trace) trace->v_cond.push_back(to_host(velocities[0]));
     Tensor v = velocities[0];
-    if (guided) {
+    if (use_uncond) {
       Tensor& c = velocities[0];
       Tensor& u = velocities[1];
       if (trace) trace->v_uncond.push_back(to_host(u));

@@ -12,9 +12,13 @@
 
 namespace moss {
 
+// Whether a guidance scale asks for classifier-free guidance (an unconditional pass): the one
+// place that decides it (cfg 1 gives v = v_c exactly, so its uncond pass is skipped).
+inline bool guided(float cfg) { return cfg != 1.0f; }
+
+// The steps come from the schedule (sample's sigmas), not from here.
 struct SamplerSettings {
-  int steps = 0;
-  float cfg = 1.0f, shift = 1.0f;
+  float cfg = 1.0f;
   std::vector<int> skip_layers;  // 0-based blocks the uncond pass skips
 };
 

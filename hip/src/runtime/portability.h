@@ -9,8 +9,9 @@
 //           minimal header. No device libraries exist there, so on AMD everything below uses
 //           compiler builtins only -- in the real build too, so the checked code is the shipped code.
 //
-// Rules this header encodes (product.md section 1): wave size 32, workgroup size 32 (one wave per
-// workgroup), bf16 as `__nv_bfloat16` on CUDA (nvcc 13 crashes on `__bf16`) and `__bf16` on AMD.
+// Rules this header encodes (product.md section 1): wave size 32, workgroups of whole waves (32,
+// 64, 128 or 256 threads, declared by every kernel), bf16 as `__nv_bfloat16` on CUDA (nvcc 13
+// crashes on `__bf16`) and `__bf16` on AMD.
 #pragma once
 
 #include <hip/hip_runtime.h>
@@ -30,6 +31,14 @@
 #define MOSS_PLATFORM_AMD 1
 #else
 #error "runtime/portability.h is for .hip sources (nvcc or clang -x hip)"
+#endif
+
+// Device code compiled for sm_90a, whose wgmma, tensor-map copies and setmaxnreg the Hopper
+// kernels use (0 in host passes and every other target).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define MOSS_DEVICE_SM90A 1
+#else
+#define MOSS_DEVICE_SM90A 0
 #endif
 
 // Functions callable from host and device code alike (e.g. kernels/matrix_layout.h).

@@ -13,7 +13,6 @@ namespace moss {
 // Offset of the first byte that does not start a valid UTF-8 sequence, or npos when the
 // whole string is valid.
 size_t find_invalid_utf8(std::string_view s);
-inline bool is_valid_utf8(std::string_view s) { return find_invalid_utf8(s) == std::string_view::npos; }
 
 // Decodes the code point starting at s[i] of a VALID UTF-8 string; returns its byte length.
 inline size_t decode_utf8(std::string_view s, size_t i, char32_t& cp) {

@@ -61,8 +61,8 @@ struct Fixture {
 
 TEST(Sampler, CfgOneRunsNoUnconditionalPass) {
   Fixture f;
-  SamplerSettings s{4, 1.0f, 5.0f, {2}};
-  const std::vector<float> sigmas = make_schedule(s.steps, s.shift);
+  SamplerSettings s{1.0f, {2}};
+  const std::vector<float> sigmas = make_schedule(4, 5.0f);
   SamplerTrace trace;
   int calls = 0;
   const Tensor x = sample(*f.dit, f.cond, nullptr, f.noise, sigmas, s, [&](int i, int n, double) {
@@ -87,8 +87,8 @@ TEST(Sampler, CfgOneRunsNoUnconditionalPass) {
 
 TEST(Sampler, GuidanceRunsTheUnconditionalPassWithSkips) {
   Fixture f;
-  SamplerSettings s{2, 3.0f, 5.0f, {2}};
-  const std::vector<float> sigmas = make_schedule(s.steps, s.shift);
+  SamplerSettings s{3.0f, {2}};
+  const std::vector<float> sigmas = make_schedule(2, 5.0f);
   SamplerTrace trace;
   const Tensor x = sample(*f.dit, f.cond, &f.uncond, f.noise, sigmas, s, {}, &trace);
   EXPECT_EQ(f.passes(), 2);  // cond and uncond share each step's pass over the blocks
@@ -111,7 +111,7 @@ TEST(Sampler, GuidanceRunsTheUnconditionalPassWithSkips) {
 
 TEST(Sampler, GuidanceWithoutUnconditionalTextIsRefused) {
   Fixture f;
-  SamplerSettings s{2, 2.5f, 5.0f, {}};
+  SamplerSettings s{2.5f, {}};
   EXPECT_THROW(sample(*f.dit, f.cond, nullptr, f.noise, make_schedule(2, 5.0f), s), Error);
   EXPECT_EQ(f.passes(), 0);
 }

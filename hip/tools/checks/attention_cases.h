@@ -12,10 +12,9 @@
 //   attention[tiling]  shape: q/k rows, heads(/kv heads) x head dim, bi(directional) or causal,
 //   dtype (" al": aligned layout; " out:f32": bf16 q/k/v, f32 out); tilings: attention (default:
 //   on NVIDIA the Hopper wgmma kernel for "bf16 al" rows of head dim 128, bidirectional; else
-//   flash 64-key tiles for head dims <= 128), attention[wgmma-serial] (wgmma without the softmax /
-//   P·V overlap; "bf16 al" 128-dim rows only), attention[flash] (the mma.sync flash kernel, 64-key
-//   tiles, where the default is wgmma), attention[k32] (flash, 32-key tiles), attention[ref] (the
-//   reference kernel); rate = 4·Tq·Tk·hd·heads flops (halved when causal) per second, pack kernel
+//   flash 64-key tiles for head dims <= 128), attention[flash] (the mma.sync flash kernel, 64-key
+//   tiles, where the default is wgmma), attention[ref] (the reference kernel), attention[portable]
+//   (the reference kernel on the AMD tiling); rate = 4·Tq·Tk·hd·heads flops (halved when causal) per second, pack kernel
 //   included.
 // A failing case prints its first bad element (query, head, dim, got, want) before its row.
 #pragma once
@@ -177,9 +176,7 @@ inline std::string shape_text(const Case& c) {
 inline const char* tiling_name(moss::AttentionTiling t) {
   switch (t) {
     case moss::AttentionTiling::Flash: return "attention[flash]";
-    case moss::AttentionTiling::FlashKeys32: return "attention[k32]";
     case moss::AttentionTiling::Wgmma: return "attention[wgmma]";
-    case moss::AttentionTiling::WgmmaSerial: return "attention[wgmma-serial]";
     case moss::AttentionTiling::Reference: return "attention[ref]";
     case moss::AttentionTiling::Portable: return "attention[portable]";
     default: return "attention";
@@ -301,16 +298,12 @@ inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backen
   const std::vector<int64_t> rows = sample_rows(c.tq, c.sampled_rows);
   const std::vector<float> want = host_replay(host, q_host, k_host, v_host, c, rows, scale);
   run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Default);
-  if (wgmma_case(c)) {
-    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::WgmmaSerial);
-    if (c.other_tiling) run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Flash);
-  }
+  if (wgmma_case(c) && c.other_tiling)
+    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Flash);
   // The AMD build's tiling on every case (there it is what Default runs).
   if (moss::kPlatformNvidia) run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Portable);
-  if (c.other_tiling && moss::kPlatformNvidia && c.head_dim <= 128) {
-    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::FlashKeys32);
+  if (c.other_tiling && moss::kPlatformNvidia && c.head_dim <= 128)
     run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Reference);
-  }
 }
 
 // The real shapes of each model (moderate T replayed in full on the host, large T timed and

@@ -78,9 +78,7 @@ int e2e_command(const std::vector<std::string>& args) {
   const int64_t height = req.at("height").get<int64_t>(), width = req.at("width").get<int64_t>();
   const int64_t gh = height / vcfg.packed_scale(), gw = width / vcfg.packed_scale();
   SamplerSettings s;
-  s.steps = req.at("steps").get<int>();
   s.cfg = req.at("cfg").get<float>();
-  s.shift = req.at("shift").get<float>();
   s.skip_layers = meta.at("skip_layers").get<std::vector<int>>();
 
   auto t0 = std::chrono::steady_clock::now();
@@ -91,7 +89,7 @@ int e2e_command(const std::vector<std::string>& args) {
   const std::vector<float> noise_v = initial_noise(req.at("seed").get<uint64_t>(), dcfg.latent_channels, gh, gw);
   Tensor noise = host_tensor(DType::F32, {dcfg.latent_channels, gh, gw});
   std::copy(noise_v.begin(), noise_v.end(), noise.ptr<float>());
-  const std::vector<float> sigmas = make_schedule(s.steps, s.shift);
+  const std::vector<float> sigmas = make_schedule(req.at("steps").get<int>(), req.at("shift").get<float>());
   SamplerTrace trace;
   const Tensor latent = sample(
       dit, cond, &uncond, noise, sigmas, s,

@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/run_generation.h"
 #include "cli/options.h"
 #include "cli/replay.h"
 #include "pipeline/record.h"
-#include "pipeline/run.h"
 #include "runtime/devices.h"
 #include "server/serve.h"
 #include "util/error.h"

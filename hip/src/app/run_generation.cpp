@@ -1,4 +1,4 @@
-#include "pipeline/run.h"
+#include "app/run_generation.h"
 
 #include <chrono>
 #include <vector>

@@ -1,0 +1,304 @@
+// The leaf GEMM kernel (GemmKernel::Leaf, and GemmKernel::Portable: what AMD runs), its tile
+// shapes and its global-to-shared loaders.
+// Part of kernels/gemm.hip (its only includer: the kernels are instantiated in that one
+// translation unit, inside its anonymous namespace).
+//
+// ---- Leaf kernel (AMD; NVIDIA with f32 weights) ----
+// One workgroup computes a BM x BN tile of y. K is walked in steps of BK = 32 through a ring of
+// kStages shared-memory stages; each stage holds the x rows [BM][BK] and the w rows [BN][BK],
+// each row padded by 8 elements. Weights (and a bf16 x) are staged as stored, a raw 16-byte copy
+// (cp.async on NVIDIA); an f32 x is either rounded to bf16 on its way in (GemmStaging::Convert)
+// or staged raw and rounded as fragments are read (Raw). Fragments are read from shared memory
+// through the leaf's lane maps in pairs; with the padding, the NVIDIA fragment reads
+// (lane = 4g + t reads row g, k = 2t: 4 or 8 bytes) hit 32 distinct banks.
+// Pipelines:
+//   NVIDIA  stage kt+S-1 is requested with cp.async while stage kt is multiplied (S = 3 or 4);
+//           a converted x step is loaded into registers before the multiply and stored after.
+//   AMD     (the portable configurations below) two stages; the next k-step's chunks are
+//           loaded into registers before step kt multiplies and stored to LDS after it (kHold:
+//           AMD has no asynchronous global-to-LDS copy). The wide tile has 4 waves of 64x32
+//           (docs/amd_kernels.md says why several waves).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/gemm_parts.h"
+#include "kernels/matrix_leaf.h"
+#include "kernels/tile_copy.h"
+
+namespace moss {
+namespace {
+
+using leaf::Layout;
+
+constexpr int kPad = 8;          // elements of padding per shared-memory row
+
+// ---- the lane maps allow pair reads ----------------------------------------------------------
+// Fragments are filled two slots at a time from one 4-byte (bf16) or 8-byte (f32) read, which
+// needs slots 2p and 2p+1 of every lane to be neighbours in K, the first at an even K. True for
+// all three leaf implementations; checked here for each, whatever the build target.
+template <class L>
+constexpr bool pairs_adjacent_in_k() {
+  for (int lane = 0; lane < kWaveSize; ++lane) {
+    for (int i = 0; i < L::kSlotsA; i += 2) {
+      const mma_layout::Elem e0 = L::a(lane, i), e1 = L::a(lane, i + 1);
+      if (e0.col % 2 != 0 || e1.row != e0.row || e1.col != e0.col + 1) return false;
+    }
+    for (int i = 0; i < L::kSlotsB; i += 2) {
+      const mma_layout::Elem e0 = L::b(lane, i), e1 = L::b(lane, i + 1);
+      if (e0.row % 2 != 0 || e1.col != e0.col || e1.row != e0.row + 1) return false;
+    }
+  }
+  return true;
+}
+static_assert(pairs_adjacent_in_k<mma_layout::Gfx11>(), "gfx11 leaf: fragment slot pairs are not K neighbours");
+static_assert(pairs_adjacent_in_k<mma_layout::Gfx12>(), "gfx12 leaf: fragment slot pairs are not K neighbours");
+static_assert(pairs_adjacent_in_k<mma_layout::Nvidia>(), "NVIDIA leaf: fragment slot pairs are not K neighbours");
+
+// ---- tile shapes -------------------------------------------------------------------------------
+// kHold: the next k-step's chunks wait in registers while the current one multiplies, and go to
+// shared memory after it (the portable configuration: AMD has no asynchronous global-to-LDS copy,
+// so a plain copy would stall the wave on every load); otherwise they are copied asynchronously
+// (cp.async on NVIDIA) into the ring of stages.
+template <int kBM, int kBN, int kWarpsM_, int kWarpsN_, int kMaxStages_, int kSmemBudget_, bool kHold_ = false>
+struct Tiles {
+  static constexpr int BM = kBM, BN = kBN, BK = 32;
+  static constexpr bool kHold = kHold_;
+  static constexpr int kWarpsM = kWarpsM_, kWarpsN = kWarpsN_;
+  static constexpr int kThreads = kWarpsM * kWarpsN * kWaveSize;
+  static constexpr int WM = BM / kWarpsM, WN = BN / kWarpsN;  // one wave's sub-tile
+  static constexpr int TM = WM / 16, TN = WN / 16;            // leaf tiles per wave
+  static constexpr int kMaxStages = kMaxStages_, kSmemBudget = kSmemBudget_;
+  static_assert(WM % 16 == 0 && WN % 16 == 0, "a wave's sub-tile is made of whole leaf tiles");
+};
+
+#if MOSS_PLATFORM_NVIDIA
+// 8 warps of 64x64: 32 flops per shared-memory byte read, 1 block per SM.
+using LargeTiles = Tiles<128, 256, 2, 4, 4, 200 * 1024>;
+// 4 warps of 64x64: 2 blocks per SM.
+using MediumTiles = Tiles<128, 128, 2, 2, 4, 110 * 1024>;
+// 4 warps of 32x32: many blocks for small problems (text rows, single-row modulation GEMMs).
+using SmallTiles = Tiles<64, 64, 2, 2, 4, 64 * 1024>;
+#endif
+// The portable configurations (the AMD build's; compiled on both platforms, kernels/kernel_path.h),
+// two stages, the next step held in registers (docs/amd_kernels.md has the cost model behind them):
+// Wide: 4 waves of 64x32 on a 128x64 tile (43 flops per byte moved into LDS, 4 x 2 leaf tiles a
+//       wave); an f32 x (converted on its way in, its chunks held as f32) or f32 weights (the VAE's
+//       attention) 64x64. A 128x128 tile (4 x 4 leaf tiles a wave) fits gfx11's 256 VGPRs under
+//       clang-19 but spills under ROCm 7's clang-22 (328 bytes of scratch: the shipped binary's
+//       check_device.sh --binary run), as does a one-wave 32x64 tile with a held f32 x.
+// Narrow: few rows (the text encoder, single-row modulation): one wave of 32x64 (32x32 with an f32
+//       x or f32 weights).
+using PortableWide = Tiles<128, 64, 2, 2, 2, 64 * 1024, true>;
+using PortableWideF32X = Tiles<64, 64, 2, 2, 2, 64 * 1024, true>;
+using PortableWideF32Weights = Tiles<64, 64, 2, 2, 2, 64 * 1024, true>;
+using PortableNarrow = Tiles<32, 64, 1, 1, 2, 64 * 1024, true>;
+using PortableNarrowF32X = Tiles<32, 32, 1, 1, 2, 64 * 1024, true>;
+using PortableNarrowF32Weights = Tiles<32, 32, 1, 1, 2, 64 * 1024, true>;
+// Wide from this many rows on: below it most of a 128-row tile would multiply zeros.
+constexpr int64_t kPortableWideMinRows = 65;
+
+// Shared-memory plan of one instantiation. SA: the element type x is staged in (bf16 when an
+// f32 x is converted on its way in).
+template <class Cfg, class SA, class TB>
+struct Plan {
+  static constexpr int kLdA = Cfg::BK + kPad, kLdB = Cfg::BK + kPad;  // elements
+  static constexpr int kStageA = Cfg::BM * kLdA * int(sizeof(SA));  // bytes
+  static constexpr int kStageB = Cfg::BN * kLdB * int(sizeof(TB));
+  static constexpr int kStageBytes = kStageA + kStageB;
+  static constexpr int kFit = Cfg::kSmemBudget / kStageBytes;
+  static constexpr int kStages = kFit < 2 ? 2 : (kFit > Cfg::kMaxStages ? Cfg::kMaxStages : kFit);
+  static constexpr int kSmemBytes = kStages * kStageBytes;
+  static_assert(kStageA % 16 == 0 && kStageB % 16 == 0, "stages keep 16-byte alignment");
+};
+
+// Moves ROWS x BK tiles of one operand ([rows, K], row stride ld) into shared-memory stages in
+// 16-byte chunks. Each thread owns one chunk column and every (THREADS / chunks-per-row)-th row.
+// Operands are packed (gemm() checks): 16-byte aligned rows and K a multiple of 8, so a chunk is
+// wholly inside or wholly outside the operand; outside chunks are zeros.
+//   kConvert false: chunks are copied as they are (cp.async on NVIDIA, a load and a store on
+//                   AMD); load() does all the work.
+//   kConvert true:  (T = float) load() fetches the chunks into registers, store() rounds them to
+//                   bf16 and writes 8 bytes per chunk: the stage holds bf16.
+template <class T, int ROWS, int BK, int THREADS, bool kConvert, bool kHoldRaw = false>
+struct TileLoader {
+  static constexpr bool kHeld = kConvert || kHoldRaw;  // chunks pass through registers
+  static constexpr int kVec = 16 / int(sizeof(T));  // elements per chunk
+  static constexpr int kChunksPerRow = BK / kVec;
+  static constexpr int kRowsPerPass = THREADS / kChunksPerRow;
+  static constexpr int kPasses = ROWS / kRowsPerPass;
+  static constexpr int kLd = BK + kPad;
+  using Staged = std::conditional_t<kConvert, bf16, T>;  // element type in shared memory
+  static_assert(!kConvert || sizeof(T) == 4, "only f32 operands are converted");
+  static_assert(BK % kVec == 0 && THREADS % kChunksPerRow == 0 && ROWS % kRowsPerPass == 0,
+                "the tile splits into whole chunks per thread");
+
+  const T* base;  // the operand (a valid address for zero-filled chunks)
+  const T* src;   // this thread's chunk column in row row0 + first_row (may lie past the end)
+  int64_t ld;
+  int rows_left, k_left;  // rows and columns of the operand from this thread's first chunk on
+  int first_row, col;
+  tile::Chunk16 held[kHeld ? kPasses : 1];
+
+  __device__ TileLoader(const T* operand, int64_t ld_, int rows, int k, int row0, int tid)
+      : base(operand), ld(ld_), first_row(tid / kChunksPerRow), col((tid % kChunksPerRow) * kVec) {
+    src = base + int64_t(row0 + first_row) * ld + col;
+    rows_left = rows - row0 - first_row;
+    k_left = k - col;
+  }
+
+  __device__ bool inside(int p, int kt) const { return p * kRowsPerPass < rows_left && kt * BK < k_left; }
+  __device__ const T* at(int p, int kt) const {
+    return inside(p, kt) ? src + int64_t(p * kRowsPerPass) * ld + kt * BK : base;
+  }
+  __device__ Staged* slot(Staged* stage, int p) const { return stage + (first_row + p * kRowsPerPass) * kLd + col; }
+
+  // Requests k-step kt for `stage`.
+  __device__ void load(int kt, Staged* stage) {
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) {
+      if constexpr (kHeld) held[p] = tile::load_chunk_or_zero(at(p, kt), inside(p, kt));
+      else tile::copy16_async_zfill(slot(stage, p), at(p, kt), inside(p, kt));
+    }
+  }
+
+  // Held chunks: writes those of the last load() into `stage` (as bf16 with kConvert).
+  __device__ void store(Staged* stage) const {
+    if constexpr (kHoldRaw && !kConvert) {
+#pragma unroll
+      for (int p = 0; p < kPasses; ++p) tile::store_chunk(slot(stage, p), held[p]);
+    } else if constexpr (kConvert) {
+#pragma unroll
+      for (int p = 0; p < kPasses; ++p) {
+        const tile::Chunk16& c = held[p];
+        const uint64_t packed =
+            uint64_t(tile::pack_bf16_pair(__builtin_bit_cast(float, c.w[0]), __builtin_bit_cast(float, c.w[1]))) |
+            (uint64_t(tile::pack_bf16_pair(__builtin_bit_cast(float, c.w[2]), __builtin_bit_cast(float, c.w[3])))
+             << 32);
+        *reinterpret_cast<uint64_t*>(slot(stage, p)) = packed;
+      }
+    }
+  }
+};
+
+// Fragments from shared memory through the leaf's lane maps, two slots per read.
+// a_tile: A[m][k] rows of the 16x16 block; b_tile: B stored transposed, Bt[n][k].
+template <class T>
+__device__ inline void load_fragment_a(leaf::FragA& f, const T* a_tile, int ld) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int i = 0; i < Layout::kSlotsA; i += 2) {
+    const mma_layout::Elem e = Layout::a(lane, i);
+    const uint32_t pair = tile::load_bf16_pair(a_tile + e.row * ld + e.col);
+    __builtin_memcpy(&f.x[i], &pair, sizeof pair);
+  }
+}
+template <class T>
+__device__ inline void load_fragment_b(leaf::FragB& f, const T* bt_tile, int ld) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int i = 0; i < Layout::kSlotsB; i += 2) {
+    const mma_layout::Elem e = Layout::b(lane, i);  // {k, n}
+    const uint32_t pair = tile::load_bf16_pair(bt_tile + e.col * ld + e.row);
+    __builtin_memcpy(&f.x[i], &pair, sizeof pair);
+  }
+}
+
+
+template <class Cfg, class TA, class TB, bool kConvertX>
+__global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> args) {
+  using LoaderA = TileLoader<TA, Cfg::BM, Cfg::BK, Cfg::kThreads, kConvertX, Cfg::kHold>;
+  using LoaderB = TileLoader<TB, Cfg::BN, Cfg::BK, Cfg::kThreads, false, Cfg::kHold>;
+  using SA = typename LoaderA::Staged;
+  using SB = typename LoaderB::Staged;
+  using P = Plan<Cfg, SA, SB>;
+  constexpr int S = P::kStages;
+  extern __shared__ tile::Chunk16 gemm_smem[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(gemm_smem);
+
+  const int m = args.m, n = args.n, k = args.k;
+  const TileOrigin origin = raster_tile(Cfg::BM, Cfg::BN, m, n);
+  const int m0 = origin.m0, n0 = origin.n0;
+
+  const int tid = int(thread_x());
+  const int warp = tid / kWaveSize;
+  const int wm0 = (warp / Cfg::kWarpsN) * Cfg::WM, wn0 = (warp % Cfg::kWarpsN) * Cfg::WN;
+
+  LoaderA load_a(args.x, args.ldx, m, k, m0, tid);
+  LoaderB load_b(args.w, args.ldw, n, k, n0, tid);
+  auto stage_a = [&](int s) { return reinterpret_cast<SA*>(smem + s * P::kStageBytes); };
+  auto stage_b = [&](int s) { return reinterpret_cast<SB*>(smem + s * P::kStageBytes + P::kStageA); };
+
+  leaf::FragC acc[Cfg::TM][Cfg::TN];
+#pragma unroll
+  for (int i = 0; i < Cfg::TM; ++i)
+#pragma unroll
+    for (int j = 0; j < Cfg::TN; ++j) leaf::zero(acc[i][j]);
+
+  const int ktiles = (k + Cfg::BK - 1) / Cfg::BK;
+  // Prologue: steps 0..S-2 in flight (one commit group each, possibly empty).
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < ktiles) {
+      load_a.load(s, stage_a(s));
+      load_b.load(s, stage_b(s));
+      load_a.store(stage_a(s));
+      load_b.store(stage_b(s));
+    }
+    tile::commit_copies();
+  }
+
+  for (int kt = 0; kt < ktiles; ++kt) {
+    // Step kt has landed for this thread; the barrier makes it visible to all and ends every
+    // wave's reads of step kt-1, whose stage the next request reuses.
+    tile::wait_copies<S - 2>();
+    sync_workgroup();
+    const int next = kt + S - 1;
+    const bool more = next < ktiles;
+    if (more) {
+      load_a.load(next, stage_a(next % S));
+      load_b.load(next, stage_b(next % S));
+    }
+    tile::commit_copies();
+
+    const SA* as = stage_a(kt % S);
+    const SB* bs = stage_b(kt % S);
+#pragma unroll
+    for (int ks = 0; ks < Cfg::BK; ks += 16) {
+      // All A fragments of the wave's rows, then one B fragment at a time (fewer live registers).
+      leaf::FragA fa[Cfg::TM];
+#pragma unroll
+      for (int i = 0; i < Cfg::TM; ++i) load_fragment_a(fa[i], as + (wm0 + 16 * i) * P::kLdA + ks, P::kLdA);
+#pragma unroll
+      for (int j = 0; j < Cfg::TN; ++j) {
+        leaf::FragB fb;
+        load_fragment_b(fb, bs + (wn0 + 16 * j) * P::kLdB + ks, P::kLdB);
+#pragma unroll
+        for (int i = 0; i < Cfg::TM; ++i) leaf::mma(acc[i][j], fa[i], fb);
+      }
+    }
+    // Held chunks go to shared memory only now: their loads had the multiply to land. Stage
+    // next % S was last read in step kt-1, which every wave finished before this step's barrier.
+    if (more) {
+      load_a.store(stage_a(next % S));
+      load_b.store(stage_b(next % S));
+    }
+  }
+  tile::wait_copies<0>();
+
+  // Epilogue: every element of the tile inside y written once (store_one).
+#pragma unroll
+  for (int i = 0; i < Cfg::TM; ++i)
+#pragma unroll
+    for (int j = 0; j < Cfg::TN; ++j) {
+      const int rb = m0 + wm0 + 16 * i, cb = n0 + wn0 + 16 * j;
+      leaf::store_c(acc[i][j], [&](int r, int c, float v) {
+        const int row = rb + r, col = cb + c;
+        if (row < m && col < n) store_one(args, row, col, v + bias_at(args, col));
+      });
+    }
+}
+
+}  // namespace
+}  // namespace moss
