@@ -21,12 +21,16 @@ constexpr size_t kGiB = size_t(1) << 30;
 constexpr size_t kReserveBytes = kGiB / 2;
 
 struct StageSizes {
+  // The text encoder's figures come from its weight sources (te_layer_bytes in model/te_weights.h)
+  // and the DiT's from its streaming source (dit_stream_sizes): the planner counts what they
+  // allocate and never lays the weights out itself.
   size_t te_layer_bytes = 0;        // the largest text-encoder layer (one streaming slot)
   size_t te_all_layers_bytes = 0;   // every layer (the resident text encoder)
   size_t te_fixed_bytes = 0;        // embedding rows used, final norm
   size_t te_activation_bytes = 0;   // one prompt at the longest token count
   size_t dit_fixed_bytes = 0;       // everything but layers.N.*
-  size_t dit_block_bytes = 0;       // the largest block
+  size_t dit_block_bytes = 0;       // the largest block, resident
+  size_t dit_slot_bytes = 0;        // the largest block in a streaming slot (tensors at 256-byte offsets)
   size_t dit_staging_bytes = 0;     // streamed blocks' packed tensors (pipeline/dit_residency.h)
   int dit_blocks = 0;
   size_t dit_activation_bytes = 0;  // text rows of both prompts + one forward
