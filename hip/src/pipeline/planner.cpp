@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "ops/measure/measuring_backend.h"
-#include "pipeline/dit_residency.h"
+#include "model/dit_streaming.h"
 #include "util/error.h"
 
 namespace moss {
@@ -43,7 +43,7 @@ StageSizes measure_stages(const MossModel& m, int64_t width, int64_t height, int
   s.te_all_layers_bytes = te_layers.total;
   s.te_fixed_bytes = be.peak_weight_bytes() > s.te_layer_bytes ? be.peak_weight_bytes() - s.te_layer_bytes : 0;
 
-  // The DiT's weights as its streaming source allocates them (pipeline/dit_residency.h).
+  // The DiT's weights as its streaming source allocates them (model/dit_streaming.h).
   const DitStreamSizes dit = dit_stream_sizes(m.dit_weights);
   s.dit_fixed_bytes = dit.fixed_bytes;
   s.dit_block_bytes = dit.block_bytes;

@@ -31,7 +31,7 @@ struct StageSizes {
   size_t dit_fixed_bytes = 0;       // everything but layers.N.*
   size_t dit_block_bytes = 0;       // the largest block, resident
   size_t dit_slot_bytes = 0;        // the largest block in a streaming slot (tensors at 256-byte offsets)
-  size_t dit_staging_bytes = 0;     // streamed blocks' packed tensors (pipeline/dit_residency.h)
+  size_t dit_staging_bytes = 0;     // streamed blocks' packed tensors (model/dit_streaming.h)
   int dit_blocks = 0;
   size_t dit_activation_bytes = 0;  // text rows of both prompts + one forward
   size_t vae_weight_bytes = 0;

@@ -2,7 +2,7 @@
 // block. Both models stream their blocks the same way (host memory -> device slot, on the copy
 // stream, while the block before computes), so the layout, the pinned host copy, the copies and
 // the optional lossless packing are written once here; model/te_streaming.cpp and
-// pipeline/dit_residency.cpp only decide which block goes where and when.
+// model/dit_streaming.cpp only decide which block goes where and when.
 //
 // Layout of an image, in order:
 //  - the raw region, laid out exactly as the device slot holds it: first the groups of tensors

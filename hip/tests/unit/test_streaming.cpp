@@ -6,7 +6,7 @@
 #include "model/te_weights.h"
 #include "model/text_encoder.h"
 #include "ops/measure/measuring_backend.h"
-#include "pipeline/dit_residency.h"
+#include "model/dit_streaming.h"
 #include "pipeline/planner.h"
 #include "streaming/block_image.h"
 #include "streaming/block_names.h"

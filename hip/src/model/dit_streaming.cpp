@@ -1,4 +1,4 @@
-#include "pipeline/dit_residency.h"
+#include "model/dit_streaming.h"
 
 #include <algorithm>
 #include <atomic>

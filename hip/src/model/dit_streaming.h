@@ -10,8 +10,8 @@
 // (tensor/packed_bf16.h: 12 bits a value instead of 16): their packed bytes go to one device
 // staging buffer and are unpacked into the slot on the compute stream just before the block runs.
 // The images, their packing, the two slots and the copies are the weight-streaming module's
-// (streaming/), shared with the text encoder; this source decides which blocks stream and in
-// what order their copies are queued.
+// (streaming/), shared with the text encoder (model/te_streaming.cpp); this adapter decides which
+// blocks stream and in what order their copies are queued.
 //
 // Order of work, for the streamed blocks of a pass in turn (slots alternate, across passes too):
 // a block's copies wait for the compute that last read its slot (raw part) and for the last
