@@ -102,7 +102,7 @@ MemoryPlan plan_memory(const StageSizes& s, size_t budget, bool budget_is_user, 
     p.resident_blocks = int(std::min<size_t>(size_t(s.dit_blocks), room / std::max<size_t>(1, s.dit_block_bytes)));
   }
   const int streamed = s.dit_blocks - p.resident_blocks;
-  p.pinned_host_bytes = size_t(streamed) * s.dit_block_bytes;
+  p.pinned_host_bytes = size_t(streamed) * s.dit_slot_bytes;  // a block's image is at most its slot (packings are smaller)
   if (streamed > 0 && host_available != 0 && p.pinned_host_bytes > host_available)
     throw usage_error("not enough host memory to pin the " + std::to_string(streamed) + " streamed DiT blocks: they need " +
                       format_gib(p.pinned_host_bytes) + ", " + format_gib(host_available) + " is available");

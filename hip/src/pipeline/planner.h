@@ -42,7 +42,7 @@ struct MemoryPlan {
   StageSizes sizes;
   size_t budget_bytes = 0;       // what the plan may use (budget or free memory)
   int resident_blocks = 0;       // DiT blocks kept on the device; the rest stream
-  size_t pinned_host_bytes = 0;  // pinned host copies of the streamed blocks
+  size_t pinned_host_bytes = 0;  // pinned host copies of the streamed blocks (a slot's bytes each, at most)
   size_t te_peak = 0, dit_peak = 0, vae_peak = 0;  // device bytes per stage, VAE weights included
   // The text encoder keeps all its layers on the device when they fit beside its activations,
   // the VAE weights and the reserve; otherwise they stream, two at a time (product.md section 5).
