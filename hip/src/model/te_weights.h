@@ -24,6 +24,7 @@
 
 #include "io/safetensors.h"
 #include "ops/backend.h"
+#include "streaming/block_image.h"
 
 namespace moss {
 
@@ -89,5 +90,10 @@ std::unique_ptr<TeWeightSource> make_te_resident_source(Backend& be, const Weigh
                                                         const std::string& prefix, int layers);
 std::unique_ptr<TeWeightSource> make_te_pinned_host_source(Backend& be, const WeightFiles& weights,
                                                            const std::string& prefix, int layers);
+
+// The device bytes of the layer images those sources lay out: the largest layer (each of the
+// Streamed and PinnedHost sources' two slots) and every layer (the Resident source's buffers).
+// The memory planner takes its text-encoder layer figures from here.
+BlockBytes te_layer_bytes(const WeightFiles& weights, const std::string& prefix, int layers);
 
 }  // namespace moss

@@ -9,7 +9,7 @@
 #include "io/output_files.h"
 #include "model/image_u8.h"
 #include "ops/backend.h"
-#include "pipeline/dit_residency.h"
+#include "model/dit_streaming.h"
 #include "pipeline/moss_model.h"
 #include "pipeline/noise.h"
 #include "pipeline/planner.h"

@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <sstream>
 
 #include "ops/measure/measuring_backend.h"
-#include "pipeline/dit_residency.h"
+#include "model/dit_streaming.h"
 #include "util/error.h"
 
 namespace moss {
@@ -19,30 +18,11 @@ std::string format_gib(size_t bytes) {
 }
 
 // The device memory a streamed DiT needs for its blocks beside the resident ones.
-static size_t streaming_bytes(const StageSizes& s) { return 2 * s.dit_block_bytes + s.dit_staging_bytes; }
+static size_t streaming_bytes(const StageSizes& s) { return 2 * s.dit_slot_bytes + s.dit_staging_bytes; }
 
 size_t MemoryPlan::dit_minimum() const {
   return sizes.vae_weight_bytes + sizes.dit_fixed_bytes + streaming_bytes(sizes) + sizes.dit_activation_bytes +
          kReserveBytes;
-}
-
-// Bytes of the DiT's tensors, split into the fixed part and per block ("layers.N.").
-static void dit_weight_split(const WeightFiles& w, size_t& fixed, size_t& largest_block, int& blocks) {
-  std::map<int, size_t> per_block;
-  fixed = 0;
-  for (const std::string& name : w.names()) {
-    const TensorInfo& info = w.info(name);
-    const size_t bytes = size_t(info.end - info.begin);
-    if (name == "rope.bands") continue;  // recomputed, never loaded
-    if (name.rfind("layers.", 0) == 0) {
-      per_block[std::stoi(name.substr(7))] += bytes;
-    } else {
-      fixed += bytes;
-    }
-  }
-  largest_block = 0;
-  for (auto& [i, b] : per_block) largest_block = std::max(largest_block, b);
-  blocks = int(per_block.size());
 }
 
 StageSizes measure_stages(const MossModel& m, int64_t width, int64_t height, int64_t max_tokens, bool decode) {
@@ -56,24 +36,20 @@ StageSizes measure_stages(const MossModel& m, int64_t width, int64_t height, int
     te.encode_many({ids, ids});
   }
   s.te_activation_bytes = be.peak_bytes();
-  // Layer weights as the streamed and resident sources lay them out (model/te_weights.h):
-  // tensors at 256-byte offsets in one image per layer.
-  std::map<std::string, size_t> per_layer;
-  for (const std::string& name : m.te_weights.names()) {
-    size_t p = name.find("layers.");
-    if (p == std::string::npos) continue;
-    size_t e = name.find('.', p + 7);
-    const size_t bytes = size_t(m.te_weights.info(name).end - m.te_weights.info(name).begin);
-    per_layer[name.substr(0, e)] += (bytes + 255) / 256 * 256;
-  }
-  for (auto& [k, b] : per_layer) {
-    s.te_layer_bytes = std::max(s.te_layer_bytes, b);
-    s.te_all_layers_bytes += b;
-  }
+  // Layer weights as the streamed and resident sources lay them out (model/te_weights.h): the
+  // sources' own figures, not a second count that could round otherwise.
+  const BlockBytes te_layers = te_layer_bytes(m.te_weights, text_encoder_prefix(m.te_weights), int(m.te_config.layers));
+  s.te_layer_bytes = te_layers.largest;
+  s.te_all_layers_bytes = te_layers.total;
   s.te_fixed_bytes = be.peak_weight_bytes() > s.te_layer_bytes ? be.peak_weight_bytes() - s.te_layer_bytes : 0;
 
-  dit_weight_split(m.dit_weights, s.dit_fixed_bytes, s.dit_block_bytes, s.dit_blocks);
-  s.dit_staging_bytes = dit_staging_bytes(m.dit_weights);
+  // The DiT's weights as its streaming source allocates them (model/dit_streaming.h).
+  const DitStreamSizes dit = dit_stream_sizes(m.dit_weights);
+  s.dit_fixed_bytes = dit.fixed_bytes;
+  s.dit_block_bytes = dit.block_bytes;
+  s.dit_slot_bytes = dit.slot_bytes;
+  s.dit_staging_bytes = dit.staging_bytes;
+  s.dit_blocks = dit.blocks;
   be.reset_peaks();
   {
     const size_t base = be.live_bytes();
@@ -118,7 +94,7 @@ MemoryPlan plan_memory(const StageSizes& s, size_t budget, bool budget_is_user, 
   } else {
     if (p.dit_minimum() > budget)
       throw usage_error(what + " is below the DiT's minimum of " + format_gib(p.dit_minimum()) + " (fixed part " +
-                        format_gib(s.dit_fixed_bytes) + ", two block slots " + format_gib(2 * s.dit_block_bytes) +
+                        format_gib(s.dit_fixed_bytes) + ", two block slots " + format_gib(2 * s.dit_slot_bytes) +
                         ", packed-weight staging " + format_gib(s.dit_staging_bytes) +
                         ", activations " + format_gib(s.dit_activation_bytes) + ", VAE weights " +
                         format_gib(s.vae_weight_bytes) + ", reserve " + format_gib(kReserveBytes) + ")");
@@ -126,7 +102,7 @@ MemoryPlan plan_memory(const StageSizes& s, size_t budget, bool budget_is_user, 
     p.resident_blocks = int(std::min<size_t>(size_t(s.dit_blocks), room / std::max<size_t>(1, s.dit_block_bytes)));
   }
   const int streamed = s.dit_blocks - p.resident_blocks;
-  p.pinned_host_bytes = size_t(streamed) * s.dit_block_bytes;
+  p.pinned_host_bytes = size_t(streamed) * s.dit_slot_bytes;  // a block's image is at most its slot (packings are smaller)
   if (streamed > 0 && host_available != 0 && p.pinned_host_bytes > host_available)
     throw usage_error("not enough host memory to pin the " + std::to_string(streamed) + " streamed DiT blocks: they need " +
                       format_gib(p.pinned_host_bytes) + ", " + format_gib(host_available) + " is available");

@@ -21,13 +21,17 @@ constexpr size_t kGiB = size_t(1) << 30;
 constexpr size_t kReserveBytes = kGiB / 2;
 
 struct StageSizes {
+  // The text encoder's figures come from its weight sources (te_layer_bytes in model/te_weights.h)
+  // and the DiT's from its streaming source (dit_stream_sizes): the planner counts what they
+  // allocate and never lays the weights out itself.
   size_t te_layer_bytes = 0;        // the largest text-encoder layer (one streaming slot)
   size_t te_all_layers_bytes = 0;   // every layer (the resident text encoder)
   size_t te_fixed_bytes = 0;        // embedding rows used, final norm
   size_t te_activation_bytes = 0;   // one prompt at the longest token count
   size_t dit_fixed_bytes = 0;       // everything but layers.N.*
-  size_t dit_block_bytes = 0;       // the largest block
-  size_t dit_staging_bytes = 0;     // streamed blocks' packed tensors (pipeline/dit_residency.h)
+  size_t dit_block_bytes = 0;       // the largest block, resident
+  size_t dit_slot_bytes = 0;        // the largest block in a streaming slot (tensors at 256-byte offsets)
+  size_t dit_staging_bytes = 0;     // streamed blocks' packed tensors (model/dit_streaming.h)
   int dit_blocks = 0;
   size_t dit_activation_bytes = 0;  // text rows of both prompts + one forward
   size_t vae_weight_bytes = 0;
@@ -38,7 +42,7 @@ struct MemoryPlan {
   StageSizes sizes;
   size_t budget_bytes = 0;       // what the plan may use (budget or free memory)
   int resident_blocks = 0;       // DiT blocks kept on the device; the rest stream
-  size_t pinned_host_bytes = 0;  // pinned host copies of the streamed blocks
+  size_t pinned_host_bytes = 0;  // pinned host copies of the streamed blocks (a slot's bytes each, at most)
   size_t te_peak = 0, dit_peak = 0, vae_peak = 0;  // device bytes per stage, VAE weights included
   // The text encoder keeps all its layers on the device when they fit beside its activations,
   // the VAE weights and the reserve; otherwise they stream, two at a time (product.md section 5).

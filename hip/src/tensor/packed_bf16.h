@@ -1,4 +1,4 @@
-// Lossless packing of bf16 weights for the streamed DiT's copies (pipeline/dit_residency.h),
+// Lossless packing of bf16 weights for the streamed DiT's copies (model/dit_streaming.h),
 // which are bound by the host-to-device bus: a quarter fewer bytes to copy, unpacked on the
 // device bit for bit.
 //

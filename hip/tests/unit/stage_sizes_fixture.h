@@ -11,6 +11,7 @@ inline StageSizes real_like_stage_sizes() {
   StageSizes s;
   s.dit_blocks = 42;
   s.dit_block_bytes = size_t(0.21 * double(kGiB));
+  s.dit_slot_bytes = s.dit_block_bytes;  // the real model's tensors are all multiples of 256 bytes
   s.dit_fixed_bytes = size_t(0.61 * double(kGiB));
   s.dit_activation_bytes = size_t(0.80 * double(kGiB));
   s.vae_weight_bytes = size_t(0.10 * double(kGiB));

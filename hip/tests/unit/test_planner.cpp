@@ -32,7 +32,7 @@ TEST(Planner, ResidentCountFollowsTheBudget) {
     EXPECT_GE(p.resident_blocks, last);  // more budget never means fewer resident blocks
     last = p.resident_blocks;
     EXPECT_LE(p.dit_peak + kReserveBytes, size_t(gib * double(kGiB)));
-    EXPECT_EQ(p.pinned_host_bytes, size_t(42 - p.resident_blocks) * s.dit_block_bytes);
+    EXPECT_EQ(p.pinned_host_bytes, size_t(42 - p.resident_blocks) * s.dit_slot_bytes);
   }
   // product.md section 5's reference points: 6 GiB keeps 17 blocks, 3 GiB keeps 2.
   EXPECT_EQ(plan_memory(s, 6 * kGiB, true, 0).resident_blocks, 17);

@@ -1,70 +1,76 @@
-#include "pipeline/dit_residency.h"
+#include "model/dit_streaming.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <exception>
 #include <map>
 #include <stdexcept>
 #include <thread>
 
-#include "tensor/packed_bf16.h"
+#include "streaming/block_image.h"
+#include "streaming/block_names.h"
+#include "streaming/slots.h"
 #include "util/error.h"
 
 namespace moss {
+
+DitStreamSizes dit_stream_sizes(const WeightFiles& weights, int64_t pack_min_values) {
+  DitStreamSizes z;
+  std::map<int, BlockImage> blocks;
+  for (const std::string& name : weights.names()) {
+    if (name == "rope.bands") continue;  // recomputed, never loaded
+    const int b = block_index(name);
+    if (b < 0) z.fixed_bytes += weights.get(name).nbytes();
+    else blocks[b].add(name, weights.get(name));
+  }
+  for (auto& [b, img] : blocks) {
+    img.lay_out();  // the slot's size does not depend on which tensors pack: each is aligned alone
+    z.slot_bytes = std::max(z.slot_bytes, img.slot_bytes());
+    size_t raw = 0, packed = 0;
+    for (const BlockImage::Part& p : img.parts()) {
+      raw += p.host.nbytes();
+      if (pack_candidate(p.host.dtype, p.host.numel(), pack_min_values)) packed += image_aligned(packed_cap(p.host.numel()));
+    }
+    z.block_bytes = std::max(z.block_bytes, raw);
+    z.staging_bytes = std::max(z.staging_bytes, packed);
+  }
+  z.blocks = int(blocks.size());
+  return z;
+}
+
 namespace {
-
-// "layers.N.rest" -> N, anything else -> -1.
-int block_of(const std::string& name) {
-  if (name.rfind("layers.", 0) != 0) return -1;
-  size_t dot = name.find('.', 7);
-  return dot == std::string::npos ? -1 : std::stoi(name.substr(7, dot - 7));
-}
-
-constexpr size_t kAlign = 256;  // tensor offsets inside a slot and the staging buffer
-size_t aligned(size_t b) { return (b + kAlign - 1) / kAlign * kAlign; }
-
-int64_t values_of(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
-
-// Whether a streamed tensor is a candidate for packing, and the packed size it must not exceed
-// (13 bits a value: exceptions under about 2%), else it travels raw.
-bool pack_candidate(const TensorInfo& t, int64_t min_values) {
-  const int64_t n = values_of(t.shape);
-  return t.dtype == DType::BF16 && n >= min_values && packable_bf16_count(n);
-}
-size_t packed_cap(int64_t n) { return size_t(n) * 13 / 8; }
 
 class ResidentStreaming : public DitWeightSource {
  public:
   ResidentStreaming(Backend& be, const WeightFiles& w, const DitConfig& cfg, int resident, int64_t pack_min_values)
       : be_(be), resident_(std::clamp(resident, 0, int(cfg.layers))) {
     std::vector<std::string> resident_names;
+    std::map<int, std::vector<std::string>> streamed_names;
     for (const std::string& name : w.names()) {
       if (name == "rope.bands") continue;  // recomputed, never read
-      const int b = block_of(name);
+      const int b = block_index(name);
       if (b < 0 || b < resident_) {
         resident_names.push_back(name);
       } else {
-        streamed_[b].parts.emplace_back(name);
+        streamed_names[b].push_back(name);
+        streamed_[b];
       }
     }
     // Building a block's pinned image (page-locking fresh host memory, packing and copying from
-    // the mapping) is what a streamed load spends its time on: several threads build them while
-    // this thread uploads the resident tensors. Backend::alloc_pinned is thread-safe, the
-    // mapping is read-only and each thread touches only its blocks.
-    std::vector<Streamed*> to_build;
-    for (auto& [b, s] : streamed_) to_build.push_back(&s);
+    // the mapping) is what a streamed load spends its time on: several threads build them, one
+    // block each at a time, while this thread uploads the resident tensors.
+    // Backend::alloc_pinned is thread-safe, the mapping is read-only and each thread touches
+    // only its blocks.
+    std::vector<std::pair<Streamed*, const std::vector<std::string>*>> to_build;
+    for (auto& [b, s] : streamed_) to_build.emplace_back(&s, &streamed_names.at(b));
     std::atomic<size_t> next{0};
     std::vector<std::exception_ptr> errors(build_threads(to_build.size()));
     std::vector<std::thread> workers;
     for (size_t t = 0; t < errors.size(); ++t)
       workers.emplace_back([&, t] {
         try {
-          for (size_t i = next++; i < to_build.size(); i = next++) build(*to_build[i], w, pack_min_values);
+          for (size_t i = next++; i < to_build.size(); i = next++)
+            build(*to_build[i].first, *to_build[i].second, w, pack_min_values);
         } catch (...) {
           errors[t] = std::current_exception();
           next = to_build.size();  // the others stop at their next block
@@ -83,11 +89,10 @@ class ResidentStreaming : public DitWeightSource {
       if (e) std::rethrow_exception(e);
     size_t slot_bytes = 0, staging_bytes = 0;
     for (auto& [b, s] : streamed_) {
-      slot_bytes = std::max(slot_bytes, s.slot_bytes);
-      staging_bytes = std::max(staging_bytes, s.packed_bytes());
+      slot_bytes = std::max(slot_bytes, s.layout.slot_bytes());
+      staging_bytes = std::max(staging_bytes, s.layout.packed_bytes());
     }
-    if (!streamed_.empty())
-      for (Tensor& slot : slots_) slot = be_.alloc(DType::U8, {int64_t(slot_bytes)});
+    if (!streamed_.empty()) slots_.allocate(be_, slot_bytes);
     if (staging_bytes) staging_ = be_.alloc(DType::U8, {int64_t(staging_bytes)});
   }
 
@@ -106,15 +111,14 @@ class ResidentStreaming : public DitWeightSource {
   Tensor get(const std::string& name) override {
     auto it = device_.find(name);
     if (it != device_.end()) return it->second;
-    const int b = block_of(name);
+    const int b = block_index(name);
     auto s = streamed_.find(b);
     if (s == streamed_.end()) throw failure("DiT weights: no tensor '" + name + "'");
     if (b != current_) throw std::logic_error("DiT weights: block " + std::to_string(b) + " read while block " +
                                               std::to_string(current_) + " runs");
-    const Tensor& slot = slots_[slot_of(position_of(b))];
-    for (const Part& p : s->second.parts)
-      if (p.name == name) return in_slot(slot, p);
-    throw failure("DiT weights: no tensor '" + name + "'");
+    const BlockImage::Part* p = s->second.layout.find(name);
+    if (!p) throw failure("DiT weights: no tensor '" + name + "'");
+    return BlockImage::view(slots_.slot[slot_of(position_of(b))], *p);
   }
 
   void begin_forward(const std::vector<int>& order) override {
@@ -141,13 +145,9 @@ class ResidentStreaming : public DitWeightSource {
     const size_t p = size_t(position_of(index));
     be_.compute_wait(fences_[p]);
     const size_t slot = slot_of(int(p));
-    const Streamed& s = streamed_.at(index);
-    for (const Part& part : s.parts)
-      if (part.packed.n) {
-        Tensor out = in_slot(slots_[slot], part);
-        be_.unpack_bf16(part.packed, staging_.slice_cols(int64_t(part.packed_at), int64_t(part.packed.bytes())), out);
-      }
-    if (s.packed_bytes()) staging_free_ = be_.compute_fence();
+    const BlockImage& layout = streamed_.at(index).layout;
+    layout.unpack(be_, slots_.slot[slot], staging_);
+    if (layout.packed_bytes()) staging_free_ = be_.compute_fence();
     reader_slot_ = int(slot);  // this block's compute reads its slot
     if (p + 1 < order_.size()) {
       issue(p + 1);
@@ -162,22 +162,11 @@ class ResidentStreaming : public DitWeightSource {
   }
 
  private:
-  struct Part {
-    std::string name;
-    size_t offset = 0;  // in the slot
-    DType dtype = DType::BF16;
-    std::vector<int64_t> dims;
-    PackedBf16 packed;     // n == 0: travels raw, at `offset` in the image too
-    size_t packed_at = 0;  // else: its packing's offset in the staging buffer
-    explicit Part(std::string n) : name(std::move(n)) {}
-  };
-  // A block's pinned image: its raw tensors as the slot lays them out ([0, raw_bytes)), then the
-  // packings as the staging buffer lays them out.
+  // A streamed block: its image's layout (streaming/block_image.h: the raw tensors as the slot
+  // lays them out, then the packings as the staging buffer does) and the image, pinned.
   struct Streamed {
-    std::vector<Part> parts;
-    size_t slot_bytes = 0, raw_bytes = 0;
+    BlockImage layout;
     Tensor image;
-    size_t packed_bytes() const { return image.nbytes() - raw_bytes; }
   };
 
   // Threads that build the streamed blocks' images: a few (page-locking is partly serialised by
@@ -187,46 +176,13 @@ class ResidentStreaming : public DitWeightSource {
     return std::min({blocks, hw, size_t(8)});
   }
 
-  // Decides which tensors travel packed, lays out the slot (raw tensors first, then the packed
-  // ones' values) and fills the pinned image.
-  void build(Streamed& s, const WeightFiles& w, int64_t pack_min_values) {
-    std::vector<Tensor> host;
-    for (Part& p : s.parts) {
-      host.push_back(w.get(p.name));
-      p.dtype = host.back().dtype;
-      p.dims = host.back().dims();
-      if (pack_candidate(w.info(p.name), pack_min_values)) {
-        const PackedBf16 layout = plan_bf16_packing(host.back().ptr<const uint16_t>(), host.back().numel());
-        if (layout.bytes() <= packed_cap(layout.n)) p.packed = layout;
-      }
-    }
-    size_t slot = 0, staging = 0;
-    for (bool packed : {false, true}) {
-      if (packed) s.raw_bytes = slot;
-      for (size_t i = 0; i < s.parts.size(); ++i)
-        if (Part& p = s.parts[i]; bool(p.packed.n) == packed) {
-          p.offset = slot;
-          slot = aligned(slot + host[i].nbytes());
-          if (packed) {
-            p.packed_at = staging;
-            staging = aligned(staging + p.packed.bytes());
-          }
-        }
-    }
-    s.slot_bytes = slot;
-    s.image = be_.alloc_pinned(s.raw_bytes + staging);
-    auto* image = static_cast<uint8_t*>(s.image.data);
-    for (size_t i = 0; i < s.parts.size(); ++i) {
-      const Part& p = s.parts[i];
-      if (p.packed.n) pack_bf16(host[i].ptr<const uint16_t>(), p.packed, image + s.raw_bytes + p.packed_at);
-      else std::memcpy(image + p.offset, host[i].data, host[i].nbytes());
-    }
-  }
-
-  static Tensor in_slot(const Tensor& slot, const Part& p) {
-    Tensor v(static_cast<char*>(slot.data) + p.offset, p.dtype, p.dims, slot.where);
-    v.owner = slot.owner;
-    return v;
+  // Decides which tensors travel packed, lays out the slot and fills the pinned image (on this
+  // thread alone: the other builders take the other cores).
+  void build(Streamed& s, const std::vector<std::string>& names, const WeightFiles& w, int64_t pack_min_values) {
+    for (const std::string& name : names) s.layout.add(name, w.get(name));
+    s.layout.choose_packing(pack_min_values);
+    s.layout.lay_out();
+    s.image = s.layout.pinned(be_, 1);
   }
 
   // Slot of the p-th streamed block of this pass (p may be order_.size(): the next pass's first).
@@ -243,7 +199,7 @@ class ResidentStreaming : public DitWeightSource {
   // copy waits for that block and not for the blocks or the sampler work after it.
   void release_last_reader() {
     if (reader_slot_ < 0) return;
-    slot_free_[reader_slot_] = be_.compute_fence();
+    slots_.read[reader_slot_] = be_.compute_fence();
     reader_slot_ = -1;
   }
 
@@ -255,14 +211,7 @@ class ResidentStreaming : public DitWeightSource {
   Backend::Fence copy_block(int block, size_t slot) {
     if (int(slot) == reader_slot_) throw std::logic_error("DiT weights: copy into the slot of the running block");
     const Streamed& s = streamed_.at(block);
-    if (s.raw_bytes) {
-      Tensor dst = slots_[slot].slice_cols(0, int64_t(s.raw_bytes));
-      last_copy_ = be_.copy_async(s.image.slice_cols(0, int64_t(s.raw_bytes)), dst, slot_free_[slot]);
-    }
-    if (const size_t packed = s.packed_bytes()) {
-      Tensor dst = staging_.slice_cols(0, int64_t(packed));
-      last_copy_ = be_.copy_async(s.image.slice_cols(int64_t(s.raw_bytes), int64_t(packed)), dst, staging_free_);
-    }
+    last_copy_ = s.layout.copy(be_, s.image, slots_.slot[slot], &staging_, slots_.read[slot], staging_free_, last_copy_);
     return last_copy_;
   }
 
@@ -270,11 +219,10 @@ class ResidentStreaming : public DitWeightSource {
   int resident_;
   std::map<std::string, Tensor> device_;
   std::map<int, Streamed> streamed_;
-  Tensor slots_[2];
+  SlotPair slots_;  // read[]: compute through each slot's last reader
   Tensor staging_;  // the packed part of the block being unpacked next
   std::vector<int> order_;
   std::vector<Backend::Fence> fences_;     // each streamed block's last copy
-  Backend::Fence slot_free_[2] = {0, 0};   // compute through each slot's last reader
   Backend::Fence staging_free_ = 0;        // compute through the last unpacking
   int reader_slot_ = -1;                   // slot of the block now being issued, until released
   Backend::Fence last_copy_ = 0;
@@ -290,19 +238,6 @@ std::unique_ptr<DitWeightSource> make_resident_streaming_source(Backend& be, con
                                                                  const DitConfig& cfg, int resident_blocks,
                                                                  int64_t pack_min_values) {
   return std::make_unique<ResidentStreaming>(be, weights, cfg, resident_blocks, pack_min_values);
-}
-
-size_t dit_staging_bytes(const WeightFiles& weights, int64_t pack_min_values) {
-  std::map<int, size_t> per_block;
-  for (const std::string& name : weights.names()) {
-    const int b = block_of(name);
-    const TensorInfo& t = weights.info(name);
-    if (b < 0 || !pack_candidate(t, pack_min_values)) continue;
-    per_block[b] += aligned(packed_cap(values_of(t.shape)));
-  }
-  size_t most = 0;
-  for (auto& [b, bytes] : per_block) most = std::max(most, bytes);
-  return most;
 }
 
 }  // namespace moss

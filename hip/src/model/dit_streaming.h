@@ -9,6 +9,9 @@
 // 55 GB/s take longer than the step computes), so the large matrices travel packed
 // (tensor/packed_bf16.h: 12 bits a value instead of 16): their packed bytes go to one device
 // staging buffer and are unpacked into the slot on the compute stream just before the block runs.
+// The images, their packing, the two slots and the copies are the weight-streaming module's
+// (streaming/), shared with the text encoder (model/te_streaming.cpp); this adapter decides which
+// blocks stream and in what order their copies are queued.
 //
 // Order of work, for the streamed blocks of a pass in turn (slots alternate, across passes too):
 // a block's copies wait for the compute that last read its slot (raw part) and for the last
@@ -32,8 +35,15 @@ std::unique_ptr<DitWeightSource> make_resident_streaming_source(Backend& be, con
                                                                  const DitConfig& cfg, int resident_blocks,
                                                                  int64_t pack_min_values = kPackMinValues);
 
-// Device bytes of the staging buffer the packed tensors of the largest block can need (the
-// planner's bound: a tensor is streamed packed only when it packs to at most this share).
-size_t dit_staging_bytes(const WeightFiles& weights, int64_t pack_min_values = kPackMinValues);
+// What the source allocates on the device, as the memory planner counts it. Sizes that depend
+// on which tensors pack (that depends on their values) are bounds the source never exceeds.
+struct DitStreamSizes {
+  size_t fixed_bytes = 0;    // everything outside the blocks, uploaded tensor by tensor
+  size_t block_bytes = 0;    // the largest block resident (its tensors uploaded one by one)
+  size_t slot_bytes = 0;     // the largest block's image in a slot (tensors at 256-byte offsets)
+  size_t staging_bytes = 0;  // the packed tensors of the largest block, each at its packed_cap
+  int blocks = 0;
+};
+DitStreamSizes dit_stream_sizes(const WeightFiles& weights, int64_t pack_min_values = kPackMinValues);
 
 }  // namespace moss

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "model/dit.h"
-#include "pipeline/dit_residency.h"
+#include "model/dit_streaming.h"
 #include "pipeline/noise.h"
 
 using namespace moss;
