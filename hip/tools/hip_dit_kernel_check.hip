@@ -559,23 +559,6 @@ void rms_norm_case(Env& e, const std::string& name, int64_t rows, int64_t cols, 
   if (timed) record(e, "rms_norm " + name, shape, ms, 0, bytes);
 }
 
-// Shift and scale as rows of one [1, 6·cols] device tensor, as the DiT keeps them.
-void modulate_case(Env& e, int64_t rows, int64_t cols, DType dt = DType::F32, bool timed = false) {
-  Pair yp = random_pair(e, dt, {rows, cols});
-  Pair mod = random_pair(e, DType::F32, {1, 6 * cols}, 0.5f);
-  const Tensor sh_h = mod.h.slice_cols(0, cols), sc_h = mod.h.slice_cols(cols, cols);
-  const Tensor sh_d = mod.d.slice_cols(0, cols), sc_d = mod.d.slice_cols(cols, cols);
-  e.host.core().modulate(yp.h, sh_h, sc_h);
-  e.gpu.core().modulate(yp.d, sh_d, sc_d);
-  const std::vector<float> got = fetch(e, yp.d);
-  const double bytes = 2.0 * rows * cols * double(dtype_size(dt));
-  double ms = 0;
-  if (timed) ms = time_it(e, [&] { e.gpu.core().modulate(yp.d, sh_d, sc_d); });
-  const std::string shape = shape_of({rows, cols}) + (dt == DType::BF16 ? " bf16" : "");
-  report(e, "modulate", shape, got, to_f32_vector(yp.h), cols, tol_for(dt), ms, 0, bytes);
-  if (timed) record(e, "modulate", shape, ms, 0, bytes);
-}
-
 void add_case(Env& e, int64_t rows, int64_t cols, bool gated, bool timed = false) {
   Pair xp = random_pair(e, DType::F32, {rows, cols});
   Pair dp = random_pair(e, DType::F32, {rows, cols});
@@ -695,9 +678,6 @@ void check_rows(Env& e) {
   rms_norm_case(e, "odd", 5, 36, 12, NormWeight::Mul, DType::F32, 1);
   rms_norm_case(e, "bf16", 129, 3072, 3072, NormWeight::Mul, DType::BF16);
 
-  modulate_case(e, kRows, kDim, DType::F32, true);
-  modulate_case(e, 77, 101);
-  modulate_case(e, 40, 3072, DType::BF16);
 
   add_case(e, kRows, kDim, true, true);
   add_case(e, kRows, kDim, false);

@@ -11,13 +11,12 @@
 //
 // Text family (ops/hip/text_ops_hip): causal_conv1d_silu, deltanet_gates, l2_norm,
 // gated_rms_norm, delta_rule_chunked (the op's split-bf16 products, and the plain-bf16 variant
-// through kernels/deltanet.h), delta_rule_recurrent, and the chunked form against the recurrent
-// one on the GPU. Core family at the encoder's shapes (ops/hip core ops): linear (every
+// through kernels/deltanet.h). Core family at the encoder's shapes (ops/hip core ops): linear (every
 // projection), zero-centred rms_norm (hidden, q_norm through the strided query half, k_norm),
 // add, SwiGlu, SigmoidGate, partial RoPE, embedding; then the attention cases of
 // checks/attention_cases.h for "te".
 //
-// Tolerances (relative L2): fp32 kernels 1e-5 (conv, gates, norms, recurrent rule, elementwise);
+// Tolerances (relative L2): fp32 kernels 1e-5 (conv, gates, norms, elementwise);
 // bf16-operand kernels 1e-2 (linear, plain-bf16 chunked rule); the split-bf16 chunked rule 1e-4
 // (its products keep ~16 mantissa bits; host emulation measured 5e-6 to 8e-6 against the host).
 // The T = 4096 cases are timed; their table rate is TFLOP/s (useful flops of the chunked form; the
@@ -258,11 +257,8 @@ void gated_norm_case(Env& e, int64_t T, int64_t width, int64_t group, bool timed
 }
 
 // ---- text family: the gated delta rule ---------------------------------------------------------
-enum class Form { ChunkedSplit, ChunkedBf16, Recurrent };
-const char* form_name(Form f) {
-  return f == Form::ChunkedSplit ? "delta_rule_chunked" : f == Form::ChunkedBf16 ? "delta_rule_chunked bf16"
-                                                                                  : "delta_rule_recurrent";
-}
+enum class Form { ChunkedSplit, ChunkedBf16 };
+const char* form_name(Form f) { return f == Form::ChunkedSplit ? "delta_rule_chunked" : "delta_rule_chunked bf16"; }
 
 struct DeltaSpec {
   int64_t T, key_heads, value_heads, dim;  // dk = dv = dim
@@ -309,23 +305,19 @@ DeltaInputs delta_inputs(Env& e, const DeltaSpec& s) {
   return in;
 }
 
-// The host replay of a form (chunked or recurrent), with its final state when there is one.
+// The host replay (the chunked form), with its final state when there is one.
 struct DeltaResult {
   std::vector<float> out, state;
 };
-DeltaResult host_delta(Env& e, const DeltaInputs& in, bool chunked) {
+DeltaResult host_delta(Env& e, const DeltaInputs& in) {
   Tensor out = host_tensor(DType::F32, {in.s.T, in.s.value_heads * in.s.dim});
   Tensor state;
   if (in.s.state) {
     state = host_tensor(DType::F32, in.stateh.dims());
     std::memcpy(state.data, in.stateh.data, state.nbytes());
   }
-  if (chunked)
-    e.host.text().delta_rule_chunked(in.qh, in.kh, in.vh, in.gh, in.betah, in.s.key_heads, in.scale,
-                                     kDeltaRuleChunk, in.s.state ? &state : nullptr, out);
-  else
-    e.host.text().delta_rule_recurrent(in.qh, in.kh, in.vh, in.gh, in.betah, in.s.key_heads, in.scale,
-                                       in.s.state ? &state : nullptr, out);
+  e.host.text().delta_rule_chunked(in.qh, in.kh, in.vh, in.gh, in.betah, in.s.key_heads, in.scale, kDeltaRuleChunk,
+                                   in.s.state ? &state : nullptr, out);
   return {to_f32_vector(out), in.s.state ? to_f32_vector(state) : std::vector<float>()};
 }
 
@@ -355,9 +347,6 @@ void launch_delta(Env& e, const DeltaInputs& in, Form form, Tensor& out, Tensor*
       delta_rule_chunked(a, DeltaPrecision::Bf16, scratch, e.stream());
       break;
     }
-    case Form::Recurrent:
-      e.gpu.text().delta_rule_recurrent(in.qd, in.kd, in.vd, in.gd, in.betad, in.s.key_heads, in.scale, state, out);
-      break;
   }
 }
 
@@ -370,11 +359,9 @@ DeltaResult gpu_delta(Env& e, const DeltaInputs& in, Form form, Tensor& out, Ten
 }
 
 // Useful flops of one call: the chunked form's products per (block, head), counted dense --
-// five c·c·d (A, M, U, W, M·v_new) and three c·d·d (W·S, q·S, kᵀ·v_new) -- or the recurrent
-// form's three d·d passes per token and head.
-double delta_flops(const DeltaSpec& s, Form form) {
+// five c·c·d (A, M, U, W, M·v_new) and three c·d·d (W·S, q·S, kᵀ·v_new).
+double delta_flops(const DeltaSpec& s) {
   const double d = double(s.dim), c = kDeltaRuleChunk, heads = double(s.value_heads);
-  if (form == Form::Recurrent) return 6.0 * double(s.T) * heads * d * d;
   const double blocks = std::ceil(double(s.T) / c);
   return blocks * heads * 2.0 * (5 * c * c * d + 3 * c * d * d);
 }
@@ -386,32 +373,19 @@ std::string delta_shape(const DeltaSpec& s) {
 
 void delta_case(Env& e, const DeltaSpec& s, Form form) {
   const DeltaInputs in = delta_inputs(e, s);
-  const DeltaResult want = host_delta(e, in, form != Form::Recurrent);
+  const DeltaResult want = host_delta(e, in);
   const int64_t vw = s.value_heads * s.dim;
   Tensor out = e.gpu.alloc(DType::F32, {s.T, vw});
   Tensor state = s.state ? e.gpu.alloc(DType::F32, in.stateh.dims()) : Tensor();
   const DeltaResult got = gpu_delta(e, in, form, out, s.state ? &state : nullptr);
-  const double tol = form == Form::ChunkedSplit ? kSplitTol : form == Form::ChunkedBf16 ? kBf16Tol : kF32Tol;
-  const double flops = delta_flops(s, form);
+  const double tol = form == Form::ChunkedSplit ? kSplitTol : kBf16Tol;
+  const double flops = delta_flops(s);
   double ms = 0;
   if (s.timed) ms = time_it(e, [&] { launch_delta(e, in, form, out, nullptr); }, 3);
   const std::string shape = delta_shape(s);
   report(e, form_name(form), shape, got.out, want.out, vw, tol, ms, flops);
   if (s.state) report(e, std::string(form_name(form)) + " state", shape, got.state, want.state, s.dim, tol);
   if (s.timed) record(e, form_name(form), shape, ms, flops, 0);
-}
-
-// The two GPU forms against each other (the cross-check the recurrent kernel exists for).
-void delta_cross_case(Env& e, const DeltaSpec& s) {
-  const DeltaInputs in = delta_inputs(e, s);
-  const int64_t vw = s.value_heads * s.dim;
-  Tensor out = e.gpu.alloc(DType::F32, {s.T, vw});
-  Tensor state = s.state ? e.gpu.alloc(DType::F32, in.stateh.dims()) : Tensor();
-  const DeltaResult chunked = gpu_delta(e, in, Form::ChunkedSplit, out, s.state ? &state : nullptr);
-  const DeltaResult recurrent = gpu_delta(e, in, Form::Recurrent, out, s.state ? &state : nullptr);
-  report(e, "chunked vs recurrent (gpu)", delta_shape(s), chunked.out, recurrent.out, vw, kSplitTol);
-  if (s.state)
-    report(e, "chunked vs recurrent state", delta_shape(s), chunked.state, recurrent.state, s.dim, kSplitTol);
 }
 
 void check_text_family(Env& e) {
@@ -450,13 +424,8 @@ void check_text_family(Env& e) {
   run(with(tiny(200), true, true, false), Form::ChunkedSplit);
   run(with(real(200), true, false, false), Form::ChunkedBf16);
   run(with(tiny(65), false, false, false), Form::ChunkedBf16);
-  run(with(real(37), false, false, false), Form::Recurrent);
-  run(with(real(200), true, false, false), Form::Recurrent);
-  run(with(tiny(65), true, true, false), Form::Recurrent);
-  guarded(e, "chunked vs recurrent", [&] { delta_cross_case(e, with(real(512), true, false, false)); });
   run(with(real(kLongT), false, false, true), Form::ChunkedSplit);
   run(with(real(kLongT), false, false, true), Form::ChunkedBf16);
-  run(with(real(1024), false, false, true), Form::Recurrent);
 }
 
 // ---- core family at the encoder's shapes ------------------------------------------------------
@@ -639,7 +608,7 @@ void check_core_family(Env& e) {
   guarded(e, "embedding", [&] { embedding_case(e, 512, 4096); });
 }
 
-// The timed kernels (T = 4096; the recurrent rule at 1024) against the H200's ceilings.
+// The timed kernels (T = 4096) against the H200's ceilings.
 void print_summary(const std::vector<Timing>& timings, const kcheck::DevicePeaks& peak) {
   const double kPeakTflops = peak.tflops, kPeakGBs = peak.gbs;
   std::printf("\ntimed cases (share of %.1f TFLOP/s dense bf16 or %.2f TB/s; %s):\n", kPeakTflops, kPeakGBs / 1000,

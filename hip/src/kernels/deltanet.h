@@ -1,12 +1,11 @@
 // The gated delta rule of Qwen3.5's Gated DeltaNet layers on the GPU (research/text_encoder.md
 // 3.4 step 7 and 3.5), per value head with an fp32 state S [dk, dv]:
 //   S ← exp(g_t)·S;  u = beta_t·(v_t − Sᵀk_t);  S ← S + k_t uᵀ;  out_t = Sᵀ(scale·q_t)
-// in the two forms of the host replay (ops/host/text_ops_host.cpp):
-//  - chunked (kernels/deltanet_chunked.hip), blocks of 64 tokens: a parallel pass over all
-//    (block, head) pairs builds each block's intra-block terms on the matrix leaf, then a scan
-//    over the blocks carries the state, one workgroup per (head, 16 value columns);
-//  - recurrent (kernels/deltanet_recurrent.hip), token by token, each thread holding one value
-//    column of S in registers: the cross-check of the chunked form, in the host's exact order.
+// in the chunked form of the host replay (ops/host/text_ops_host.cpp;
+// kernels/deltanet_chunked.hip), blocks of 64 tokens: a parallel pass over all (block, head)
+// pairs builds each block's intra-block terms on the matrix leaf, then a scan over the blocks
+// carries the state, one workgroup per (head, 16 value columns). (The token-by-token form is
+// the unit tests' host cross-check, tests/unit/test_deltanet.cpp; the product never runs it.)
 // Head dims supported: dk = dv = 128 (Qwen3.5-9B) and dk = dv = 32 (the tiny test model).
 #pragma once
 
@@ -45,8 +44,5 @@ size_t delta_rule_chunked_scratch_bytes(int T, int value_heads, int dk, int dv);
 // The chunked form; `scratch` holds delta_rule_chunked_scratch_bytes(...) bytes of device memory
 // (256-byte aligned). Two launches on `stream`.
 void delta_rule_chunked(const DeltaRuleArgs& args, DeltaPrecision precision, void* scratch, hipStream_t stream);
-
-// The recurrent form; one launch on `stream`.
-void delta_rule_recurrent(const DeltaRuleArgs& args, hipStream_t stream);
 
 }  // namespace moss

@@ -71,6 +71,13 @@ class Backend {
   VaeOps& vae() { return *vae_; }
 
  protected:
+  // Every op of the three families runs inside `hook` (ops/op_hook.h; null: none).
+  void set_op_hook(OpHook* hook) {
+    core_->set_hook(hook);
+    text_->set_hook(hook);
+    vae_->set_hook(hook);
+  }
+
   std::unique_ptr<CoreOps> core_;
   std::unique_ptr<TextOps> text_;
   std::unique_ptr<VaeOps> vae_;

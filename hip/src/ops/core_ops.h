@@ -8,21 +8,25 @@
 //   host backend; the HIP backend may keep them in bf16 where its kernels say so.
 // - Weights are [out, in] (PyTorch nn.Linear layout), bf16 or f32; biases bf16 or f32.
 // - Output tensors are allocated by the caller; ops never allocate.
+//
+// Each public op is non-virtual: it checks the operands' shapes once for every backend
+// (ops/core_ops.cpp), then runs the backend's body, the protected virtual do_<op>, inside the
+// family's hook (ops/op_hook.h). A backend overrides the bodies; nothing overrides the ops.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "kernels/op_kinds.h"  // NormWeight, GatedUnit
+#include "ops/op_hook.h"
 #include "tensor/tensor.h"
 
 namespace moss {
 
-class CoreOps {
+class CoreOps : public OpFamily {
  public:
-  virtual ~CoreOps() = default;
 
   // y[M,N] = x[M,K] · w[N,K]ᵀ (+ bias[N]); fp32 accumulation.
-  virtual void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) = 0;
+  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
 
   // A gated unit on a product's two halves in one: with w [2F, K] (bias [2F]) and
   // t = x·wᵀ + bias [M, 2F], out[M, F] = gated_unit(kind, t[:, :F], t[:, F:]) (the DiT's fused
@@ -30,68 +34,89 @@ class CoreOps {
   // a backend may apply the unit in the GEMM's epilogue, straight from the fp32 accumulators, or
   // materialise t first, in out's dtype (the HIP backend's fallback, bf16 like the official
   // pipeline's projection outputs).
-  virtual void linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
-                                 Tensor& out) = 0;
+  void linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
+                         Tensor& out);
 
   // RMS norm over each run of `group` consecutive columns of each row (group = cols for a
   // whole-row norm, head_dim for per-head norms): n = x·rsqrt(mean(x²)+eps) in fp32, then
   // n·w (Mul) or n·(1+w) (OnePlus) with w of `group` elements, or n alone (None). y may be x.
-  virtual void rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group,
-                        Tensor& y) = 0;
-
-  // y = y·(1+scale) + shift, per column; shift and scale are f32 vectors of cols elements.
-  virtual void modulate(Tensor& y, const Tensor& shift, const Tensor& scale) = 0;
+  void rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group,
+                Tensor& y);
 
   // The DiT's pre-GEMM pass in one: rms_norm(x, w, Mul, eps, group = cols) then
-  // modulate(·, shift, scale), in that operation order (n = x·inv, n·w, then ·(1+scale)+shift).
+  // y·(1+scale) + shift per column (shift and scale: f32 vectors of cols elements), in that
+  // operation order (n = x·inv, n·w, then ·(1+scale)+shift).
   // y may be bf16 where the backend keeps GEMM inputs in bf16 (Backend::gemm_input_dtype); y may
   // be x when both have one dtype.
-  virtual void norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
-                             Tensor& y) = 0;
+  void norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
+                     Tensor& y);
 
   // The DiT's gated residual update and the next pre-GEMM pass in one: add(x, d, &gate) then
   // norm_modulate(x, w, eps, shift, scale, y), the same fp32 operations in that order; x (the
   // residual stream) is updated in place and read once. y must not be x.
-  virtual void add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
-                                 const Tensor& shift, const Tensor& scale, Tensor& y) = 0;
+  void add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+                         const Tensor& shift, const Tensor& scale, Tensor& y);
 
   // Per-head q/k preparation in one: rms_norm(x, w, Mul, eps, group = head_dim) then
   // rope(·, sin, cos, head_dim, rot_dim = head_dim), in that operation order. Reads the f32
   // projection output, writes y (bf16 where the backend's attention takes bf16); y may be x
   // when both have one dtype.
-  virtual void norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin,
-                         const Tensor& cos, Tensor& y) = 0;
+  void norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin,
+                 const Tensor& cos, Tensor& y);
 
   // x += d, or x += d·gate when gate (f32, cols elements) is given.
-  virtual void add(Tensor& x, const Tensor& d, const Tensor* gate) = 0;
+  void add(Tensor& x, const Tensor& d, const Tensor* gate);
 
   // Elementwise two-input units, out may alias neither input:
   //   Situ:        out = (4·tanh(b/4)·σ(b)) · (25·tanh(a/25))   (a = hidden, b = gate)
   //   SwiGlu:      out = silu(a) · b                           (a = gate, b = up)
   //   SigmoidGate: out = a · σ(b)
-  virtual void gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  void gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tensor& out);
 
   // y = x·σ(x); y may alias x.
-  virtual void silu(const Tensor& x, Tensor& y) = 0;
+  void silu(const Tensor& x, Tensor& y);
 
   // In place split-half rotation of the first rot_dim columns of every head (heads are runs of
   // head_dim columns): for i < rot_dim/2, (x_i, x_{i+r/2}) ← (x_i·c − x_{i+r/2}·s,
   // x_{i+r/2}·c + x_i·s) with c = cos[row, i], s = sin[row, i]. sin and cos are f32
   // [rows, rot_dim] whose two halves are equal (the usual [f | f] tables).
-  virtual void rope(Tensor& x, const Tensor& sin, const Tensor& cos, int64_t head_dim, int64_t rot_dim) = 0;
+  void rope(Tensor& x, const Tensor& sin, const Tensor& cos, int64_t head_dim, int64_t rot_dim);
 
   // Softmax attention without a materialised score matrix. q [Tq, heads·hd], k and v
   // [Tk, kv_heads·hd], out [Tq, heads·hd]; query head h reads kv head h / (heads/kv_heads).
   // causal: query i sees keys j ≤ i (Tq == Tk).
-  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
-                         int64_t kv_heads, int64_t head_dim, float scale, bool causal) = 0;
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
+                 int64_t kv_heads, int64_t head_dim, float scale, bool causal);
 
   // out[i, :] = table[ids[i], :] (table on the host or this backend, bf16 or f32)
-  virtual void embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) = 0;
+  void embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out);
 
   // dst = src (same rows and cols; any row strides; f32 <-> bf16 converted, rounding to nearest
   // even). Places cached rows into a longer sequence without a host round trip.
-  virtual void copy(const Tensor& src, Tensor& dst) = 0;
+  void copy(const Tensor& src, Tensor& dst);
+
+ protected:
+  // The backends' bodies, each called only by the public op of its name once that op's shared
+  // checks have passed; a body checks only its own conditions (where the tensors live, the
+  // dtypes its kernels take, storage).
+  virtual void do_linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) = 0;
+  virtual void do_linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
+                                    Tensor& out) = 0;
+  virtual void do_rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) = 0;
+  virtual void do_norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
+                                Tensor& y) = 0;
+  virtual void do_add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+                                    const Tensor& shift, const Tensor& scale, Tensor& y) = 0;
+  virtual void do_norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin,
+                            const Tensor& cos, Tensor& y) = 0;
+  virtual void do_add(Tensor& x, const Tensor& d, const Tensor* gate) = 0;
+  virtual void do_gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  virtual void do_silu(const Tensor& x, Tensor& y) = 0;
+  virtual void do_rope(Tensor& x, const Tensor& sin, const Tensor& cos, int64_t head_dim, int64_t rot_dim) = 0;
+  virtual void do_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
+                            int64_t kv_heads, int64_t head_dim, float scale, bool causal) = 0;
+  virtual void do_embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) = 0;
+  virtual void do_copy(const Tensor& src, Tensor& dst) = 0;
 };
 
 }  // namespace moss

@@ -11,9 +11,12 @@
 // - the mid-block attention reuses the core `linear` and `attention` ops on token rows; the
 //   two ops below move between the NCHW map and the [pixels, channels] token matrix.
 // Output tensors are allocated by the caller; ops never allocate.
+// The public ops are non-virtual: each checks its operands once for every backend
+// (ops/vae_ops.cpp), then runs the backend's body do_<op> inside the family's hook (ops/op_hook.h).
 #pragma once
 #include <cstdint>
 
+#include "ops/op_hook.h"
 #include "tensor/tensor.h"
 
 namespace moss {
@@ -42,15 +45,14 @@ struct Conv2dOptions {
   const Tensor* residual = nullptr;
 };
 
-class VaeOps {
+class VaeOps : public OpFamily {
  public:
-  virtual ~VaeOps() = default;
 
   // stats[g] = (mean, 1/sqrt(var + eps)) over the (C/groups)·H·W values of group g of
   // x [C, H, W] (groups of consecutive channels; biased variance). stats: f32 [groups, 2].
   // The statistics must be accurate to fp32 rounding even over millions of values (double or
   // Welford partial sums, never a plain fp32 Σx² − (Σx)²/N).
-  virtual void group_norm_stats(const Tensor& x, int64_t groups, float eps, Tensor& stats) = 0;
+  void group_norm_stats(const Tensor& x, int64_t groups, float eps, Tensor& stats);
 
   // Cross-correlation, stride 1, zero padding k/2, with bias:
   //   out[co, y, x] = bias[co] + Σ_{ci, ky, kx} w[co, ci, ky, kx] · in'[ci, y + ky − k/2, x + kx − k/2]
@@ -58,25 +60,37 @@ class VaeOps {
   // where in' is x [Cin, H, W] seen through opt.norm and opt.upsample2x. w: f32
   // [Cout, Cin, k, k] with k = 1 or 3; bias: f32 [Cout]; out: f32 [Cout, Ho, Wo] with
   // (Ho, Wo) = (H, W), or (2H, 2W) when upsampling. out must not alias x.
-  virtual void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dOptions& opt,
-                      Tensor& out) = 0;
+  void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dOptions& opt,
+              Tensor& out);
 
   // The latent contract (model.md section 6): the batch-norm inverse on the packed latent,
   // then the p×p unpatchify, in one pass:
   //   out[c, p·i + dy, p·j + dx] = packed[k, i, j]·sqrt(running_var[k] + eps) + running_mean[k],
   //   k = p²·c + p·dy + dx.
   // packed: f32 [p²·C, h, w]; running_mean/var: f32 [p²·C]; out: f32 [C, p·h, p·w].
-  virtual void batch_norm_unpatchify(const Tensor& packed, const Tensor& running_mean, const Tensor& running_var,
-                                     float eps, int64_t patch, Tensor& out) = 0;
+  void batch_norm_unpatchify(const Tensor& packed, const Tensor& running_mean, const Tensor& running_var,
+                             float eps, int64_t patch, Tensor& out);
 
   // Token rows of a group-normalised map, for the mid-block attention:
   //   tokens[y·W + x, c] = norm(x)[c, y, x]   (norm as GroupNormInput, SiLU included if set)
   // x: f32 [C, H, W]; tokens: f32 [H·W, C], any row stride.
-  virtual void group_norm_to_tokens(const Tensor& x, const GroupNormInput& norm, Tensor& tokens) = 0;
+  void group_norm_to_tokens(const Tensor& x, const GroupNormInput& norm, Tensor& tokens);
 
   // The attention's residual: x[c, y, x] += tokens[y·W + x, c]. tokens: f32 [H·W, C], any row
   // stride (a column slice of a fused projection is fine).
-  virtual void add_tokens(Tensor& x, const Tensor& tokens) = 0;
+  void add_tokens(Tensor& x, const Tensor& tokens);
+
+ protected:
+  // The backends' bodies, each called only by the public op of its name once that op's shared
+  // checks have passed; a body checks only its own conditions (where the tensors live, the
+  // dtypes its kernels take, storage).
+  virtual void do_group_norm_stats(const Tensor& x, int64_t groups, float eps, Tensor& stats) = 0;
+  virtual void do_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dOptions& opt,
+                         Tensor& out) = 0;
+  virtual void do_batch_norm_unpatchify(const Tensor& packed, const Tensor& running_mean, const Tensor& running_var,
+                                        float eps, int64_t patch, Tensor& out) = 0;
+  virtual void do_group_norm_to_tokens(const Tensor& x, const GroupNormInput& norm, Tensor& tokens) = 0;
+  virtual void do_add_tokens(Tensor& x, const Tensor& tokens) = 0;
 };
 
 }  // namespace moss

@@ -1,13 +1,16 @@
 // The gated delta rule of the text-op family: the chunked form (the encoder's prefill path)
-// against the token-by-token recurrence, and both against a double-precision statement of the
-// rule, on random inputs whose lengths are and are not multiples of the chunk.
+// against the token-by-token recurrence (a host reference kept here: the product never runs
+// it, so the op interface has no such op), and both against a double-precision statement of
+// the rule, on random inputs whose lengths are and are not multiples of the chunk.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <ostream>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "ops/backend.h"
 
@@ -84,6 +87,42 @@ Tensor reference_double(const DeltaInputs& in, float scale) {
   return out;
 }
 
+// The recurrent form in fp32, token by token (the former host op's operation order): per value
+// head, S ← exp(g)·S; δ = (v − Sᵀk)·beta; S ← S + k δᵀ; o = Sᵀ(scale·q). `state` (f32
+// [value_heads, dk, dv] or null) gives the initial state and receives the final one.
+void delta_rule_recurrent(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                          int64_t key_heads, float scale, Tensor* state, Tensor& out) {
+  const int64_t T = q.rows(), value_heads = g.cols(), dk = q.cols() / key_heads, dv = v.cols() / value_heads;
+  const int64_t group = value_heads / key_heads;
+  for (int64_t h = 0; h < value_heads; ++h) {
+    const int64_t kh = h / group;
+    std::vector<float> S(static_cast<size_t>(dk * dv), 0.0f), qs(static_cast<size_t>(dk)), delta(static_cast<size_t>(dv));
+    if (state) std::copy_n(state->ptr<const float>() + h * dk * dv, S.size(), S.data());
+    for (int64_t t = 0; t < T; ++t) {
+      const float* kt = k.row<const float>(t) + kh * dk;
+      const float* qt = q.row<const float>(t) + kh * dk;
+      const float* vt = v.row<const float>(t) + h * dv;
+      const float decay = std::exp(g.row<const float>(t)[h]), bt = beta.row<const float>(t)[h];
+      for (int64_t a = 0; a < dk; ++a) qs[size_t(a)] = qt[a] * scale;
+      for (float& e : S) e *= decay;
+      for (int64_t b = 0; b < dv; ++b) {
+        float mem = 0.0f;
+        for (int64_t a = 0; a < dk; ++a) mem += S[size_t(a * dv + b)] * kt[a];
+        delta[size_t(b)] = (vt[b] - mem) * bt;
+      }
+      for (int64_t a = 0; a < dk; ++a)
+        for (int64_t b = 0; b < dv; ++b) S[size_t(a * dv + b)] += kt[a] * delta[size_t(b)];
+      float* ot = out.row<float>(t) + h * dv;
+      for (int64_t b = 0; b < dv; ++b) {
+        float acc = 0.0f;
+        for (int64_t a = 0; a < dk; ++a) acc += S[size_t(a * dv + b)] * qs[size_t(a)];
+        ot[b] = acc;
+      }
+    }
+    if (state) std::copy(S.begin(), S.end(), state->ptr<float>() + h * dk * dv);
+  }
+}
+
 struct Case {
   int64_t T, key_heads, value_heads, dk, dv;
 };
@@ -105,7 +144,7 @@ TEST_P(DeltaRule, ChunkedMatchesRecurrent) {
   Tensor s_chunked = host_tensor(DType::F32, {c.value_heads, c.dk, c.dv});
   Tensor s_recurrent = host_tensor(DType::F32, {c.value_heads, c.dk, c.dv});
   be->text().delta_rule_chunked(in.q, in.k, in.v, in.g, in.beta, c.key_heads, scale, 64, &s_chunked, chunked);
-  be->text().delta_rule_recurrent(in.q, in.k, in.v, in.g, in.beta, c.key_heads, scale, &s_recurrent, recurrent);
+  delta_rule_recurrent(in.q, in.k, in.v, in.g, in.beta, c.key_heads, scale, &s_recurrent, recurrent);
   const Tensor exact = reference_double(in, scale);
 
   const double chunk_vs_rec = rel_l2(chunked, recurrent), state_diff = rel_l2(s_chunked, s_recurrent);
@@ -141,8 +180,8 @@ TEST(DeltaRuleState, CarriesAcrossCalls) {
                                   in.g.slice_rows(0, split), in.beta.slice_rows(0, split), hk, scale, 64, &state, head);
     const int64_t n = T - split;
     if (recurrent_tail)
-      be->text().delta_rule_recurrent(in.q.slice_rows(split, n), in.k.slice_rows(split, n), in.v.slice_rows(split, n),
-                                      in.g.slice_rows(split, n), in.beta.slice_rows(split, n), hk, scale, &state, tail);
+      delta_rule_recurrent(in.q.slice_rows(split, n), in.k.slice_rows(split, n), in.v.slice_rows(split, n),
+                           in.g.slice_rows(split, n), in.beta.slice_rows(split, n), hk, scale, &state, tail);
     else
       be->text().delta_rule_chunked(in.q.slice_rows(split, n), in.k.slice_rows(split, n), in.v.slice_rows(split, n),
                                     in.g.slice_rows(split, n), in.beta.slice_rows(split, n), hk, scale, 64, &state,

@@ -61,14 +61,14 @@ class HipCoreOps : public CoreOps {
  public:
   explicit HipCoreOps(HipContext& ctx) : ctx_(ctx) {}
 
-  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override {
+  void do_linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override {
     gemm_op("linear", x, w, bias, nullptr, y);
   }
 
   // The unit in the GEMM's epilogue where the kernel can (gemm_fuses_unit: NVIDIA Hopper,
   // F a multiple of 128); elsewhere the product goes through scratch in out's dtype first.
-  void linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
-                         Tensor& out) override {
+  void do_linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
+                            Tensor& out) override {
     gemm_op("linear_gated_unit", x, w, bias, &kind, out);
   }
 
@@ -78,9 +78,6 @@ class HipCoreOps : public CoreOps {
     const RowsMatrix xm = device_matrix(x, name, "x"), wm = device_matrix(w, name, "weight");
     const RowsMatrix ym = device_matrix(y, name, "y");
     const int64_t M = xm.rows, K = xm.cols, N = wm.rows;
-    require(wm.cols == K, name, "weight " + w.shape_str() + " does not match x " + x.shape_str());
-    require(ym.rows == M && ym.cols * (unit ? 2 : 1) == N, name,
-            "y " + y.shape_str() + (unit ? " is not [M, N/2]" : " is not [M, N]"));
     const RowsVector b = device_vector(bias, N, name, "bias");
     if (M == 0 || N == 0) return;
     require(K > 0, name, "K is zero");
@@ -158,47 +155,34 @@ class HipCoreOps : public CoreOps {
     gemm(op, ctx_.stream(), ctx_.multiprocessors());
   }
 
-  void rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) override {
+  void do_rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) override {
     const RowsMatrix xm = device_matrix(x, "rms_norm", "x"), ym = device_matrix(y, "rms_norm", "y");
-    require(group > 0 && xm.cols % group == 0, "rms_norm", "group must divide the columns");
-    require(ym.rows == xm.rows && ym.cols == xm.cols, "rms_norm", "y " + y.shape_str() + " differs from x");
-    require(mode == NormWeight::None || w, "rms_norm", "weight missing");
     const RowsVector wv = mode == NormWeight::None ? RowsVector{} : device_vector(w, group, "rms_norm", "weight");
     rows_rms_norm(xm, wv, mode, eps, group, ym, ctx_.stream());
   }
 
-  void modulate(Tensor& y, const Tensor& shift, const Tensor& scale) override {
-    const RowsMatrix ym = device_matrix(y, "modulate", "y");
-    rows_modulate(ym, device_vector(&shift, ym.cols, "modulate", "shift"),
-                  device_vector(&scale, ym.cols, "modulate", "scale"), ctx_.stream());
-  }
-
-  void norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
-                     Tensor& y) override {
+  void do_norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
+                        Tensor& y) override {
     const RowsMatrix xm = device_matrix(x, "norm_modulate", "x"), ym = device_matrix(y, "norm_modulate", "y");
-    require(ym.rows == xm.rows && ym.cols == xm.cols, "norm_modulate", "y " + y.shape_str() + " differs from x");
     rows_norm_modulate(xm, device_vector(&w, xm.cols, "norm_modulate", "weight"), eps,
                        device_vector(&shift, xm.cols, "norm_modulate", "shift"),
                        device_vector(&scale, xm.cols, "norm_modulate", "scale"), ym, ctx_.stream());
   }
 
-  void add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
-                         const Tensor& shift, const Tensor& scale, Tensor& y) override {
+  void do_add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+                            const Tensor& shift, const Tensor& scale, Tensor& y) override {
     const char* name = "add_norm_modulate";
     const RowsMatrix xm = device_matrix(x, name, "x"), dm = device_matrix(d, name, "d");
     const RowsMatrix ym = device_matrix(y, name, "y");
-    require(ym.rows == xm.rows && ym.cols == xm.cols, name, "y " + y.shape_str() + " differs from x");
-    require(dm.rows == xm.rows && dm.cols == xm.cols, name, "d " + d.shape_str() + " differs from x");
     rows_add_norm_modulate(xm, &dm, device_vector(&gate, xm.cols, name, "gate"), device_vector(&w, xm.cols, name, "weight"),
                            eps, device_vector(&shift, xm.cols, name, "shift"),
                            device_vector(&scale, xm.cols, name, "scale"), ym, ctx_.stream());
   }
 
-  void norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin, const Tensor& cos,
-                 Tensor& y) override {
+  void do_norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin, const Tensor& cos,
+                    Tensor& y) override {
     const RowsMatrix xm = device_matrix(x, "norm_rope", "x"), ym = device_matrix(y, "norm_rope", "y");
     const RowsMatrix sm = device_matrix(sin, "norm_rope", "sin"), cm = device_matrix(cos, "norm_rope", "cos");
-    require(ym.rows == xm.rows && ym.cols == xm.cols, "norm_rope", "y " + y.shape_str() + " differs from x");
     require(!sm.bf16 && !cm.bf16, "norm_rope", "sin and cos must be f32");
     require(head_dim > 0 && head_dim % 2 == 0 && xm.cols % head_dim == 0, "norm_rope",
             "head_dim " + std::to_string(head_dim) + " does not fit x " + x.shape_str());
@@ -209,49 +193,41 @@ class HipCoreOps : public CoreOps {
                    ctx_.stream());
   }
 
-  void add(Tensor& x, const Tensor& d, const Tensor* gate) override {
+  void do_add(Tensor& x, const Tensor& d, const Tensor* gate) override {
     const RowsMatrix xm = device_matrix(x, "add", "x"), dm = device_matrix(d, "add", "d");
-    require(dm.rows == xm.rows && dm.cols == xm.cols, "add", "d " + d.shape_str() + " differs from x");
     rows_add(xm, dm, device_vector(gate, xm.cols, "add", "gate"), ctx_.stream());
   }
 
-  void gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tensor& out) override {
+  void do_gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tensor& out) override {
     const RowsMatrix am = device_matrix(a, "gated_unit", "a"), bm = device_matrix(b, "gated_unit", "b");
     const RowsMatrix om = device_matrix(out, "gated_unit", "out");
-    require(bm.rows == am.rows && bm.cols == am.cols && om.rows == am.rows && om.cols == am.cols, "gated_unit",
-            "shapes differ: a " + a.shape_str() + ", b " + b.shape_str() + ", out " + out.shape_str());
     rows_gated_unit(kind, am, bm, om, ctx_.stream());
   }
 
-  void silu(const Tensor& x, Tensor& y) override {
+  void do_silu(const Tensor& x, Tensor& y) override {
     const RowsMatrix xm = device_matrix(x, "silu", "x"), ym = device_matrix(y, "silu", "y");
-    require(ym.rows == xm.rows && ym.cols == xm.cols, "silu", "y " + y.shape_str() + " differs from x");
     rows_silu(xm, ym, ctx_.stream());
   }
 
-  void rope(Tensor& x, const Tensor& sin, const Tensor& cos, int64_t head_dim, int64_t rot_dim) override {
+  void do_rope(Tensor& x, const Tensor& sin, const Tensor& cos, int64_t head_dim, int64_t rot_dim) override {
     const RowsMatrix xm = device_matrix(x, "rope", "x");
     const RowsMatrix sm = device_matrix(sin, "rope", "sin"), cm = device_matrix(cos, "rope", "cos");
     require(!sm.bf16 && !cm.bf16, "rope", "sin and cos must be f32");
-    require(head_dim > 0 && xm.cols % head_dim == 0 && rot_dim % 2 == 0 && rot_dim <= head_dim, "rope",
-            "head_dim " + std::to_string(head_dim) + " / rot_dim " + std::to_string(rot_dim) + " do not fit x " +
-                x.shape_str());
-    require(sm.rows == xm.rows && cm.rows == xm.rows && sm.cols >= rot_dim && cm.cols >= rot_dim, "rope",
+    require(sm.cols >= rot_dim && cm.cols >= rot_dim, "rope",
             "table shape " + sin.shape_str() + " for x " + x.shape_str());
     rows_rope(xm, static_cast<const float*>(sm.data), sm.ld, static_cast<const float*>(cm.data), cm.ld, head_dim,
               rot_dim, ctx_.stream());
   }
 
-  void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t kv_heads,
-                 int64_t head_dim, float scale, bool causal) override {
+  void do_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t kv_heads,
+                    int64_t head_dim, float scale, bool causal) override {
     hip_attention(ctx_, q, k, v, out, heads, kv_heads, head_dim, scale, causal);
   }
 
-  void embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) override {
+  void do_embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) override {
     const RowsMatrix om = device_matrix(out, "embedding", "out");
     require(float_dtype(table.dtype) && two_d_readable(table), "embedding", "table must be an f32 or bf16 matrix");
     const int64_t V = table.rows(), C = table.cols(), n = int64_t(ids.size());
-    require(om.rows == n && om.cols == C, "embedding", "out " + out.shape_str() + " is not [ids, table columns]");
     for (int32_t id : ids)
       require(id >= 0 && id < V, "embedding", "token id " + std::to_string(id) + " outside the table");
     if (n == 0 || C == 0) return;
@@ -274,10 +250,8 @@ class HipCoreOps : public CoreOps {
     rows_gather(tm, static_cast<const int32_t*>(dev_ids), om, ctx_.stream());
   }
 
-  void copy(const Tensor& src, Tensor& dst) override {
+  void do_copy(const Tensor& src, Tensor& dst) override {
     const RowsMatrix dm = device_matrix(dst, "copy", "dst");
-    require(src.rows() == dm.rows && src.cols() == dm.cols, "copy",
-            "src " + src.shape_str() + " and dst " + dst.shape_str() + " differ");
     if (src.where == Where::Host) {
       require(float_dtype(src.dtype) && two_d_readable(src), "copy", "src must be an f32 or bf16 matrix");
       const size_t es = dtype_size(src.dtype), row_bytes = size_t(src.cols()) * es;

@@ -21,24 +21,17 @@ void require(bool ok, const char* op, const std::string& why) {
   if (!ok) throw std::invalid_argument(std::string(op) + ": " + why);
 }
 
-void check_f32(const Tensor& t, const char* op, const char* what) {
+// The shapes and dtypes are checked by the public ops (ops/vae_ops.cpp); the device's own
+// conditions: device storage, and sizes that fit the kernels' 32-bit indices.
+void check_device(const Tensor& t, const char* op, const char* what) {
   require(t.data != nullptr, op, std::string(what) + " has no storage");
   require(t.where == Where::Device, op, std::string(what) + " must be on the device");
-  require(t.dtype == DType::F32, op, std::string(what) + " must be f32");
-  require(t.contiguous(), op, std::string(what) + " must be contiguous");
 }
 
 void check_map(const Tensor& t, const char* op, const char* what) {
-  check_f32(t, op, what);
-  require(t.rank == 3, op, std::string(what) + " must be [C, H, W], got " + t.shape_str());
+  check_device(t, op, what);
   require(t.shape[0] < (int64_t(1) << 31) && t.shape[1] < (int64_t(1) << 30) && t.shape[2] < (int64_t(1) << 30), op,
           std::string(what) + " " + t.shape_str() + " is too large");
-}
-
-void check_rows(const Tensor& t, const char* op, const char* what) {
-  require(t.data != nullptr && t.where == Where::Device && t.dtype == DType::F32, op,
-          std::string(what) + " must be a device f32 matrix");
-  require(t.rank == 2 && (t.shape[1] == 1 || t.stride[1] == 1), op, std::string(what) + " must be [rows, cols]");
 }
 
 // One scratch request carved into 256-byte aligned pieces.
@@ -60,17 +53,12 @@ T* at(void* base, size_t offset) {
   return reinterpret_cast<T*>(static_cast<char*>(base) + offset);
 }
 
-// Validates a GroupNormInput for a map of `channels` channels; returns its group count.
-int check_norm(const GroupNormInput& n, int64_t channels, const char* op) {
-  require(n.stats && n.gamma && n.beta, op, "group norm needs stats, gamma and beta");
-  check_f32(*n.stats, op, "group norm stats");
-  check_f32(*n.gamma, op, "group norm gamma");
-  check_f32(*n.beta, op, "group norm beta");
-  const int64_t groups = n.stats->numel() / 2;
-  require(n.stats->numel() == 2 * groups && groups > 0 && channels % groups == 0, op,
-          "group norm stats " + n.stats->shape_str() + " do not divide " + std::to_string(channels) + " channels");
-  require(n.gamma->numel() == channels && n.beta->numel() == channels, op, "group norm gamma/beta size");
-  return int(groups);
+// A GroupNormInput's tensors on the device; returns its group count.
+int check_norm(const GroupNormInput& n, const char* op) {
+  check_device(*n.stats, op, "group norm stats");
+  check_device(*n.gamma, op, "group norm gamma");
+  check_device(*n.beta, op, "group norm beta");
+  return int(n.stats->numel() / 2);
 }
 
 class HipVaeOps : public VaeOps {
@@ -81,38 +69,28 @@ class HipVaeOps : public VaeOps {
                                   " convolutions are not built for this platform");
   }
 
-  void group_norm_stats(const Tensor& x, int64_t groups, float eps, Tensor& stats) override {
+  void do_group_norm_stats(const Tensor& x, int64_t groups, float eps, Tensor& stats) override {
     check_map(x, "group_norm_stats", "x");
-    check_f32(stats, "group_norm_stats", "stats");
-    require(groups > 0 && x.shape[0] % groups == 0, "group_norm_stats",
-            std::to_string(groups) + " groups do not divide " + std::to_string(x.shape[0]) + " channels");
-    require(stats.numel() == 2 * groups, "group_norm_stats", "stats must be [groups, 2]");
+    check_device(stats, "group_norm_stats", "stats");
     // NCHW keeps a group's channels adjacent: group g is one contiguous span.
     const int64_t span = x.numel() / groups;
     void* scratch = ctx_.scratch(group_norm_stats_scratch_bytes(span, int(groups)));
     moss::group_norm_stats(x.ptr<const float>(), span, int(groups), eps, stats.ptr<float>(), scratch, ctx_.stream());
   }
 
-  void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dOptions& opt, Tensor& out) override {
+  void do_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dOptions& opt, Tensor& out) override {
     check_map(x, "conv2d", "x");
     check_map(out, "conv2d", "out");
-    check_f32(w, "conv2d", "weight");
-    check_f32(bias, "conv2d", "bias");
+    check_device(w, "conv2d", "weight");
+    check_device(bias, "conv2d", "bias");
     const int64_t Cin = x.shape[0], H = x.shape[1], W = x.shape[2];
-    const int64_t Cout = w.shape[0], k = w.rank == 4 ? w.shape[3] : 0;
-    require(w.rank == 4 && w.shape[1] == Cin && w.shape[2] == k && (k == 1 || k == 3), "conv2d",
-            "weight " + w.shape_str() + " is not [Cout, " + std::to_string(Cin) + ", k, k] with k 1 or 3");
-    require(bias.numel() == Cout, "conv2d", "bias size");
-    const int64_t up = opt.upsample2x ? 2 : 1;
-    require(out.shape[0] == Cout && out.shape[1] == H * up && out.shape[2] == W * up, "conv2d",
-            "out " + out.shape_str() + " for input " + x.shape_str() + " and weight " + w.shape_str());
+    const int64_t Cout = w.shape[0], k = w.shape[3];
     require(out.data != x.data, "conv2d", "out must not alias the input");
     if (opt.residual) {
       check_map(*opt.residual, "conv2d", "residual");
-      require(opt.residual->dims() == out.dims(), "conv2d", "residual shape");
       require(opt.residual->data != x.data, "conv2d", "the residual must not alias the input");
     }
-    const int groups = opt.norm ? check_norm(*opt.norm, Cin, "conv2d") : 0;
+    const int groups = opt.norm ? check_norm(*opt.norm, "conv2d") : 0;
 
     const bool split = precision_ == ConvPrecision::Bf16x3;
     const size_t plane_bytes = size_t(conv::packed_words(int(Cout), int(Cin), int(k))) * sizeof(uint32_t);
@@ -146,30 +124,23 @@ class HipVaeOps : public VaeOps {
     moss::conv2d(a, precision_, ctx_.stream());
   }
 
-  void batch_norm_unpatchify(const Tensor& packed, const Tensor& running_mean, const Tensor& running_var, float eps,
-                             int64_t patch, Tensor& out) override {
+  void do_batch_norm_unpatchify(const Tensor& packed, const Tensor& running_mean, const Tensor& running_var, float eps,
+                                int64_t patch, Tensor& out) override {
     check_map(packed, "batch_norm_unpatchify", "packed");
     check_map(out, "batch_norm_unpatchify", "out");
-    check_f32(running_mean, "batch_norm_unpatchify", "running_mean");
-    check_f32(running_var, "batch_norm_unpatchify", "running_var");
-    const int64_t p = patch, K = packed.shape[0], h = packed.shape[1], w = packed.shape[2];
-    require(p > 0 && K % (p * p) == 0, "batch_norm_unpatchify", "channels must be a multiple of patch²");
-    const int64_t C = K / (p * p);
-    require(out.shape[0] == C && out.shape[1] == p * h && out.shape[2] == p * w, "batch_norm_unpatchify",
-            "out " + out.shape_str() + " for packed " + packed.shape_str());
-    require(running_mean.numel() == K && running_var.numel() == K, "batch_norm_unpatchify", "statistics size");
+    check_device(running_mean, "batch_norm_unpatchify", "running_mean");
+    check_device(running_var, "batch_norm_unpatchify", "running_var");
+    const int64_t p = patch, K = packed.shape[0], h = packed.shape[1], w = packed.shape[2], C = K / (p * p);
     moss::batch_norm_unpatchify(packed.ptr<const float>(), running_mean.ptr<const float>(),
                                 running_var.ptr<const float>(), eps, int(C), int(h), int(w), int(p), out.ptr<float>(),
                                 ctx_.stream());
   }
 
-  void group_norm_to_tokens(const Tensor& x, const GroupNormInput& norm, Tensor& tokens) override {
+  void do_group_norm_to_tokens(const Tensor& x, const GroupNormInput& norm, Tensor& tokens) override {
     check_map(x, "group_norm_to_tokens", "x");
-    check_rows(tokens, "group_norm_to_tokens", "tokens");
+    check_device(tokens, "group_norm_to_tokens", "tokens");
     const int64_t C = x.shape[0], P = x.shape[1] * x.shape[2];
-    require(tokens.shape[0] == P && tokens.shape[1] == C, "group_norm_to_tokens",
-            "tokens " + tokens.shape_str() + " for map " + x.shape_str());
-    const int groups = check_norm(norm, C, "group_norm_to_tokens");
+    const int groups = check_norm(norm, "group_norm_to_tokens");
     ChannelNorm* norms = static_cast<ChannelNorm*>(ctx_.scratch(size_t(C) * sizeof(ChannelNorm)));
     group_norm_channels(norm.stats->ptr<const float>(), norm.gamma->ptr<const float>(), norm.beta->ptr<const float>(),
                         int(C), groups, norms, ctx_.stream());
@@ -177,12 +148,10 @@ class HipVaeOps : public VaeOps {
                   ctx_.stream());
   }
 
-  void add_tokens(Tensor& x, const Tensor& tokens) override {
+  void do_add_tokens(Tensor& x, const Tensor& tokens) override {
     check_map(x, "add_tokens", "x");
-    check_rows(tokens, "add_tokens", "tokens");
+    check_device(tokens, "add_tokens", "tokens");
     const int64_t C = x.shape[0], P = x.shape[1] * x.shape[2];
-    require(tokens.shape[0] == P && tokens.shape[1] == C, "add_tokens",
-            "tokens " + tokens.shape_str() + " for map " + x.shape_str());
     add_tokens_to_map(x.ptr<float>(), int(C), P, tokens.ptr<const float>(), tokens.row_stride(), ctx_.stream());
   }
 

@@ -3,6 +3,7 @@
 // does: a dot product runs k = 0..K-1 in one fp32 sum; norms sum squares in column order.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -41,13 +42,11 @@ class HostCoreOps : public CoreOps {
  public:
   explicit HostCoreOps(ThreadPool& pool) : pool_(pool) {}
 
-  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override {
+  void do_linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override {
     check_f32_matrix(x, "linear", "x");
     check_f32_matrix(y, "linear", "y");
     const int64_t M = x.rows(), K = x.cols(), N = w.rows();
-    require(w.cols() == K && w.contiguous(), "linear", "weight " + w.shape_str() + " does not match x " + x.shape_str());
-    require(y.rows() == M && y.cols() == N, "linear", "y " + y.shape_str() + " is not [M, N]");
-    require(!bias || bias->numel() == N, "linear", "bias size");
+    require(w.contiguous(), "linear", "weight " + w.shape_str() + " must be contiguous");
     std::vector<float> b = bias ? vec_f32(*bias) : std::vector<float>();
     // Threads take blocks of output columns; each converts its weight rows to f32 once.
     constexpr int64_t kBlock = 16;
@@ -81,32 +80,27 @@ class HostCoreOps : public CoreOps {
   }
 
   // Its definition, literally: the reference stays bit-identical to linear then gated_unit.
-  void linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
-                         Tensor& out) override {
+  void do_linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
+                            Tensor& out) override {
     check_f32_matrix(out, "linear_gated_unit", "out");
     const int64_t F = out.cols();
-    require(w.rank == 2 && w.rows() == 2 * F, "linear_gated_unit",
-            "weight " + w.shape_str() + " must have 2 x " + std::to_string(F) + " rows");
     Tensor t = host_tensor(DType::F32, {out.rows(), 2 * F});
     linear(x, w, bias, t);
     gated_unit(kind, t.slice_cols(0, F), t.slice_cols(F, F), out);
   }
 
   // Its definition, literally: add then norm_modulate.
-  void add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
-                         const Tensor& shift, const Tensor& scale, Tensor& y) override {
+  void do_add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+                            const Tensor& shift, const Tensor& scale, Tensor& y) override {
     require(x.data != y.data, "add_norm_modulate", "y must not be x");
     add(x, d, &gate);
     norm_modulate(x, w, eps, shift, scale, y);
   }
 
-  void rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) override {
+  void do_rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) override {
     check_f32_matrix(x, "rms_norm", "x");
     check_f32_matrix(y, "rms_norm", "y");
     const int64_t M = x.rows(), C = x.cols();
-    require(group > 0 && C % group == 0, "rms_norm", "group must divide the columns");
-    require(y.rows() == M && y.cols() == C, "rms_norm", "y shape");
-    require(mode == NormWeight::None || (w && w->numel() == group), "rms_norm", "weight size");
     std::vector<float> wf = (mode != NormWeight::None) ? vec_f32(*w) : std::vector<float>();
     if (mode == NormWeight::OnePlus)
       for (float& v : wf) v += 1.0f;
@@ -127,7 +121,8 @@ class HostCoreOps : public CoreOps {
     }, 4);
   }
 
-  void modulate(Tensor& y, const Tensor& shift, const Tensor& scale) override {
+  // y = y·(1+scale) + shift per column: norm_modulate's second half.
+  void modulate(Tensor& y, const Tensor& shift, const Tensor& scale) {
     check_f32_matrix(y, "modulate", "y");
     const int64_t C = y.cols();
     require(shift.numel() == C && scale.numel() == C, "modulate", "shift/scale size");
@@ -142,25 +137,23 @@ class HostCoreOps : public CoreOps {
 
   // The fused ops' reference is their definition: the two ops they fuse, one after the other
   // (the kernels compute each element with exactly these fp32 operations in this order).
-  void norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
-                     Tensor& y) override {
+  void do_norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
+                        Tensor& y) override {
     rms_norm(x, &w, NormWeight::Mul, eps, x.cols(), y);
     modulate(y, shift, scale);
   }
 
-  void norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin, const Tensor& cos,
-                 Tensor& y) override {
+  void do_norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin, const Tensor& cos,
+                    Tensor& y) override {
     rms_norm(x, &w, NormWeight::Mul, eps, head_dim, y);
     rope(y, sin, cos, head_dim, head_dim);
   }
 
-  void add(Tensor& x, const Tensor& d, const Tensor* gate) override {
+  void do_add(Tensor& x, const Tensor& d, const Tensor* gate) override {
     check_f32_matrix(x, "add", "x");
     check_f32_matrix(d, "add", "d");
     const int64_t C = x.cols();
-    require(d.rows() == x.rows() && d.cols() == C, "add", "shape mismatch");
     std::vector<float> g = gate ? vec_f32(*gate) : std::vector<float>();
-    require(!gate || int64_t(g.size()) == C, "add", "gate size");
     pool_.parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         float* xr = x.row<float>(r);
@@ -173,13 +166,10 @@ class HostCoreOps : public CoreOps {
     }, 4);
   }
 
-  void gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tensor& out) override {
-    check_f32_matrix(a, "gated_unit", "a");
-    check_f32_matrix(b, "gated_unit", "b");
-    check_f32_matrix(out, "gated_unit", "out");
+  void do_gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tensor& out) override {
+    for (const Tensor* t : std::initializer_list<const Tensor*>{&a, &b, &out})
+      check_f32_matrix(*t, "gated_unit", "operand");
     const int64_t C = a.cols();
-    require(b.rows() == a.rows() && b.cols() == C && out.rows() == a.rows() && out.cols() == C, "gated_unit",
-            "shape mismatch");
     pool_.parallel_for(a.rows(), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const float* ar = a.row<const float>(r);
@@ -199,11 +189,10 @@ class HostCoreOps : public CoreOps {
     }, 4);
   }
 
-  void silu(const Tensor& x, Tensor& y) override {
+  void do_silu(const Tensor& x, Tensor& y) override {
     check_f32_matrix(x, "silu", "x");
     check_f32_matrix(y, "silu", "y");
     const int64_t C = x.cols();
-    require(y.rows() == x.rows() && y.cols() == C, "silu", "shape mismatch");
     pool_.parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const float* xr = x.row<const float>(r);
@@ -213,13 +202,12 @@ class HostCoreOps : public CoreOps {
     }, 4);
   }
 
-  void rope(Tensor& x, const Tensor& sin, const Tensor& cos, int64_t head_dim, int64_t rot_dim) override {
+  void do_rope(Tensor& x, const Tensor& sin, const Tensor& cos, int64_t head_dim, int64_t rot_dim) override {
     check_f32_matrix(x, "rope", "x");
     check_f32_matrix(sin, "rope", "sin");
     check_f32_matrix(cos, "rope", "cos");
     const int64_t C = x.cols(), half = rot_dim / 2;
-    require(head_dim > 0 && C % head_dim == 0 && rot_dim % 2 == 0 && rot_dim <= head_dim, "rope", "dims");
-    require(sin.rows() == x.rows() && cos.rows() == x.rows() && sin.cols() >= half && cos.cols() >= half, "rope",
+    require(sin.cols() >= half && cos.cols() >= half, "rope",
             "table shape " + sin.shape_str() + " for x " + x.shape_str());
     pool_.parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
@@ -237,8 +225,8 @@ class HostCoreOps : public CoreOps {
     }, 4);
   }
 
-  void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t kv_heads,
-                 int64_t head_dim, float scale, bool causal) override {
+  void do_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t kv_heads,
+                    int64_t head_dim, float scale, bool causal) override {
     check_f32_matrix(q, "attention", "q");
     check_f32_matrix(k, "attention", "k");
     check_f32_matrix(v, "attention", "v");
@@ -282,10 +270,9 @@ class HostCoreOps : public CoreOps {
     });
   }
 
-  void embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) override {
+  void do_embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) override {
     check_f32_matrix(out, "embedding", "out");
     const int64_t V = table.rows(), C = table.cols();
-    require(out.rows() == int64_t(ids.size()) && out.cols() == C, "embedding", "out shape");
     for (size_t i = 0; i < ids.size(); ++i) {
       require(ids[i] >= 0 && ids[i] < V, "embedding", "token id " + std::to_string(ids[i]) + " outside the table");
       float* o = out.row<float>(int64_t(i));
@@ -295,9 +282,8 @@ class HostCoreOps : public CoreOps {
     }
   }
 
-  void copy(const Tensor& src, Tensor& dst) override {
+  void do_copy(const Tensor& src, Tensor& dst) override {
     require(src.where == Where::Host && dst.where == Where::Host, "copy", "host tensors only");
-    require(src.rows() == dst.rows() && src.cols() == dst.cols(), "copy", "shape mismatch");
     const int64_t C = src.cols();
     for (int64_t r = 0; r < src.rows(); ++r)
       for (int64_t c = 0; c < C; ++c) {

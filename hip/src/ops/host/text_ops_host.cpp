@@ -28,7 +28,7 @@ inline float silu(float x) { return x * sigmoid(x); }
 // torch.nn.functional.softplus with beta 1 and threshold 20.
 inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
-// Shapes shared by both forms of the delta rule, checked once.
+// The delta rule's dimensions (the public op has checked the shapes: ops/text_ops.cpp).
 struct DeltaShape {
   int64_t T, key_heads, value_heads, dk, dv, group;
 };
@@ -40,20 +40,10 @@ DeltaShape delta_shape(const char* op, const Tensor& q, const Tensor& k, const T
   s.T = q.rows();
   s.key_heads = key_heads;
   s.value_heads = g.cols();
-  require(key_heads > 0 && s.value_heads > 0 && s.value_heads % key_heads == 0, op,
-          "value heads must be a multiple of key heads");
-  require(q.cols() % key_heads == 0 && k.cols() == q.cols(), op, "q/k columns " + q.shape_str() + " " + k.shape_str());
-  require(v.cols() % s.value_heads == 0 && out.cols() == v.cols(), op, "v/out columns");
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&k, &v, &g, &beta, &out}) require(t->rows() == s.T, op, "row counts differ");
-  require(beta.cols() == s.value_heads, op, "beta columns");
   s.dk = q.cols() / key_heads;
   s.dv = v.cols() / s.value_heads;
   s.group = s.value_heads / key_heads;
-  if (state) {
-    check_f32_matrix(*state, op, "state");
-    require(state->contiguous() && state->numel() == s.value_heads * s.dk * s.dv, op,
-            "state must be contiguous f32 [value_heads, dk, dv]");
-  }
+  if (state) check_f32_matrix(*state, op, "state");
   return s;
 }
 
@@ -61,12 +51,10 @@ class HostTextOps : public TextOps {
  public:
   explicit HostTextOps(ThreadPool& pool) : pool_(pool) {}
 
-  void causal_conv1d_silu(const Tensor& x, const Tensor& w, Tensor& y) override {
+  void do_causal_conv1d_silu(const Tensor& x, const Tensor& w, Tensor& y) override {
     check_f32_matrix(x, "causal_conv1d_silu", "x");
     check_f32_matrix(y, "causal_conv1d_silu", "y");
     const int64_t T = x.rows(), C = x.cols(), K = w.cols();
-    require(w.rows() == C && K > 0, "causal_conv1d_silu", "weight " + w.shape_str() + " for " + x.shape_str());
-    require(y.rows() == T && y.cols() == C, "causal_conv1d_silu", "y shape");
     const std::vector<float> wf = to_f32_vector(w);
     pool_.parallel_for(T, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
@@ -84,13 +72,10 @@ class HostTextOps : public TextOps {
     }, 4);
   }
 
-  void deltanet_gates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, Tensor& g,
-                      Tensor& beta) override {
+  void do_deltanet_gates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, Tensor& g,
+                         Tensor& beta) override {
     for (const Tensor* t : std::initializer_list<const Tensor*>{&a, &b, &g, &beta}) check_f32_matrix(*t, "deltanet_gates", "operand");
     const int64_t T = a.rows(), H = a.cols();
-    for (const Tensor* t : std::initializer_list<const Tensor*>{&b, &g, &beta})
-      require(t->rows() == T && t->cols() == H, "deltanet_gates", "shape " + t->shape_str() + " vs " + a.shape_str());
-    require(a_log.numel() == H && dt_bias.numel() == H, "deltanet_gates", "A_log/dt_bias size");
     const std::vector<float> al = to_f32_vector(a_log), db = to_f32_vector(dt_bias);
     std::vector<float> neg_a(size_t(H), 0.0f);
     for (int64_t h = 0; h < H; ++h) neg_a[size_t(h)] = -std::exp(al[size_t(h)]);
@@ -101,12 +86,10 @@ class HostTextOps : public TextOps {
       }
   }
 
-  void l2_norm(const Tensor& x, float eps, int64_t group, Tensor& y) override {
+  void do_l2_norm(const Tensor& x, float eps, int64_t group, Tensor& y) override {
     check_f32_matrix(x, "l2_norm", "x");
     check_f32_matrix(y, "l2_norm", "y");
     const int64_t M = x.rows(), C = x.cols();
-    require(group > 0 && C % group == 0, "l2_norm", "group must divide the columns");
-    require(y.rows() == M && y.cols() == C, "l2_norm", "y shape");
     pool_.parallel_for(M, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const float* xr = x.row<const float>(r);
@@ -121,29 +104,18 @@ class HostTextOps : public TextOps {
     }, 4);
   }
 
-  void delta_rule_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
-                          int64_t key_heads, float scale, int64_t chunk, Tensor* state, Tensor& out) override {
+  void do_delta_rule_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                             int64_t key_heads, float scale, int64_t chunk, Tensor* state, Tensor& out) override {
     const DeltaShape s = delta_shape("delta_rule_chunked", q, k, v, g, beta, key_heads, state, out);
-    require(chunk > 0, "delta_rule_chunked", "chunk must be positive");
     pool_.parallel_for(s.value_heads, [&](int64_t h0, int64_t h1) {
       for (int64_t h = h0; h < h1; ++h) chunked_head(q, k, v, g, beta, s, h, scale, chunk, state, out);
     });
   }
 
-  void delta_rule_recurrent(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
-                            int64_t key_heads, float scale, Tensor* state, Tensor& out) override {
-    const DeltaShape s = delta_shape("delta_rule_recurrent", q, k, v, g, beta, key_heads, state, out);
-    pool_.parallel_for(s.value_heads, [&](int64_t h0, int64_t h1) {
-      for (int64_t h = h0; h < h1; ++h) recurrent_head(q, k, v, g, beta, s, h, scale, state, out);
-    });
-  }
-
-  void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, int64_t group,
-                      Tensor& y) override {
+  void do_gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, int64_t group,
+                         Tensor& y) override {
     for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &z, &y}) check_f32_matrix(*t, "gated_rms_norm", "operand");
     const int64_t M = x.rows(), C = x.cols();
-    require(group > 0 && C % group == 0 && w.numel() == group, "gated_rms_norm", "group/weight size");
-    require(z.rows() == M && z.cols() == C && y.rows() == M && y.cols() == C, "gated_rms_norm", "shapes");
     const std::vector<float> wf = to_f32_vector(w);
     pool_.parallel_for(M, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
@@ -169,34 +141,6 @@ class HostTextOps : public TextOps {
   }
   static void store_state(Tensor* state, const DeltaShape& s, int64_t h, const std::vector<float>& S) {
     if (state) std::copy(S.begin(), S.end(), state->ptr<float>() + h * s.dk * s.dv);
-  }
-
-  static void recurrent_head(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
-                             const DeltaShape& s, int64_t h, float scale, Tensor* state, Tensor& out) {
-    const int64_t dk = s.dk, dv = s.dv, kh = h / s.group;
-    std::vector<float> S = load_state(state, s, h), qs = buffer(dk), delta = buffer(dv);
-    for (int64_t t = 0; t < s.T; ++t) {
-      const float* kt = k.row<const float>(t) + kh * dk;
-      const float* qt = q.row<const float>(t) + kh * dk;
-      const float* vt = v.row<const float>(t) + h * dv;
-      const float decay = std::exp(g.row<const float>(t)[h]), bt = beta.row<const float>(t)[h];
-      for (int64_t a = 0; a < dk; ++a) qs[size_t(a)] = qt[a] * scale;
-      for (float& e : S) e *= decay;
-      for (int64_t b = 0; b < dv; ++b) {
-        float mem = 0.0f;
-        for (int64_t a = 0; a < dk; ++a) mem += S[size_t(a * dv + b)] * kt[a];
-        delta[size_t(b)] = (vt[b] - mem) * bt;
-      }
-      for (int64_t a = 0; a < dk; ++a)
-        for (int64_t b = 0; b < dv; ++b) S[size_t(a * dv + b)] += kt[a] * delta[size_t(b)];
-      float* ot = out.row<float>(t) + h * dv;
-      for (int64_t b = 0; b < dv; ++b) {
-        float acc = 0.0f;
-        for (int64_t a = 0; a < dk; ++a) acc += S[size_t(a * dv + b)] * qs[size_t(a)];
-        ot[b] = acc;
-      }
-    }
-    store_state(state, s, h, S);
   }
 
   // One value head through the chunked form. A short last block is processed as it is: the

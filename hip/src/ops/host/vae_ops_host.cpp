@@ -4,6 +4,7 @@
 // upsampling and the group norm) into a small per-thread band, never a full im2col matrix.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,20 +18,10 @@ void require(bool ok, const char* op, const std::string& why) {
   if (!ok) throw std::invalid_argument(std::string(op) + ": " + why);
 }
 
-void check_f32(const Tensor& t, const char* op, const char* what) {
+// The shapes and dtypes are checked by the public ops (ops/vae_ops.cpp); the host's own
+// condition is that every operand is a host tensor.
+void check_host(const Tensor& t, const char* op, const char* what) {
   require(t.where == Where::Host, op, std::string(what) + " must be on the host");
-  require(t.dtype == DType::F32, op, std::string(what) + " must be f32");
-  require(t.contiguous(), op, std::string(what) + " must be contiguous");
-}
-
-void check_map(const Tensor& t, const char* op, const char* what) {
-  check_f32(t, op, what);
-  require(t.rank == 3, op, std::string(what) + " must be [C, H, W], got " + t.shape_str());
-}
-
-void check_rows(const Tensor& t, const char* op, const char* what) {
-  require(t.where == Where::Host && t.dtype == DType::F32, op, std::string(what) + " must be a host f32 matrix");
-  require(t.rank == 2 && (t.shape[1] == 1 || t.stride[1] == 1), op, std::string(what) + " must be [rows, cols]");
 }
 
 inline float silu(float v) { return v * (1.0f / (1.0f + std::exp(-v))); }
@@ -41,15 +32,10 @@ class ChannelNorm {
  public:
   ChannelNorm(const GroupNormInput* norm, int64_t channels, const char* op) {
     if (!norm) return;
-    require(norm->stats && norm->gamma && norm->beta, op, "group norm needs stats, gamma and beta");
-    check_f32(*norm->stats, op, "group norm stats");
-    check_f32(*norm->gamma, op, "group norm gamma");
-    check_f32(*norm->beta, op, "group norm beta");
+    check_host(*norm->stats, op, "group norm stats");
+    check_host(*norm->gamma, op, "group norm gamma");
+    check_host(*norm->beta, op, "group norm beta");
     const int64_t groups = norm->stats->numel() / 2;
-    require(norm->stats->numel() == 2 * groups && groups > 0 && channels % groups == 0, op,
-            "group norm stats " + norm->stats->shape_str() + " do not divide " + std::to_string(channels) +
-                " channels");
-    require(norm->gamma->numel() == channels && norm->beta->numel() == channels, op, "group norm gamma/beta size");
     const float* st = norm->stats->ptr<const float>();
     const float* g = norm->gamma->ptr<const float>();
     const float* b = norm->beta->ptr<const float>();
@@ -91,12 +77,9 @@ class HostVaeOps : public VaeOps {
  public:
   explicit HostVaeOps(ThreadPool& pool) : pool_(pool) {}
 
-  void group_norm_stats(const Tensor& x, int64_t groups, float eps, Tensor& stats) override {
-    check_map(x, "group_norm_stats", "x");
-    check_f32(stats, "group_norm_stats", "stats");
-    require(groups > 0 && x.shape[0] % groups == 0, "group_norm_stats",
-            std::to_string(groups) + " groups do not divide " + std::to_string(x.shape[0]) + " channels");
-    require(stats.numel() == 2 * groups, "group_norm_stats", "stats must be [groups, 2]");
+  void do_group_norm_stats(const Tensor& x, int64_t groups, float eps, Tensor& stats) override {
+    check_host(x, "group_norm_stats", "x");
+    check_host(stats, "group_norm_stats", "stats");
     // NCHW keeps a group's channels adjacent: group g is one contiguous span.
     const int64_t span = x.numel() / groups;
     pool_.parallel_for(groups, [&](int64_t g0, int64_t g1) {
@@ -114,24 +97,14 @@ class HostVaeOps : public VaeOps {
     });
   }
 
-  void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dOptions& opt, Tensor& out) override {
-    check_map(x, "conv2d", "x");
-    check_map(out, "conv2d", "out");
-    check_f32(w, "conv2d", "weight");
-    check_f32(bias, "conv2d", "bias");
+  void do_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dOptions& opt, Tensor& out) override {
+    for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &out, &w, &bias})
+      check_host(*t, "conv2d", "operand");
     const int64_t Cin = x.shape[0], H = x.shape[1], W = x.shape[2];
-    const int64_t Cout = w.shape[0], k = w.rank == 4 ? w.shape[3] : 0;
-    require(w.rank == 4 && w.shape[1] == Cin && w.shape[2] == k && (k == 1 || k == 3), "conv2d",
-            "weight " + w.shape_str() + " is not [Cout, " + std::to_string(Cin) + ", k, k] with k 1 or 3");
-    require(bias.numel() == Cout, "conv2d", "bias size");
+    const int64_t Cout = w.shape[0], k = w.shape[3];
     const int64_t up = opt.upsample2x ? 2 : 1, Ho = H * up, Wo = W * up, pad = k / 2;
-    require(out.shape[0] == Cout && out.shape[1] == Ho && out.shape[2] == Wo, "conv2d",
-            "out " + out.shape_str() + " for input " + x.shape_str() + " and weight " + w.shape_str());
     require(out.data != x.data, "conv2d", "out must not alias the input");
-    if (opt.residual) {
-      check_map(*opt.residual, "conv2d", "residual");
-      require(opt.residual->dims() == out.dims(), "conv2d", "residual shape");
-    }
+    if (opt.residual) check_host(*opt.residual, "conv2d", "residual");
     const ChannelNorm norm(opt.norm, Cin, "conv2d");
     const float* xp = x.ptr<const float>();
     const float* wp = w.ptr<const float>();
@@ -194,18 +167,11 @@ class HostVaeOps : public VaeOps {
     });
   }
 
-  void batch_norm_unpatchify(const Tensor& packed, const Tensor& running_mean, const Tensor& running_var, float eps,
-                             int64_t patch, Tensor& out) override {
-    check_map(packed, "batch_norm_unpatchify", "packed");
-    check_map(out, "batch_norm_unpatchify", "out");
-    check_f32(running_mean, "batch_norm_unpatchify", "running_mean");
-    check_f32(running_var, "batch_norm_unpatchify", "running_var");
+  void do_batch_norm_unpatchify(const Tensor& packed, const Tensor& running_mean, const Tensor& running_var, float eps,
+                                int64_t patch, Tensor& out) override {
+    for (const Tensor* t : std::initializer_list<const Tensor*>{&packed, &out, &running_mean, &running_var})
+      check_host(*t, "batch_norm_unpatchify", "operand");
     const int64_t p = patch, K = packed.shape[0], h = packed.shape[1], w = packed.shape[2];
-    require(p > 0 && K % (p * p) == 0, "batch_norm_unpatchify", "channels must be a multiple of patch²");
-    const int64_t C = K / (p * p);
-    require(out.shape[0] == C && out.shape[1] == p * h && out.shape[2] == p * w, "batch_norm_unpatchify",
-            "out " + out.shape_str() + " for packed " + packed.shape_str());
-    require(running_mean.numel() == K && running_var.numel() == K, "batch_norm_unpatchify", "statistics size");
     const float* in = packed.ptr<const float>();
     const float* mean = running_mean.ptr<const float>();
     const float* var = running_var.ptr<const float>();
@@ -221,12 +187,10 @@ class HostVaeOps : public VaeOps {
     });
   }
 
-  void group_norm_to_tokens(const Tensor& x, const GroupNormInput& norm_in, Tensor& tokens) override {
-    check_map(x, "group_norm_to_tokens", "x");
-    check_rows(tokens, "group_norm_to_tokens", "tokens");
+  void do_group_norm_to_tokens(const Tensor& x, const GroupNormInput& norm_in, Tensor& tokens) override {
+    check_host(x, "group_norm_to_tokens", "x");
+    check_host(tokens, "group_norm_to_tokens", "tokens");
     const int64_t C = x.shape[0], P = x.shape[1] * x.shape[2];
-    require(tokens.shape[0] == P && tokens.shape[1] == C, "group_norm_to_tokens",
-            "tokens " + tokens.shape_str() + " for map " + x.shape_str());
     const ChannelNorm norm(&norm_in, C, "group_norm_to_tokens");
     pool_.parallel_for(P, [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
@@ -236,12 +200,10 @@ class HostVaeOps : public VaeOps {
     }, 16);
   }
 
-  void add_tokens(Tensor& x, const Tensor& tokens) override {
-    check_map(x, "add_tokens", "x");
-    check_rows(tokens, "add_tokens", "tokens");
+  void do_add_tokens(Tensor& x, const Tensor& tokens) override {
+    check_host(x, "add_tokens", "x");
+    check_host(tokens, "add_tokens", "tokens");
     const int64_t C = x.shape[0], P = x.shape[1] * x.shape[2];
-    require(tokens.shape[0] == P && tokens.shape[1] == C, "add_tokens",
-            "tokens " + tokens.shape_str() + " for map " + x.shape_str());
     pool_.parallel_for(C, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
         float* xc = x.ptr<float>() + c * P;

@@ -1,5 +1,7 @@
 #include "ops/measure/measuring_backend.h"
 
+#include "ops/host/host_factories.h"
+
 namespace moss {
 namespace {
 
@@ -10,67 +12,46 @@ std::shared_ptr<void> counted(size_t bytes, const std::shared_ptr<size_t>& live,
   return std::shared_ptr<void>(static_cast<void*>(nullptr), [bytes, live](void*) { *live -= bytes; });
 }
 
-class NoCoreOps : public CoreOps {
- public:
-  explicit NoCoreOps(Backend& be) : be_(be) {}
-  void linear(const Tensor&, const Tensor&, const Tensor*, Tensor&) override {}
-  // Counts the product [M, 2F] that a backend without the fused epilogue materialises for the
-  // call (the HIP fallback's scratch), so the plan holds on every GPU.
-  void linear_gated_unit(GatedUnit, const Tensor&, const Tensor&, const Tensor*, Tensor& out) override {
-    const Tensor product = be_.alloc(out.dtype, {out.rows(), 2 * out.cols()});
-    (void)product;
-  }
-  void rms_norm(const Tensor&, const Tensor*, NormWeight, float, int64_t, Tensor&) override {}
-  void modulate(Tensor&, const Tensor&, const Tensor&) override {}
-  void norm_modulate(const Tensor&, const Tensor&, float, const Tensor&, const Tensor&, Tensor&) override {}
-  void add_norm_modulate(Tensor&, const Tensor&, const Tensor&, const Tensor&, float, const Tensor&, const Tensor&,
-                         Tensor&) override {}
-  void norm_rope(const Tensor&, const Tensor&, float, int64_t, const Tensor&, const Tensor&, Tensor&) override {}
-  void add(Tensor&, const Tensor&, const Tensor*) override {}
-  void gated_unit(GatedUnit, const Tensor&, const Tensor&, Tensor&) override {}
-  void silu(const Tensor&, Tensor&) override {}
-  void rope(Tensor&, const Tensor&, const Tensor&, int64_t, int64_t) override {}
-  void attention(const Tensor&, const Tensor&, const Tensor&, Tensor&, int64_t, int64_t, int64_t, float,
-                 bool) override {}
-  void embedding(const std::vector<int32_t>&, const Tensor&, Tensor&) override {}
-  void copy(const Tensor&, Tensor&) override {}
-
- private:
-  Backend& be_;
-};
-
-class NoTextOps : public TextOps {
- public:
-  void causal_conv1d_silu(const Tensor&, const Tensor&, Tensor&) override {}
-  void deltanet_gates(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&) override {}
-  void l2_norm(const Tensor&, float, int64_t, Tensor&) override {}
-  void delta_rule_chunked(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, float,
-                          int64_t, Tensor*, Tensor&) override {}
-  void delta_rule_recurrent(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, float,
-                            Tensor*, Tensor&) override {}
-  void gated_rms_norm(const Tensor&, const Tensor&, const Tensor&, float, int64_t, Tensor&) override {}
-};
-
-class NoVaeOps : public VaeOps {
- public:
-  void group_norm_stats(const Tensor&, int64_t, float, Tensor&) override {}
-  void conv2d(const Tensor&, const Tensor&, const Tensor&, const Conv2dOptions&, Tensor&) override {}
-  void batch_norm_unpatchify(const Tensor&, const Tensor&, const Tensor&, float, int64_t, Tensor&) override {}
-  void group_norm_to_tokens(const Tensor&, const GroupNormInput&, Tensor&) override {}
-  void add_tokens(Tensor&, const Tensor&) override {}
-};
+// The pool of the families below: the calling thread alone (no worker threads start), since
+// no body ever runs.
+ThreadPool& no_workers() {
+  static ThreadPool pool(1);
+  return pool;
+}
 
 }  // namespace
+
+// The hook that makes every op a no-op: the public op has checked its operands' shapes (as on
+// the real backends), then the body is skipped. An op's declared scratch (OpCall) is allocated
+// and dropped at once, so the peak holds what a GPU takes for the call.
+class MeasuringBackend::SkipOps final : public OpHook {
+ public:
+  explicit SkipOps(MeasuringBackend& be) : be_(be) {}
+  bool begin(const OpCall& call) override {
+    if (!call.scratch_dims.empty()) (void)be_.alloc(call.scratch_dtype, call.scratch_dims);
+    return false;
+  }
+  void end() override {}
+
+ private:
+  MeasuringBackend& be_;
+};
 
 MeasuringBackend::MeasuringBackend()
     : live_(std::make_shared<size_t>(0)),
       peak_(std::make_shared<size_t>(0)),
       weights_live_(std::make_shared<size_t>(0)),
-      weights_peak_(std::make_shared<size_t>(0)) {
-  core_ = std::make_unique<NoCoreOps>(*this);
-  text_ = std::make_unique<NoTextOps>();
-  vae_ = std::make_unique<NoVaeOps>();
+      weights_peak_(std::make_shared<size_t>(0)),
+      skip_(std::make_unique<SkipOps>(*this)) {
+  // The host reference's families, whose bodies never run (the hook skips them all): any
+  // family would do; these need nothing but a thread pool.
+  core_ = make_host_core_ops(no_workers());
+  text_ = make_host_text_ops(no_workers());
+  vae_ = make_host_vae_ops(no_workers());
+  set_op_hook(skip_.get());
 }
+
+MeasuringBackend::~MeasuringBackend() = default;
 
 Tensor MeasuringBackend::alloc(DType t, const std::vector<int64_t>& dims) {
   Tensor x(nullptr, t, dims, Where::Device);

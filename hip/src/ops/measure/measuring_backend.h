@@ -1,4 +1,5 @@
-// A backend that computes nothing and counts memory: every op is a no-op, alloc returns a
+// A backend that computes nothing and counts memory: every op is a no-op (a hook, ops/op_hook.h,
+// skips every body after the op's shape checks), alloc returns a
 // tensor with a real shape but a null pointer, and the backend records the live and peak
 // activation bytes (uploaded weights are counted separately). Running a model's own forward on
 // it gives the exact device memory that implementation needs at a shape, so the memory planner
@@ -14,6 +15,7 @@ namespace moss {
 class MeasuringBackend : public Backend {
  public:
   MeasuringBackend();
+  ~MeasuringBackend() override;
   std::string name() const override { return "measure"; }
   Where where() const override { return Where::Device; }
   Tensor alloc(DType t, const std::vector<int64_t>& dims) override;
@@ -32,8 +34,10 @@ class MeasuringBackend : public Backend {
   }
 
  private:
+  class SkipOps;
   // Shared with the owners of the tensors handed out, so bytes return when a tensor dies.
   std::shared_ptr<size_t> live_, peak_, weights_live_, weights_peak_;
+  std::unique_ptr<SkipOps> skip_;
 };
 
 }  // namespace moss

@@ -1,0 +1,123 @@
+// The core family's public ops: the operand checks every backend shares (shapes; where a
+// tensor lives, its dtype and strides are the backend's to check), then the backend's body
+// inside the hook (ops/op_hook.h). The names given to the hook are the op profiler's rows.
+#include "ops/core_ops.h"
+
+#include <string>
+
+namespace moss {
+namespace {
+
+const char* unit_name(GatedUnit kind) {
+  return kind == GatedUnit::Situ ? "core.gated_unit situ" : kind == GatedUnit::SwiGlu ? "core.gated_unit swiglu"
+                                                                                       : "core.gated_unit sigmoid";
+}
+
+// x [M, K], w [N, K], y [M, N / per_row] (per_row 2: the gated unit halves the product).
+void check_gemm(const char* op, const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
+                int64_t per_row) {
+  const int64_t M = x.rows(), K = x.cols(), N = w.rows();
+  op_require(w.cols() == K, op, "weight " + w.shape_str() + " does not match x " + x.shape_str());
+  op_require(y.rows() == M && y.cols() * per_row == N, op,
+             "y " + y.shape_str() + (per_row == 2 ? " is not [M, N/2]" : " is not [M, N]"));
+  op_require(!bias || bias->numel() == N, op, "bias " + (bias ? bias->shape_str() : "") + " is not [N]");
+}
+
+void check_same_shape(const char* op, const Tensor& a, const char* what, const Tensor& b) {
+  op_require(b.rows() == a.rows() && b.cols() == a.cols(), op,
+             std::string(what) + " " + b.shape_str() + " differs from " + a.shape_str());
+}
+
+}  // namespace
+
+void CoreOps::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
+  check_gemm("linear", x, w, bias, y, 1);
+  // The weight's shape tells the projections apart ([out, in]); the x dtype shows whether the
+  // GEMM got bf16 activations.
+  run_op(hook_, [&] { return OpCall{"core.linear " + op_dims(w) + " x:" + dtype_name(x.dtype)}; },
+         [&] { do_linear(x, w, bias, y); });
+}
+
+void CoreOps::linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
+  check_gemm("linear_gated_unit", x, w, bias, out, 2);
+  // The scratch: the product [M, 2F] that a backend without the fused epilogue materialises (the
+  // HIP fallback), so that the memory plan holds on every GPU.
+  run_op(hook_,
+         [&] {
+           return OpCall{"core.linear_gated_unit " + op_dims(w) + " x:" + dtype_name(x.dtype), out.dtype,
+                         {out.rows(), 2 * out.cols()}};
+         },
+         [&] { do_linear_gated_unit(kind, x, w, bias, out); });
+}
+
+void CoreOps::rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) {
+  op_require(group > 0 && x.cols() % group == 0, "rms_norm", "group must divide the columns");
+  check_same_shape("rms_norm", x, "y", y);
+  op_require(mode == NormWeight::None || (w && w->numel() == group), "rms_norm", "weight missing or not [group]");
+  run_op(hook_, "core.rms_norm", [&] { do_rms_norm(x, w, mode, eps, group, y); });
+}
+
+void CoreOps::norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
+                            Tensor& y) {
+  check_same_shape("norm_modulate", x, "y", y);
+  run_op(hook_, "core.norm_modulate", [&] { do_norm_modulate(x, w, eps, shift, scale, y); });
+}
+
+void CoreOps::add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+                                const Tensor& shift, const Tensor& scale, Tensor& y) {
+  check_same_shape("add_norm_modulate", x, "y", y);
+  check_same_shape("add_norm_modulate", x, "d", d);
+  run_op(hook_, "core.add_norm_modulate", [&] { do_add_norm_modulate(x, d, gate, w, eps, shift, scale, y); });
+}
+
+void CoreOps::norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin,
+                        const Tensor& cos, Tensor& y) {
+  check_same_shape("norm_rope", x, "y", y);
+  run_op(hook_, "core.norm_rope", [&] { do_norm_rope(x, w, eps, head_dim, sin, cos, y); });
+}
+
+void CoreOps::add(Tensor& x, const Tensor& d, const Tensor* gate) {
+  check_same_shape("add", x, "d", d);
+  op_require(!gate || gate->numel() == x.cols(), "add", "gate size");
+  run_op(hook_, gate ? "core.add (gated)" : "core.add", [&] { do_add(x, d, gate); });
+}
+
+void CoreOps::gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tensor& out) {
+  check_same_shape("gated_unit", a, "b", b);
+  check_same_shape("gated_unit", a, "out", out);
+  run_op(hook_, unit_name(kind), [&] { do_gated_unit(kind, a, b, out); });
+}
+
+void CoreOps::silu(const Tensor& x, Tensor& y) {
+  check_same_shape("silu", x, "y", y);
+  run_op(hook_, "core.silu", [&] { do_silu(x, y); });
+}
+
+void CoreOps::rope(Tensor& x, const Tensor& sin, const Tensor& cos, int64_t head_dim, int64_t rot_dim) {
+  op_require(head_dim > 0 && x.cols() % head_dim == 0 && rot_dim % 2 == 0 && rot_dim <= head_dim, "rope",
+             "head_dim " + std::to_string(head_dim) + " / rot_dim " + std::to_string(rot_dim) + " do not fit x " +
+                 x.shape_str());
+  op_require(sin.rows() == x.rows() && cos.rows() == x.rows(), "rope",
+             "table shape " + sin.shape_str() + " for x " + x.shape_str());
+  run_op(hook_, "core.rope", [&] { do_rope(x, sin, cos, head_dim, rot_dim); });
+}
+
+void CoreOps::attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
+                        int64_t kv_heads, int64_t head_dim, float scale, bool causal) {
+  run_op(hook_,
+         [&] { return OpCall{std::string("core.attention") + (causal ? " causal" : "") + " " + dtype_name(q.dtype)}; },
+         [&] { do_attention(q, k, v, out, heads, kv_heads, head_dim, scale, causal); });
+}
+
+void CoreOps::embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) {
+  op_require(out.rows() == int64_t(ids.size()) && out.cols() == table.cols(), "embedding",
+             "out " + out.shape_str() + " is not [ids, table columns]");
+  run_op(hook_, "core.embedding", [&] { do_embedding(ids, table, out); });
+}
+
+void CoreOps::copy(const Tensor& src, Tensor& dst) {
+  check_same_shape("copy", src, "dst", dst);
+  run_op(hook_, src.where == Where::Host ? "core.copy (from host)" : "core.copy", [&] { do_copy(src, dst); });
+}
+
+}  // namespace moss
