@@ -48,11 +48,11 @@ SOURCES = {
     "cnc-rdna4": "Chips and Cheese, 'AMD's RDNA4 architecture': L2 1 MB per shader engine on RDNA3 (6 MB on the 7900 XTX), "
                  "banks per L2 slice doubled on RDNA4, 8 MB on the 9070 XT, https://chipsandcheese.com/p/amds-rdna4-architecture-video",
     "calc-rdna3": "AMD matrix instruction calculator, RDNA3 v_wmma_f32_16x16x16_bf16: 32 cycles, 1024 FLOPs/WGP/clk, "
-                  "no VALU co-execution (quoted in shared/spec/research/matrix_layouts.md section 2.1)",
+                  "no VALU co-execution (quoted in docs/matrix_layouts.md section 2.1)",
     "calc-rdna4": "AMD matrix instruction calculator, RDNA4 v_wmma_f32_16x16x16_bf16: 16 cycles, 2048 FLOPs/WGP/clk, "
-                  "no VALU co-execution (matrix_layouts.md section 3.1)",
+                  "no VALU co-execution (docs/matrix_layouts.md section 3.1)",
     "layout-dup": "gfx11 wave32 WMMA needs A/B in both half-waves (8 VGPRs per operand), gfx12 does not (4 VGPRs): "
-                  "matrix_layouts.md sections 2-3; so a gfx11 fragment read moves 1024 bytes, a gfx12 one 512",
+                  "docs/matrix_layouts.md sections 2-3; so a gfx11 fragment read moves 1024 bytes, a gfx12 one 512",
     "llvm-vgprs": "LLVM AMDGPU getTotalNumVGPRs: 1536 wave32 VGPRs per SIMD with FeatureGFX11FullVGPRs (gfx1100), "
                   "allocation granule 24 (https://forums.anandtech.com/threads/speculation-rdna3-cdna2-architectures-thread.2589999/page-67, "
                   "https://www.phoronix.com/news/AMD-RDNA3-More-VGPRs); the same granule and 1536 on gfx12 (occupancy steps at "
@@ -62,7 +62,7 @@ SOURCES = {
                 "workgroup: LLVM getAddressableLocalMemorySize (65536 for gfx10+)",
     "rdna-lds-bw": "DERIVED: LDS 32 banks x 4 bytes per clock per CU (RDNA ISA guides' LDS description; 64 banks per WGP) = 128 B/clk/CU",
     "rdna-waves": "16 wave32 slots per SIMD: LLVM reports 'Occupancy [waves/SIMD]: 16' for a 73-VGPR kernel "
-                  "(shared/spec/research/toolchain.md, resource-usage remark)",
+                  "(docs/toolchain.md, resource-usage remark)",
     "rdna-valu": "VALU: one wave32 instruction per SIMD per clock (32 lanes), two SIMDs per CU; "
                  "ROCm profiler docs: 128 FP32 FLOPs/CU/clk single issue, https://rocm.docs.amd.com/projects/rocprofiler-compute/en/docs-7.14.0/conceptual/rdna/wgp.html",
     "l2-bw-derived": "UNSOURCED, DERIVED: no public L2 bandwidth figure was found. Taken as 4 L2 channels per shader "
@@ -708,7 +708,7 @@ def text_encoder(t, conf, rows, tc, tu):
 
 
 def vae_decode(t, conf, rows, size=1024):
-    """FLUX.2 small decoder (shared/spec/research/vae.md; hip/src/model/vae.cpp), channels [96,192,384,384]."""
+    """FLUX.2 small decoder (docs/vae.md; hip/src/model/vae.cpp), channels [96,192,384,384]."""
     c = conf["conv"]
     out = []
     lat = size // 8

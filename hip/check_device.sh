@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check_device.sh: compile every kernel source device-only for the AMD targets and check the code
 # objects, on a machine with no GPU and no ROCm (Debian's clang-19 / llvm-19 / lld-19 only; see
-# shared/spec/research/toolchain.md section 1).
+# docs/toolchain.md section 1).
 #
 #   hip/check_device.sh [--out DIR] [--kernels-out FILE] [--expect-violation KIND] [FILE.hip ...]
 #   hip/check_device.sh --binary PROGRAM --matrix-list FILE [--out DIR] [--kernels-out FILE]

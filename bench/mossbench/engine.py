@@ -1,4 +1,4 @@
-"""Running moss-infer-hip and reading its progress lines (product.md section 4):
+"""Running moss-infer-hip and reading its progress lines (docs/product.md section 4):
 `text encoder`, `denoise <step>/<steps> <seconds>`, `vae`, `done: ...` and the memory plan.
 Each stderr line is stamped with the time it arrived, so step times come from the gaps
 between `denoise` lines (wall clock, millisecond resolution) as well as from the printed

@@ -8,7 +8,7 @@ WORDS = ("a photo of an old red lighthouse on a rocky coast at golden hour with 
 
 
 def template(prompt):
-    """The chat template of spec/model.md section 2 (one user message, generation prompt,
+    """The chat template of docs/model.md section 2 (one user message, generation prompt,
     thinking enabled)."""
     return "<|im_start|>user\n" + prompt.strip() + "<|im_end|>\n<|im_start|>assistant\n<think>\n"
 

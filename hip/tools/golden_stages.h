@@ -1,7 +1,7 @@
 // The whole-model checks shared by golden_check official (host backend) and the device tools
 // hip_te_check / hip_dit_run (HIP backend): the text encoder, one DiT forward, N sampler steps
 // and the VAE, run on any Backend against references read from the project's goldens
-// (shared/golden format) or from dump_official.py's dumps. Header-only (single-source tools).
+// (hip/tests/data/README.md format) or from dump_official.py's dumps. Header-only (single-source tools).
 //
 // Which limit a comparison gets (printed on every verdict line):
 //  - reference = outputs of an fp32 run (the goldens' _fp32 tensors; a dump marked
@@ -11,7 +11,7 @@
 //      bf16 device backend: 2x the reference's bf16-vs-fp32 distance (golden README: "must not
 //                           exceed 2x the distance between the two goldens"), where it carries one;
 //  - reference = an official dump (a bf16 run of the official pipeline): the figures of
-//    product.md section 6 that we must beat, for either backend: step-0 velocities cosine
+//    docs/product.md section 6 that we must beat, for either backend: step-0 velocities cosine
 //    >= 0.99998, DiT alone over all steps cosine >= 0.987 of the final latent, end to end
 //    >= 0.957; the text encoder (the dump carries no kernel-swap figure) rel L2 <= 5e-2, i.e.
 //    cosine >= ~0.9987; the VAE decode of the dumped latent rel L2 <= 1e-2 (the official VAE
@@ -57,7 +57,7 @@ constexpr double kOfficialE2eCos = 0.957;
 constexpr double kOfficialVaeRel = 1e-2;
 constexpr double kVaeU8MeanLevels = 1.0;    // 8-bit image decoded from the reference's latent
 constexpr double kE2eU8MeanLevels = 2.0;    // 8-bit image end to end (issue 7: "within 2 levels on average")
-constexpr float kNoiseTolerance = 1e-5f;    // model.md section 5
+constexpr float kNoiseTolerance = 1e-5f;    // docs/model.md section 5
 
 inline bool on_host(moss::Backend& be) { return be.where() == moss::Where::Host; }
 
@@ -195,7 +195,7 @@ inline void run_forward(Tally& tally, moss::Backend& be, moss::Dit& dit, const F
       if (r.bf16_twin.data) gap = measure(moss::to_f32_vector(r.bf16_twin), moss::to_f32_vector(r.velocity)).rel;
       limit = fp32_reference_limit(be, kHostRel, gap, "DiT's");
     } else {
-      limit = Limit::cos(kOfficialStep0Cos, "product.md section 6, first DiT step");
+      limit = Limit::cos(kOfficialStep0Cos, "docs/product.md section 6, first DiT step");
     }
     report(tally, ref.label + "." + r.name, v[i], r.velocity, limit);
     if (r.bf16_twin.data) report(tally, ref.label + "." + r.name + " vs the bf16 reference", v[i], r.bf16_twin, Limit::info());
@@ -215,7 +215,7 @@ struct SamplerReference {
   bool fp32 = false;
   double gap = NAN;                         // the DiT's bf16-vs-fp32 distance, when known
   double final_min_cos = kOfficialDitFinalCos;  // official references: the figure to beat
-  std::string final_basis = "product.md section 6, DiT alone over all steps";
+  std::string final_basis = "docs/product.md section 6, DiT alone over all steps";
 };
 
 // Returns our final latent (host f32) after `steps` steps (0: all).
@@ -280,7 +280,7 @@ inline void run_vae(Tally& tally, moss::Backend& be, moss::VaeDecoder& vae, cons
   report_u8(tally, label + ".image_u8", moss::image_to_u8(image), u8_ref, max_mean_levels);
 }
 
-// ---- references from the goldens (shared/golden format) --------------------------------------------
+// ---- references from the goldens (hip/tests/data/README.md format) --------------------------------------------
 inline std::vector<TeReference> te_references_from_golden(const moss::SafetensorsFile& g) {
   nlohmann::json cases = nlohmann::json::array();
   if (auto it = g.metadata().find("cases"); it != g.metadata().end())

@@ -1,7 +1,7 @@
 // hip_dit_run: the DiT on the GPU backend against golden files: one forward (cond and uncond
 // velocities) and N sampler steps, stage by stage.
 // Input: either format, detected from the file:
-//   - the project's golden_dit.safetensors (shared/golden; hip/tests/data holds the copy):
+//   - the project's golden_dit.safetensors (hip/tests/data holds the copy):
 //     the forward.* call (cond, and uncond skipping the golden's layers) at its timestep, then
 //     the e2e sampler conditioned on golden_text_encoder.safetensors' hidden_bf16 (--golden-te;
 //     default: beside --golden) from our own noise for the seed (the golden holds none for e2e):
@@ -10,7 +10,7 @@
 //     about 1.3e-2 for the tiny model);
 //   - a dump of tools/golden/dump_official.py: step 0 on the dumped inputs (step0.latent_in,
 //     timesteps[0], cond.hidden / uncond.hidden) against step0.v_cond / step0.v_uncond (cosine
-//     >= 0.99998, product.md section 6), then the DiT alone from the DUMPED noise and states over
+//     >= 0.99998, docs/product.md section 6), then the DiT alone from the DUMPED noise and states over
 //     the dumped sigmas: step<i>.latent where dumped (reported) and the final latent (cosine >=
 //     0.987). A dump marked "reference": "fp32" is judged like the goldens.
 // --steps N runs the first N steps only (the final latent is compared after all steps).

@@ -4,7 +4,7 @@
 //   layers      each layer's output before the final norm, where the golden has it (reported)
 //   hidden      the last hidden state (the verdict)
 // Input: either format, detected from the file:
-//   - the project's golden_text_encoder.safetensors (shared/golden; hip/tests/data holds the
+//   - the project's golden_text_encoder.safetensors (hip/tests/data holds the
 //     copy): verdict against hidden_fp32 within 2x the golden's own hidden_bf16-vs-hidden_fp32
 //     distance (about 3e-2 for the tiny model);
 //   - a dump of tools/golden/dump_official.py: cond.ids / uncond.ids against cond.hidden /

@@ -48,7 +48,7 @@ using namespace moss;
 
 constexpr double kBf16Tol = 1e-2, kF32Tol = 1e-5, kSplitTol = 1e-4;
 
-// Qwen3.5-9B (research/text_encoder.md section 1).
+// Qwen3.5-9B (docs/text_encoder.md section 1).
 constexpr int64_t kHidden = 4096, kInter = 12288;
 constexpr int64_t kKeyHeads = 16, kValueHeads = 32, kHeadDim = 128, kTaps = 4;
 constexpr int64_t kKeyWidth = kKeyHeads * kHeadDim, kValueWidth = kValueHeads * kHeadDim;  // 2048, 4096

@@ -2,7 +2,7 @@
 """Dump what the official MOSS-Image pipeline computes, stage by stage, for the golden case
 (prompt "A photo of a fridge full of fresh vegetables", seed 42, 1024x1024, the pipeline's
 defaults otherwise) and a few more, so that moss-infer-hip's numerics can be checked against
-the official code by anyone holding the official weights (spec/model.md section 8).
+the official code by anyone holding the official weights (docs/model.md section 8).
 
 The official code ships with the weights as transformer/pipeline_moss_image.py. It is run
 as it is: this script only observes it, through forward hooks on the text encoder's token
@@ -10,7 +10,7 @@ embedding, the text encoder and the transformer, and thin wrappers around the sc
 set_timesteps/step, the VAE's decode and torch.randn (each restored afterwards). No file of
 the official folder is modified.
 
-Output: one safetensors file in the golden format (shared/golden/README.md): tensors under
+Output: one safetensors file in the golden format (hip/tests/data/README.md): tensors under
 `case<N>.` plus a JSON `__metadata__` ("cases": the settings, the call and what was captured
 where; "meta": pipeline, versions, device). Per case:
   cond.ids, uncond.ids          int32 [T]      templated token ids the text encoder read

@@ -1,7 +1,7 @@
 """A stand-in for the official transformer/pipeline_moss_image.py, so that dump_official.py
 can be tested without the official weights: the same three classes (MOSSImagePipeline,
 MOSSImageTransformer, MOSSImageScheduler) and the same flow as the official pipeline
-(spec/model.md: templated prompt -> Qwen3.5 text model -> CPU-seeded noise -> snapped
+(docs/model.md: templated prompt -> Qwen3.5 text model -> CPU-seeded noise -> snapped
 schedule -> cond and skip-layer uncond DiT calls with guidance -> Euler steps -> batch-norm
 inverse, unpatchify, VAE decode -> 8-bit image), built from shared/reference/moss_ref.py
 (DiT, schedule), transformers' Qwen3_5TextModel and diffusers' AutoencoderKLFlux2. It loads

@@ -1,4 +1,4 @@
-// The command line of product.md section 3: parsing, defaults, checks and the refusals of
+// The command line of docs/product.md section 3: parsing, defaults, checks and the refusals of
 // unsupported features (which name the option instead of calling it unknown).
 #pragma once
 #include <cstdint>

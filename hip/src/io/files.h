@@ -1,5 +1,5 @@
 // Small file helpers. Outputs are written to a temporary file in the target directory and
-// renamed into place, so a failure never leaves a partial file (product.md section 3).
+// renamed into place, so a failure never leaves a partial file (docs/product.md section 3).
 #pragma once
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-// The model folder (diffusers tree, model.md section 1): configs, weights per component, and
+// The model folder (diffusers tree, docs/model.md section 1): configs, weights per component, and
 // the check of every tensor's dtype and shape against what the configs imply. Each model
 // (text encoder, DiT, VAE) states what it expects through an ExpectedTensor list; this layer
 // compares, and refuses a folder that does not match with a message naming file and tensor.

@@ -1,4 +1,4 @@
-// The gated delta rule of Qwen3.5's Gated DeltaNet layers on the GPU (research/text_encoder.md
+// The gated delta rule of Qwen3.5's Gated DeltaNet layers on the GPU (docs/text_encoder.md
 // 3.4 step 7 and 3.5), per value head with an fp32 state S [dk, dv]:
 //   S ← exp(g_t)·S;  u = beta_t·(v_t − Sᵀk_t);  S ← S + k_t uᵀ;  out_t = Sᵀ(scale·q_t)
 // in the chunked form of the host replay (ops/host/text_ops_host.cpp;

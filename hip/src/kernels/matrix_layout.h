@@ -7,7 +7,7 @@
 // Orientation is the maths one: A[m][k], B[k][n], C[m][n]; Elem{row, col} indexes the operand as
 // written (for B, row = k and col = n). Kernels usually hold B transposed in memory ([n][k], a
 // `[out][in]` weight), so they read element {k, n} of B at Bt[n * ld + k].
-// Source of every formula: shared/spec/research/matrix_layouts.md (machine-checked there against
+// Source of every formula: docs/matrix_layouts.md (machine-checked there against
 // AMD's Matrix Instruction Calculator and the PTX ISA fragment tables).
 #pragma once
 

@@ -5,7 +5,7 @@
 // completion tracked in commit groups; on AMD there is no such path, so a chunk is loaded into
 // registers by the caller and stored to LDS later (see TileLoader in gemm.hip), and the group
 // functions are no-ops. The PTX lives here, not in runtime/portability.h, because only the
-// tiled kernels use it (gpu_common.md: kernel-local helpers for cp.async-style buffering).
+// tiled kernels use it (kernel-local helpers for cp.async-style buffering).
 #pragma once
 
 #include <cstdint>

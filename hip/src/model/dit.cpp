@@ -250,7 +250,7 @@ Dit::Modulation Dit::timestep_modulation(float timestep) {
     ops.silu(hidden, hidden);
     ops.linear(hidden, l2.w, l2.bias(), m.time);
   }
-  // No SiLU before either modulation (model.md section 4, step 1).
+  // No SiLU before either modulation (docs/model.md section 4, step 1).
   DitLinear shared = DitLinear::load(*src_, "shared_block_modulation", true);
   ops.linear(m.time, shared.w, shared.bias(), m.block);
   DitLinear head = DitLinear::load(*src_, "video_head_modulation", true);

@@ -1,4 +1,4 @@
-// The MOSS-Image DiT (model.md section 4): text embedder with its two blocks, shared
+// The MOSS-Image DiT (docs/model.md section 4): text embedder with its two blocks, shared
 // modulation, 4-axis centred RoPE, SiTU FFNs, the main blocks (some may be skipped) and the
 // video head. Written once against Backend& so the host reference and the HIP kernels run the
 // same code; weights come from a DitWeightSource when each part runs.

@@ -1,4 +1,4 @@
-// Where the DiT's weights live during a run (product.md section 5): the fixed part
+// Where the DiT's weights live during a run (docs/product.md section 5): the fixed part
 // (embedders, modulations, the text embedder, the head) and the first `resident_blocks` main
 // blocks are copied to the device once; every other block lives in pinned host memory and is
 // copied, each pass, into one of two device slots on the copy stream while the block before it

@@ -1,4 +1,4 @@
-// The DiT's small host-side tables (model.md section 4, steps 1 and 2): the timestep
+// The DiT's small host-side tables (docs/model.md section 4, steps 1 and 2): the timestep
 // sinusoid and the 4-axis RoPE sin/cos tables. Computed in plain C++ on the host, then
 // uploaded; they are tiny next to the activations.
 #pragma once

@@ -1,4 +1,4 @@
-// The decoder's image as 8-bit RGB (model.md section 6, research/vae.md section 4.1, as
+// The decoder's image as 8-bit RGB (docs/model.md section 6, docs/vae.md section 4.1, as
 // diffusers' image processor does it): u8 = round_half_even(clamp(v/2 + 0.5, 0, 1)·255),
 // computed in fp32.
 #pragma once

@@ -1,4 +1,4 @@
-// Where the text encoder's layer weights live during a pass (product.md section 5). The encoder
+// Where the text encoder's layer weights live during a pass (docs/product.md section 5). The encoder
 // asks for a layer's tensors between before_layer(l) and after_layer(l); the source decides
 // what that costs:
 //  - UploadOnUse: each tensor is uploaded on its first use in the layer and dropped when the

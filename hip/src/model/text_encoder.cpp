@@ -1,4 +1,4 @@
-// The text encoder's forward pass (research/text_encoder.md section 3). Activations stay f32;
+// The text encoder's forward pass (docs/text_encoder.md section 3). Activations stay f32;
 // every layer is: x += Mixer(ZRMS_in(x)); x += MLP(ZRMS_post(x)); then out = ZRMS_final(x).
 #include "model/text_encoder.h"
 
@@ -191,7 +191,7 @@ void TextEncoder::fused_linear(int l, const std::vector<std::string>& names, con
   }
 }
 
-// Gated full attention (research/text_encoder.md 3.3). q_proj emits per head [query | gate];
+// Gated full attention (docs/text_encoder.md 3.3). q_proj emits per head [query | gate];
 // q_norm reads the query halves through a strided view and writes them packed, so RoPE and
 // attention see an ordinary [T, heads·hd] matrix. k and v come from one GEMM; attention runs per
 // prompt on its rows (causal within the prompt).
@@ -233,7 +233,7 @@ void TextEncoder::attention_mixer(int l, const Batch& b, Tensor& y) {
   core.linear(gated.reshape({M, nh * hd}), weight(l, "self_attn.o_proj.weight"), nullptr, y);
 }
 
-// Gated DeltaNet (research/text_encoder.md 3.4-3.5): one GEMM for the input projections
+// Gated DeltaNet (docs/text_encoder.md 3.4-3.5): one GEMM for the input projections
 // (qkv | z | a | b), causal conv + SiLU over the fused q|k|v channels per prompt, gates and the
 // l2-normalised q and k over all rows, the chunked delta rule per prompt, the gated norm.
 void TextEncoder::deltanet_mixer(int l, const Batch& b, Tensor& y) {

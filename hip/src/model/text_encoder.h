@@ -1,4 +1,4 @@
-// The text encoder: Qwen3.5's language tower (model.md section 3, research/text_encoder.md
+// The text encoder: Qwen3.5's language tower (docs/model.md section 3, docs/text_encoder.md
 // sections 1-3 and 6). Gated DeltaNet layers and gated full-attention layers, zero-centred
 // RMSNorms, a SwiGLU MLP; the output is last_hidden_state (after the final norm).
 // Written once against Backend&; where the layer weights live (uploaded on use, streamed two at a

@@ -1,4 +1,4 @@
-// The text encoder's config, tensor list and tensor-name prefix (model.md sections 1 and 3).
+// The text encoder's config, tensor list and tensor-name prefix (docs/model.md sections 1 and 3).
 #include <cmath>
 
 #include "model/text_encoder.h"

@@ -1,4 +1,4 @@
-// The VAE decoder's schedule (research/vae.md section 3.4) and its activation accounting.
+// The VAE decoder's schedule (docs/vae.md section 3.4) and its activation accounting.
 #include "model/vae.h"
 
 #include <algorithm>

@@ -1,9 +1,9 @@
-// The FLUX.2 (small) VAE decoder (model.md section 6, research/vae.md): the batch-norm inverse
+// The FLUX.2 (small) VAE decoder (docs/model.md section 6, docs/vae.md): the batch-norm inverse
 // and unpatchify of the DiT's packed latent, post_quant_conv, the decoder (conv_in, mid block
 // with one single-head global attention, up blocks of ResNets with nearest-2x upsampling,
 // GroupNorm + SiLU, conv_out). fp32 throughout. Written once against Backend&.
 //
-// Memory (research/vae.md section 5): no normalised copy of any feature map (convs apply the
+// Memory (docs/vae.md section 5): no normalised copy of any feature map (convs apply the
 // group norm on load), no upsampled copy (the upsample conv reads through it), a ResNet block
 // writes its output over its input when the widths agree and accumulates conv2 onto the
 // shortcut otherwise. The peak is the block input + conv1 output + block output of the first

@@ -1,4 +1,4 @@
-// vae/config.json and the decoder's tensor list (research/vae.md sections 3.5 and 3.7).
+// vae/config.json and the decoder's tensor list (docs/vae.md sections 3.5 and 3.7).
 #include "model/vae_config.h"
 
 #include "util/error.h"

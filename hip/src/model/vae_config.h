@@ -1,5 +1,5 @@
 // The VAE's configuration (vae/config.json, diffusers AutoencoderKLFlux2) and the decoder
-// tensors it implies (research/vae.md sections 3.5 and 3.7). Only the decode side is read:
+// tensors it implies (docs/vae.md sections 3.5 and 3.7). Only the decode side is read:
 // encoder.* and quant_conv.* are ignored, never loaded.
 #pragma once
 #include <cstdint>

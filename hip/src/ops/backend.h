@@ -48,7 +48,7 @@ class Backend {
   virtual size_t free_memory() const { return 0; }
   virtual size_t total_memory() const { return 0; }
 
-  // ---- weight streaming (product.md section 5) ----------------------------------------------
+  // ---- weight streaming (docs/product.md section 5) ----------------------------------------------
   // Copies of weights run on a copy stream beside the compute stream. A fence marks the work a
   // stream has been given so far; the other stream can wait for it. The defaults are the
   // host's: copies are immediate and fences trivial.

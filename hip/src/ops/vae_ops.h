@@ -63,7 +63,7 @@ class VaeOps : public OpFamily {
   void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dOptions& opt,
               Tensor& out);
 
-  // The latent contract (model.md section 6): the batch-norm inverse on the packed latent,
+  // The latent contract (docs/model.md section 6): the batch-norm inverse on the packed latent,
   // then the p×p unpatchify, in one pass:
   //   out[c, p·i + dy, p·j + dx] = packed[k, i, j]·sqrt(running_var[k] + eps) + running_mean[k],
   //   k = p²·c + p·dy + dx.

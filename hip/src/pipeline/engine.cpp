@@ -218,7 +218,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
                                     : "; weights reload per image");
   }
 
-  // The VAE weights load first and stay (product.md section 5).
+  // The VAE weights load first and stay (docs/product.md section 5).
   if (decode && !L.vae) L.vae = std::make_unique<VaeDecoder>(be, model.vae_weights, model.vae_config);
 
   // Text encoder: both prompts, then it is released before the DiT loads (unless kept).

@@ -1,5 +1,5 @@
 // A loaded pipeline that makes one image per generate() call: request -> tokens -> text
-// encoder -> sampler (DiT) -> VAE -> PNG (product.md sections 4 and 5). The CLI (one image, a
+// encoder -> sampler (DiT) -> VAE -> PNG (docs/product.md sections 4 and 5). The CLI (one image, a
 // batch, a jobs file) and the server all drive it; the model folder, the tokenizer, the backend
 // and the VAE weights are opened once, and with keep_loaded the text encoder and the DiT stay
 // loaded between images where the memory plan holds them together.

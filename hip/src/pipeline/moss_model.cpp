@@ -44,7 +44,7 @@ MossModel open_moss_model(const std::string& folder) {
               WeightFiles::open_folder(folder + "/text_encoder"), WeightFiles::open_folder(folder + "/transformer"),
               WeightFiles::open_folder(folder + "/vae")};
   require_regular_file(m.tokenizer_json);
-  // The schedule is the engine's own (model.md section 5); the scheduler config must still be a
+  // The schedule is the engine's own (docs/model.md section 5); the scheduler config must still be a
   // well-formed file of the MOSS-Image scheduler with the training grid the engine assumes.
   const std::string sched_path = folder + "/scheduler/scheduler_config.json";
   const nlohmann::json sched = read_json_file(sched_path);

@@ -1,4 +1,4 @@
-// A MOSS-Image model folder (diffusers tree, model.md section 1), opened and checked: every
+// A MOSS-Image model folder (diffusers tree, docs/model.md section 1), opened and checked: every
 // config parsed, every weight tensor's dtype and shape compared with what the configs imply,
 // before anything runs. A folder that does not match is refused naming file and tensor.
 #pragma once

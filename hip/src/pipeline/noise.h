@@ -1,4 +1,4 @@
-// The initial noise (model.md section 5): torch.randn((1, C, gh, gw)) from a CPU generator
+// The initial noise (docs/model.md section 5): torch.randn((1, C, gh, gw)) from a CPU generator
 // seeded with the seed, reproduced on the host: MT19937 seeded with the seed's low 32 bits, one
 // 24-bit uniform per element, Box-Muller over blocks of 16. Layout c128hw (channel-major).
 #pragma once

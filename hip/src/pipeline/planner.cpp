@@ -112,7 +112,7 @@ MemoryPlan plan_memory(const StageSizes& s, size_t budget, bool budget_is_user, 
   p.te_peak = s.vae_weight_bytes + s.te_fixed_bytes + 2 * s.te_layer_bytes + s.te_activation_bytes;
   const size_t te_resident_peak = s.vae_weight_bytes + s.te_fixed_bytes + s.te_all_layers_bytes + s.te_activation_bytes;
   // All layers stay on the device only on a card with room to spare and no --vram-budget: a budget
-  // asks for the behaviour of a card of that size, which streams the layers (product.md section 5;
+  // asks for the behaviour of a card of that size, which streams the layers (docs/product.md section 5;
   // the random full-size layers, 13 GiB, would otherwise sit resident under a budget of 16).
   if (!budget_is_user && s.te_all_layers_bytes > 0 && te_resident_peak + kReserveBytes <= budget) {
     p.te_resident = true;

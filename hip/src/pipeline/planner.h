@@ -1,4 +1,4 @@
-// The memory planner (product.md section 5): what stays on the device, what streams, and the
+// The memory planner (docs/product.md section 5): what stays on the device, what streams, and the
 // peak of each stage, decided before any compute, or a refusal that gives the sizes.
 //
 // Device memory over a run, in order: the VAE weights load first and stay; the text encoder
@@ -45,7 +45,7 @@ struct MemoryPlan {
   size_t pinned_host_bytes = 0;  // pinned host copies of the streamed blocks (a slot's bytes each, at most)
   size_t te_peak = 0, dit_peak = 0, vae_peak = 0;  // device bytes per stage, VAE weights included
   // The text encoder keeps all its layers on the device when they fit beside its activations,
-  // the VAE weights and the reserve; otherwise they stream, two at a time (product.md section 5).
+  // the VAE weights and the reserve; otherwise they stream, two at a time (docs/product.md section 5).
   bool te_resident = false;
   bool streamed() const { return resident_blocks < sizes.dit_blocks; }
   size_t dit_minimum() const;  // with the two slots, the staging buffer and no resident block

@@ -1,4 +1,4 @@
-// The generation record written into the PNG (product.md section 4): a JSON text chunk
+// The generation record written into the PNG (docs/product.md section 4): a JSON text chunk
 // ("generation") and the A1111-style "parameters" chunk that PNG-info readers understand.
 #pragma once
 #include <string>

@@ -1,4 +1,4 @@
-// Progress on stderr, one line per event (product.md section 4); --quiet silences all of it but
+// Progress on stderr, one line per event (docs/product.md section 4); --quiet silences all of it but
 // warnings (they change what runs) and the drawn seed of --seed -1 (without it the run cannot be
 // repeated). With --progress json every line is one JSON object instead, for programs that
 // follow a run (README "Progress events"): {"event": "info" | "warning" | "stage" | "step" |

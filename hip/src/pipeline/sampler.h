@@ -1,4 +1,4 @@
-// Euler flow-matching sampler with classifier-free guidance (model.md section 5). Each step:
+// Euler flow-matching sampler with classifier-free guidance (docs/model.md section 5). Each step:
 // v_c = DiT(x, cond, t); with cfg != 1, v_u = DiT(x, uncond, t) skipping the skip layers and
 // v = v_u + cfg·(v_c − v_u); x ← x + v·(σ_{i+1} − σ_i). With cfg == 1 there is no uncond pass.
 // Latents and the update are fp32, on the DiT's backend during the loop (nothing crosses to the

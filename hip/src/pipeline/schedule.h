@@ -1,4 +1,4 @@
-// The sampling schedule (model.md section 5): a shifted float32 grid from 1 down to
+// The sampling schedule (docs/model.md section 5): a shifted float32 grid from 1 down to
 // shift/(1000+shift-1), each value snapped to the 1000-step training grid, repeats dropped, a
 // final 0 appended. Every step is float32 arithmetic in torch's order, so the sigmas match the
 // official pipeline bit for bit.

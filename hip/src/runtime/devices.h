@@ -1,4 +1,4 @@
-// The GPUs the runtime sees and whether this build can use them (product.md section 3,
+// The GPUs the runtime sees and whether this build can use them (docs/product.md section 3,
 // --list-devices; section 1: gfx1100, gfx1200, gfx1201 on AMD, every other GPU listed with the
 // reason). Plain C++: the CLI includes this without any HIP header.
 //   HIP builds:        runtime/devices.hip

@@ -8,7 +8,7 @@
 namespace moss {
 namespace {
 
-// What the product runs on (product.md section 1). The NVIDIA build exists to validate and
+// What the product runs on (docs/product.md section 1). The NVIDIA build exists to validate and
 // measure the kernels on the H200.
 std::vector<std::string> supported_archs() {
   if (kPlatformNvidia) return {"sm_90"};
@@ -38,7 +38,7 @@ std::string matrix_leaf(const std::string& arch) {
 // are built in, and the matrix leaf under them. Add a family here when its kernels land.
 std::vector<std::string> kernel_families(const std::string& arch) {
   return {"gemm", "linear_f32", "flash attention", "rows (norms, modulation, gates, RoPE, gathers)",
-          "gated deltanet (chunked, recurrent)", "text rows (conv1d, gates, norms)", "conv2d (implicit GEMM)",
+          "gated deltanet (chunked)", "text rows (conv1d, gates, norms)", "conv2d (implicit GEMM)",
           "group norm", "vae layout", "matrix leaf: " + matrix_leaf(arch)};
 }
 

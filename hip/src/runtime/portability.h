@@ -9,7 +9,7 @@
 //           minimal header. No device libraries exist there, so on AMD everything below uses
 //           compiler builtins only -- in the real build too, so the checked code is the shipped code.
 //
-// Rules this header encodes (product.md section 1): wave size 32, workgroups of whole waves (32,
+// Rules this header encodes (docs/product.md section 1): wave size 32, workgroups of whole waves (32,
 // 64, 128 or 256 threads, declared by every kernel), bf16 as `__nv_bfloat16` on CUDA (nvcc 13
 // crashes on `__bf16`) and `__bf16` on AMD.
 #pragma once
@@ -87,7 +87,7 @@ __host__ __device__ inline float to_float(float x) { return x; }
 
 // ---- thread ids and barriers --------------------------------------------------------------------
 // Blocks are one wave, so the lane is the thread id; the lane comes from the hardware (mbcnt,
-// %laneid), not from a flat id, so it stays right in multi-wave code too (matrix_layouts.md 1.3).
+// %laneid), not from a flat id, so it stays right in multi-wave code too (docs/matrix_layouts.md 1.3).
 #if MOSS_PLATFORM_NVIDIA
 __device__ inline unsigned lane_id() {
   unsigned lane;

@@ -1,4 +1,4 @@
-// The prompt path of model.md section 2: Qwen3.5's chat template with one user message,
+// The prompt path of docs/model.md section 2: Qwen3.5's chat template with one user message,
 // the generation prompt and thinking enabled, then truncation to the first --max-seq ids.
 // The negative prompt (empty by default) goes through the same path.
 #pragma once

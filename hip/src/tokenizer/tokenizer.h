@@ -1,5 +1,5 @@
 // The Qwen3.5 tokenizer: text -> token ids, exactly as Hugging Face `tokenizers` encodes
-// with this tokenizer.json and no special tokens added. Steps (text_encoder.md section 5):
+// with this tokenizer.json and no special tokens added. Steps (docs/text_encoder.md section 5):
 //   1. added tokens (<|im_start|>, ...) are cut out of the raw text whole;
 //   2. each remaining stretch is NFC-normalised;
 //   3. split with the pre-tokenizer regex of the file (PCRE2, UTF + UCP, JIT);

@@ -1,4 +1,4 @@
-// Errors carry the process exit status the CLI maps them to (product.md section 3):
+// Errors carry the process exit status the CLI maps them to (docs/product.md section 3):
 // 2 for a usage error or an unsupported request, 1 for any other failure.
 #pragma once
 #include <stdexcept>

@@ -1,7 +1,7 @@
 // Host emulation of the 16x16x16 bf16 matrix leaf (kernels/matrix_layout.h), since no AMD GPU
 // can run here. 32 simulated lanes are loaded through the kernels' own index maps (the
 // "software maps"), a model of each instruction written independently from the ISA tables
-// (the "hardware models", shared/spec/research/matrix_layouts.md sections 2-4) multiplies the
+// (the "hardware models", docs/matrix_layouts.md sections 2-4) multiplies the
 // registers, and the result is stored back through the kernels' C map. The tests prove that
 // the maps compute D = A·B + C, own every element exactly once, and that the emulation is
 // sharp enough to reject the classic mistakes.
@@ -46,7 +46,7 @@ bool in_tile(Elem e) { return e.row >= 0 && e.row < kTile && e.col >= 0 && e.col
 // Each reads the register file as the instruction does and returns D in the same register file
 // shape as C. `error` is set when the registers break a precondition of the instruction.
 
-// gfx11 (rocjitsu model, matrix_layouts.md 2.2-2.5): output row m is computed by half-wave
+// gfx11 (rocjitsu model, docs/matrix_layouts.md 2.2-2.5): output row m is computed by half-wave
 // h = m % 2 from that half's copies of A row m and B column n; A/B must be duplicated in both halves.
 Regs run_gfx11(const Regs& a, const Regs& b, const Regs& c, std::string& error) {
   for (int r = 0; r < 16; ++r)
@@ -63,7 +63,7 @@ Regs run_gfx11(const Regs& a, const Regs& b, const Regs& c, std::string& error) 
   return d;
 }
 
-// gfx12 (ISA numbering, matrix_layouts.md 3.2-3.4): slot i of lane l is K = 8*(i/4) + 4*(l/16) + i%4
+// gfx12 (ISA numbering, docs/matrix_layouts.md 3.2-3.4): slot i of lane l is K = 8*(i/4) + 4*(l/16) + i%4
 // for both A (row l%16) and B (column l%16); D row m lives in lane 16*(m/8) + n, VGPR m%8.
 Regs run_gfx12(const Regs& a, const Regs& b, const Regs& c) {
   double A[16][16], B[16][16];
@@ -83,7 +83,7 @@ Regs run_gfx12(const Regs& a, const Regs& b, const Regs& c) {
   return d;
 }
 
-// NVIDIA (PTX ISA fragment tables for m16n8k16, matrix_layouts.md 4.1), two instructions j = 0, 1
+// NVIDIA (PTX ISA fragment tables for m16n8k16, docs/matrix_layouts.md 4.1), two instructions j = 0, 1
 // sharing A; instruction j owns B slots and C slots 4j..4j+3 of every lane. Written from the
 // register tables: register p of A holds rows g + {0,8,0,8}[p], columns 2t + {0,0,8,8}[p] + half.
 Regs run_nvidia(const Regs& a, const Regs& b, const Regs& c) {
@@ -300,7 +300,7 @@ TEST(MatrixLayouts, RandomBf16TilesMatchFp64Reference) {
   }
 }
 
-// The ISA K numbering of gfx12 is equally valid when A and B both use it (matrix_layouts.md 3.3).
+// The ISA K numbering of gfx12 is equally valid when A and B both use it (docs/matrix_layouts.md 3.3).
 Elem gfx12_isa_a(int l, int i) { return {l % 16, 8 * (i / 4) + 4 * (l / 16) + i % 4}; }
 Elem gfx12_isa_b(int l, int i) { return {8 * (i / 4) + 4 * (l / 16) + i % 4, l % 16}; }
 TEST(MatrixLayouts, Gfx12IsaKNumberingOnBothOperandsAlsoWorks) {
@@ -339,7 +339,7 @@ TEST(MatrixLayoutsNegative, Gfx11UnduplicatedOperandFails) {
 }
 
 // Taking the half-wave from the wrong lane bit (the kind of slip a flat block id instead of the
-// lane produces, matrix_layouts.md 1.3) must fail.
+// lane produces, docs/matrix_layouts.md 1.3) must fail.
 Elem gfx12_a_wrong_half(int l, int i) { return {l % 16, 8 * ((l / 8) % 2) + i}; }
 TEST(MatrixLayoutsNegative, Gfx12WrongHalfWaveFails) {
   SoftwareMaps sw = maps_of<moss::mma_layout::Gfx12>();

@@ -34,7 +34,7 @@ TEST(Planner, ResidentCountFollowsTheBudget) {
     EXPECT_LE(p.dit_peak + kReserveBytes, size_t(gib * double(kGiB)));
     EXPECT_EQ(p.pinned_host_bytes, size_t(42 - p.resident_blocks) * s.dit_slot_bytes);
   }
-  // product.md section 5's reference points: 6 GiB keeps 17 blocks, 3 GiB keeps 2.
+  // docs/product.md section 5's reference points: 6 GiB keeps 17 blocks, 3 GiB keeps 2.
   EXPECT_EQ(plan_memory(s, 6 * kGiB, true, 0).resident_blocks, 17);
   EXPECT_EQ(plan_memory(s, 3 * kGiB, true, 0).resident_blocks, 2);
 }

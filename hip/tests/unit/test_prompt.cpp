@@ -1,4 +1,4 @@
-// The prompt template (model.md section 2) and --max-seq truncation.
+// The prompt template (docs/model.md section 2) and --max-seq truncation.
 #include <gtest/gtest.h>
 
 #include "test_tokenizer_support.h"

@@ -83,7 +83,7 @@ TEST(TextEncoderResidency, PlannerKeepsTheLayersOnlyWhenAllFit) {
   const MemoryPlan big = plan_memory(s, 139 * kGiB, false, 0);
   EXPECT_TRUE(big.te_resident);
   EXPECT_EQ(big.te_peak, s.vae_weight_bytes + s.te_fixed_bytes + s.te_all_layers_bytes + s.te_activation_bytes);
-  const MemoryPlan budget16 = plan_memory(s, 16 * kGiB, true, 0);  // product.md: a 16 GiB card streams
+  const MemoryPlan budget16 = plan_memory(s, 16 * kGiB, true, 0);  // docs/product.md: a 16 GiB card streams
   EXPECT_FALSE(budget16.te_resident);
   EXPECT_EQ(budget16.te_peak, s.vae_weight_bytes + s.te_fixed_bytes + 2 * s.te_layer_bytes + s.te_activation_bytes);
   // The boundary, in free memory: all layers, activations, VAE weights and the reserve.

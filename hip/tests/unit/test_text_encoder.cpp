@@ -101,7 +101,7 @@ TEST(TextEncoderWeights, TinyFolderMatchesTheConfig) {
   const std::string prefix = text_encoder_prefix(w);
   EXPECT_EQ(prefix, "model.language_model.");
   const std::vector<ExpectedTensor> expected = text_encoder_expected_tensors(c, prefix);
-  EXPECT_EQ(expected.size(), 6u * 14 + 2u * 11 + 2);  // research/text_encoder.md 2.3
+  EXPECT_EQ(expected.size(), 6u * 14 + 2u * 11 + 2);  // docs/text_encoder.md 2.3
   EXPECT_NO_THROW(check_tensors(w, expected, text_encoder_ignored_prefixes()));
 }
 

@@ -37,7 +37,7 @@ std::string write_config(const std::string& name, const std::string& text) {
   return path;
 }
 
-// The real small decoder's config (research/vae.md section 3.5).
+// The real small decoder's config (docs/vae.md section 3.5).
 VaeConfig small_decoder() {
   VaeConfig c;
   c.block_out_channels = {96, 192, 384, 384};
@@ -87,7 +87,7 @@ TEST(VaeConfig, RefusesBadConfigsNamingFileAndKey) {
 }
 
 TEST(VaeConfig, SmallDecoderTensorsMatchTheParameterCount) {
-  // research/vae.md section 3.7: 140 tensors and 27,947,235 values for decoder + post_quant_conv.
+  // docs/vae.md section 3.7: 140 tensors and 27,947,235 values for decoder + post_quant_conv.
   size_t tensors = 0;
   int64_t values = 0;
   for (const ExpectedTensor& e : vae_expected_tensors(small_decoder())) {
@@ -102,7 +102,7 @@ TEST(VaeConfig, SmallDecoderTensorsMatchTheParameterCount) {
 }
 
 TEST(VaeDecoder, ActivationPlanIsTheCarefulPeak) {
-  // research/vae.md section 5.2: 1.5 GiB at 1024², 6.0 at 2048² (plus statistics: kilobytes).
+  // docs/vae.md section 5.2: 1.5 GiB at 1024², 6.0 at 2048² (plus statistics: kilobytes).
   const VaeConfig c = small_decoder();
   const size_t at1024 = VaeDecoder::decode_activation_bytes(c, 1024, 1024);
   const size_t at2048 = VaeDecoder::decode_activation_bytes(c, 2048, 2048);

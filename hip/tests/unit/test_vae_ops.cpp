@@ -148,7 +148,7 @@ TEST(VaeOps, GroupNormStatsMatchLoops) {
 }
 
 TEST(VaeOps, UnpatchifyPlacesEachPackedChannel) {
-  // research/vae.md check 1: packed channel 4c + 2dy + dx at (i, j) lands at z[c, 2i+dy, 2j+dx].
+  // docs/vae.md check 1: packed channel 4c + 2dy + dx at (i, j) lands at z[c, 2i+dy, 2j+dx].
   std::unique_ptr<Backend> be = make_host_backend();
   const int64_t C = 3, h = 3, w = 5;
   Tensor packed = host_tensor(DType::F32, {4 * C, h, w});

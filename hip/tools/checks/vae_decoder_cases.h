@@ -203,7 +203,7 @@ inline void check_decode_memory(kcheck::Table& table, int device, int64_t size) 
                 dims_text(image.dims()).c_str(), (long long)non_finite);
   verdict(table, "vae decode (small, random)", shape, non_finite == 0, detail, ms);
 
-  // Bytes above the weights. live: the decoder's own count of its tensors (research/vae.md 5.2's
+  // Bytes above the weights. live: the decoder's own count of its tensors (docs/vae.md 5.2's
   // bound); other: device memory the decode grew that is not the tensor pool (scratch arenas);
   // footprint: all device memory the decode added, the pool's cached free blocks included.
   const double pool_grew = double(pool1.in_use_bytes + pool1.cached_bytes) -

@@ -1,6 +1,6 @@
 // golden_check official: our host pipeline, stage by stage, on the inputs a dump of the official
 // pipeline recorded (tools/golden/dump_official.py; reader: tools/official_dump.h), printing
-// per-stage cosine and relative L2 as product.md section 6 reports them:
+// per-stage cosine and relative L2 as docs/product.md section 6 reports them:
 //   inputs  our schedule (bit for bit) and noise for the seed (1e-5) against the dumped ones
 //   te      token ids: our tokenizer on the prompt / negative against cond.ids / uncond.ids;
 //           text states: our text encoder on the dumped ids against cond.hidden / uncond.hidden
@@ -135,7 +135,7 @@ int official_command(const std::vector<std::string>& args) {
       e.latent.clear();  // per-step figures of a different conditioning: not compared
       e.fp32 = false;    // end to end is judged by the product figure for any reference
       e.final_min_cos = golden::kOfficialE2eCos;
-      e.final_basis = "product.md section 6, end to end";
+      e.final_basis = "docs/product.md section 6, end to end";
       const Tensor latent = golden::run_sampler(tally, *be, need_dit(), e, 0);
       if (has_u8)
         golden::run_vae(tally, *be, need_vae(), c.prefix + "e2e", latent, nullptr, false, dump.get(c, "image_u8"),

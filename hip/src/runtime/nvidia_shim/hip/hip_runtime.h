@@ -2,7 +2,7 @@
 //
 // Why it exists: HIP's own NVIDIA headers (hip/nvidia_detail) do not compile with CUDA 13 (45
 // errors with Debian's 5.2, 28 with 5.7; newer HIP ships none), see
-// shared/spec/research/toolchain.md section 3. CMake puts this directory on the include path of
+// docs/toolchain.md section 3. CMake puts this directory on the include path of
 // the NVIDIA build, so `#include <hip/hip_runtime.h>` resolves here.
 //
 // Scope: exactly what the project's runtime and tools call, forwarded one to one to the CUDA
