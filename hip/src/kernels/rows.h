@@ -33,9 +33,6 @@ struct RowsVector {
 void rows_rms_norm(const RowsMatrix& x, RowsVector w, NormWeight mode, float eps, int64_t group, const RowsMatrix& y,
                    hipStream_t stream);
 
-// y = y·(1 + scale) + shift, per column.
-void rows_modulate(const RowsMatrix& y, RowsVector shift, RowsVector scale, hipStream_t stream);
-
 // y = rms_norm(x)·w over whole rows, then y·(1 + scale) + shift per column, in one pass
 // (CoreOps::norm_modulate; w, shift and scale have x.cols elements). y may be x (same dtype);
 // a bf16 y is the GEMM's input, rounded once.

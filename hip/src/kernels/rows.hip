@@ -103,19 +103,6 @@ __device__ inline float at(const Vec& v, int64_t i) {
 }
 
 // ---- elementwise kernels: one thread per 4 columns of a row ------------------------------------
-struct ModulateOp {
-  Mat y;
-  Vec shift, scale;
-  __device__ void operator()(int64_t row, int64_t c, int n, bool vec) const {
-    float v[4];
-    load4(y, row, c, n, vec, v);
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (j < n) v[j] = v[j] * (1.0f + at(scale, c + j)) + at(shift, c + j);
-    store4(y, row, c, n, vec, v);
-  }
-};
-
 struct AddOp {
   Mat x, d;
   Vec gate;  // p null: plain add
@@ -554,12 +541,6 @@ void rows_norm_rope(const RowsMatrix& x, RowsVector w, float eps, int64_t head_d
                        mat(x), mat(y), vec(w), eps, head_dim, heads, items, sin, ld_sin, cos, ld_cos);
   });
   MOSS_HIP_CHECK(hipGetLastError());
-}
-
-void rows_modulate(const RowsMatrix& y, RowsVector shift, RowsVector scale, hipStream_t stream) {
-  require_matrix(y, "modulate", "y");
-  require(shift.data && scale.data, "modulate", "shift and scale are required");
-  launch_elementwise(ModulateOp{mat(y), vec(shift), vec(scale)}, y.rows, y.cols, aligned4(y), stream, "modulate");
 }
 
 void rows_add(const RowsMatrix& x, const RowsMatrix& d, RowsVector gate, hipStream_t stream) {
