@@ -3,7 +3,7 @@
 # (issue 20; docs/amd_kernels.md). From a build with the tools (cmake's default), it runs:
 #   1. the devices and the build (moss-infer-hip --version, --list-devices);
 #   2. every kernel against its host replay at the real shapes, timed, with its rate and share of
-#      the card's peak (hip_dit_kernel_check, hip_te_kernel_check, hip_vae_check);
+#      the card's peak (moss-check kernels-dit, kernels-te, kernels-vae);
 #   3. a full-size random-weight model (tools/random_model.sh, about 28 GB on disk) unless
 #      MODEL_DIR already holds one (an official MOSS-Image folder works too);
 #   4. 4-step runs at 512x512 and 1024x1024, resident (every DiT block on the card that fits) and
@@ -21,7 +21,7 @@ model=${3:-/tmp/moss-random-full}
 root=$(cd "$(dirname "$0")/.." && pwd)
 data=$root/hip/tests/data
 mkdir -p "$out"
-for t in moss-infer-hip hip_dit_kernel_check hip_te_kernel_check hip_vae_check bench_random_model; do
+for t in moss-infer-hip moss-check bench_random_model; do
   [[ -x $bin/$t ]] || { echo "amd_bench: $bin/$t not found: build with the tools (cmake --build $bin)" >&2; exit 2; }
 done
 arch=$("$bin/moss-infer-hip" --list-devices 2>/dev/null | grep -oE '(gfx[0-9a-f]+|sm_[0-9]+)' | head -1)
@@ -35,14 +35,14 @@ say "MOSSINFER_KERNELS=${MOSSINFER_KERNELS:-native}"
 "$bin/moss-infer-hip" --list-devices 2>&1 | sed 's/^/  /' | tee -a "$summary"
 
 # ---- 2. kernels ----
-for t in hip_dit_kernel_check hip_te_kernel_check hip_vae_check; do
+for t in kernels-dit kernels-te kernels-vae; do
   args=()
-  [[ $t == hip_vae_check ]] && args=(--data "$data")
+  [[ $t == kernels-vae ]] && args=(--data "$data")
   t0=$SECONDS
-  timeout "${CHECK_TIMEOUT:-600}" "$bin/$t" "${args[@]}" >"$out/$t.log" 2>&1
+  timeout "${CHECK_TIMEOUT:-600}" "$bin/moss-check" "$t" "${args[@]}" >"$out/$t.log" 2>&1
   rc=$?
   say ""
-  say "## $t: exit $rc, $((SECONDS - t0)) s, $(grep -E '[0-9]+ passed' "$out/$t.log" | tail -1)"
+  say "## moss-check $t: exit $rc, $((SECONDS - t0)) s, $(grep -E '[0-9]+ passed' "$out/$t.log" | tail -1)"
   grep -E '^FAIL' "$out/$t.log" | head -10 | tee -a "$summary"
   # The timed table at the end of each check (rate and share of the card's peak).
   awk '/^(time at the|timed cases)/ { on = 1 } on' "$out/$t.log" | tee -a "$summary"

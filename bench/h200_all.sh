@@ -11,13 +11,13 @@ B=.carry/bin
 D=hip/tests/data
 C=/tmp/chk
 CHECK_TIMEOUT=90 bash bench/h200_checks.sh $B $C
-grep -E "^(gemm|attention|norm_|gated_unit|linear_gated)" $C/checks-hip_dit_kernel_check.log |
+grep -E "^(gemm|attention|norm_|gated_unit|linear_gated)" $C/checks-kernels-dit.log |
   grep -E "4160|T4173 |T8350|T16450" | grep -E "TFLOP|GB/s" | head -30
-grep -E "^vae decode \(small|conv2d f16 .*1024x1024" $C/checks-hip_vae_check.log | head -12
+grep -E "^vae decode \(small|conv2d f16 .*1024x1024" $C/checks-kernels-vae.log | head -12
 tar -C /tmp -czf "$OUT/checks.tgz" chk
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
   export PYTHONPATH=/tmp/site
-MOSS_REF=hip/tests/data/reference/moss_ref.py GOLDEN_CHECK=$B/golden_check timeout 120 python3 -m pytest -q -p no:cacheprovider \
+MOSS_REF=hip/tests/data/reference/moss_ref.py MOSS_CHECK=$B/moss-check timeout 120 python3 -m pytest -q -p no:cacheprovider \
   tools/golden >/tmp/dump_test.log 2>&1
 echo "== dump_official.py test (tiny model, moss_ref standing in) rc $?: $(tail -1 /tmp/dump_test.log)"
 timeout 300 python3 bench/run_bench.py --build $B --compile --time-budget 260 \

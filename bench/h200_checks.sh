@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every device check in one go on a GPU machine: the kernel checks (each kernel against its host
 # replay, with timings), the tiny-model pipeline check against the goldens, and the golden-file
-# tools. Logs go to OUT_DIR/checks-<tool>.log; the summary line of each is printed last.
-# Usage: bench/h200_checks.sh BIN_DIR OUT_DIR [TOOL ...]   (default: every check that is built)
+# tools. Logs go to OUT_DIR/checks-<check>.log; the summary line of each is printed last.
+# Usage: bench/h200_checks.sh BIN_DIR OUT_DIR [CHECK ...]   (default: every check that is built)
 # CHECK_TIMEOUT (seconds, default 300) bounds each tool, so a hung kernel costs only that.
 set -uo pipefail
 BIN=$1
@@ -12,34 +12,34 @@ DATA=hip/tests/data
 TINY=$DATA/tiny-moss
 mkdir -p "$OUT"
 declare -A ARGS=(
-  [hip_check]=""
-  [hip_dit_kernel_check]=""
-  [hip_te_kernel_check]=""
-  [hip_vae_check]="--data $DATA"
-  [hip_pipeline_check]="--model $TINY --data $DATA"
-  [hip_te_check]="--model $TINY --golden $DATA/golden_text_encoder.safetensors"
-  [hip_dit_run]="--model $TINY --golden $DATA/golden_dit.safetensors"
+  [device]=""
+  [kernels-dit]=""
+  [kernels-te]=""
+  [kernels-vae]="--data $DATA"
+  [pipeline]="--model $TINY --data $DATA"
+  [te-run]="--model $TINY --golden $DATA/golden_text_encoder.safetensors"
+  [dit-run]="--model $TINY --golden $DATA/golden_dit.safetensors"
 )
-tools=("$@")
-[[ ${#tools[@]} -eq 0 ]] && tools=(hip_check hip_dit_kernel_check hip_te_kernel_check hip_vae_check hip_pipeline_check hip_te_check hip_dit_run)
+checks=("$@")
+[[ ${#checks[@]} -eq 0 ]] && checks=(device kernels-dit kernels-te kernels-vae pipeline te-run dit-run)
+[[ -x $BIN/moss-check ]] || { echo "h200_checks: $BIN/moss-check not found" >&2; exit 2; }
 summary=()
-for t in "${tools[@]}"; do
-  [[ -x $BIN/$t ]] || { summary+=("$t: not built"); continue; }
+for c in "${checks[@]}"; do
   t0=$(date +%s)
   # shellcheck disable=SC2086
-  timeout "${CHECK_TIMEOUT:-300}" "$BIN/$t" ${ARGS[$t]:-} >"$OUT/checks-$t.log" 2>&1
+  timeout "${CHECK_TIMEOUT:-300}" "$BIN/moss-check" "$c" ${ARGS[$c]:-} >"$OUT/checks-$c.log" 2>&1
   rc=$?
-  summary+=("$t: rc $rc, $(( $(date +%s) - t0 )) s, $(grep -E '[0-9]+ passed' "$OUT/checks-$t.log" | tail -1)")
-  grep -E '^FAIL|first bad|stopped by' "$OUT/checks-$t.log" | head -20
+  summary+=("moss-check $c: rc $rc, $(( $(date +%s) - t0 )) s, $(grep -E '[0-9]+ passed' "$OUT/checks-$c.log" | tail -1)")
+  grep -E '^FAIL|first bad|stopped by' "$OUT/checks-$c.log" | head -20
 done
-# The same device tools on a dump in dump_official.py's format (made from the tiny goldens).
-if [[ -x $BIN/golden_check && -x $BIN/hip_te_check && -x $BIN/hip_dit_run && " ${tools[*]} " == *" hip_dit_run "* ]]; then
-  "$BIN/golden_check" official-fixture --data "$DATA" --out "$OUT/tiny-dump.safetensors" >"$OUT/checks-dump.log" 2>&1
-  timeout "${CHECK_TIMEOUT:-300}" "$BIN/hip_te_check" --model "$TINY" --golden "$OUT/tiny-dump.safetensors" >>"$OUT/checks-dump.log" 2>&1
+# The same device checks on a dump in dump_official.py's format (made from the tiny goldens).
+if [[ " ${checks[*]} " == *" dit-run "* ]]; then
+  "$BIN/moss-check" official-fixture --data "$DATA" --out "$OUT/tiny-dump.safetensors" >"$OUT/checks-dump.log" 2>&1
+  timeout "${CHECK_TIMEOUT:-300}" "$BIN/moss-check" te-run --model "$TINY" --golden "$OUT/tiny-dump.safetensors" >>"$OUT/checks-dump.log" 2>&1
   rc1=$?
-  timeout "${CHECK_TIMEOUT:-300}" "$BIN/hip_dit_run" --model "$TINY" --golden "$OUT/tiny-dump.safetensors" --steps 2 >>"$OUT/checks-dump.log" 2>&1
+  timeout "${CHECK_TIMEOUT:-300}" "$BIN/moss-check" dit-run --model "$TINY" --golden "$OUT/tiny-dump.safetensors" --steps 2 >>"$OUT/checks-dump.log" 2>&1
   rc2=$?
-  summary+=("official-dump tools: hip_te_check rc $rc1, hip_dit_run rc $rc2; $(grep -E '[0-9]+ passed' "$OUT/checks-dump.log" | tr '\n' ' ')")
+  summary+=("official-dump checks: te-run rc $rc1, dit-run rc $rc2; $(grep -E '[0-9]+ passed' "$OUT/checks-dump.log" | tr '\n' ' ')")
   grep -E '^FAIL' "$OUT/checks-dump.log" | head -20
   rm -f "$OUT/tiny-dump.safetensors"
 fi

@@ -2,7 +2,7 @@
 # Packs what a GPU machine needs into .carry/ (git-ignored), small enough to travel with the tree:
 # the NVIDIA build's stripped program and tools and the Debian libraries they link that the
 # machine's image lacks. The binaries share most of their device code, so one xz stream with a
-# dictionary larger than a binary packs eleven of them into about 6 MB (about 35 MB with xz's
+# dictionary larger than a binary packs them into a few MB (about 35 MB with xz's
 # default dictionary).
 #   bench/make_carry.sh [BUILD_DIR]     (default build; then: run with carry [".carry", ".whl"])
 set -euo pipefail
@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$root/.carry"
-cp "$build"/moss-infer-hip "$build"/hip_* "$build"/golden_check "$build"/bench_random_model "$stage/bin/"
+cp "$build"/moss-infer-hip "$build"/moss-check "$build"/bench_random_model "$stage/bin/"
 strip "$stage"/bin/*
 # Every library the binaries link beyond the C/C++ runtime, zlib and OpenSSL (which GPU machine
 # images have, newer: shipping Debian 12's libstdc++ there would shadow it for Python too).

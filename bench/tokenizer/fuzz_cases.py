@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Random differential cases for the engine's tokenizer: writes a cases file in the format of
 hip/tests/data/tokenizer_cases.json with the ids Hugging Face `tokenizers` gives, to be
-checked with `golden_check tokenizer --tokenizer FILE --cases OUT`.
+checked with `moss-check tokenizer --tokenizer FILE --cases OUT`.
 
 The strings stress what the golden files touch lightly: every kind of white space, Unicode
 categories L/M/N at their edges (random code points from all planes, unassigned ones

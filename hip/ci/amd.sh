@@ -43,7 +43,7 @@ part "root-native build (GCC 15, clang-22)" in_root bash -euo pipefail -c "
 # The device label is check_device.sh with clang-19, which the root does not have (it runs on the host).
 part "ctest on the AMD build" in_root ctest --test-dir build-amd --output-on-failure -LE device -j"$jobs"
 rel=${tarball#"$repo"/}
-part "release tarball checks" in_root bash hip/ci/amd_package_check.sh "$rel" build-amd/golden_check hip/tests/data
+part "release tarball checks" in_root bash hip/ci/amd_package_check.sh "$rel" build-amd/moss-check hip/tests/data
 unpacked=build-amd-release/shipped
 rm -rf "$repo/$unpacked" && mkdir -p "$repo/$unpacked" && tar xzf "$tarball" -C "$repo/$unpacked" --strip-components=1
 part "check_device on the shipped binary" in_root env CLANG=clang++-22 LLVM_READELF=llvm-readelf-22 \

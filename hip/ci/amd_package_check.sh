@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# amd_package_check.sh TARBALL GOLDEN_CHECK DATA_DIR: the AMD release tarball as a user gets it
+# amd_package_check.sh TARBALL MOSS_CHECK DATA_DIR: the AMD release tarball as a user gets it
 # (issue 15), run inside the ROCm 7 root (no GPU): unpacked into an empty folder and started from
 # there. Checks what the binary needs from the system (glibc floor, sonames, RUNPATH, no shared
 # libstdc++), the licence texts, --version/--help/--list-devices, serve's refusal (the static
@@ -9,8 +9,8 @@
 # moving the library between those places.
 # Prints one PASS/FAIL line per check and 'N passed, M failed'; exit 0 only when all passed.
 set -uo pipefail
-tarball=$(realpath "${1:?usage: amd_package_check.sh TARBALL GOLDEN_CHECK DATA_DIR}")
-golden_check=$(realpath "${2:?}")
+tarball=$(realpath "${1:?usage: amd_package_check.sh TARBALL MOSS_CHECK DATA_DIR}")
+moss_check=$(realpath "${2:?}")
 data=$(realpath "${3:?}")
 # The oldest distribution the release targets: Ubuntu 22.04 (glibc 2.35); docs/amd_release.md.
 GLIBC_FLOOR=2.35
@@ -82,7 +82,7 @@ check "a GPU run without a device: exit 1, the no-device message, no file" \
   "$([[ $rc == 1 ]] && grep -q 'no HIP devices found' "$work/out.txt" && ! ls "$work" | grep -q 'gpu\.png\|^\.moss-infer-' || { echo "exit $rc:"; head -3 "$work/out.txt"; })"
 rc=$(run env MOSSINFER_BACKEND=host "$bin" "${tiny[@]}" -o "$work/apple.png" --latent-out "$work/apple.npy")
 check "the tiny model on the host backend" "$([[ $rc == 0 ]] || { echo "exit $rc:"; tail -3 "$work/out.txt"; })"
-"$golden_check" cli-output --png "$work/apple.png" --npy "$work/apple.npy" --golden "$data/golden_dit.safetensors" > "$work/golden.txt" 2>&1
+"$moss_check" cli-output --png "$work/apple.png" --npy "$work/apple.npy" --golden "$data/golden_dit.safetensors" > "$work/golden.txt" 2>&1
 check "its PNG and latents against the golden image" "$([[ $? == 0 ]] || tail -3 "$work/golden.txt")"
 
 # ---- where the loader finds libamdhip64.so.7 ----

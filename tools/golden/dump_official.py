@@ -28,7 +28,7 @@ where; "meta": pipeline, versions, device). Per case:
 No uncond.* / v_uncond when the run has no guidance (cfg 1).
 Each case's metadata also says "reference" (the run's precision: "fp32" for --dtype float32)
 and "captured.settings" (prompt, negative, seed, cfg, skip_layers, shift, steps, max_seq as the
-call used them): the engine's readers (hip/tools/official_dump.h) take the settings from there.
+call used them): the engine's readers (hip/tools/check/official_dump.h) take the settings from there.
 
 usage:
   python3 tools/golden/dump_official.py --model /path/MOSS-Image-Base --out official.safetensors
@@ -474,7 +474,7 @@ def build_case(rec, result, bn=None):
 
 
 def resolved_settings(pipe, case, kw, info):
-    """What the call used, as plain JSON for the engine's readers (tools/official_dump.h): each
+    """What the call used, as plain JSON for the engine's readers (tools/check/official_dump.h): each
     setting from the call's arguments, else the pipeline's default; the skip layers the DiT's
     uncond call really got when the hooks saw them; the shift from the scheduler."""
     params = inspect.signature(pipe.__call__).parameters

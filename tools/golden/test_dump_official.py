@@ -68,7 +68,7 @@ def test_keys_and_shapes(dump):
     assert case["captured"]["noise_from"] == "torch.randn"
     assert case["captured"]["steps_run"] == STEPS
     assert meta["meta"]["format"] == "moss-official-dump/1"
-    # What the engine's readers (hip/tools/official_dump.h) take the call's settings from.
+    # What the engine's readers (hip/tools/check/official_dump.h) take the call's settings from.
     assert case["reference"] == "fp32"
     settings = case["captured"]["settings"]
     assert settings["prompt"] == PROMPT and settings["negative"] == NEGATIVE and settings["seed"] == SEED
@@ -107,18 +107,18 @@ def test_captures_are_what_the_pipeline_computed(dump):
 
 
 def golden_check_binary():
-    """$GOLDEN_CHECK, else a golden_check in a build folder of the repository."""
+    """$MOSS_CHECK, else a moss-check in a build folder of the repository."""
     import glob
-    found = [os.environ.get("GOLDEN_CHECK")] + sorted(glob.glob(os.path.join(ROOT, "build*", "golden_check")))
+    found = [os.environ.get("MOSS_CHECK")] + sorted(glob.glob(os.path.join(ROOT, "build*", "moss-check")))
     return next((p for p in found if p and os.access(p, os.X_OK)), None)
 
 
 def test_the_engine_reads_the_dump(dump, tmp_path):
     """The engine's own reader takes this dump and our host pipeline matches it stage by stage
-    (the limits of an fp32 reference: golden_check official prints them)."""
+    (the limits of an fp32 reference: moss-check official prints them)."""
     exe = golden_check_binary()
     if exe is None:
-        pytest.skip("no golden_check binary (set GOLDEN_CHECK or build into build*/)")
+        pytest.skip("no moss-check binary (set MOSS_CHECK or build into build*/)")
     out = str(tmp_path / "official.safetensors")
     from safetensors.torch import save_file
     t, meta = dump

@@ -9,7 +9,7 @@ add_test(NAME cli_e2e_host_run
 --skip-layers 2 -o \"$1\"/apple.png --latent-out \"$1\"/apple.npy"
                  $<TARGET_FILE:moss-infer-hip> ${E2E_OUT} ${TINY_MODEL})
 add_test(NAME cli_e2e_host_check
-         COMMAND golden_check cli-output --png ${E2E_OUT}/apple.png --npy ${E2E_OUT}/apple.npy
+         COMMAND moss-check cli-output --png ${E2E_OUT}/apple.png --npy ${E2E_OUT}/apple.npy
                  --golden ${TEST_DATA}/golden_dit.safetensors)
 file(MAKE_DIRECTORY ${E2E_OUT})
 set_tests_properties(cli_e2e_host_check PROPERTIES DEPENDS cli_e2e_host_run)

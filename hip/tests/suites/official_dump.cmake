@@ -1,6 +1,6 @@
-# Official-pipeline dumps (issue 9) without torch: `golden_check official-fixture` writes a dump
+# Official-pipeline dumps (issue 9) without torch: `moss-check official-fixture` writes a dump
 # in the format of tools/golden/dump_official.py from the tiny goldens (and broken copies), and
-# `golden_check official` must PASS every stage on the good one (fp32 host limits: 1e-5 text
+# `moss-check official` must PASS every stage on the good one (fp32 host limits: 1e-5 text
 # encoder and step-0 velocities, 1e-4 sampler latents, 1e-5 VAE image) and FAIL the broken ones
 # with a message that names the problem.
 #
@@ -29,7 +29,7 @@ foreach(kind good swap-velocities cut-hidden wrong-ids)
     set(_corrupt --corrupt ${kind})
   endif()
   add_test(NAME official_dump_fixture_${kind}
-           COMMAND golden_check official-fixture --data ${TEST_DATA} --out ${_dumps}/${kind}.safetensors ${_corrupt})
+           COMMAND moss-check official-fixture --data ${TEST_DATA} --out ${_dumps}/${kind}.safetensors ${_corrupt})
   set_tests_properties(official_dump_fixture_${kind} PROPERTIES DEPENDS official_dump_fixture
                        FIXTURES_SETUP official_dump FIXTURES_REQUIRED official_dump_dir LABELS "golden;official")
 endforeach()
@@ -37,7 +37,7 @@ set_tests_properties(official_dump_fixture PROPERTIES FIXTURES_SETUP official_du
 
 # Every stage (inputs, te, dit0, dit, vae, e2e) on the tiny model: all PASS.
 add_test(NAME official_dump_tiny
-         COMMAND golden_check official --dump ${_dumps}/good.safetensors --model ${TINY_MODEL})
+         COMMAND moss-check official --dump ${_dumps}/good.safetensors --model ${TINY_MODEL})
 set_tests_properties(official_dump_tiny PROPERTIES FIXTURES_REQUIRED official_dump TIMEOUT 120
                      FAIL_REGULAR_EXPRESSION "FAIL " PASS_REGULAR_EXPRESSION "[1-9][0-9]* passed, 0 failed"
                      LABELS "golden;official")
@@ -46,7 +46,7 @@ set_tests_properties(official_dump_tiny PROPERTIES FIXTURES_REQUIRED official_du
 set(_expect ${CMAKE_CURRENT_LIST_FILE})
 function(official_dump_failure name dump stages regex)
   add_test(NAME official_dump_${name}
-           COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:golden_check>|official|--dump|${_dumps}/${dump}.safetensors|--model|${TINY_MODEL}|--stages|${stages}"
+           COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:moss-check>|official|--dump|${_dumps}/${dump}.safetensors|--model|${TINY_MODEL}|--stages|${stages}"
                    -DEXPECT_RC=1 "-DEXPECT_REGEX=${regex}" -P ${_expect})
   set_tests_properties(official_dump_${name} PROPERTIES FIXTURES_REQUIRED official_dump TIMEOUT 120
                        LABELS "golden;official")

@@ -1,5 +1,5 @@
 // The tokenizer's parts against behaviour checked with Hugging Face `tokenizers` 0.23 (the
-// full-coverage comparison is golden_check on the case files; these pin each rule alone).
+// full-coverage comparison is moss-check on the case files; these pin each rule alone).
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -1,5 +1,5 @@
 // The VAE's config, tensor list, activation plan and 8-bit conversion, and the decoder on the
-// tiny model folder (the golden comparison itself is `golden_check vae`, tests/suites/vae.cmake).
+// tiny model folder (the golden comparison itself is `moss-check vae`, tests/suites/vae.cmake).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
-// golden_check official-fixture: writes a dump in the format of tools/golden/dump_official.py
-// from the tiny-model goldens (hip/tests/data), so the dump readers and `golden_check official`
+// moss-check official-fixture: writes a dump in the format of tools/golden/dump_official.py
+// from the tiny-model goldens (hip/tests/data), so the dump readers and `moss-check official`
 // are tested in CI without torch. The case is the goldens' e2e request (prompt case 0, negative
 // case 1, seed 42, 64x96, 4 steps, cfg 3, shift 5, skip layer 2): the ids and text states come
 // from golden_text_encoder (hidden_bf16: what the e2e golden was conditioned on, hidden_fp32 as
@@ -14,8 +14,8 @@
 //   wrong-ids        one prompt token changed (our tokenizer's ids differ)
 #include <nlohmann/json.hpp>
 
-#include "../golden_stages.h"
-#include "golden_check.h"
+#include "golden_stages.h"
+#include "subcommand.h"
 #include "io/files.h"
 
 namespace {
@@ -99,7 +99,7 @@ int fixture_command(const std::vector<std::string>& args) {
                                     {"steps_run", steps}, {"latents_from", "scheduler.step"},
                                     {"settings", settings}}}};
   const nlohmann::json dump_meta = {{"format", golden::kDumpFormat},
-                                    {"made_by", "golden_check official-fixture from " + data},
+                                    {"made_by", "moss-check official-fixture from " + data},
                                     {"corrupt", corrupt}};
   write_safetensors(out, t, {{"cases", nlohmann::json::array({c}).dump()}, {"meta", dump_meta.dump()}});
   std::printf("wrote %s (%zu tensors%s)\n", out.c_str(), t.size(),
@@ -109,5 +109,5 @@ int fixture_command(const std::vector<std::string>& args) {
 
 }  // namespace
 
-GOLDEN_SUBCOMMAND("official-fixture", "--data hip/tests/data --out dump.safetensors [--corrupt swap-velocities|cut-hidden|wrong-ids]",
+CHECK_SUBCOMMAND("official-fixture", "--data hip/tests/data --out dump.safetensors [--corrupt swap-velocities|cut-hidden|wrong-ids]",
                   fixture_command);

@@ -1,4 +1,4 @@
-// golden_check dit: the DiT forward (both golden rows and every trace), the schedules and the
+// moss-check dit: the DiT forward (both golden rows and every trace), the schedules and the
 // initial noise against golden_dit.safetensors.
 #include <chrono>
 #include <cinttypes>
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "golden_check.h"
+#include "subcommand.h"
 #include "io/safetensors.h"
 #include "model/dit.h"
 #include "ops/backend.h"
@@ -150,4 +150,4 @@ int dit_command(const std::vector<std::string>& args) {
 
 }  // namespace
 
-GOLDEN_SUBCOMMAND("dit", "--model DIR --golden golden_dit.safetensors", dit_command);
+CHECK_SUBCOMMAND("dit", "--model DIR --golden golden_dit.safetensors", dit_command);

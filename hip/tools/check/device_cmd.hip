@@ -1,8 +1,8 @@
-// hip_check: does the HIP runtime work on this machine, and do the portability layer and the
+// moss-check device: does the HIP runtime work on this machine, and do the portability layer and the
 // matrix leaf compute what they should? Runs on a real GPU (the H200 for the NVIDIA build) and
 // prints one table row per check, then "N passed, M failed"; exit status 0 only if all passed.
 //
-//   hip_check [--device N]
+//   moss-check device [--device N]
 //
 // Checks: device list, memory info, alloc/free, streams, events, pinned host memory, async
 // copies both ways across two streams, a trivial kernel, wave shuffles, the math helpers of
@@ -20,10 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "checks/matrix_tile_kernel.h"
+#include "cases/matrix_tile_kernel.h"
 #include "runtime/devices.h"
 #include "runtime/portability.h"
 #include "tensor/tensor.h"
+#include "subcommand.h"
 
 namespace {
 
@@ -216,10 +217,10 @@ int parse_device(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--device" && i + 1 < argc) return std::atoi(argv[++i]);
     if (arg == "--help" || arg == "-h") {
-      std::printf("usage: hip_check [--device N]\n");
+      std::printf("usage: moss-check device [--device N]\n");
       std::exit(0);
     }
-    std::fprintf(stderr, "hip_check: unknown option %s\nusage: hip_check [--device N]\n", arg.c_str());
+    std::fprintf(stderr, "moss-check device: unknown option %s\nusage: moss-check device [--device N]\n", arg.c_str());
     std::exit(2);
   }
   return -1;
@@ -227,10 +228,10 @@ int parse_device(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int device_main(int argc, char** argv) {
   const int requested = parse_device(argc, argv);
   Runner run;
-  std::printf("hip_check: built for %s\n", moss::built_architectures().c_str());
+  std::printf("moss-check device: built for %s\n", moss::built_architectures().c_str());
   run.header();
 
   int device = -1;
@@ -426,3 +427,5 @@ int main(int argc, char** argv) {
   });
   return run.finish();
 }
+
+CHECK_SUBCOMMAND_MAIN("device", "[--device N]", device_main);

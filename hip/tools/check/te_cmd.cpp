@@ -1,4 +1,4 @@
-// golden_check te: the text encoder on the host backend against golden_text_encoder.safetensors
+// moss-check te: the text encoder on the host backend against golden_text_encoder.safetensors
 // (each case's ids; last hidden state and every recorded layer output, fp32 goldens).
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <map>
 #include <memory>
 
-#include "golden_check.h"
+#include "subcommand.h"
 #include "model/text_encoder.h"
 #include "util/error.h"
 
@@ -81,4 +81,4 @@ int run_te(const std::vector<std::string>& args) {
 
 }  // namespace
 
-GOLDEN_SUBCOMMAND("te", "--model DIR --golden golden_text_encoder.safetensors", run_te);
+CHECK_SUBCOMMAND("te", "--model DIR --golden golden_text_encoder.safetensors", run_te);

@@ -1,9 +1,9 @@
-// hip_pipeline_check: the real model code (model/text_encoder, model/dit, model/vae, the sampler)
+// moss-check pipeline: the real model code (model/text_encoder, model/dit, model/vae, the sampler)
 // on the GPU backend (make_hip_backend) for the tiny model, against the goldens and the host
 // backend. One stage after another; a stage whose op family is missing or throws fails with
 // the message (e.g. "not yet implemented") and the next stage still runs.
 //
-//   hip_pipeline_check [--model DIR] [--data DIR] [--device N]
+//   moss-check pipeline [--model DIR] [--data DIR] [--device N]
 //     --model  default hip/tests/data/tiny-moss     (run from the repository root)
 //     --data   default hip/tests/data               (golden_*.safetensors)
 //
@@ -44,6 +44,7 @@
 #include "pipeline/schedule.h"
 #include "tensor/tensor.h"
 #include "util/error.h"
+#include "subcommand.h"
 
 namespace {
 
@@ -272,11 +273,11 @@ void e2e_stage(Tally& tally, Backend& gpu, const std::string& model, const std::
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int pipeline_main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h" || (a.rfind("--", 0) == 0 && a != "--model" && a != "--data" && a != "--device")) {
-      std::fprintf(stderr, "usage: hip_pipeline_check [--model DIR] [--data DIR] [--device N]\n");
+      std::fprintf(stderr, "usage: moss-check pipeline [--model DIR] [--data DIR] [--device N]\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
@@ -288,7 +289,7 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     std::unique_ptr<Backend> host = make_host_backend();
     std::unique_ptr<Backend> gpu = make_hip_backend(device);
-    std::printf("hip_pipeline_check: %s against the host backend and the goldens in %s\n", gpu->name().c_str(),
+    std::printf("moss-check pipeline: %s against the host backend and the goldens in %s\n", gpu->name().c_str(),
                 data.c_str());
     stage(tally, "text encoder", [&] { text_encoder_stage(tally, *gpu, *host, model, data); });
     stage(tally, "dit", [&] { dit_stage(tally, *gpu, *host, model, data); });
@@ -300,3 +301,5 @@ int main(int argc, char** argv) {
   }
   return tally.finish();
 }
+
+CHECK_SUBCOMMAND_MAIN("pipeline", "[--model DIR] [--data DIR] [--device N]", pipeline_main);

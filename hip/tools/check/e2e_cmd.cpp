@@ -1,4 +1,4 @@
-// golden_check e2e: sampler + DiT + VAE on the host backend from the golden conditioning (the
+// moss-check e2e: sampler + DiT + VAE on the host backend from the golden conditioning (the
 // text-encoder golden's hidden_bf16 of the prompt and negative cases), against the e2e.*
 // tensors of golden_dit.safetensors: per step v_cond, v_uncond and latent, the final latent
 // and the 8-bit image.
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "golden_check.h"
+#include "subcommand.h"
 #include "io/safetensors.h"
 #include "model/dit.h"
 #include "model/image_u8.h"
@@ -148,5 +148,5 @@ int e2e_command(const std::vector<std::string>& args) {
 
 }  // namespace
 
-GOLDEN_SUBCOMMAND("e2e", "--model DIR --golden-dit golden_dit.safetensors --golden-te golden_text_encoder.safetensors",
+CHECK_SUBCOMMAND("e2e", "--model DIR --golden-dit golden_dit.safetensors --golden-te golden_text_encoder.safetensors",
                   e2e_command);

@@ -1,8 +1,8 @@
-// hip_vae_check: the VAE's GPU path against the host replays, on a real GPU (the H200 for the
+// moss-check kernels-vae: the VAE's GPU path against the host replays, on a real GPU (the H200 for the
 // NVIDIA build). Prints one table row per case (kernel, shape, relative L2, max error, ms,
 // TFLOP/s or GB/s) and "N passed, M failed"; exit status 0 only if all passed.
 //
-//   hip_vae_check [--device N] [--data DIR] [--filter WORD]
+//   moss-check kernels-vae [--device N] [--data DIR] [--filter WORD]
 //     DIR: hip/tests/data (the default, from the repo root); --filter runs only the sections whose
 //     name contains WORD (e.g. "decode": the tiny decoder and the timed 1024/2048 decodes).
 //
@@ -12,7 +12,7 @@
 //      batch-norm unpatchify, map <-> tokens: the small decoder's real shapes (convolutions at a
 //      256x256 output), odd sizes, and three full 1024x1024 convolutions (timed; the host replays
 //      bands of output rows);
-//   2. the mid-block attention (tools/checks/attention_cases.h, model "vae") and its projections
+//   2. the mid-block attention (tools/check/cases/attention_cases.h, model "vae") and its projections
 //      through CoreOps::linear with f32 weights;
 //   3. the tiny model's whole decode on the HIP backend against golden_vae.safetensors;
 //   4. 1024x1024 and 2048x2048 decodes with random weights of the small decoder's shapes: time,
@@ -24,12 +24,13 @@
 #include <memory>
 #include <string>
 
-#include "checks/attention_cases.h"
-#include "checks/vae_decoder_cases.h"
-#include "checks/vae_kernel_cases.h"
+#include "cases/attention_cases.h"
+#include "cases/vae_decoder_cases.h"
+#include "cases/vae_kernel_cases.h"
 #include "kernel_check.h"
 #include "ops/hip/hip_backend.h"
 #include "ops/hip/vae_ops_hip.h"
+#include "subcommand.h"
 
 namespace {
 
@@ -57,7 +58,7 @@ int run(int argc, char** argv) {
     else if (a == "--data" && i + 1 < argc) data = argv[++i];
     else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
     else {
-      std::fprintf(stderr, "usage: hip_vae_check [--device N] [--data DIR] [--filter WORD]\n");
+      std::fprintf(stderr, "usage: moss-check kernels-vae [--device N] [--data DIR] [--filter WORD]\n");
       return 2;
     }
   }
@@ -87,11 +88,13 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int kernels_vae_main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "hip_vae_check: %s\n", e.what());
+    std::fprintf(stderr, "moss-check kernels-vae: %s\n", e.what());
     return 1;
   }
 }
+
+CHECK_SUBCOMMAND_MAIN("kernels-vae", "[--device N] [--data DIR] [--filter WORD]", kernels_vae_main);

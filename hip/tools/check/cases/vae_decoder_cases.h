@@ -1,4 +1,4 @@
-// Decoder-level cases of hip_vae_check: the mid block's projections through the HIP `linear`
+// Decoder-level cases of moss-check kernels-vae: the mid block's projections through the HIP `linear`
 // (f32 weights), the whole tiny-model decode on the HIP backend against golden_vae.safetensors,
 // and the device memory and time of a 1024x1024 decode with random weights of the real shapes.
 #pragma once
@@ -103,7 +103,7 @@ inline void check_tiny_decoder(kcheck::Table& table, moss::Backend& be, const st
     // share one level off at 0.5%; on the GPU the mid-block attention runs on bf16 operands, as
     // the issue allows, which moves up to about 1% of the values of this tiny random model by one
     // level: the share is reported, and issue 7's end-to-end rule, 2 levels on average, is
-    // checked by golden_check cli-output.)
+    // checked by moss-check cli-output.)
     const Tensor want_u8 = golden->get(p + "image_u8");
     const std::vector<uint8_t> have = moss::image_to_u8(image);
     const int64_t P = h * w;
@@ -158,7 +158,7 @@ inline void check_decode_memory(kcheck::Table& table, int device, int64_t size) 
 
   char dir_template[] = "/tmp/hip_vae_check_XXXXXX";
   const char* dir = mkdtemp(dir_template);
-  if (!dir) throw moss::failure("hip_vae_check: cannot create a temporary folder in /tmp");
+  if (!dir) throw moss::failure("moss-check kernels-vae: cannot create a temporary folder in /tmp");
   struct RemoveDir {
     std::string path;
     ~RemoveDir() {

@@ -1,5 +1,5 @@
-// Comparison and reporting shared by golden_check (host backend) and the device tools
-// hip_te_check and hip_dit_run: the metrics (cosine, relative L2, max |diff|), the verdict
+// Comparison and reporting shared by moss-check (host backend) and the device tools
+// moss-check te-run and moss-check dit-run: the metrics (cosine, relative L2, max |diff|), the verdict
 // limits and how a verdict line reads, and the tally that ends every run with
 // "N passed, M failed". Header-only: the device tools are single-source executables.
 //
@@ -221,7 +221,7 @@ inline void report_u8(Tally& tally, const std::string& what, const std::vector<u
   tally.check(mean <= max_mean_levels, what + line + lim);
 }
 
-// ---- command line (golden_check subcommands and the device tools) ---------------------------------
+// ---- command line (moss-check subcommands and the device tools) ---------------------------------
 // --flag value lookup; returns fallback, or throws moss::usage_error naming the flag when required.
 inline std::string flag(const std::vector<std::string>& args, const std::string& name, const char* fallback = nullptr) {
   for (size_t i = 0; i + 1 < args.size(); ++i)

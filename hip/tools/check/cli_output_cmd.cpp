@@ -1,10 +1,10 @@
-// golden_check cli-output: checks what the program wrote for the golden e2e request — the PNG
+// moss-check cli-output: checks what the program wrote for the golden e2e request — the PNG
 // (pixels within a mean of 2 levels of the golden 8-bit image; the record chunks present and
 // naming the request) and the --latent-out file (readable, shape [128, H/16, W/16], close to
 // the golden final latent).
 #include <nlohmann/json.hpp>
 
-#include "golden_check.h"
+#include "subcommand.h"
 #include "io/image_files.h"
 #include "io/safetensors.h"
 
@@ -68,5 +68,5 @@ int cli_output(const std::vector<std::string>& args) {
 
 }  // namespace
 
-GOLDEN_SUBCOMMAND("cli-output", "--png FILE --npy FILE --golden golden_dit.safetensors [--max-mean-levels 2]",
+CHECK_SUBCOMMAND("cli-output", "--png FILE --npy FILE --golden golden_dit.safetensors [--max-mean-levels 2]",
                   cli_output);

@@ -1,5 +1,5 @@
-// The whole-model checks shared by golden_check official (host backend) and the device tools
-// hip_te_check / hip_dit_run (HIP backend): the text encoder, one DiT forward, N sampler steps
+// The whole-model checks shared by moss-check official (host backend) and the device tools
+// moss-check te-run / moss-check dit-run (HIP backend): the text encoder, one DiT forward, N sampler steps
 // and the VAE, run on any Backend against references read from the project's goldens
 // (hip/tests/data/README.md format) or from dump_official.py's dumps. Header-only (single-source tools).
 //

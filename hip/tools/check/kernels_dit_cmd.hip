@@ -1,10 +1,10 @@
-// hip_dit_kernel_check: every core kernel the DiT runs, on the GPU backend against the host
+// moss-check kernels-dit: every core kernel the DiT runs, on the GPU backend against the host
 // replay (ops/host) on the same random inputs, at the real DiT shapes (dim 3072, ffn 8192, 24
 // heads of 128; 4160 token rows at 1024x1024 = 4096 image + 64 text) and at odd sizes (tails,
 // misaligned column slices, bf16 operands). Outputs are poisoned with NaN first, so an element
 // a kernel forgets to write fails its case.
 //
-//   hip_dit_kernel_check [--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention|packed]
+//   moss-check kernels-dit [--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention|packed]
 // (a group runs when its name contains the filter: "gemm" runs all three GEMM groups)
 //
 // Table rows: kernel, shape, relative L2, max |error|, ms per launch, rate, verdict. Tolerances:
@@ -25,12 +25,13 @@
 #include <string>
 #include <vector>
 
-#include "checks/attention_cases.h"
+#include "cases/attention_cases.h"
 #include "kernel_check.h"
 #include "kernels/gemm.h"
 #include "ops/backend.h"
 #include "ops/hip/hip_backend.h"
 #include "tensor/packed_bf16.h"
+#include "subcommand.h"
 
 namespace {
 
@@ -937,7 +938,7 @@ Options parse_options(int argc, char** argv) {
       o.filter = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: hip_dit_kernel_check [--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention|packed]\n");
+                   "usage: moss-check kernels-dit [--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention|packed]\n");
       std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
     }
   }
@@ -946,7 +947,7 @@ Options parse_options(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int kernels_dit_main(int argc, char** argv) {
   const Options options = parse_options(argc, argv);
   const int device = options.device;
   try {
@@ -954,7 +955,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<Backend> host = make_host_backend();
     std::unique_ptr<Backend> gpu = make_hip_backend(device);
     HipContext& ctx = *hip_context_of(*gpu);
-    std::printf("hip_dit_kernel_check on %s (%d multiprocessors); GEMM auto tiles at %lld rows: %s\n",
+    std::printf("moss-check kernels-dit on %s (%d multiprocessors); GEMM auto tiles at %lld rows: %s\n",
                 gpu->name().c_str(), ctx.multiprocessors(), (long long)kRows,
                 gemm_tiles_name(gemm_auto_tiles(kRows, kDim, ctx.multiprocessors())));
     std::fflush(stdout);
@@ -981,7 +982,9 @@ int main(int argc, char** argv) {
     std::printf("total %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return table.finish();
   } catch (const std::exception& ex) {
-    std::fprintf(stderr, "hip_dit_kernel_check: %s\n", ex.what());
+    std::fprintf(stderr, "moss-check kernels-dit: %s\n", ex.what());
     return 1;
   }
 }
+
+CHECK_SUBCOMMAND_MAIN("kernels-dit", "[--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention|packed]", kernels_dit_main);

@@ -1,4 +1,4 @@
-// hip_te_check: the text encoder on the GPU backend against golden files, stage by stage:
+// moss-check te-run: the text encoder on the GPU backend against golden files, stage by stage:
 //   token ids   our tokenizer on the case's prompt against the reference ids (when the file
 //               names the prompt)
 //   layers      each layer's output before the final norm, where the golden has it (reported)
@@ -9,10 +9,10 @@
 //     distance (about 3e-2 for the tiny model);
 //   - a dump of tools/golden/dump_official.py: cond.ids / uncond.ids against cond.hidden /
 //     uncond.hidden (official bf16 states: rel L2 <= 5e-2; a dump carrying *.hidden_fp32
-//     twins, like golden_check's CI fixture, is judged like the goldens).
-// Limits and line format: tools/golden_stages.h, tools/golden_compare.h.
+//     twins, like moss-check's CI fixture, is judged like the goldens).
+// Limits and line format: tools/check/golden_stages.h, tools/check/golden_compare.h.
 //
-//   hip_te_check --model DIR --golden FILE [--case N|name|all] [--device N]
+//   moss-check te-run --model DIR --golden FILE [--case N|name|all] [--device N]
 // Prints "PASS/FAIL <stage>: cos .. rel_l2 .. max|diff| .. (limit ..)" and "N passed, M failed";
 // exit 0 only when every verdict passed (2: bad option, 1: unreadable file or model).
 #include <cstdio>
@@ -22,12 +22,13 @@
 #include <vector>
 
 #include "golden_stages.h"
+#include "subcommand.h"
 
 namespace {
 
 using namespace moss;
 
-constexpr const char* kUsage = "usage: hip_te_check --model DIR --golden FILE [--case N|name|all] [--device N]\n";
+constexpr const char* kUsage = "usage: moss-check te-run --model DIR --golden FILE [--case N|name|all] [--device N]\n";
 
 int run(const std::vector<std::string>& args) {
   golden::check_flags(args, {"--model", "--golden", "--case", "--device"});
@@ -42,11 +43,11 @@ int run(const std::vector<std::string>& args) {
     for (const golden::DumpCase& c : dump.cases())
       if (case_sel == "all" || case_sel == c.name || case_sel == std::to_string(c.index))
         for (golden::TeReference& r : golden::te_references_from_dump(dump, c)) refs.push_back(r);
-    std::printf("hip_te_check: %s (a dump_official.py dump, %zu case(s))\n", path.c_str(), dump.cases().size());
+    std::printf("moss-check te-run: %s (a dump_official.py dump, %zu case(s))\n", path.c_str(), dump.cases().size());
   } else {
     for (golden::TeReference& r : golden::te_references_from_golden(*file))
       if (case_sel == "all" || case_sel == r.label.substr(4)) refs.push_back(r);
-    std::printf("hip_te_check: %s (golden format)\n", path.c_str());
+    std::printf("moss-check te-run: %s (golden format)\n", path.c_str());
   }
   if (refs.empty()) throw usage_error("--case " + case_sel + ": no such case in " + path);
 
@@ -61,7 +62,7 @@ int run(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int te_run_main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (golden::has_flag(args, "--help") || golden::has_flag(args, "-h")) {
     std::fputs(kUsage, stdout);
@@ -70,10 +71,12 @@ int main(int argc, char** argv) {
   try {
     return run(args);
   } catch (const Error& e) {
-    std::fprintf(stderr, "hip_te_check: %s\n%s", e.what(), e.code() == ExitCode::Usage ? kUsage : "");
+    std::fprintf(stderr, "moss-check te-run: %s\n%s", e.what(), e.code() == ExitCode::Usage ? kUsage : "");
     return int(e.code());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "hip_te_check: %s\n", e.what());
+    std::fprintf(stderr, "moss-check te-run: %s\n", e.what());
     return 1;
   }
 }
+
+CHECK_SUBCOMMAND_MAIN("te-run", "--model DIR --golden FILE [--case N|name|all] [--device N]", te_run_main);

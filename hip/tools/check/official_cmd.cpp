@@ -1,5 +1,5 @@
-// golden_check official: our host pipeline, stage by stage, on the inputs a dump of the official
-// pipeline recorded (tools/golden/dump_official.py; reader: tools/official_dump.h), printing
+// moss-check official: our host pipeline, stage by stage, on the inputs a dump of the official
+// pipeline recorded (tools/golden/dump_official.py; reader: tools/check/official_dump.h), printing
 // per-stage cosine and relative L2 as docs/product.md section 6 reports them:
 //   inputs  our schedule (bit for bit) and noise for the seed (1e-5) against the dumped ones
 //   te      token ids: our tokenizer on the prompt / negative against cond.ids / uncond.ids;
@@ -11,13 +11,13 @@
 //   vae     our VAE on the dumped final_latent against image and image_u8
 //   e2e     our whole pipeline (our text states, our noise for the seed, our schedule) against
 //           final_latent and image_u8
-// Limits: tools/golden_stages.h (header comment). Exit status 0 only if every verdict passed.
+// Limits: tools/check/golden_stages.h (header comment). Exit status 0 only if every verdict passed.
 #include <algorithm>
 #include <set>
 #include <sstream>
 
-#include "../golden_stages.h"
-#include "golden_check.h"
+#include "golden_stages.h"
+#include "subcommand.h"
 #include "io/model_folder.h"
 
 namespace {
@@ -81,7 +81,7 @@ int official_command(const std::vector<std::string>& args) {
     cases = dump.cases();
   else
     cases.push_back(dump.find_case(case_sel));
-  std::printf("golden_check official: %s (%zu case(s); %s)\n", dump_path.c_str(), cases.size(),
+  std::printf("moss-check official: %s (%zu case(s); %s)\n", dump_path.c_str(), cases.size(),
               dump.meta().value("gpu", nlohmann::json()).is_string()
                   ? ("dumped on " + dump.meta()["gpu"].get<std::string>()).c_str()
                   : "dump device not recorded");
@@ -148,7 +148,7 @@ int official_command(const std::vector<std::string>& args) {
 
 }  // namespace
 
-GOLDEN_SUBCOMMAND("official",
+CHECK_SUBCOMMAND("official",
                   "--dump official.safetensors --model DIR [--case N|name|all] "
                   "[--stages inputs,te,dit0,dit,vae,e2e] [--skip-layers L,..] [--cfg X]  "
                   "(a dump of tools/golden/dump_official.py)",

@@ -1,11 +1,11 @@
-// golden_check tokenizer / prompt: the engine's tokenizer and prompt template against the
+// moss-check tokenizer / prompt: the engine's tokenizer and prompt template against the
 // ids Hugging Face `tokenizers` gave (tests/data/tokenizer_cases*.json, prompt_cases*.json).
 // Only mismatches are printed (text, expected, got), then "N passed, M failed".
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "golden_check.h"
+#include "subcommand.h"
 #include "io/files.h"
 #include "tokenizer/prompt.h"
 #include "tokenizer/tokenizer.h"
@@ -99,5 +99,5 @@ int prompt_command(const std::vector<std::string>& args) {
 
 }  // namespace
 
-GOLDEN_SUBCOMMAND("tokenizer", "--tokenizer tokenizer.json --cases tokenizer_cases.json", tokenizer_command);
-GOLDEN_SUBCOMMAND("prompt", "--tokenizer tokenizer.json --cases prompt_cases.json", prompt_command);
+CHECK_SUBCOMMAND("tokenizer", "--tokenizer tokenizer.json --cases tokenizer_cases.json", tokenizer_command);
+CHECK_SUBCOMMAND("prompt", "--tokenizer tokenizer.json --cases prompt_cases.json", prompt_command);

@@ -1,4 +1,4 @@
-// The first matrix kernel on the leaf, kept for hip_check only (the program does not run it): a
+// The first matrix kernel on the leaf, kept for moss-check device only (the program does not run it): a
 // plain one-wave-per-16x16-tile GEMM, operands read straight from global memory (no LDS staging),
 // walking K in steps of 16 through the matrix leaf. Simple and obviously right, not fast: on a new
 // GPU it proves the leaf and its lane layouts before any tiled kernel is trusted.

@@ -1,6 +1,6 @@
-// hip_te_stream_check: the text encoder's weight sources on the GPU (model/te_weights.h).
+// moss-check te-stream: the text encoder's weight sources on the GPU (model/te_weights.h).
 //
-//   hip_te_stream_check [--model DIR] [--tokens 64,512] [--reps 5] [--device N] [--no-linear]
+//   moss-check te-stream [--model DIR] [--tokens 64,512] [--reps 5] [--device N] [--no-linear]
 //     --model   a MOSS-Image folder (its text_encoder/ is used) or a text_encoder folder;
 //               default hip/tests/data/tiny-moss (run from the repository root)
 //     --tokens  prompt lengths (each case encodes two prompts, N and N/2+3 tokens, like a run
@@ -34,6 +34,7 @@
 #include "model/text_encoder.h"
 #include "ops/hip/hip_backend.h"
 #include "util/error.h"
+#include "subcommand.h"
 
 namespace {
 
@@ -200,7 +201,7 @@ int run(const std::vector<std::string>& args) {
   const WeightFiles w = WeightFiles::open_folder(folder);
   check_tensors(w, text_encoder_expected_tensors(cfg, text_encoder_prefix(w)), text_encoder_ignored_prefixes());
   std::unique_ptr<Backend> gpu = make_hip_backend(std::stoi(flag(args, "--device", "0")));
-  std::printf("hip_te_stream_check: %s on %s (%lld layers, hidden %lld)\n", folder.c_str(), gpu->name().c_str(),
+  std::printf("moss-check te-stream: %s on %s (%lld layers, hidden %lld)\n", folder.c_str(), gpu->name().c_str(),
               (long long)cfg.layers, (long long)cfg.hidden);
   Tally tally;
   const int reps = std::max(1, std::stoi(flag(args, "--reps", "5")));
@@ -218,14 +219,16 @@ int run(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int te_stream_main(int argc, char** argv) {
   try {
     return run(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const moss::Error& e) {
-    std::fprintf(stderr, "hip_te_stream_check: %s\n", e.what());
+    std::fprintf(stderr, "moss-check te-stream: %s\n", e.what());
     return int(e.code());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "hip_te_stream_check: %s\n", e.what());
+    std::fprintf(stderr, "moss-check te-stream: %s\n", e.what());
     return 1;
   }
 }
+
+CHECK_SUBCOMMAND_MAIN("te-stream", "[--model DIR] [--tokens 64,512] [--reps 5] [--device N] [--no-linear]", te_stream_main);

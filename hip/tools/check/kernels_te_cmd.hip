@@ -1,4 +1,4 @@
-// hip_te_kernel_check: every kernel the text encoder (Qwen3.5-9B) runs, on the GPU backend against
+// moss-check kernels-te: every kernel the text encoder (Qwen3.5-9B) runs, on the GPU backend against
 // the host replay (ops/host) on the same random inputs, at the real shapes (hidden 4096, MLP
 // 12288; DeltaNet: 16 key heads and 32 value heads of 128, conv over 8192 channels; attention: 16
 // query / 4 kv heads of 256, RoPE on 64 dims) and at odd sizes (T = 1, 37, 65, 200: tails of the
@@ -7,7 +7,7 @@
 // fused conv output, the gate half of q_proj's per-head rows), outputs are poisoned with NaN
 // first, so an element a kernel forgets to write fails its case.
 //
-//   hip_te_kernel_check [--device N]
+//   moss-check kernels-te [--device N]
 //
 // Text family (ops/hip/text_ops_hip): causal_conv1d_silu, deltanet_gates, l2_norm,
 // gated_rms_norm, delta_rule_chunked (the op's split-bf16 products, and the plain-bf16 variant
@@ -36,11 +36,12 @@
 #include <string>
 #include <vector>
 
-#include "checks/attention_cases.h"
+#include "cases/attention_cases.h"
 #include "kernel_check.h"
 #include "kernels/deltanet.h"
 #include "ops/backend.h"
 #include "ops/hip/hip_backend.h"
+#include "subcommand.h"
 
 namespace {
 
@@ -628,7 +629,7 @@ int parse_device(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--device" && i + 1 < argc) return std::atoi(argv[++i]);
-    std::fprintf(stderr, "usage: hip_te_kernel_check [--device N]\n");
+    std::fprintf(stderr, "usage: moss-check kernels-te [--device N]\n");
     std::exit(2);
   }
   return 0;
@@ -636,7 +637,7 @@ int parse_device(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int kernels_te_main(int argc, char** argv) {
   const int device = parse_device(argc, argv);
   try {
     const auto t0 = std::chrono::steady_clock::now();
@@ -644,7 +645,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<Backend> gpu = make_hip_backend(device);
     HipContext* ctx = hip_context_of(*gpu);
     if (!ctx) throw failure("make_hip_backend did not return a HIP backend");
-    std::printf("hip_te_kernel_check on %s (%d multiprocessors)\n", gpu->name().c_str(), ctx->multiprocessors());
+    std::printf("moss-check kernels-te on %s (%d multiprocessors)\n", gpu->name().c_str(), ctx->multiprocessors());
     kcheck::Table table;
     Env env(*host, *gpu, *ctx, table);
     const auto section = [&](const char* what, const std::function<void()>& fn) {
@@ -659,7 +660,9 @@ int main(int argc, char** argv) {
     std::printf("total %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return table.finish();
   } catch (const std::exception& ex) {
-    std::fprintf(stderr, "hip_te_kernel_check: %s\n", ex.what());
+    std::fprintf(stderr, "moss-check kernels-te: %s\n", ex.what());
     return 1;
   }
 }
+
+CHECK_SUBCOMMAND_MAIN("kernels-te", "[--device N]", kernels_te_main);

@@ -1,4 +1,4 @@
-// hip_dit_run: the DiT on the GPU backend against golden files: one forward (cond and uncond
+// moss-check dit-run: the DiT on the GPU backend against golden files: one forward (cond and uncond
 // velocities) and N sampler steps, stage by stage.
 // Input: either format, detected from the file:
 //   - the project's golden_dit.safetensors (hip/tests/data holds the copy):
@@ -14,9 +14,9 @@
 //     the dumped sigmas: step<i>.latent where dumped (reported) and the final latent (cosine >=
 //     0.987). A dump marked "reference": "fp32" is judged like the goldens.
 // --steps N runs the first N steps only (the final latent is compared after all steps).
-// Limits and line format: tools/golden_stages.h, tools/golden_compare.h.
+// Limits and line format: tools/check/golden_stages.h, tools/check/golden_compare.h.
 //
-//   hip_dit_run --model DIR --golden FILE [--golden-te FILE] [--steps N] [--case N|name|all]
+//   moss-check dit-run --model DIR --golden FILE [--golden-te FILE] [--steps N] [--case N|name|all]
 //               [--skip-layers L,..] [--cfg X] [--device N]
 // (--skip-layers / --cfg only for dumps that do not record them.) Prints "N passed, M failed";
 // exit 0 only when every verdict passed (2: bad option, 1: unreadable file or model).
@@ -27,13 +27,14 @@
 #include <vector>
 
 #include "golden_stages.h"
+#include "subcommand.h"
 
 namespace {
 
 using namespace moss;
 
 constexpr const char* kUsage =
-    "usage: hip_dit_run --model DIR --golden FILE [--golden-te FILE] [--steps N] [--case N|name|all]\n"
+    "usage: moss-check dit-run --model DIR --golden FILE [--golden-te FILE] [--steps N] [--case N|name|all]\n"
     "                   [--skip-layers L,..] [--cfg X] [--device N]\n";
 
 std::string folder_of(const std::string& path) {
@@ -56,7 +57,7 @@ int run(const std::vector<std::string>& args) {
   const auto file = SafetensorsFile::open(path);
   const auto t0 = std::chrono::steady_clock::now();
   const std::unique_ptr<Backend> gpu = make_hip_backend(device);
-  std::printf("hip_dit_run: %s on %s\n", path.c_str(), gpu->name().c_str());
+  std::printf("moss-check dit-run: %s on %s\n", path.c_str(), gpu->name().c_str());
   const std::unique_ptr<Dit> dit = golden::make_dit(*gpu, model);
   golden::Tally tally;
   if (golden::OfficialDump::is_dump(*file)) {
@@ -85,7 +86,7 @@ int run(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int dit_run_main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (golden::has_flag(args, "--help") || golden::has_flag(args, "-h")) {
     std::fputs(kUsage, stdout);
@@ -94,10 +95,12 @@ int main(int argc, char** argv) {
   try {
     return run(args);
   } catch (const Error& e) {
-    std::fprintf(stderr, "hip_dit_run: %s\n%s", e.what(), e.code() == ExitCode::Usage ? kUsage : "");
+    std::fprintf(stderr, "moss-check dit-run: %s\n%s", e.what(), e.code() == ExitCode::Usage ? kUsage : "");
     return int(e.code());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "hip_dit_run: %s\n", e.what());
+    std::fprintf(stderr, "moss-check dit-run: %s\n", e.what());
     return 1;
   }
 }
+
+CHECK_SUBCOMMAND_MAIN("dit-run", "--model DIR --golden FILE [--golden-te FILE] [--steps N] [--case N|name|all]", dit_run_main);

@@ -1,4 +1,4 @@
-// golden_check vae: the VAE decoder on the host backend against golden_vae.safetensors (each
+// moss-check vae: the VAE decoder on the host backend against golden_vae.safetensors (each
 // case's packed latent; the unpacked latent and the image against float64 decodes, the 8-bit
 // image against the reference's).
 #include <chrono>
@@ -7,7 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "golden_check.h"
+#include "subcommand.h"
 #include "model/image_u8.h"
 #include "model/vae.h"
 #include "util/error.h"
@@ -98,4 +98,4 @@ int run_vae(const std::vector<std::string>& args) {
 
 }  // namespace
 
-GOLDEN_SUBCOMMAND("vae", "--model DIR --golden golden_vae.safetensors", run_vae);
+CHECK_SUBCOMMAND("vae", "--model DIR --golden golden_vae.safetensors", run_vae);
