@@ -74,30 +74,34 @@ struct Tiling {
 template <class Frag>
 __device__ inline void load_operand(Frag& f, const bf16* tile, int ld) {
   constexpr bool kIsA = std::is_same<Frag, leaf::FragA>::value;
-  constexpr int kSlots = int(sizeof(f.x) / sizeof(f.x[0]));
-  const int lane = int(lane_id());
-#pragma unroll
-  for (int p = 0; p < kSlots / 2; ++p) {
-    const mma_layout::Elem e = kIsA ? leaf::Layout::a(lane, 2 * p) : leaf::Layout::b(lane, 2 * p);
+  leaf::for_each_slot<kIsA ? leaf::Operand::A : leaf::Operand::B, 2>([&](int i, mma_layout::Elem e) {
     const int outer = kIsA ? e.row : e.col, k = kIsA ? e.col : e.row;
     const uint32_t w = *reinterpret_cast<const uint32_t*>(tile + outer * ld + k);
-    f.x[2 * p] = bf16_from_bits(uint16_t(w & 0xffffu));
-    f.x[2 * p + 1] = bf16_from_bits(uint16_t(w >> 16));
+    f.x[i] = bf16_from_bits(uint16_t(w & 0xffffu));
+    f.x[i + 1] = bf16_from_bits(uint16_t(w >> 16));
+  });
+}
+
+// acc += Rows·Cols (or its transpose, per Scheme) for one 16x16x16 block: Rows holds the queries
+// (Q for the scores, P for the output), Cols the keys (K) or the output dimensions (V).
+template <class Rows, class Cols>
+__device__ inline void scheme_mma(leaf::FragC& acc, const Rows& rows, const Cols& cols) {
+  if constexpr (Scheme::kTransposed) leaf::mma(acc, cols, rows);
+  else leaf::mma(acc, rows, cols);
+}
+
+// acc[r][n] += rows[r] · column tile n for every row tile r and column tile n, each column tile's
+// fragment loaded once, by load_cols(fragment, n), and used by every row tile.
+template <class ColFrag, int kRows, int kCols, class RowFrag, class LoadCols>
+__device__ inline void row_tiles_mma(leaf::FragC (&acc)[kRows][kCols], const RowFrag (&rows)[kRows],
+                                     LoadCols load_cols) {
+#pragma unroll
+  for (int n = 0; n < kCols; ++n) {
+    ColFrag cols;
+    load_cols(cols, n);
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) scheme_mma(acc[r][n], rows[r], cols);
   }
-}
-
-// s += Q·Kᵀ (or its transpose) for one 16x16x16 block.
-template <class Q, class K>
-__device__ inline void score_mma(leaf::FragC& s, const Q& q, const K& k) {
-  if constexpr (Scheme::kTransposed) leaf::mma(s, k, q);
-  else leaf::mma(s, q, k);
-}
-
-// o += P·V (or its transpose) for one 16x16x16 block.
-template <class P, class V>
-__device__ inline void out_mma(leaf::FragC& o, const P& p, const V& v) {
-  if constexpr (Scheme::kTransposed) leaf::mma(o, v, p);
-  else leaf::mma(o, p, v);
 }
 
 // The probabilities of one 16x16 score block as the operand of the second product, in bf16.
@@ -224,13 +228,8 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       QFrag qf[T::RowTiles];
 #pragma unroll
       for (int r = 0; r < T::RowTiles; ++r) load_operand(qf[r], qs + (wrow + r * 16) * T::kLdQ + ds * 16, T::kLdQ);
-#pragma unroll
-      for (int j = 0; j < T::KT / 16; ++j) {
-        KFrag kf;
-        load_operand(kf, kt_s + j * 16 * T::kLdK + ds * 16, T::kLdK);
-#pragma unroll
-        for (int r = 0; r < T::RowTiles; ++r) score_mma(s[r][j], qf[r], kf);
-      }
+      row_tiles_mma<KFrag>(s, qf,
+                           [&](KFrag& kf, int j) { load_operand(kf, kt_s + j * 16 * T::kLdK + ds * 16, T::kLdK); });
     }
 
     // Online softmax in base 2: s·scale·log2(e), masked to -inf past tk and above the diagonal.
@@ -291,13 +290,8 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       QFrag pf[T::RowTiles];
 #pragma unroll
       for (int r = 0; r < T::RowTiles; ++r) pf[r] = probabilities_operand<QFrag>(s[r][j]);
-#pragma unroll
-      for (int dv = 0; dv < T::Dv / 16; ++dv) {
-        KFrag vf;
-        load_operand(vf, vt_s + dv * 16 * T::kLdV + j * 16, T::kLdV);
-#pragma unroll
-        for (int r = 0; r < T::RowTiles; ++r) out_mma(o[r][dv], pf[r], vf);
-      }
+      row_tiles_mma<KFrag>(o, pf,
+                           [&](KFrag& vf, int dv) { load_operand(vf, vt_s + dv * 16 * T::kLdV + j * 16, T::kLdV); });
     }
   }
 

@@ -43,35 +43,34 @@ struct NvidiaScheme {
   static MOSS_HOST_DEVICE constexpr Elem p_operand(int lane, int j) { return Layout::a(lane, j); }  // {query, key}
 };
 
-// gfx12: Sᵀ[key][query] in C: lane holds query lane%16, keys 8h..8h+7; B slot i is the same element.
-struct Gfx12Scheme {
-  using Layout = mma_layout::Gfx12;
-  static constexpr bool kTransposed = true;
-  static constexpr int kStats = 1;
-  static constexpr int kReduceMasks = 1;  // xor 16: the other half-wave holds the other 8 keys
-  static MOSS_HOST_DEVICE constexpr int reduce_mask(int) { return 16; }
-  static MOSS_HOST_DEVICE constexpr int stat(int) { return 0; }
-  static constexpr int kPSlots = Layout::kSlotsB;
-  static constexpr bool kPExchange = false;
-  static MOSS_HOST_DEVICE constexpr int p_source_slot(int j) { return j; }
-  static MOSS_HOST_DEVICE constexpr bool p_from_partner(int, int) { return false; }
-  static MOSS_HOST_DEVICE constexpr Elem p_operand(int lane, int j) { return Layout::b(lane, j); }  // {key, query}
-};
-
-// gfx11: Sᵀ in C: lane holds query lane%16 and keys 2i+h; the B operand wants all 16 keys in
-// order, so B slot j is score slot j/2 of this lane (j%2 == h) or of lane^16 (j%2 != h).
-struct Gfx11Scheme {
-  using Layout = mma_layout::Gfx11;
+// Both AMD schemes: Sᵀ[key][query] in C, each lane holding one query (lane%16) and half of the
+// 16 keys; the other half-wave (xor 16) holds the other half, so one statistic and one exchange.
+// P is the B operand ({key, query}); the schemes differ in where B's slots come from.
+template <class L>
+struct TransposedScheme {
+  using Layout = L;
   static constexpr bool kTransposed = true;
   static constexpr int kStats = 1;
   static constexpr int kReduceMasks = 1;
   static MOSS_HOST_DEVICE constexpr int reduce_mask(int) { return 16; }
   static MOSS_HOST_DEVICE constexpr int stat(int) { return 0; }
   static constexpr int kPSlots = Layout::kSlotsB;
+  static MOSS_HOST_DEVICE constexpr Elem p_operand(int lane, int j) { return Layout::b(lane, j); }  // {key, query}
+};
+
+// gfx12: lane holds keys 8h..8h+7; B slot i is the same element.
+struct Gfx12Scheme : TransposedScheme<mma_layout::Gfx12> {
+  static constexpr bool kPExchange = false;
+  static MOSS_HOST_DEVICE constexpr int p_source_slot(int j) { return j; }
+  static MOSS_HOST_DEVICE constexpr bool p_from_partner(int, int) { return false; }
+};
+
+// gfx11: lane holds keys 2i+h; the B operand wants all 16 keys in order, so B slot j is score
+// slot j/2 of this lane (j%2 == h) or of lane^16 (j%2 != h).
+struct Gfx11Scheme : TransposedScheme<mma_layout::Gfx11> {
   static constexpr bool kPExchange = true;
   static MOSS_HOST_DEVICE constexpr int p_source_slot(int j) { return j / 2; }
   static MOSS_HOST_DEVICE constexpr bool p_from_partner(int lane, int j) { return j % 2 != lane / 16; }
-  static MOSS_HOST_DEVICE constexpr Elem p_operand(int lane, int j) { return Layout::b(lane, j); }
 };
 
 // Coordinates of accumulator slots in query/key (scores) and query/dim (output) terms; both

@@ -65,24 +65,18 @@ __device__ inline void set_pair(Frag& f, int slot, uint32_t pair) {
 
 // A[m][k] = channel k of staged weight row (row0 + m).
 __device__ inline void load_a_rows(leaf::FragA& f, const uint32_t* s, int row0) {
-  const int lane = int(lane_id());
-#pragma unroll
-  for (int p = 0; p < leaf::Layout::kSlotsA / 2; ++p) {
-    const mma_layout::Elem e = leaf::Layout::a(lane, 2 * p);
+  leaf::for_each_slot<leaf::Operand::A, 2>([&](int i, mma_layout::Elem e) {
     const int row = row0 + e.row;
-    set_pair(f, 2 * p, s[row * kChunkWords + conv::swizzle_word(e.col / 2, row)]);
-  }
+    set_pair(f, i, s[row * kChunkWords + conv::swizzle_word(e.col / 2, row)]);
+  });
 }
 
 // B[k][n] = channel k of staged patch pixel (pix0 + n).
 __device__ inline void load_b_pixels(leaf::FragB& f, const uint32_t* s, int pix0) {
-  const int lane = int(lane_id());
-#pragma unroll
-  for (int p = 0; p < leaf::Layout::kSlotsB / 2; ++p) {
-    const mma_layout::Elem e = leaf::Layout::b(lane, 2 * p);
+  leaf::for_each_slot<leaf::Operand::B, 2>([&](int i, mma_layout::Elem e) {
     const int pix = pix0 + e.col;
-    set_pair(f, 2 * p, s[pix * kChunkWords + conv::swizzle_word(e.row / 2, pix)]);
-  }
+    set_pair(f, i, s[pix * kChunkWords + conv::swizzle_word(e.row / 2, pix)]);
+  });
 }
 
 __device__ inline uint32_t bf16_pair(bf16 even, bf16 odd) {
@@ -98,21 +92,9 @@ __device__ inline uint32_t f16_pair(float even, float odd) {
 }
 
 // acc += A·B with fp16 operands: the leaf's NVIDIA product (kernels/matrix_leaf.h) with the f16
-// instruction. Same fragment layout as bf16 (PTX ISA: m16n8k16 .f16 and .bf16 share it); the
-// fragments' bf16 slots carry fp16 bits here, moved as raw 16-bit words.
+// instruction; the fragments' bf16 slots carry fp16 bits here, moved as raw 16-bit words.
 __device__ inline void mma_f16(leaf::FragC& acc, const leaf::FragA& a, const leaf::FragB& b) {
-  const uint32_t a0 = leaf::pack_pair(a.x[0], a.x[1]), a1 = leaf::pack_pair(a.x[2], a.x[3]);
-  const uint32_t a2 = leaf::pack_pair(a.x[4], a.x[5]), a3 = leaf::pack_pair(a.x[6], a.x[7]);
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const uint32_t b0 = leaf::pack_pair(b.x[4 * j], b.x[4 * j + 1]), b1 = leaf::pack_pair(b.x[4 * j + 2], b.x[4 * j + 3]);
-    float* d = acc.x + 4 * j;
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
+  leaf::mma_m16n8k16_pairs<true>(acc, a, b);
 }
 #endif
 
@@ -322,7 +304,7 @@ void launch(const Conv2dArgs& a, hipStream_t stream) {
   using Shape = BlockShape<P, kPortable>;
   constexpr int kBlockRows = Shape::kBlockRows;
   const int ho = a.upsample2x ? 2 * a.h : a.h, wo = a.upsample2x ? 2 * a.w : a.w;
-  const int co_tiles = (a.cout + Shape::kBlockM - 1) / Shape::kBlockM;  // conv::co_tiles of this path
+  const int co_tiles = conv::co_tiles(a.cout, Shape::kBlockM);
   const int tiles_x = (wo + kTileW - 1) / kTileW, tiles_y = (ho + kBlockRows - 1) / kBlockRows;
   const int64_t blocks = int64_t(co_tiles) * tiles_x * tiles_y;
   if (blocks > int64_t(0x7fffffff)) throw failure("conv2d: output too large for one launch");

@@ -46,9 +46,7 @@ MOSS_HOST_DEVICE constexpr int warps_n(bool split) { return kPortable ? 1 : (spl
 
 // The output channels per block of the path that runs (the packer and the kernel ask the same).
 inline int block_m() {
-  int m = 0;
-  with_kernel_path([&](auto portable) { m = kBlockM<decltype(portable)::value>; });
-  return m;
+  return kernel_path_value([](auto portable) { return kBlockM<decltype(portable)::value>; });
 }
 
 MOSS_HOST_DEVICE constexpr int swizzle_word(int word, int row) { return word ^ (((row >> 2) & 1) << 2); }
@@ -57,10 +55,10 @@ MOSS_HOST_DEVICE constexpr int swizzle_word(int word, int row) { return word ^ (
 // split product): [co_tile][chunk][tap][kBlockM][kChunkWords], output channels padded to
 // co_tiles·kBlockM and input channels to chunks·16 with zeros, each row swizzled as above. A
 // block's weights for one chunk are then one contiguous run of taps·kBlockM·8 words.
-inline int co_tiles(int cout) { return (cout + block_m() - 1) / block_m(); }
+MOSS_HOST_DEVICE constexpr int co_tiles(int cout, int per_block) { return (cout + per_block - 1) / per_block; }
 inline int chunks(int cin) { return (cin + kChunk - 1) / kChunk; }
 inline int64_t packed_words(int cout, int cin, int ksize) {
-  return int64_t(co_tiles(cout)) * chunks(cin) * ksize * ksize * block_m() * kChunkWords;
+  return int64_t(co_tiles(cout, block_m())) * chunks(cin) * ksize * ksize * block_m() * kChunkWords;
 }
 
 }  // namespace conv

@@ -211,8 +211,6 @@ __global__ __launch_bounds__(kThreadsOf<kP>) void delta_prep_kernel(Params a) {
 template <int DK, int DV, bool kSplit, bool kP>
 __global__ __launch_bounds__(kThreadsOf<kP>) void delta_scan_kernel(Params a) {
   constexpr int kWaves = kWavesOf<kP>, kThreads = kThreadsOf<kP>;
-  using FragA = split_leaf::FragA<kSplit>;
-  using FragB = split_leaf::FragB<kSplit>;
   using R = Record<DK, DV>;
   __shared__ float st[DK * kLdSlice];  // S[:, col0 .. col0+15], fp32
   __shared__ float vn[kC * kLdSlice];  // this block's v_new[:, col0 .. col0+15]
@@ -239,11 +237,8 @@ __global__ __launch_bounds__(kThreadsOf<kP>) void delta_scan_kernel(Params a) {
       leaf::zero(acc);
 #pragma unroll kScanUnrollOf<kP>
       for (int k0 = 0; k0 < DK; k0 += 16) {
-        FragA fw;
-        FragB fs;
-        split_leaf::load_a<kSplit>(fw, [&](int m, int kk) { return rec[R::kW + (mi * 16 + m) * DK + k0 + kk]; });
-        split_leaf::load_b<kSplit>(fs, [&](int kk, int nn) { return st[(k0 + kk) * kLdSlice + nn]; });
-        split_leaf::mma<kSplit>(acc, fw, fs);
+        split_leaf::mma_loaded<kSplit>(acc, [&](int m, int kk) { return rec[R::kW + (mi * 16 + m) * DK + k0 + kk]; },
+                                       [&](int kk, int nn) { return st[(k0 + kk) * kLdSlice + nn]; });
       }
       split_leaf::store(acc, [&](int m, int nn, float x) {
         const int i = mi * 16 + m;
@@ -260,19 +255,14 @@ __global__ __launch_bounds__(kThreadsOf<kP>) void delta_scan_kernel(Params a) {
       leaf::zero(intra);
 #pragma unroll kScanUnrollOf<kP>
       for (int k0 = 0; k0 < DK; k0 += 16) {
-        FragA fq;
-        FragB fs;
-        split_leaf::load_a<kSplit>(fq, [&](int m, int kk) { return rec[R::kQG + (mi * 16 + m) * DK + k0 + kk]; });
-        split_leaf::load_b<kSplit>(fs, [&](int kk, int nn) { return st[(k0 + kk) * kLdSlice + nn]; });
-        split_leaf::mma<kSplit>(inter, fq, fs);
+        split_leaf::mma_loaded<kSplit>(inter, [&](int m, int kk) { return rec[R::kQG + (mi * 16 + m) * DK + k0 + kk]; },
+                                       [&](int kk, int nn) { return st[(k0 + kk) * kLdSlice + nn]; });
       }
 #pragma unroll 1
       for (int kj = 0; kj <= mi; ++kj) {
-        FragA fm;
-        FragB fv;
-        split_leaf::load_a<kSplit>(fm, [&](int m, int kk) { return rec[R::kM + (mi * 16 + m) * kC + kj * 16 + kk]; });
-        split_leaf::load_b<kSplit>(fv, [&](int kk, int nn) { return vn[(kj * 16 + kk) * kLdSlice + nn]; });
-        split_leaf::mma<kSplit>(intra, fm, fv);
+        split_leaf::mma_loaded<kSplit>(
+            intra, [&](int m, int kk) { return rec[R::kM + (mi * 16 + m) * kC + kj * 16 + kk]; },
+            [&](int kk, int nn) { return vn[(kj * 16 + kk) * kLdSlice + nn]; });
       }
       float* ob = a.out + (t0 + mi * 16) * a.ldo + h * DV + col0;
 #pragma unroll
@@ -291,11 +281,9 @@ __global__ __launch_bounds__(kThreadsOf<kP>) void delta_scan_kernel(Params a) {
       leaf::zero(acc);
 #pragma unroll kScanUnrollOf<kP>
       for (int kj = 0; kj < kCT && kj * 16 < n; ++kj) {
-        FragA fk;
-        FragB fv;
-        split_leaf::load_a<kSplit>(fk, [&](int m, int kk) { return rec[R::kKD + (kj * 16 + kk) * DK + mt * 16 + m]; });
-        split_leaf::load_b<kSplit>(fv, [&](int kk, int nn) { return vn[(kj * 16 + kk) * kLdSlice + nn]; });
-        split_leaf::mma<kSplit>(acc, fk, fv);
+        split_leaf::mma_loaded<kSplit>(
+            acc, [&](int m, int kk) { return rec[R::kKD + (kj * 16 + kk) * DK + mt * 16 + m]; },
+            [&](int kk, int nn) { return vn[(kj * 16 + kk) * kLdSlice + nn]; });
       }
       split_leaf::store(acc, [&](int m, int nn, float x) {
         float* e = st + (mt * 16 + m) * kLdSlice + nn;

@@ -83,36 +83,30 @@ void launch_leaf(const GemmOperands& op, hipStream_t stream) {
   launch_blocks(kernel, Cfg::BM, Cfg::BN, Cfg::kThreads, P::kSmemBytes, stream, kernel_args<TA, TB>(op));
 }
 
-// The portable configurations for op's dtypes (an f32 x is always converted).
-void launch_portable(const GemmOperands& op, bool wide, hipStream_t stream) {
+// The configurations for op's dtypes, an f32 x converted to bf16 as it is staged: Cfg for bf16 x
+// bf16, CfgF32X for an f32 x on bf16 weights, CfgF32W for f32 weights.
+template <class Cfg, class CfgF32X, class CfgF32W>
+void launch_converting(const GemmOperands& op, hipStream_t stream) {
   const bool xb = op.x_type == GemmType::BF16, wb = op.w_type == GemmType::BF16;
-  if (wide) {
-    if (xb && wb) launch_leaf<PortableWide, bf16, bf16, false>(op, stream);
-    else if (wb) launch_leaf<PortableWideF32X, float, bf16, true>(op, stream);
-    else if (xb) launch_leaf<PortableWideF32Weights, bf16, float, false>(op, stream);
-    else launch_leaf<PortableWideF32Weights, float, float, true>(op, stream);
-    return;
-  }
-  if (xb && wb) launch_leaf<PortableNarrow, bf16, bf16, false>(op, stream);
-  else if (wb) launch_leaf<PortableNarrowF32X, float, bf16, true>(op, stream);
-  else if (xb) launch_leaf<PortableNarrowF32Weights, bf16, float, false>(op, stream);
-  else launch_leaf<PortableNarrowF32Weights, float, float, true>(op, stream);
+  if (xb && wb) launch_leaf<Cfg, bf16, bf16, false>(op, stream);
+  else if (wb) launch_leaf<CfgF32X, float, bf16, true>(op, stream);
+  else if (xb) launch_leaf<CfgF32W, bf16, float, false>(op, stream);
+  else launch_leaf<CfgF32W, float, float, true>(op, stream);
+}
+
+void launch_portable(const GemmOperands& op, bool wide, hipStream_t stream) {
+  if (wide) launch_converting<PortableWide, PortableWideF32X, PortableWideF32Weights>(op, stream);
+  else launch_converting<PortableNarrow, PortableNarrowF32X, PortableNarrowF32Weights>(op, stream);
 }
 
 #if MOSS_PLATFORM_NVIDIA
-// Cfg serves bf16 weights, CfgF32W f32 weights; `convert` applies to an f32 x.
-template <class Cfg, class CfgF32W = Cfg>
+// One configuration for every dtype pair; `convert` says whether an f32 x is converted to bf16
+// as it is staged or read as it is.
+template <class Cfg>
 void launch_leaf_typed(const GemmOperands& op, bool convert, hipStream_t stream) {
-  const bool xb = op.x_type == GemmType::BF16, wb = op.w_type == GemmType::BF16;
-  if (!xb && convert) {
-    if (wb) launch_leaf<Cfg, float, bf16, true>(op, stream);
-    else launch_leaf<CfgF32W, float, float, true>(op, stream);
-    return;
-  }
-  if (xb && wb) launch_leaf<Cfg, bf16, bf16, false>(op, stream);
-  else if (xb) launch_leaf<CfgF32W, bf16, float, false>(op, stream);
-  else if (wb) launch_leaf<Cfg, float, bf16, false>(op, stream);
-  else launch_leaf<CfgF32W, float, float, false>(op, stream);
+  if (convert || op.x_type == GemmType::BF16) return launch_converting<Cfg, Cfg, Cfg>(op, stream);
+  if (op.w_type == GemmType::BF16) launch_leaf<Cfg, float, bf16, false>(op, stream);
+  else launch_leaf<Cfg, float, float, false>(op, stream);
 }
 
 // A split launch: grid (tiles, splits), clusters of (1, splits) blocks, the blocks of one tile.

@@ -186,25 +186,18 @@ struct TileLoader {
 // a_tile: A[m][k] rows of the 16x16 block; b_tile: B stored transposed, Bt[n][k].
 template <class T>
 __device__ inline void load_fragment_a(leaf::FragA& f, const T* a_tile, int ld) {
-  const int lane = int(lane_id());
-#pragma unroll
-  for (int i = 0; i < Layout::kSlotsA; i += 2) {
-    const mma_layout::Elem e = Layout::a(lane, i);
+  leaf::for_each_slot<leaf::Operand::A, 2>([&](int i, mma_layout::Elem e) {
     const uint32_t pair = tile::load_bf16_pair(a_tile + e.row * ld + e.col);
     __builtin_memcpy(&f.x[i], &pair, sizeof pair);
-  }
+  });
 }
 template <class T>
 __device__ inline void load_fragment_b(leaf::FragB& f, const T* bt_tile, int ld) {
-  const int lane = int(lane_id());
-#pragma unroll
-  for (int i = 0; i < Layout::kSlotsB; i += 2) {
-    const mma_layout::Elem e = Layout::b(lane, i);  // {k, n}
+  leaf::for_each_slot<leaf::Operand::B, 2>([&](int i, mma_layout::Elem e) {  // e = {k, n}
     const uint32_t pair = tile::load_bf16_pair(bt_tile + e.col * ld + e.row);
     __builtin_memcpy(&f.x[i], &pair, sizeof pair);
-  }
+  });
 }
-
 
 template <class Cfg, class TA, class TB, bool kConvertX>
 __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> args) {

@@ -132,9 +132,7 @@ Slicing slicing(int64_t span, int threads) {
 
 // The threads per block of the configuration that runs.
 int threads_now() {
-  int threads = 0;
-  with_kernel_path([&](auto portable) { threads = kMemoryBoundThreads<decltype(portable)::value>; });
-  return threads;
+  return kernel_path_value([](auto portable) { return kMemoryBoundThreads<decltype(portable)::value>; });
 }
 
 }  // namespace

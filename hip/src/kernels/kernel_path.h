@@ -49,4 +49,13 @@ void with_kernel_path(F&& f) {
   f(std::true_type{});
 }
 
+// pick(std::true_type / std::false_type) of the configuration that runs: a constant of the
+// path's template, e.g. kMemoryBoundThreads<decltype(p)::value> for p.
+template <class Pick>
+auto kernel_path_value(Pick&& pick) {
+  decltype(pick(std::true_type{})) value{};
+  with_kernel_path([&](auto portable) { value = pick(portable); });
+  return value;
+}
+
 }  // namespace moss

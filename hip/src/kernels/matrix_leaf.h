@@ -53,26 +53,28 @@ __device__ inline void zero(FragC& c) {
   for (int i = 0; i < Layout::kSlotsC; ++i) c.x[i] = 0.0f;
 }
 
+// The two operands, for code that walks a fragment's slots: visit(slot, element) for slots 0,
+// kStep, 2 kStep, ... of this lane's share of kOp, element {row, col} being {m, k} of A or {k, n}
+// of B (kStep 2: the first slot of each register pair).
+enum class Operand { A, B };
+template <Operand kOp, int kStep = 1, class Visit>
+__device__ inline void for_each_slot(Visit visit) {
+  const int lane = int(lane_id());
+  constexpr int slots = kOp == Operand::A ? Layout::kSlotsA : Layout::kSlotsB;
+#pragma unroll
+  for (int i = 0; i < slots; i += kStep) visit(i, kOp == Operand::A ? Layout::a(lane, i) : Layout::b(lane, i));
+}
+
 // get(m, k) returns A[m][k] (bf16) of this 16x16 block; zero-pad outside the matrix in `get`.
 template <class Get>
 __device__ inline void load_a(FragA& f, Get get) {
-  const int lane = int(lane_id());
-#pragma unroll
-  for (int i = 0; i < Layout::kSlotsA; ++i) {
-    const mma_layout::Elem e = Layout::a(lane, i);
-    f.x[i] = get(e.row, e.col);
-  }
+  for_each_slot<Operand::A>([&](int i, mma_layout::Elem e) { f.x[i] = get(e.row, e.col); });
 }
 
 // get(k, n) returns B[k][n] (bf16); for a transposed weight Bt[n][k] that is Bt[n * ld + k].
 template <class Get>
 __device__ inline void load_b(FragB& f, Get get) {
-  const int lane = int(lane_id());
-#pragma unroll
-  for (int i = 0; i < Layout::kSlotsB; ++i) {
-    const mma_layout::Elem e = Layout::b(lane, i);
-    f.x[i] = get(e.row, e.col);
-  }
+  for_each_slot<Operand::B>([&](int i, mma_layout::Elem e) { f.x[i] = get(e.row, e.col); });
 }
 
 // put(m, n, value) receives every C[m][n] of the block exactly once over the wave.
@@ -91,39 +93,47 @@ __device__ inline void store_c(const FragC& c, Put put) {
 __device__ inline uint32_t pack_pair(bf16 lo, bf16 hi) {
   return uint32_t(bf16_bits(lo)) | (uint32_t(bf16_bits(hi)) << 16);
 }
-#endif
 
-// acc = A·B + acc for one 16x16x16 block.
-__device__ inline void mma(FragC& acc, const FragA& a, const FragB& b) {
-#if MOSS_PLATFORM_NVIDIA
-  // A: 4 registers shared by both instructions; instruction j reads B slots / C slots 4j..4j+3.
+// acc += A·B as two m16n8k16 products. A: 4 registers shared by both instructions; instruction j
+// reads B slots / C slots 4j..4j+3. kF16: the fragments' 16-bit slots carry fp16 bits and the
+// fp16 instruction runs (PTX ISA: .f16 and .bf16 share the fragment layout).
+#define MOSS_LEAF_MMA_M16N8K16(type)                                                                    \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." type "." type ".f32 "                          \
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                    \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                         \
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+template <bool kF16>
+__device__ inline void mma_m16n8k16_pairs(FragC& acc, const FragA& a, const FragB& b) {
   const uint32_t a0 = pack_pair(a.x[0], a.x[1]), a1 = pack_pair(a.x[2], a.x[3]);
   const uint32_t a2 = pack_pair(a.x[4], a.x[5]), a3 = pack_pair(a.x[6], a.x[7]);
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const uint32_t b0 = pack_pair(b.x[4 * j], b.x[4 * j + 1]), b1 = pack_pair(b.x[4 * j + 2], b.x[4 * j + 3]);
     float* d = acc.x + 4 * j;
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    if constexpr (kF16) MOSS_LEAF_MMA_M16N8K16("f16");
+    else MOSS_LEAF_MMA_M16N8K16("bf16");
   }
-#elif defined(__GFX11__)
-  // Operands: 16 bf16 per lane (8 VGPRs, A and B duplicated in both half-waves), 8 fp32 per lane.
-  // clang-19's builtin takes the bf16 bits as short vectors.
-  typedef short v16s __attribute__((ext_vector_type(16)));
+}
+#undef MOSS_LEAF_MMA_M16N8K16
+#endif
+
+// acc = A·B + acc for one 16x16x16 block.
+__device__ inline void mma(FragC& acc, const FragA& a, const FragB& b) {
+#if MOSS_PLATFORM_NVIDIA
+  mma_m16n8k16_pairs<false>(acc, a, b);
+#elif defined(__GFX11__) || defined(__GFX12__)
+  // Operands: 16 bf16 per lane on gfx11 (8 VGPRs, A and B duplicated in both half-waves), 8 on
+  // gfx12 (4 VGPRs, no duplication); 8 fp32 per lane. clang-19's builtins take the bf16 bits as
+  // short vectors.
+  typedef short vab __attribute__((ext_vector_type(Layout::kSlotsA)));
   typedef float v8f __attribute__((ext_vector_type(8)));
-  const v8f d = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(__builtin_bit_cast(v16s, a), __builtin_bit_cast(v16s, b),
-                                                            __builtin_bit_cast(v8f, acc));
-  acc = __builtin_bit_cast(FragC, d);
-#elif defined(__GFX12__)
-  // Operands: 8 bf16 per lane (4 VGPRs, no duplication), 8 fp32 per lane.
-  typedef short v8s __attribute__((ext_vector_type(8)));
-  typedef float v8f __attribute__((ext_vector_type(8)));
-  const v8f d = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12(__builtin_bit_cast(v8s, a), __builtin_bit_cast(v8s, b),
-                                                                  __builtin_bit_cast(v8f, acc));
-  acc = __builtin_bit_cast(FragC, d);
+  const vab av = __builtin_bit_cast(vab, a), bv = __builtin_bit_cast(vab, b);
+  const v8f c = __builtin_bit_cast(v8f, acc);
+#if defined(__GFX11__)
+  acc = __builtin_bit_cast(FragC, __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(av, bv, c));
+#else
+  acc = __builtin_bit_cast(FragC, __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12(av, bv, c));
+#endif
 #endif
 }
 

@@ -260,6 +260,18 @@ __global__ __launch_bounds__(W * kWaveSize) void norm_rope_kernel(Mat x, Mat y, 
 // parameters with the same vector width; the launchers fall back to the kernels above when a
 // shape or alignment does not fit.
 
+// Row `row` of m into registers, the chunk layout of norm_modulate_regs_kernel (below): thread
+// tid holds columns 4(tid + k·W·waves) .. +3 of chunk k; columns past cols read as zero.
+template <int W, int kChunks>
+__device__ inline void load_row_chunks(const Mat& m, int64_t row, int tid, int cols, float (&v)[kChunks][4]) {
+  const void* mrow = static_cast<const char*>(m.p) + row * m.ld * (m.bf16 ? 2 : 4);
+#pragma unroll
+  for (int k = 0; k < kChunks; ++k) {
+    const int c = (k * W * kWaveSize + tid) * 4;
+    load4_at(mrow, m.bf16, c, c < cols, v[k]);
+  }
+}
+
 // norm_modulate, one block per row, the whole row in registers: thread t holds columns
 // 4(t + k·threads) .. +3 for k < kChunks (cols <= 4·threads·kChunks, cols % 4 == 0, rows
 // aligned); the sum of squares is reduced over the wave, then over the block's waves through
@@ -271,21 +283,11 @@ __global__ __launch_bounds__(W * kWaveSize) void norm_modulate_regs_kernel(Mat x
                                                                       Vec shift, Vec scale, Mat d, Vec gate) {
   const int64_t row = block_x();
   const int tid = int(thread_x());
-  const void* xrow = static_cast<const char*>(x.p) + row * x.ld * (x.bf16 ? 2 : 4);
   float v[kChunks][4];
-#pragma unroll
-  for (int k = 0; k < kChunks; ++k) {
-    const int c = (k * W * kWaveSize + tid) * 4;
-    load4_at(xrow, x.bf16, c, c < cols, v[k]);
-  }
+  load_row_chunks<W>(x, row, tid, cols, v);
   if (d.p) {
-    const void* drow = static_cast<const char*>(d.p) + row * d.ld * (d.bf16 ? 2 : 4);
     float dv[kChunks][4];
-#pragma unroll
-    for (int k = 0; k < kChunks; ++k) {
-      const int c = (k * W * kWaveSize + tid) * 4;
-      load4_at(drow, d.bf16, c, c < cols, dv[k]);
-    }
+    load_row_chunks<W>(d, row, tid, cols, dv);
     void* xout = static_cast<char*>(x.p) + row * x.ld * (x.bf16 ? 2 : 4);
 #pragma unroll
     for (int k = 0; k < kChunks; ++k) {

@@ -40,23 +40,15 @@ struct FragB {
 // A[m][k] = get(m, k).
 template <bool kSplit, class Get>
 __device__ inline void load_a(FragA<kSplit>& f, Get get) {
-  const int lane = int(lane_id());
-#pragma unroll
-  for (int i = 0; i < leaf::Layout::kSlotsA; ++i) {
-    const mma_layout::Elem e = leaf::Layout::a(lane, i);
-    split<kSplit>(get(e.row, e.col), f.hi.x[i], f.lo.x[i]);
-  }
+  leaf::for_each_slot<leaf::Operand::A>(
+      [&](int i, mma_layout::Elem e) { split<kSplit>(get(e.row, e.col), f.hi.x[i], f.lo.x[i]); });
 }
 
 // B[k][n] = get(k, n).
 template <bool kSplit, class Get>
 __device__ inline void load_b(FragB<kSplit>& f, Get get) {
-  const int lane = int(lane_id());
-#pragma unroll
-  for (int i = 0; i < leaf::Layout::kSlotsB; ++i) {
-    const mma_layout::Elem e = leaf::Layout::b(lane, i);
-    split<kSplit>(get(e.row, e.col), f.hi.x[i], f.lo.x[i]);
-  }
+  leaf::for_each_slot<leaf::Operand::B>(
+      [&](int i, mma_layout::Elem e) { split<kSplit>(get(e.row, e.col), f.hi.x[i], f.lo.x[i]); });
 }
 
 // acc += A·B; the small cross terms first, so they are not lost against the large one.
@@ -67,6 +59,17 @@ __device__ inline void mma(leaf::FragC& acc, const FragA<kSplit>& a, const FragB
     leaf::mma(acc, a.hi, b.lo);
   }
   leaf::mma(acc, a.hi, b.hi);
+}
+
+// acc += A·B for one 16x16x16 block whose operands are read here: A[m][k] = get_a(m, k),
+// B[k][n] = get_b(k, n).
+template <bool kSplit, class GetA, class GetB>
+__device__ inline void mma_loaded(leaf::FragC& acc, GetA get_a, GetB get_b) {
+  FragA<kSplit> fa;
+  FragB<kSplit> fb;
+  load_a<kSplit>(fa, get_a);
+  load_b<kSplit>(fb, get_b);
+  mma<kSplit>(acc, fa, fb);
 }
 
 // put(m, n, value) receives every C[m][n] of the 16x16 block exactly once over the wave.

@@ -26,55 +26,64 @@ __global__ __launch_bounds__(kThreads) void unpatchify_kernel(const float* __res
   out[o] = packed[(int64_t(k) * h + i) * w + j] * sd + mean[k];
 }
 
+// One block's kTile x kTile square of a transpose between the channel-major map ([channel][pixel])
+// and token rows ([pixel][channel]). Each side visits its elements with the lane along that side's
+// contiguous axis. visit(r, c, p) for every element of the square inside the map; r is the tile
+// row this thread handles.
+template <int kThreads>
+struct TransposeSquare {
+  static constexpr int kRowStep = kThreads / kTile;
+  const int lane, first, c0;
+  const int64_t p0;
+  const int channels;
+  const int64_t pixels;
+  __device__ TransposeSquare(int channels_, int64_t pixels_)
+      : lane(int(thread_x()) % kTile), first(int(thread_x()) / kTile), c0(int(block_y()) * kTile),
+        p0(int64_t(block_x()) * kTile), channels(channels_), pixels(pixels_) {}
+
+  // kMapSide: row r of the square is channel c0 + r, the lane walks pixels (the map's contiguous
+  // axis); else row r is pixel p0 + r and the lane walks channels (the tokens').
+  template <bool kMapSide, class Visit>
+  __device__ void visit_side(Visit visit) const {
+    for (int r = first; r < kTile; r += kRowStep) {
+      const int c = c0 + (kMapSide ? r : lane);
+      const int64_t p = p0 + (kMapSide ? lane : r);
+      if (c < channels && p < pixels) visit(r, c, p);
+    }
+  }
+  template <class Visit>
+  __device__ void map_side(Visit visit) const { visit_side<true>(visit); }
+  template <class Visit>
+  __device__ void token_side(Visit visit) const { visit_side<false>(visit); }
+};
+
 template <int kThreads>
 __global__ __launch_bounds__(kThreads) void map_to_tokens_kernel(const float* __restrict__ x, int channels,
                                                                  int64_t pixels, const ChannelNorm* __restrict__ norm,
                                                                  bool silu, float* __restrict__ tokens, int64_t ld) {
-  constexpr int kRowStep = kThreads / kTile;
   __shared__ float tile[kTile][kTile + 1];  // [channel][pixel]
-  const int lane = int(thread_x()) % kTile, first = int(thread_x()) / kTile;
-  const int c0 = int(block_y()) * kTile;
-  const int64_t p0 = int64_t(block_x()) * kTile;
-  for (int r = first; r < kTile; r += kRowStep) {
-    const int c = c0 + r;
-    const int64_t p = p0 + lane;
-    if (c < channels && p < pixels) {
-      float v = x[int64_t(c) * pixels + p];
-      if (norm) {
-        const ChannelNorm n = norm[c];
-        v = (v - n.mean) * n.scale + n.shift;
-        if (silu) v = v * sigmoid_f(v);
-      }
-      tile[r][lane] = v;
+  const TransposeSquare<kThreads> sq(channels, pixels);
+  sq.map_side([&](int r, int c, int64_t p) {
+    float v = x[int64_t(c) * pixels + p];
+    if (norm) {
+      const ChannelNorm n = norm[c];
+      v = (v - n.mean) * n.scale + n.shift;
+      if (silu) v = v * sigmoid_f(v);
     }
-  }
+    tile[r][sq.lane] = v;
+  });
   sync_workgroup();
-  for (int r = first; r < kTile; r += kRowStep) {
-    const int64_t p = p0 + r;
-    const int c = c0 + lane;
-    if (c < channels && p < pixels) tokens[p * ld + c] = tile[lane][r];
-  }
+  sq.token_side([&](int r, int c, int64_t p) { tokens[p * ld + c] = tile[sq.lane][r]; });
 }
 
 template <int kThreads>
 __global__ __launch_bounds__(kThreads) void add_tokens_kernel(float* __restrict__ x, int channels, int64_t pixels,
                                                               const float* __restrict__ tokens, int64_t ld) {
-  constexpr int kRowStep = kThreads / kTile;
   __shared__ float tile[kTile][kTile + 1];  // [channel][pixel]
-  const int lane = int(thread_x()) % kTile, first = int(thread_x()) / kTile;
-  const int c0 = int(block_y()) * kTile;
-  const int64_t p0 = int64_t(block_x()) * kTile;
-  for (int r = first; r < kTile; r += kRowStep) {
-    const int64_t p = p0 + r;
-    const int c = c0 + lane;
-    if (c < channels && p < pixels) tile[lane][r] = tokens[p * ld + c];
-  }
+  const TransposeSquare<kThreads> sq(channels, pixels);
+  sq.token_side([&](int r, int c, int64_t p) { tile[sq.lane][r] = tokens[p * ld + c]; });
   sync_workgroup();
-  for (int r = first; r < kTile; r += kRowStep) {
-    const int c = c0 + r;
-    const int64_t p = p0 + lane;
-    if (c < channels && p < pixels) x[int64_t(c) * pixels + p] += tile[r][lane];
-  }
+  sq.map_side([&](int r, int c, int64_t p) { x[int64_t(c) * pixels + p] += tile[r][sq.lane]; });
 }
 
 dim3 transpose_grid(int channels, int64_t pixels) {
