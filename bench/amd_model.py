@@ -89,73 +89,58 @@ SOURCES = {
 
 # ---- targets -------------------------------------------------------------------------------------
 # Each figure: (value, source key). Derived peaks are computed, not stored.
-SPECS = {
-    "gfx1100": {
-        "name": ("Radeon RX 7900 XTX", "amd-7900xtx"),
-        "units": (96, "amd-7900xtx"),                 # compute units
-        "clock_ghz": (2.5, "amd-7900xtx"),            # boost clock
+# The AMD boards differ in their own figures (size, clock, caches, memory); the matrix unit and its
+# register layout come with the generation, the rest is the same on every RDNA target.
+RDNA_GENERATIONS = {
+    3: {
         "mma_flops_per_unit_clk": (512, "calc-rdna3"),  # dense bf16 WMMA per CU
         "mma_clk": (32, "calc-rdna3"),                # cycles of one 16x16x16 WMMA on one SIMD
         "frag_dup": (2, "layout-dup"),
         "simds_per_unit": (2, "calc-rdna3"),
-        "regs_per_simd": (1536, "llvm-vgprs"),
-        "reg_granule": (24, "llvm-vgprs"),
-        "max_waves_per_simd": (16, "rdna-waves"),
-        "lds_per_unit": (65536, "rdna-lds"),          # half of a WGP's 128 KB
-        "lds_bytes_per_unit_clk": (128, "rdna-lds-bw"),
-        "valu_lanes_per_simd_clk": (32, "rdna-valu"),
-        "l2_mb": (6, "cnc-rdna4"),
-        "l2_bytes_per_clk": (1536, "l2-bw-derived"),
-        "mall_mb": (96, "amd-7900xtx"),
-        "dram_gbs": (960, "amd-7900xtx"),
-        "vram_gb": (24, "amd-7900xtx"),
-        "latency_clk": (600, "latency-assumed"),
-        "launch_us": (4.0, "launch-assumed"),
     },
-    "gfx1200": {
-        "name": ("Radeon RX 9060 XT 16 GB", "amd-9060xt"),
-        "units": (32, "amd-9060xt"),
-        "clock_ghz": (3.13, "amd-9060xt"),
+    4: {
         "mma_flops_per_unit_clk": (1024, "calc-rdna4"),
         "mma_clk": (16, "calc-rdna4"),
         "frag_dup": (1, "layout-dup"),
         "simds_per_unit": (2, "calc-rdna4"),
-        "regs_per_simd": (1536, "llvm-vgprs"),
-        "reg_granule": (24, "llvm-vgprs"),
-        "max_waves_per_simd": (16, "rdna-waves"),
-        "lds_per_unit": (65536, "rdna-lds"),
-        "lds_bytes_per_unit_clk": (128, "rdna-lds-bw"),
-        "valu_lanes_per_simd_clk": (32, "rdna-valu"),
-        "l2_mb": (4, "navi44-caches"),
-        "l2_bytes_per_clk": (1024, "l2-bw-derived"),
-        "mall_mb": (32, "navi44-caches"),
-        "dram_gbs": (320, "amd-9060xt"),
-        "vram_gb": (16, "amd-9060xt"),
-        "latency_clk": (600, "latency-assumed"),
-        "launch_us": (4.0, "launch-assumed"),
     },
-    "gfx1201": {
-        "name": ("Radeon RX 9070 XT", "amd-9070xt"),
-        "units": (64, "amd-9070xt"),
-        "clock_ghz": (2.97, "amd-9070xt"),
-        "mma_flops_per_unit_clk": (1024, "calc-rdna4"),
-        "mma_clk": (16, "calc-rdna4"),
-        "frag_dup": (1, "layout-dup"),
-        "simds_per_unit": (2, "calc-rdna4"),
-        "regs_per_simd": (1536, "llvm-vgprs"),
-        "reg_granule": (24, "llvm-vgprs"),
-        "max_waves_per_simd": (16, "rdna-waves"),
-        "lds_per_unit": (65536, "rdna-lds"),
-        "lds_bytes_per_unit_clk": (128, "rdna-lds-bw"),
-        "valu_lanes_per_simd_clk": (32, "rdna-valu"),
-        "l2_mb": (8, "cnc-rdna4"),
-        "l2_bytes_per_clk": (2048, "l2-bw-derived"),
-        "mall_mb": (64, "amd-9070xt"),
-        "dram_gbs": (640, "amd-9070xt"),
-        "vram_gb": (16, "amd-9070xt"),
-        "latency_clk": (600, "latency-assumed"),
-        "launch_us": (4.0, "launch-assumed"),
-    },
+}
+RDNA_SHARED = {
+    "regs_per_simd": (1536, "llvm-vgprs"),
+    "reg_granule": (24, "llvm-vgprs"),
+    "max_waves_per_simd": (16, "rdna-waves"),
+    "lds_per_unit": (65536, "rdna-lds"),          # half of a WGP's 128 KB
+    "lds_bytes_per_unit_clk": (128, "rdna-lds-bw"),
+    "valu_lanes_per_simd_clk": (32, "rdna-valu"),
+    "latency_clk": (600, "latency-assumed"),
+    "launch_us": (4.0, "launch-assumed"),
+}
+# The order of an AMD target's figures (as --json writes them).
+RDNA_FIGURES = ("name", "units", "clock_ghz", "mma_flops_per_unit_clk", "mma_clk", "frag_dup", "simds_per_unit",
+                "regs_per_simd", "reg_granule", "max_waves_per_simd", "lds_per_unit", "lds_bytes_per_unit_clk",
+                "valu_lanes_per_simd_clk", "l2_mb", "l2_bytes_per_clk", "mall_mb", "dram_gbs", "vram_gb",
+                "latency_clk", "launch_us")
+
+
+def rdna_target(generation, sheet, **board):
+    """The SPECS entry of an AMD board: its own figures (units: compute units, clock_ghz: boost clock),
+    each a bare value from its spec sheet SHEET (a source key) or a (value, source) pair, then its
+    generation's and the shared ones. A fresh dict: the tests change figures of one target."""
+    own = {k: v if isinstance(v, tuple) else (v, sheet) for k, v in board.items()}
+    figures = {**own, **RDNA_GENERATIONS[generation], **RDNA_SHARED}
+    assert set(figures) == set(RDNA_FIGURES), sorted(set(figures) ^ set(RDNA_FIGURES))
+    return {k: figures[k] for k in RDNA_FIGURES}
+
+
+L2_BW = "l2-bw-derived"
+SPECS = {
+    "gfx1100": rdna_target(3, "amd-7900xtx", name="Radeon RX 7900 XTX", units=96, clock_ghz=2.5,
+                           l2_mb=(6, "cnc-rdna4"), l2_bytes_per_clk=(1536, L2_BW), mall_mb=96, dram_gbs=960, vram_gb=24),
+    "gfx1200": rdna_target(4, "amd-9060xt", name="Radeon RX 9060 XT 16 GB", units=32, clock_ghz=3.13,
+                           l2_mb=(4, "navi44-caches"), l2_bytes_per_clk=(1024, L2_BW), mall_mb=(32, "navi44-caches"),
+                           dram_gbs=320, vram_gb=16),
+    "gfx1201": rdna_target(4, "amd-9070xt", name="Radeon RX 9070 XT", units=64, clock_ghz=2.97,
+                           l2_mb=(8, "cnc-rdna4"), l2_bytes_per_clk=(2048, L2_BW), mall_mb=64, dram_gbs=640, vram_gb=16),
     # Calibration target: the same method on the kernels measured in bench/results/2026-11-30-*.
     "h200": {
         "name": ("NVIDIA H200 SXM", "h200-nvidia"),
@@ -194,6 +179,25 @@ def peak_flops(t, fraction=1.0):
     return spec(t, "units") * spec(t, "mma_flops_per_unit_clk") * spec(t, "clock_ghz") * 1e9 * fraction
 
 
+def leaf_gemm(bm, bn, wm, wn, prefetch, mirrors):
+    """A config of gemm.hip's AMD kernel, gemm_kernel<Tiles<bm, bn, wm, wn, 2 stages, 64 KB>>: its
+    check_device row and its LDS use (two stages of A and B, k-steps of 32 padded by kPad 8) follow
+    from the tile. A register prefetch is the kernel's kHold (the Tiles' last argument, true)."""
+    hold = ", true" if prefetch else ""
+    return dict(kind="gemm", bm=bm, bn=bn, bk=32, wm=wm, wn=wn, stages=2, prefetch=prefetch, lds="ab", raster=8,
+                products=1, table=[f"gemm_kernel<moss::Tiles<{bm}, {bn}, {wm}, {wn}, 2, 65536{hold}>, std::bfloat16_t, "
+                                   "std::bfloat16_t"],
+                lds_est=2 * (bm + bn) * 40 * 2, mirrors=mirrors)
+
+
+def tiled_attention(waves, row_tiles, mirrors):
+    """A config of attention.hip's kernel, Tiling<D, DV, 32 keys, waves, row_tiles, 1 stage>: waves x
+    row_tiles tiles of 16 queries share each 32-key K/V tile, loaded synchronously (no prefetch)."""
+    return dict(kind="attention", q_rows=16 * waves * row_tiles, kt=32, dv=128, waves=waves, row_tiles=row_tiles,
+                stages=1, prefetch=0, q_in_regs=False,
+                table=[f"attention_kernel<moss::Tiling<{{D}}, {{DV}}, 32, {waves}, {row_tiles}, 1, 1>"], mirrors=mirrors)
+
+
 # ---- the kernel configuration table ----------------------------------------------------------------
 # kind gemm: bm, bn, bk, waves (wm x wn), stages (LDS), prefetch (k-steps whose loads are in flight
 #   while a k-step multiplies: 0 = loaded, waited for and stored before the multiply), eb_x/eb_w
@@ -210,17 +214,15 @@ CONFIGS = {
         # H200 kernel of the same structure, whose measured/modelled ratio calibrates this config's family
         "analogue": {"gemm": "gemm leaf 128x128/4w raw 4160x3072x3072 (x f32)",
                      "attention": "attention[ref] T4173 h24x128 bf16"},
-        "gemm": dict(kind="gemm", bm=32, bn=64, bk=32, wm=1, wn=1, stages=2, prefetch=0, lds="ab", raster=8,
-                     products=1, table=["gemm_kernel<moss::Tiles<32, 64, 1, 1, 2, 65536>, std::bfloat16_t, std::bfloat16_t"],
-                     lds_est=2 * (32 + 64) * 40 * 2,
-                     mirrors="hip/src/kernels/gemm.hip:108 WaveTiles = Tiles<32, 64, 1, 1, 2, 64*1024>; kPad 8 (l.55); "
-                             "kRasterGroup 8 (l.56); AMD pipeline l.15-19 (step kt+1 loaded and stored before kt multiplies); "
-                             "launch l.1194"),
-        "attention": dict(kind="attention", q_rows=16, kt=32, dv=128, waves=1, row_tiles=1, stages=1, prefetch=0,
-                          q_in_regs=False, table=["attention_kernel<moss::Tiling<{D}, {DV}, 32, 1, 1, 1, 1>"],
-                          mirrors="hip/src/kernels/attention.hip:368 Tiling<D, out_chunk(D, 128), 32, 1, 1, 1> "
-                                  "(one wave, 16 queries, 32-key tiles, one K/V buffer, copies synchronous l.140-165, "
-                                  "Q re-read from LDS per tile l.213); K/V packed first by attention_pack (attention_op.hip:82)"),
+        "gemm": leaf_gemm(32, 64, 1, 1, prefetch=0,
+                          mirrors="hip/src/kernels/gemm.hip:108 WaveTiles = Tiles<32, 64, 1, 1, 2, 64*1024>; kPad 8 (l.55); "
+                                  "kRasterGroup 8 (l.56); AMD pipeline l.15-19 (step kt+1 loaded and stored before kt "
+                                  "multiplies); launch l.1194"),
+        "attention": tiled_attention(waves=1, row_tiles=1,
+                                     mirrors="hip/src/kernels/attention.hip:368 Tiling<D, out_chunk(D, 128), 32, 1, 1, 1> "
+                                             "(one wave, 16 queries, 32-key tiles, one K/V buffer, copies synchronous "
+                                             "l.140-165, Q re-read from LDS per tile l.213); K/V packed first by "
+                                             "attention_pack (attention_op.hip:82)"),
         "conv": dict(kind="conv", bm=32, bn=64, bk=16, wm=1, wn=1, stages=1, prefetch=0, products=3,
                      table=["conv2d_kernel<{K},", "mma72"], table_1x1=["conv2d_kernel<1,", "mma24"],
                      mirrors="hip/src/kernels/conv2d_layout.h:33-45 (portable: kWarpsM 1, kTilesM 2, kTilesN 4, warps_n 1) "
@@ -234,15 +236,13 @@ CONFIGS = {
         # The very kernels, run on the H200 (MOSSINFER_KERNELS=portable).
         "analogue": {"gemm": "gemm portable 128x64/4w 4160x3072x3072 x:bf16",
                      "attention": "attention[portable] T4173 h24x128 bf16"},
-        "gemm": dict(kind="gemm", bm=128, bn=64, bk=32, wm=2, wn=2, stages=2, prefetch=1, lds="ab", raster=8,
-                     products=1, table=["gemm_kernel<moss::Tiles<128, 64, 2, 2, 2, 65536, true>, std::bfloat16_t, std::bfloat16_t"],
-                     lds_est=2 * (128 + 64) * 40 * 2,
-                     mirrors="hip/src/kernels/gemm.hip PortableWide = Tiles<128, 64, 2, 2, 2, 64*1024, true> (kHold: "
-                             "the next k-step's chunks held in registers across the multiply, stored after it)"),
-        "attention": dict(kind="attention", q_rows=128, kt=32, dv=128, waves=4, row_tiles=2, stages=1, prefetch=0,
-                          q_in_regs=False, table=["attention_kernel<moss::Tiling<{D}, {DV}, 32, 4, 2, 1, 1>"],
-                          mirrors="hip/src/kernels/attention.hip PortableTiling<D <= 128> = Tiling<D, out_chunk(D, 128), "
-                                  "32, 4, 2, 1> (4 waves x 2 row tiles = 128 queries per workgroup, one K/V buffer)"),
+        "gemm": leaf_gemm(128, 64, 2, 2, prefetch=1,
+                          mirrors="hip/src/kernels/gemm.hip PortableWide = Tiles<128, 64, 2, 2, 2, 64*1024, true> (kHold: "
+                                  "the next k-step's chunks held in registers across the multiply, stored after it)"),
+        "attention": tiled_attention(waves=4, row_tiles=2,
+                                     mirrors="hip/src/kernels/attention.hip PortableTiling<D <= 128> = Tiling<D, out_chunk(D, 128), "
+                                             "32, 4, 2, 1> (4 waves x 2 row tiles = 128 queries per workgroup, one "
+                                             "K/V buffer)"),
         "conv": None,  # the seed's (filled in below)
     },
     "candidate": {
@@ -415,8 +415,34 @@ def latency_util(t, waves_res, busy_clk, exposed_clk):
     return min(1.0, waves_res * busy_clk / (busy_clk + exposed_clk))
 
 
-def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None, family="gemm"):
+def latency_hiding(t, busy, prefetch, waves_res_max, total_waves):
+    """(resident waves per SIMD, latency_util of them, fill of the last round of waves) for a launch
+    of total_waves whose waves do busy clocks of work per k-step with prefetch k-steps in flight."""
+    exposed = max(0.0, spec(t, "latency_clk") - prefetch * busy)
+    n_simd = spec(t, "units") * spec(t, "simds_per_unit")
+    resident = min(waves_res_max, total_waves / n_simd)
+    u = latency_util(t, resident, busy, exposed)
+    slots = n_simd * waves_res_max
+    rounds = math.ceil(total_waves / slots)
+    tail = total_waves / (rounds * slots) if rounds > 1 else min(1.0, total_waves / n_simd)
+    return resident, u, tail
+
+
+def tile_bounds(t, t_mma, t_lat, l2_bytes, lds_bytes, dram_bytes):
+    """The bounds of a tiled matrix kernel (gemm, attention, conv): the whole launch's traffic at each peak."""
     clk = spec(t, "clock_ghz") * 1e9
+    return dict(mma=t_mma, latency=t_lat, l2=l2_bytes / (spec(t, "l2_bytes_per_clk") * clk),
+                lds=lds_bytes / (spec(t, "units") * spec(t, "lds_bytes_per_unit_clk") * clk),
+                dram=dram_bytes / (spec(t, "dram_gbs") * 1e9))
+
+
+def occupancy_record(vgpr, sgpr, lds_wg, waves_res_max, limit, resident, u, tail, source):
+    """The occupancy figures a kernel's row reports (--json)."""
+    return dict(vgpr=vgpr, sgpr=sgpr, lds=lds_wg, waves_per_simd=waves_res_max, limit=limit,
+                resident=round(resident, 2), util=round(u, 3), tail=round(tail, 3), source=source)
+
+
+def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None, family="gemm"):
     bm, bn, bk = cfg["bm"], cfg["bn"], cfg["bk"]
     waves_wg = cfg["wm"] * cfg["wn"]
     tm, tn = bm // cfg["wm"] // 16, bn // cfg["wn"] // 16
@@ -442,7 +468,6 @@ def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None
     else:
         vgpr, sgpr, lds_wg, occ_src = resources(cfg, t, rows)
         waves_res_max, limit = occupancy(t, vgpr, lds_wg, waves_wg)
-    n_simd = spec(t, "units") * spec(t, "simds_per_unit")
     total_waves = tiles * waves_wg
     if cfg.get("wgmma"):
         busy = (bm // 64) * (bn // 16) * (bk // 16) * 4 * mma_clk / (spec(t, "simds_per_unit"))
@@ -450,12 +475,7 @@ def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None
         waves_res_max = 4
     else:
         busy = tm * tn * (bk // 16) * mma_clk * products
-    exposed = max(0.0, spec(t, "latency_clk") - cfg["prefetch"] * busy)
-    resident = min(waves_res_max, total_waves / n_simd)
-    u = latency_util(t, resident, busy, exposed)
-    slots = n_simd * waves_res_max
-    rounds = math.ceil(total_waves / slots)
-    tail = total_waves / (rounds * slots) if rounds > 1 else min(1.0, total_waves / n_simd)
+    resident, u, tail = latency_hiding(t, busy, cfg["prefetch"], waves_res_max, total_waves)
     t_mma = flops_exec / peak_flops(t, frac)
     t_lat = t_mma / max(1e-9, u * tail)
     l2_bytes = tiles * ksteps * l2_step + m * n * eb_y
@@ -467,20 +487,16 @@ def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None
     # x: a raster group's rows are re-read by every tile column of the group; once from DRAM when they fit
     x_reads = 1 if x_bytes <= cache or cfg["raster"] * bm * k * eb_x <= cache else tiles_n
     dram_bytes = x_bytes * x_reads + w_bytes * w_reads + y_bytes
-    bounds = dict(mma=t_mma, latency=t_lat, l2=l2_bytes / (spec(t, "l2_bytes_per_clk") * clk),
-                  lds=lds_bytes / (spec(t, "units") * spec(t, "lds_bytes_per_unit_clk") * clk),
-                  dram=dram_bytes / (spec(t, "dram_gbs") * 1e9))
+    bounds = tile_bounds(t, t_mma, t_lat, l2_bytes, lds_bytes, dram_bytes)
     extra = dict(shape=f"{m}x{k}x{n}", flops=flops * calls, tile=f"{bm}x{bn}x{bk}/{waves_wg}w",
                  per_tile_bytes=dict(l2=l2_step * ksteps, lds=(lds_write + lds_read) * ksteps,
                                      dram=dram_bytes / tiles),
-                 occupancy=dict(vgpr=vgpr, sgpr=sgpr, lds=lds_wg, waves_per_simd=waves_res_max, limit=limit,
-                                resident=round(resident, 2), util=round(u, 3), tail=round(tail, 3), source=occ_src),
+                 occupancy=occupancy_record(vgpr, sgpr, lds_wg, waves_res_max, limit, resident, u, tail, occ_src),
                  dram_bytes=dram_bytes * calls)
     return finish(t, name, family, calls, bounds, extra)
 
 
 def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=None, eb_q=2, eb_o=2):
-    clk = spec(t, "clock_ghz") * 1e9
     dv = min(cfg["dv"], d)
     chunks = d // dv
     q_rows, kt, waves_wg, r = cfg["q_rows"], cfg["kt"], cfg["waves"], cfg["row_tiles"]
@@ -517,27 +533,17 @@ def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=
         vgpr, sgpr, lds_wg, occ_src = resources(cfg, t, rows, dict(D=d, DV=dv, lds_dyn=lds_dyn))
         waves_res_max, limit = occupancy(t, vgpr, lds_wg, waves_wg)
     busy_all = busy + valu_add
-    exposed = max(0.0, spec(t, "latency_clk") - cfg["prefetch"] * busy_all)
-    n_simd = spec(t, "units") * spec(t, "simds_per_unit")
-    total_waves = wgs * waves_wg
-    resident = min(waves_res_max, total_waves / n_simd)
-    u = latency_util(t, resident, busy_all, exposed)
-    slots = n_simd * waves_res_max
-    rounds = math.ceil(total_waves / slots)
-    tail = total_waves / (rounds * slots) if rounds > 1 else min(1.0, total_waves / n_simd)
+    resident, u, tail = latency_hiding(t, busy_all, cfg["prefetch"], waves_res_max, wgs * waves_wg)
     t_mma = flops_exec / peak_flops(t, frac) * (busy_all / busy)
     t_lat = t_mma / max(1e-9, u * tail)
     l2_bytes = wgs * ktiles * l2_tile + tq * heads * d * (eb_q + eb_o)
     lds_bytes = wgs * ktiles * (lds_write + lds_read)
     dram_bytes = tq * heads * d * (eb_q + eb_o) + 2 * tk * heads * d * 2
-    bounds = dict(mma=t_mma, latency=t_lat, l2=l2_bytes / (spec(t, "l2_bytes_per_clk") * clk),
-                  lds=lds_bytes / (spec(t, "units") * spec(t, "lds_bytes_per_unit_clk") * clk),
-                  dram=dram_bytes / (spec(t, "dram_gbs") * 1e9))
+    bounds = tile_bounds(t, t_mma, t_lat, l2_bytes, lds_bytes, dram_bytes)
     extra = dict(shape=f"T{tq}x{tk} h{heads}x{d}{' causal' if causal else ''}", flops=flops * calls,
                  tile=f"{q_rows}q x {kt}k /{waves_wg}w",
                  per_tile_bytes=dict(l2=l2_tile, lds=lds_write + lds_read, dram=dram_bytes / (wgs * ktiles)),
-                 occupancy=dict(vgpr=vgpr, sgpr=sgpr, lds=lds_wg, waves_per_simd=waves_res_max, limit=limit,
-                                resident=round(resident, 2), util=round(u, 3), tail=round(tail, 3), source=occ_src),
+                 occupancy=occupancy_record(vgpr, sgpr, lds_wg, waves_res_max, limit, resident, u, tail, occ_src),
                  dram_bytes=dram_bytes * calls)
     return finish(t, name, "attention", calls, bounds, extra)
 
@@ -564,27 +570,18 @@ def model_conv(t, cfg, name, cin, cout, h, w, ksize, calls=1, rows=None):
     vgpr, sgpr, lds_wg, occ_src = resources(cfg, t, rows, dict(K=ksize))
     waves_res_max, limit = occupancy(t, vgpr, lds_wg, waves_wg)
     busy = tm * tn * taps * spec(t, "mma_clk") * products + patch * 6 / spec(t, "valu_lanes_per_simd_clk") / waves_wg
-    exposed = max(0.0, spec(t, "latency_clk") - cfg["prefetch"] * busy)
+    resident, u, tail = latency_hiding(t, busy, cfg["prefetch"], waves_res_max, tiles * waves_wg)
     n_simd = spec(t, "units") * spec(t, "simds_per_unit")
-    total_waves = tiles * waves_wg
-    resident = min(waves_res_max, total_waves / n_simd)
-    u = latency_util(t, resident, busy, exposed)
-    slots = n_simd * waves_res_max
-    rounds = math.ceil(total_waves / slots)
-    tail = total_waves / (rounds * slots) if rounds > 1 else min(1.0, total_waves / n_simd)
     valu_clk_total = tiles * ksteps * patch * 6 / spec(t, "valu_lanes_per_simd_clk")  # norm, SiLU, split, pack
     t_mma = flops_exec / peak_flops(t) + valu_clk_total / (n_simd * clk)
     t_lat = t_mma / max(1e-9, u * tail)
     l2_bytes = tiles * ksteps * l2_step + cout * h * w * 4
     lds_bytes = tiles * ksteps * (lds_write + lds_read)
     dram_bytes = cin * h * w * 4 + cout * h * w * 4 + cout * cin * taps * 2 * split
-    bounds = dict(mma=t_mma, latency=t_lat, l2=l2_bytes / (spec(t, "l2_bytes_per_clk") * clk),
-                  lds=lds_bytes / (spec(t, "units") * spec(t, "lds_bytes_per_unit_clk") * clk),
-                  dram=dram_bytes / (spec(t, "dram_gbs") * 1e9))
+    bounds = tile_bounds(t, t_mma, t_lat, l2_bytes, lds_bytes, dram_bytes)
     extra = dict(shape=f"{cin}->{cout} {h}x{w} k{ksize}", flops=flops * calls, tile=f"{bm}co x {bn}px /{waves_wg}w",
                  per_tile_bytes=dict(l2=l2_step * ksteps, lds=(lds_write + lds_read) * ksteps, dram=dram_bytes / tiles),
-                 occupancy=dict(vgpr=vgpr, sgpr=sgpr, lds=lds_wg, waves_per_simd=waves_res_max, limit=limit,
-                                resident=round(resident, 2), util=round(u, 3), tail=round(tail, 3), source=occ_src),
+                 occupancy=occupancy_record(vgpr, sgpr, lds_wg, waves_res_max, limit, resident, u, tail, occ_src),
                  dram_bytes=dram_bytes * calls)
     return finish(t, name, "conv", calls, bounds, extra)
 

@@ -30,48 +30,59 @@ broken() {
   expect "$name" "$status" "$pattern" -- --model "$M" "${quick[@]}" -o out.png
 }
 
+# broken_file NAME STATUS FILE MESSAGE EDIT ARGS...: like broken, with the edit `EDIT FILE
+# ARGS...`; the message must be FILE (matched literally) followed by the regex MESSAGE, which
+# starts with ": " or with the section the message names (" \(text_config\): ").
+broken_file() {
+  local name=$1 status=$2 file=$3 message=$4 edit=$5
+  shift 5
+  broken "$name" "$status" "$(re "$file")$message" "$edit" "$file" "$@"
+}
+
+# bad_entry NAME STATUS FILE TENSOR MESSAGE EDIT...: TENSOR's header entry in FILE rewritten by
+# each EDIT, a sed-expression maker of lib.sh and its value ("set_dtype F16", "set_shape 1,2");
+# the message must be "FILE: tensor 'TENSOR'" followed by the regex MESSAGE.
+bad_entry() {
+  local name=$1 status=$2 file=$3 tensor=$4 message=$5 edit maker value exprs=()
+  shift 5
+  for edit in "$@"; do
+    read -r maker value <<<"$edit"
+    exprs+=("$("$maker" "$tensor" "$value")")
+  done
+  broken_file "$name" "$status" "$file" ": tensor '$(re "$tensor")'$message" st_rewrite "$(IFS=';' && printf '%s' "${exprs[*]}")"
+}
+
 # ---- safetensors files ---------------------------------------------------------------------
-broken st-empty 1 "$TF: truncated safetensors file \(0 bytes\)" truncate_file "$TF" 0
-broken st-truncated-length 1 "$TE: truncated safetensors file \(5 bytes\)" truncate_file "$TE" 5
-broken st-truncated-header 1 "$VAE: safetensors header length 26656 runs beyond the file \(2000 bytes\)" \
-  truncate_file "$VAE" 2000
-broken st-truncated-data 1 "$TF: tensor '[^']+': data_offsets \[[0-9]+, [0-9]+\) lie beyond the file's data \(92072 bytes\)" \
-  truncate_file "$TF" 100000
-broken st-header-len-beyond 1 "$TF: safetensors header length 2477320 runs beyond the file \(2477320 bytes\)" \
-  st_set_header_len "$TF" 2477320
-broken st-header-len-huge 1 "$TF: safetensors header length 18446744073709551615 runs beyond the file" \
-  st_set_header_len "$TF" -1
-broken st-header-len-short 1 "$TF: safetensors header is not valid JSON" st_set_header_len "$TF" 100
-broken st-header-not-object 1 "$VAE: safetensors header is not a JSON object" st_rewrite "$VAE" 's/.*/[1, 2, 3]/'
-broken st-header-bad-utf8 1 "$VAE: safetensors header is not valid JSON" \
-  st_rewrite "$VAE" $'s/bn\\.running_mean/bn.running_\xff\xfe/'
-broken st-metadata-not-string 1 "$TF: __metadata__ value 'format' is not a string" \
-  st_rewrite "$TF" 's/"format":"pt"/"format":7/'
-broken st-entry-no-dtype 1 "$TF: tensor 'final_norm_video\.weight': missing dtype" \
-  st_rewrite "$TF" 's/("final_norm_video\.weight":\{)"dtype":"BF16",/\1/'
-broken st-entry-no-offsets 1 "$TF: tensor 'final_norm_video\.weight': missing data_offsets" \
-  st_rewrite "$TF" 's/("final_norm_video\.weight":\{[^}]*),"data_offsets":\[[0-9,]*\]/\1/'
-broken st-shape-negative 1 "$TF: tensor 'final_norm_video\.weight': shape entries must be non-negative integers" \
-  st_rewrite "$TF" "$(set_shape final_norm_video.weight -128)"
-broken st-shape-rank5 1 "$TF: tensor 'final_norm_video\.weight': rank above 4" \
-  st_rewrite "$TF" "$(set_shape final_norm_video.weight 1,1,1,1,128)"
-broken st-shape-overflow 1 "$TF: tensor 'final_norm_video\.weight': shape too large" \
-  st_rewrite "$TF" "$(set_shape final_norm_video.weight 4294967296,4294967296,4294967296)"
-broken st-offsets-beyond 1 "$TF: tensor 'layers\.1\.norm1\.weight': data_offsets \[99999744, 99999999\) lie beyond the file's data" \
-  st_rewrite "$TF" "$(set_offsets layers.1.norm1.weight 99999744,99999999)"
-broken st-offsets-reversed 1 "$TF: tensor 'layers\.1\.norm1\.weight': data_offsets end before they begin" \
-  st_rewrite "$TF" "$(set_offsets layers.1.norm1.weight 256,0)"
-broken st-offsets-negative 1 "$TF: tensor 'layers\.1\.norm1\.weight': data_offsets must be non-negative integers" \
-  st_rewrite "$TF" "$(set_offsets layers.1.norm1.weight -256,0)"
-broken st-offsets-size-mismatch 1 "$TF: tensor 'layers\.0\.norm1\.weight': byte size 254 does not match BF16 of 128 elements" \
-  st_rewrite "$TF" "$(set_offsets layers.0.norm1.weight 33104,33358)"
+broken_file st-empty 1 "$TF" ': truncated safetensors file \(0 bytes\)' truncate_file 0
+broken_file st-truncated-length 1 "$TE" ': truncated safetensors file \(5 bytes\)' truncate_file 5
+broken_file st-truncated-header 1 "$VAE" ': safetensors header length 26656 runs beyond the file \(2000 bytes\)' truncate_file 2000
+broken_file st-truncated-data 1 "$TF" ": tensor '[^']+': data_offsets \[[0-9]+, [0-9]+\) lie beyond the file's data \(92072 bytes\)" \
+  truncate_file 100000
+broken_file st-header-len-beyond 1 "$TF" ': safetensors header length 2477320 runs beyond the file \(2477320 bytes\)' st_set_header_len 2477320
+broken_file st-header-len-huge 1 "$TF" ': safetensors header length 18446744073709551615 runs beyond the file' st_set_header_len -1
+broken_file st-header-len-short 1 "$TF" ': safetensors header is not valid JSON' st_set_header_len 100
+broken_file st-header-not-object 1 "$VAE" ': safetensors header is not a JSON object' st_rewrite 's/.*/[1, 2, 3]/'
+broken_file st-header-bad-utf8 1 "$VAE" ': safetensors header is not valid JSON' st_rewrite $'s/bn\\.running_mean/bn.running_\xff\xfe/'
+broken_file st-metadata-not-string 1 "$TF" ": __metadata__ value 'format' is not a string" st_rewrite 's/"format":"pt"/"format":7/'
+broken_file st-entry-no-dtype 1 "$TF" ": tensor 'final_norm_video\.weight': missing dtype" \
+  st_rewrite 's/("final_norm_video\.weight":\{)"dtype":"BF16",/\1/'
+broken_file st-entry-no-offsets 1 "$TF" ": tensor 'final_norm_video\.weight': missing data_offsets" \
+  st_rewrite 's/("final_norm_video\.weight":\{[^}]*),"data_offsets":\[[0-9,]*\]/\1/'
+bad_entry st-shape-negative 1 "$TF" final_norm_video.weight ': shape entries must be non-negative integers' "set_shape -128"
+bad_entry st-shape-rank5 1 "$TF" final_norm_video.weight ': rank above 4' "set_shape 1,1,1,1,128"
+bad_entry st-shape-overflow 1 "$TF" final_norm_video.weight ': shape too large' "set_shape 4294967296,4294967296,4294967296"
+bad_entry st-offsets-beyond 1 "$TF" layers.1.norm1.weight ": data_offsets \[99999744, 99999999\) lie beyond the file's data" \
+  "set_offsets 99999744,99999999"
+bad_entry st-offsets-reversed 1 "$TF" layers.1.norm1.weight ': data_offsets end before they begin' "set_offsets 256,0"
+bad_entry st-offsets-negative 1 "$TF" layers.1.norm1.weight ': data_offsets must be non-negative integers' "set_offsets -256,0"
+bad_entry st-offsets-size-mismatch 1 "$TF" layers.0.norm1.weight ': byte size 254 does not match BF16 of 128 elements' \
+  "set_offsets 33104,33358"
 # layers.0.norm2.weight moved onto the bytes of layers.0.norm1.weight: both must be named.
 broken st-offsets-overlap 1 "$TF: .*layers\.0\.norm1\.weight.*layers\.0\.norm2\.weight|$TF: .*layers\.0\.norm2\.weight.*layers\.0\.norm1\.weight" \
   st_rewrite "$TF" "$(set_offsets layers.0.norm2.weight 33104,33360)"
-broken st-unknown-dtype 1 "$TF: tensor 'final_norm_video\.weight' has dtype XYZ, expected BF16" \
-  st_rewrite "$TF" "$(set_dtype final_norm_video.weight XYZ)"
+bad_entry st-unknown-dtype 1 "$TF" final_norm_video.weight ' has dtype XYZ, expected BF16' "set_dtype XYZ"
 make_dir_named() { rm -f -- "$1" && mkdir -- "$1"; }
-broken st-directory 1 "$VAE: not a regular file" make_dir_named "$VAE"
+broken_file st-directory 1 "$VAE" ': not a regular file' make_dir_named
 broken st-no-weights 1 "vae: no \.safetensors weights found" rm -f "$VAE"
 broken st-dangling-link 1 "$TE: cannot open \(No such file or directory\)" ln -sfn /nonexistent/model.safetensors "$TE"
 
@@ -101,43 +112,38 @@ broken shard-missing-tensor 1 "$TE: missing tensor '${TEP_RE}extra\.weight' list
   index_then sed -i "s/\"weight_map\": {/&\"${TEP}extra.weight\":\"model.safetensors\",/" "$TE.index.json"
 
 # ---- tensors against the configs ---------------------------------------------------------------
-broken dtype-f16-for-bf16 1 "$TF: tensor 'layers\.0\.proj\.q\.weight' has dtype F16, expected BF16$" \
-  st_rewrite "$TF" "$(set_dtype layers.0.proj.q.weight F16)"
-broken dtype-i32-for-f32 1 "$VAE: tensor 'decoder\.conv_in\.weight' has dtype I32, expected F32" \
-  st_rewrite "$VAE" "$(set_dtype decoder.conv_in.weight I32)"
-broken dtype-f32-te-matrix 1 "$TE: tensor '${TEP_RE}layers\.0\.mlp\.up_proj\.weight' has dtype F32, expected BF16$" \
-  st_rewrite "$TE" "$(set_dtype ${TEP}layers.0.mlp.up_proj.weight F32);$(set_shape ${TEP}layers.0.mlp.up_proj.weight 256,256)"
-broken quantized-f8 2 "$TF: tensor 'layers\.0\.proj\.k\.weight' has dtype F8_E4M3, expected BF16 \(quantized weights are not supported\)" \
-  st_rewrite "$TF" "$(set_dtype layers.0.proj.k.weight F8_E4M3);$(set_shape layers.0.proj.k.weight 128,256)"
-broken quantized-i8 2 "$TE: tensor '${TEP_RE}embed_tokens\.weight' has dtype I8, expected BF16 \(quantized" \
-  st_rewrite "$TE" "$(set_dtype ${TEP}embed_tokens.weight I8);$(set_shape ${TEP}embed_tokens.weight 12288,512)"
-broken quantized-q4k 2 "$TF: tensor 'layers\.1\.proj\.v\.weight' has dtype Q4_K, expected BF16 \(quantized" \
-  st_rewrite "$TF" "$(set_dtype layers.1.proj.v.weight Q4_K)"
-broken quantized-extra-scale 2 "$TF: tensor 'layers\.0\.proj\.q\.weight_scale' \(F32\) is quantized" \
-  st_add "$TF" layers.0.proj.q.weight_scale F32 1 4
-broken missing-tensor-dit 1 "transformer: missing tensor 'layers\.0\.norm2\.weight'" \
-  st_rewrite "$TF" "$(drop_tensor layers.0.norm2.weight)"
-broken missing-tensor-te 1 "text_encoder: missing tensor '${TEP_RE}layers\.3\.self_attn\.q_norm\.weight'" \
-  st_rewrite "$TE" "$(drop_tensor ${TEP}layers.3.self_attn.q_norm.weight)"
-broken missing-tensor-vae 1 "vae: missing tensor 'decoder\.conv_out\.bias'" \
-  st_rewrite "$VAE" "$(drop_tensor decoder.conv_out.bias)"
-broken missing-embed-te 1 "text_encoder: no 'language_model\.embed_tokens\.weight'" \
-  st_rewrite "$TE" "$(drop_tensor ${TEP}embed_tokens.weight)"
+bad_entry dtype-f16-for-bf16 1 "$TF" layers.0.proj.q.weight ' has dtype F16, expected BF16$' "set_dtype F16"
+bad_entry dtype-i32-for-f32 1 "$VAE" decoder.conv_in.weight ' has dtype I32, expected F32' "set_dtype I32"
+bad_entry dtype-f32-te-matrix 1 "$TE" "${TEP}layers.0.mlp.up_proj.weight" ' has dtype F32, expected BF16$' "set_dtype F32" "set_shape 256,256"
+bad_entry quantized-f8 2 "$TF" layers.0.proj.k.weight ' has dtype F8_E4M3, expected BF16 \(quantized weights are not supported\)' \
+  "set_dtype F8_E4M3" "set_shape 128,256"
+bad_entry quantized-i8 2 "$TE" "${TEP}embed_tokens.weight" ' has dtype I8, expected BF16 \(quantized' "set_dtype I8" "set_shape 12288,512"
+bad_entry quantized-q4k 2 "$TF" layers.1.proj.v.weight ' has dtype Q4_K, expected BF16 \(quantized' "set_dtype Q4_K"
+broken_file quantized-extra-scale 2 "$TF" ": tensor 'layers\.0\.proj\.q\.weight_scale' \(F32\) is quantized" \
+  st_add layers.0.proj.q.weight_scale F32 1 4
+# missing_tensor NAME FILE TENSOR: TENSOR dropped from FILE's header; the message names the
+# component (the folder of FILE) and the tensor.
+missing_tensor() { broken "$1" 1 "${2%%/*}: missing tensor '$(re "$3")'" st_rewrite "$2" "$(drop_tensor "$3")"; }
+missing_tensor missing-tensor-dit "$TF" layers.0.norm2.weight
+missing_tensor missing-tensor-te "$TE" "${TEP}layers.3.self_attn.q_norm.weight"
+missing_tensor missing-tensor-vae "$VAE" decoder.conv_out.bias
+broken missing-embed-te 1 "text_encoder: no 'language_model\.embed_tokens\.weight'" st_rewrite "$TE" "$(drop_tensor "${TEP}embed_tokens.weight")"
 broken missing-optional-rope-bands 0 "done:" st_rewrite "$TF" 's/"rope\.bands":\{[^}]*\},//'
-broken unexpected-tensor-dit 1 "$TF: unexpected tensor 'layers\.4\.norm1\.weight'" \
-  st_add "$TF" layers.4.norm1.weight BF16 128 256
-broken unexpected-tensor-vae 1 "$VAE: unexpected tensor 'decoder\.extra\.weight'" \
-  st_add "$VAE" decoder.extra.weight F32 64 256
+broken_file unexpected-tensor-dit 1 "$TF" ": unexpected tensor 'layers\.4\.norm1\.weight'" st_add layers.4.norm1.weight BF16 128 256
+broken_file unexpected-tensor-vae 1 "$VAE" ": unexpected tensor 'decoder\.extra\.weight'" st_add decoder.extra.weight F32 64 256
 broken ignored-tensor-te-mtp 0 "done:" st_add "$TE" mtp.layers.0.norm.weight BF16 128 256
 broken ignored-tensor-vae-encoder 0 "done:" st_add "$VAE" encoder.conv_in.bias F32 32 128
-broken shape-header-dit 1 "$TF: tensor 'final_linear_video\.weight' has shape \[64, 256\], the config implies \[128, 128\]" \
-  st_rewrite "$TF" "$(set_shape final_linear_video.weight 64,256)"
-broken shape-config-dit 1 "$TF: tensor 'layers\.0\.proj\.ffn_down\.weight' has shape \[128, 256\], the config implies \[128, 320\]" \
-  json_edit transformer/config.json 's/"ffn_dim": 256/"ffn_dim": 320/'
-broken shape-config-te 1 "$TE: tensor '${TEP_RE}layers\.0\.mlp\.down_proj\.weight' has shape \[256, 512\], the config implies \[256, 1024\]" \
-  json_edit text_encoder/config.json 's/"intermediate_size": 512/"intermediate_size": 1024/'
-broken shape-config-vae 1 "$VAE: tensor 'bn\.running_mean' has shape \[128\], the config implies \[64\]" \
-  json_edit vae/config.json 's/"latent_channels": 32/"latent_channels": 16/'
+bad_entry shape-header-dit 1 "$TF" final_linear_video.weight ' has shape \[64, 256\], the config implies \[128, 128\]' "set_shape 64,256"
+# shape_from_config NAME FILE TENSOR SHAPE IMPLIED CONFIG SED_EXPR: CONFIG edited (sed -E) so
+# that it implies the shape IMPLIED for TENSOR of FILE, which holds SHAPE: the message names both.
+shape_from_config() {
+  broken "$1" 1 "$(re "$2"): tensor '$(re "$3")' has shape \[$4\], the config implies \[$5\]" json_edit "$6" "$7"
+}
+shape_from_config shape-config-dit "$TF" layers.0.proj.ffn_down.weight '128, 256' '128, 320' \
+  transformer/config.json 's/"ffn_dim": 256/"ffn_dim": 320/'
+shape_from_config shape-config-te "$TE" "${TEP}layers.0.mlp.down_proj.weight" '256, 512' '256, 1024' \
+  text_encoder/config.json 's/"intermediate_size": 512/"intermediate_size": 1024/'
+shape_from_config shape-config-vae "$VAE" bn.running_mean 128 64 vae/config.json 's/"latent_channels": 32/"latent_channels": 16/'
 # A header whose length is not a multiple of 8 leaves the tensors unaligned; the files are
 # still valid and must run (the sanitized build checks no misaligned load happens).
 misalign_all() { st_rewrite "$TF" '' 0 1 && st_rewrite "$VAE" '' 0 2 && st_rewrite "$TE" '' 0 3; }
@@ -145,9 +151,8 @@ broken unaligned-header 0 "done:" misalign_all
 
 # ---- GGUF ----------------------------------------------------------------------------------------
 gguf_file() { rm -f -- "$1" && { printf 'GGUF\x03\x00\x00\x00'; head -c 56 /dev/zero; } >"$1"; }
-broken gguf-in-component 2 "transformer/diffusion_pytorch_model\.gguf: GGUF model files are not supported" \
-  gguf_file transformer/diffusion_pytorch_model.gguf
-broken gguf-as-safetensors 2 "$TF: GGUF files are not supported" gguf_file "$TF"
+broken_file gguf-in-component 2 transformer/diffusion_pytorch_model.gguf ': GGUF model files are not supported' gguf_file
+broken_file gguf-as-safetensors 2 "$TF" ': GGUF files are not supported' gguf_file
 
 # ---- configs -------------------------------------------------------------------------------------
 for cfg in model_index.json transformer/config.json text_encoder/config.json vae/config.json \
@@ -157,54 +162,48 @@ for cfg in model_index.json transformer/config.json text_encoder/config.json vae
   broken "malformed-$tag" 1 "$cfg: malformed JSON" truncate_file "$cfg" half
   broken "missing-$tag" 1 "$cfg: missing file" rm -f "$cfg"
 done
-broken empty-transformer-config 1 "transformer/config\.json: malformed JSON" truncate_file transformer/config.json 0
-broken config-not-object 1 "transformer/config\.json: missing key 'dim'" replace_file transformer/config.json '[128]'
-broken config-missing-key 1 "transformer/config\.json: missing key 'num_heads'" \
-  json_edit transformer/config.json '/"num_heads"/d'
-broken config-key-string 1 "transformer/config\.json: key 'num_layers' must be an integer" \
-  json_edit transformer/config.json 's/"num_layers": 4/"num_layers": "4"/'
-broken config-key-negative 1 "transformer/config\.json: key 'dim' is -[0-9]+, outside 1\.\." \
-  json_edit transformer/config.json 's/"dim": 128/"dim": -128/'
-broken config-heads-not-dividing 1 "transformer/config\.json: key 'num_heads' must divide 'dim'" \
-  json_edit transformer/config.json 's/"num_heads": 4/"num_heads": 3/'
-broken config-te-missing-key 1 "text_encoder/config\.json \(text_config\): missing key 'hidden_size'" \
-  json_edit text_encoder/config.json '/"hidden_size"/d'
-broken config-te-layer-type 1 "text_encoder/config\.json \(text_config\): key 'layer_types' has unknown layer type 'sliding_attention'" \
-  json_edit text_encoder/config.json '0,/"linear_attention",/s//"sliding_attention",/'
-broken config-te-rotary 1 "text_encoder/config\.json \(text_config\): key 'partial_rotary_factor'" \
-  json_edit text_encoder/config.json 's/"partial_rotary_factor": 0\.25/"partial_rotary_factor": 1e300/'
-broken config-te-act 2 "text_encoder/config\.json \(text_config\): key 'hidden_act' is \"gelu\"; only silu is supported" \
-  json_edit text_encoder/config.json 's/"hidden_act": "silu"/"hidden_act": "gelu"/'
-broken config-vae-kind 2 "vae/config\.json: key 'act_fn' is \"relu\"; only silu is supported" \
-  json_edit vae/config.json 's/"act_fn": "silu"/"act_fn": "relu"/'
-broken config-vae-groups 1 "vae/config\.json: decoder width 24 is not a multiple of norm_num_groups \(16\)" \
-  json_edit vae/config.json 's/"norm_num_groups": 8/"norm_num_groups": 16/'
-broken config-index-class 1 "model_index\.json: _class_name 'StableDiffusionPipeline' is not a MOSS-Image pipeline" \
-  json_edit model_index.json 's/"MOSSImagePipeline"/"StableDiffusionPipeline"/'
+DIT_CFG=transformer/config.json
+TE_CFG=text_encoder/config.json
+TE_SECTION=' \(text_config\)'  # the text encoder's config messages name the section too
+VAE_CFG=vae/config.json
+broken_file empty-transformer-config 1 "$DIT_CFG" ': malformed JSON' truncate_file 0
+broken_file config-not-object 1 "$DIT_CFG" ": missing key 'dim'" replace_file '[128]'
+broken_file config-missing-key 1 "$DIT_CFG" ": missing key 'num_heads'" json_edit '/"num_heads"/d'
+broken_file config-key-string 1 "$DIT_CFG" ": key 'num_layers' must be an integer" json_edit 's/"num_layers": 4/"num_layers": "4"/'
+broken_file config-key-negative 1 "$DIT_CFG" ": key 'dim' is -[0-9]+, outside 1\.\." json_edit 's/"dim": 128/"dim": -128/'
+broken_file config-heads-not-dividing 1 "$DIT_CFG" ": key 'num_heads' must divide 'dim'" json_edit 's/"num_heads": 4/"num_heads": 3/'
+broken_file config-te-missing-key 1 "$TE_CFG" "$TE_SECTION: missing key 'hidden_size'" json_edit '/"hidden_size"/d'
+broken_file config-te-layer-type 1 "$TE_CFG" "$TE_SECTION: key 'layer_types' has unknown layer type 'sliding_attention'" \
+  json_edit '0,/"linear_attention",/s//"sliding_attention",/'
+broken_file config-te-rotary 1 "$TE_CFG" "$TE_SECTION: key 'partial_rotary_factor'" \
+  json_edit 's/"partial_rotary_factor": 0\.25/"partial_rotary_factor": 1e300/'
+broken_file config-te-act 2 "$TE_CFG" "$TE_SECTION: key 'hidden_act' is \"gelu\"; only silu is supported" \
+  json_edit 's/"hidden_act": "silu"/"hidden_act": "gelu"/'
+broken_file config-vae-kind 2 "$VAE_CFG" ": key 'act_fn' is \"relu\"; only silu is supported" json_edit 's/"act_fn": "silu"/"act_fn": "relu"/'
+broken_file config-vae-groups 1 "$VAE_CFG" ': decoder width 24 is not a multiple of norm_num_groups \(16\)' \
+  json_edit 's/"norm_num_groups": 8/"norm_num_groups": 16/'
+broken_file config-index-class 1 model_index.json ": _class_name 'StableDiffusionPipeline' is not a MOSS-Image pipeline" \
+  json_edit 's/"MOSSImagePipeline"/"StableDiffusionPipeline"/'
 broken missing-component 1 "missing component folder 'vae'" rm -rf vae
 # Absurd sizes must be refused by the config check, naming the key, not by running out of
 # memory or time.
-broken config-dit-huge-layers 1 "transformer/config\.json: key 'num_layers'" \
-  json_edit transformer/config.json 's/"num_layers": 4/"num_layers": 4000000000000/'
-broken config-dit-huge-dim 1 "transformer/config\.json: key '(dim|ffn_dim)'" \
-  json_edit transformer/config.json 's/"dim": 128/"dim": 4611686018427387904/; s/"ffn_dim": 256/"ffn_dim": 4611686018427387904/'
-broken config-te-huge-layers 1 "text_encoder/config\.json \(text_config\): key 'num_hidden_layers'" \
-  json_edit text_encoder/config.json '/"layer_types"/,/\]/d; s/"num_hidden_layers": 8/"num_hidden_layers": 4000000000000/'
-broken config-vae-huge-layers 1 "vae/config\.json: key 'layers_per_block'" \
-  json_edit vae/config.json 's/"layers_per_block": 2/"layers_per_block": 4000000000000/'
+broken_file config-dit-huge-layers 1 "$DIT_CFG" ": key 'num_layers'" json_edit 's/"num_layers": 4/"num_layers": 4000000000000/'
+broken_file config-dit-huge-dim 1 "$DIT_CFG" ": key '(dim|ffn_dim)'" \
+  json_edit 's/"dim": 128/"dim": 4611686018427387904/; s/"ffn_dim": 256/"ffn_dim": 4611686018427387904/'
+broken_file config-te-huge-layers 1 "$TE_CFG" "$TE_SECTION: key 'num_hidden_layers'" \
+  json_edit '/"layer_types"/,/\]/d; s/"num_hidden_layers": 8/"num_hidden_layers": 4000000000000/'
+broken_file config-vae-huge-layers 1 "$VAE_CFG" ": key 'layers_per_block'" \
+  json_edit 's/"layers_per_block": 2/"layers_per_block": 4000000000000/'
 
 # ---- tokenizer.json ------------------------------------------------------------------------------
-broken tokenizer-not-object 1 "$TOK: malformed JSON at line 1, column 1: expected '\{'" replace_file "$TOK" '[]'
-broken tokenizer-no-model 1 "$TOK: no \"model\" section" replace_file "$TOK" '{"version": "1.0"}'
-broken tokenizer-bad-merge 1 "$TOK: model\.merges\[0\]: token \"zzzq\" is not in the vocabulary" \
-  json_edit "$TOK" '/"merges": \[/{n;n;s/"[^"]*"/"zzzq"/}'
-broken tokenizer-vocab-id 1 "$TOK: model\.vocab: the id of \"!\" is not a number" \
-  json_edit "$TOK" '/"vocab": \{/{n;s/: [0-9]+/: "x"/}'
-broken tokenizer-wordpiece 1 "$TOK: unsupported tokenizer: model type \"WordPiece\"" \
-  json_edit "$TOK" 's/"type": "BPE"/"type": "WordPiece"/'
-broken tokenizer-bad-regex 1 "$TOK: pre-tokenizer regex does not compile" \
-  json_edit "$TOK" 's/"Regex": "\(\?i:/"Regex": "((?i:/'
-broken tokenizer-bad-utf8 1 "$TOK: not valid UTF-8" json_edit "$TOK" $'s/"<\\|endoftext\\|>"/"<|end\xc3(|>"/'
+broken_file tokenizer-not-object 1 "$TOK" ": malformed JSON at line 1, column 1: expected '\{'" replace_file '[]'
+broken_file tokenizer-no-model 1 "$TOK" ': no "model" section' replace_file '{"version": "1.0"}'
+broken_file tokenizer-bad-merge 1 "$TOK" ': model\.merges\[0\]: token "zzzq" is not in the vocabulary' \
+  json_edit '/"merges": \[/{n;n;s/"[^"]*"/"zzzq"/}'
+broken_file tokenizer-vocab-id 1 "$TOK" ': model\.vocab: the id of "!" is not a number' json_edit '/"vocab": \{/{n;s/: [0-9]+/: "x"/}'
+broken_file tokenizer-wordpiece 1 "$TOK" ': unsupported tokenizer: model type "WordPiece"' json_edit 's/"type": "BPE"/"type": "WordPiece"/'
+broken_file tokenizer-bad-regex 1 "$TOK" ': pre-tokenizer regex does not compile' json_edit 's/"Regex": "\(\?i:/"Regex": "((?i:/'
+broken_file tokenizer-bad-utf8 1 "$TOK" ': not valid UTF-8' json_edit $'s/"<\\|endoftext\\|>"/"<|end\xc3(|>"/'
 
 # ---- prompts -------------------------------------------------------------------------------------
 run=(--model "$MODEL" --size 32x32 --steps 1 --skip-layers 2)

@@ -22,50 +22,24 @@ interrupt() {
   status=$2 line_regex=$3
   shift 4
   new_case "$name"
-  : >"$CASE/log"
-  (
-    cd "$CASE" || exit 1
-    ((CASE_VMEM_KB > 0)) && ulimit -v "$CASE_VMEM_KB"
-    exec env MOSSINFER_BACKEND=host "$BIN" "$@"
-  ) >>"$CASE/log" 2>&1 &
-  local pid=$! waited=0 why=""
-  [[ $line_regex == @* ]] && { sleep "${line_regex#@}"; line_regex=''; }
-  until [[ -z $line_regex ]] || grep -qE -- "$line_regex" "$CASE/log"; do
-    if ! kill -0 "$pid" 2>/dev/null; then why="the run ended before /$line_regex/"; break; fi
-    if ((waited >= STAGE_TIMEOUT * 10)); then why="no /$line_regex/ after $STAGE_TIMEOUT s"; break; fi
-    sleep 0.1
-    waited=$((waited + 1))
-  done
+  start_bin "$BIN" "$@"
+  if [[ $line_regex == @* ]]; then
+    sleep "${line_regex#@}"
+  else
+    wait_for_line "$line_regex" "/$line_regex/" "$STAGE_TIMEOUT"
+  fi
   local sig
-  if [[ -z $why ]]; then
+  if [[ -z $WHY ]]; then
     # One after the other with a pause: two standard signals pending at once are delivered in
     # signal-number order (SIGINT before SIGTERM), whatever order they were sent in.
-    for sig in "${signals[@]}"; do kill -s "$sig" "$pid"; sleep 0.2; done
+    for sig in "${signals[@]}"; do kill -s "$sig" "$PID"; sleep 0.2; done
   fi
-  local start=$SECONDS
-  while kill -0 "$pid" 2>/dev/null && ((SECONDS - start < STOP_TIMEOUT)); do sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -9 "$pid"
-    [[ -z $why ]] && why="still running $STOP_TIMEOUT s after the signal"
-  fi
-  wait "$pid"
-  RC=$?
-  OUT=$(cat "$CASE/log")
-  local expected_message="interrupted by ${signals[0]}"
-  [[ $expected_message == "interrupted by INT" ]] && expected_message="interrupted by SIGINT"
-  [[ $expected_message == "interrupted by TERM" ]] && expected_message="interrupted by SIGTERM"
-  if [[ -z $why ]]; then
-    if ((RC != status)); then
-      why="exit $RC, expected $status"
-    elif ! grep -q "moss-infer-hip: $expected_message" <<<"$OUT"; then
-      # Exit 128+N also comes from a process the signal killed: the message proves it
-      # unwound by itself.
-      why="no 'moss-infer-hip: $expected_message' message (killed by the signal instead of stopping?)"
-    else
-      why=$(run_problems "$status" "$@")
-    fi
-  fi
-  if [[ -z $why ]]; then pass "$name"; else fail "$name" "$why" "$(tail -5 <<<"$OUT")"; fi
+  reap_bin "$STOP_TIMEOUT" "the signal"
+  local expected_message="interrupted by SIG${signals[0]}"
+  # Exit 128+N also comes from a process the signal killed: the message proves it unwound by
+  # itself.
+  judge_bin "$name" "$status" "moss-infer-hip: $expected_message" \
+    "no 'moss-infer-hip: $expected_message' message (killed by the signal instead of stopping?)" "$@"
 }
 
 denoise=(--model "$MODEL" --prompt "a red apple" --size 256x256 --steps 200 --skip-layers 2)

@@ -1,4 +1,4 @@
-# Shared by bad_input_tests.sh and interrupt_tests.sh (sourced, not run): a scratch folder,
+# Shared by bad_input_tests.sh, interrupt_tests.sh and property_tests.sh (sourced, not run): a scratch folder,
 # broken copies of the tiny model folder, safetensors header surgery, and the `expect`
 # runner that checks exit status, message and that no output (or temporary) file is left.
 #
@@ -230,6 +230,66 @@ expect() {
     why=$(run_problems "$status" "$@")
   fi
   if [[ -z $why ]]; then pass "$name"; else fail "$name" "$why" "$OUT"; fi
+}
+
+# ---- runs in the background (a signal or a file change while the run waits) ------------------
+# start_bin SETTINGS... COMMAND...: `env MOSSINFER_BACKEND=host SETTINGS... COMMAND...` (SETTINGS
+# are VAR=VALUE, COMMAND usually "$BIN" ARGS...) in $CASE in the background, under the memory cap,
+# stdout and stderr in $CASE/log; sets PID and clears WHY (why the case fails, once known).
+start_bin() {
+  WHY=""
+  : >"$CASE/log"
+  (
+    cd "$CASE" || exit 1
+    ((CASE_VMEM_KB > 0)) && ulimit -v "$CASE_VMEM_KB"
+    exec env MOSSINFER_BACKEND=host "$@"
+  ) >>"$CASE/log" 2>&1 &
+  PID=$!
+}
+
+# wait_for_line REGEX WHAT LIMIT: polls $CASE/log until a line matches REGEX (grep -E). If the run
+# ends first or LIMIT seconds pass, WHY says so (naming WHAT, what the line stands for) and the
+# status is 1.
+wait_for_line() {
+  local regex=$1 what=$2 limit=$3 start=$SECONDS
+  until grep -qE -- "$regex" "$CASE/log"; do
+    if ! kill -0 "$PID" 2>/dev/null; then WHY="the run ended before $what"; return 1; fi
+    if ((SECONDS - start >= limit)); then WHY="no $what after $limit s"; return 1; fi
+    sleep 0.05
+  done
+}
+
+# reap_bin LIMIT WHAT: waits up to LIMIT seconds for the run to end (WHAT: what it should end
+# after, for the message); one still running then is killed and, unless WHY is set already, WHY
+# says so. Sets RC and OUT (the log).
+reap_bin() {
+  local limit=$1 what=$2 start=$SECONDS
+  while kill -0 "$PID" 2>/dev/null && ((SECONDS - start < limit)); do sleep 0.05; done
+  if kill -0 "$PID" 2>/dev/null; then
+    kill -9 "$PID"
+    [[ -z $WHY ]] && WHY="still running $limit s after $what"
+  fi
+  wait "$PID"
+  RC=$?
+  OUT=$(cat "$CASE/log")
+}
+
+# judge_bin NAME STATUS MESSAGE MISSING ARGS...: after reap_bin, unless WHY is set already: the
+# run must have exited STATUS, printed a line matching MESSAGE (grep) and left what run_problems
+# wants for ARGS (MISSING: what to say when the message is absent). PASS or FAIL NAME.
+judge_bin() {
+  local name=$1 status=$2 message=$3 missing=$4
+  shift 4
+  if [[ -z $WHY ]]; then
+    if ((RC != status)); then
+      WHY="exit $RC, expected $status"
+    elif ! grep -q -- "$message" <<<"$OUT"; then
+      WHY=$missing
+    else
+      WHY=$(run_problems "$status" "$@")
+    fi
+  fi
+  if [[ -z $WHY ]]; then pass "$name"; else fail "$name" "$WHY" "$(tail -5 <<<"$OUT")"; fi
 }
 
 # Last check of every suite: the original folder is as it was.

@@ -186,34 +186,10 @@ signal_at() {
   local name=$1 point=$2 sig=$3 status=$4
   shift 4
   new_case "$name"
-  (
-    cd "$CASE" || exit 1
-    ((CASE_VMEM_KB > 0)) && ulimit -v "$CASE_VMEM_KB"
-    exec env MOSSINFER_BACKEND=host MOSSINFER_TEST_PAUSE="$point:60" "$BIN" "$@"
-  ) >"$CASE/log" 2>&1 &
-  local pid=$! start=$SECONDS why=""
-  until grep -q "^pause at $point$" "$CASE/log"; do
-    if ! kill -0 "$pid" 2>/dev/null; then why="the run ended before the pause at $point"; break; fi
-    if ((SECONDS - start > CASE_TIMEOUT)); then why="no pause at $point after $CASE_TIMEOUT s"; break; fi
-    sleep 0.05
-  done
-  [[ -z $why ]] && kill -s "$sig" "$pid"
-  start=$SECONDS
-  while kill -0 "$pid" 2>/dev/null && ((SECONDS - start < STOP_TIMEOUT)); do sleep 0.05; done
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -9 "$pid"
-    [[ -z $why ]] && why="still running $STOP_TIMEOUT s after SIG$sig"
-  fi
-  wait "$pid"
-  RC=$?
-  OUT=$(cat "$CASE/log")
-  if [[ -z $why ]]; then
-    if ((RC != status)); then why="exit $RC, expected $status"
-    elif ! grep -q "^moss-infer-hip: interrupted by SIG$sig$" <<<"$OUT"; then why="no 'interrupted by SIG$sig' message"
-    else why=$(run_problems "$status" "$@")
-    fi
-  fi
-  if [[ -z $why ]]; then pass "$name"; else fail "$name" "$why" "$(tail -5 <<<"$OUT")"; fi
+  start_bin MOSSINFER_TEST_PAUSE="$point:60" "$BIN" "$@"
+  wait_for_line "^pause at $point$" "the pause at $point" "$CASE_TIMEOUT" && kill -s "$sig" "$PID"
+  reap_bin "$STOP_TIMEOUT" "SIG$sig"
+  judge_bin "$name" "$status" "^moss-infer-hip: interrupted by SIG$sig$" "no 'interrupted by SIG$sig' message" "$@"
 }
 declare -A signal_status=([INT]=130 [TERM]=143 [HUP]=129 [PIPE]=141)
 for point in start model text-encoder dit denoise vae write rename; do
@@ -258,28 +234,13 @@ truncated_at() {
   copy_model
   own "$M/$file"
   [[ $size == half ]] && size=$(($(stat -c %s -- "$M/$file") / 2))
-  (
-    cd "$CASE" || exit 1
-    ((CASE_VMEM_KB > 0)) && ulimit -v "$CASE_VMEM_KB"
-    exec env MOSSINFER_BACKEND=host MOSSINFER_TEST_PAUSE="$point:2" timeout -k 5 "$CASE_TIMEOUT" "$BIN" \
-      --model "$M" "${quick[@]}" -o out.png --latent-out out.npy
-  ) >"$CASE/log" 2>&1 &
-  local pid=$! start=$SECONDS why=""
-  until grep -q "^pause at $point$" "$CASE/log"; do
-    if ! kill -0 "$pid" 2>/dev/null || ((SECONDS - start > CASE_TIMEOUT)); then why="no pause at $point"; break; fi
-    sleep 0.05
-  done
+  local outputs=(-o out.png --latent-out out.npy)
+  start_bin MOSSINFER_TEST_PAUSE="$point:2" timeout -k 5 "$CASE_TIMEOUT" "$BIN" --model "$M" "${quick[@]}" "${outputs[@]}"
+  wait_for_line "^pause at $point$" "the pause at $point" "$CASE_TIMEOUT"
   truncate -s "$size" -- "$M/$file"  # in place: the same inode the run has mapped
-  wait "$pid"  # the pause ends after 2 s and the stage reads the lost pages
-  RC=$?
-  OUT=$(cat "$CASE/log")
-  if [[ -z $why ]]; then
-    if ((RC != 1)); then why="exit $RC, expected 1"
-    elif ! grep -q "$file: changed or truncated while in use" <<<"$OUT"; then why="no message naming $file"
-    else why=$(run_problems 1 -o out.png --latent-out out.npy)
-    fi
-  fi
-  if [[ -z $why ]]; then pass "$name"; else fail "$name" "$why" "$(tail -5 <<<"$OUT")"; fi
+  # The pause ends after 2 s and the stage reads the lost pages; the timeout bounds the rest.
+  reap_bin $((CASE_TIMEOUT + 10)) "the truncation"
+  judge_bin "$name" 1 "$file: changed or truncated while in use" "no message naming $file" "${outputs[@]}"
 }
 
 # ---- output paths, refused before the text encoder ---------------------------------------------

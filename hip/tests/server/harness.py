@@ -128,3 +128,20 @@ class Checks:
     def finish(self):
         print(f"{self.passed} passed, {self.failed} failed")
         sys.exit(0 if self.failed == 0 else 1)
+
+
+def run_server_test(test, before=None):
+    """The main of a server test (argv: BINARY MODEL_DIR): before(c, binary, model), when given, runs
+    ahead of the server; then test(c, srv, binary, model) runs against a server of its own, which is
+    stopped with SIGTERM even when the test raises and must then exit 143. Exits with the summary."""
+    binary, model = sys.argv[1], sys.argv[2]
+    c = Checks()
+    if before:
+        before(c, binary, model)
+    srv = Server(binary, model)
+    try:
+        test(c, srv, binary, model)
+    finally:
+        code = srv.stop()
+    c.check("sigterm-stops-143", code == 143, code)
+    c.finish()

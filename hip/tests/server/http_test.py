@@ -6,12 +6,11 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 
-from harness import Checks, Server, b64png, cli_png, png_pixels
+from harness import run_server_test, b64png, cli_png, png_pixels
 
 # The body webuiapi 0.9 sends for txt2img(prompt=..., sampler_name="Euler"): every field at its
 # default, as A1111 clients send it.
@@ -95,129 +94,120 @@ def check_serve_command_line(c, binary, model):
     c.check("serve-port-in-use", r.returncode == 1 and "cannot listen" in r.stderr, (r.returncode, r.stderr))
 
 
-def main():
-    binary, model = sys.argv[1], sys.argv[2]
+def check_server(c, srv, binary, model):
     work = tempfile.mkdtemp()
-    c = Checks()
-    check_serve_command_line(c, binary, model)
-    srv = Server(binary, model)
-    try:
-        status, models, _ = srv.request("GET", "/sdapi/v1/sd-models")
-        c.check("sd-models", status == 200 and len(models) == 1 and "tiny-moss" in models[0]["title"], models)
-        status, samplers, _ = srv.request("GET", "/sdapi/v1/samplers")
-        c.check("samplers-euler-only", status == 200 and [s["name"] for s in samplers] == ["Euler"], samplers)
-        status, options, _ = srv.request("GET", "/sdapi/v1/options")
-        c.check("options", status == 200 and options["sd_model_checkpoint"] == models[0]["title"], options)
-        status, _, _ = srv.request("POST", "/sdapi/v1/options", {"samples_format": "png"})
-        c.check("options-same-value", status == 200, status)
-        status, err, _ = srv.request("POST", "/sdapi/v1/options", {"sd_model_checkpoint": "other.safetensors"})
-        c.check("options-read-only", status == 422 and err["field"] == "sd_model_checkpoint", (status, err))
-        status, err, _ = srv.request("POST", "/sdapi/v1/options", raw=b"{nope")
-        c.check("options-bad-json", status == 400 and "error" in err, (status, err))
-        status, err, _ = srv.request("GET", "/sdapi/v1/img2img")
-        c.check("unknown-path-404-json", status == 404 and "error" in err, (status, err))
+    status, models, _ = srv.request("GET", "/sdapi/v1/sd-models")
+    c.check("sd-models", status == 200 and len(models) == 1 and "tiny-moss" in models[0]["title"], models)
+    status, samplers, _ = srv.request("GET", "/sdapi/v1/samplers")
+    c.check("samplers-euler-only", status == 200 and [s["name"] for s in samplers] == ["Euler"], samplers)
+    status, options, _ = srv.request("GET", "/sdapi/v1/options")
+    c.check("options", status == 200 and options["sd_model_checkpoint"] == models[0]["title"], options)
+    status, _, _ = srv.request("POST", "/sdapi/v1/options", {"samples_format": "png"})
+    c.check("options-same-value", status == 200, status)
+    status, err, _ = srv.request("POST", "/sdapi/v1/options", {"sd_model_checkpoint": "other.safetensors"})
+    c.check("options-read-only", status == 422 and err["field"] == "sd_model_checkpoint", (status, err))
+    status, err, _ = srv.request("POST", "/sdapi/v1/options", raw=b"{nope")
+    c.check("options-bad-json", status == 400 and "error" in err, (status, err))
+    status, err, _ = srv.request("GET", "/sdapi/v1/img2img")
+    c.check("unknown-path-404-json", status == 404 and "error" in err, (status, err))
 
-        # The server's image equals the CLI's for the same settings, byte for byte.
-        status, r, _ = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "a red apple", "seed": 6, "steps": 3,
-                                                                 "cfg_scale": 4.5, "negative_prompt": "blurry"})
-        ok = status == 200 and len(r["images"]) == 1
-        c.check("txt2img", ok, (status, r if not ok else ""))
-        if ok:
-            cli = cli_png(binary, model, work, "--prompt", "a red apple", "--seed", "6", "--steps", "3", "--cfg", "4.5",
-                          "--negative", "blurry")
-            c.check("same-image-as-cli", png_pixels(b64png(r["images"][0])) == png_pixels(cli))
-            info = json.loads(r["info"])
-            c.check("info", info["seed"] == 6 and info["all_seeds"] == [6] and info["steps"] == 3 and
-                    info["infotexts"][0].startswith("a red apple\nNegative prompt: blurry\nSteps: 3"), info)
-            c.check("record-in-png", b"Steps: 3, Steps run: 3" in b64png(r["images"][0]))
+    # The server's image equals the CLI's for the same settings, byte for byte.
+    status, r, _ = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "a red apple", "seed": 6, "steps": 3,
+                                                             "cfg_scale": 4.5, "negative_prompt": "blurry"})
+    ok = status == 200 and len(r["images"]) == 1
+    c.check("txt2img", ok, (status, r if not ok else ""))
+    if ok:
+        cli = cli_png(binary, model, work, "--prompt", "a red apple", "--seed", "6", "--steps", "3", "--cfg", "4.5",
+                      "--negative", "blurry")
+        c.check("same-image-as-cli", png_pixels(b64png(r["images"][0])) == png_pixels(cli))
+        info = json.loads(r["info"])
+        c.check("info", info["seed"] == 6 and info["all_seeds"] == [6] and info["steps"] == 3 and
+                info["infotexts"][0].startswith("a red apple\nNegative prompt: blurry\nSteps: 3"), info)
+        c.check("record-in-png", b"Steps: 3, Steps run: 3" in b64png(r["images"][0]))
 
-        status, r, _ = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "a red apple", "seed": 5, "batch_size": 2,
-                                                                 "n_iter": 2})
-        ok = status == 200 and len(r["images"]) == 4
-        c.check("batch-4-images", ok, (status, r if not ok else ""))
-        if ok:
-            c.check("batch-seeds", json.loads(r["info"])["all_seeds"] == [5, 6, 7, 8], r["info"])
-            cli6 = cli_png(binary, model, work, "--prompt", "a red apple", "--seed", "6")
-            c.check("batch-second-is-seed-plus-one", png_pixels(b64png(r["images"][1])) == png_pixels(cli6))
+    status, r, _ = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "a red apple", "seed": 5, "batch_size": 2,
+                                                             "n_iter": 2})
+    ok = status == 200 and len(r["images"]) == 4
+    c.check("batch-4-images", ok, (status, r if not ok else ""))
+    if ok:
+        c.check("batch-seeds", json.loads(r["info"])["all_seeds"] == [5, 6, 7, 8], r["info"])
+        cli6 = cli_png(binary, model, work, "--prompt", "a red apple", "--seed", "6")
+        c.check("batch-second-is-seed-plus-one", png_pixels(b64png(r["images"][1])) == png_pixels(cli6))
 
-        status, r, _ = srv.request("POST", "/sdapi/v1/txt2img", A1111_BODY)
-        ok = status == 200 and len(r["images"]) == 1
-        c.check("a1111-body-accepted", ok, (status, r if not ok else ""))
-        if ok:
-            c.check("a1111-body-same-image", png_pixels(b64png(r["images"][0])) == png_pixels(cli6))
-        status, r, _ = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "x", "seed": -1, "send_images": False})
-        c.check("random-seed-no-images", status == 200 and r["images"] == [] and
-                json.loads(r["info"])["seed"] >= 0, (status, r))
+    status, r, _ = srv.request("POST", "/sdapi/v1/txt2img", A1111_BODY)
+    ok = status == 200 and len(r["images"]) == 1
+    c.check("a1111-body-accepted", ok, (status, r if not ok else ""))
+    if ok:
+        c.check("a1111-body-same-image", png_pixels(b64png(r["images"][0])) == png_pixels(cli6))
+    status, r, _ = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "x", "seed": -1, "send_images": False})
+    c.check("random-seed-no-images", status == 200 and r["images"] == [] and
+            json.loads(r["info"])["seed"] >= 0, (status, r))
 
-        for body, field in REFUSED:
-            status, err, _ = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "a red apple", **body})
-            c.check(f"refused-{field}-{json.dumps(body)[:40]}", status == 422 and err and err.get("field") == field
-                    and err["error"].startswith(field.split(".")[0]), (status, err))
-        for name, raw in [("bad-json", b"{\"prompt\": "), ("empty-body", b""), ("not-object", b"[1, 2]"),
-                          ("string", b"\"a red apple\""), ("bad-utf8", b"{\"prompt\": \"\xff\xfe\"}")]:
-            status, err, _ = srv.request("POST", "/sdapi/v1/txt2img", raw=raw)
-            c.check(f"400-{name}", status in (400, 422) and err and "error" in err, (status, err))
-        status, err, _ = srv.request("POST", "/sdapi/v1/txt2img", raw=b"{\"prompt\": \"" + b"a" * (2 << 20) + b"\"}")
-        c.check("body-bound-413", status == 413, status)
+    for body, field in REFUSED:
+        status, err, _ = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "a red apple", **body})
+        c.check(f"refused-{field}-{json.dumps(body)[:40]}", status == 422 and err and err.get("field") == field
+                and err["error"].startswith(field.split(".")[0]), (status, err))
+    for name, raw in [("bad-json", b"{\"prompt\": "), ("empty-body", b""), ("not-object", b"[1, 2]"),
+                      ("string", b"\"a red apple\""), ("bad-utf8", b"{\"prompt\": \"\xff\xfe\"}")]:
+        status, err, _ = srv.request("POST", "/sdapi/v1/txt2img", raw=raw)
+        c.check(f"400-{name}", status in (400, 422) and err and "error" in err, (status, err))
+    status, err, _ = srv.request("POST", "/sdapi/v1/txt2img", raw=b"{\"prompt\": \"" + b"a" * (2 << 20) + b"\"}")
+    c.check("body-bound-413", status == 413, status)
 
-        # Progress moves during a long request; interrupt stops it, and the next request runs.
-        long_body = {"prompt": "a red apple", "steps": 300, "shift": 1, "width": 64, "height": 64, "seed": 1}
-        result = {}
+    # Progress moves during a long request; interrupt stops it, and the next request runs.
+    long_body = {"prompt": "a red apple", "steps": 300, "shift": 1, "width": 64, "height": 64, "seed": 1}
+    result = {}
 
-        def long_request():
-            result["status"], result["body"], _ = srv.request("POST", "/sdapi/v1/txt2img", long_body)
+    def long_request():
+        result["status"], result["body"], _ = srv.request("POST", "/sdapi/v1/txt2img", long_body)
 
-        t = threading.Thread(target=long_request)
-        t.start()
-        seen = []
-        deadline = time.time() + 60
-        while time.time() < deadline and len([p for p in seen if p["state"]["sampling_step"] > 0]) < 5:
-            _, p, _ = srv.request("GET", "/sdapi/v1/progress")
-            seen.append(p)
-            time.sleep(0.05)
-        steps = [p["state"]["sampling_step"] for p in seen if p["state"]["sampling_step"] > 0]
-        fractions = [p["progress"] for p in seen if p["state"]["sampling_step"] > 0]
-        c.check("progress-moves", len(steps) >= 5 and steps == sorted(steps) and steps[-1] > steps[0] and
-                0 < fractions[-1] < 1 and seen[-1]["state"]["sampling_steps"] > 0, seen[-3:])
-        status, _, _ = srv.request("POST", "/sdapi/v1/interrupt")
-        t0 = time.time()
-        t.join(60)
-        c.check("interrupt-stops", status == 200 and result.get("status") == 200 and
-                json.loads(result["body"]["info"])["interrupted"] and result["body"]["images"] == [] and
-                time.time() - t0 < 10, result)
-        status, r, _ = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "a red apple", "seed": 6})
-        c.check("next-job-runs", status == 200 and png_pixels(b64png(r["images"][0])) == png_pixels(cli6), status)
+    t = threading.Thread(target=long_request)
+    t.start()
+    seen = []
+    deadline = time.time() + 60
+    while time.time() < deadline and len([p for p in seen if p["state"]["sampling_step"] > 0]) < 5:
         _, p, _ = srv.request("GET", "/sdapi/v1/progress")
-        c.check("progress-idle", p["state"]["job_count"] == 0 and p["textinfo"] is None, p)
+        seen.append(p)
+        time.sleep(0.05)
+    steps = [p["state"]["sampling_step"] for p in seen if p["state"]["sampling_step"] > 0]
+    fractions = [p["progress"] for p in seen if p["state"]["sampling_step"] > 0]
+    c.check("progress-moves", len(steps) >= 5 and steps == sorted(steps) and steps[-1] > steps[0] and
+            0 < fractions[-1] < 1 and seen[-1]["state"]["sampling_steps"] > 0, seen[-3:])
+    status, _, _ = srv.request("POST", "/sdapi/v1/interrupt")
+    t0 = time.time()
+    t.join(60)
+    c.check("interrupt-stops", status == 200 and result.get("status") == 200 and
+            json.loads(result["body"]["info"])["interrupted"] and result["body"]["images"] == [] and
+            time.time() - t0 < 10, result)
+    status, r, _ = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "a red apple", "seed": 6})
+    c.check("next-job-runs", status == 200 and png_pixels(b64png(r["images"][0])) == png_pixels(cli6), status)
+    _, p, _ = srv.request("GET", "/sdapi/v1/progress")
+    c.check("progress-idle", p["state"]["job_count"] == 0 and p["textinfo"] is None, p)
 
-        # A client that disconnects cancels its job: the server is free again well before the
-        # job's own time, and the next one runs.
-        sock = socket.create_connection(("127.0.0.1", srv.port))
-        payload = json.dumps(long_body).encode()
-        sock.sendall(b"POST /sdapi/v1/txt2img HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            _, p, _ = srv.request("GET", "/sdapi/v1/progress")
-            if p["state"]["sampling_step"] > 0:
-                break
-            time.sleep(0.05)
-        sock.close()
-        t0 = time.time()
-        while time.time() - t0 < 20:
-            _, p, _ = srv.request("GET", "/sdapi/v1/progress")
-            if p["textinfo"] is None:
-                break
-            time.sleep(0.05)
-        c.check("disconnect-cancels", p["textinfo"] is None and time.time() - t0 < 5, (time.time() - t0, p))
-        c.check("disconnect-logged", "client went away" in srv.output(), srv.output()[-300:])
-        status, r, _ = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "a red apple", "seed": 6})
-        c.check("after-disconnect-runs", status == 200 and png_pixels(b64png(r["images"][0])) == png_pixels(cli6))
-    finally:
-        code = srv.stop()
-    c.check("sigterm-stops-143", code == 143, code)
-    c.finish()
+    # A client that disconnects cancels its job: the server is free again well before the
+    # job's own time, and the next one runs.
+    sock = socket.create_connection(("127.0.0.1", srv.port))
+    payload = json.dumps(long_body).encode()
+    sock.sendall(b"POST /sdapi/v1/txt2img HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        _, p, _ = srv.request("GET", "/sdapi/v1/progress")
+        if p["state"]["sampling_step"] > 0:
+            break
+        time.sleep(0.05)
+    sock.close()
+    t0 = time.time()
+    while time.time() - t0 < 20:
+        _, p, _ = srv.request("GET", "/sdapi/v1/progress")
+        if p["textinfo"] is None:
+            break
+        time.sleep(0.05)
+    c.check("disconnect-cancels", p["textinfo"] is None and time.time() - t0 < 5, (time.time() - t0, p))
+    c.check("disconnect-logged", "client went away" in srv.output(), srv.output()[-300:])
+    status, r, _ = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "a red apple", "seed": 6})
+    c.check("after-disconnect-runs", status == 200 and png_pixels(b64png(r["images"][0])) == png_pixels(cli6))
 
 
 if __name__ == "__main__":
-    main()
+    run_server_test(check_server, before=check_serve_command_line)

@@ -4,10 +4,9 @@ repeats): every answer is the right one, the server never stops, and its memory 
 stay within a bound. Usage: stress_test.py BINARY MODEL_DIR"""
 import json
 import random
-import sys
 import threading
 
-from harness import Checks, Server, b64png, png_pixels
+from harness import run_server_test, b64png, png_pixels
 
 REQUESTS, CLIENTS = 200, 4
 RSS_BOUND_KIB = 64 * 1024  # growth after the warm-up
@@ -55,36 +54,28 @@ def client(srv, rng, count, results):
             results.append(("get", status == 200 and r is not None, (path, status)))
 
 
-def main():
-    binary, model = sys.argv[1], sys.argv[2]
-    c = Checks()
-    srv = Server(binary, model)
-    try:
-        warm = []
-        client(srv, random.Random(0), 20, warm)  # the allocator's and the model's first growth
-        c.check("warm-up", all(ok for _, ok, _ in warm), [w for w in warm if not w[1]])
-        rss0, fds0 = srv.resources()
-        results = []
-        threads = [threading.Thread(target=client, args=(srv, random.Random(1 + i), REQUESTS // CLIENTS, results))
-                   for i in range(CLIENTS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(600)
-        wrong = [r for r in results if not r[1]]
-        c.check(f"{REQUESTS}-answers-right", len(results) == REQUESTS and not wrong, (len(results), wrong[:5]))
-        kinds = {k for k, _, _ in results}
-        c.check("mix-of-requests", {"valid", "invalid", "garbage", "get"} <= kinds, kinds)
-        c.check("server-alive", srv.proc.poll() is None, srv.output()[-500:])
-        rss1, fds1 = srv.resources()
-        print(f"resident {rss0} -> {rss1} KiB, descriptors {fds0} -> {fds1}")
-        c.check("memory-bounded", rss1 - rss0 < RSS_BOUND_KIB, (rss0, rss1))
-        c.check("files-bounded", fds1 - fds0 <= FD_BOUND, (fds0, fds1))
-    finally:
-        code = srv.stop()
-    c.check("sigterm-stops-143", code == 143, code)
-    c.finish()
+def check_server(c, srv, binary, model):
+    warm = []
+    client(srv, random.Random(0), 20, warm)  # the allocator's and the model's first growth
+    c.check("warm-up", all(ok for _, ok, _ in warm), [w for w in warm if not w[1]])
+    rss0, fds0 = srv.resources()
+    results = []
+    threads = [threading.Thread(target=client, args=(srv, random.Random(1 + i), REQUESTS // CLIENTS, results))
+               for i in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    wrong = [r for r in results if not r[1]]
+    c.check(f"{REQUESTS}-answers-right", len(results) == REQUESTS and not wrong, (len(results), wrong[:5]))
+    kinds = {k for k, _, _ in results}
+    c.check("mix-of-requests", {"valid", "invalid", "garbage", "get"} <= kinds, kinds)
+    c.check("server-alive", srv.proc.poll() is None, srv.output()[-500:])
+    rss1, fds1 = srv.resources()
+    print(f"resident {rss0} -> {rss1} KiB, descriptors {fds0} -> {fds1}")
+    c.check("memory-bounded", rss1 - rss0 < RSS_BOUND_KIB, (rss0, rss1))
+    c.check("files-bounded", fds1 - fds0 <= FD_BOUND, (fds0, fds1))
 
 
 if __name__ == "__main__":
-    main()
+    run_server_test(check_server)

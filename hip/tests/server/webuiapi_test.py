@@ -15,56 +15,48 @@ except ImportError as e:
     print(f"skipped: {e} (pip install webuiapi)")
     sys.exit(77)
 
-from harness import Checks, Server, cli_png
+from harness import run_server_test, cli_png
 
 
 def rgb(image):
     return image.convert("RGB").tobytes()
 
 
-def main():
-    binary, model = sys.argv[1], sys.argv[2]
+def check_server(c, srv, binary, model):
     work = tempfile.mkdtemp()
-    c = Checks()
-    srv = Server(binary, model)
-    try:
-        api = webuiapi.WebUIApi(host="127.0.0.1", port=srv.port, sampler="Euler", steps=3)
-        models = api.get_sd_models()
-        c.check("get_sd_models", len(models) == 1 and "tiny-moss" in models[0]["title"], models)
-        c.check("util_get_current_model", api.util_get_current_model() == models[0]["title"])
-        c.check("get_samplers", [s["name"] for s in api.get_samplers()] == ["Euler"])
-        c.check("get_options", api.get_options()["samples_format"] == "png")
-        c.check("set_options-unchanged", api.set_options({"samples_format": "png"}) is None)
+    api = webuiapi.WebUIApi(host="127.0.0.1", port=srv.port, sampler="Euler", steps=3)
+    models = api.get_sd_models()
+    c.check("get_sd_models", len(models) == 1 and "tiny-moss" in models[0]["title"], models)
+    c.check("util_get_current_model", api.util_get_current_model() == models[0]["title"])
+    c.check("get_samplers", [s["name"] for s in api.get_samplers()] == ["Euler"])
+    c.check("get_options", api.get_options()["samples_format"] == "png")
+    c.check("set_options-unchanged", api.set_options({"samples_format": "png"}) is None)
 
-        result = api.txt2img(prompt="a red apple", negative_prompt="blurry", seed=6, cfg_scale=4.5, width=32,
-                             height=32)
-        cli = cli_png(binary, model, work, "--prompt", "a red apple", "--negative", "blurry", "--seed", "6", "--steps",
-                      "3", "--cfg", "4.5")
-        c.check("txt2img-same-image-as-cli", rgb(result.image) == rgb(Image.open(io.BytesIO(cli))))
-        c.check("txt2img-info", result.info["seed"] == 6 and result.info["steps"] == 3 and
-                "Steps run: 3" in result.info["infotexts"][0], result.info)
-        c.check("txt2img-parameters", result.parameters["prompt"] == "a red apple", result.parameters)
-        c.check("png-record", "Steps: 3" in result.image.info.get("parameters", ""), result.image.info)
+    result = api.txt2img(prompt="a red apple", negative_prompt="blurry", seed=6, cfg_scale=4.5, width=32,
+                         height=32)
+    cli = cli_png(binary, model, work, "--prompt", "a red apple", "--negative", "blurry", "--seed", "6", "--steps",
+                  "3", "--cfg", "4.5")
+    c.check("txt2img-same-image-as-cli", rgb(result.image) == rgb(Image.open(io.BytesIO(cli))))
+    c.check("txt2img-info", result.info["seed"] == 6 and result.info["steps"] == 3 and
+            "Steps run: 3" in result.info["infotexts"][0], result.info)
+    c.check("txt2img-parameters", result.parameters["prompt"] == "a red apple", result.parameters)
+    c.check("png-record", "Steps: 3" in result.image.info.get("parameters", ""), result.image.info)
 
-        batch = api.txt2img(prompt="a red apple", seed=6, batch_size=2, n_iter=2, width=32, height=32)
-        c.check("batch", len(batch.images) == 4 and batch.info["all_seeds"] == [6, 7, 8, 9], batch.info)
-        random_seed = api.txt2img(prompt="a cat", width=32, height=32)  # webuiapi's default seed is -1
-        c.check("random-seed", isinstance(random_seed.info["seed"], int) and random_seed.info["seed"] >= 0)
+    batch = api.txt2img(prompt="a red apple", seed=6, batch_size=2, n_iter=2, width=32, height=32)
+    c.check("batch", len(batch.images) == 4 and batch.info["all_seeds"] == [6, 7, 8, 9], batch.info)
+    random_seed = api.txt2img(prompt="a cat", width=32, height=32)  # webuiapi's default seed is -1
+    c.check("random-seed", isinstance(random_seed.info["seed"], int) and random_seed.info["seed"] >= 0)
 
-        for name, kwargs in [("sampler", {"sampler_name": "Euler a"}), ("hires", {"enable_hr": True}),
-                             ("faces", {"restore_faces": True}), ("steps", {"steps": 0})]:
-            try:
-                api.txt2img(prompt="x", width=32, height=32, **kwargs)
-                c.check(f"refused-{name}", False, "accepted")
-            except RuntimeError as e:
-                c.check(f"refused-{name}", e.args[0] == 422, e.args)
-        c.check("get_progress", "progress" in api.get_progress())
-        c.check("interrupt", api.interrupt() == {})
-    finally:
-        code = srv.stop()
-    c.check("sigterm-stops-143", code == 143, code)
-    c.finish()
+    for name, kwargs in [("sampler", {"sampler_name": "Euler a"}), ("hires", {"enable_hr": True}),
+                         ("faces", {"restore_faces": True}), ("steps", {"steps": 0})]:
+        try:
+            api.txt2img(prompt="x", width=32, height=32, **kwargs)
+            c.check(f"refused-{name}", False, "accepted")
+        except RuntimeError as e:
+            c.check(f"refused-{name}", e.args[0] == 422, e.args)
+    c.check("get_progress", "progress" in api.get_progress())
+    c.check("interrupt", api.interrupt() == {})
 
 
 if __name__ == "__main__":
-    main()
+    run_server_test(check_server)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ops/backend.h"
+#include "test_support.h"
 
 using namespace moss;
 
@@ -46,16 +47,6 @@ DeltaInputs make_inputs(Backend& be, uint32_t seed, int64_t T, int64_t key_heads
   be.text().deltanet_gates(random_matrix(rng, T, value_heads, 1.5f), random_matrix(rng, T, value_heads, 1.5f), a_log,
                            dt_bias, in.g, in.beta);
   return in;
-}
-
-double rel_l2(const Tensor& a, const Tensor& b) {
-  const std::vector<float> x = to_f32_vector(a), y = to_f32_vector(b);
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    num += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
-    den += double(y[i]) * y[i];
-  }
-  return std::sqrt(num / den);
 }
 
 // The rule as stated, in double: S ← exp(g)·S; S ← S + k·(beta·(v − Sᵀk))ᵀ; o = Sᵀ(scale·q).

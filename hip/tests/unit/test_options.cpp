@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "cli/options.h"
 #include "util/error.h"
 
@@ -18,16 +20,17 @@ static std::string refusal(std::vector<std::string> a) {
   return "";
 }
 
+// --size, --steps, --cfg, --shift and --seed as one tuple: a failure prints them all, got and wanted.
+using SizeAndSampling = std::tuple<int64_t, int64_t, int, float, float, uint64_t>;
+static SizeAndSampling size_and_sampling(const RunOptions& o) {
+  return {o.width, o.height, o.steps, o.cfg, o.shift, o.seed};
+}
+
 TEST(Options, Defaults) {
   ParsedArgs p = parse({"--model", "m", "--prompt", "p", "-o", "x.png"});
   const RunOptions& o = p.run;
   EXPECT_EQ(p.action, Action::Run);
-  EXPECT_EQ(o.width, 1024);
-  EXPECT_EQ(o.height, 1024);
-  EXPECT_EQ(o.steps, 50);
-  EXPECT_EQ(o.cfg, 3.0f);
-  EXPECT_EQ(o.shift, 5.0f);
-  EXPECT_EQ(o.seed, 42u);
+  EXPECT_EQ(size_and_sampling(o), SizeAndSampling(1024, 1024, 50, 3.0f, 5.0f, 42));
   EXPECT_EQ(o.skip_layers, std::vector<int>{22});
   EXPECT_EQ(o.max_seq, 4096);
   EXPECT_EQ(o.tier, "reference");
@@ -42,12 +45,7 @@ TEST(Options, Values) {
                               "--skip-layers", "3, 1,3", "--max-seq", "77", "--vram-budget", "6.5", "--device", "1",
                               "--no-metadata", "--quiet"})
                            .run;
-  EXPECT_EQ(o.width, 96);
-  EXPECT_EQ(o.height, 64);
-  EXPECT_EQ(o.steps, 4);
-  EXPECT_EQ(o.cfg, 1.0f);
-  EXPECT_EQ(o.shift, 2.5f);
-  EXPECT_EQ(o.seed, 18446744073709551615ull);
+  EXPECT_EQ(size_and_sampling(o), SizeAndSampling(96, 64, 4, 1.0f, 2.5f, 18446744073709551615ull));
   EXPECT_EQ(o.skip_layers, (std::vector<int>{3, 1}));
   EXPECT_EQ(o.max_seq, 77);
   EXPECT_DOUBLE_EQ(*o.vram_budget_gib, 6.5);

@@ -1,13 +1,14 @@
 // The text encoder's config, tensor list, prefix rule and forward on the tiny model folder.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <tuple>
 #include <sys/stat.h>
 
 #include "model/text_encoder.h"
+#include "test_support.h"
 #include "util/error.h"
 
 using namespace moss;
@@ -24,47 +25,19 @@ std::string temp_dir(const std::string& name) {
   return d;
 }
 
-// Runs fn and returns the moss::Error it throws (failing the test when it throws none).
-template <class Fn> Error error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no moss::Error thrown";
-  return Error(ExitCode::Ok, "");
-}
-
 std::vector<int32_t> golden_ids(const SafetensorsFile& g, int c) {
   const Tensor t = g.get("case" + std::to_string(c) + ".ids");
   return std::vector<int32_t>(t.ptr<const int32_t>(), t.ptr<const int32_t>() + t.numel());
 }
 
-double rel_l2(const Tensor& a, const Tensor& b) {
-  const std::vector<float> x = to_f32_vector(a), y = to_f32_vector(b);
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    num += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
-    den += double(y[i]) * y[i];
-  }
-  return std::sqrt(num / den);
-}
-
 TEST(TextEncoderConfig, ParsesTinyConfig) {
   const TextEncoderConfig c = parse_text_encoder_config(kFolder + "/config.json");
-  EXPECT_EQ(c.hidden, 256);
-  EXPECT_EQ(c.layers, 8);
-  EXPECT_EQ(c.intermediate, 512);
-  EXPECT_EQ(c.vocab, 12288);
-  EXPECT_EQ(c.heads, 4);
-  EXPECT_EQ(c.kv_heads, 1);
-  EXPECT_EQ(c.head_dim, 64);
-  EXPECT_EQ(c.rot_dim, 16);  // 64 · 0.25
+  // One tuple per group of sizes: a failure prints the whole group, got and wanted.
+  using Sizes = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+  EXPECT_EQ(Sizes(c.hidden, c.layers, c.intermediate, c.vocab), Sizes(256, 8, 512, 12288));
+  EXPECT_EQ(Sizes(c.heads, c.kv_heads, c.head_dim, c.rot_dim), Sizes(4, 1, 64, 16));  // rot_dim: 64 · 0.25
   EXPECT_EQ(c.rope_theta, 1e7);
-  EXPECT_EQ(c.linear_key_heads, 2);
-  EXPECT_EQ(c.linear_key_dim, 32);
-  EXPECT_EQ(c.linear_value_heads, 4);
-  EXPECT_EQ(c.linear_value_dim, 32);
+  EXPECT_EQ(Sizes(c.linear_key_heads, c.linear_key_dim, c.linear_value_heads, c.linear_value_dim), Sizes(2, 32, 4, 32));
   EXPECT_EQ(c.conv_kernel, 4);
   EXPECT_EQ(c.conv_width(), 256);
   EXPECT_FLOAT_EQ(c.eps, 1e-6f);

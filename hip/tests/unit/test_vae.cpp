@@ -9,6 +9,7 @@
 
 #include "model/image_u8.h"
 #include "model/vae.h"
+#include "test_support.h"
 #include "util/error.h"
 
 using namespace moss;
@@ -19,17 +20,6 @@ const std::string kData = MOSSINFER_TEST_DATA;
 const std::string kFolder = kData + "/tiny-moss/vae";
 const std::string kGolden = kData + "/golden_vae.safetensors";
 constexpr size_t kGiB = size_t(1) << 30, kMiB = size_t(1) << 20;
-
-// Runs fn and returns the moss::Error it throws (failing the test when it throws none).
-template <class Fn> Error error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no moss::Error thrown";
-  return Error(ExitCode::Ok, "");
-}
 
 std::string write_config(const std::string& name, const std::string& text) {
   const std::string path = testing::TempDir() + name;
