@@ -31,21 +31,16 @@ int64_t config_int(const nlohmann::json& j, const std::string& key, const std::s
                    int64_t hi = kConfigIntMax);
 double config_number(const nlohmann::json& j, const std::string& key, const std::string& file);
 
-// One integer key of a config struct, for read_config_ints: the field it fills and its bound.
-template <class Config>
+// One integer key of a config, for read_config_ints: the field it fills and its upper bound.
 struct ConfigInt {
-  int64_t Config::*field;
+  int64_t& field;
   const char* key;
   int64_t hi = kConfigIntMax;
 };
 
 // Fills each listed field with config_int(j, key, file, 1, hi), in list order, so that of several
 // bad keys the first listed is the one named. Every such field is positive afterwards.
-template <class Config>
-void read_config_ints(Config& c, const nlohmann::json& j, const std::string& file,
-                      std::initializer_list<ConfigInt<Config>> keys) {
-  for (const ConfigInt<Config>& k : keys) c.*k.field = config_int(j, k.key, file, 1, k.hi);
-}
+void read_config_ints(const nlohmann::json& j, const std::string& file, std::initializer_list<ConfigInt> keys);
 
 // Checks `weights` against `expected`: dtype, shape, presence. Tensors not listed whose names
 // start with one of `ignored_prefixes` are allowed (the text encoder's vision tower, mtp.*);

@@ -62,10 +62,10 @@ DitConfig parse_dit_config(const std::string& path) {
   const nlohmann::json j = read_json_file(path);
   DitConfig c;
   // Sizes and counts: positive (config_int's lower bound) and bounded.
-  read_config_ints(c, j, path,
-                   {{&DitConfig::dim, "dim"}, {&DitConfig::ffn_dim, "ffn_dim"}, {&DitConfig::heads, "num_heads"},
-                    {&DitConfig::layers, "num_layers", kConfigLayersMax}, {&DitConfig::text_dim, "text_dim"},
-                    {&DitConfig::freq_dim, "freq_dim"}, {&DitConfig::latent_channels, "latent_channels"}});
+  read_config_ints(j, path,
+                   {{c.dim, "dim"}, {c.ffn_dim, "ffn_dim"}, {c.heads, "num_heads"},
+                    {c.layers, "num_layers", kConfigLayersMax}, {c.text_dim, "text_dim"}, {c.freq_dim, "freq_dim"},
+                    {c.latent_channels, "latent_channels"}});
   c.rope_base = config_number(j, "rope_base", path);
   if (!(c.rope_base > 0)) throw failure(path + ": key 'rope_base' must be positive");
   if (c.dim % c.heads != 0 || c.head_dim() % 8 != 0)

@@ -51,14 +51,13 @@ TextEncoderConfig parse_text_encoder_config(const std::string& path) {
   TextEncoderConfig c;
   c.file = path;
   // Sizes and counts: positive (config_int's lower bound) and bounded.
-  using C = TextEncoderConfig;
-  read_config_ints(c, tc, file,
-                   {{&C::hidden, "hidden_size"}, {&C::layers, "num_hidden_layers", kConfigLayersMax},
-                    {&C::intermediate, "intermediate_size"}, {&C::vocab, "vocab_size"},
-                    {&C::heads, "num_attention_heads"}, {&C::kv_heads, "num_key_value_heads"},
-                    {&C::head_dim, "head_dim"}, {&C::linear_key_heads, "linear_num_key_heads"},
-                    {&C::linear_key_dim, "linear_key_head_dim"}, {&C::linear_value_heads, "linear_num_value_heads"},
-                    {&C::linear_value_dim, "linear_value_head_dim"}, {&C::conv_kernel, "linear_conv_kernel_dim"}});
+  read_config_ints(tc, file,
+                   {{c.hidden, "hidden_size"}, {c.layers, "num_hidden_layers", kConfigLayersMax},
+                    {c.intermediate, "intermediate_size"}, {c.vocab, "vocab_size"}, {c.heads, "num_attention_heads"},
+                    {c.kv_heads, "num_key_value_heads"}, {c.head_dim, "head_dim"},
+                    {c.linear_key_heads, "linear_num_key_heads"}, {c.linear_key_dim, "linear_key_head_dim"},
+                    {c.linear_value_heads, "linear_num_value_heads"}, {c.linear_value_dim, "linear_value_head_dim"},
+                    {c.conv_kernel, "linear_conv_kernel_dim"}});
   c.eps = float(config_number(tc, "rms_norm_eps", file));
   c.rope_theta = rope_number(tc, "rope_theta", file);
   const double partial = rope_number(tc, "partial_rotary_factor", file);

@@ -23,8 +23,7 @@ struct ThreeSizes {
 std::string refusal(const nlohmann::json& j) {
   try {
     ThreeSizes s;
-    read_config_ints(s, j, "cfg.json",
-                     {{&ThreeSizes::a, "a"}, {&ThreeSizes::layers, "layers", 8}, {&ThreeSizes::b, "b"}});
+    read_config_ints(j, "cfg.json", {{s.a, "a"}, {s.layers, "layers", 8}, {s.b, "b"}});
   } catch (const Error& e) {
     return e.what();
   }
@@ -35,8 +34,8 @@ std::string refusal(const nlohmann::json& j) {
 
 TEST(ReadConfigInts, FillsEachFieldFromItsKey) {
   ThreeSizes s;
-  read_config_ints(s, nlohmann::json{{"a", 3}, {"b", 5}, {"layers", 8}, {"unrelated", -1}}, "cfg.json",
-                   {{&ThreeSizes::a, "a"}, {&ThreeSizes::layers, "layers", 8}, {&ThreeSizes::b, "b"}});
+  read_config_ints(nlohmann::json{{"a", 3}, {"b", 5}, {"layers", 8}, {"unrelated", -1}}, "cfg.json",
+                   {{s.a, "a"}, {s.layers, "layers", 8}, {s.b, "b"}});
   EXPECT_EQ(s.a, 3);
   EXPECT_EQ(s.b, 5);
   EXPECT_EQ(s.layers, 8);
