@@ -18,7 +18,7 @@ void check_matrix(const Tensor& t, const char* op, const char* what) {
   op_require(t.where == Where::Device, op, std::string(what) + " must be on the device");
   op_require(t.dtype == DType::F32, op, std::string(what) + " must be f32, not " + dtype_name(t.dtype));
   op_require(t.rank >= 1 && (t.stride[t.rank - 1] == 1 || t.cols() == 1), op,
-          std::string(what) + " " + t.shape_str() + " needs a unit column stride");
+             std::string(what) + " " + t.shape_str() + " needs a unit column stride");
   op_require(t.rank <= 2 || t.contiguous(), op, std::string(what) + " " + t.shape_str() + " must be 2-D or contiguous");
   op_require(t.rows() <= 0x7fffffff && t.cols() <= 0x7fffffff, op, std::string(what) + " is too large");
 }
@@ -39,7 +39,7 @@ void check_param(const Tensor& t, const char* op, const char* what) {
   op_require(t.where == Where::Device, op,
              std::string(what) + " must be on the device (upload it through the backend)");
   op_require(t.dtype == DType::F32 || t.dtype == DType::BF16, op,
-          std::string(what) + " must be f32 or bf16, not " + dtype_name(t.dtype));
+             std::string(what) + " must be f32 or bf16, not " + dtype_name(t.dtype));
   op_require(t.contiguous(), op, std::string(what) + " " + t.shape_str() + " must be contiguous");
 }
 
@@ -67,8 +67,8 @@ DeltaRuleArgs delta_args(const char* op, const Tensor& q, const Tensor& k, const
   a.dk = int(q.cols() / key_heads), a.dv = int(v.cols() / value_heads);
   a.scale = scale;
   op_require(delta_rule_dims_supported(a.dk, a.dv), op,
-          "head dims dk=" + std::to_string(a.dk) + " dv=" + std::to_string(a.dv) +
-              " have no GPU kernel (128/128 and 32/32 are built)");
+             "head dims dk=" + std::to_string(a.dk) + " dv=" + std::to_string(a.dv) +
+                 " have no GPU kernel (128/128 and 32/32 are built)");
   if (state) {
     op_require(state->where == Where::Device && state->dtype == DType::F32, op, "state must be an f32 device tensor");
     a.state = out(*state);
@@ -118,7 +118,8 @@ class HipTextOps : public TextOps {
     const char* op = "delta_rule_chunked";
     const DeltaRuleArgs a = delta_args(op, q, k, v, g, beta, key_heads, scale, state, o);
     op_require(chunk == kDeltaRuleChunk, op,
-            "chunk " + std::to_string(chunk) + ": the GPU kernels use blocks of " + std::to_string(kDeltaRuleChunk));
+               "chunk " + std::to_string(chunk) + ": the GPU kernels use blocks of " +
+                   std::to_string(kDeltaRuleChunk));
     if (a.T == 0) return;
     void* scratch = ctx_.scratch(delta_rule_chunked_scratch_bytes(a.T, a.value_heads, a.dk, a.dv));
     moss::delta_rule_chunked(a, DeltaPrecision::SplitBf16, scratch, ctx_.stream());

@@ -27,7 +27,7 @@ void check_device(const Tensor& t, const char* op, const char* what) {
 void check_map(const Tensor& t, const char* op, const char* what) {
   check_device(t, op, what);
   op_require(t.shape[0] < (int64_t(1) << 31) && t.shape[1] < (int64_t(1) << 30) && t.shape[2] < (int64_t(1) << 30), op,
-          std::string(what) + " " + t.shape_str() + " is too large");
+             std::string(what) + " " + t.shape_str() + " is too large");
 }
 
 // One scratch request carved into 256-byte aligned pieces.

@@ -193,7 +193,7 @@ class HostCoreOps : public CoreOps {
     check_f32_matrix(cos, "rope", "cos");
     const int64_t C = x.cols(), half = rot_dim / 2;
     op_require(sin.cols() >= half && cos.cols() >= half, "rope",
-            "table shape " + sin.shape_str() + " for x " + x.shape_str());
+               "table shape " + sin.shape_str() + " for x " + x.shape_str());
     pool_.parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         float* xr = x.row<float>(r);
