@@ -34,6 +34,10 @@ int64_t config_int(const json& j, const std::string& key, const std::string& fil
   return x;
 }
 
+void read_config_ints(const json& j, const std::string& file, std::initializer_list<ConfigInt> keys) {
+  for (const ConfigInt& k : keys) k.field = config_int(j, k.key, file, 1, k.hi);
+}
+
 double config_number(const json& j, const std::string& key, const std::string& file) {
   const json& v = config_value(j, key, file);
   if (!v.is_number()) throw failure(file + ": key '" + key + "' must be a number");

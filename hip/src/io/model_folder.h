@@ -3,6 +3,7 @@
 // (text encoder, DiT, VAE) states what it expects through an ExpectedTensor list; this layer
 // compares, and refuses a folder that does not match with a message naming file and tensor.
 #pragma once
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -29,6 +30,17 @@ constexpr int64_t kConfigLayersMax = 4096;
 int64_t config_int(const nlohmann::json& j, const std::string& key, const std::string& file, int64_t lo = 1,
                    int64_t hi = kConfigIntMax);
 double config_number(const nlohmann::json& j, const std::string& key, const std::string& file);
+
+// One integer key of a config, for read_config_ints: the field it fills and its upper bound.
+struct ConfigInt {
+  int64_t& field;
+  const char* key;
+  int64_t hi = kConfigIntMax;
+};
+
+// Fills each listed field with config_int(j, key, file, 1, hi), in list order, so that of several
+// bad keys the first listed is the one named. Every such field is positive afterwards.
+void read_config_ints(const nlohmann::json& j, const std::string& file, std::initializer_list<ConfigInt> keys);
 
 // Checks `weights` against `expected`: dtype, shape, presence. Tensors not listed whose names
 // start with one of `ignored_prefixes` are allowed (the text encoder's vision tower, mtp.*);

@@ -61,24 +61,12 @@ Tensor tokens_to_latent(const Tensor& tokens, int64_t gh, int64_t gw) {
 DitConfig parse_dit_config(const std::string& path) {
   const nlohmann::json j = read_json_file(path);
   DitConfig c;
-  c.dim = config_int(j, "dim", path);
-  c.ffn_dim = config_int(j, "ffn_dim", path);
-  c.heads = config_int(j, "num_heads", path);
-  c.layers = config_int(j, "num_layers", path, 1, kConfigLayersMax);
-  c.text_dim = config_int(j, "text_dim", path);
-  c.freq_dim = config_int(j, "freq_dim", path);
-  c.latent_channels = config_int(j, "latent_channels", path);
+  // Sizes and counts: positive (config_int's lower bound) and bounded.
+  read_config_ints(j, path,
+                   {{c.dim, "dim"}, {c.ffn_dim, "ffn_dim"}, {c.heads, "num_heads"},
+                    {c.layers, "num_layers", kConfigLayersMax}, {c.text_dim, "text_dim"}, {c.freq_dim, "freq_dim"},
+                    {c.latent_channels, "latent_channels"}});
   c.rope_base = config_number(j, "rope_base", path);
-  auto positive = [&](int64_t v, const char* key) {
-    if (v <= 0) throw failure(path + ": key '" + key + "' must be positive (got " + std::to_string(v) + ")");
-  };
-  positive(c.dim, "dim");
-  positive(c.ffn_dim, "ffn_dim");
-  positive(c.heads, "num_heads");
-  positive(c.layers, "num_layers");
-  positive(c.text_dim, "text_dim");
-  positive(c.freq_dim, "freq_dim");
-  positive(c.latent_channels, "latent_channels");
   if (!(c.rope_base > 0)) throw failure(path + ": key 'rope_base' must be positive");
   if (c.dim % c.heads != 0 || c.head_dim() % 8 != 0)
     throw failure(path + ": key 'num_heads' must divide 'dim' into heads of a multiple of 8 columns (4 RoPE axes, "

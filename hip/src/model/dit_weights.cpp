@@ -13,6 +13,18 @@ class UploadOnUse : public DitWeightSource {
   WeightFiles weights_;  // shares the mappings with the caller's copy
 };
 
+// A block with the four norm weights both block kinds carry (under the block's prefix p), read
+// first and in this order.
+template <class Block>
+Block block_with_norms(DitWeightSource& src, const std::string& p) {
+  Block w;
+  w.norm1 = src.get(p + "norm1.weight");
+  w.norm2 = src.get(p + "norm2.weight");
+  w.q_norm = src.get(p + "q_norm.weight");
+  w.k_norm = src.get(p + "k_norm.weight");
+  return w;
+}
+
 }  // namespace
 
 std::unique_ptr<DitWeightSource> make_upload_on_use_source(Backend& be, const WeightFiles& weights) {
@@ -31,11 +43,7 @@ DitLinear DitLinear::load(DitWeightSource& src, const std::string& prefix, bool 
 
 DitTextBlockWeights DitTextBlockWeights::load(DitWeightSource& src, int index) {
   const std::string p = "text_embedder.blocks." + std::to_string(index) + ".";
-  DitTextBlockWeights w;
-  w.norm1 = src.get(p + "norm1.weight");
-  w.norm2 = src.get(p + "norm2.weight");
-  w.q_norm = src.get(p + "q_norm.weight");
-  w.k_norm = src.get(p + "k_norm.weight");
+  DitTextBlockWeights w = block_with_norms<DitTextBlockWeights>(src, p);
   w.qkv = DitLinear::load(src, p + "qkv", true);
   w.proj = DitLinear::load(src, p + "proj", true);
   w.ffn_up = DitLinear::load(src, p + "ffn_up", true);
@@ -46,11 +54,7 @@ DitTextBlockWeights DitTextBlockWeights::load(DitWeightSource& src, int index) {
 
 DitMainBlockWeights DitMainBlockWeights::load(DitWeightSource& src, int index) {
   const std::string p = "layers." + std::to_string(index) + ".";
-  DitMainBlockWeights w;
-  w.norm1 = src.get(p + "norm1.weight");
-  w.norm2 = src.get(p + "norm2.weight");
-  w.q_norm = src.get(p + "q_norm.weight");
-  w.k_norm = src.get(p + "k_norm.weight");
+  DitMainBlockWeights w = block_with_norms<DitMainBlockWeights>(src, p);
   w.q = src.get(p + "proj.q.weight");
   w.k = src.get(p + "proj.k.weight");
   w.v = src.get(p + "proj.v.weight");

@@ -42,10 +42,6 @@ std::vector<TextLayerKind> parse_layer_types(const json& tc, int64_t layers, con
   return kinds;
 }
 
-void require_positive(int64_t v, const char* key, const std::string& file) {
-  if (v <= 0) throw failure(file + ": key '" + key + "' must be positive");
-}
-
 }  // namespace
 
 TextEncoderConfig parse_text_encoder_config(const std::string& path) {
@@ -54,29 +50,18 @@ TextEncoderConfig parse_text_encoder_config(const std::string& path) {
   const std::string file = root.contains("text_config") ? path + " (text_config)" : path;
   TextEncoderConfig c;
   c.file = path;
-  c.hidden = config_int(tc, "hidden_size", file);
-  c.layers = config_int(tc, "num_hidden_layers", file, 1, kConfigLayersMax);
-  c.intermediate = config_int(tc, "intermediate_size", file);
-  c.vocab = config_int(tc, "vocab_size", file);
-  c.heads = config_int(tc, "num_attention_heads", file);
-  c.kv_heads = config_int(tc, "num_key_value_heads", file);
-  c.head_dim = config_int(tc, "head_dim", file);
-  c.linear_key_heads = config_int(tc, "linear_num_key_heads", file);
-  c.linear_key_dim = config_int(tc, "linear_key_head_dim", file);
-  c.linear_value_heads = config_int(tc, "linear_num_value_heads", file);
-  c.linear_value_dim = config_int(tc, "linear_value_head_dim", file);
-  c.conv_kernel = config_int(tc, "linear_conv_kernel_dim", file);
+  // Sizes and counts: positive (config_int's lower bound) and bounded.
+  read_config_ints(tc, file,
+                   {{c.hidden, "hidden_size"}, {c.layers, "num_hidden_layers", kConfigLayersMax},
+                    {c.intermediate, "intermediate_size"}, {c.vocab, "vocab_size"}, {c.heads, "num_attention_heads"},
+                    {c.kv_heads, "num_key_value_heads"}, {c.head_dim, "head_dim"},
+                    {c.linear_key_heads, "linear_num_key_heads"}, {c.linear_key_dim, "linear_key_head_dim"},
+                    {c.linear_value_heads, "linear_num_value_heads"}, {c.linear_value_dim, "linear_value_head_dim"},
+                    {c.conv_kernel, "linear_conv_kernel_dim"}});
   c.eps = float(config_number(tc, "rms_norm_eps", file));
   c.rope_theta = rope_number(tc, "rope_theta", file);
   const double partial = rope_number(tc, "partial_rotary_factor", file);
 
-  for (auto [v, key] : {std::pair<int64_t, const char*>{c.hidden, "hidden_size"}, {c.layers, "num_hidden_layers"},
-                        {c.intermediate, "intermediate_size"}, {c.vocab, "vocab_size"},
-                        {c.heads, "num_attention_heads"}, {c.kv_heads, "num_key_value_heads"}, {c.head_dim, "head_dim"},
-                        {c.linear_key_heads, "linear_num_key_heads"}, {c.linear_key_dim, "linear_key_head_dim"},
-                        {c.linear_value_heads, "linear_num_value_heads"},
-                        {c.linear_value_dim, "linear_value_head_dim"}, {c.conv_kernel, "linear_conv_kernel_dim"}})
-    require_positive(v, key, file);
   if (c.heads % c.kv_heads != 0)
     throw failure(file + ": key 'num_attention_heads' must be a multiple of 'num_key_value_heads'");
   if (c.linear_value_heads % c.linear_key_heads != 0)

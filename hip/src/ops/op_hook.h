@@ -69,7 +69,8 @@ std::string op_dims(const Tensor& t);
 // Operand checks shared by every backend (the public ops call them before any body): they
 // throw std::invalid_argument("<op>: <why>"). They look at shapes and dtypes only, never at
 // where a tensor lives or its storage, which the backend's body checks (the measuring backend's
-// tensors have shapes but no storage).
+// tensors have shapes but no storage). The backends' bodies throw their own operand refusals
+// through op_require as well, so every refusal reads the same.
 void op_require(bool ok, const char* op, const std::string& why);
 
 // The base of the three families: holds the hook (set by the backend, not owned).

@@ -23,28 +23,17 @@ static std::string num(double v) {
 
 std::string record_json(const RunRecord& r) {
   const GenerationRequest& o = r.request;
-  nlohmann::ordered_json j;
-  j["prompt"] = o.prompt;
-  j["negative"] = o.negative;
-  j["seed"] = o.seed;
-  j["steps"] = o.steps;
-  j["steps_run"] = r.steps_run;
-  j["cfg"] = o.cfg;
-  j["shift"] = o.shift;
-  j["skip_layers"] = o.skip_layers;
-  j["width"] = o.width;
-  j["height"] = o.height;
-  j["max_seq"] = o.max_seq;
-  j["tier"] = o.tier;
-  j["sampler"] = "euler";
-  j["model"] = r.model_identity;
-  j["engine"] = engine_version();
-  j["backend"] = r.backend;
-  j["noise_layout"] = "torch-cpu-randn/c128hw";
-  j["resident_blocks"] = r.resident_blocks;
-  j["total_blocks"] = r.total_blocks;
-  j["timings_s"] = {{"text_encoder", r.times.text_encoder_s}, {"dit_load", r.times.dit_load_s},
-                    {"denoise", r.times.denoise_s}, {"vae", r.times.vae_s}, {"total", r.times.total_s}};
+  // An ordered object: the keys stay in this order in the record.
+  const nlohmann::ordered_json j = {
+      {"prompt", o.prompt}, {"negative", o.negative}, {"seed", o.seed}, {"steps", o.steps},
+      {"steps_run", r.steps_run}, {"cfg", o.cfg}, {"shift", o.shift}, {"skip_layers", o.skip_layers},
+      {"width", o.width}, {"height", o.height}, {"max_seq", o.max_seq}, {"tier", o.tier}, {"sampler", "euler"},
+      {"model", r.model_identity}, {"engine", engine_version()}, {"backend", r.backend},
+      {"noise_layout", "torch-cpu-randn/c128hw"}, {"resident_blocks", r.resident_blocks},
+      {"total_blocks", r.total_blocks},
+      {"timings_s",
+       {{"text_encoder", r.times.text_encoder_s}, {"dit_load", r.times.dit_load_s}, {"denoise", r.times.denoise_s},
+        {"vae", r.times.vae_s}, {"total", r.times.total_s}}}};
   return j.dump();
 }
 

@@ -78,26 +78,26 @@ std::string Tensor::shape_str() const {
   return o.str();
 }
 
+// The rows x cols block of t's rank-2 reading that starts at (r0, c0): a rank-2 view with t's
+// row stride, both slices' one shape.
+static Tensor block_view(const Tensor& t, int64_t r0, int64_t c0, int64_t rows, int64_t cols) {
+  Tensor v = t;
+  const int64_t rs = t.row_stride();
+  v.rank = 2;
+  v.shape[0] = rows; v.shape[1] = cols;
+  v.stride[0] = rs; v.stride[1] = 1;
+  v.data = static_cast<char*>(t.data) + size_t(r0 * rs + c0) * dtype_size(t.dtype);
+  return v;
+}
+
 Tensor Tensor::slice_rows(int64_t r0, int64_t n) const {
   if (r0 < 0 || n < 0 || r0 + n > rows()) throw std::out_of_range("slice_rows out of range");
-  Tensor v = *this;
-  int64_t c = cols(), rs = row_stride();
-  v.rank = 2;
-  v.shape[0] = n; v.shape[1] = c;
-  v.stride[0] = rs; v.stride[1] = 1;
-  v.data = static_cast<char*>(data) + size_t(r0 * rs) * dtype_size(dtype);
-  return v;
+  return block_view(*this, r0, 0, n, cols());
 }
 
 Tensor Tensor::slice_cols(int64_t c0, int64_t n) const {
   if (c0 < 0 || n < 0 || c0 + n > cols()) throw std::out_of_range("slice_cols out of range");
-  Tensor v = *this;
-  int64_t r = rows(), rs = row_stride();
-  v.rank = 2;
-  v.shape[0] = r; v.shape[1] = n;
-  v.stride[0] = rs; v.stride[1] = 1;
-  v.data = static_cast<char*>(data) + size_t(c0) * dtype_size(dtype);
-  return v;
+  return block_view(*this, 0, c0, rows(), n);
 }
 
 Tensor Tensor::reshape(std::initializer_list<int64_t> dims) const {

@@ -17,21 +17,17 @@
 namespace moss {
 namespace {
 
-void require(bool ok, const char* op, const std::string& why) {
-  if (!ok) throw std::invalid_argument(std::string(op) + ": " + why);
-}
-
 // The shapes and dtypes are checked by the public ops (ops/vae_ops.cpp); the device's own
 // conditions: device storage, and sizes that fit the kernels' 32-bit indices.
 void check_device(const Tensor& t, const char* op, const char* what) {
-  require(t.data != nullptr, op, std::string(what) + " has no storage");
-  require(t.where == Where::Device, op, std::string(what) + " must be on the device");
+  op_require(t.data != nullptr, op, std::string(what) + " has no storage");
+  op_require(t.where == Where::Device, op, std::string(what) + " must be on the device");
 }
 
 void check_map(const Tensor& t, const char* op, const char* what) {
   check_device(t, op, what);
-  require(t.shape[0] < (int64_t(1) << 31) && t.shape[1] < (int64_t(1) << 30) && t.shape[2] < (int64_t(1) << 30), op,
-          std::string(what) + " " + t.shape_str() + " is too large");
+  op_require(t.shape[0] < (int64_t(1) << 31) && t.shape[1] < (int64_t(1) << 30) && t.shape[2] < (int64_t(1) << 30), op,
+             std::string(what) + " " + t.shape_str() + " is too large");
 }
 
 // One scratch request carved into 256-byte aligned pieces.
@@ -85,10 +81,10 @@ class HipVaeOps : public VaeOps {
     check_device(bias, "conv2d", "bias");
     const int64_t Cin = x.shape[0], H = x.shape[1], W = x.shape[2];
     const int64_t Cout = w.shape[0], k = w.shape[3];
-    require(out.data != x.data, "conv2d", "out must not alias the input");
+    op_require(out.data != x.data, "conv2d", "out must not alias the input");
     if (opt.residual) {
       check_map(*opt.residual, "conv2d", "residual");
-      require(opt.residual->data != x.data, "conv2d", "the residual must not alias the input");
+      op_require(opt.residual->data != x.data, "conv2d", "the residual must not alias the input");
     }
     const int groups = opt.norm ? check_norm(*opt.norm, "conv2d") : 0;
 

@@ -8,13 +8,10 @@
 #include <string>
 
 #include "ops/host/host_factories.h"
+#include "ops/host/host_op_parts.h"
 
 namespace moss {
 namespace {
-
-void require(bool ok, const char* op, const std::string& why) {
-  if (!ok) throw std::invalid_argument(std::string(op) + ": " + why);
-}
 
 // Reads element i of a 1-D host vector of any float dtype.
 float vec_at(const Tensor& v, int64_t i) {
@@ -31,11 +28,6 @@ std::vector<float> vec_f32(const Tensor& v) {
   return out;
 }
 
-void check_f32_matrix(const Tensor& t, const char* op, const char* what) {
-  require(t.where == Where::Host, op, std::string(what) + " must be on the host");
-  require(t.dtype == DType::F32, op, std::string(what) + " must be f32");
-}
-
 inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 class HostCoreOps : public CoreOps {
@@ -46,7 +38,7 @@ class HostCoreOps : public CoreOps {
     check_f32_matrix(x, "linear", "x");
     check_f32_matrix(y, "linear", "y");
     const int64_t M = x.rows(), K = x.cols(), N = w.rows();
-    require(w.contiguous(), "linear", "weight " + w.shape_str() + " must be contiguous");
+    op_require(w.contiguous(), "linear", "weight " + w.shape_str() + " must be contiguous");
     std::vector<float> b = bias ? vec_f32(*bias) : std::vector<float>();
     // Threads take blocks of output columns; each converts its weight rows to f32 once.
     constexpr int64_t kBlock = 16;
@@ -61,7 +53,7 @@ class HostCoreOps : public CoreOps {
             const uint16_t* src = w.ptr<const uint16_t>() + (n0 + j) * K;
             for (int64_t k = 0; k < K; ++k) dst[k] = bf16_to_f32(src[k]);
           } else {
-            require(w.dtype == DType::F32, "linear", "weight must be bf16 or f32");
+            op_require(w.dtype == DType::F32, "linear", "weight must be bf16 or f32");
             std::copy_n(w.ptr<const float>() + (n0 + j) * K, K, dst);
           }
         }
@@ -92,7 +84,7 @@ class HostCoreOps : public CoreOps {
   // Its definition, literally: add then norm_modulate.
   void do_add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
                             const Tensor& shift, const Tensor& scale, Tensor& y) override {
-    require(x.data != y.data, "add_norm_modulate", "y must not be x");
+    op_require(x.data != y.data, "add_norm_modulate", "y must not be x");
     add(x, d, &gate);
     norm_modulate(x, w, eps, shift, scale, y);
   }
@@ -100,32 +92,25 @@ class HostCoreOps : public CoreOps {
   void do_rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) override {
     check_f32_matrix(x, "rms_norm", "x");
     check_f32_matrix(y, "rms_norm", "y");
-    const int64_t M = x.rows(), C = x.cols();
     std::vector<float> wf = (mode != NormWeight::None) ? vec_f32(*w) : std::vector<float>();
     if (mode == NormWeight::OnePlus)
       for (float& v : wf) v += 1.0f;
-    pool_.parallel_for(M, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* xr = x.row<const float>(r);
-        float* yr = y.row<float>(r);
-        for (int64_t g0 = 0; g0 < C; g0 += group) {
-          float ss = 0.0f;
-          for (int64_t c = 0; c < group; ++c) ss += xr[g0 + c] * xr[g0 + c];
-          const float inv = 1.0f / std::sqrt(ss / float(group) + eps);
-          for (int64_t c = 0; c < group; ++c) {
-            float n = xr[g0 + c] * inv;
-            yr[g0 + c] = mode == NormWeight::None ? n : n * wf[size_t(c)];
-          }
-        }
+    for_each_group_sum_of_squares(pool_, x, group, [&](int64_t r, int64_t g0, float ss) {
+      const float* xr = x.row<const float>(r);
+      float* yr = y.row<float>(r);
+      const float inv = 1.0f / std::sqrt(ss / float(group) + eps);
+      for (int64_t c = 0; c < group; ++c) {
+        float n = xr[g0 + c] * inv;
+        yr[g0 + c] = mode == NormWeight::None ? n : n * wf[size_t(c)];
       }
-    }, 4);
+    });
   }
 
   // y = y·(1+scale) + shift per column: norm_modulate's second half.
   void modulate(Tensor& y, const Tensor& shift, const Tensor& scale) {
     check_f32_matrix(y, "modulate", "y");
     const int64_t C = y.cols();
-    require(shift.numel() == C && scale.numel() == C, "modulate", "shift/scale size");
+    op_require(shift.numel() == C && scale.numel() == C, "modulate", "shift/scale size");
     std::vector<float> sh = vec_f32(shift), sc = vec_f32(scale);
     pool_.parallel_for(y.rows(), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
@@ -207,8 +192,8 @@ class HostCoreOps : public CoreOps {
     check_f32_matrix(sin, "rope", "sin");
     check_f32_matrix(cos, "rope", "cos");
     const int64_t C = x.cols(), half = rot_dim / 2;
-    require(sin.cols() >= half && cos.cols() >= half, "rope",
-            "table shape " + sin.shape_str() + " for x " + x.shape_str());
+    op_require(sin.cols() >= half && cos.cols() >= half, "rope",
+               "table shape " + sin.shape_str() + " for x " + x.shape_str());
     pool_.parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         float* xr = x.row<float>(r);
@@ -232,10 +217,10 @@ class HostCoreOps : public CoreOps {
     check_f32_matrix(v, "attention", "v");
     check_f32_matrix(out, "attention", "out");
     const int64_t Tq = q.rows(), Tk = k.rows(), hd = head_dim;
-    require(q.cols() == heads * hd && out.cols() == heads * hd && out.rows() == Tq, "attention", "q/out shape");
-    require(k.cols() == kv_heads * hd && v.cols() == kv_heads * hd && v.rows() == Tk, "attention", "k/v shape");
-    require(kv_heads > 0 && heads % kv_heads == 0, "attention", "heads must be a multiple of kv_heads");
-    require(!causal || Tq == Tk, "attention", "causal attention needs Tq == Tk");
+    op_require(q.cols() == heads * hd && out.cols() == heads * hd && out.rows() == Tq, "attention", "q/out shape");
+    op_require(k.cols() == kv_heads * hd && v.cols() == kv_heads * hd && v.rows() == Tk, "attention", "k/v shape");
+    op_require(kv_heads > 0 && heads % kv_heads == 0, "attention", "heads must be a multiple of kv_heads");
+    op_require(!causal || Tq == Tk, "attention", "causal attention needs Tq == Tk");
     const int64_t group = heads / kv_heads;
     // One task per (head, query row): scores in fp32, max-subtracted softmax, weighted sum.
     pool_.parallel_for(heads * Tq, [&](int64_t t0, int64_t t1) {
@@ -274,7 +259,7 @@ class HostCoreOps : public CoreOps {
     check_f32_matrix(out, "embedding", "out");
     const int64_t V = table.rows(), C = table.cols();
     for (size_t i = 0; i < ids.size(); ++i) {
-      require(ids[i] >= 0 && ids[i] < V, "embedding", "token id " + std::to_string(ids[i]) + " outside the table");
+      op_require(ids[i] >= 0 && ids[i] < V, "embedding", "token id " + std::to_string(ids[i]) + " outside the table");
       float* o = out.row<float>(int64_t(i));
       for (int64_t c = 0; c < C; ++c)
         o[c] = table.dtype == DType::BF16 ? bf16_to_f32(table.ptr<const uint16_t>()[ids[i] * C + c])
@@ -283,7 +268,7 @@ class HostCoreOps : public CoreOps {
   }
 
   void do_copy(const Tensor& src, Tensor& dst) override {
-    require(src.where == Where::Host && dst.where == Where::Host, "copy", "host tensors only");
+    op_require(src.where == Where::Host && dst.where == Where::Host, "copy", "host tensors only");
     const int64_t C = src.cols();
     for (int64_t r = 0; r < src.rows(); ++r)
       for (int64_t c = 0; c < C; ++c) {

@@ -3,23 +3,14 @@
 // with the deterministic pool over rows or value heads.
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
-#include <string>
+#include <initializer_list>
 #include <vector>
 
 #include "ops/host/host_factories.h"
+#include "ops/host/host_op_parts.h"
 
 namespace moss {
 namespace {
-
-void require(bool ok, const char* op, const std::string& why) {
-  if (!ok) throw std::invalid_argument(std::string(op) + ": " + why);
-}
-
-void check_f32_matrix(const Tensor& t, const char* op, const char* what) {
-  require(t.where == Where::Host, op, std::string(what) + " must be on the host");
-  require(t.dtype == DType::F32, op, std::string(what) + " must be f32");
-}
 
 std::vector<float> buffer(int64_t n) { return std::vector<float>(static_cast<size_t>(n), 0.0f); }
 
@@ -89,19 +80,12 @@ class HostTextOps : public TextOps {
   void do_l2_norm(const Tensor& x, float eps, int64_t group, Tensor& y) override {
     check_f32_matrix(x, "l2_norm", "x");
     check_f32_matrix(y, "l2_norm", "y");
-    const int64_t M = x.rows(), C = x.cols();
-    pool_.parallel_for(M, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* xr = x.row<const float>(r);
-        float* yr = y.row<float>(r);
-        for (int64_t g0 = 0; g0 < C; g0 += group) {
-          float ss = 0.0f;
-          for (int64_t c = 0; c < group; ++c) ss += xr[g0 + c] * xr[g0 + c];
-          const float inv = 1.0f / std::sqrt(ss + eps);
-          for (int64_t c = 0; c < group; ++c) yr[g0 + c] = xr[g0 + c] * inv;
-        }
-      }
-    }, 4);
+    for_each_group_sum_of_squares(pool_, x, group, [&](int64_t r, int64_t g0, float ss) {
+      const float* xr = x.row<const float>(r);
+      float* yr = y.row<float>(r);
+      const float inv = 1.0f / std::sqrt(ss + eps);
+      for (int64_t c = 0; c < group; ++c) yr[g0 + c] = xr[g0 + c] * inv;
+    });
   }
 
   void do_delta_rule_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
@@ -115,21 +99,14 @@ class HostTextOps : public TextOps {
   void do_gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, int64_t group,
                          Tensor& y) override {
     for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &z, &y}) check_f32_matrix(*t, "gated_rms_norm", "operand");
-    const int64_t M = x.rows(), C = x.cols();
     const std::vector<float> wf = to_f32_vector(w);
-    pool_.parallel_for(M, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* xr = x.row<const float>(r);
-        const float* zr = z.row<const float>(r);
-        float* yr = y.row<float>(r);
-        for (int64_t g0 = 0; g0 < C; g0 += group) {
-          float ss = 0.0f;
-          for (int64_t c = 0; c < group; ++c) ss += xr[g0 + c] * xr[g0 + c];
-          const float inv = 1.0f / std::sqrt(ss / float(group) + eps);
-          for (int64_t c = 0; c < group; ++c) yr[g0 + c] = wf[size_t(c)] * (xr[g0 + c] * inv) * silu(zr[g0 + c]);
-        }
-      }
-    }, 4);
+    for_each_group_sum_of_squares(pool_, x, group, [&](int64_t r, int64_t g0, float ss) {
+      const float* xr = x.row<const float>(r);
+      const float* zr = z.row<const float>(r);
+      float* yr = y.row<float>(r);
+      const float inv = 1.0f / std::sqrt(ss / float(group) + eps);
+      for (int64_t c = 0; c < group; ++c) yr[g0 + c] = wf[size_t(c)] * (xr[g0 + c] * inv) * silu(zr[g0 + c]);
+    });
   }
 
  private:

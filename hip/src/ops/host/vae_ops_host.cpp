@@ -5,24 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "ops/host/host_factories.h"
+#include "ops/host/host_op_parts.h"
 
 namespace moss {
 namespace {
-
-void require(bool ok, const char* op, const std::string& why) {
-  if (!ok) throw std::invalid_argument(std::string(op) + ": " + why);
-}
-
-// The shapes and dtypes are checked by the public ops (ops/vae_ops.cpp); the host's own
-// condition is that every operand is a host tensor.
-void check_host(const Tensor& t, const char* op, const char* what) {
-  require(t.where == Where::Host, op, std::string(what) + " must be on the host");
-}
 
 inline float silu(float v) { return v * (1.0f / (1.0f + std::exp(-v))); }
 
@@ -103,7 +92,7 @@ class HostVaeOps : public VaeOps {
     const int64_t Cin = x.shape[0], H = x.shape[1], W = x.shape[2];
     const int64_t Cout = w.shape[0], k = w.shape[3];
     const int64_t up = opt.upsample2x ? 2 : 1, Ho = H * up, Wo = W * up, pad = k / 2;
-    require(out.data != x.data, "conv2d", "out must not alias the input");
+    op_require(out.data != x.data, "conv2d", "out must not alias the input");
     if (opt.residual) check_host(*opt.residual, "conv2d", "residual");
     const ChannelNorm norm(opt.norm, Cin, "conv2d");
     const float* xp = x.ptr<const float>();

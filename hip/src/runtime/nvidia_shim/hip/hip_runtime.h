@@ -141,20 +141,16 @@ static inline hipError_t hipFuncGetAttributes(hipFuncAttributes* out, F* f) {
 
 // ---- warp shuffles: HIP's mask-free spellings over the _sync forms (full 32-lane warp) ----------
 #ifdef __CUDACC__
-template <class T>
-__device__ __forceinline__ T __shfl(T v, int src_lane, int width = 32) {
-  return __shfl_sync(0xffffffffu, v, src_lane, width);
-}
-template <class T>
-__device__ __forceinline__ T __shfl_xor(T v, int lane_mask, int width = 32) {
-  return __shfl_xor_sync(0xffffffffu, v, lane_mask, width);
-}
-template <class T>
-__device__ __forceinline__ T __shfl_down(T v, unsigned delta, int width = 32) {
-  return __shfl_down_sync(0xffffffffu, v, delta, width);
-}
-template <class T>
-__device__ __forceinline__ T __shfl_up(T v, unsigned delta, int width = 32) {
-  return __shfl_up_sync(0xffffffffu, v, delta, width);
-}
+// HIP_NAME(v, lane_arg, width) is CUDA_NAME(full mask, v, lane_arg, width); the four differ only
+// in their names and the type of the lane argument.
+#define MOSS_SHIM_SHUFFLE(HIP_NAME, CUDA_NAME, LaneArg)                                      \
+  template <class T>                                                                         \
+  __device__ __forceinline__ T HIP_NAME(T v, LaneArg lane_arg, int width = 32) {             \
+    return CUDA_NAME(0xffffffffu, v, lane_arg, width);                                       \
+  }
+MOSS_SHIM_SHUFFLE(__shfl, __shfl_sync, int)
+MOSS_SHIM_SHUFFLE(__shfl_xor, __shfl_xor_sync, int)
+MOSS_SHIM_SHUFFLE(__shfl_down, __shfl_down_sync, unsigned)
+MOSS_SHIM_SHUFFLE(__shfl_up, __shfl_up_sync, unsigned)
+#undef MOSS_SHIM_SHUFFLE
 #endif
