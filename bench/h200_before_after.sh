@@ -25,7 +25,7 @@ summarise() {
   local mean te vae
   mean=$(grep -oE '^denoise [0-9]+/[0-9]+ [0-9.]+' "$log" | awk 'NR > 1 { s += $3; n++ } END { if (n) printf "%.4f", s / n }')
   te=$(grep -oE 'done: text encoder [0-9.]+' "$log" | awk '{ print $4 }')
-  vae=$(grep -oE ', vae [0-9.]+ s' "$log" | awk '{ print $2 }')
+  vae=$(grep -oE ', vae [0-9.]+ s' "$log" | awk '{ print $3 }')
   echo "mean step (2-8) ${mean:-?} s text encoder ${te:-?} s vae ${vae:-?} s"
 }
 
