@@ -1,4 +1,4 @@
-// VAE kernel cases of moss-check kernels-vae: every HIP VaeOps op against the host replay
+// VAE kernel cases of `moss-check kernels --family vae`: every HIP VaeOps op against the host replay
 // (ops/host/vae_ops_host.cpp) on random inputs, at the small decoder's real shapes, at odd sizes
 // and (for the convolution) at one full 1024x1024 resolution where the host replays bands of
 // output rows. Outputs are poisoned with NaN first, so an unwritten element fails the case.
