@@ -15,7 +15,7 @@
 //            family chosen: "gemm" runs the DiT's gemm, gemm_gated_unit and gemm_skinny, "decode"
 //            the VAE's tiny decoder and its 1024/2048 decodes, "attention" the attention cases of
 //            the DiT, the text encoder and the VAE. A family none of whose groups is chosen does not
-//            start. --list prints the families and their groups.
+//            start. --list prints the families and their groups (separated by ";").
 // --device   the GPU (default: the first supported one for runtime, device 0 for the others).
 // --data     hip/tests/data (the default, from the repo root): the VAE's tiny decoder goldens.
 //
@@ -40,12 +40,12 @@ struct Family {
   const char* groups;
 };
 const Family kFamilies[] = {
-    {"runtime", kcheck::runtime_family, "runtime, portability, matrix_tile"},
-    {"dit", kcheck::dit_family, "gemm, gemm_gated_unit, gemm_skinny, rows, fused, attention, packed"},
-    {"te", kcheck::te_family, "text family, core family, attention"},
+    {"runtime", kcheck::runtime_family, "runtime; portability; matrix_tile"},
+    {"dit", kcheck::dit_family, "gemm; gemm_gated_unit; gemm_skinny; rows; fused; attention; packed"},
+    {"te", kcheck::te_family, "text family; core family; attention"},
     {"vae", kcheck::vae_family,
-     "group_norm_stats, conv2d, unpatchify, tokens, attention (G2), projections (G1), tiny decoder, "
-     "1024x1024 decode, 2048x2048 decode"},
+     "group_norm_stats; conv2d; unpatchify, tokens; attention (G2); projections (G1); tiny decoder; "
+     "1024x1024 decode; 2048x2048 decode"},
 };
 
 constexpr const char* kUsage =
