@@ -63,10 +63,18 @@ inline void check_projection(kcheck::Table& table, moss::Backend& be, moss::HipC
 
 inline void check_projection_cases(kcheck::Table& table, moss::Backend& be, moss::HipContext& ctx,
                                    moss::Backend& host) {
-  check_projection(table, be, ctx, host, 1024, 1152, 384, 1152, 0, 0xD0001);    // to_qkv, 256² image
-  check_projection(table, be, ctx, host, 1024, 384, 384, 1152, 0, 0xD0002);     // to_out into q's columns
-  check_projection(table, be, ctx, host, 64, 288, 96, 288, 0, 0xD0003);         // tiny model to_qkv
-  check_projection(table, be, ctx, host, 16384, 1152, 384, 1152, 10, 0xD0004);  // to_qkv at 1024²
+  struct Projection {
+    int64_t m, n, k, width;
+    int reps;
+    uint64_t seed;
+  };
+  const Projection cases[] = {
+      {1024, 1152, 384, 1152, 0, 0xD0001},    // to_qkv, 256² image
+      {1024, 384, 384, 1152, 0, 0xD0002},     // to_out into q's columns
+      {64, 288, 96, 288, 0, 0xD0003},         // tiny model to_qkv
+      {16384, 1152, 384, 1152, 10, 0xD0004},  // to_qkv at 1024²
+  };
+  for (const Projection& c : cases) check_projection(table, be, ctx, host, c.m, c.n, c.k, c.width, c.reps, c.seed);
 }
 
 // ---- the tiny model's whole decode against the golden ------------------------------------------------
