@@ -4,13 +4,15 @@
 // unwritten element fails, time it, and print one table row per case and "N passed, M failed" at
 // the end. Pieces: the device's ceilings, deterministic fills, poisoning, the comparison and its
 // table row (Table, report), timing (time_ms, time_it, record and the two summary tables), the
-// environment a family's cases run in (Env: host and GPU backends, stream, seed) and the case
-// table's row (Case: group, op and the call that runs it, with its spec as data).
+// environment a family's cases run in (Env: host and GPU backends, stream, seed), the groups
+// --filter picks (Options, group) and the case table (Op and Case: each row an op and its spec,
+// shapes, dtypes, timed or not, as data; run_cases runs a table, each case guarded).
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <string>
