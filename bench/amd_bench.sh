@@ -3,7 +3,7 @@
 # (issue 20; docs/amd_kernels.md). From a build with the tools (cmake's default), it runs:
 #   1. the devices and the build (moss-infer-hip --version, --list-devices);
 #   2. every kernel against its host replay at the real shapes, timed, with its rate and share of
-#      the card's peak (moss-check kernels-dit, kernels-te, kernels-vae);
+#      the card's peak (moss-check kernels --family dit, te and vae);
 #   3. a full-size random-weight model (tools/random_model.sh, about 28 GB on disk) unless
 #      MODEL_DIR already holds one (an official MOSS-Image folder works too);
 #   4. 4-step runs at 512x512 and 1024x1024, resident (every DiT block on the card that fits) and
@@ -35,14 +35,15 @@ say "MOSSINFER_KERNELS=${MOSSINFER_KERNELS:-native}"
 "$bin/moss-infer-hip" --list-devices 2>&1 | sed 's/^/  /' | tee -a "$summary"
 
 # ---- 2. kernels ----
-for t in kernels-dit kernels-te kernels-vae; do
-  args=()
-  [[ $t == kernels-vae ]] && args=(--data "$data")
+for f in dit te vae; do
+  t=kernels-$f
+  args=(--family "$f")
+  [[ $f == vae ]] && args+=(--data "$data")
   t0=$SECONDS
-  timeout "${CHECK_TIMEOUT:-600}" "$bin/moss-check" "$t" "${args[@]}" >"$out/$t.log" 2>&1
+  timeout "${CHECK_TIMEOUT:-600}" "$bin/moss-check" kernels "${args[@]}" >"$out/$t.log" 2>&1
   rc=$?
   say ""
-  say "## moss-check $t: exit $rc, $((SECONDS - t0)) s, $(grep -E '[0-9]+ passed' "$out/$t.log" | tail -1)"
+  say "## moss-check kernels --family $f: exit $rc, $((SECONDS - t0)) s, $(grep -E '[0-9]+ passed' "$out/$t.log" | tail -1)"
   grep -E '^FAIL' "$out/$t.log" | head -10 | tee -a "$summary"
   # The timed table at the end of each check (rate and share of the card's peak).
   awk '/^(time at the|timed cases)/ { on = 1 } on' "$out/$t.log" | tee -a "$summary"

@@ -1,15 +1,25 @@
-// Shared harness of the hip_*_kernel_check tools (llm.c's dev/cuda pattern, ggml's
-// test-backend-ops idea): run a GPU op on random inputs, compare it with the host replay of
-// the same op (ops/host), with outputs poisoned (NaN) beforehand so an unwritten element
-// fails, time it, and print one table row per case and "N passed, M failed" at the end.
+// The small library of kernel checks behind `moss-check kernels` (kernels_cmd.hip; llm.c's
+// dev/cuda pattern, ggml's test-backend-ops idea): run a GPU op on random inputs, compare it with
+// the host replay of the same op (ops/host), with outputs poisoned (NaN) beforehand so an
+// unwritten element fails, time it, and print one table row per case and "N passed, M failed" at
+// the end. Pieces: the device's ceilings, deterministic fills, poisoning, the comparison and its
+// table row (Table, report), timing (time_ms, time_it, record and the two summary tables), the
+// environment a family's cases run in (Env: host and GPU backends, stream, seed), the groups
+// --filter picks (Options, group) and the case table (Op and Case: each row an op and its spec,
+// shapes, dtypes, timed or not, as data; run_cases runs a table, each case guarded).
 #pragma once
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "ops/backend.h"
+#include "ops/hip/hip_context.h"
 #include "runtime/portability.h"
 #include "tensor/tensor.h"
 
@@ -105,7 +115,7 @@ inline double time_ms(hipStream_t s, const std::function<void()>& fn, int reps =
 
 struct Table {
   int passed = 0, failed = 0;
-  Table() {
+  void header() const {
     std::printf("%-28s %-26s %10s %10s %9s %8s %s\n", "kernel", "shape", "rel_l2", "max_err", "ms", "rate", "result");
   }
   // rate: achieved TFLOP/s (flops > 0) or GB/s (bytes > 0); tolerance on relative L2.
@@ -125,5 +135,111 @@ struct Table {
     return failed == 0 && passed > 0 ? 0 : 1;
   }
 };
+
+// ---- the shared machinery of the kernel families (kernel_check.hip) -------------------------------
+// splitmix64's finaliser (the fills' hash).
+inline uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+// Deterministic uniform values of standard deviation `scale`, value i from seed (fast enough for
+// 100M elements).
+void fill(std::vector<float>& v, uint64_t seed, float scale);
+// Uniform on [lo, hi): value i of `seed`.
+float uniform(uint64_t seed, uint64_t i, float lo, float hi);
+
+// "3x4x5".
+std::string shape_of(std::initializer_list<int64_t> d);
+
+// What `moss-check kernels` was asked for (kernels_cmd.hip's header says what each means).
+struct Options {
+  int device = -1;      // -1: not given (the runtime family picks the first supported device; others 0)
+  std::string family = "all";
+  std::string filter;   // run only the groups whose name contains this (all when empty)
+  std::string data = "hip/tests/data";
+  int gpu() const { return device < 0 ? 0 : device; }
+  bool selects(const std::string& group) const { return group.find(filter) != std::string::npos; }
+  bool selects_any(std::initializer_list<const char*> groups) const {
+    for (const char* g : groups)
+      if (selects(g)) return true;
+    return false;
+  }
+};
+
+struct Timing {
+  std::string kernel, shape;
+  double ms, flops, bytes;
+};
+
+// A family's cases run here: the host replay's backend, the HIP backend on the chosen device, its
+// stream, the shared table, the seed of the next random operand and the timed cases.
+struct Env {
+  Env(Table& t, int device, int default_reps);
+  ~Env();
+  std::unique_ptr<moss::Backend> host_backend, gpu_backend;
+  moss::Backend& host;
+  moss::Backend& gpu;
+  moss::HipContext& ctx;
+  Table& table;
+  int reps;  // time_it's launches when the case names none
+  uint64_t seed = 1;
+  std::vector<Timing> timings;
+  hipStream_t stream() const { return ctx.stream(); }
+};
+
+// A device tensor of NaN (poisoned), of dtype dt (f32 when not named).
+moss::Tensor poisoned(Env& e, moss::DType dt, const std::vector<int64_t>& dims);
+inline moss::Tensor poisoned(Env& e, const std::vector<int64_t>& dims) { return poisoned(e, moss::DType::F32, dims); }
+std::vector<float> fetch(Env& e, const moss::Tensor& dev);
+
+// One table row, the device's `got` against the host replay's `want` (a [*, cols] matrix) within
+// `tol` (relative L2); a failing case first prints its first bad element (row, column).
+void report(Env& e, const std::string& kernel, const std::string& shape, const std::vector<float>& got,
+            const std::vector<float>& want, int64_t cols, double tol, double ms = 0, double flops = 0,
+            double bytes = 0);
+// Milliseconds per launch of fn over `reps` launches (0: the family's default).
+double time_it(Env& e, const std::function<void()>& fn, int reps = 0);
+// A timed case for the family's closing summary.
+void record(Env& e, const std::string& kernel, const std::string& shape, double ms, double flops, double bytes);
+
+// Runs one case or group; an exception fails it (one row, with its message) and the run goes on.
+void guarded(Table& table, const std::string& what, const std::function<void()>& fn);
+// Runs group `name` of a family when the filter selects it ("-- family/name" first, its time after).
+void group(Table& table, const Options& o, const std::string& family, const std::string& name,
+           const std::function<void()>& fn);
+
+// The closing summaries of the timed cases against the device's ceilings: a table under
+// "time at the <what> (ceilings: ...)", or a list under "timed cases (share of ...)".
+void print_time_table(const std::vector<Timing>& timings, const DevicePeaks& peak, const std::string& what);
+void print_timed_list(const std::vector<Timing>& timings, const DevicePeaks& peak);
+
+// One row of a case table: the op (its name for a row when the case throws) and the call with its
+// spec, the op's own struct of shapes, dtypes and timed or not (each op names its tolerance).
+struct Case {
+  std::string op;
+  std::function<void(Env&)> run;
+};
+// An op of a case table: its name and the function that runs one spec. A table lists its rows as
+// op({spec...}): the braced list initialises the op's struct, so the row reads as data.
+template <class Spec>
+struct Op {
+  const char* name;
+  void (*fn)(Env&, const Spec&);
+  Case operator()(Spec spec) const { return (*this)(name, spec); }
+  // A row under a name of its own (the case's label when it throws).
+  Case operator()(const char* label, Spec spec) const {
+    auto f = fn;
+    return {label, [f, spec](Env& e) { f(e, spec); }};
+  }
+};
+// Runs a case table in order, each case guarded (a throwing case fails alone).
+void run_cases(Env& e, const std::vector<Case>& cases);
+
+// The families (kernels_runtime.hip, kernels_dit.hip, kernels_te.hip, kernels_vae.hip).
+void runtime_family(Table& table, const Options& o);
+void dit_family(Table& table, const Options& o);
+void te_family(Table& table, const Options& o);
+void vae_family(Table& table, const Options& o);
 
 }  // namespace kcheck

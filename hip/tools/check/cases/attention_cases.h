@@ -1,5 +1,5 @@
-// Attention cases of the hip_*_kernel_check tools (moss-check kernels-dit, moss-check kernels-te and
-// moss-check kernels-vae include this header and call check_attention_cases with their model).
+// Attention cases of `moss-check kernels` (the dit, te and vae families include this header and
+// call check_attention_cases with their model).
 //
 // Every case runs the HIP attention op (ops/hip/attention_op) on random inputs laid out as the
 // models lay them out -- q, k and v as column slices of one fused [T, q|k|v] buffer at an odd

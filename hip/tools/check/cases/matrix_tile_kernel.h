@@ -1,6 +1,6 @@
-// The first matrix kernel on the leaf, kept for moss-check device only (the program does not run it): a
-// plain one-wave-per-16x16-tile GEMM, operands read straight from global memory (no LDS staging),
-// walking K in steps of 16 through the matrix leaf. Simple and obviously right, not fast: on a new
+// The first matrix kernel on the leaf, kept for `moss-check kernels --family runtime` only (the
+// program does not run it): a plain one-wave-per-16x16-tile GEMM, operands read straight from
+// global memory (no LDS staging), walking K in steps of 16 through the matrix leaf. Simple and obviously right, not fast: on a new
 // GPU it proves the leaf and its lane layouts before any tiled kernel is trusted.
 #pragma once
 

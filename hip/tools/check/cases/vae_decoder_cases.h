@@ -1,4 +1,4 @@
-// Decoder-level cases of moss-check kernels-vae: the mid block's projections through the HIP `linear`
+// Decoder-level cases of `moss-check kernels --family vae`: the mid block's projections through the HIP `linear`
 // (f32 weights), the whole tiny-model decode on the HIP backend against golden_vae.safetensors,
 // and the device memory and time of a 1024x1024 decode with random weights of the real shapes.
 #pragma once
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../image_levels.h"
 #include "vae_kernel_cases.h"
 #include "io/safetensors.h"
 #include "model/image_u8.h"
@@ -62,10 +63,18 @@ inline void check_projection(kcheck::Table& table, moss::Backend& be, moss::HipC
 
 inline void check_projection_cases(kcheck::Table& table, moss::Backend& be, moss::HipContext& ctx,
                                    moss::Backend& host) {
-  check_projection(table, be, ctx, host, 1024, 1152, 384, 1152, 0, 0xD0001);    // to_qkv, 256² image
-  check_projection(table, be, ctx, host, 1024, 384, 384, 1152, 0, 0xD0002);     // to_out into q's columns
-  check_projection(table, be, ctx, host, 64, 288, 96, 288, 0, 0xD0003);         // tiny model to_qkv
-  check_projection(table, be, ctx, host, 16384, 1152, 384, 1152, 10, 0xD0004);  // to_qkv at 1024²
+  struct Projection {
+    int64_t m, n, k, width;
+    int reps;
+    uint64_t seed;
+  };
+  const Projection cases[] = {
+      {1024, 1152, 384, 1152, 0, 0xD0001},    // to_qkv, 256² image
+      {1024, 384, 384, 1152, 0, 0xD0002},     // to_out into q's columns
+      {64, 288, 96, 288, 0, 0xD0003},         // tiny model to_qkv
+      {16384, 1152, 384, 1152, 10, 0xD0004},  // to_qkv at 1024²
+  };
+  for (const Projection& c : cases) check_projection(table, be, ctx, host, c.m, c.n, c.k, c.width, c.reps, c.seed);
 }
 
 // ---- the tiny model's whole decode against the golden ------------------------------------------------
@@ -105,16 +114,9 @@ inline void check_tiny_decoder(kcheck::Table& table, moss::Backend& be, const st
     // level: the share is reported, and issue 7's end-to-end rule, 2 levels on average, is
     // checked by moss-check cli-output.)
     const Tensor want_u8 = golden->get(p + "image_u8");
-    const std::vector<uint8_t> have = moss::image_to_u8(image);
-    const int64_t P = h * w;
-    int64_t one_off = 0, worse = 0;
-    for (int64_t ch = 0; ch < 3; ++ch)
-      for (int64_t px = 0; px < P; ++px) {
-        const int d = std::abs(int(have[size_t(3 * px + ch)]) - int(want_u8.ptr<const uint8_t>()[ch * P + px]));
-        one_off += d == 1;
-        worse += d > 1;
-      }
-    const double share = double(one_off) / double(3 * P);
+    const check::LevelDiff levels = check::level_diff(moss::image_to_u8(image), want_u8.ptr<const uint8_t>(), h * w);
+    const int64_t one_off = levels.one_off, worse = levels.worse;
+    const double share = levels.share_one_off(h * w);
     char detail[160];
     std::snprintf(detail, sizeof detail, "%lld values one level off (%.3f%%), %lld more (limit 0)", (long long)one_off,
                   100.0 * share, (long long)worse);
@@ -158,7 +160,7 @@ inline void check_decode_memory(kcheck::Table& table, int device, int64_t size) 
 
   char dir_template[] = "/tmp/hip_vae_check_XXXXXX";
   const char* dir = mkdtemp(dir_template);
-  if (!dir) throw moss::failure("moss-check kernels-vae: cannot create a temporary folder in /tmp");
+  if (!dir) throw moss::failure("moss-check kernels: cannot create a temporary folder in /tmp");
   struct RemoveDir {
     std::string path;
     ~RemoveDir() {

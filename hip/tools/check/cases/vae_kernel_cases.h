@@ -1,4 +1,4 @@
-// VAE kernel cases of moss-check kernels-vae: every HIP VaeOps op against the host replay
+// VAE kernel cases of `moss-check kernels --family vae`: every HIP VaeOps op against the host replay
 // (ops/host/vae_ops_host.cpp) on random inputs, at the small decoder's real shapes, at odd sizes
 // and (for the convolution) at one full 1024x1024 resolution where the host replays bands of
 // output rows. Outputs are poisoned with NaN first, so an unwritten element fails the case.
@@ -392,17 +392,46 @@ inline void check_add_tokens(Env& e, int64_t C, int64_t H, int64_t W, int64_t wi
   e.table.row("add_tokens", shape, c, kFp32Tolerance, ms, 0, 3.0 * double(x.nbytes()));
 }
 
+// The layout cases: shapes, timed launches (0: not timed) and seed of each.
+struct UnpatchifyCase {
+  int64_t h, w;
+  int reps;
+  uint64_t seed;
+};
+struct ToTokensCase {
+  int64_t c, h, w, groups;
+  bool silu;
+  int64_t width, col0;
+  int reps;
+  uint64_t seed;
+};
+struct AddTokensCase {
+  int64_t c, h, w, width, col0;
+  int reps;
+  uint64_t seed;
+};
+
 inline void check_layout_cases(Env& e) {
-  check_unpatchify(e, 64, 64, 10, 0xB0001);    // 1024²
-  check_unpatchify(e, 128, 128, 10, 0xB0002);  // 2048²
-  check_unpatchify(e, 5, 7, 0, 0xB0003);       // odd
-  check_to_tokens(e, 384, 128, 128, 32, false, 384, 0, 10, 0xB0010);  // the mid block at 1024²
-  check_to_tokens(e, 96, 8, 8, 8, false, 96, 0, 0, 0xB0011);          // tiny model
-  check_to_tokens(e, 40, 7, 9, 8, false, 120, 40, 0, 0xB0012);        // odd, slice of a wider buffer
-  check_to_tokens(e, 40, 7, 9, 8, true, 120, 80, 0, 0xB0013);         // odd, SiLU
-  check_add_tokens(e, 384, 128, 128, 3 * 384, 384, 10, 0xB0020);      // the mid block at 1024²
-  check_add_tokens(e, 96, 8, 8, 96, 0, 0, 0xB0021);                   // tiny model
-  check_add_tokens(e, 40, 3, 11, 120, 40, 0, 0xB0022);                // odd
+  const UnpatchifyCase unpatchify[] = {
+      {64, 64, 10, 0xB0001},    // 1024²
+      {128, 128, 10, 0xB0002},  // 2048²
+      {5, 7, 0, 0xB0003},       // odd
+  };
+  const ToTokensCase to_tokens[] = {
+      {384, 128, 128, 32, false, 384, 0, 10, 0xB0010},  // the mid block at 1024²
+      {96, 8, 8, 8, false, 96, 0, 0, 0xB0011},          // tiny model
+      {40, 7, 9, 8, false, 120, 40, 0, 0xB0012},        // odd, slice of a wider buffer
+      {40, 7, 9, 8, true, 120, 80, 0, 0xB0013},         // odd, SiLU
+  };
+  const AddTokensCase add_tokens[] = {
+      {384, 128, 128, 3 * 384, 384, 10, 0xB0020},  // the mid block at 1024²
+      {96, 8, 8, 96, 0, 0, 0xB0021},               // tiny model
+      {40, 3, 11, 120, 40, 0, 0xB0022},            // odd
+  };
+  for (const UnpatchifyCase& c : unpatchify) check_unpatchify(e, c.h, c.w, c.reps, c.seed);
+  for (const ToTokensCase& c : to_tokens)
+    check_to_tokens(e, c.c, c.h, c.w, c.groups, c.silu, c.width, c.col0, c.reps, c.seed);
+  for (const AddTokensCase& c : add_tokens) check_add_tokens(e, c.c, c.h, c.w, c.width, c.col0, c.reps, c.seed);
 }
 
 }  // namespace vae_check

@@ -1,4 +1,4 @@
-// moss-check kernels-te: every kernel the text encoder (Qwen3.5-9B) runs, on the GPU backend against
+// `moss-check kernels --family te`: every kernel the text encoder (Qwen3.5-9B) runs, on the GPU backend against
 // the host replay (ops/host) on the same random inputs, at the real shapes (hidden 4096, MLP
 // 12288; DeltaNet: 16 key heads and 32 value heads of 128, conv over 8192 channels; attention: 16
 // query / 4 kv heads of 256, RoPE on 64 dims) and at odd sizes (T = 1, 37, 65, 200: tails of the
@@ -7,14 +7,14 @@
 // fused conv output, the gate half of q_proj's per-head rows), outputs are poisoned with NaN
 // first, so an element a kernel forgets to write fails its case.
 //
-//   moss-check kernels-te [--device N]
+// Groups (--filter): "text family", "core family", attention.
 //
 // Text family (ops/hip/text_ops_hip): causal_conv1d_silu, deltanet_gates, l2_norm,
 // gated_rms_norm, delta_rule_chunked (the op's split-bf16 products, and the plain-bf16 variant
 // through kernels/deltanet.h). Core family at the encoder's shapes (ops/hip core ops): linear (every
 // projection), zero-centred rms_norm (hidden, q_norm through the strided query half, k_norm),
 // add, SwiGlu, SigmoidGate, partial RoPE, embedding; then the attention cases of
-// checks/attention_cases.h for "te".
+// cases/attention_cases.h for "te".
 //
 // Tolerances (relative L2): fp32 kernels 1e-5 (conv, gates, norms, elementwise);
 // bf16-operand kernels 1e-2 (linear, plain-bf16 chunked rule); the split-bf16 chunked rule 1e-4
@@ -23,10 +23,8 @@
 // split form issues three leaf products for each) or GB/s (bytes read + written once). The full
 // 4096-row projections are spot-checked on 64 sampled rows. A failing case prints its first bad
 // element before its row; a case that throws is reported as failed and the run goes on. The
-// closing summary lists the timed kernels at T = 4096 against the H200 ceilings. Exit status 0
-// only if every case passed.
+// closing summary lists the timed kernels at T = 4096 against the H200 ceilings.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -41,11 +39,20 @@
 #include "kernels/deltanet.h"
 #include "ops/backend.h"
 #include "ops/hip/hip_backend.h"
-#include "subcommand.h"
 
 namespace {
 
 using namespace moss;
+using kcheck::Case;
+using kcheck::Env;
+using kcheck::fetch;
+using kcheck::mix;
+using kcheck::poisoned;
+using kcheck::record;
+using kcheck::report;
+using kcheck::shape_of;
+using kcheck::time_it;
+using kcheck::uniform;
 
 constexpr double kBf16Tol = 1e-2, kF32Tol = 1e-5, kSplitTol = 1e-4;
 
@@ -59,41 +66,7 @@ constexpr double kRopeTheta = 1e7;
 constexpr float kEps = 1e-6f;
 constexpr int64_t kLongT = 4096;  // the timed length (the encoder's maximum)
 
-struct Timing {
-  std::string kernel, shape;
-  double ms, flops, bytes;
-};
-
-struct Env {
-  Env(Backend& h, Backend& g, HipContext& c, kcheck::Table& t) : host(h), gpu(g), ctx(c), table(t) {}
-  Backend& host;
-  Backend& gpu;
-  HipContext& ctx;
-  kcheck::Table& table;
-  uint64_t seed = 1;
-  std::vector<Timing> timings;
-  hipStream_t stream() const { return ctx.stream(); }
-};
-
-std::string dims_str(std::initializer_list<int64_t> d) {
-  std::string s;
-  for (int64_t v : d) s += (s.empty() ? "" : "x") + std::to_string(v);
-  return s;
-}
-
 // ---- random operands -------------------------------------------------------------------------
-// Deterministic values (splitmix64), fast enough for the 4096-token shapes.
-uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-// Uniform on [lo, hi).
-float uniform(uint64_t seed, uint64_t i, float lo, float hi) {
-  const uint64_t z = mix(seed * 0x9E3779B97F4A7C15ull + 0xD1B54A32D192ED03ull * (i + 1));
-  return lo + (hi - lo) * float(z >> 40) * (1.0f / 16777216.0f);
-}
-
 // A host f32 tensor of uniform values with standard deviation sd.
 Tensor random_host(Env& e, const std::vector<int64_t>& dims, float sd) {
   Tensor h = host_tensor(DType::F32, dims);
@@ -116,54 +89,6 @@ Tensor as_dtype(Tensor& h, DType dt) {
   return out;
 }
 
-Tensor poisoned(Env& e, const std::vector<int64_t>& dims) {
-  Tensor t = e.gpu.alloc(DType::F32, dims);
-  kcheck::poison(t, e.stream());
-  return t;
-}
-
-std::vector<float> fetch(Env& e, const Tensor& dev) { return to_f32_vector(e.gpu.download(dev)); }
-
-// ---- reporting -------------------------------------------------------------------------------
-// One table row; a failing case first prints its first bad element (row, column).
-void report(Env& e, const std::string& kernel, const std::string& shape, const std::vector<float>& got,
-            const std::vector<float>& want, int64_t cols, double tol, double ms = 0, double flops = 0,
-            double bytes = 0) {
-  const kcheck::Compare c = kcheck::compare(got, want);
-  if (!(c.finite && c.rel_l2 <= tol)) {
-    double scale = 0;
-    for (float w : want) scale = std::max(scale, double(std::fabs(w)));
-    for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
-      const double d = std::fabs(double(got[i]) - double(want[i]));
-      if (!std::isfinite(got[i]) || d > 10 * tol * std::max(scale, 1e-30)) {
-        std::printf("  %s %s: first bad element [%lld, %lld]: got %.6g, want %.6g\n", kernel.c_str(), shape.c_str(),
-                    (long long)(int64_t(i) / cols), (long long)(int64_t(i) % cols), double(got[i]), double(want[i]));
-        break;
-      }
-    }
-    if (got.size() != want.size())
-      std::printf("  %s %s: %zu values, expected %zu\n", kernel.c_str(), shape.c_str(), got.size(), want.size());
-  }
-  e.table.row(kernel, shape, c, tol, ms, flops, bytes);
-}
-
-double time_it(Env& e, const std::function<void()>& fn, int reps = 5) { return kcheck::time_ms(e.stream(), fn, reps); }
-
-void record(Env& e, const std::string& kernel, const std::string& shape, double ms, double flops, double bytes) {
-  e.timings.push_back({kernel, shape, ms, flops, bytes});
-}
-
-// Runs one case; an exception fails it (with its message) and the run goes on.
-void guarded(Env& e, const std::string& what, const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& ex) {
-    std::printf("  %s: stopped by an exception: %s\n", what.c_str(), ex.what());
-    e.table.row(what, "-", kcheck::Compare{0, 0, false}, 0, 0);
-    (void)hipGetLastError();
-  }
-}
-
 // ---- text family: row kernels ----------------------------------------------------------------
 // x is a column slice of a wider buffer when `slice` (as qkv is a slice of nothing in the model,
 // this covers strided callers); the weight is the checkpoint's bf16 [C, 1, K].
@@ -181,10 +106,13 @@ void conv_case(Env& e, int64_t T, int64_t C, bool slice, bool timed) {
   const std::vector<float> got = fetch(e, yd);
   const double bytes = 2.0 * T * C * 4;
   const double ms = timed ? time_it(e, [&] { e.gpu.text().causal_conv1d_silu(xd, wd, yd); }) : 0;
-  const std::string shape = dims_str({T, C}) + " k" + std::to_string(kTaps) + (slice ? " slice" : "");
+  const std::string shape = shape_of({T, C}) + " k" + std::to_string(kTaps) + (slice ? " slice" : "");
   report(e, "causal_conv1d_silu", shape, got, to_f32_vector(yh), C, kF32Tol, ms, 0, bytes);
   if (timed) record(e, "causal_conv1d_silu", shape, ms, 0, bytes);
 }
+struct ConvCase { int64_t T, C; bool slice, timed; };
+void conv_case(Env& e, const ConvCase& c) { conv_case(e, c.T, c.C, c.slice, c.timed); }
+const kcheck::Op<ConvCase> op_causal_conv1d_silu{"causal_conv1d_silu", conv_case};  // tolerance 1e-5
 
 // Qwen-like gate parameters: A = exp(A_log) in [1, 16), dt = softplus(dt_bias) in [1e-3, 0.1)
 // (log-uniform), so the decays run from nearly 1 (long memory) to fast.
@@ -215,11 +143,14 @@ void gates_case(Env& e, int64_t T, int64_t H, DType a_log_dt, DType dt_bias_dt, 
   const std::vector<float> g = fetch(e, gd), beta = fetch(e, betad);
   const double bytes = 4.0 * T * H * 4;
   const double ms = timed ? time_it(e, [&] { e.gpu.text().deltanet_gates(ad, bd, ald, dbd, gd, betad); }) : 0;
-  const std::string shape = dims_str({T, H}) + " " + dtype_name(a_log_dt) + "/" + dtype_name(dt_bias_dt);
+  const std::string shape = shape_of({T, H}) + " " + dtype_name(a_log_dt) + "/" + dtype_name(dt_bias_dt);
   report(e, "deltanet_gates g", shape, g, to_f32_vector(gh), H, kF32Tol, ms, 0, bytes);
   report(e, "deltanet_gates beta", shape, beta, to_f32_vector(betah), H, kF32Tol);
   if (timed) record(e, "deltanet_gates", shape, ms, 0, bytes);
 }
+struct GatesCase { int64_t T, H; DType a_log_dt, dt_bias_dt; bool timed; };
+void gates_case(Env& e, const GatesCase& c) { gates_case(e, c.T, c.H, c.a_log_dt, c.dt_bias_dt, c.timed); }
+const kcheck::Op<GatesCase> op_deltanet_gates{"deltanet_gates", gates_case};  // tolerance 1e-5
 
 // q (or k) as the model normalises it: the first key-width columns of the conv output.
 void l2_case(Env& e, int64_t T, int64_t conv_width, int64_t width, int64_t group, bool in_place, bool timed) {
@@ -234,10 +165,13 @@ void l2_case(Env& e, int64_t T, int64_t conv_width, int64_t width, int64_t group
   const double bytes = 2.0 * T * width * 4;
   double ms = 0;
   if (timed) ms = time_it(e, [&] { e.gpu.text().l2_norm(xd, kEps, group, yd); });
-  const std::string shape = dims_str({T, width}) + " g" + std::to_string(group) + " slice" + (in_place ? " in-place" : "");
+  const std::string shape = shape_of({T, width}) + " g" + std::to_string(group) + " slice" + (in_place ? " in-place" : "");
   report(e, "l2_norm", shape, got, to_f32_vector(yh), width, kF32Tol, ms, 0, bytes);
   if (timed) record(e, "l2_norm", shape, ms, 0, bytes);
 }
+struct L2Case { int64_t T, conv_width, width, group; bool in_place, timed; };
+void l2_case(Env& e, const L2Case& c) { l2_case(e, c.T, c.conv_width, c.width, c.group, c.in_place, c.timed); }
+const kcheck::Op<L2Case> op_l2_norm{"l2_norm", l2_case};  // tolerance 1e-5
 
 void gated_norm_case(Env& e, int64_t T, int64_t width, int64_t group, bool timed) {
   Tensor xh = random_host(e, {T, width}, 1.0f), zh = random_host(e, {T, width}, 2.0f);
@@ -252,10 +186,13 @@ void gated_norm_case(Env& e, int64_t T, int64_t width, int64_t group, bool timed
   const std::vector<float> got = fetch(e, yd);
   const double bytes = 3.0 * T * width * 4;
   const double ms = timed ? time_it(e, [&] { e.gpu.text().gated_rms_norm(xd, zd, wd, kEps, group, yd); }) : 0;
-  const std::string shape = dims_str({T, width}) + " g" + std::to_string(group);
+  const std::string shape = shape_of({T, width}) + " g" + std::to_string(group);
   report(e, "gated_rms_norm", shape, got, to_f32_vector(yh), width, kF32Tol, ms, 0, bytes);
   if (timed) record(e, "gated_rms_norm", shape, ms, 0, bytes);
 }
+struct GatedNormCase { int64_t T, width, group; bool timed; };
+void gated_norm_case(Env& e, const GatedNormCase& c) { gated_norm_case(e, c.T, c.width, c.group, c.timed); }
+const kcheck::Op<GatedNormCase> op_gated_rms_norm{"gated_rms_norm", gated_norm_case};  // tolerance 1e-5
 
 // ---- text family: the gated delta rule ---------------------------------------------------------
 enum class Form { ChunkedSplit, ChunkedBf16 };
@@ -389,44 +326,55 @@ void delta_case(Env& e, const DeltaSpec& s, Form form) {
   if (s.timed) record(e, form_name(form), shape, ms, flops, 0);
 }
 
+void delta_split_case(Env& e, const DeltaSpec& s) { delta_case(e, s, Form::ChunkedSplit); }
+void delta_bf16_case(Env& e, const DeltaSpec& s) { delta_case(e, s, Form::ChunkedBf16); }
+// tolerance 1e-4 (split-bf16 products)
+const kcheck::Op<DeltaSpec> op_delta_split{form_name(Form::ChunkedSplit), delta_split_case};
+const kcheck::Op<DeltaSpec> op_delta_bf16{form_name(Form::ChunkedBf16), delta_bf16_case};  // tolerance 1e-2
+
 void check_text_family(Env& e) {
-  for (int64_t T : {int64_t(1), int64_t(37), int64_t(200)})
-    guarded(e, "causal_conv1d_silu", [&] { conv_case(e, T, kConvWidth, false, false); });
-  guarded(e, "causal_conv1d_silu", [&] { conv_case(e, 65, kConvWidth, true, false); });
-  guarded(e, "causal_conv1d_silu", [&] { conv_case(e, 37, 2 * 64 + 128, true, false); });  // tiny model's width
-  guarded(e, "causal_conv1d_silu", [&] { conv_case(e, kLongT, kConvWidth, false, true); });
-
-  guarded(e, "deltanet_gates", [&] { gates_case(e, 37, kValueHeads, DType::F32, DType::BF16, false); });
-  guarded(e, "deltanet_gates", [&] { gates_case(e, 200, kValueHeads, DType::BF16, DType::BF16, false); });
-  guarded(e, "deltanet_gates", [&] { gates_case(e, 37, 4, DType::F32, DType::F32, false); });
-  guarded(e, "deltanet_gates", [&] { gates_case(e, kLongT, kValueHeads, DType::F32, DType::BF16, true); });
-
-  guarded(e, "l2_norm", [&] { l2_case(e, 37, kConvWidth, kKeyWidth, kHeadDim, false, false); });
-  guarded(e, "l2_norm", [&] { l2_case(e, 200, kConvWidth, kKeyWidth, kHeadDim, true, false); });
-  guarded(e, "l2_norm", [&] { l2_case(e, 37, 2 * 64 + 128, 64, 32, false, false); });
-  guarded(e, "l2_norm", [&] { l2_case(e, kLongT, kConvWidth, kKeyWidth, kHeadDim, false, true); });
-
-  guarded(e, "gated_rms_norm", [&] { gated_norm_case(e, 37, kValueWidth, kHeadDim, false); });
-  guarded(e, "gated_rms_norm", [&] { gated_norm_case(e, 37, 128, 32, false); });
-  guarded(e, "gated_rms_norm", [&] { gated_norm_case(e, kLongT, kValueWidth, kHeadDim, true); });
-
   const auto real = [](int64_t T) { return DeltaSpec{T, kKeyHeads, kValueHeads, kHeadDim}; };
   const auto tiny = [](int64_t T) { return DeltaSpec{T, 2, 4, 32}; };
   const auto with = [](DeltaSpec s, bool state, bool fast, bool timed) {
     s.state = state, s.fast_decay = fast, s.timed = timed;
     return s;
   };
-  const auto run = [&](const DeltaSpec& s, Form f) { guarded(e, form_name(f), [&] { delta_case(e, s, f); }); };
-  for (int64_t T : {int64_t(1), int64_t(37), int64_t(64), int64_t(200)}) run(real(T), Form::ChunkedSplit);
-  run(with(real(65), true, false, false), Form::ChunkedSplit);
-  run(with(real(512), true, false, false), Form::ChunkedSplit);
-  run(with(real(200), false, true, false), Form::ChunkedSplit);
-  run(with(tiny(37), false, false, false), Form::ChunkedSplit);
-  run(with(tiny(200), true, true, false), Form::ChunkedSplit);
-  run(with(real(200), true, false, false), Form::ChunkedBf16);
-  run(with(tiny(65), false, false, false), Form::ChunkedBf16);
-  run(with(real(kLongT), false, false, true), Form::ChunkedSplit);
-  run(with(real(kLongT), false, false, true), Form::ChunkedBf16);
+  kcheck::run_cases(e, {
+    op_causal_conv1d_silu({1, kConvWidth, false, false}),
+    op_causal_conv1d_silu({37, kConvWidth, false, false}),
+    op_causal_conv1d_silu({200, kConvWidth, false, false}),
+    op_causal_conv1d_silu({65, kConvWidth, true, false}),
+    op_causal_conv1d_silu({37, 2 * 64 + 128, true, false}),  // tiny model's width
+    op_causal_conv1d_silu({kLongT, kConvWidth, false, true}),
+
+    op_deltanet_gates({37, kValueHeads, DType::F32, DType::BF16, false}),
+    op_deltanet_gates({200, kValueHeads, DType::BF16, DType::BF16, false}),
+    op_deltanet_gates({37, 4, DType::F32, DType::F32, false}),
+    op_deltanet_gates({kLongT, kValueHeads, DType::F32, DType::BF16, true}),
+
+    op_l2_norm({37, kConvWidth, kKeyWidth, kHeadDim, false, false}),
+    op_l2_norm({200, kConvWidth, kKeyWidth, kHeadDim, true, false}),
+    op_l2_norm({37, 2 * 64 + 128, 64, 32, false, false}),
+    op_l2_norm({kLongT, kConvWidth, kKeyWidth, kHeadDim, false, true}),
+
+    op_gated_rms_norm({37, kValueWidth, kHeadDim, false}),
+    op_gated_rms_norm({37, 128, 32, false}),
+    op_gated_rms_norm({kLongT, kValueWidth, kHeadDim, true}),
+
+    op_delta_split(real(1)),
+    op_delta_split(real(37)),
+    op_delta_split(real(64)),
+    op_delta_split(real(200)),
+    op_delta_split(with(real(65), true, false, false)),
+    op_delta_split(with(real(512), true, false, false)),
+    op_delta_split(with(real(200), false, true, false)),
+    op_delta_split(with(tiny(37), false, false, false)),
+    op_delta_split(with(tiny(200), true, true, false)),
+    op_delta_bf16(with(real(200), true, false, false)),
+    op_delta_bf16(with(tiny(65), false, false, false)),
+    op_delta_split(with(real(kLongT), false, false, true)),
+    op_delta_bf16(with(real(kLongT), false, false, true)),
+  });
 }
 
 // ---- core family at the encoder's shapes ------------------------------------------------------
@@ -466,12 +414,17 @@ void linear_case(Env& e, const std::string& name, int64_t m, int64_t k, int64_t 
   }
   const double flops = 2.0 * m * n * k;
   const double ms = time_it(e, [&] { e.gpu.core().linear(xd, wd, nullptr, yd); }, sample ? 5 : 2);
-  const std::string shape = dims_str({m, k, n}) + (sample ? " sampled" : "");
+  const std::string shape = shape_of({m, k, n}) + (sample ? " sampled" : "");
   report(e, "linear " + name, shape, got, want, n, kBf16Tol, ms, flops);
   if (m == kLongT) record(e, "linear " + name, shape, ms, flops, 0);
 }
+struct LinearCase { std::string name; int64_t m, k, n; int sample = 0; };
+void linear_case(Env& e, const LinearCase& c) { linear_case(e, c.name, c.m, c.k, c.n, c.sample); }
+const kcheck::Op<LinearCase> op_linear{"linear", linear_case};  // tolerance 1e-2 (bf16 weights)
 
-void check_linears(Env& e) {
+// Every projection at 37 rows, two at 256/200 rows and the tiny model's, then the wide ones at
+// T = 4096 (sampled rows).
+std::vector<Case> linear_cases() {
   struct Proj {
     const char* name;
     int64_t k, n;
@@ -483,12 +436,14 @@ void check_linears(Env& e) {
                         {"k_proj/v_proj", kHidden, kKvHeads * kAttnHeadDim},
                         {"gate_proj/up_proj", kHidden, kInter},
                         {"down_proj", kInter, kHidden}};
-  for (const Proj& p : projs) guarded(e, p.name, [&] { linear_case(e, p.name, 37, p.k, p.n); });
-  guarded(e, "in_proj_qkv", [&] { linear_case(e, "in_proj_qkv", 256, kHidden, kConvWidth); });
-  guarded(e, "down_proj", [&] { linear_case(e, "down_proj", 200, kInter, kHidden); });
-  guarded(e, "tiny in_proj_qkv", [&] { linear_case(e, "tiny in_proj_qkv", 65, 256, 2 * 64 + 128); });
+  std::vector<Case> cases;
+  for (const Proj& p : projs) cases.push_back(op_linear(p.name, {p.name, 37, p.k, p.n}));
+  cases.push_back(op_linear("in_proj_qkv", {"in_proj_qkv", 256, kHidden, kConvWidth}));
+  cases.push_back(op_linear("down_proj", {"down_proj", 200, kInter, kHidden}));
+  cases.push_back(op_linear("tiny in_proj_qkv", {"tiny in_proj_qkv", 65, 256, 2 * 64 + 128}));
   for (const Proj& p : projs)
-    if (p.n >= kHidden) guarded(e, p.name, [&] { linear_case(e, p.name, kLongT, p.k, p.n, 64); });
+    if (p.n >= kHidden) cases.push_back(op_linear(p.name, {p.name, kLongT, p.k, p.n, 64}));
+  return cases;
 }
 
 // Zero-centred RMS norm (weight 1 + w): the whole hidden row, or per head through the query half
@@ -507,11 +462,14 @@ void rms_case(Env& e, const std::string& name, int64_t rows, int64_t cols, int64
   const std::vector<float> got = fetch(e, yd);
   const double bytes = 2.0 * rows * cols * 4;
   const double ms = timed ? time_it(e, [&] { e.gpu.core().rms_norm(xd, &wd, NormWeight::OnePlus, kEps, group, yd); }) : 0;
-  const std::string shape = dims_str({rows, cols}) + " g" + std::to_string(group) + " 1+w" +
+  const std::string shape = shape_of({rows, cols}) + " g" + std::to_string(group) + " 1+w" +
                             (parent_cols != cols ? " slice" : "");
   report(e, "rms_norm " + name, shape, got, to_f32_vector(yh), cols, kF32Tol, ms, 0, bytes);
   if (timed) record(e, "rms_norm " + name, shape, ms, 0, bytes);
 }
+struct RmsCase { std::string name; int64_t rows, cols, group, parent_cols; bool timed; };
+void rms_case(Env& e, const RmsCase& c) { rms_case(e, c.name, c.rows, c.cols, c.group, c.parent_cols, c.timed); }
+const kcheck::Op<RmsCase> op_rms_norm{"rms_norm", rms_case};  // tolerance 1e-5
 
 void add_case(Env& e, int64_t rows, int64_t cols, bool timed) {
   Tensor xh = random_host(e, {rows, cols}, 1.0f), dh = random_host(e, {rows, cols}, 1.0f);
@@ -522,10 +480,13 @@ void add_case(Env& e, int64_t rows, int64_t cols, bool timed) {
   const std::vector<float> got = fetch(e, xd);
   const double bytes = 3.0 * rows * cols * 4;
   const double ms = timed ? time_it(e, [&] { e.gpu.core().add(xd, dd, nullptr); }) : 0;
-  const std::string shape = dims_str({rows, cols});
+  const std::string shape = shape_of({rows, cols});
   report(e, "add (residual)", shape, got, to_f32_vector(xh), cols, kF32Tol, ms, 0, bytes);
   if (timed) record(e, "add (residual)", shape, ms, 0, bytes);
 }
+struct AddCase { int64_t rows, cols; bool timed; };
+void add_case(Env& e, const AddCase& c) { add_case(e, c.rows, c.cols, c.timed); }
+const kcheck::Op<AddCase> op_add{"add", add_case};  // tolerance 1e-5
 
 // SwiGlu on the MLP's [T, 12288]; SigmoidGate with the gate as the second half of q_proj's
 // per-head rows ([T·16, 512] read as a strided [T·16, 256]).
@@ -544,10 +505,14 @@ void gated_unit_case(Env& e, GatedUnit kind, int64_t rows, int64_t cols, bool ti
   const double bytes = 3.0 * rows * cols * 4;
   const double ms = timed ? time_it(e, [&] { e.gpu.core().gated_unit(kind, ad, bd, od); }) : 0;
   const std::string name = strided ? "gated_unit sigmoid_gate" : "gated_unit swiglu";
-  const std::string shape = dims_str({rows, cols}) + (strided ? " gate slice" : "");
+  const std::string shape = shape_of({rows, cols}) + (strided ? " gate slice" : "");
   report(e, name, shape, got, to_f32_vector(oh), cols, kF32Tol, ms, 0, bytes);
   if (timed) record(e, name, shape, ms, 0, bytes);
 }
+struct GatedUnitCase { GatedUnit kind; int64_t rows, cols; bool timed; };
+void gated_unit_case(Env& e, const GatedUnitCase& c) { gated_unit_case(e, c.kind, c.rows, c.cols, c.timed); }
+const kcheck::Op<GatedUnitCase> op_sigmoid_gate{"sigmoid_gate", gated_unit_case};  // tolerance 1e-5
+const kcheck::Op<GatedUnitCase> op_swiglu{"swiglu", gated_unit_case};  // tolerance 1e-5
 
 // Qwen's partial RoPE: the first 64 of each 256-wide head, tables [f | f] of the real angles.
 void rope_case(Env& e, int64_t T, int64_t heads, bool timed) {
@@ -568,10 +533,13 @@ void rope_case(Env& e, int64_t T, int64_t heads, bool timed) {
   const std::vector<float> got = fetch(e, xd);
   const double bytes = 2.0 * T * heads * kRotDim * 4;
   const double ms = timed ? time_it(e, [&] { e.gpu.core().rope(xd, sin_d, cos_d, kAttnHeadDim, kRotDim); }) : 0;
-  const std::string shape = dims_str({T, cols}) + " hd" + std::to_string(kAttnHeadDim) + " rot" + std::to_string(kRotDim);
+  const std::string shape = shape_of({T, cols}) + " hd" + std::to_string(kAttnHeadDim) + " rot" + std::to_string(kRotDim);
   report(e, "rope", shape, got, to_f32_vector(xh), cols, kF32Tol, ms, 0, bytes);
   if (timed) record(e, "rope", shape, ms, 0, bytes);
 }
+struct RopeCase { int64_t T, heads; bool timed; };
+void rope_case(Env& e, const RopeCase& c) { rope_case(e, c.T, c.heads, c.timed); }
+const kcheck::Op<RopeCase> op_rope{"rope", rope_case};  // tolerance 1e-5
 
 // The rows the prompt uses, uploaded as a small bf16 table (as TextEncoder::embed does).
 void embedding_case(Env& e, int64_t T, int64_t table_rows) {
@@ -585,84 +553,44 @@ void embedding_case(Env& e, int64_t T, int64_t table_rows) {
   e.host.core().embedding(ids, tb, oh);
   Tensor od = poisoned(e, {T, kHidden});
   e.gpu.core().embedding(ids, td, od);
-  report(e, "embedding", dims_str({T, kHidden}) + " of " + std::to_string(table_rows) + " bf16", fetch(e, od),
+  report(e, "embedding", shape_of({T, kHidden}) + " of " + std::to_string(table_rows) + " bf16", fetch(e, od),
          to_f32_vector(oh), kHidden, kF32Tol);
 }
+struct EmbeddingCase { int64_t T, table_rows; };
+void embedding_case(Env& e, const EmbeddingCase& c) { embedding_case(e, c.T, c.table_rows); }
+const kcheck::Op<EmbeddingCase> op_embedding{"embedding", embedding_case};  // tolerance 1e-5
 
 void check_core_family(Env& e) {
-  check_linears(e);
-  guarded(e, "rms_norm", [&] { rms_case(e, "hidden", 37, kHidden, kHidden, kHidden, false); });
-  guarded(e, "rms_norm", [&] { rms_case(e, "q_norm", 37 * kAttnHeads, kAttnHeadDim, kAttnHeadDim, 2 * kAttnHeadDim, false); });
-  guarded(e, "rms_norm", [&] { rms_case(e, "k_norm", 37, kKvHeads * kAttnHeadDim, kAttnHeadDim, kKvHeads * kAttnHeadDim, false); });
-  guarded(e, "rms_norm", [&] { rms_case(e, "hidden", kLongT, kHidden, kHidden, kHidden, true); });
-  guarded(e, "rms_norm", [&] { rms_case(e, "q_norm", kLongT * kAttnHeads, kAttnHeadDim, kAttnHeadDim, 2 * kAttnHeadDim, true); });
-  guarded(e, "add", [&] { add_case(e, 37, kHidden, false); });
-  guarded(e, "add", [&] { add_case(e, kLongT, kHidden, true); });
-  guarded(e, "swiglu", [&] { gated_unit_case(e, GatedUnit::SwiGlu, 37, kInter, false); });
-  guarded(e, "swiglu", [&] { gated_unit_case(e, GatedUnit::SwiGlu, kLongT, kInter, true); });
-  guarded(e, "sigmoid_gate", [&] { gated_unit_case(e, GatedUnit::SigmoidGate, 37 * kAttnHeads, kAttnHeadDim, false); });
-  guarded(e, "sigmoid_gate", [&] { gated_unit_case(e, GatedUnit::SigmoidGate, kLongT * kAttnHeads, kAttnHeadDim, true); });
-  guarded(e, "rope", [&] { rope_case(e, 37, kAttnHeads, false); });
-  guarded(e, "rope", [&] { rope_case(e, 37, kKvHeads, false); });
-  guarded(e, "rope", [&] { rope_case(e, kLongT, kAttnHeads, true); });
-  guarded(e, "embedding", [&] { embedding_case(e, 37, 1024); });
-  guarded(e, "embedding", [&] { embedding_case(e, 512, 4096); });
-}
-
-// The timed kernels (T = 4096) against the H200's ceilings.
-void print_summary(const std::vector<Timing>& timings, const kcheck::DevicePeaks& peak) {
-  const double kPeakTflops = peak.tflops, kPeakGBs = peak.gbs;
-  std::printf("\ntimed cases (share of %.1f TFLOP/s dense bf16 or %.2f TB/s; %s):\n", kPeakTflops, kPeakGBs / 1000,
-              peak.source.c_str());
-  for (const Timing& t : timings) {
-    if (t.ms <= 0) continue;
-    if (t.flops > 0)
-      std::printf("  %-34s %-30s %9.3f ms %7.1f TFLOP/s %5.1f%%\n", t.kernel.c_str(), t.shape.c_str(), t.ms,
-                  t.flops / (t.ms * 1e-3) / 1e12, 100.0 * t.flops / (t.ms * 1e-3) / 1e12 / kPeakTflops);
-    else
-      std::printf("  %-34s %-30s %9.3f ms %7.0f GB/s     %5.1f%%\n", t.kernel.c_str(), t.shape.c_str(), t.ms,
-                  t.bytes / (t.ms * 1e-3) / 1e9, 100.0 * t.bytes / (t.ms * 1e-3) / 1e9 / kPeakGBs);
-  }
-}
-
-int parse_device(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--device" && i + 1 < argc) return std::atoi(argv[++i]);
-    std::fprintf(stderr, "usage: moss-check kernels-te [--device N]\n");
-    std::exit(2);
-  }
-  return 0;
+  kcheck::run_cases(e, linear_cases());
+  kcheck::run_cases(e, {
+    op_rms_norm({"hidden", 37, kHidden, kHidden, kHidden, false}),
+    op_rms_norm({"q_norm", 37 * kAttnHeads, kAttnHeadDim, kAttnHeadDim, 2 * kAttnHeadDim, false}),
+    op_rms_norm({"k_norm", 37, kKvHeads * kAttnHeadDim, kAttnHeadDim, kKvHeads * kAttnHeadDim, false}),
+    op_rms_norm({"hidden", kLongT, kHidden, kHidden, kHidden, true}),
+    op_rms_norm({"q_norm", kLongT * kAttnHeads, kAttnHeadDim, kAttnHeadDim, 2 * kAttnHeadDim, true}),
+    op_add({37, kHidden, false}),
+    op_add({kLongT, kHidden, true}),
+    op_swiglu({GatedUnit::SwiGlu, 37, kInter, false}),
+    op_swiglu({GatedUnit::SwiGlu, kLongT, kInter, true}),
+    op_sigmoid_gate({GatedUnit::SigmoidGate, 37 * kAttnHeads, kAttnHeadDim, false}),
+    op_sigmoid_gate({GatedUnit::SigmoidGate, kLongT * kAttnHeads, kAttnHeadDim, true}),
+    op_rope({37, kAttnHeads, false}),
+    op_rope({37, kKvHeads, false}),
+    op_rope({kLongT, kAttnHeads, true}),
+    op_embedding({37, 1024}),
+    op_embedding({512, 4096}),
+  });
 }
 
 }  // namespace
 
-static int kernels_te_main(int argc, char** argv) {
-  const int device = parse_device(argc, argv);
-  try {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::unique_ptr<Backend> host = make_host_backend();
-    std::unique_ptr<Backend> gpu = make_hip_backend(device);
-    HipContext* ctx = hip_context_of(*gpu);
-    if (!ctx) throw failure("make_hip_backend did not return a HIP backend");
-    std::printf("moss-check kernels-te on %s (%d multiprocessors)\n", gpu->name().c_str(), ctx->multiprocessors());
-    kcheck::Table table;
-    Env env(*host, *gpu, *ctx, table);
-    const auto section = [&](const char* what, const std::function<void()>& fn) {
-      const auto s0 = std::chrono::steady_clock::now();
-      guarded(env, what, fn);
-      std::printf("  (%s: %.1f s)\n", what, std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count());
-    };
-    section("text family", [&] { check_text_family(env); });
-    section("core family", [&] { check_core_family(env); });
-    section("attention", [&] { check_attention_cases(table, *ctx, *host, "te"); });
-    print_summary(env.timings, kcheck::device_peaks(ctx->device()));
-    std::printf("total %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    return table.finish();
-  } catch (const std::exception& ex) {
-    std::fprintf(stderr, "moss-check kernels-te: %s\n", ex.what());
-    return 1;
-  }
+void kcheck::te_family(Table& table, const Options& o) {
+  if (!o.selects_any({"text family", "core family", "attention"})) return;
+  Env env(table, o.gpu(), 5);
+  std::printf("moss-check kernels --family te on %s (%d multiprocessors)\n", env.gpu.name().c_str(),
+              env.ctx.multiprocessors());
+  group(table, o, "te", "text family", [&] { check_text_family(env); });
+  group(table, o, "te", "core family", [&] { check_core_family(env); });
+  group(table, o, "te", "attention", [&] { check_attention_cases(table, env.ctx, env.host, "te"); });
+  print_timed_list(env.timings, device_peaks(env.ctx.device()));
 }
-
-CHECK_SUBCOMMAND_MAIN("kernels-te", "[--device N]", kernels_te_main);

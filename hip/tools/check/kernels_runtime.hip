@@ -1,14 +1,16 @@
-// moss-check device: does the HIP runtime work on this machine, and do the portability layer and the
-// matrix leaf compute what they should? Runs on a real GPU (the H200 for the NVIDIA build) and
-// prints one table row per check, then "N passed, M failed"; exit status 0 only if all passed.
+// `moss-check kernels --family runtime`: does the HIP runtime work on this machine, and do the
+// portability layer and the matrix leaf compute what they should? Runs on a real GPU (the H200 for
+// the NVIDIA build) and prints one row per check (check, PASS/FAIL, time, detail); its counts go
+// into the closing "N passed, M failed".
 //
-//   moss-check device [--device N]
-//
-// Checks: device list, memory info, alloc/free, streams, events, pinned host memory, async
-// copies both ways across two streams, a trivial kernel, wave shuffles, the math helpers of
-// runtime/portability.h, and the matrix_tile kernel (checks/matrix_tile_kernel.h) against a host
-// fp64 reference (exact on integer tiles, every output written, odd shapes and strides, and a
-// timed larger shape).
+// Groups (--filter):
+//   runtime      device list (--device N: that device, else the first supported one), memory
+//                info, alloc/free, streams, events, pinned host memory, async copies both ways
+//                across two streams;
+//   portability  a trivial kernel, wave shuffles, the math helpers of runtime/portability.h;
+//   matrix_tile  the matrix_tile kernel (cases/matrix_tile_kernel.h) against a host fp64
+//                reference (exact on integer tiles, every output written, odd shapes and
+//                strides, and a timed larger shape).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,8 +25,8 @@
 #include "cases/matrix_tile_kernel.h"
 #include "runtime/devices.h"
 #include "runtime/portability.h"
+#include "kernel_check.h"
 #include "tensor/tensor.h"
-#include "subcommand.h"
 
 namespace {
 
@@ -116,8 +118,9 @@ struct Outcome {
   std::string detail;
 };
 
+// Rows of their own format, counted in the shared table.
 struct Runner {
-  int passed = 0, failed = 0;
+  kcheck::Table& table;
   void header() const { std::printf("%-28s %-6s %10s  %s\n", "check", "result", "time", "detail"); }
   bool run(const std::string& name, const std::function<Outcome()>& check) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -129,14 +132,10 @@ struct Runner {
     }
     (void)hipGetLastError();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    (out.ok ? passed : failed)++;
+    (out.ok ? table.passed : table.failed)++;
     std::printf("%-28s %-6s %8.2f ms  %s\n", name.c_str(), out.ok ? "PASS" : "FAIL", ms, out.detail.c_str());
     std::fflush(stdout);
     return out.ok;
-  }
-  int finish() const {
-    std::printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 && passed > 0 ? 0 : 1;
   }
 };
 
@@ -212,28 +211,8 @@ Outcome check_matrix_tile(const GemmCase& g, std::mt19937& rng, double* tflops =
   return {ok, detail};
 }
 
-int parse_device(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--device" && i + 1 < argc) return std::atoi(argv[++i]);
-    if (arg == "--help" || arg == "-h") {
-      std::printf("usage: moss-check device [--device N]\n");
-      std::exit(0);
-    }
-    std::fprintf(stderr, "moss-check device: unknown option %s\nusage: moss-check device [--device N]\n", arg.c_str());
-    std::exit(2);
-  }
-  return -1;
-}
-
-}  // namespace
-
-static int device_main(int argc, char** argv) {
-  const int requested = parse_device(argc, argv);
-  Runner run;
-  std::printf("moss-check device: built for %s\n", moss::built_architectures().c_str());
-  run.header();
-
+// The runtime group: finds the device (-1: none supported, or not the one asked for).
+int check_runtime(Runner& run, int requested) {
   int device = -1;
   run.run("devices", [&]() -> Outcome {
     const std::vector<moss::DeviceInfo> devices = moss::list_devices();
@@ -246,7 +225,7 @@ static int device_main(int argc, char** argv) {
     if (device < 0) detail += requested < 0 ? "; no supported device" : "; --device is not a supported device";
     return {device >= 0, detail};
   });
-  if (device < 0) return run.finish();
+  if (device < 0) return device;
 
   run.run("set device", [&]() -> Outcome {
     MOSS_HIP_CHECK(hipSetDevice(device));
@@ -339,6 +318,10 @@ static int device_main(int argc, char** argv) {
                       (same ? ", round trip identical" : ", ROUND TRIP DIFFERS")};
   });
 
+  return device;
+}
+
+void check_portability(Runner& run) {
   run.run("trivial kernel (axpy)", []() -> Outcome {
     const int n = (1 << 20) + 7;  // a tail block
     std::vector<float> x(n), y(n);
@@ -414,18 +397,45 @@ static int device_main(int argc, char** argv) {
     }
     return {ok, "max rel err on [-12, 12]: " + detail};
   });
-
-  std::mt19937 rng(2024);
-  run.run("matrix_tile exact (ints)", [&] { return check_matrix_tile({48, 64, 96, 96, 96, 64, true}, rng); });
-  run.run("matrix_tile exact, tails", [&] { return check_matrix_tile({37, 29, 53, 53, 61, 35, true}, rng); });
-  run.run("matrix_tile random, tails", [&] { return check_matrix_tile({77, 45, 100, 108, 103, 50, false}, rng); });
-  double tflops = 0;
-  run.run("matrix_tile 512x1024x2048", [&] {
-    Outcome o = check_matrix_tile({512, 1024, 2048, 2048, 2048, 1024, false}, rng, &tflops);
-    o.detail += format(" (%.2f TFLOP/s, untiled)", tflops);
-    return o;
-  });
-  return run.finish();
 }
 
-CHECK_SUBCOMMAND_MAIN("device", "[--device N]", device_main);
+// The matrix_tile cases: name, shape and strides, small integers (exact) or normal values; the
+// timed one reports its rate too.
+struct TileCase {
+  const char* name;
+  GemmCase g;
+  bool rate;
+};
+const TileCase kTileCases[] = {
+    {"matrix_tile exact (ints)", {48, 64, 96, 96, 96, 64, true}, false},
+    {"matrix_tile exact, tails", {37, 29, 53, 53, 61, 35, true}, false},
+    {"matrix_tile random, tails", {77, 45, 100, 108, 103, 50, false}, false},
+    {"matrix_tile 512x1024x2048", {512, 1024, 2048, 2048, 2048, 1024, false}, true},
+};
+
+void check_matrix_tiles(Runner& run) {
+  std::mt19937 rng(2024);
+  for (const TileCase& c : kTileCases)
+    run.run(c.name, [&] {
+      double tflops = 0;
+      Outcome o = check_matrix_tile(c.g, rng, c.rate ? &tflops : nullptr);
+      if (c.rate) o.detail += format(" (%.2f TFLOP/s, untiled)", tflops);
+      return o;
+    });
+}
+
+}  // namespace
+
+void kcheck::runtime_family(Table& table, const Options& o) {
+  if (!o.selects_any({"runtime", "portability", "matrix_tile"})) return;
+  Runner run{table};
+  std::printf("moss-check kernels --family runtime: built for %s\n", moss::built_architectures().c_str());
+  run.header();
+  if (o.selects("runtime")) {
+    if (check_runtime(run, o.device) < 0) return;
+  } else {
+    MOSS_HIP_CHECK(hipSetDevice(o.gpu()));
+  }
+  if (o.selects("portability")) check_portability(run);
+  if (o.selects("matrix_tile")) check_matrix_tiles(run);
+}

@@ -1,21 +1,19 @@
-// moss-check kernels-dit: every core kernel the DiT runs, on the GPU backend against the host
-// replay (ops/host) on the same random inputs, at the real DiT shapes (dim 3072, ffn 8192, 24
+// `moss-check kernels --family dit`: every core kernel the DiT runs, on the GPU backend against the
+// host replay (ops/host) on the same random inputs, at the real DiT shapes (dim 3072, ffn 8192, 24
 // heads of 128; 4160 token rows at 1024x1024 = 4096 image + 64 text) and at odd sizes (tails,
 // misaligned column slices, bf16 operands). Outputs are poisoned with NaN first, so an element
 // a kernel forgets to write fails its case.
 //
-//   moss-check kernels-dit [--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention|packed]
-// (a group runs when its name contains the filter: "gemm" runs all three GEMM groups)
+// Groups (--filter): gemm, gemm_gated_unit, gemm_skinny, rows, fused, attention, packed.
 //
 // Table rows: kernel, shape, relative L2, max |error|, ms per launch, rate, verdict. Tolerances:
 // bf16-operand kernels (GEMM) 1e-2 relative L2, fp32 kernels 1e-5 (bf16 in/out cases 1e-2). The
 // full-size GEMMs are timed and spot-checked on 64 sampled rows (host replay of those rows only).
 // A failing case prints its first bad element before its row. The closing summary lists each
 // timed kernel at the 1024x1024 shapes with its share of the H200 ceilings (790 TFLOP/s dense
-// bf16, 4.3 TB/s). Exit status 0 only if every case passed. About 20-40 s on an H200 machine
-// (most of it the host replay of the GEMM checks on 16 cores).
+// bf16, 4.3 TB/s). About 20-40 s on an H200 machine (most of it the host replay of the GEMM
+// checks on 16 cores).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,11 +29,19 @@
 #include "ops/backend.h"
 #include "ops/hip/hip_backend.h"
 #include "tensor/packed_bf16.h"
-#include "subcommand.h"
 
 namespace {
 
 using namespace moss;
+using kcheck::Case;
+using kcheck::Env;
+using kcheck::fetch;
+using kcheck::fill;
+using kcheck::poisoned;
+using kcheck::record;
+using kcheck::report;
+using kcheck::shape_of;
+using kcheck::time_it;
 
 constexpr double kBf16Tol = 1e-2, kF32Tol = 1e-5;
 
@@ -43,40 +49,6 @@ constexpr double kBf16Tol = 1e-2, kF32Tol = 1e-5;
 constexpr int64_t kDim = 3072, kFfn = 8192, kHeads = 24, kHeadDim = 128, kText = 64;
 constexpr int64_t kRows = 64 * 64 + kText;  // image tokens + text tokens
 static_assert(kHeads * kHeadDim == kDim, "the DiT's heads tile its width");
-
-struct Timing {
-  std::string kernel, shape;
-  double ms, flops, bytes;
-};
-
-struct Env {
-  Env(Backend& h, Backend& g, HipContext& c, kcheck::Table& t) : host(h), gpu(g), ctx(c), table(t) {}
-  Backend& host;
-  Backend& gpu;
-  HipContext& ctx;
-  kcheck::Table& table;
-  uint64_t seed = 1;
-  std::vector<Timing> timings;
-  hipStream_t stream() const { return ctx.stream(); }
-};
-
-std::string shape_of(std::initializer_list<int64_t> d) {
-  std::string s;
-  for (int64_t v : d) s += (s.empty() ? "" : "x") + std::to_string(v);
-  return s;
-}
-
-// Deterministic uniform values of standard deviation `scale` (fast enough for 100M elements).
-void fill(std::vector<float>& v, uint64_t seed, float scale) {
-  const float a = scale * 1.7320508f;
-  for (size_t i = 0; i < v.size(); ++i) {
-    uint64_t z = seed * 0x9E3779B97F4A7C15ull + 0xD1B54A32D192ED03ull * (i + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    v[i] = (float(z >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * a;
-  }
-}
 
 // A random matrix on both sides: `h` is host f32 (the host ops' activation dtype) holding exactly
 // the values of `d`, the device tensor of dtype dt (bf16 values are rounded first).
@@ -109,15 +81,6 @@ Tensor host_as(const Tensor& h, DType dt) {
   return out;
 }
 
-Tensor poisoned(Env& e, DType dt, const std::vector<int64_t>& dims) {
-  Tensor t = e.gpu.alloc(dt, dims);
-  kcheck::poison(t, e.stream());
-  return t;
-}
-
-std::vector<float> fetch(Env& e, const Tensor& dev) { return to_f32_vector(e.gpu.download(dev)); }
-
-// One table row; a failing case first prints where it goes wrong.
 // The rows a full-size case checks against the host (the host replay of all of them would take
 // minutes): kSampledRows spread over the m rows, the last among them.
 constexpr int64_t kSampledRows = 64;
@@ -149,33 +112,6 @@ void carry_unwritten(const std::vector<float>& all, int64_t cols, const std::str
     }
 }
 
-void report(Env& e, const std::string& kernel, const std::string& shape, const std::vector<float>& got,
-            const std::vector<float>& want, int64_t cols, double tol, double ms = 0, double flops = 0,
-            double bytes = 0) {
-  const kcheck::Compare c = kcheck::compare(got, want);
-  if (!(c.finite && c.rel_l2 <= tol)) {
-    double scale = 0;
-    for (float w : want) scale = std::max(scale, double(std::fabs(w)));
-    for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
-      const double d = std::fabs(double(got[i]) - double(want[i]));
-      if (!std::isfinite(got[i]) || d > 10 * tol * std::max(scale, 1e-30)) {
-        std::printf("  %s %s: first bad element [%lld, %lld]: got %.6g, want %.6g\n", kernel.c_str(), shape.c_str(),
-                    (long long)(int64_t(i) / cols), (long long)(int64_t(i) % cols), double(got[i]), double(want[i]));
-        break;
-      }
-    }
-    if (got.size() != want.size())
-      std::printf("  %s %s: %zu values, expected %zu\n", kernel.c_str(), shape.c_str(), got.size(), want.size());
-  }
-  e.table.row(kernel, shape, c, tol, ms, flops, bytes);
-}
-
-double time_it(Env& e, const std::function<void()>& fn, int reps = 10) { return kcheck::time_ms(e.stream(), fn, reps); }
-
-void record(Env& e, const std::string& kernel, const std::string& shape, double ms, double flops, double bytes) {
-  e.timings.push_back({kernel, shape, ms, flops, bytes});
-}
-
 // ---- GEMM ----------------------------------------------------------------------------------------
 struct LinearSpec {
   std::string name;
@@ -204,6 +140,7 @@ void linear_case(Env& e, const LinearSpec& s) {
   const double ms = time_it(e, [&] { e.gpu.core().linear(xd, wp.d, s.bias ? &bp.d : nullptr, yd); }, 3);
   report(e, "linear " + s.name, shape, fetch(e, yd), to_f32_vector(yh), s.n, kBf16Tol, ms, 2.0 * s.m * s.n * s.k);
 }
+const kcheck::Op<LinearSpec> op_linear{"linear", linear_case};  // tolerance 1e-2 (bf16 operands)
 
 // "wgmma 128x256/2+1wg", "mma 128x256/8w", "leaf 128x128/4w raw" (the leaf kernel's staging
 // matters for an f32 x; the Mma kernel always converts; the Wgmma kernel takes bf16 x only).
@@ -287,6 +224,10 @@ void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int6
     report(e, "gemm " + plan_name(plan, xdt) + " rerun", shape + " same bits", fetch(e, again), got, n, 0.0);
   }
 }
+struct GemmPlanCase { GemmPlan plan; DType xdt, wdt; int64_t m, n, k; PlanCaseOptions o = {}; };
+void gemm_plan_case(Env& e, const GemmPlanCase& c) { gemm_plan_case(e, c.plan, c.xdt, c.wdt, c.m, c.n, c.k, c.o); }
+// tolerance 1e-2 (bf16 operands); a rerun must give the same bits
+const kcheck::Op<GemmPlanCase> op_gemm_plan{"gemm", gemm_plan_case};
 
 // A full-size DiT GEMM: timed, every element checked for being written, 64 sampled rows
 // compared with a host replay of those rows.
@@ -334,39 +275,49 @@ void gemm_full_case(Env& e, const std::string& name, int64_t m, int64_t k, int64
   report(e, kernel, shape, got, want, n, kBf16Tol, ms, flops, bytes);
   record(e, kernel, shape, ms, flops, bytes);
 }
+struct GemmFullCase {
+  std::string name; int64_t m, k, n; DType xdt; GemmPlan plan = {}; DType ydt = DType::F32; bool weight_rate = false;
+};
+void gemm_full_case(Env& e, const GemmFullCase& c) {
+  gemm_full_case(e, c.name, c.m, c.k, c.n, c.xdt, c.plan, c.ydt, c.weight_rate);
+}
+const kcheck::Op<GemmFullCase> op_gemm_full{"gemm", gemm_full_case};  // tolerance 1e-2 (bf16 operands)
 
 void check_gemms(Env& e) {
-  // The DiT's projections at 512/256 rows (all compared) and the small ones.
-  linear_case(e, {"q/k/v/o", 512, kDim, kDim});
-  linear_case(e, {"ffn_up_gate", 256, kDim, 2 * kFfn});
-  linear_case(e, {"ffn_down", 256, kFfn, kDim});
-  linear_case(e, {"text qkv", kText, kDim, 3 * kDim, DType::F32, DType::BF16, DType::F32, true});
-  linear_case(e, {"text_embedder.proj", kText, 4096, kDim, DType::F32, DType::BF16, DType::F32, true});
-  linear_case(e, {"modulation", 1, kDim, 6 * kDim, DType::F32, DType::BF16, DType::F32, true});
-  linear_case(e, {"time_embedding.0", 1, 256, kDim, DType::F32, DType::BF16, DType::F32, true});
-  linear_case(e, {"video_embedder", 512, 128, kDim, DType::F32, DType::BF16, DType::F32, true});
-  linear_case(e, {"final_linear", 512, kDim, 128});
-  // Tails and the other operand kinds.
-  linear_case(e, {"tail", 77, 100, 45});                  // K % 8 != 0: packed into scratch
-  linear_case(e, {"tail", 129, 264, 257, DType::F32, DType::BF16, DType::F32, true});
-  linear_case(e, {"tail", 3, 8, 1});
-  linear_case(e, {"slice", 130, 96, 200, DType::F32, DType::BF16, DType::F32, false, 3});  // misaligned x
-  linear_case(e, {"bf16 x", 200, 3072, 136, DType::BF16});
-  linear_case(e, {"f32 w (vae)", 256, 96, 288, DType::F32, DType::F32, DType::F32, true});
-  linear_case(e, {"bf16 y", 100, 512, 96, DType::F32, DType::BF16, DType::BF16, true});
+  std::vector<Case> cases;
+  kcheck::run_cases(e, {
+    // The DiT's projections at 512/256 rows (all compared) and the small ones.
+    op_linear({"q/k/v/o", 512, kDim, kDim}),
+    op_linear({"ffn_up_gate", 256, kDim, 2 * kFfn}),
+    op_linear({"ffn_down", 256, kFfn, kDim}),
+    op_linear({"text qkv", kText, kDim, 3 * kDim, DType::F32, DType::BF16, DType::F32, true}),
+    op_linear({"text_embedder.proj", kText, 4096, kDim, DType::F32, DType::BF16, DType::F32, true}),
+    op_linear({"modulation", 1, kDim, 6 * kDim, DType::F32, DType::BF16, DType::F32, true}),
+    op_linear({"time_embedding.0", 1, 256, kDim, DType::F32, DType::BF16, DType::F32, true}),
+    op_linear({"video_embedder", 512, 128, kDim, DType::F32, DType::BF16, DType::F32, true}),
+    op_linear({"final_linear", 512, kDim, 128}),
+    // Tails and the other operand kinds.
+    op_linear({"tail", 77, 100, 45}),                  // K % 8 != 0: packed into scratch
+    op_linear({"tail", 129, 264, 257, DType::F32, DType::BF16, DType::F32, true}),
+    op_linear({"tail", 3, 8, 1}),
+    op_linear({"slice", 130, 96, 200, DType::F32, DType::BF16, DType::F32, false, 3}),  // misaligned x
+    op_linear({"bf16 x", 200, 3072, 136, DType::BF16}),
+    op_linear({"f32 w (vae)", 256, 96, 288, DType::F32, DType::F32, DType::F32, true}),
+    op_linear({"bf16 y", 100, 512, 96, DType::F32, DType::BF16, DType::BF16, true}),
+  });
   // Every kernel instantiation on tail shapes (M, N and the last k-step partial); the Mma kernel
   // (NVIDIA, bf16 weights) also with fewer k-steps than its pipeline holds (K 24: one step).
   for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium, GemmTiles::Small}) {
     if (kPlatformNvidia) {
       for (DType x : {DType::F32, DType::BF16}) {
-        gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Mma}, x, DType::BF16, 300, 520, 136);
-        gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Mma}, x, DType::BF16, 70, 90, 24);
+        cases.push_back(op_gemm_plan({{t, GemmStaging::Auto, GemmKernel::Mma}, x, DType::BF16, 300, 520, 136}));
+        cases.push_back(op_gemm_plan({{t, GemmStaging::Auto, GemmKernel::Mma}, x, DType::BF16, 70, 90, 24}));
       }
     }
     for (DType w : {DType::BF16, DType::F32}) {
       for (GemmStaging st : {GemmStaging::Convert, GemmStaging::Raw})
-        gemm_plan_case(e, {t, st, GemmKernel::Leaf}, DType::F32, w, 300, 520, 136);
-      gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Leaf}, DType::BF16, w, 300, 520, 136);
+        cases.push_back(op_gemm_plan({{t, st, GemmKernel::Leaf}, DType::F32, w, 300, 520, 136}));
+      cases.push_back(op_gemm_plan({{t, GemmStaging::Auto, GemmKernel::Leaf}, DType::BF16, w, 300, 520, 136}));
     }
   }
   // The portable (AMD) kernel by name (on AMD every plan resolves to it): its wide (Medium) and
@@ -375,23 +326,25 @@ void check_gemms(Env& e) {
   for (GemmTiles t : {GemmTiles::Medium, GemmTiles::Small})
     for (DType x : {DType::F32, DType::BF16})
       for (DType w : {DType::BF16, DType::F32}) {
-        gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Portable}, x, w, 300, 520, 136);
-        gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Portable}, x, w, 70, 90, 24);
+        cases.push_back(op_gemm_plan({{t, GemmStaging::Auto, GemmKernel::Portable}, x, w, 300, 520, 136}));
+        cases.push_back(op_gemm_plan({{t, GemmStaging::Auto, GemmKernel::Portable}, x, w, 70, 90, 24}));
       }
-  gemm_plan_case(e, {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Portable}, DType::BF16, DType::BF16, 1, 3072, 3072);
-  gemm_plan_case(e, {GemmTiles::Medium, GemmStaging::Auto, GemmKernel::Portable}, DType::BF16, DType::BF16, 129, 257, 8);
+  cases.push_back(op_gemm_plan(
+      {{GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Portable}, DType::BF16, DType::BF16, 1, 3072, 3072}));
+  cases.push_back(op_gemm_plan(
+      {{GemmTiles::Medium, GemmStaging::Auto, GemmKernel::Portable}, DType::BF16, DType::BF16, 129, 257, 8}));
   // The Wgmma kernel (NVIDIA, bf16 x; K a multiple of 64): M and N tails inside one tile and
   // across several, one k-step (fewer than its 4 stages), more k-steps than stages (slots
   // reused), bf16 y and bias, odd N (unpaired stores), a strided x, one row.
   if (kPlatformNvidia) {
     const GemmPlan wg = {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Wgmma};
-    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 300, 520, 192);
-    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 70, 90, 64);
-    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 129, 257, 320, {DType::BF16, DType::BF16});
-    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 257, 1001, 576, {DType::F32, DType::BF16, 24});
-    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 1, 3072, 3072);
-    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 1040, kDim, kDim, {DType::BF16});
-    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 520, kFfn, kDim);
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 300, 520, 192}));
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 70, 90, 64}));
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 129, 257, 320, {DType::BF16, DType::BF16}}));
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 257, 1001, 576, {DType::F32, DType::BF16, 24}}));
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 1, 3072, 3072}));
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 1040, kDim, kDim, {DType::BF16}}));
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 520, kFfn, kDim}));
   }
   // The 1024x1024 shapes, timed: q/k/v/o in each large tile shape of the Mma kernel with either x
   // dtype, and the leaf kernel's two best plans (the reference the Mma kernel replaces); then the
@@ -399,26 +352,29 @@ void check_gemms(Env& e) {
   if (kPlatformNvidia)
     for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium})
       for (DType x : {DType::F32, DType::BF16})
-        gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, x, {t, GemmStaging::Auto, GemmKernel::Mma});
-  gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::F32, {GemmTiles::Large, GemmStaging::Convert, GemmKernel::Leaf});
-  gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::F32, {GemmTiles::Medium, GemmStaging::Raw, GemmKernel::Leaf});
+        cases.push_back(op_gemm_full({"q/k/v/o", kRows, kDim, kDim, x, {t, GemmStaging::Auto, GemmKernel::Mma}}));
+  cases.push_back(op_gemm_full(
+      {"q/k/v/o", kRows, kDim, kDim, DType::F32, {GemmTiles::Large, GemmStaging::Convert, GemmKernel::Leaf}}));
+  cases.push_back(op_gemm_full(
+      {"q/k/v/o", kRows, kDim, kDim, DType::F32, {GemmTiles::Medium, GemmStaging::Raw, GemmKernel::Leaf}}));
   for (DType x : {DType::F32, DType::BF16}) {
-    gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, x);
-    gemm_full_case(e, "ffn_down", kRows, kFfn, kDim, x);
+    cases.push_back(op_gemm_full({"ffn_up_gate", kRows, kDim, 2 * kFfn, x}));
+    cases.push_back(op_gemm_full({"ffn_down", kRows, kFfn, kDim, x}));
   }
   constexpr int64_t kRows512 = 32 * 32 + kText;
-  gemm_full_case(e, "q/k/v/o@512", kRows512, kDim, kDim, DType::F32);
+  cases.push_back(op_gemm_full({"q/k/v/o@512", kRows512, kDim, kDim, DType::F32}));
   if (kPlatformNvidia)
     for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium})
-      gemm_full_case(e, "q/k/v/o@512", kRows512, kDim, kDim, DType::F32, {t, GemmStaging::Auto, GemmKernel::Mma});
+      cases.push_back(op_gemm_full(
+          {"q/k/v/o@512", kRows512, kDim, kDim, DType::F32, {t, GemmStaging::Auto, GemmKernel::Mma}}));
   // The portable kernel at the DiT's shapes (bf16 x, as the DiT feeds it; and an f32 x), timed.
   {
     const GemmPlan pt = {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Portable};
-    gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::BF16, pt);
-    gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::F32, pt);
-    gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, DType::BF16, pt, DType::BF16);
-    gemm_full_case(e, "ffn_down", kRows, kFfn, kDim, DType::BF16, pt, DType::BF16);
-    gemm_full_case(e, "q/k/v/o@512", kRows512, kDim, kDim, DType::BF16, pt);
+    cases.push_back(op_gemm_full({"q/k/v/o", kRows, kDim, kDim, DType::BF16, pt}));
+    cases.push_back(op_gemm_full({"q/k/v/o", kRows, kDim, kDim, DType::F32, pt}));
+    cases.push_back(op_gemm_full({"ffn_up_gate", kRows, kDim, 2 * kFfn, DType::BF16, pt, DType::BF16}));
+    cases.push_back(op_gemm_full({"ffn_down", kRows, kFfn, kDim, DType::BF16, pt, DType::BF16}));
+    cases.push_back(op_gemm_full({"q/k/v/o@512", kRows512, kDim, kDim, DType::BF16, pt}));
   }
   // The Wgmma kernel at every DiT shape with a bf16 x (Auto above picks it at 1024x1024 already;
   // here by name, also at 512x512 and 1456x1456 rows and with a bf16 y), against the Mma kernel
@@ -426,14 +382,16 @@ void check_gemms(Env& e) {
   if (kPlatformNvidia) {
     const GemmPlan wg = {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Wgmma};
     constexpr int64_t kRows1456 = 91 * 91 + kText;
-    gemm_full_case(e, "q/k/v/o", kRows, kDim, kDim, DType::BF16, wg);
-    gemm_full_case(e, "ffn_up_gate", kRows, kDim, 2 * kFfn, DType::BF16, wg, DType::BF16);
-    gemm_full_case(e, "ffn_down", kRows, kFfn, kDim, DType::BF16, wg, DType::BF16);
-    gemm_full_case(e, "q/k/v/o@512", kRows512, kDim, kDim, DType::BF16, wg);
-    gemm_full_case(e, "q/k/v/o@512", kRows512, kDim, kDim, DType::BF16, {GemmTiles::Medium, GemmStaging::Auto, GemmKernel::Mma});
-    gemm_full_case(e, "q/k/v/o@1456", kRows1456, kDim, kDim, DType::BF16, wg);
-    gemm_full_case(e, "ffn_up_gate@1456", kRows1456, kDim, 2 * kFfn, DType::BF16, wg);
+    cases.push_back(op_gemm_full({"q/k/v/o", kRows, kDim, kDim, DType::BF16, wg}));
+    cases.push_back(op_gemm_full({"ffn_up_gate", kRows, kDim, 2 * kFfn, DType::BF16, wg, DType::BF16}));
+    cases.push_back(op_gemm_full({"ffn_down", kRows, kFfn, kDim, DType::BF16, wg, DType::BF16}));
+    cases.push_back(op_gemm_full({"q/k/v/o@512", kRows512, kDim, kDim, DType::BF16, wg}));
+    cases.push_back(op_gemm_full(
+        {"q/k/v/o@512", kRows512, kDim, kDim, DType::BF16, {GemmTiles::Medium, GemmStaging::Auto, GemmKernel::Mma}}));
+    cases.push_back(op_gemm_full({"q/k/v/o@1456", kRows1456, kDim, kDim, DType::BF16, wg}));
+    cases.push_back(op_gemm_full({"ffn_up_gate@1456", kRows1456, kDim, 2 * kFfn, DType::BF16, wg}));
   }
+  kcheck::run_cases(e, cases);
 }
 
 // CoreOps::linear_gated_unit (SiTU) on both backends, every element compared (timed full-size
@@ -446,8 +404,10 @@ struct UnitSpec {
   DType x = DType::F32, w = DType::BF16, out = DType::F32;
   bool bias = false;
   int64_t x_offset = 0;
+  bool timed = false;  // 64 sampled rows compared (else all), timed
 };
-void linear_gated_unit_case(Env& e, const UnitSpec& s, bool timed = false) {
+void linear_gated_unit_case(Env& e, const UnitSpec& s) {
+  const bool timed = s.timed;
   const int64_t width = s.k + s.x_offset + (s.x_offset ? 3 : 0);
   Pair xp = random_pair(e, s.x, {s.m, width});
   Pair wp = random_pair(e, s.w, {2 * s.f, s.k}, float(3.0 / std::sqrt(double(s.k))));
@@ -481,42 +441,50 @@ void linear_gated_unit_case(Env& e, const UnitSpec& s, bool timed = false) {
   report(e, "linear_gated_unit " + s.name, shape, got_rows, want, s.f, kBf16Tol, ms, flops);
   if (timed) record(e, "linear_gated_unit " + s.name, shape, ms, flops, 0);
 }
+const kcheck::Op<UnitSpec> op_linear_gated_unit{"linear_gated_unit", linear_gated_unit_case};  // tolerance 1e-2
 
 void check_gemm_gated_unit(Env& e) {
-  linear_gated_unit_case(e, {"ffn", 512, kDim, kFfn, DType::BF16, DType::BF16, DType::BF16});
-  linear_gated_unit_case(e, {"ffn f32 out", 300, kDim, 1024, DType::BF16, DType::BF16, DType::F32, true});
-  linear_gated_unit_case(e, {"tail", 129, 264, 256, DType::BF16, DType::BF16, DType::BF16, true});
-  linear_gated_unit_case(e, {"f%128", 200, 256, 200, DType::BF16, DType::BF16, DType::BF16, true});
-  linear_gated_unit_case(e, {"f32 x", 200, 192, 384});
-  linear_gated_unit_case(e, {"K pad", 77, 100, 45});  // K % 8 != 0: packed into scratch
-  linear_gated_unit_case(e, {"slice", 130, 128, 256, DType::BF16, DType::BF16, DType::BF16, false, 3});
-  linear_gated_unit_case(e, {"f32 w", 100, 96, 72, DType::F32, DType::F32, DType::F32, true});
+  std::vector<Case> cases;
+  cases.push_back(op_linear_gated_unit({"ffn", 512, kDim, kFfn, DType::BF16, DType::BF16, DType::BF16}));
+  cases.push_back(op_linear_gated_unit({"ffn f32 out", 300, kDim, 1024, DType::BF16, DType::BF16, DType::F32, true}));
+  cases.push_back(op_linear_gated_unit({"tail", 129, 264, 256, DType::BF16, DType::BF16, DType::BF16, true}));
+  cases.push_back(op_linear_gated_unit({"f%128", 200, 256, 200, DType::BF16, DType::BF16, DType::BF16, true}));
+  cases.push_back(op_linear_gated_unit({"f32 x", 200, 192, 384}));
+  cases.push_back(op_linear_gated_unit({"K pad", 77, 100, 45}));  // K % 8 != 0: packed into scratch
+  cases.push_back(op_linear_gated_unit({"slice", 130, 128, 256, DType::BF16, DType::BF16, DType::BF16, false, 3}));
+  cases.push_back(op_linear_gated_unit({"f32 w", 100, 96, 72, DType::F32, DType::F32, DType::F32, true}));
   // The Wgmma kernel's gated epilogue forced, on tails (M, the k-steps) with a bf16 bias and f32 y.
   if (kPlatformNvidia) {
     const GemmPlan wg = {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Wgmma};
-    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 300, 512, 192, {DType::F32, DType::F32, 0, true, true});
-    gemm_plan_case(e, wg, DType::BF16, DType::BF16, 129, 256, 320, {DType::BF16, DType::BF16, 0, true});
+    cases.push_back(op_gemm_plan(
+        {wg, DType::BF16, DType::BF16, 300, 512, 192, {DType::F32, DType::F32, 0, true, true}}));
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 129, 256, 320, {DType::BF16, DType::BF16, 0, true}}));
   }
   // Timed at the DiT's 1024x1024 shape: compare with the plain ffn_up_gate GEMM (y:bf16) of the
   // gemm group plus gated_unit situ.
-  linear_gated_unit_case(e, {"ffn_up_gate", kRows, kDim, kFfn, DType::BF16, DType::BF16, DType::BF16}, true);
-  linear_gated_unit_case(e, {"ffn_up_gate@1456", 91 * 91 + kText, kDim, kFfn, DType::BF16, DType::BF16, DType::BF16}, true);
+  cases.push_back(op_linear_gated_unit(
+      {"ffn_up_gate", kRows, kDim, kFfn, DType::BF16, DType::BF16, DType::BF16, false, 0, true}));
+  cases.push_back(op_linear_gated_unit(
+      {"ffn_up_gate@1456", 91 * 91 + kText, kDim, kFfn, DType::BF16, DType::BF16, DType::BF16, false, 0, true}));
+  kcheck::run_cases(e, cases);
 }
 
 // Few-row GEMMs (the text encoder: M = 10..512, f32 or bf16 x, bf16 weights): split-K through
 // thread-block clusters on tails (K runs that do not divide evenly, M and N tails, one k-step per
 // split), bit-reproducible reruns; then the text encoder's shapes timed in weight GB/s.
 void check_gemm_skinny(Env& e) {
+  std::vector<Case> cases;
   if (!kPlatformNvidia) return;
   for (int split : {2, 4, 8})
     for (GemmTiles t : {GemmTiles::Skinny, GemmTiles::Small, GemmTiles::Medium})
       for (DType x : {DType::F32, DType::BF16})
-        gemm_plan_case(e, {t, GemmStaging::Auto, GemmKernel::Mma, split}, x, DType::BF16, 70, 300, 520,
-                       {DType::F32, DType::F32, 0, false, true});
+        cases.push_back(op_gemm_plan({{t, GemmStaging::Auto, GemmKernel::Mma, split}, x, DType::BF16, 70, 300, 520,
+                                      {DType::F32, DType::F32, 0, false, true}}));
   const GemmPlan s8 = {GemmTiles::Skinny, GemmStaging::Auto, GemmKernel::Mma, 8};
-  gemm_plan_case(e, s8, DType::F32, DType::BF16, 10, 4096, 256, {DType::F32, DType::F32, 0, false, true});
-  gemm_plan_case(e, s8, DType::F32, DType::BF16, 1, 33, 264, {DType::BF16, DType::BF16, 8, false, true});
-  gemm_plan_case(e, s8, DType::BF16, DType::BF16, 129, 1001, 256, {DType::F32, DType::BF16, 24, false, true});
+  cases.push_back(op_gemm_plan({s8, DType::F32, DType::BF16, 10, 4096, 256, {DType::F32, DType::F32, 0, false, true}}));
+  cases.push_back(op_gemm_plan({s8, DType::F32, DType::BF16, 1, 33, 264, {DType::BF16, DType::BF16, 8, false, true}}));
+  cases.push_back(op_gemm_plan(
+      {s8, DType::BF16, DType::BF16, 129, 1001, 256, {DType::F32, DType::BF16, 24, false, true}}));
   // Auto at the text encoder's shapes (N x K: 4096x4096, 12288x4096, 4096x12288, 1024x4096,
   // 8192x4096, 32x4096) at 64, 128 and 512 rows; 64 sampled rows compared. Before split-K, 4096x12288
   // at 64 rows ran 64x64 tiles at ~578 GB/s (the "before" row below); target >= 2500 GB/s.
@@ -524,12 +492,15 @@ void check_gemm_skinny(Env& e) {
     int64_t n, k;
   };
   const Shape shapes[] = {{4096, 4096}, {12288, 4096}, {4096, 12288}, {1024, 4096}, {8192, 4096}, {32, 4096}};
-  gemm_full_case(e, "te before", 64, 12288, 4096, DType::F32, {GemmTiles::Small, GemmStaging::Auto, GemmKernel::Mma, 1},
-                 DType::F32, true);
+  cases.push_back(op_gemm_full({"te before", 64, 12288, 4096, DType::F32,
+                                {GemmTiles::Small, GemmStaging::Auto, GemmKernel::Mma, 1}, DType::F32, true}));
   for (int64_t m : {64, 128, 512})
-    for (const Shape& sh : shapes) gemm_full_case(e, "te", m, sh.k, sh.n, DType::F32, {}, DType::F32, true);
-  for (const Shape& sh : shapes) gemm_full_case(e, "te", 64, sh.k, sh.n, DType::BF16, {}, DType::F32, true);
-  gemm_full_case(e, "te", 10, 4096, 12288, DType::F32, {}, DType::F32, true);
+    for (const Shape& sh : shapes) cases.push_back(op_gemm_full(
+          {"te", m, sh.k, sh.n, DType::F32, {}, DType::F32, true}));
+  for (const Shape& sh : shapes) cases.push_back(op_gemm_full(
+        {"te", 64, sh.k, sh.n, DType::BF16, {}, DType::F32, true}));
+  cases.push_back(op_gemm_full({"te", 10, 4096, 12288, DType::F32, {}, DType::F32, true}));
+  kcheck::run_cases(e, cases);
 }
 
 // ---- row kernels ---------------------------------------------------------------------------------
@@ -559,6 +530,14 @@ void rms_norm_case(Env& e, const std::string& name, int64_t rows, int64_t cols, 
   report(e, "rms_norm " + name, shape, got, to_f32_vector(yh), cols, tol_for(dt), ms, 0, bytes);
   if (timed) record(e, "rms_norm " + name, shape, ms, 0, bytes);
 }
+struct RmsNormCase {
+  std::string name; int64_t rows, cols, group; NormWeight mode; DType dt = DType::F32; int64_t offset = 0;
+  bool in_place = false, timed = false;
+};
+void rms_norm_case(Env& e, const RmsNormCase& c) {
+  rms_norm_case(e, c.name, c.rows, c.cols, c.group, c.mode, c.dt, c.offset, c.in_place, c.timed);
+}
+const kcheck::Op<RmsNormCase> op_rms_norm{"rms_norm", rms_norm_case};  // tolerance 1e-5, bf16 1e-2
 
 void add_case(Env& e, int64_t rows, int64_t cols, bool gated, bool timed = false) {
   Pair xp = random_pair(e, DType::F32, {rows, cols});
@@ -574,6 +553,9 @@ void add_case(Env& e, int64_t rows, int64_t cols, bool gated, bool timed = false
   report(e, "add", shape, got, to_f32_vector(xp.h), cols, kF32Tol, ms, 0, bytes);
   if (timed) record(e, "add" + std::string(gated ? " (gated)" : ""), shape, ms, 0, bytes);
 }
+struct AddCase { int64_t rows, cols; bool gated, timed = false; };
+void add_case(Env& e, const AddCase& c) { add_case(e, c.rows, c.cols, c.gated, c.timed); }
+const kcheck::Op<AddCase> op_add{"add", add_case};  // tolerance 1e-5
 
 // a and b as the two halves of one [rows, 2·cols] matrix (the DiT's fused up|gate output).
 void gated_case(Env& e, GatedUnit kind, int64_t rows, int64_t cols, bool timed = false) {
@@ -593,6 +575,9 @@ void gated_case(Env& e, GatedUnit kind, int64_t rows, int64_t cols, bool timed =
   report(e, name, shape_of({rows, cols}), got, to_f32_vector(oh), cols, kF32Tol, ms, 0, bytes);
   if (timed) record(e, name, shape_of({rows, cols}), ms, 0, bytes);
 }
+struct GatedCase { GatedUnit kind; int64_t rows, cols; bool timed = false; };
+void gated_case(Env& e, const GatedCase& c) { gated_case(e, c.kind, c.rows, c.cols, c.timed); }
+const kcheck::Op<GatedCase> op_gated_unit{"gated_unit", gated_case};  // tolerance 1e-5
 
 void silu_case(Env& e, int64_t rows, int64_t cols, bool in_place) {
   Pair xp = random_pair(e, DType::F32, {rows, cols}, 3.0f);
@@ -603,6 +588,9 @@ void silu_case(Env& e, int64_t rows, int64_t cols, bool in_place) {
   report(e, "silu", shape_of({rows, cols}) + (in_place ? " in-place" : ""), fetch(e, yd), to_f32_vector(yh), cols,
          kF32Tol);
 }
+struct SiluCase { int64_t rows, cols; bool in_place; };
+void silu_case(Env& e, const SiluCase& c) { silu_case(e, c.rows, c.cols, c.in_place); }
+const kcheck::Op<SiluCase> op_silu{"silu", silu_case};  // tolerance 1e-5
 
 // sin/cos tables with equal halves ([f | f]), as the DiT's rope tables.
 void rope_case(Env& e, int64_t rows, int64_t cols, int64_t head_dim, int64_t rot_dim, DType dt = DType::F32,
@@ -630,6 +618,9 @@ void rope_case(Env& e, int64_t rows, int64_t cols, int64_t head_dim, int64_t rot
   report(e, "rope", shape, got, to_f32_vector(xp.h), cols, tol_for(dt), ms, 0, bytes);
   if (timed) record(e, "rope", shape, ms, 0, bytes);
 }
+struct RopeCase { int64_t rows, cols, head_dim, rot_dim; DType dt = DType::F32; bool timed = false; };
+void rope_case(Env& e, const RopeCase& c) { rope_case(e, c.rows, c.cols, c.head_dim, c.rot_dim, c.dt, c.timed); }
+const kcheck::Op<RopeCase> op_rope{"rope", rope_case};  // tolerance 1e-5, bf16 1e-2
 
 void embedding_case(Env& e, int64_t vocab, int64_t cols, int64_t n, DType table_dt, bool device_table) {
   Pair tp = random_pair(e, table_dt, {vocab, cols});
@@ -645,6 +636,11 @@ void embedding_case(Env& e, int64_t vocab, int64_t cols, int64_t n, DType table_
                              (device_table ? " dev" : " host"),
          fetch(e, od), to_f32_vector(oh), cols, kF32Tol);
 }
+struct EmbeddingCase { int64_t vocab, cols, n; DType table_dt; bool device_table; };
+void embedding_case(Env& e, const EmbeddingCase& c) {
+  embedding_case(e, c.vocab, c.cols, c.n, c.table_dt, c.device_table);
+}
+const kcheck::Op<EmbeddingCase> op_embedding{"embedding", embedding_case};  // tolerance 1e-5
 
 // src [rows, cols] into rows dst_row0.. of a taller dst, any dtypes; optional odd column offsets.
 void copy_case(Env& e, int64_t rows, int64_t cols, DType src_dt, DType dst_dt, int64_t dst_rows, int64_t dst_row0,
@@ -668,43 +664,52 @@ void copy_case(Env& e, int64_t rows, int64_t cols, DType src_dt, DType dst_dt, i
   report(e, "copy", shape, fetch(e, dd), want, cols, kF32Tol, ms, 0, bytes);
   if (timed) record(e, "copy (text rows)", shape, ms, 0, bytes);
 }
+struct CopyCase {
+  int64_t rows, cols; DType src_dt, dst_dt; int64_t dst_rows, dst_row0, offset = 0; bool timed = false;
+};
+void copy_case(Env& e, const CopyCase& c) {
+  copy_case(e, c.rows, c.cols, c.src_dt, c.dst_dt, c.dst_rows, c.dst_row0, c.offset, c.timed);
+}
+// tolerance 1e-5 (against the reference rounded as the destination)
+const kcheck::Op<CopyCase> op_copy{"copy", copy_case};
 
 void check_rows(Env& e) {
-  rms_norm_case(e, "norm1", kRows, kDim, kDim, NormWeight::Mul, DType::F32, 0, false, true);
-  rms_norm_case(e, "q_norm", kRows, kDim, kHeadDim, NormWeight::Mul, DType::F32, 0, false, true);
-  rms_norm_case(e, "q_norm (qkv slice)", kText, kDim, kHeadDim, NormWeight::Mul, DType::F32, kDim);
-  rms_norm_case(e, "onePlus", 77, 256, 64, NormWeight::OnePlus);
-  rms_norm_case(e, "plain", 33, 96, 96, NormWeight::None);
-  rms_norm_case(e, "in place", 65, 3072, 128, NormWeight::Mul, DType::F32, 0, true);
-  rms_norm_case(e, "odd", 5, 36, 12, NormWeight::Mul, DType::F32, 1);
-  rms_norm_case(e, "bf16", 129, 3072, 3072, NormWeight::Mul, DType::BF16);
+  kcheck::run_cases(e, {
+    op_rms_norm({"norm1", kRows, kDim, kDim, NormWeight::Mul, DType::F32, 0, false, true}),
+    op_rms_norm({"q_norm", kRows, kDim, kHeadDim, NormWeight::Mul, DType::F32, 0, false, true}),
+    op_rms_norm({"q_norm (qkv slice)", kText, kDim, kHeadDim, NormWeight::Mul, DType::F32, kDim}),
+    op_rms_norm({"onePlus", 77, 256, 64, NormWeight::OnePlus}),
+    op_rms_norm({"plain", 33, 96, 96, NormWeight::None}),
+    op_rms_norm({"in place", 65, 3072, 128, NormWeight::Mul, DType::F32, 0, true}),
+    op_rms_norm({"odd", 5, 36, 12, NormWeight::Mul, DType::F32, 1}),
+    op_rms_norm({"bf16", 129, 3072, 3072, NormWeight::Mul, DType::BF16}),
 
+    op_add({kRows, kDim, true, true}),
+    op_add({kRows, kDim, false}),
+    op_add({33, 99, true}),
 
-  add_case(e, kRows, kDim, true, true);
-  add_case(e, kRows, kDim, false);
-  add_case(e, 33, 99, true);
+    op_gated_unit({GatedUnit::Situ, kRows, kFfn, true}),
+    op_gated_unit({GatedUnit::Situ, 31, 77}),
+    op_gated_unit({GatedUnit::SwiGlu, 333, 1000}),
+    op_gated_unit({GatedUnit::SigmoidGate, 333, 1003}),
 
-  gated_case(e, GatedUnit::Situ, kRows, kFfn, true);
-  gated_case(e, GatedUnit::Situ, 31, 77);
-  gated_case(e, GatedUnit::SwiGlu, 333, 1000);
-  gated_case(e, GatedUnit::SigmoidGate, 333, 1003);
+    op_silu({1, kDim, false}),
+    op_silu({77, 101, true}),
 
-  silu_case(e, 1, kDim, false);
-  silu_case(e, 77, 101, true);
+    op_rope({kRows, kDim, kHeadDim, kHeadDim, DType::F32, true}),
+    op_rope({64, 2048, 256, 64}),
+    op_rope({7, 96, 32, 32}),
+    op_rope({40, 3072, 128, 128, DType::BF16}),
 
-  rope_case(e, kRows, kDim, kHeadDim, kHeadDim, DType::F32, true);
-  rope_case(e, 64, 2048, 256, 64);
-  rope_case(e, 7, 96, 32, 32);
-  rope_case(e, 40, 3072, 128, 128, DType::BF16);
+    op_embedding({2048, kDim, kText, DType::BF16, true}),
+    op_embedding({500, 256, 33, DType::F32, true}),
+    op_embedding({500, 1000, 17, DType::BF16, false}),
 
-  embedding_case(e, 2048, kDim, kText, DType::BF16, true);
-  embedding_case(e, 500, 256, 33, DType::F32, true);
-  embedding_case(e, 500, 1000, 17, DType::BF16, false);
-
-  copy_case(e, kText, kDim, DType::F32, DType::F32, kRows, kRows - kText, 0, true);
-  copy_case(e, 100, 3072, DType::F32, DType::BF16, 100, 0);
-  copy_case(e, 100, 3072, DType::BF16, DType::F32, 130, 17);
-  copy_case(e, 37, 101, DType::F32, DType::F32, 40, 2, 1);
+    op_copy({kText, kDim, DType::F32, DType::F32, kRows, kRows - kText, 0, true}),
+    op_copy({100, 3072, DType::F32, DType::BF16, 100, 0}),
+    op_copy({100, 3072, DType::BF16, DType::F32, 130, 17}),
+    op_copy({37, 101, DType::F32, DType::F32, 40, 2, 1}),
+  });
 }
 
 // ---- fused DiT passes (CoreOps::norm_modulate, norm_rope; gated units writing bf16) ------------
@@ -745,6 +750,12 @@ void norm_modulate_case(Env& e, int64_t rows, int64_t cols, DType out, int64_t o
   report(e, "norm_modulate", shape, got, rounded_as(yh, out), cols, fused_tol(out), ms, 0, bytes);
   if (timed) record(e, "norm_modulate", shape, ms, 0, bytes);
 }
+struct NormModulateCase { int64_t rows, cols; DType out; int64_t offset = 0; bool in_place = false, timed = false; };
+void norm_modulate_case(Env& e, const NormModulateCase& c) {
+  norm_modulate_case(e, c.rows, c.cols, c.out, c.offset, c.in_place, c.timed);
+}
+// tolerance 1e-5, bf16 out 1e-3 (against the rounded reference)
+const kcheck::Op<NormModulateCase> op_norm_modulate{"norm_modulate", norm_modulate_case};
 
 // CoreOps::add_norm_modulate: x (f32, updated in place) += d (dtype `din`) · gate, then the norm
 // into y (dtype `out`); both x and y compared with the host's add then norm_modulate.
@@ -775,6 +786,12 @@ void add_norm_modulate_case(Env& e, int64_t rows, int64_t cols, DType din, DType
   report(e, "add_norm_modulate y", shape, got_y, rounded_as(yh, out), cols, fused_tol(out), ms, 0, bytes);
   if (timed) record(e, "add_norm_modulate", shape, ms, 0, bytes);
 }
+struct AddNormModulateCase { int64_t rows, cols; DType din, out; int64_t offset = 0; bool timed = false; };
+void add_norm_modulate_case(Env& e, const AddNormModulateCase& c) {
+  add_norm_modulate_case(e, c.rows, c.cols, c.din, c.out, c.offset, c.timed);
+}
+// tolerance x 1e-5; y 1e-5, bf16 out 1e-3 (rounded reference)
+const kcheck::Op<AddNormModulateCase> op_add_norm_modulate{"add_norm_modulate", add_norm_modulate_case};
 
 // The projection output x (dtype `in`; a column slice at `offset` of a wider matrix, like q of a
 // fused qkv) -> per-head norm + RoPE -> y of dtype `out` (in place: out == in); [f | f] sin/cos
@@ -812,6 +829,15 @@ void norm_rope_case(Env& e, int64_t rows, int64_t cols, int64_t head_dim, DType 
   report(e, "norm_rope", shape, got, rounded_as(yh, out), cols, fused_tol(out), ms, 0, bytes);
   if (timed) record(e, "norm_rope", shape, ms, 0, bytes);
 }
+struct NormRopeCase {
+  int64_t rows, cols, head_dim; DType out; int64_t offset = 0; bool in_place = false, timed = false;
+  DType in = DType::F32;
+};
+void norm_rope_case(Env& e, const NormRopeCase& c) {
+  norm_rope_case(e, c.rows, c.cols, c.head_dim, c.out, c.offset, c.in_place, c.timed, c.in);
+}
+// tolerance 1e-5, bf16 out 1e-3 (rounded reference)
+const kcheck::Op<NormRopeCase> op_norm_rope{"norm_rope", norm_rope_case};
 
 // SiTU on the two halves (dtype `in`) of the fused up|gate output, written in bf16 (ffn_down's
 // input).
@@ -831,39 +857,45 @@ void gated_bf16_case(Env& e, int64_t rows, int64_t cols, bool timed = false, DTy
   report(e, "gated_unit situ", shape, got, rounded_as(oh, DType::BF16), cols, kRoundedTol, ms, 0, bytes);
   if (timed) record(e, "gated_unit situ", shape, ms, 0, bytes);
 }
+struct GatedBf16Case { int64_t rows, cols; bool timed = false; DType in = DType::F32; };
+void gated_bf16_case(Env& e, const GatedBf16Case& c) { gated_bf16_case(e, c.rows, c.cols, c.timed, c.in); }
+// tolerance 1e-3 (rounded reference)
+const kcheck::Op<GatedBf16Case> op_gated_unit_bf16{"gated_unit_bf16", gated_bf16_case};
 
 void check_fused(Env& e) {
-  // The DiT at 1024x1024, as it runs them (timed): norm1/norm2 and the head; q and k (bf16
-  // projections normalised and rotated in place); SiTU on the bf16 up|gate projection. Then the
-  // f32-input forms (MOSSINFER_DIT_F32_PROJECTIONS=1) for comparison.
-  norm_modulate_case(e, kRows, kDim, DType::BF16, 0, false, true);
-  add_norm_modulate_case(e, kRows, kDim, DType::BF16, DType::BF16, 0, true);
-  norm_rope_case(e, kRows, kDim, kHeadDim, DType::BF16, 0, true, true, DType::BF16);
-  gated_bf16_case(e, kRows, kFfn, true, DType::BF16);
-  norm_rope_case(e, kRows, kDim, kHeadDim, DType::BF16, 0, false, true);
-  gated_bf16_case(e, kRows, kFfn, true);
-  // The f32 forms (the host's dtype), tails, slices and in-place.
-  norm_modulate_case(e, 1024, kDim, DType::F32);
-  norm_modulate_case(e, 77, 101, DType::BF16, 1);
-  norm_modulate_case(e, 33, 99, DType::F32, 0, true);
-  norm_modulate_case(e, 3, 3, DType::BF16);
-  norm_rope_case(e, 1024, kDim, kHeadDim, DType::F32);
-  norm_rope_case(e, kText, kDim, kHeadDim, DType::BF16, kDim);  // q of a fused [T, 3d] qkv
-  norm_rope_case(e, 7, 96, 32, DType::BF16);                    // half a wave of pairs per head
-  norm_rope_case(e, 9, 60, 12, DType::F32, 1);                  // odd half, misaligned slice
-  norm_rope_case(e, 65, 2048, 256, DType::BF16);                // several pairs per lane
-  norm_rope_case(e, 40, 3072, 128, DType::F32, 0, true);
-  norm_rope_case(e, 9, 60, 12, DType::BF16, 0, true, false, DType::BF16);  // bf16 fallback kernel, in place
-  norm_rope_case(e, 33, 1024, 64, DType::BF16, 0, true, false, DType::BF16);
-  norm_rope_case(e, 5, 512, 8, DType::F32);                                 // one lane per head
-  norm_modulate_case(e, 17, 4096, DType::BF16);                             // wider than the register kernel
-  norm_modulate_case(e, 17, 260, DType::BF16);                              // a partial last chunk
-  add_norm_modulate_case(e, 300, kDim, DType::F32, DType::F32);
-  add_norm_modulate_case(e, 17, 260, DType::BF16, DType::BF16);             // a partial last chunk
-  add_norm_modulate_case(e, 9, 101, DType::F32, DType::BF16, 1);            // misaligned: two passes
-  add_norm_modulate_case(e, 5, 4096, DType::BF16, DType::BF16);             // wider than the register kernel
-  gated_bf16_case(e, 31, 77);
-  gated_bf16_case(e, 31, 77, false, DType::BF16);
+  kcheck::run_cases(e, {
+    // The DiT at 1024x1024, as it runs them (timed): norm1/norm2 and the head; q and k (bf16
+    // projections normalised and rotated in place); SiTU on the bf16 up|gate projection. Then the
+    // f32-input forms (MOSSINFER_DIT_F32_PROJECTIONS=1) for comparison.
+    op_norm_modulate({kRows, kDim, DType::BF16, 0, false, true}),
+    op_add_norm_modulate({kRows, kDim, DType::BF16, DType::BF16, 0, true}),
+    op_norm_rope({kRows, kDim, kHeadDim, DType::BF16, 0, true, true, DType::BF16}),
+    op_gated_unit_bf16({kRows, kFfn, true, DType::BF16}),
+    op_norm_rope({kRows, kDim, kHeadDim, DType::BF16, 0, false, true}),
+    op_gated_unit_bf16({kRows, kFfn, true}),
+    // The f32 forms (the host's dtype), tails, slices and in-place.
+    op_norm_modulate({1024, kDim, DType::F32}),
+    op_norm_modulate({77, 101, DType::BF16, 1}),
+    op_norm_modulate({33, 99, DType::F32, 0, true}),
+    op_norm_modulate({3, 3, DType::BF16}),
+    op_norm_rope({1024, kDim, kHeadDim, DType::F32}),
+    op_norm_rope({kText, kDim, kHeadDim, DType::BF16, kDim}),  // q of a fused [T, 3d] qkv
+    op_norm_rope({7, 96, 32, DType::BF16}),                    // half a wave of pairs per head
+    op_norm_rope({9, 60, 12, DType::F32, 1}),                  // odd half, misaligned slice
+    op_norm_rope({65, 2048, 256, DType::BF16}),                // several pairs per lane
+    op_norm_rope({40, 3072, 128, DType::F32, 0, true}),
+    op_norm_rope({9, 60, 12, DType::BF16, 0, true, false, DType::BF16}),  // bf16 fallback kernel, in place
+    op_norm_rope({33, 1024, 64, DType::BF16, 0, true, false, DType::BF16}),
+    op_norm_rope({5, 512, 8, DType::F32}),                                 // one lane per head
+    op_norm_modulate({17, 4096, DType::BF16}),                             // wider than the register kernel
+    op_norm_modulate({17, 260, DType::BF16}),                              // a partial last chunk
+    op_add_norm_modulate({300, kDim, DType::F32, DType::F32}),
+    op_add_norm_modulate({17, 260, DType::BF16, DType::BF16}),             // a partial last chunk
+    op_add_norm_modulate({9, 101, DType::F32, DType::BF16, 1}),            // misaligned: two passes
+    op_add_norm_modulate({5, 4096, DType::BF16, DType::BF16}),             // wider than the register kernel
+    op_gated_unit_bf16({31, 77}),
+    op_gated_unit_bf16({31, 77, false, DType::BF16}),
+  });
 }
 
 // The streamed DiT's unpacking (tensor/packed_bf16.h) at the FFN matrices' sizes and at a small
@@ -903,88 +935,21 @@ void check_packed(Env& e) {
   }
 }
 
-void print_summary(const std::vector<Timing>& timings, const kcheck::DevicePeaks& peak) {
-  const double kPeakTflops = peak.tflops, kPeakGBs = peak.gbs;
-  std::printf("\ntime at the 1024x1024 DiT shapes (ceilings: %.1f TFLOP/s dense bf16, %.2f TB/s; %s)\n", kPeakTflops,
-              kPeakGBs / 1000, peak.source.c_str());
-  std::printf("%-34s %-26s %9s %12s %7s\n", "kernel", "shape", "ms", "rate", "share");
-  for (const Timing& t : timings) {
-    char rate[32], share[16];
-    if (t.flops > 0) {
-      const double tf = t.flops / (t.ms * 1e-3) / 1e12;
-      std::snprintf(rate, sizeof rate, "%.1f TFLOP/s", tf);
-      std::snprintf(share, sizeof share, "%.0f%%", 100 * tf / kPeakTflops);
-    } else {
-      const double gbs = t.bytes / (t.ms * 1e-3) / 1e9;
-      std::snprintf(rate, sizeof rate, "%.0f GB/s", gbs);
-      std::snprintf(share, sizeof share, "%.0f%%", 100 * gbs / kPeakGBs);
-    }
-    std::printf("%-34s %-26s %9.4f %12s %7s\n", t.kernel.c_str(), t.shape.c_str(), t.ms, rate, share);
-  }
-}
-
-struct Options {
-  int device = 0;
-  std::string filter;  // run only the case groups whose name contains this (all when empty)
-};
-
-Options parse_options(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--device" && i + 1 < argc) {
-      o.device = std::atoi(argv[++i]);
-    } else if (arg == "--filter" && i + 1 < argc) {
-      o.filter = argv[++i];
-    } else {
-      std::fprintf(stderr,
-                   "usage: moss-check kernels-dit [--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention|packed]\n");
-      std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
-    }
-  }
-  return o;
-}
-
 }  // namespace
 
-static int kernels_dit_main(int argc, char** argv) {
-  const Options options = parse_options(argc, argv);
-  const int device = options.device;
-  try {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::unique_ptr<Backend> host = make_host_backend();
-    std::unique_ptr<Backend> gpu = make_hip_backend(device);
-    HipContext& ctx = *hip_context_of(*gpu);
-    std::printf("moss-check kernels-dit on %s (%d multiprocessors); GEMM auto tiles at %lld rows: %s\n",
-                gpu->name().c_str(), ctx.multiprocessors(), (long long)kRows,
-                gemm_tiles_name(gemm_auto_tiles(kRows, kDim, ctx.multiprocessors())));
-    std::fflush(stdout);
-    kcheck::Table table;
-    Env env(*host, *gpu, ctx, table);
-    const auto guarded = [&](const char* what, const std::function<void()>& fn) {
-      if (std::string(what).find(options.filter) == std::string::npos) return;
-      try {
-        fn();
-      } catch (const std::exception& ex) {
-        std::printf("  %s: stopped by an exception: %s\n", what, ex.what());
-        table.row(what, "-", kcheck::Compare{0, 0, false}, 0, 0);
-        (void)hipGetLastError();
-      }
-    };
-    guarded("gemm", [&] { check_gemms(env); });
-    guarded("gemm_gated_unit", [&] { check_gemm_gated_unit(env); });
-    guarded("gemm_skinny", [&] { check_gemm_skinny(env); });
-    guarded("rows", [&] { check_rows(env); });
-    guarded("fused", [&] { check_fused(env); });
-    guarded("attention", [&] { check_attention_cases(table, ctx, *host, "dit"); });
-    guarded("packed", [&] { check_packed(env); });
-    print_summary(env.timings, kcheck::device_peaks(ctx.device()));
-    std::printf("total %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    return table.finish();
-  } catch (const std::exception& ex) {
-    std::fprintf(stderr, "moss-check kernels-dit: %s\n", ex.what());
-    return 1;
-  }
+void kcheck::dit_family(Table& table, const Options& o) {
+  if (!o.selects_any({"gemm", "gemm_gated_unit", "gemm_skinny", "rows", "fused", "attention", "packed"})) return;
+  Env env(table, o.gpu(), 10);
+  std::printf("moss-check kernels --family dit on %s (%d multiprocessors); GEMM auto tiles at %lld rows: %s\n",
+              env.gpu.name().c_str(), env.ctx.multiprocessors(), (long long)kRows,
+              gemm_tiles_name(gemm_auto_tiles(kRows, kDim, env.ctx.multiprocessors())));
+  std::fflush(stdout);
+  group(table, o, "dit", "gemm", [&] { check_gemms(env); });
+  group(table, o, "dit", "gemm_gated_unit", [&] { check_gemm_gated_unit(env); });
+  group(table, o, "dit", "gemm_skinny", [&] { check_gemm_skinny(env); });
+  group(table, o, "dit", "rows", [&] { check_rows(env); });
+  group(table, o, "dit", "fused", [&] { check_fused(env); });
+  group(table, o, "dit", "attention", [&] { check_attention_cases(table, env.ctx, env.host, "dit"); });
+  group(table, o, "dit", "packed", [&] { check_packed(env); });
+  print_time_table(env.timings, device_peaks(env.ctx.device()), "1024x1024 DiT shapes");
 }
-
-CHECK_SUBCOMMAND_MAIN("kernels-dit", "[--device N] [--filter gemm|gemm_gated_unit|gemm_skinny|rows|fused|attention|packed]", kernels_dit_main);
