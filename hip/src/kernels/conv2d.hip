@@ -122,7 +122,7 @@ struct NormTerms {
 __device__ inline NormTerms norm_terms(const ChannelNorm& n) { return {n.scale, n.shift - n.mean * n.scale}; }
 
 // The SiLU of a staged value with the approximate exponential and reciprocal (a few ulp of fp32,
-// far below the operands' fp16/bf16 rounding; the bf16x3 rows of moss-check kernels-vae bound it too).
+// far below the operands' fp16/bf16 rounding; the bf16x3 rows of `moss-check kernels --family vae` bound it too).
 // Large negative t: exp overflows to inf and the quotient is −0, as SiLU's limit.
 __device__ inline float silu_fast(float t) {
 #if MOSS_PLATFORM_NVIDIA
