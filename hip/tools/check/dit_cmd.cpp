@@ -32,8 +32,8 @@ void check_traced_rows(golden::Tally& tally, Backend& be, Dit& dit, Dit* host_tw
     const Dit::Text text = dit.embed_text(row.text_states);
     DitTrace trace;
     const Tensor velocity = dit.forward(f.latent, text, f.timestep, row.skip, &trace);
-    std::printf("%s %" PRId64 " text tokens, %.3f s on %s\n", prefix.c_str(), text.tokens, golden::seconds_since(t0),
-                be.name().c_str());
+    std::printf("%s: %" PRId64 " text tokens, %.3f s on %s\n", prefix.substr(0, prefix.size() - 1).c_str(), text.tokens,
+                golden::seconds_since(t0), be.name().c_str());
     const double gap = row.bf16_twin.data
                            ? golden::measure(to_f32_vector(row.bf16_twin), to_f32_vector(row.velocity)).rel
                            : NAN;
