@@ -1,7 +1,6 @@
-// Comparison and reporting shared by moss-check (host backend) and the device tools
-// moss-check te-run and moss-check dit-run: the metrics (cosine, relative L2, max |diff|), the verdict
-// limits and how a verdict line reads, and the tally that ends every run with
-// "N passed, M failed". Header-only: the device tools are single-source executables.
+// Comparison and reporting shared by the moss-check subcommands: the metrics (cosine, relative
+// L2, max |diff|), the verdict limits and how a verdict line reads, the tally that ends every run
+// with "N passed, M failed", and the command-line helpers. Header-only: small inline functions.
 //
 // A verdict line:  "PASS <what>: cos 0.9999871 rel_l2 5.07e-03 max|diff| 1.2e-02 (limit: ...)"
 // An info line:    "info <what>: cos ... rel_l2 ..."   (reported, not judged)
@@ -148,6 +147,16 @@ inline Metrics report(Tally& tally, const std::string& what, const moss::Tensor&
   return report(tally, what, moss::to_f32_vector(got), moss::to_f32_vector(want), limit);
 }
 
+// As report, but the shapes must be equal, not only the element counts.
+inline Metrics report_exact(Tally& tally, const std::string& what, const moss::Tensor& got, const moss::Tensor& want,
+                            const Limit& limit) {
+  if (got.dims() != want.dims()) {
+    tally.check(false, what + ": shape " + got.shape_str() + ", the reference " + want.shape_str());
+    return Metrics{};
+  }
+  return report(tally, what, got, want, limit);
+}
+
 // Token ids: equal, or the first difference.
 inline bool report_ids(Tally& tally, const std::string& what, const std::vector<int32_t>& ours,
                        const std::vector<int32_t>& ref) {
@@ -188,37 +197,62 @@ inline bool report_bits(Tally& tally, const std::string& what, const std::vector
 }
 
 // 8-bit images: ours HWC (image_to_u8), the reference CHW (the golden and dump layout).
-// Verdict on the mean level difference; the worst and the count of differing values printed.
-inline void report_u8(Tally& tally, const std::string& what, const std::vector<uint8_t>& ours_hwc,
-                      const moss::Tensor& ref_chw, double max_mean_levels, bool info_only = false) {
+struct U8Diff {
+  bool comparable = false;  // the reference is U8 [3, H, W] with as many values as ours
+  double mean = 0;          // mean |level difference|
+  int worst = 0;
+  int64_t differ = 0, one_off = 0, more = 0, values = 0;  // values one level off, more than one
+  std::string mismatch;     // why not comparable
+};
+
+inline U8Diff u8_diff(const std::vector<uint8_t>& ours_hwc, const moss::Tensor& ref_chw) {
+  U8Diff d;
   if (ref_chw.rank != 3 || ref_chw.dtype != moss::DType::U8 || int64_t(ours_hwc.size()) != ref_chw.numel()) {
-    tally.check(false, what + ": " + std::to_string(ours_hwc.size()) + " bytes, the reference " +
-                           ref_chw.shape_str() + " " + moss::dtype_name(ref_chw.dtype) + " (want U8 [3, H, W])");
-    return;
+    d.mismatch = std::to_string(ours_hwc.size()) + " bytes, the reference " + ref_chw.shape_str() + " " +
+                 moss::dtype_name(ref_chw.dtype) + " (want U8 [3, H, W])";
+    return d;
   }
   const int64_t C = ref_chw.shape[0], P = ref_chw.shape[1] * ref_chw.shape[2];
   const uint8_t* r = ref_chw.ptr<const uint8_t>();
   double sum = 0;
-  int worst = 0;
-  int64_t differ = 0;
   for (int64_t c = 0; c < C; ++c)
     for (int64_t p = 0; p < P; ++p) {
-      const int d = std::abs(int(ours_hwc[size_t(p * C + c)]) - int(r[c * P + p]));
-      sum += d;
-      worst = std::max(worst, d);
-      differ += d != 0;
+      const int diff = std::abs(int(ours_hwc[size_t(p * C + c)]) - int(r[c * P + p]));
+      sum += diff;
+      d.worst = std::max(d.worst, diff);
+      d.differ += diff != 0;
+      d.one_off += diff == 1;
+      d.more += diff > 1;
     }
-  const double mean = sum / double(C * P);
-  char line[192];
-  std::snprintf(line, sizeof line, ": mean %.3f levels off, worst %d, %lld of %lld values differ", mean, worst,
-                (long long)differ, (long long)(C * P));
+  d.comparable = true;
+  d.values = C * P;
+  d.mean = sum / double(d.values);
+  return d;
+}
+
+inline std::string u8_diff_str(const U8Diff& d) {
+  char line[224];
+  std::snprintf(line, sizeof line, ": mean %.3f levels off, worst %d, %lld of %lld values differ (%lld one level off, %.3f%%)",
+                d.mean, d.worst, (long long)d.differ, (long long)d.values, (long long)d.one_off,
+                100.0 * double(d.one_off) / double(std::max<int64_t>(d.values, 1)));
+  return line;
+}
+
+// Verdict on the mean level difference; the worst and the count of differing values printed.
+inline void report_u8(Tally& tally, const std::string& what, const std::vector<uint8_t>& ours_hwc,
+                      const moss::Tensor& ref_chw, double max_mean_levels, bool info_only = false) {
+  const U8Diff d = u8_diff(ours_hwc, ref_chw);
+  if (!d.comparable) {
+    tally.check(false, what + ": " + d.mismatch);
+    return;
+  }
   if (info_only) {
-    std::printf("info %s%s\n", what.c_str(), line);
+    std::printf("info %s%s\n", what.c_str(), u8_diff_str(d).c_str());
     return;
   }
   char lim[64];
   std::snprintf(lim, sizeof lim, "  (limit mean <= %.3g levels)", max_mean_levels);
-  tally.check(mean <= max_mean_levels, what + line + lim);
+  tally.check(d.mean <= max_mean_levels, what + u8_diff_str(d) + lim);
 }
 
 // ---- command line (moss-check subcommands and the device tools) ---------------------------------

@@ -1,4 +1,4 @@
-// moss-check official: our host pipeline, stage by stage, on the inputs a dump of the official
+// moss-check official: our pipeline on --backend host|hip, stage by stage, on the inputs a dump of the official
 // pipeline recorded (tools/golden/dump_official.py; reader: tools/check/official_dump.h), printing
 // per-stage cosine and relative L2 as docs/product.md section 6 reports them:
 //   inputs  our schedule (bit for bit) and noise for the seed (1e-5) against the dumped ones
@@ -7,7 +7,8 @@
 //   dit0    step-0 velocities: our DiT on step0.latent_in, timesteps[0] and the DUMPED text
 //           states against step0.v_cond / step0.v_uncond
 //   dit     the DiT alone: every step from the DUMPED noise and states over the dumped sigmas
-//           against step<i>.latent and final_latent
+//           against step<i>.latent and final_latent (--steps N: the first N steps only; the
+//           final latent is compared after all steps)
 //   vae     our VAE on the dumped final_latent against image and image_u8
 //   e2e     our whole pipeline (our text states, our noise for the seed, our schedule) against
 //           final_latent and image_u8
@@ -19,6 +20,8 @@
 #include "golden_stages.h"
 #include "subcommand.h"
 #include "io/model_folder.h"
+#include "pipeline/noise.h"
+#include "pipeline/schedule.h"
 
 namespace {
 
@@ -58,7 +61,9 @@ void check_inputs(golden::Tally& tally, const golden::OfficialDump& d, const gol
 }
 
 int official_command(const std::vector<std::string>& args) {
-  golden::check_flags(args, {"--model", "--dump", "--case", "--stages", "--skip-layers", "--cfg"});
+  golden::check_flags(args, golden::with_backend_flags({"--model", "--dump", "--case", "--stages", "--skip-layers",
+                                                        "--cfg", "--steps"}));
+  const std::unique_ptr<Backend> be = golden::backend_from_flags(args);
   const std::string model = golden::flag(args, "--model"), dump_path = golden::flag(args, "--dump");
   const std::string case_sel = golden::flag(args, "--case", "all");
   std::set<std::string> stages;
@@ -74,6 +79,8 @@ int official_command(const std::vector<std::string>& args) {
   const auto skip_fallback = golden::int_list_flag(args, "--skip-layers");
   std::optional<float> cfg_fallback;
   if (const std::string v = golden::flag(args, "--cfg", ""); !v.empty()) cfg_fallback = std::stof(v);
+  const int steps = std::atoi(golden::flag(args, "--steps", "0").c_str());
+  if (steps < 0) throw usage_error("--steps must be >= 0 (0: all)");
 
   const golden::OfficialDump dump = golden::OfficialDump::open(dump_path);
   std::vector<golden::DumpCase> cases;
@@ -87,7 +94,7 @@ int official_command(const std::vector<std::string>& args) {
                   : "dump device not recorded");
 
   const auto t_start = std::chrono::steady_clock::now();
-  const std::unique_ptr<Backend> be = make_host_backend();
+  std::printf("backend: %s\n", be->name().c_str());
   std::unique_ptr<Dit> dit;
   std::unique_ptr<VaeDecoder> vae;
   auto need_dit = [&]() -> Dit& {
@@ -110,7 +117,8 @@ int official_command(const std::vector<std::string>& args) {
       our_states = golden::run_text_encoder(tally, *be, model, golden::te_references_from_dump(dump, c));
     if (stages.count("dit0")) golden::run_forward(tally, *be, need_dit(), golden::forward_reference_from_dump(dump, c, skip_fallback));
     if (stages.count("dit"))
-      golden::run_sampler(tally, *be, need_dit(), golden::sampler_reference_from_dump(dump, c, skip_fallback, cfg_fallback), 0);
+      golden::run_sampler(tally, *be, need_dit(), golden::sampler_reference_from_dump(dump, c, skip_fallback, cfg_fallback),
+                          steps);
     const bool has_u8 = dump.has(c, "image_u8");
     if (stages.count("vae")) {
       if (!has_u8) {
@@ -150,6 +158,7 @@ int official_command(const std::vector<std::string>& args) {
 
 CHECK_SUBCOMMAND("official",
                   "--dump official.safetensors --model DIR [--case N|name|all] "
-                  "[--stages inputs,te,dit0,dit,vae,e2e] [--skip-layers L,..] [--cfg X]  "
+                  "[--stages inputs,te,dit0,dit,vae,e2e] [--steps N] [--skip-layers L,..] [--cfg X] "
+                  "[--backend host|hip] [--device N]  "
                   "(a dump of tools/golden/dump_official.py)",
                   official_command);

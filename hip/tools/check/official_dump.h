@@ -1,7 +1,6 @@
 // Reader of the dumps written by tools/golden/dump_official.py (format "moss-official-dump/1";
 // the tensors and metadata are described in that script's docstring and tools/golden/README.md).
-// Shared by moss-check official and the device tools moss-check te-run / moss-check dit-run.
-// Header-only: the device tools are single-source executables.
+// Read by moss-check official and moss-check te (either backend). Header-only.
 //
 // Opening a dump validates it: the format tag, the cases, every tensor a check reads (dtype,
 // rank, consistent shapes), so a cut or edited file is refused with a message naming the file,

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "golden_stages.h"
+#include "pipeline/schedule.h"
 #include "subcommand.h"
 #include "io/files.h"
 

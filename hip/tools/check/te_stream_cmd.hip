@@ -30,6 +30,7 @@
 
 #include "io/files.h"
 #include "io/model_folder.h"
+#include "golden_stages.h"
 #include "kernel_check.h"
 #include "model/text_encoder.h"
 #include "ops/hip/hip_backend.h"
@@ -39,36 +40,6 @@
 namespace {
 
 using namespace moss;
-
-struct Tally {
-  int passed = 0, failed = 0;
-  void check(bool ok, const std::string& what) {
-    (ok ? passed : failed)++;
-    std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-    std::fflush(stdout);
-  }
-};
-
-std::string flag(const std::vector<std::string>& a, const std::string& name, const std::string& def) {
-  for (size_t i = 0; i + 1 < a.size(); ++i)
-    if (a[i] == name) return a[i + 1];
-  return def;
-}
-bool has(const std::vector<std::string>& a, const std::string& name) {
-  return std::find(a.begin(), a.end(), name) != a.end();
-}
-
-std::vector<int> int_list(const std::string& s) {
-  std::vector<int> out;
-  size_t p = 0;
-  while (p < s.size()) {
-    size_t e = s.find(',', p);
-    if (e == std::string::npos) e = s.size();
-    out.push_back(std::stoi(s.substr(p, e - p)));
-    p = e + 1;
-  }
-  return out;
-}
 
 std::vector<int32_t> random_ids(int n, int64_t vocab, uint64_t seed) {
   std::mt19937_64 g(seed);
@@ -92,13 +63,9 @@ std::string first_difference(const Tensor& a, const Tensor& b) {
   return "";
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
 double gib(size_t b) { return double(b) / double(size_t(1) << 30); }
 
-void encode_case(Tally& tally, Backend& gpu, const WeightFiles& w, const TextEncoderConfig& cfg, int n, int reps) {
+void encode_case(golden::Tally& tally, Backend& gpu, const WeightFiles& w, const TextEncoderConfig& cfg, int n, int reps) {
   const std::vector<std::vector<int32_t>> prompts = {random_ids(n, cfg.vocab, 1000 + uint64_t(n)),
                                                      random_ids(n / 2 + 3, cfg.vocab, 2000 + uint64_t(n))};
   const std::string tag = std::to_string(n) + " tokens";
@@ -111,7 +78,7 @@ void encode_case(Tally& tally, Backend& gpu, const WeightFiles& w, const TextEnc
     streamed = te.encode_many(prompts);
     const HipMemoryStats m = hip_memory_stats(gpu);
     std::printf("info %s streamed: pass %.3f s (two prompts, copies included); device in use after %.2f GiB\n",
-                tag.c_str(), seconds_since(t0), gib(m.in_use_bytes));
+                tag.c_str(), golden::seconds_since(t0), gib(m.in_use_bytes));
   }
   {
     gpu.release_cached();
@@ -149,7 +116,7 @@ void encode_case(Tally& tally, Backend& gpu, const WeightFiles& w, const TextEnc
     TextEncoder te(gpu, w, cfg, TeResidency::UploadOnUse);
     const auto t0 = std::chrono::steady_clock::now();
     on_use = te.encode_many(prompts);
-    std::printf("info %s upload on use: pass %.3f s\n", tag.c_str(), seconds_since(t0));
+    std::printf("info %s upload on use: pass %.3f s\n", tag.c_str(), golden::seconds_since(t0));
   }
   for (size_t p = 0; p < prompts.size(); ++p) {
     const std::string d1 = first_difference(streamed[p], resident[p]);
@@ -195,40 +162,29 @@ void linear_table(Backend& gpu, const TextEncoderConfig& c) {
 }
 
 int run(const std::vector<std::string>& args) {
-  std::string model = flag(args, "--model", "hip/tests/data/tiny-moss");
+  const std::string model = golden::flag(args, "--model", "hip/tests/data/tiny-moss");
   const std::string folder = dir_exists(model + "/text_encoder") ? model + "/text_encoder" : model;
   const TextEncoderConfig cfg = parse_text_encoder_config(folder + "/config.json");
   const WeightFiles w = WeightFiles::open_folder(folder);
   check_tensors(w, text_encoder_expected_tensors(cfg, text_encoder_prefix(w)), text_encoder_ignored_prefixes());
-  std::unique_ptr<Backend> gpu = make_hip_backend(std::stoi(flag(args, "--device", "0")));
+  std::unique_ptr<Backend> gpu = make_hip_backend(std::stoi(golden::flag(args, "--device", "0")));
   std::printf("moss-check te-stream: %s on %s (%lld layers, hidden %lld)\n", folder.c_str(), gpu->name().c_str(),
               (long long)cfg.layers, (long long)cfg.hidden);
-  Tally tally;
-  const int reps = std::max(1, std::stoi(flag(args, "--reps", "5")));
-  for (int n : int_list(flag(args, "--tokens", "64,512"))) {
+  golden::Tally tally;
+  const int reps = std::max(1, std::stoi(golden::flag(args, "--reps", "5")));
+  for (int n : golden::int_list_flag(args, "--tokens").value_or(std::vector<int>{64, 512})) {
     try {
       encode_case(tally, *gpu, w, cfg, n, reps);
     } catch (const std::exception& e) {
       tally.check(false, std::to_string(n) + " tokens: stopped: " + e.what());
     }
   }
-  if (!has(args, "--no-linear")) linear_table(*gpu, cfg);
-  std::printf("%d passed, %d failed\n", tally.passed, tally.failed);
-  return tally.failed == 0 ? 0 : 1;
+  if (!golden::has_flag(args, "--no-linear")) linear_table(*gpu, cfg);
+  return tally.finish();
 }
 
 }  // namespace
 
-static int te_stream_main(int argc, char** argv) {
-  try {
-    return run(std::vector<std::string>(argv + 1, argv + argc));
-  } catch (const moss::Error& e) {
-    std::fprintf(stderr, "moss-check te-stream: %s\n", e.what());
-    return int(e.code());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "moss-check te-stream: %s\n", e.what());
-    return 1;
-  }
-}
+static int te_stream_main(int argc, char** argv) { return run(std::vector<std::string>(argv + 1, argv + argc)); }
 
 CHECK_SUBCOMMAND_MAIN("te-stream", "[--model DIR] [--tokens 64,512] [--reps 5] [--device N] [--no-linear]", te_stream_main);

@@ -1,77 +1,59 @@
-// moss-check vae: the VAE decoder on the host backend against golden_vae.safetensors (each
-// case's packed latent; the unpacked latent and the image against float64 decodes, the 8-bit
-// image against the reference's).
-#include <chrono>
+// moss-check vae: the VAE decoder on --backend host|hip against golden_vae.safetensors (each
+// case's packed latent):
+//   latent_unpacked_fp64  the unpacked latent within 1e-5 relative L2 (fp32 on either backend)
+//   activation bytes      decode's activation peak equals VaeDecoder::decode_activation_bytes
+//   image_fp64            the image within 1e-5 of the float64 decode on the host backend
+//                         (issue 5), within 1e-2 on a GPU (bf16-operand kernels, issue 6; no bf16
+//                         golden exists); on a GPU the distance to the host backend is reported
+//   image_u8              the 8-bit image: no value more than one level off, and on the host
+//                         backend at most 0.5% of the values one level off (on a GPU the bf16
+//                         mid-block attention moves about 1% of this tiny model's values by one
+//                         level: reported; issue 7's 2 levels on average is moss-check cli-output's)
+// Limits and line format: golden_stages.h, golden_compare.h.
 #include <cstdio>
-#include <cstdlib>
-#include <memory>
-#include <nlohmann/json.hpp>
 
+#include "golden_stages.h"
 #include "subcommand.h"
 #include "model/image_u8.h"
-#include "model/vae.h"
-#include "util/error.h"
 
 namespace {
 
 using namespace moss;
 
-constexpr double kTolerance = 1e-5;         // relative L2 against the float64 goldens (issue 5)
-constexpr double kMaxOneLevelOff = 0.005;   // share of 8-bit values allowed one level off
+constexpr double kMaxOneLevelOff = 0.005;   // host backend: share of 8-bit values allowed one level off
 
-std::string fmt(const char* f, double a, double b, double c) {
-  char line[256];
-  std::snprintf(line, sizeof line, f, a, b, c);
-  return line;
-}
-
-void compare(golden::Tally& tally, const SafetensorsFile& g, const std::string& name, const Tensor& got) {
-  const Tensor want_t = g.get(name);
-  if (want_t.dims() != got.dims()) {
-    tally.check(false, name + ": shape " + got.shape_str() + " vs golden " + want_t.shape_str());
+void check_u8(golden::Tally& tally, Backend& be, const std::string& what, const Tensor& image, const Tensor& want) {
+  const golden::U8Diff d = golden::u8_diff(image_to_u8(image), want);
+  if (!d.comparable) {
+    tally.check(false, what + ": " + d.mismatch);
     return;
   }
-  const std::vector<float> want = to_f32_vector(want_t), have = to_f32_vector(got);
-  const double rel = golden::rel_l2(have.data(), want.data(), want.size());
-  const double mx = golden::max_abs_diff(have.data(), want.data(), want.size());
-  tally.check(rel < kTolerance, name + fmt(" rel_l2 %.3e  max_abs %.3e  (limit %.0e)", rel, mx, kTolerance));
-}
-
-// The engine's HWC bytes against the golden's CHW bytes.
-void compare_u8(golden::Tally& tally, const SafetensorsFile& g, const std::string& name, const Tensor& image) {
-  const Tensor want = g.get(name);
-  if (want.dtype != DType::U8 || want.dims() != image.dims()) {
-    tally.check(false, name + ": golden " + want.shape_str() + " vs image " + image.shape_str());
-    return;
-  }
-  const std::vector<uint8_t> have = image_to_u8(image);
-  const int64_t P = image.shape[1] * image.shape[2];
-  int64_t one_off = 0, worse = 0;
-  for (int64_t c = 0; c < 3; ++c)
-    for (int64_t p = 0; p < P; ++p) {
-      const int d = std::abs(int(have[size_t(3 * p + c)]) - int(want.ptr<const uint8_t>()[c * P + p]));
-      one_off += d == 1;
-      worse += d > 1;
-    }
-  const double share = double(one_off) / double(3 * P);
-  tally.check(worse == 0 && share <= kMaxOneLevelOff,
-              name + fmt(" %.0f values one level off (%.3f%%), %.0f more", double(one_off), 100 * share,
-                         double(worse)));
+  const bool host = golden::on_host(be);
+  const double share = double(d.one_off) / double(d.values);
+  char lim[96];
+  std::snprintf(lim, sizeof lim, "  (limit: none more than one level off%s)",
+                host ? ", at most 0.5% one level off" : "; the share one level off is reported");
+  tally.check(d.more == 0 && (!host || share <= kMaxOneLevelOff), what + golden::u8_diff_str(d) + lim);
 }
 
 int run_vae(const std::vector<std::string>& args) {
+  golden::check_flags(args, golden::with_backend_flags({"--model", "--golden"}));
+  const std::unique_ptr<Backend> be = golden::backend_from_flags(args);
   const std::string model = golden::flag(args, "--model"), golden_path = golden::flag(args, "--golden");
-  const std::string folder = model + "/vae";
-  const VaeConfig cfg = parse_vae_config(folder + "/config.json");
-  const WeightFiles weights = WeightFiles::open_folder(folder);
+  const VaeConfig cfg = parse_vae_config(model + "/vae/config.json");
   auto golden_file = SafetensorsFile::open(golden_path);
   const SafetensorsFile& g = *golden_file;
   const auto meta = g.metadata().find("cases");
   if (meta == g.metadata().end()) throw failure(golden_path + ": no 'cases' in the metadata");
   const nlohmann::json cases = nlohmann::json::parse(meta->second);
 
-  std::unique_ptr<Backend> be = make_host_backend();
-  VaeDecoder decoder(*be, weights, cfg);
+  VaeDecoder decoder = golden::make_vae(*be, model);
+  const std::unique_ptr<Backend> host = golden::on_host(*be) ? nullptr : make_host_backend();
+  std::optional<VaeDecoder> host_twin;
+  if (host) host_twin.emplace(golden::make_vae(*host, model));
+  const golden::Limit image_limit =
+      golden::on_host(*be) ? golden::Limit::rel(golden::kHostVaeRel, "fp32 backend, float64 reference")
+                           : golden::Limit::rel(golden::kDeviceVaeRel, "bf16-operand VAE kernels (issue 6)");
   golden::Tally tally;
   double total_s = 0;
   for (const nlohmann::json& c : cases) {
@@ -79,18 +61,21 @@ int run_vae(const std::vector<std::string>& args) {
                   width = c.at("width").get<int64_t>();
     const std::string p = "case" + std::to_string(id) + ".";
     const Tensor packed = g.get(p + "latent_packed");
-    compare(tally, g, p + "latent_unpacked_fp64", decoder.unpack_latent(packed));
+    golden::report_exact(tally, p + "latent_unpacked_fp64", decoder.unpack_latent(packed), g.get(p + "latent_unpacked_fp64"),
+                         golden::Limit::rel(golden::kHostVaeRel, "fp32 unpacking, float64 reference"));
 
     const auto t0 = std::chrono::steady_clock::now();
-    const Tensor image = decoder.decode(packed);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const Tensor image = golden::host_f32(decoder.decode(packed));
+    const double secs = golden::seconds_since(t0);
     total_s += secs;
     const size_t planned = VaeDecoder::decode_activation_bytes(cfg, height, width);
     std::printf("case %lld: %lldx%lld, %.3f s on %s, activation peak %zu bytes (planned %zu)\n", (long long)id,
                 (long long)height, (long long)width, secs, be->name().c_str(), decoder.last_peak_bytes(), planned);
     tally.check(decoder.last_peak_bytes() == planned, p + "activation bytes: decode's peak equals the plan");
-    compare(tally, g, p + "image_fp64", image);
-    compare_u8(tally, g, p + "image_u8", image);
+    golden::report_exact(tally, p + "image_fp64", image, g.get(p + "image_fp64"), image_limit);
+    if (host_twin)
+      golden::report(tally, p + "image vs the host backend", image, host_twin->decode(packed), golden::Limit::info());
+    check_u8(tally, *be, p + "image_u8", image, g.get(p + "image_u8"));
   }
   std::printf("vae: %.3f s over all cases\n", total_s);
   return tally.finish();
@@ -98,4 +83,4 @@ int run_vae(const std::vector<std::string>& args) {
 
 }  // namespace
 
-CHECK_SUBCOMMAND("vae", "--model DIR --golden golden_vae.safetensors", run_vae);
+CHECK_SUBCOMMAND("vae", "--model DIR --golden golden_vae.safetensors [--backend host|hip] [--device N]", run_vae);
