@@ -14,7 +14,7 @@ int cli_output(const std::vector<std::string>& args) {
   using namespace moss;
   const std::string png_path = golden::flag(args, "--png"), npy_path = golden::flag(args, "--npy");
   auto golden_file = SafetensorsFile::open(golden::flag(args, "--golden"));
-  const double max_mean_levels = std::stod(golden::flag(args, "--max-mean-levels", "2"));
+  const double max_mean_levels = golden::decimal_flag(args, "--max-mean-levels", 2, 0, 255);
   golden::Tally tally;
 
   Tensor want = golden_file->get("e2e.image_u8");  // [3, H, W]

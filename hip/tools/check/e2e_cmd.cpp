@@ -27,8 +27,7 @@ int e2e_command(const std::vector<std::string>& args) {
   const std::unique_ptr<Backend> be = golden::backend_from_flags(args);
   const std::string model = golden::flag(args, "--model");
   const std::string dit_path = golden::flag(args, "--golden-dit"), te_path = golden::flag(args, "--golden-te");
-  const int steps = std::atoi(golden::flag(args, "--steps", "0").c_str());
-  if (steps < 0) throw usage_error("--steps must be >= 0 (0: all)");
+  const int steps = int(golden::int_flag(args, "--steps", 0, 0, 1000));
   const auto g = SafetensorsFile::open(dit_path);
   const auto te = SafetensorsFile::open(te_path);
 

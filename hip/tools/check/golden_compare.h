@@ -19,6 +19,7 @@
 
 #include "tensor/tensor.h"
 #include "util/error.h"
+#include "util/numbers.h"
 
 namespace golden {
 
@@ -270,6 +271,33 @@ inline bool has_flag(const std::vector<std::string>& args, const std::string& na
   return false;
 }
 
+// Numeric flags go through the program's one number parser (util/numbers.h): a value that is not
+// an integer (a decimal) in [lo, hi] is a usage error naming the flag (exit status 2).
+inline int64_t parse_int_value(const std::string& name, const std::string& text, int64_t lo, int64_t hi) {
+  const moss::ParsedInt p = moss::parse_strict_int(text, lo, hi);
+  if (p.error != moss::NumberError::None) throw moss::usage_error(name + " '" + text + "': " + moss::integer_problem(p, lo, hi));
+  return p.value;
+}
+inline int64_t int_flag(const std::vector<std::string>& args, const std::string& name, int64_t fallback, int64_t lo,
+                        int64_t hi) {
+  if (!has_flag(args, name)) return fallback;
+  return parse_int_value(name, flag(args, name), lo, hi);
+}
+inline double decimal_flag(const std::vector<std::string>& args, const std::string& name, double fallback, double lo,
+                           double hi) {
+  if (!has_flag(args, name)) return fallback;
+  const std::string text = flag(args, name);
+  const moss::ParsedDecimal p = moss::parse_strict_decimal(text, lo, hi);
+  if (p.error != moss::NumberError::None)
+    throw moss::usage_error(name + " '" + text + "': " +
+                            (p.error == moss::NumberError::NotANumber ? std::string("not a number")
+                                                                      : "must be between " + std::to_string(lo) +
+                                                                            " and " + std::to_string(hi)));
+  return p.value;
+}
+// A GPU index (--device N).
+inline int device_flag(const std::vector<std::string>& args) { return int(int_flag(args, "--device", 0, 0, 1024)); }
+
 // "2,22" -> {2, 22}; nullopt when the flag is absent.
 inline std::optional<std::vector<int>> int_list_flag(const std::vector<std::string>& args, const std::string& name) {
   if (!has_flag(args, name)) return std::nullopt;
@@ -278,11 +306,7 @@ inline std::optional<std::vector<int>> int_list_flag(const std::vector<std::stri
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
-    try {
-      out.push_back(std::stoi(item));
-    } catch (const std::exception&) {
-      throw moss::usage_error(name + ": '" + item + "' is not an integer");
-    }
+    out.push_back(int(parse_int_value(name, item, 0, 1 << 20)));
   }
   return out;
 }

@@ -74,12 +74,7 @@ bool wants_device(const std::vector<std::string>& args) {
 std::unique_ptr<moss::Backend> backend_from_flags(const std::vector<std::string>& args) {
   if (!wants_device(args)) return moss::make_host_backend();
 #if MOSSINFER_CHECK_DEVICE
-  const std::string d = flag(args, "--device", "0");
-  char* end = nullptr;
-  const long device = std::strtol(d.c_str(), &end, 10);
-  if (d.empty() || *end != '\0' || device < 0 || device > 1024)
-    throw moss::usage_error("--device: '" + d + "' is not a device index");
-  return moss::make_hip_backend(int(device));
+  return moss::make_hip_backend(device_flag(args));
 #else
   throw moss::usage_error(
       "--backend hip: this moss-check is a host-only build (no GPU checks: HIP_TARGET=host or "

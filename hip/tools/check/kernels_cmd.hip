@@ -59,7 +59,7 @@ int kernels(const std::vector<std::string>& args) {
     const bool has_value = i + 1 < args.size();
     if (a == "--family" && has_value) o.family = args[++i];
     else if (a == "--filter" && has_value) o.filter = args[++i];
-    else if (a == "--device" && has_value) o.device = std::atoi(args[++i].c_str());
+    else if (a == "--device" && has_value) o.device = int(golden::parse_int_value(a, args[++i], 0, 1024));
     else if (a == "--data" && has_value) o.data = args[++i];
     else if (a == "--list") list = true;
     else {

@@ -78,9 +78,8 @@ int official_command(const std::vector<std::string>& args) {
   }
   const auto skip_fallback = golden::int_list_flag(args, "--skip-layers");
   std::optional<float> cfg_fallback;
-  if (const std::string v = golden::flag(args, "--cfg", ""); !v.empty()) cfg_fallback = std::stof(v);
-  const int steps = std::atoi(golden::flag(args, "--steps", "0").c_str());
-  if (steps < 0) throw usage_error("--steps must be >= 0 (0: all)");
+  if (golden::has_flag(args, "--cfg")) cfg_fallback = float(golden::decimal_flag(args, "--cfg", 0, 0, 100));
+  const int steps = int(golden::int_flag(args, "--steps", 0, 0, 1000));
 
   const golden::OfficialDump dump = golden::OfficialDump::open(dump_path);
   std::vector<golden::DumpCase> cases;

@@ -167,11 +167,11 @@ int run(const std::vector<std::string>& args) {
   const TextEncoderConfig cfg = parse_text_encoder_config(folder + "/config.json");
   const WeightFiles w = WeightFiles::open_folder(folder);
   check_tensors(w, text_encoder_expected_tensors(cfg, text_encoder_prefix(w)), text_encoder_ignored_prefixes());
-  std::unique_ptr<Backend> gpu = make_hip_backend(std::stoi(golden::flag(args, "--device", "0")));
+  std::unique_ptr<Backend> gpu = make_hip_backend(golden::device_flag(args));
   std::printf("moss-check te-stream: %s on %s (%lld layers, hidden %lld)\n", folder.c_str(), gpu->name().c_str(),
               (long long)cfg.layers, (long long)cfg.hidden);
   golden::Tally tally;
-  const int reps = std::max(1, std::stoi(golden::flag(args, "--reps", "5")));
+  const int reps = int(golden::int_flag(args, "--reps", 5, 1, 1000));
   for (int n : golden::int_list_flag(args, "--tokens").value_or(std::vector<int>{64, 512})) {
     try {
       encode_case(tally, *gpu, w, cfg, n, reps);
