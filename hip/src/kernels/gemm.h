@@ -14,8 +14,7 @@
 //         with ldmatrix.x4 straight into the mma.sync layout (kernels/gemm_layout.h), the next
 //         k16 step's fragments read while the current one multiplies, one barrier per stage,
 //         8 warps of 64x64 on 128x256 tiles;
-//   Leaf  (NVIDIA's for f32 weights; the reference the Mma kernel replaced; and, as Portable,
-//         AMD's kernel) operands staged as stored in rows padded by 8 elements, fragments read
+//   Leaf  (NVIDIA's for f32 weights, and, as Portable, AMD's kernel) operands staged as stored in rows padded by 8 elements, fragments read
 //         through the leaf's lane maps (kernels/matrix_layout.h). Portable (kernels/kernel_path.h,
 //         docs/amd_kernels.md): 128x64 tiles of 4 wave32s, or one wave of 32x64 for few rows, two
 //         stages, the next k-step held in registers while the current one multiplies.
@@ -76,18 +75,14 @@ inline bool gemm_packed(const void* p, int64_t ld, GemmType t) {
 // to be split along K (GemmPlan::split) so that the weights stream through enough blocks.
 enum class GemmTiles { Auto, Large, Medium, Small, Skinny };
 
-// How an f32 x reaches shared memory (a bf16 x is always copied as it is):
-//   Convert  loaded into registers, rounded to bf16, stored a k-step later (shared memory then
-//            holds bf16: half the bytes for the fragment reads; no rounding in the inner loop);
-//   Raw      copied as f32 (cp.async on NVIDIA) and rounded as the fragments are read.
-// The Mma kernel always converts. Leaf kernel: Auto is Convert on NVIDIA. Portable: always
-// Convert (its chunks pass through registers anyway).
-enum class GemmStaging { Auto, Convert, Raw };
-
 // Which kernel (see the top of this file). Auto on NVIDIA: Wgmma when gemm_wgmma_fits and its
 // 128x256 tiles number at least half the multiprocessors, else Mma when the weights are bf16,
 // else Leaf. A request the problem or platform cannot take resolves as Auto would without it
-// (Wgmma: to Mma or Leaf; Mma on AMD or with f32 weights: to Leaf).
+// (Wgmma: to Mma or Leaf; Mma on AMD or with f32 weights: to Leaf; Leaf on NVIDIA with bf16
+// weights: to Mma, which replaced it there).
+// Every kernel stages a bf16 x as it is and an f32 x rounded to bf16 on its way in, through
+// registers (shared memory then holds bf16: half the bytes for the fragment reads, no rounding in
+// the inner loop); f32 weights are staged as stored and rounded as the fragments are read.
 // Portable: the AMD build's kernel and tiles (the Leaf kernel on its wave32 configuration); every
 // request resolves to it on AMD, and on NVIDIA under MOSSINFER_KERNELS=portable (kernels/kernel_path.h).
 enum class GemmKernel { Auto, Mma, Leaf, Wgmma, Portable };
@@ -99,7 +94,6 @@ enum class GemmKernel { Auto, Mma, Leaf, Wgmma, Portable };
 // the GPU short of blocks (few rows, weight-bound). Other kernels ignore it (resolved to 1).
 struct GemmPlan {
   GemmTiles tiles = GemmTiles::Auto;
-  GemmStaging staging = GemmStaging::Auto;
   GemmKernel kernel = GemmKernel::Auto;
   int split = 0;
 };
@@ -108,7 +102,6 @@ constexpr int kGemmMaxSplit = 8;  // the portable cluster size
 // "128x256/8w", ... (AMD: its own shape; the Wgmma kernel: its one shape, whatever t says).
 // The split is not part of the name (reports add "k/N").
 const char* gemm_tiles_name(GemmTiles t, GemmKernel k = GemmKernel::Auto);
-const char* gemm_staging_name(GemmStaging s);
 const char* gemm_kernel_name(GemmKernel k);  // "wgmma", "mma", "leaf", "portable"
 
 // The Wgmma kernel can take this problem: NVIDIA, bf16 x and w, K a multiple of 64 (and, with the

@@ -86,7 +86,7 @@ void launch_leaf(const GemmOperands& op, hipStream_t stream) {
 // The configurations for op's dtypes, an f32 x converted to bf16 as it is staged: Cfg for bf16 x
 // bf16, CfgF32X for an f32 x on bf16 weights, CfgF32W for f32 weights.
 template <class Cfg, class CfgF32X, class CfgF32W>
-void launch_converting(const GemmOperands& op, hipStream_t stream) {
+void launch_leaf_for_dtypes(const GemmOperands& op, hipStream_t stream) {
   const bool xb = op.x_type == GemmType::BF16, wb = op.w_type == GemmType::BF16;
   if (xb && wb) launch_leaf<Cfg, bf16, bf16, false>(op, stream);
   else if (wb) launch_leaf<CfgF32X, float, bf16, true>(op, stream);
@@ -95,20 +95,11 @@ void launch_converting(const GemmOperands& op, hipStream_t stream) {
 }
 
 void launch_portable(const GemmOperands& op, bool wide, hipStream_t stream) {
-  if (wide) launch_converting<PortableWide, PortableWideF32X, PortableWideF32Weights>(op, stream);
-  else launch_converting<PortableNarrow, PortableNarrowF32X, PortableNarrowF32Weights>(op, stream);
+  if (wide) launch_leaf_for_dtypes<PortableWide, PortableWideF32X, PortableWideF32Weights>(op, stream);
+  else launch_leaf_for_dtypes<PortableNarrow, PortableNarrowF32X, PortableNarrowF32Weights>(op, stream);
 }
 
 #if MOSS_PLATFORM_NVIDIA
-// One configuration for every dtype pair; `convert` says whether an f32 x is converted to bf16
-// as it is staged or read as it is.
-template <class Cfg>
-void launch_leaf_typed(const GemmOperands& op, bool convert, hipStream_t stream) {
-  if (convert || op.x_type == GemmType::BF16) return launch_converting<Cfg, Cfg, Cfg>(op, stream);
-  if (op.w_type == GemmType::BF16) launch_leaf<Cfg, float, bf16, false>(op, stream);
-  else launch_leaf<Cfg, float, float, false>(op, stream);
-}
-
 // A split launch: grid (tiles, splits), clusters of (1, splits) blocks, the blocks of one tile.
 template <class Kernel, class Args>
 void launch_clusters(Kernel kernel, int bm, int bn, int splits, int threads, int smem_bytes, hipStream_t stream,
@@ -172,14 +163,6 @@ const char* gemm_tiles_name(GemmTiles t, GemmKernel k) {
     case GemmTiles::Medium: return "128x128/4w";
     case GemmTiles::Small: return "64x64/4w";
     case GemmTiles::Skinny: return "64x128/4w";
-    default: return "auto";
-  }
-}
-
-const char* gemm_staging_name(GemmStaging s) {
-  switch (s) {
-    case GemmStaging::Convert: return "convert";
-    case GemmStaging::Raw: return "raw";
     default: return "auto";
   }
 }
@@ -252,7 +235,6 @@ GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan
     plan.kernel = GemmKernel::Portable;
     if (plan.tiles == GemmTiles::Auto) plan.tiles = op.m >= kPortableWideMinRows ? GemmTiles::Medium : GemmTiles::Small;
     if (plan.tiles != GemmTiles::Medium) plan.tiles = GemmTiles::Small;
-    plan.staging = op.x_type == GemmType::F32 ? GemmStaging::Convert : GemmStaging::Raw;
     plan.split = 1;
     return plan;
   }
@@ -267,11 +249,10 @@ GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan
   if (plan.kernel == GemmKernel::Wgmma && !wgmma_possible) plan.kernel = GemmKernel::Auto;
   if (plan.kernel == GemmKernel::Wgmma) {
     plan.tiles = GemmTiles::Large;
-    plan.staging = GemmStaging::Raw;
     plan.split = 1;
     return plan;
   }
-  if (plan.kernel == GemmKernel::Auto || !mma_possible) plan.kernel = mma_possible ? GemmKernel::Mma : GemmKernel::Leaf;
+  plan.kernel = mma_possible ? GemmKernel::Mma : GemmKernel::Leaf;  // on NVIDIA the Leaf kernel serves f32 weights only
   if (plan.tiles == GemmTiles::Auto) plan.tiles = gemm_auto_tiles(op.m, op.n, multiprocessors);
   if (plan.kernel == GemmKernel::Leaf && plan.tiles == GemmTiles::Skinny) plan.tiles = GemmTiles::Small;
   if (plan.kernel != GemmKernel::Mma) {
@@ -284,9 +265,6 @@ GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan
     while (2 * split <= plan.split && 2 * split <= kGemmMaxSplit && 2 * split <= ksteps) split *= 2;
     plan.split = split;
   }
-  if (plan.staging == GemmStaging::Auto) plan.staging = kPlatformNvidia ? GemmStaging::Convert : GemmStaging::Raw;
-  if (plan.kernel == GemmKernel::Mma) plan.staging = GemmStaging::Convert;  // the only way it stages an f32 x
-  if (op.x_type == GemmType::BF16 || !kPlatformNvidia) plan.staging = GemmStaging::Raw;
   return plan;
 }
 
@@ -307,7 +285,6 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
     throw failure("gemm: the gated-unit epilogue needs the wgmma kernel (see gemm_fuses_unit)");
   if (plan.kernel == GemmKernel::Portable) return launch_portable(op, plan.tiles == GemmTiles::Medium, stream);
 #if MOSS_PLATFORM_NVIDIA
-  const bool convert = plan.staging == GemmStaging::Convert;
   if (plan.kernel == GemmKernel::Wgmma) {
     launch_wgmma(op, stream);
     return;
@@ -322,9 +299,9 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
     return;
   }
   switch (plan.tiles) {
-    case GemmTiles::Large: launch_leaf_typed<LargeTiles>(op, convert, stream); break;
-    case GemmTiles::Medium: launch_leaf_typed<MediumTiles>(op, convert, stream); break;
-    default: launch_leaf_typed<SmallTiles>(op, convert, stream); break;
+    case GemmTiles::Large: launch_leaf_for_dtypes<LargeTiles, LargeTiles, LargeTiles>(op, stream); break;
+    case GemmTiles::Medium: launch_leaf_for_dtypes<MediumTiles, MediumTiles, MediumTiles>(op, stream); break;
+    default: launch_leaf_for_dtypes<SmallTiles, SmallTiles, SmallTiles>(op, stream); break;
   }
 #endif
 }

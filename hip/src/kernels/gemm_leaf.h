@@ -7,8 +7,8 @@
 // One workgroup computes a BM x BN tile of y. K is walked in steps of BK = 32 through a ring of
 // kStages shared-memory stages; each stage holds the x rows [BM][BK] and the w rows [BN][BK],
 // each row padded by 8 elements. Weights (and a bf16 x) are staged as stored, a raw 16-byte copy
-// (cp.async on NVIDIA); an f32 x is either rounded to bf16 on its way in (GemmStaging::Convert)
-// or staged raw and rounded as fragments are read (Raw). Fragments are read from shared memory
+// (cp.async on NVIDIA; f32 weights are rounded as the fragments are read); an f32 x is rounded to
+// bf16 on its way in, through registers. Fragments are read from shared memory
 // through the leaf's lane maps in pairs; with the padding, the NVIDIA fragment reads
 // (lane = 4g + t reads row g, k = 2t: 4 or 8 bytes) hit 32 distinct banks.
 // Pipelines:

@@ -142,12 +142,9 @@ void linear_case(Env& e, const LinearSpec& s) {
 }
 const kcheck::Op<LinearSpec> op_linear{"linear", linear_case};  // tolerance 1e-2 (bf16 operands)
 
-// "wgmma 128x256/2+1wg", "mma 128x256/8w", "leaf 128x128/4w raw" (the leaf kernel's staging
-// matters for an f32 x; the Mma kernel always converts; the Wgmma kernel takes bf16 x only).
-std::string plan_name(const GemmPlan& p, DType xdt) {
-  const bool staging = p.kernel == GemmKernel::Leaf && xdt == DType::F32;
+// "wgmma 128x256/2+1wg", "mma 128x256/8w", "leaf 128x128/4w", "mma 64x128/4w k/8".
+std::string plan_name(const GemmPlan& p, DType) {
   return std::string(gemm_kernel_name(p.kernel)) + " " + gemm_tiles_name(p.tiles, p.kernel) +
-         (staging ? std::string(" ") + gemm_staging_name(p.staging) : "") +
          (p.split > 1 ? " k/" + std::to_string(p.split) : "");
 }
 
@@ -310,15 +307,13 @@ void check_gemms(Env& e) {
   for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium, GemmTiles::Small}) {
     if (kPlatformNvidia) {
       for (DType x : {DType::F32, DType::BF16}) {
-        cases.push_back(op_gemm_plan({{t, GemmStaging::Auto, GemmKernel::Mma}, x, DType::BF16, 300, 520, 136}));
-        cases.push_back(op_gemm_plan({{t, GemmStaging::Auto, GemmKernel::Mma}, x, DType::BF16, 70, 90, 24}));
+        cases.push_back(op_gemm_plan({{t, GemmKernel::Mma}, x, DType::BF16, 300, 520, 136}));
+        cases.push_back(op_gemm_plan({{t, GemmKernel::Mma}, x, DType::BF16, 70, 90, 24}));
       }
     }
-    for (DType w : {DType::BF16, DType::F32}) {
-      for (GemmStaging st : {GemmStaging::Convert, GemmStaging::Raw})
-        cases.push_back(op_gemm_plan({{t, st, GemmKernel::Leaf}, DType::F32, w, 300, 520, 136}));
-      cases.push_back(op_gemm_plan({{t, GemmStaging::Auto, GemmKernel::Leaf}, DType::BF16, w, 300, 520, 136}));
-    }
+    // The Leaf kernel: NVIDIA's for f32 weights (bf16 weights resolve to Mma there).
+    for (DType x : {DType::F32, DType::BF16})
+      cases.push_back(op_gemm_plan({{t, GemmKernel::Leaf}, x, DType::F32, 300, 520, 136}));
   }
   // The portable (AMD) kernel by name (on AMD every plan resolves to it): its wide (Medium) and
   // narrow (Small) tiles with every operand dtype on tails (M, N, and the last k-step partial),
@@ -326,18 +321,18 @@ void check_gemms(Env& e) {
   for (GemmTiles t : {GemmTiles::Medium, GemmTiles::Small})
     for (DType x : {DType::F32, DType::BF16})
       for (DType w : {DType::BF16, DType::F32}) {
-        cases.push_back(op_gemm_plan({{t, GemmStaging::Auto, GemmKernel::Portable}, x, w, 300, 520, 136}));
-        cases.push_back(op_gemm_plan({{t, GemmStaging::Auto, GemmKernel::Portable}, x, w, 70, 90, 24}));
+        cases.push_back(op_gemm_plan({{t, GemmKernel::Portable}, x, w, 300, 520, 136}));
+        cases.push_back(op_gemm_plan({{t, GemmKernel::Portable}, x, w, 70, 90, 24}));
       }
   cases.push_back(op_gemm_plan(
-      {{GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Portable}, DType::BF16, DType::BF16, 1, 3072, 3072}));
+      {{GemmTiles::Auto, GemmKernel::Portable}, DType::BF16, DType::BF16, 1, 3072, 3072}));
   cases.push_back(op_gemm_plan(
-      {{GemmTiles::Medium, GemmStaging::Auto, GemmKernel::Portable}, DType::BF16, DType::BF16, 129, 257, 8}));
+      {{GemmTiles::Medium, GemmKernel::Portable}, DType::BF16, DType::BF16, 129, 257, 8}));
   // The Wgmma kernel (NVIDIA, bf16 x; K a multiple of 64): M and N tails inside one tile and
   // across several, one k-step (fewer than its 4 stages), more k-steps than stages (slots
   // reused), bf16 y and bias, odd N (unpaired stores), a strided x, one row.
   if (kPlatformNvidia) {
-    const GemmPlan wg = {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Wgmma};
+    const GemmPlan wg = {GemmTiles::Auto, GemmKernel::Wgmma};
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 300, 520, 192}));
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 70, 90, 64}));
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 129, 257, 320, {DType::BF16, DType::BF16}}));
@@ -347,16 +342,12 @@ void check_gemms(Env& e) {
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 520, kFfn, kDim}));
   }
   // The 1024x1024 shapes, timed: q/k/v/o in each large tile shape of the Mma kernel with either x
-  // dtype, and the leaf kernel's two best plans (the reference the Mma kernel replaces); then the
-  // FFN shapes and the 512x512 q/k/v/o (1088 rows, where Auto leaves the large tiles) as Auto picks.
+  // dtype; then the FFN shapes and the 512x512 q/k/v/o (1088 rows, where Auto leaves the large
+  // tiles) as Auto picks.
   if (kPlatformNvidia)
     for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium})
       for (DType x : {DType::F32, DType::BF16})
-        cases.push_back(op_gemm_full({"q/k/v/o", kRows, kDim, kDim, x, {t, GemmStaging::Auto, GemmKernel::Mma}}));
-  cases.push_back(op_gemm_full(
-      {"q/k/v/o", kRows, kDim, kDim, DType::F32, {GemmTiles::Large, GemmStaging::Convert, GemmKernel::Leaf}}));
-  cases.push_back(op_gemm_full(
-      {"q/k/v/o", kRows, kDim, kDim, DType::F32, {GemmTiles::Medium, GemmStaging::Raw, GemmKernel::Leaf}}));
+        cases.push_back(op_gemm_full({"q/k/v/o", kRows, kDim, kDim, x, {t, GemmKernel::Mma}}));
   for (DType x : {DType::F32, DType::BF16}) {
     cases.push_back(op_gemm_full({"ffn_up_gate", kRows, kDim, 2 * kFfn, x}));
     cases.push_back(op_gemm_full({"ffn_down", kRows, kFfn, kDim, x}));
@@ -366,10 +357,10 @@ void check_gemms(Env& e) {
   if (kPlatformNvidia)
     for (GemmTiles t : {GemmTiles::Large, GemmTiles::Medium})
       cases.push_back(op_gemm_full(
-          {"q/k/v/o@512", kRows512, kDim, kDim, DType::F32, {t, GemmStaging::Auto, GemmKernel::Mma}}));
+          {"q/k/v/o@512", kRows512, kDim, kDim, DType::F32, {t, GemmKernel::Mma}}));
   // The portable kernel at the DiT's shapes (bf16 x, as the DiT feeds it; and an f32 x), timed.
   {
-    const GemmPlan pt = {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Portable};
+    const GemmPlan pt = {GemmTiles::Auto, GemmKernel::Portable};
     cases.push_back(op_gemm_full({"q/k/v/o", kRows, kDim, kDim, DType::BF16, pt}));
     cases.push_back(op_gemm_full({"q/k/v/o", kRows, kDim, kDim, DType::F32, pt}));
     cases.push_back(op_gemm_full({"ffn_up_gate", kRows, kDim, 2 * kFfn, DType::BF16, pt, DType::BF16}));
@@ -380,14 +371,14 @@ void check_gemms(Env& e) {
   // here by name, also at 512x512 and 1456x1456 rows and with a bf16 y), against the Mma kernel
   // on the same bf16 x at 512x512.
   if (kPlatformNvidia) {
-    const GemmPlan wg = {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Wgmma};
+    const GemmPlan wg = {GemmTiles::Auto, GemmKernel::Wgmma};
     constexpr int64_t kRows1456 = 91 * 91 + kText;
     cases.push_back(op_gemm_full({"q/k/v/o", kRows, kDim, kDim, DType::BF16, wg}));
     cases.push_back(op_gemm_full({"ffn_up_gate", kRows, kDim, 2 * kFfn, DType::BF16, wg, DType::BF16}));
     cases.push_back(op_gemm_full({"ffn_down", kRows, kFfn, kDim, DType::BF16, wg, DType::BF16}));
     cases.push_back(op_gemm_full({"q/k/v/o@512", kRows512, kDim, kDim, DType::BF16, wg}));
     cases.push_back(op_gemm_full(
-        {"q/k/v/o@512", kRows512, kDim, kDim, DType::BF16, {GemmTiles::Medium, GemmStaging::Auto, GemmKernel::Mma}}));
+        {"q/k/v/o@512", kRows512, kDim, kDim, DType::BF16, {GemmTiles::Medium, GemmKernel::Mma}}));
     cases.push_back(op_gemm_full({"q/k/v/o@1456", kRows1456, kDim, kDim, DType::BF16, wg}));
     cases.push_back(op_gemm_full({"ffn_up_gate@1456", kRows1456, kDim, 2 * kFfn, DType::BF16, wg}));
   }
@@ -455,7 +446,7 @@ void check_gemm_gated_unit(Env& e) {
   cases.push_back(op_linear_gated_unit({"f32 w", 100, 96, 72, DType::F32, DType::F32, DType::F32, true}));
   // The Wgmma kernel's gated epilogue forced, on tails (M, the k-steps) with a bf16 bias and f32 y.
   if (kPlatformNvidia) {
-    const GemmPlan wg = {GemmTiles::Auto, GemmStaging::Auto, GemmKernel::Wgmma};
+    const GemmPlan wg = {GemmTiles::Auto, GemmKernel::Wgmma};
     cases.push_back(op_gemm_plan(
         {wg, DType::BF16, DType::BF16, 300, 512, 192, {DType::F32, DType::F32, 0, true, true}}));
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 129, 256, 320, {DType::BF16, DType::BF16, 0, true}}));
@@ -478,9 +469,9 @@ void check_gemm_skinny(Env& e) {
   for (int split : {2, 4, 8})
     for (GemmTiles t : {GemmTiles::Skinny, GemmTiles::Small, GemmTiles::Medium})
       for (DType x : {DType::F32, DType::BF16})
-        cases.push_back(op_gemm_plan({{t, GemmStaging::Auto, GemmKernel::Mma, split}, x, DType::BF16, 70, 300, 520,
+        cases.push_back(op_gemm_plan({{t, GemmKernel::Mma, split}, x, DType::BF16, 70, 300, 520,
                                       {DType::F32, DType::F32, 0, false, true}}));
-  const GemmPlan s8 = {GemmTiles::Skinny, GemmStaging::Auto, GemmKernel::Mma, 8};
+  const GemmPlan s8 = {GemmTiles::Skinny, GemmKernel::Mma, 8};
   cases.push_back(op_gemm_plan({s8, DType::F32, DType::BF16, 10, 4096, 256, {DType::F32, DType::F32, 0, false, true}}));
   cases.push_back(op_gemm_plan({s8, DType::F32, DType::BF16, 1, 33, 264, {DType::BF16, DType::BF16, 8, false, true}}));
   cases.push_back(op_gemm_plan(
@@ -493,7 +484,7 @@ void check_gemm_skinny(Env& e) {
   };
   const Shape shapes[] = {{4096, 4096}, {12288, 4096}, {4096, 12288}, {1024, 4096}, {8192, 4096}, {32, 4096}};
   cases.push_back(op_gemm_full({"te before", 64, 12288, 4096, DType::F32,
-                                {GemmTiles::Small, GemmStaging::Auto, GemmKernel::Mma, 1}, DType::F32, true}));
+                                {GemmTiles::Small, GemmKernel::Mma, 1}, DType::F32, true}));
   for (int64_t m : {64, 128, 512})
     for (const Shape& sh : shapes) cases.push_back(op_gemm_full(
           {"te", m, sh.k, sh.n, DType::F32, {}, DType::F32, true}));
