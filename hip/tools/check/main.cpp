@@ -12,15 +12,6 @@ std::map<std::string, Subcommand>& registry() {
   return r;
 }
 
-int run_main_shaped(const char* name, int (*main_fn)(int, char**), const std::vector<std::string>& args) {
-  std::string program = std::string("moss-check ") + name;
-  std::vector<std::string> owned(args);
-  std::vector<char*> argv{program.data()};
-  for (auto& a : owned) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  return main_fn(int(argv.size()) - 1, argv.data());
-}
-
 }  // namespace check
 
 static void usage() {

@@ -1,6 +1,6 @@
 // moss-check: the one check program. Each check is a subcommand in a file of its own that
-// registers itself with CHECK_SUBCOMMAND (arguments after the subcommand's name) or
-// CHECK_SUBCOMMAND_MAIN (a main-shaped function: argv[0] is "moss-check <name>"). Every
+// registers itself with CHECK_SUBCOMMAND (the arguments after the subcommand's name; a GPU
+// check constructs its check::Registrar with needs_device true). Every
 // subcommand prints its cases and a final line "N passed, M failed" and returns 0 only when every
 // case passed (2: bad option, 1: unreadable input).
 // The subcommands that need a GPU are built only into device builds (CMake adds the .hip files).
@@ -27,12 +27,7 @@ struct Registrar {
     registry()[name] = {usage, std::move(run), needs_device};
   }
 };
-// Runs a main-shaped check with argv[0] = "moss-check <name>".
-int run_main_shaped(const char* name, int (*main_fn)(int, char**), const std::vector<std::string>& args);
 
 }  // namespace check
 
 #define CHECK_SUBCOMMAND(name, usage, fn) static ::check::Registrar check_registrar_##fn(name, usage, fn)
-#define CHECK_SUBCOMMAND_MAIN(name, usage, fn)                                                                \
-  static ::check::Registrar check_registrar_##fn(                                                           \
-      name, usage, [](const std::vector<std::string>& args) { return ::check::run_main_shaped(name, fn, args); }, true)

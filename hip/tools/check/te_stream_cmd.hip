@@ -185,6 +185,5 @@ int run(const std::vector<std::string>& args) {
 
 }  // namespace
 
-static int te_stream_main(int argc, char** argv) { return run(std::vector<std::string>(argv + 1, argv + argc)); }
-
-CHECK_SUBCOMMAND_MAIN("te-stream", "[--model DIR] [--tokens 64,512] [--reps 5] [--device N] [--no-linear]", te_stream_main);
+static check::Registrar te_stream_registrar(
+    "te-stream", "[--model DIR] [--tokens 64,512] [--reps 5] [--device N] [--no-linear]", run, true);

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "../image_levels.h"
+#include "../golden_compare.h"
 #include "vae_kernel_cases.h"
 #include "io/safetensors.h"
 #include "model/image_u8.h"
@@ -114,9 +114,9 @@ inline void check_tiny_decoder(kcheck::Table& table, moss::Backend& be, const st
     // level: the share is reported, and issue 7's end-to-end rule, 2 levels on average, is
     // checked by moss-check cli-output.)
     const Tensor want_u8 = golden->get(p + "image_u8");
-    const check::LevelDiff levels = check::level_diff(moss::image_to_u8(image), want_u8.ptr<const uint8_t>(), h * w);
-    const int64_t one_off = levels.one_off, worse = levels.worse;
-    const double share = levels.share_one_off(h * w);
+    const golden::U8Diff levels = golden::u8_diff(moss::image_to_u8(image), want_u8);
+    const int64_t one_off = levels.one_off, worse = levels.comparable ? levels.more : 3 * h * w;
+    const double share = double(one_off) / double(3 * h * w);
     char detail[160];
     std::snprintf(detail, sizeof detail, "%lld values one level off (%.3f%%), %lld more (limit 0)", (long long)one_off,
                   100.0 * share, (long long)worse);
