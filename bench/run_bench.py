@@ -8,11 +8,17 @@ a phase that would start past --time-budget is skipped and says so):
   ours       moss-infer-hip on the GPU: DiT step at --dit-sizes, streamed vs resident DiT,
              text encoder at --te-tokens, VAE decode at --vae-sizes; memory sampled by NVML
   peak       bf16 8192^3 matmul: the TFLOP/s ceiling the shares are taken of
-  dit        DiffSynth MOSSImageDiT eager; moss_ref eager (--moss-ref) and under
-             torch.compile (--compile); bf16, SDPA
+  dit        DiffSynth MOSSImageDiT eager; moss_ref eager (--moss-ref); bf16, SDPA
   te         transformers Qwen3_5TextModel, bf16, sdpa
   vae        diffusers AutoencoderKLFlux2 decode
+  compile    moss_ref under torch.compile (--compile, or --only compile): each of
+             --compile-mode x --compile-scope at --compile-sizes, its compile (first call) timed
+  first_image  (--first-image, or --only first_image) one generation from process start to a
+             written PNG, loads included: ours, the DiffSynth path and the compiled reference,
+             each a fresh process, page cache warm and (where it can be dropped) cold
 Then one table on stdout and bench/results/<date>-<gpu>.{json,md} (and --copy-to DIR).
+--merge-results puts an earlier run's numbers (e.g. the compile call's) into this report,
+marked as from another process; --report-only does only that.
 
 Typical (H200, from the repo root, wheels carried in .whl):
   python3 bench/run_bench.py --build build --copy-to "$OUT"
@@ -50,6 +56,23 @@ def ints(text):
     return [int(x) for x in str(text).split(",") if x.strip()]
 
 
+def _choices_list(allowed, what):
+    def parse(text):
+        items = [x.strip() for x in str(text).split(",") if x.strip()]
+        bad = [x for x in items if allowed and x not in allowed]
+        if not items or bad:
+            raise argparse.ArgumentTypeError(f"{what}: {','.join(bad) or 'empty'}; expected a comma list of "
+                                             f"{', '.join(allowed)}")
+        return items
+    return parse
+
+
+scopes = _choices_list(("blocks", "model"), "compile scope")
+modes = _choices_list(("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"), "compile mode")
+FIRST_IMPLS = ("ours", "diffsynth", "compiled")
+FIRST_CACHES = ("warm", "cold")
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="folder with moss-infer-hip, bench_random_model")
@@ -60,7 +83,8 @@ def parse_args(argv=None):
     ap.add_argument("--dit-layers", type=int, default=42)
     ap.add_argument("--te-layers", type=int, default=32)
     ap.add_argument("--skip", default="",
-                    help="phases to leave out (comma list): model, ours, torch (all PyTorch), peak, dit, stream, te, vae")
+                    help="phases to leave out (comma list): model, ours, torch (all PyTorch), peak, dit, stream, te, "
+                         "vae, compile, first_image")
     ap.add_argument("--only", default="", help="run only these phases (same names)")
     ap.add_argument("--dit-sizes", default="512,1024,1456")
     ap.add_argument("--dit-steps", default="8,4,3", help="steps per DiT size (the first is warm-up, not counted)")
@@ -74,10 +98,29 @@ def parse_args(argv=None):
     ap.add_argument("--moss-ref", default=os.path.join(ROOT, "hip", "tests", "data", "reference", "moss_ref.py"),
                     help="the reference DiT (default: the repository's copy of shared/reference/moss_ref.py)")
     ap.add_argument("--compile", action="store_true", help="also time moss_ref under torch.compile (takes minutes)")
-    ap.add_argument("--compile-scope", choices=["blocks", "model"], default="blocks")
-    ap.add_argument("--compile-sizes", default="512,1024")
+    ap.add_argument("--compile-scope", type=scopes, default="blocks,model",
+                    help="comma list, in this order: blocks (the 42 blocks, regional) and/or model (whole forward)")
+    ap.add_argument("--compile-mode", type=modes, default="default",
+                    help="comma list of torch.compile modes, e.g. default,max-autotune-no-cudagraphs; each later "
+                         "mode runs only while the time budget allows")
+    ap.add_argument("--compile-sizes", default="512,1024,1456")
     ap.add_argument("--compile-reserve", type=float, default=150,
-                    help="seconds of the time budget the compiled phase needs to start")
+                    help="seconds of the time budget one whole-model compiled size needs to start (blocks: half); "
+                         "raised to 1.2x the longest first call seen in the same scope and mode")
+    ap.add_argument("--inductor-cache", choices=["fresh", "keep"], default="fresh",
+                    help="fresh: compile into new inductor and triton cache folders, so a compile is timed cold "
+                         "(unless TORCHINDUCTOR_CACHE_DIR is set)")
+    ap.add_argument("--first-image", action="store_true", help="also run the first_image phase")
+    ap.add_argument("--first-impls", default="ours,diffsynth,compiled",
+                    help="first image: comma list of ours, diffsynth, compiled")
+    ap.add_argument("--first-cache", default="warm,cold", help="first image: page cache states, warm and/or cold")
+    ap.add_argument("--first-size", type=int, default=1024)
+    ap.add_argument("--first-steps", type=int, default=50)
+    ap.add_argument("--first-timeout", type=float, default=420, help="seconds for one first-image process")
+    ap.add_argument("--merge-results", default="",
+                    help="comma list of earlier results JSON files whose numbers fill what this run did not measure")
+    ap.add_argument("--report-only", action="store_true",
+                    help="measure nothing: the report of the --merge-results files (no model folder needed)")
     ap.add_argument("--vae-dtype", choices=["float32", "bfloat16"], default="float32")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
@@ -90,7 +133,12 @@ def parse_args(argv=None):
     ap.add_argument("--backend", help="MOSSINFER_BACKEND for our runs (development: 'host'); unset = the GPU")
     ap.add_argument("--torch-device", default="cuda", help="device of the PyTorch baselines (development: cpu)")
     ap.add_argument("--gpu-index", type=int, default=0)
-    return ap.parse_args(argv)
+    a = ap.parse_args(argv)
+    a.first_impls = _choices_list(FIRST_IMPLS, "--first-impls")(a.first_impls)
+    a.first_cache = _choices_list(FIRST_CACHES, "--first-cache")(a.first_cache)
+    if a.report_only and not a.merge_results:
+        ap.error("--report-only needs --merge-results")
+    return a
 
 
 class Bench:
@@ -116,6 +164,19 @@ class Bench:
         if self.only:
             return phase in self.only
         return phase not in self.skip
+
+    def wants_compile(self):
+        """The compiled anchors: named in --only, or --compile with the PyTorch DiT phases on."""
+        if "compile" in self.skip:
+            return False
+        if "compile" in self.only:
+            return True
+        return self.a.compile and self.wants("torch") and self.wants("dit")
+
+    def wants_first_image(self):
+        if "first_image" in self.skip:
+            return False
+        return "first_image" in self.only or (self.a.first_image and not self.only)
 
     def phase(self, name, fn, *args, need_s=0):
         """Runs one phase; its failure is recorded and printed, never raised. A phase that
@@ -200,6 +261,21 @@ class Bench:
         self.results["prompts"] = {"tokens": {str(n): len(templated_ids(tok, p)) for n, p in self.prompts.items()},
                                    "negative_tokens": self.uncond_tokens}
         self.dit_cfg = json.load(open(os.path.join(self.model, "transformer", "config.json")))
+        self.results["model_facts"] = self.model_facts()
+
+    def model_facts(self):
+        """What the report's FLOP counts need from the model folder, kept in the results so a
+        report of merged results files needs no model folder."""
+        from mossbench.torch_models import text_config, text_layer_params, vae_config
+        facts = {"dit_config": self.dit_cfg, "uncond_tokens": self.uncond_tokens}
+        for key, fn in (("text_config", text_config), ("text_layer_params", text_layer_params),
+                        ("vae_config", vae_config)):
+            try:
+                facts[key] = fn(self.model)
+            except Exception as e:  # a folder without that part: its FLOPs stay empty
+                facts[key] = None
+                log(f"  model facts: no {key} ({type(e).__name__})")
+        return facts
 
     # ---- ours --------------------------------------------------------------------------------
     def engine(self, name, args):
@@ -273,11 +349,21 @@ class Bench:
                         "--prompt", self.prompts[self.a.prompt_tokens], "-o", os.path.join(self.tmp, f"vae_{size}.png")])
 
     # ---- PyTorch -----------------------------------------------------------------------------
+    def wheel_site(self):
+        """The carried wheels unpacked once (None without any); child processes get it on PYTHONPATH."""
+        if not hasattr(self, "_site"):
+            from mossbench.torch_models import add_wheels
+            self._site = add_wheels(self.a.wheels)
+            if self._site:
+                self.results["env"]["wheels"] = sorted(os.listdir(self.a.wheels))
+        return self._site
+
     def torch_setup(self):
-        from mossbench.torch_models import add_wheels
-        site = add_wheels(self.a.wheels)
-        if site:
-            self.results["env"]["wheels"] = sorted(os.listdir(self.a.wheels))
+        self.wheel_site()
+        if self.a.inductor_cache == "fresh" and "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+            # before torch is imported: a compile timed here must not find an earlier run's kernels
+            os.environ.update(fresh_compile_caches(self.tmp, "bench"))
+        self.results["env"]["inductor_cache"] = os.environ.get("TORCHINDUCTOR_CACHE_DIR", "torch's default")
         import torch
         torch.backends.cuda.matmul.allow_tf32 = False  # the library defaults, stated
         self.library_versions()
@@ -291,10 +377,9 @@ class Bench:
         self.results["torch"]["matmul_peak"] = p = matmul_peak(self.device, n)
         log(f"  bf16 matmul {n}^3: {p['tflops']:.1f} TFLOP/s")
 
-    def torch_dit(self, compiled=False):
+    def torch_dit(self):
         """DiT step baselines on the model's own weights, loaded once and shared: DiffSynth
-        eager and moss_ref eager, or (compiled=True) moss_ref under torch.compile, run last
-        because its compilation takes minutes."""
+        eager and moss_ref eager."""
         from mossbench import baselines as B
         from mossbench import torch_models as M
         import torch
@@ -306,32 +391,73 @@ class Bench:
         out = self.results["torch"].setdefault("dit", {})
         impls = []
         have_ref = bool(self.a.moss_ref) and os.path.exists(self.a.moss_ref)
-        if self.a.moss_ref and not have_ref and not compiled:
+        if self.a.moss_ref and not have_ref:
             self.skipped.append(f"moss_ref rows: {self.a.moss_ref} does not exist")
-        if not compiled:
-            ds, version = M.build_diffsynth_dit(self.model, state, self.device)
-            self.results["env"]["diffsynth"] = version
-            impls.append(("diffsynth eager", ds, B.diffsynth_step, ints(self.a.dit_sizes)))
-            if have_ref:
-                ref = M.build_moss_ref_dit(M.import_moss_ref(self.a.moss_ref), self.model, state)
-                impls.append(("moss_ref eager", ref, B.moss_ref_step, ints(self.a.dit_sizes)))
-        elif have_ref:
-            ref_c = B.compile_moss_ref(M.build_moss_ref_dit(M.import_moss_ref(self.a.moss_ref), self.model, state),
-                                       self.a.compile_scope)
-            impls.append((f"moss_ref compile ({self.a.compile_scope})", ref_c, B.moss_ref_step, ints(self.a.compile_sizes)))
-        for name, model, make_step, sizes in impls:
-            for size in sizes:
-                def one(name=name, model=model, make_step=make_step, size=size):
-                    x, c, u, sigma, dt = B.dit_step_inputs(cfg, size, size, self.a.prompt_tokens, self.uncond_tokens,
-                                                           self.device)
-                    with torch.inference_mode():
-                        step = make_step(model, x, c, u, sigma, dt, self.a.cfg, self.skip_layers)
-                        r = B.measure_step(step, self.device, self.a.warmup + (1 if compiled else 0), self.a.reps)
-                    out.setdefault(name, {})[str(size)] = r
-                    log(f"  {name} {size}: {r['median_s']:.4f} s/step (first call {r['first_call_s']:.1f} s)")
-                self.phase(f"torch {name} {size}", one, need_s=self.a.compile_reserve / 2 if compiled else 0)
+        ds, version = M.build_diffsynth_dit(self.model, state, self.device)
+        self.results["env"]["diffsynth"] = version
+        impls.append(("diffsynth eager", ds, B.diffsynth_step))
+        if have_ref:
+            ref = M.build_moss_ref_dit(M.import_moss_ref(self.a.moss_ref), self.model, state)
+            impls.append(("moss_ref eager", ref, B.moss_ref_step))
+        for name, model, make_step in impls:
+            for size in ints(self.a.dit_sizes):
+                self.phase(f"torch {name} {size}", self.torch_step, cfg, name, model, make_step, size, 0)
         impls = state = None
         B.release()
+
+    def torch_step(self, cfg, name, model, make_step, size, extra_warmup):
+        """One DiT step baseline at one size: first call (for a compiled model: its compile),
+        warm-up, timed steps."""
+        from mossbench import baselines as B
+        import torch
+        x, c, u, sigma, dt = B.dit_step_inputs(cfg, size, size, self.a.prompt_tokens, self.uncond_tokens, self.device)
+        with torch.inference_mode():
+            step = make_step(model, x, c, u, sigma, dt, self.a.cfg, self.skip_layers)
+            r = B.measure_step(step, self.device, self.a.warmup + extra_warmup, self.a.reps)
+        self.results["torch"].setdefault("dit", {}).setdefault(name, {})[str(size)] = r
+        log(f"  {name} {size}: {r['median_s']:.4f} s/step (first call {r['first_call_s']:.1f} s)")
+        return r
+
+    def torch_dit_compiled(self):
+        """moss_ref under torch.compile, the anchors of issue 19: for each mode (the first
+        always, later ones while the budget allows) and scope, a freshly built model compiled at
+        each size; the first call of each size is its compile and is recorded. dynamo's caches
+        are reset between scopes and modes, so each one compiles for itself."""
+        from mossbench import baselines as B
+        from mossbench import report as R
+        from mossbench import torch_models as M
+        import torch
+        if not (self.a.moss_ref and os.path.exists(self.a.moss_ref)):
+            raise RuntimeError(f"--moss-ref {self.a.moss_ref} does not exist")
+        cfg = M.dit_config(self.model)
+        t = time.perf_counter()
+        state = M.load_dit_state(self.model, self.device)
+        B.sync(self.device)
+        self.results["torch"].setdefault("dit_load_s", time.perf_counter() - t)
+        ref_mod = M.import_moss_ref(self.a.moss_ref)
+        info = self.results["torch"].setdefault("compile", {})
+        for mode in self.a.compile_mode:
+            for scope in self.a.compile_scope:
+                name = R.compiled_name(scope, mode)
+                torch._dynamo.reset()
+                model = B.compile_moss_ref(M.build_moss_ref_dit(ref_mod, self.model, state), scope, mode)
+                info[name] = {"scope": scope, "mode": mode, "dynamic": False, "automatic_dynamic_shapes": False,
+                              "inductor_cache": self.results["env"].get("inductor_cache")}
+                for size in ints(self.a.compile_sizes):
+                    self.phase(f"torch {name} {size}", self.torch_step, cfg, name, model, B.moss_ref_step, size, 1,
+                               need_s=self.compile_need(name, scope))
+                info[name]["graphs"] = B.compile_counters()
+                model = None
+                B.release()
+        state = None
+        B.release()
+
+    def compile_need(self, name, scope):
+        """Seconds of budget a compiled size needs to start: the reserve (half of it for blocks),
+        or 1.2x the longest first call this scope and mode took so far, whichever is more."""
+        seen = [r.get("first_call_s") or 0 for r in (self.results["torch"].get("dit", {}).get(name) or {}).values()]
+        base = self.a.compile_reserve if scope == "model" else self.a.compile_reserve / 2
+        return max([base] + [1.2 * s for s in seen])
 
     def torch_te(self):
         from mossbench import baselines as B
@@ -376,6 +502,107 @@ class Bench:
         vae = decode = None
         B.release()
 
+    # ---- first image -------------------------------------------------------------------------
+    def first_image(self):
+        """One --first-size generation of --first-steps steps per implementation and page-cache
+        state, each a fresh process timed from spawn to exit (the PNG written), each its own
+        phase with its own time limit, so a failure or a kill loses only its row."""
+        from mossbench import first_image as FI
+        a = self.a
+        fi = self.results.setdefault("first_image", {"size": a.first_size, "steps": a.first_steps, "cfg": a.cfg,
+                                                     "skip_layers": a.skip_layers, "rows": {}, "cache": {}})
+        for cache in a.first_cache:
+            for impl in a.first_impls:
+                self.phase(f"first image {impl} {cache}", self.first_image_one, FI, fi, impl, cache,
+                           need_s=self.first_need(impl))
+
+    def first_need(self, impl):
+        return {"ours": 20, "diffsynth": 60}.get(impl, self.a.compile_reserve + 60)
+
+    def first_image_one(self, FI, fi, impl, cache):
+        a = self.a
+        if cache == "warm":
+            w = FI.warm_page_cache(self.model)
+            fi["cache"].setdefault("warm_reads", []).append(w)
+            log(f"  page cache warmed: {w['bytes'] / GIB:.1f} GiB read in {w['seconds']:.1f} s")
+        else:
+            why = FI.drop_page_cache()
+            if why:
+                fi["cache"]["cold"] = why
+                fi["rows"].setdefault(cache, {})[impl] = {"error": why, "wall_s": None}
+                raise RuntimeError(why)
+            fi["cache"]["cold"] = "page cache dropped (echo 3 > /proc/sys/vm/drop_caches) before each cold run"
+        png = os.path.join(self.tmp, f"first_{impl}_{cache}.png")
+        if os.path.exists(png):
+            os.remove(png)
+        cmd, env = self.first_image_cmd(impl, png)
+        timeout = max(30.0, min(a.first_timeout, a.time_budget - self.elapsed() + 20))
+        run = FI.run_timed(cmd, env, timeout)
+        r = FI.result_of(impl, run, png)
+        r["cmd"] = cmd
+        r["timeout_s"] = timeout
+        fi["rows"].setdefault(cache, {})[impl] = r
+        if r["wall_s"] is None:
+            raise RuntimeError(f"{impl} ({cache}): {r['error']}: {r['log_tail'][-1200:]}")
+        log(f"  {impl} {cache}: {r['wall_s']:.2f} s to the PNG; parts {R.fmt_parts(r.get('parts'))}")
+        return r
+
+    def first_image_cmd(self, impl, png):
+        """The command and environment of one first-image process: ours with the run's usual
+        flags, or first_image_torch.py on the same model, prompt, size, steps and guidance."""
+        a = self.a
+        prompt = self.prompts[a.prompt_tokens]
+        env = dict(os.environ)
+        env.pop("MOSSINFER_BACKEND", None)
+        if impl == "ours":
+            if a.backend:
+                env["MOSSINFER_BACKEND"] = a.backend
+            return [self.binary("moss-infer-hip"), "--model", self.model, "--size", f"{a.first_size}x{a.first_size}",
+                    "--steps", str(a.first_steps), "--cfg", str(a.cfg), "--skip-layers", a.skip_layers,
+                    "--prompt", prompt, "--negative", "", "--seed", "42", "-o", png], env
+        site = self.wheel_site()
+        if site:
+            env["PYTHONPATH"] = site + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        if impl == "compiled":
+            env.update(fresh_compile_caches(self.tmp, "first"))  # its compile is part of its first image
+        cmd = [sys.executable, os.path.join(HERE, "mossbench", "first_image_torch.py"), "--impl", impl,
+               "--model", self.model, "--out", png, "--prompt", prompt, "--negative", "", "--size", str(a.first_size),
+               "--steps", str(a.first_steps), "--cfg", str(a.cfg), "--skip-layers", a.skip_layers, "--seed", "42",
+               "--device", a.torch_device, "--compile-mode", a.compile_mode[0]]
+        if a.moss_ref:
+            cmd += ["--moss-ref", a.moss_ref]
+        return cmd, env
+
+    # ---- merging -----------------------------------------------------------------------------
+    def merge(self):
+        """Fills what this run did not measure from the --merge-results files (see
+        mossbench/merge.py); with --report-only, takes the sizes and model facts from them."""
+        from mossbench import merge as MG
+        files = [p for p in self.a.merge_results.split(",") if p.strip()]
+        earlier = [(p, MG.load(p)) for p in files]
+        if self.a.report_only:
+            first = earlier[0][1]
+            self.results["env"] = dict(first.get("env") or {})
+            self.results["args"] = dict(first.get("args") or {}, report_only=True, merge_results=self.a.merge_results)
+            for key in ("dit_sizes", "compile_sizes", "te_tokens", "vae_sizes"):
+                setattr(self.a, key, MG.union_list((r.get("args") or {}).get(key) for _, r in earlier))
+            for key in ("prompt_tokens", "cfg", "skip_layers", "stream_size", "vae_dtype"):
+                if key in (first.get("args") or {}):
+                    setattr(self.a, key, first["args"][key])
+            self.skip_layers = ints(self.a.skip_layers)
+            self.model = (first.get("args") or {}).get("model") or first.get("model_dir")
+        for p, r in earlier:
+            mism = MG.merge_into(self.results, r, MG.label_of(p, r))
+            log(f"merged {p}" + (f"; setup differs: {'; '.join(mism)}" if mism else ""))
+        if self.a.report_only and self.results.get("provenance"):
+            # the first file's own numbers are this report's 'this run'
+            first_label = self.results["merged_from"][0]["label"]
+            self.results["provenance"] = {k: v for k, v in self.results["provenance"].items() if v != first_label}
+            self.results["merged_from"][0]["role"] = "the report's own run"
+        facts = self.results.get("model_facts") or {}
+        if self.dit_cfg is None and facts.get("dit_config"):
+            self.dit_cfg, self.uncond_tokens = facts["dit_config"], facts.get("uncond_tokens")
+
     # ---- report ------------------------------------------------------------------------------
     def dit_flops(self, size):
         if not self.dit_cfg or self.uncond_tokens is None:
@@ -383,12 +610,26 @@ class Bench:
         return F.dit_step_flops(self.dit_cfg, size, size, self.a.prompt_tokens, self.uncond_tokens,
                                 len(self.skip_layers), self.a.cfg)
 
+    def dit_report_sizes(self):
+        """The DiT sizes with a row: --dit-sizes, then compiled sizes beyond them."""
+        from mossbench.merge import union_list
+        return ints(union_list([self.a.dit_sizes, self.a.compile_sizes]))
+
+    def process_note(self, ours_path, base_path):
+        """'' when both sides of a row were measured by this process, else which file each
+        came from: a ratio across two processes is labelled as one."""
+        from mossbench.merge import source_of
+        so, sb = source_of(self.results, *ours_path), source_of(self.results, *base_path)
+        if so == sb:
+            return "" if so is None else f"; both from {so}"
+        return f"; separate processes: ours from {so or 'this run'}, baseline from {sb or 'this run'}"
+
     def build_rows(self):
-        from mossbench.torch_models import text_layer_params, vae_config, text_config
+        facts = self.results.get("model_facts") or {}
         peak = (self.results["torch"].get("matmul_peak") or {}).get("tflops")
         ours, th = self.results["ours"], self.results["torch"]
         rows, mem = [], []
-        for size in ints(self.a.dit_sizes):
+        for size in self.dit_report_sizes():
             o = ours.get(f"dit_{size}") or {}
             o_s = (o.get("denoise") or {}).get("wall_gap_s")
             fl = self.dit_flops(size)
@@ -398,6 +639,8 @@ class Bench:
                 note = "cond + uncond"
                 if name and "compile" in name:
                     note += f"; first call (compile) {b.get('first_call_s', 0):.0f} s"
+                if name:
+                    note += self.process_note(("ours", f"dit_{size}"), ("torch", "dit", name, str(size)))
                 rows.append(R.speed_row("DiT step", shape, o_s, name, b.get("median_s"), fl, peak, note))
             mo = o.get("memory_gib") or {}
             plan = o.get("plan") or {}
@@ -424,20 +667,14 @@ class Bench:
             rows.append(R.speed_row("DiT load", "weights to device", (load_src.get("done") or {}).get("dit_load_s"),
                                     "safetensors to cuda (torch)" if th.get("dit_load_s") else None, th.get("dit_load_s"),
                                     None, peak, "ours includes the text rows of both prompts"))
-        try:
-            tcfg, lp = text_config(self.model), text_layer_params(self.model)
-        except Exception:
-            tcfg, lp = None, None
+        tcfg, lp = facts.get("text_config"), facts.get("text_layer_params")
         tokens = ints(self.a.te_tokens)
         flops_of = (lambda n: F.text_encoder_flops(tcfg, lp, n)) if tcfg and lp else None
         te_rows, te_mem = R.text_encoder_rows({n: ours.get(f"te_{n}") for n in tokens}, th.get("text_encoder"), tokens,
                                               flops_of, peak)
         rows += te_rows
         mem += te_mem
-        try:
-            vcfg = vae_config(self.model)
-        except Exception:
-            vcfg = None
+        vcfg = facts.get("vae_config")
         for size in ints(self.a.vae_sizes):
             o = ours.get(f"vae_{size}") or {}
             o_s = (o.get("done") or {}).get("vae_s")
@@ -452,6 +689,52 @@ class Bench:
                         "baseline_above_gib": m.get("above_start_gib")})
         return rows, mem
 
+    def compile_lines(self):
+        info = self.results["torch"].get("compile") or {}
+        if not info:
+            return []
+        out = ["", "## torch.compile anchors", "",
+               "moss_ref compiled with dynamic=False and automatic_dynamic_shapes=False (each size its own static "
+               "graph), inductor cache " + str(self.results["env"].get("inductor_cache", "-")) + "; first call = the "
+               "compile of that size (plus one step):", ""]
+        dit = self.results["torch"].get("dit") or {}
+        for name, c in info.items():
+            firsts = ", ".join(f"{k}: {R.fmt(v.get('first_call_s'), 1)} s" for k, v in (dit.get(name) or {}).items())
+            out.append(f"- {name} (mode {c.get('mode')}): first calls {firsts or 'none measured'}; graphs "
+                       f"{(c.get('graphs') or {}).get('unique_graphs', '-')}")
+        return out
+
+    def first_image_lines(self):
+        from mossbench.merge import source_of
+        fi = self.results.get("first_image")
+        if not fi or not fi.get("rows"):
+            return []
+        view = {"rows": {}}
+        for cache, by_impl in fi["rows"].items():
+            for impl, r in by_impl.items():
+                src = source_of(self.results, "first_image", "rows", cache, impl)
+                view["rows"].setdefault(cache, {})[impl] = dict(r, **({"from": src} if src else {}))
+        return ["", f"## First image ({fi.get('size')}x{fi.get('size')}, {fi.get('steps')} steps, cfg {fi.get('cfg')}, "
+                    f"skip layers {fi.get('skip_layers')}; process start to written PNG)", "",
+                "Each row is a fresh process. DiffSynth 2.1.12's MOSSImagePipeline cannot load these folders (it "
+                "identifies files by the official checkpoint's key hashes, hard-codes the full-size text encoder, "
+                "needs a tokenizer_config.json and the whole library's requirements), so its path is composed "
+                "of the same pieces in its order (mossbench/first_image_torch.py). Warm: the model files read once "
+                f"just before; cold: {fi.get('cache', {}).get('cold', 'not run')}.", ""] + R.first_image_table(view)
+
+    def merged_lines(self):
+        merged = self.results.get("merged_from") or []
+        if not merged:
+            return []
+        out = ["", "## Merged results files", "",
+               "Numbers from these files fill what this run did not measure; rows mixing two processes say so."]
+        for m in merged:
+            env = m.get("env") or {}
+            out.append(f"- {m['label']}{' (' + m['role'] + ')' if m.get('role') else ''}: GPU {env.get('gpu')}, "
+                       f"repo {env.get('git')}, complete {m.get('complete')}; "
+                       + (f"setup differs: {'; '.join(m['mismatches'])}" if m.get("mismatches") else "same setup"))
+        return out
+
     def save(self, final):
         try:
             self.finish(final)
@@ -461,7 +744,9 @@ class Bench:
     def finish(self, final=True):
         rows, mem = self.build_rows()
         tg = R.targets(rows, mem, self.results.get("stream"))
-        self.results.update(rows=rows, memory=mem, targets=tg, elapsed_s=self.elapsed())
+        tg19 = R.targets_issue19(rows, self.dit_report_sizes())
+        self.results.update(rows=rows, memory=mem, targets=tg, targets_issue19=tg19, model=self.model,
+                            elapsed_s=self.elapsed())
         env = self.results["env"]
         peak = (self.results["torch"].get("matmul_peak") or {}).get("tflops")
         lines = [f"# MOSS-Image speed: moss-infer-hip vs PyTorch ({self.results['date']})", "",
@@ -478,7 +763,8 @@ class Bench:
                  "over the window's lowest sample (its weights and the context); planner: the engine's own plan. "
                  "Baselines: torch allocator peak.", ""] \
             + R.memory_table(mem) + ["", "## Targets (issue 8)", ""] \
-            + [f"- {t['status']}: {t['target']}: {R.fmt(t['value'], 3)}" for t in tg]
+            + [R.target_line(t) for t in tg] + ["", "## Targets (issue 19)", ""] + [R.target_line(t) for t in tg19]
+        lines += self.compile_lines() + self.first_image_lines() + self.merged_lines()
         if self.results.get("stream"):
             st = self.results["stream"]
             lines += ["", f"Streamed run: budget {R.fmt(st.get('budget_gib'), 2)} GiB, {st.get('resident_blocks')} blocks "
@@ -495,6 +781,13 @@ class Bench:
             print("\n".join(lines), flush=True)
             for p in paths:
                 log(f"wrote {p}")
+
+
+def fresh_compile_caches(tmp, name):
+    """New, empty inductor and triton cache folders (the environment variables that name them):
+    a compile timed with them finds no kernels of an earlier process."""
+    d = tempfile.mkdtemp(prefix=f"inductor-{name}-", dir=tmp)
+    return {"TORCHINDUCTOR_CACHE_DIR": d, "TRITON_CACHE_DIR": os.path.join(d, "triton")}
 
 
 def gpu_tag(name):
@@ -524,6 +817,10 @@ def dit_block_bytes(model_dir):
 def main(argv=None):
     a = parse_args(argv)
     b = Bench(a)
+    if a.report_only:
+        b.phase("merge results", b.merge)
+        b.finish()
+        return 0 if "merge results" not in b.errors else 1
     b.phase("environment", b.environment)
     if a.model:
         b.model = a.model
@@ -549,19 +846,27 @@ def main(argv=None):
         if b.wants("vae"):
             b.ours_vae()
         b.poller.stop()
-    if b.wants("torch"):
+    if b.wants_first_image():
+        # before the in-process baselines: their memory is not held while the processes run
+        b.phase("first image", b.first_image)
+    if b.wants("torch") or b.wants_compile():
         b.phase("torch setup", b.torch_setup)
         if "torch setup" not in b.errors:
-            if b.wants("peak"):
-                b.phase("torch bf16 peak", b.torch_peak)
-            if b.wants("dit"):
-                b.phase("torch DiT", b.torch_dit)
-            if b.wants("te"):
-                b.phase("torch text encoder", b.torch_te)
-            if b.wants("vae"):
-                b.phase("torch VAE", b.torch_vae)
-            if b.wants("dit") and a.compile:
-                b.phase("torch DiT compiled", b.torch_dit, True, need_s=a.compile_reserve)
+            if b.wants("torch"):
+                if b.wants("peak"):
+                    b.phase("torch bf16 peak", b.torch_peak)
+                if b.wants("dit"):
+                    b.phase("torch DiT", b.torch_dit)
+                if b.wants("te"):
+                    b.phase("torch text encoder", b.torch_te)
+                if b.wants("vae"):
+                    b.phase("torch VAE", b.torch_vae)
+            if b.wants_compile():
+                # last: its compiles take minutes
+                b.phase("torch DiT compiled", b.torch_dit_compiled,
+                        need_s=min(b.compile_need(R.compiled_name(s, a.compile_mode[0]), s) for s in a.compile_scope))
+    if a.merge_results:
+        b.phase("merge results", b.merge)
     b.finish()
     return 0
 

@@ -134,19 +134,44 @@ def moss_ref_step(dit, x, cond, uncond, sigma, dt, cfg_scale, skip):
     return step
 
 
-def compile_moss_ref(dit, scope):
+COMPILE_SCOPES = ("blocks", "model")
+
+
+def compile_moss_ref(dit, scope, mode="default"):
     """torch.compile on moss_ref: 'blocks' compiles the 42 main blocks (regional compilation:
     one graph per token count, shared by every block, so the compile costs one block's), 'model'
-    the whole forward (a graph per shape and timestep guard: much longer to compile)."""
+    the whole forward (a graph per shape and timestep guard: much longer to compile). Every
+    shape gets its own static graph (dynamic=False, and no automatic switch to a dynamic graph
+    when a second size arrives): each size is compiled and timed for itself, as a user running
+    one resolution gets it. mode: torch.compile's mode ('default' or e.g.
+    'max-autotune-no-cudagraphs')."""
     torch = _torch()
-    torch._dynamo.config.cache_size_limit = max(64, torch._dynamo.config.cache_size_limit)
-    if hasattr(torch._dynamo.config, "accumulated_cache_size_limit"):
-        torch._dynamo.config.accumulated_cache_size_limit = max(512, torch._dynamo.config.accumulated_cache_size_limit)
+    if scope not in COMPILE_SCOPES:
+        raise ValueError(f"compile scope {scope!r}: one of {', '.join(COMPILE_SCOPES)}")
+    cfg = torch._dynamo.config
+    cfg.cache_size_limit = max(64, cfg.cache_size_limit)
+    if hasattr(cfg, "accumulated_cache_size_limit"):
+        cfg.accumulated_cache_size_limit = max(512, cfg.accumulated_cache_size_limit)
+    cfg.automatic_dynamic_shapes = False
+    kw = {"dynamic": False}
+    if mode and mode != "default":
+        kw["mode"] = mode
     if scope == "model":
-        return torch.compile(dit, dynamic=False)
+        return torch.compile(dit, **kw)
     for blk in dit.layers:
-        blk.compile(dynamic=False)
+        blk.compile(**kw)
     return dit
+
+
+def compile_counters():
+    """Graphs dynamo compiled so far in this process (unique graphs, and frames it recompiled
+    after a guard failed): a run that recompiles every step shows here."""
+    try:
+        from torch._dynamo.utils import counters
+        st = counters["stats"]
+        return {"unique_graphs": int(st.get("unique_graphs", 0)), "calls_captured": int(st.get("calls_captured", 0))}
+    except Exception:
+        return None
 
 
 def measure_step(step, device, warmup, reps):
