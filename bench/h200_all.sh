@@ -20,7 +20,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 MOSS_REF=hip/tests/data/reference/moss_ref.py MOSS_CHECK=$B/moss-check timeout 120 python3 -m pytest -q -p no:cacheprovider \
   tools/golden >/tmp/dump_test.log 2>&1
 echo "== dump_official.py test (tiny model, moss_ref standing in) rc $?: $(tail -1 /tmp/dump_test.log)"
-timeout 300 python3 bench/run_bench.py --build $B --compile --time-budget 260 \
+timeout 300 python3 bench/run_bench.py --build $B --compile --compile-scope blocks --compile-sizes 512,1024 --time-budget 260 \
   --run-timeout 60 --copy-to "$OUT" >/tmp/bench.out 2>&1
 echo "== bench rc $?"
 tail -45 /tmp/bench.out

@@ -111,11 +111,15 @@ def parse_args(argv=None):
                     help="fresh: compile into new inductor and triton cache folders, so a compile is timed cold "
                          "(unless TORCHINDUCTOR_CACHE_DIR is set)")
     ap.add_argument("--first-image", action="store_true", help="also run the first_image phase")
-    ap.add_argument("--first-impls", default="ours,diffsynth,compiled",
+    ap.add_argument("--first-impls", type=_choices_list(FIRST_IMPLS, "first-image implementation"),
+                    default="ours,diffsynth,compiled",
                     help="first image: comma list of ours, diffsynth, compiled")
-    ap.add_argument("--first-cache", default="warm,cold", help="first image: page cache states, warm and/or cold")
+    ap.add_argument("--first-cache", type=_choices_list(FIRST_CACHES, "page cache state"), default="warm,cold",
+                    help="first image: page cache states, warm and/or cold")
     ap.add_argument("--first-size", type=int, default=1024)
     ap.add_argument("--first-steps", type=int, default=50)
+    ap.add_argument("--first-compile-mode", type=modes, default="default",
+                    help="first image: torch.compile mode of the compiled reference")
     ap.add_argument("--first-timeout", type=float, default=420, help="seconds for one first-image process")
     ap.add_argument("--merge-results", default="",
                     help="comma list of earlier results JSON files whose numbers fill what this run did not measure")
@@ -134,8 +138,6 @@ def parse_args(argv=None):
     ap.add_argument("--torch-device", default="cuda", help="device of the PyTorch baselines (development: cpu)")
     ap.add_argument("--gpu-index", type=int, default=0)
     a = ap.parse_args(argv)
-    a.first_impls = _choices_list(FIRST_IMPLS, "--first-impls")(a.first_impls)
-    a.first_cache = _choices_list(FIRST_CACHES, "--first-cache")(a.first_cache)
     if a.report_only and not a.merge_results:
         ap.error("--report-only needs --merge-results")
     return a
@@ -568,7 +570,7 @@ class Bench:
         cmd = [sys.executable, os.path.join(HERE, "mossbench", "first_image_torch.py"), "--impl", impl,
                "--model", self.model, "--out", png, "--prompt", prompt, "--negative", "", "--size", str(a.first_size),
                "--steps", str(a.first_steps), "--cfg", str(a.cfg), "--skip-layers", a.skip_layers, "--seed", "42",
-               "--device", a.torch_device, "--compile-mode", a.compile_mode[0]]
+               "--device", a.torch_device, "--compile-mode", a.first_compile_mode[0]]
         if a.moss_ref:
             cmd += ["--moss-ref", a.moss_ref]
         return cmd, env
@@ -611,9 +613,11 @@ class Bench:
                                 len(self.skip_layers), self.a.cfg)
 
     def dit_report_sizes(self):
-        """The DiT sizes with a row: --dit-sizes, then compiled sizes beyond them."""
-        from mossbench.merge import union_list
-        return ints(union_list([self.a.dit_sizes, self.a.compile_sizes]))
+        """The DiT sizes with a row: --dit-sizes, then the compiled sizes beyond them that have
+        a number (of this run or a merged one)."""
+        measured = {k for v in (self.results["torch"].get("dit") or {}).values() for k in v}
+        extra = [s for s in ints(self.a.compile_sizes) if str(s) in measured or f"dit_{s}" in self.results["ours"]]
+        return ints(self.a.dit_sizes) + [s for s in extra if s not in ints(self.a.dit_sizes)]
 
     def process_note(self, ours_path, base_path):
         """'' when both sides of a row were measured by this process, else which file each
@@ -846,9 +850,6 @@ def main(argv=None):
         if b.wants("vae"):
             b.ours_vae()
         b.poller.stop()
-    if b.wants_first_image():
-        # before the in-process baselines: their memory is not held while the processes run
-        b.phase("first image", b.first_image)
     if b.wants("torch") or b.wants_compile():
         b.phase("torch setup", b.torch_setup)
         if "torch setup" not in b.errors:
@@ -861,10 +862,17 @@ def main(argv=None):
                     b.phase("torch text encoder", b.torch_te)
                 if b.wants("vae"):
                     b.phase("torch VAE", b.torch_vae)
+        if b.wants_first_image():
+            # after the eager baselines (each has freed its weights), before the compiles: the
+            # processes it starts have the device to themselves but for this one's context
+            b.phase("first image", b.first_image)
+        if "torch setup" not in b.errors:
             if b.wants_compile():
                 # last: its compiles take minutes
                 b.phase("torch DiT compiled", b.torch_dit_compiled,
                         need_s=min(b.compile_need(R.compiled_name(s, a.compile_mode[0]), s) for s in a.compile_scope))
+    elif b.wants_first_image():
+        b.phase("first image", b.first_image)
     if a.merge_results:
         b.phase("merge results", b.merge)
     b.finish()
