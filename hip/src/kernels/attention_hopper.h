@@ -19,7 +19,9 @@
 //       O += P·V     8 x wgmma m64n128k16 with A from registers and V MN-major (transposed B).
 //     FA3's intra-warpgroup overlap: S of tile t is issued together with P·V of tile t-1, and
 //     the softmax of tile t runs while that P·V is still in the tensor cores (a serial variant,
-//     each product awaited before the next step, measured slower and is gone).
+//     each product awaited before the next step, measured slower and is gone). And FA3's
+//     inter-warpgroup pingpong: the two consumers issue their products in turns (named barriers
+//     1 and 2), so one's softmax overlaps the other's products.
 //   - at the end each consumer divides by the row sums (reduced over the quad) and stores O as f32
 //     or bf16 column pairs, masked at tq.
 // Register layout of the accumulators (S and O alike; gemm_layout::sw128::accumulator): thread t of
@@ -324,12 +326,29 @@ __global__ __launch_bounds__(Shape::kThreads, 1) void attention_wgmma_kernel(
     auto release_v = [&](int kt) {
       if (arrives) hopper::mbarrier_arrive(v_empty(kt % S::kStages));
     };
+    // Pingpong between the consumers (FA3's inter-warpgroup overlap): each issues its products only
+    // in its turn, so one warpgroup's softmax runs while the other's products fill the tensor
+    // cores, instead of both computing exponentials at once while the tensor cores idle. Turn
+    // barrier 1 + c is consumer c's: it waits there (its 128 threads) for the other's 128 arrivals,
+    // given once the other has issued its products. Every consumer has tiles + 1 turns (scores of
+    // tile 0, then scores and P·V together, then the last P·V). Consumer 1 hands consumer 0 its
+    // first turn, so it gives one arrival fewer at the end: every barrier sees exactly as many
+    // arrivals as waits, and nothing is left pending when the block exits.
+    constexpr int kTurnThreads = 2 * S::kWarpgroup;
+    int turns = tiles + 1;
+    auto take_turn = [&] { hopper::named_barrier(1 + c, kTurnThreads); };
+    auto end_turn = [&] {
+      if (--turns > 0 || c == 0) hopper::named_barrier_arrive(2 - c, kTurnThreads);
+    };
+    if (c == 1) hopper::named_barrier_arrive(1, kTurnThreads);
     hopper::mbarrier_wait(q_full, 0);
 
     float alpha[2];
     // Tile 0: scores, softmax (O is still zero: no rescale), P.
     wait_k(0);
+    take_turn();
     w.issue_scores(q_tile, k_tile(0), c);
+    end_turn();
     hopper::wgmma_wait<0>();
     hopper::fence_accumulators(w.s);
     release_k(0);
@@ -337,9 +356,11 @@ __global__ __launch_bounds__(Shape::kThreads, 1) void attention_wgmma_kernel(
     w.make_p();
     for (int kt = 1; kt < tiles; ++kt) {
       wait_k(kt);
-      w.issue_scores(q_tile, k_tile(kt % S::kStages), c);    // group: S of tile kt
       wait_v(kt - 1);
+      take_turn();
+      w.issue_scores(q_tile, k_tile(kt % S::kStages), c);    // group: S of tile kt
       w.issue_pv(v_tile((kt - 1) % S::kStages));             // group: P·V of tile kt-1
+      end_turn();
       hopper::wgmma_wait<1>();                               // S done (groups retire in order)
       hopper::fence_accumulators(w.s);
       release_k(kt);
@@ -352,7 +373,9 @@ __global__ __launch_bounds__(Shape::kThreads, 1) void attention_wgmma_kernel(
       w.make_p();
     }
     wait_v(tiles - 1);
+    take_turn();
     w.issue_pv(v_tile((tiles - 1) % S::kStages));
+    end_turn();
     hopper::wgmma_wait<0>();
     hopper::fence_accumulators(w.o);
     fence_registers(w.p);

@@ -155,6 +155,11 @@ __device__ inline void fence_async_shared() { asm volatile("fence.proxy.async.sh
 __device__ inline void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+// This warp's arrival at barrier `id` among `threads` threads, without waiting for the others
+// (the signalling side of a hand-off between warpgroups that wait with named_barrier).
+__device__ inline void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 __device__ inline void store_shared_b32(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 }

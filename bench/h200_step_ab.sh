@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# h200_step_ab.sh: a kernel change's whole verdict in one call on the H200 (issue 19): the new
+# build's DiT and runtime kernel checks and GPU golden stages, then the old and the new build on
+# the same full-size random model (bench/h200_before_after.sh: native kernels, latents and pixels
+# compared, step times alternated), then one op profile of each at 1024 with the clocks and power
+# sampled beside it. Carry [".carry"] holding bundle-old.tar.xz and bundle.tar.xz, each packed by
+# bench/make_carry.sh from one build (rename the first). Everything lands in $OUT/ab.tgz; a short
+# table is printed last.
+#   SIZES (default "1024 512 1456"), RUNS (default 2), CHECKS (default "kernels-runtime kernels-dit
+#   dit e2e"), PROFILE_SIZE (default 1024), TE_LAYERS (default 2: the DiT step does not depend on
+#   the text encoder's depth, and a shallow one writes and loads in seconds)
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=/tmp/ab
+mkdir -p "$work/old" "$work/new" "$work/logs"
+tar -C "$work/new" -xJf "$root/.carry/bundle.tar.xz" || exit 2
+tar -C "$work/old" -xJf "$root/.carry/bundle-old.tar.xz" || exit 2
+export LD_LIBRARY_PATH=$work/new/lib
+model=/tmp/moss-random-full
+t0=$(date +%s)
+if [[ ! -f $model/.complete ]]; then
+  "$work/new/bin/bench_random_model" --out "$model" --tokenizer "$root/hip/tests/data/qwen35-tokenizer/tokenizer.json" \
+    --te-layers "${TE_LAYERS:-2}" >"$work/logs/model.log" 2>&1 && touch "$model/.complete"
+fi
+echo "== model written in $(( $(date +%s) - t0 )) s"
+
+CHECK_TIMEOUT=${CHECK_TIMEOUT:-150} bash "$root/bench/h200_checks.sh" "$work/new/bin" "$work/logs" \
+  ${CHECKS:-kernels-runtime kernels-dit dit e2e} >"$work/logs/checks.out" 2>&1
+tail -n 12 "$work/logs/checks.out"
+
+PATHS=native SIZES=${SIZES:-1024 512 1456} RUNS=${RUNS:-2} \
+  bash "$root/bench/h200_before_after.sh" "$work/old/bin" "$work/new/bin" "$model" "$work/ba" >/dev/null 2>&1
+cp "$work/ba/before-after.txt" "$work/logs/"
+
+prompt="A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
+size=${PROFILE_SIZE:-1024}
+for which in old new; do
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,utilization.gpu --format=csv -lms 100 \
+    >"$work/logs/clocks-$which.csv" 2>/dev/null &
+  smi=$!
+  MOSSINFER_PROFILE=1 timeout 300 "$work/$which/bin/moss-infer-hip" --model "$model" --prompt "$prompt" \
+    --size "${size}x$size" --steps 12 --seed 42 --cfg 3 --latent-out "$work/$which-profile.npy" \
+    >"$work/logs/profile-$which.log" 2>&1
+  kill "$smi" 2>/dev/null
+  wait "$smi" 2>/dev/null
+done
+tar -C "$work" -czf "$OUT/ab.tgz" logs
+echo "== before/after"
+cat "$work/logs/before-after.txt"
+for which in old new; do
+  echo "== profile $which ($size, per step = total / 12)"
+  grep -E "^core\.(linear_gated_unit|linear 3072x|attention BF16|add_norm_modulate|norm_rope)|^all ops" \
+    "$work/logs/profile-$which.log" | awk '{ printf "%s  %.2f ms/step\n", $0, $(NF-2) / 12 }'
+  awk -F', ' 'NR > 1 && $5 + 0 > 50 { c += $2; p += $3; n++ } END { if (n) printf "busy samples %d: mean SM clock %.0f MHz, mean power %.0f W\n", n, c / n, p / n }' \
+    "$work/logs/clocks-$which.csv"
+done
