@@ -18,10 +18,10 @@
 set -u
 call=${1:?usage: h200_issue19.sh a|b|c [run_bench.py flags]}
 shift
-[[ -x .carry/bin/moss-infer-hip ]] || tar -C .carry -xJf .carry/bundle.tar.xz
+tar -C .carry -xJf .carry/bundle.tar.xz
 export LD_LIBRARY_PATH=$PWD/.carry/lib PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
-  export PYTHONPATH=/tmp/site
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 common=(--build .carry/bin --tag "h200-issue19-$call" --copy-to "$OUT" --results-dir /tmp/bench-results
         --time-budget 500 --run-timeout 90)
 case $call in

@@ -362,8 +362,9 @@ class Bench:
 
     def torch_setup(self):
         self.wheel_site()
-        if self.a.inductor_cache == "fresh" and "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
-            # before torch is imported: a compile timed here must not find an earlier run's kernels
+        # fresh: before torch is imported, so a compile timed here finds no earlier run's kernels
+        self.fresh_caches = self.a.inductor_cache == "fresh" and "TORCHINDUCTOR_CACHE_DIR" not in os.environ
+        if self.fresh_caches:
             os.environ.update(fresh_compile_caches(self.tmp, "bench"))
         self.results["env"]["inductor_cache"] = os.environ.get("TORCHINDUCTOR_CACHE_DIR", "torch's default")
         import torch
@@ -442,13 +443,23 @@ class Bench:
             for scope in self.a.compile_scope:
                 name = R.compiled_name(scope, mode)
                 torch._dynamo.reset()
+                if getattr(self, "fresh_caches", False):
+                    # each scope and mode compiles cold: the whole model's kernels would otherwise
+                    # serve the blocks' compile. Inductor reads the folder's variable at every use;
+                    # the compile workers took theirs (triton's) when started, so they start anew.
+                    B.stop_compile_workers()
+                    os.environ.update(fresh_compile_caches(self.tmp, name.split("(")[1].rstrip(")").replace(", ", "-")))
+                    self.results["env"]["inductor_cache"] = "fresh per scope and mode, below " + self.tmp
+                before = B.compile_counters() or {}
                 model = B.compile_moss_ref(M.build_moss_ref_dit(ref_mod, self.model, state), scope, mode)
                 info[name] = {"scope": scope, "mode": mode, "dynamic": False, "automatic_dynamic_shapes": False,
-                              "inductor_cache": self.results["env"].get("inductor_cache")}
+                              "inductor_cache": os.environ.get("TORCHINDUCTOR_CACHE_DIR", "torch's default")}
                 for size in ints(self.a.compile_sizes):
                     self.phase(f"torch {name} {size}", self.torch_step, cfg, name, model, B.moss_ref_step, size, 1,
                                need_s=self.compile_need(name, scope))
-                info[name]["graphs"] = B.compile_counters()
+                after = B.compile_counters() or {}
+                # dynamo's counters run for the whole process: this scope and mode's share
+                info[name]["graphs"] = {k: v - before.get(k, 0) for k, v in after.items()}
                 model = None
                 B.release()
         state = None
@@ -699,13 +710,13 @@ class Bench:
             return []
         out = ["", "## torch.compile anchors", "",
                "moss_ref compiled with dynamic=False and automatic_dynamic_shapes=False (each size its own static "
-               "graph), inductor cache " + str(self.results["env"].get("inductor_cache", "-")) + "; first call = the "
-               "compile of that size (plus one step):", ""]
+               "graph); first call = the compile of that size (plus one step):", ""]
         dit = self.results["torch"].get("dit") or {}
         for name, c in info.items():
             firsts = ", ".join(f"{k}: {R.fmt(v.get('first_call_s'), 1)} s" for k, v in (dit.get(name) or {}).items())
             out.append(f"- {name} (mode {c.get('mode')}): first calls {firsts or 'none measured'}; graphs "
-                       f"{(c.get('graphs') or {}).get('unique_graphs', '-')}")
+                       f"{(c.get('graphs') or {}).get('unique_graphs', '-')}; inductor cache "
+                       f"{c.get('inductor_cache', '-')}")
         return out
 
     def first_image_lines(self):
@@ -776,7 +787,10 @@ class Bench:
         if self.errors or self.skipped:
             lines += ["", "## Not measured", ""] + [f"- {k}: {' '.join(v.split())[:400]}" for k, v in self.errors.items()] + \
                      [f"- {s}" for s in self.skipped]
-        lines += ["", f"Total bench time {self.elapsed():.0f} s" + ("." if final else " so far (incomplete run).")]
+        if self.a.report_only:
+            lines += ["", "A report of the merged results files; nothing was measured by this process."]
+        else:
+            lines += ["", f"Total bench time {self.elapsed():.0f} s" + ("." if final else " so far (incomplete run).")]
         self.results["complete"] = final
         tag = self.a.tag or gpu_tag(env.get("gpu", ""))
         stem = f"{datetime.date.today().isoformat()}-{tag}"

@@ -163,6 +163,17 @@ def compile_moss_ref(dit, scope, mode="default"):
     return dit
 
 
+def stop_compile_workers():
+    """Ends inductor's compile-worker processes (a later compile starts new ones with the
+    environment of that time); False where this torch has no such call."""
+    try:
+        from torch._inductor.async_compile import shutdown_compile_workers
+    except ImportError:
+        return False
+    shutdown_compile_workers()
+    return True
+
+
 def compile_counters():
     """Graphs dynamo compiled so far in this process (unique graphs, and frames it recompiled
     after a guard failed): a run that recompiles every step shows here."""

@@ -193,6 +193,8 @@ def first_image_table(fi):
                 note = (note + "; " if note else "") + f"from {r['from']}"
             if impl == "compiled" and p.get("first_step_s") is not None:
                 note = (note + "; " if note else "") + f"first step (compile) {p['first_step_s']:.1f} s"
+                if (r.get("compile") or {}).get("unique_graphs") is not None:
+                    note += f", {r['compile']['unique_graphs']} graphs compiled in all"  # no per-step recompiles
             out.append(f"| {cache} | {FIRST_IMAGE_IMPLS.get(impl, impl)} | {fmt(r.get('wall_s'), 2)} | "
                        f"{fmt(p.get('load_s'), 2)} | {fmt(p.get('text_encoder_s'), 2)} | {fmt(p.get('denoise_s'), 2)} | "
                        f"{fmt(p.get('decode_s'), 2)} | {fmt(q.get('wall'), 3)} | {fmt(q.get('load'), 3)} | "

@@ -188,7 +188,8 @@ def test_report_only_merges_two_files_into_one_report(tmp_path):
     assert rc == 0
     md = next(p for p in out.iterdir() if p.suffix == ".md").read_text()
     assert "PASS: DiT step 512x512 / moss_ref compile (model) <= 0.95 (two processes): 0.800" in md
-    assert "moss_ref compile (model) (mode default): first calls 512: 210.0 s; graphs 2" in md
+    assert "moss_ref compile (model) (mode default): first calls 512: 210.0 s; graphs 2;" in md
+    assert "nothing was measured by this process" in md
     assert "a.json" in md and "b.json" in md
 
 
