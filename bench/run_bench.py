@@ -128,6 +128,8 @@ def parse_args(argv=None):
     ap.add_argument("--vae-dtype", choices=["float32", "bfloat16"], default="float32")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--profile-sizes", default="",
+                    help="DiT sizes at which each PyTorch DiT baseline's step is also profiled by kernel")
     ap.add_argument("--wheels", default=os.path.join(ROOT, ".whl"), help="folder of wheels to put on sys.path")
     ap.add_argument("--time-budget", type=float, default=560, help="seconds; later phases are skipped past it")
     ap.add_argument("--run-timeout", type=float, default=240, help="seconds for one moss-infer-hip run")
@@ -417,8 +419,12 @@ class Bench:
         with torch.inference_mode():
             step = make_step(model, x, c, u, sigma, dt, self.a.cfg, self.skip_layers)
             r = B.measure_step(step, self.device, self.a.warmup + extra_warmup, self.a.reps)
+            if size in ints(self.a.profile_sizes):
+                r["kernel_profile"] = B.kernel_profile(step, self.device)
         self.results["torch"].setdefault("dit", {}).setdefault(name, {})[str(size)] = r
         log(f"  {name} {size}: {r['median_s']:.4f} s/step (first call {r['first_call_s']:.1f} s)")
+        for k in (r.get("kernel_profile") or {}).get("kernels", [])[:12]:
+            log(f"    {k['ms_per_step']:8.2f} ms/step {k['calls_per_step']:6.0f} calls  {k['kernel'][:110]}")
         return r
 
     def torch_dit_compiled(self):

@@ -197,6 +197,27 @@ def measure_step(step, device, warmup, reps):
     return t
 
 
+def kernel_profile(step, device, steps=2, top=30):
+    """Where a step's device time goes, by kernel (torch.profiler, CUDA activity only): each
+    kernel's milliseconds and launches per step, largest first, and their sum. Issue 19 compares
+    it with moss-infer-hip's op profile at the same size (MOSSINFER_PROFILE=1)."""
+    from torch.profiler import ProfilerActivity, profile
+    cuda = str(device).startswith("cuda")
+    sync(device)
+    with profile(activities=[ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+        sync(device)
+    rows = []
+    for e in prof.key_averages():
+        # on the CPU (development runs) the ops' own time stands in for kernels
+        us = getattr(e, "device_time_total", getattr(e, "cuda_time_total", 0)) if cuda else e.self_cpu_time_total
+        if us > 0:
+            rows.append({"kernel": e.key[:200], "ms_per_step": us / 1000.0 / steps, "calls_per_step": e.count / steps})
+    rows.sort(key=lambda r: -r["ms_per_step"])
+    return {"steps": steps, "total_ms_per_step": sum(r["ms_per_step"] for r in rows), "kernels": rows[:top]}
+
+
 def text_encoder_forward(model, ids):
     def fwd():
         return model(input_ids=ids, use_cache=False).last_hidden_state

@@ -268,3 +268,23 @@ def test_torch_script_usage_without_torch():
     p = subprocess.run([sys.executable, os.path.join(BENCH, "mossbench", "first_image_torch.py"), "--impl", "comfy",
                         "--model", "m", "--out", "o", "--prompt", "p"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "invalid choice" in p.stderr
+
+
+def test_kernel_profile_counts_each_op_per_step():
+    torch = pytest.importorskip("torch")
+    from mossbench import baselines as B
+    a = torch.randn(256, 256)
+    b = torch.randn(256, 256)
+
+    def step():
+        (a @ b).relu_()
+        return (a @ b) @ b
+
+    p = B.kernel_profile(step, "cpu", steps=3, top=50)
+    by_name = {k["kernel"]: k for k in p["kernels"]}
+    assert p["steps"] == 3
+    assert by_name["aten::mm"]["calls_per_step"] == 3  # three products a step, over three steps
+    assert by_name["aten::relu_"]["calls_per_step"] == 1
+    times = [k["ms_per_step"] for k in p["kernels"]]
+    assert times == sorted(times, reverse=True) and all(t > 0 for t in times)
+    assert abs(p["total_ms_per_step"] - sum(times)) < 1e-9 or len(p["kernels"]) == 50
