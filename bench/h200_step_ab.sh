@@ -27,6 +27,13 @@ echo "== model written in $(( $(date +%s) - t0 )) s"
 CHECK_TIMEOUT=${CHECK_TIMEOUT:-150} bash "$root/bench/h200_checks.sh" "$work/new/bin" "$work/logs" \
   ${CHECKS:-kernels-runtime kernels-dit dit e2e} >"$work/logs/checks.out" 2>&1
 tail -n 12 "$work/logs/checks.out"
+# A failing or hung check stops the call here: the timings of a wrong build mean nothing, and a
+# hang would cost every run below its limit.
+if grep -E '^moss-check' "$work/logs/checks.out" | grep -vqE ': rc 0,'; then
+  tar -C "$work" -czf "$OUT/ab.tgz" logs
+  echo "== a check failed: no timings"
+  exit 3
+fi
 
 PATHS=native SIZES=${SIZES:-1024 512 1456} RUNS=${RUNS:-2} \
   bash "$root/bench/h200_before_after.sh" "$work/old/bin" "$work/new/bin" "$model" "$work/ba" >/dev/null 2>&1

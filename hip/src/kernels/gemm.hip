@@ -9,6 +9,7 @@
 // This file holds the host side: tile choice, split-K, launches, gemm_resolve.
 #include "kernels/gemm.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -131,7 +132,7 @@ void launch_mma_typed(const GemmOperands& op, int splits, hipStream_t stream) {
 }
 
 // The tensor maps describe x and w as the copy engine will read them (boxes of one k-step).
-void launch_wgmma(const GemmOperands& op, hipStream_t stream) {
+void launch_wgmma(const GemmOperands& op, hipStream_t stream, int multiprocessors) {
   using Cfg = WgmmaTiles;
   static const bool opted_in = opt_in_shared_memory(gemm_wgmma_kernel, Cfg::kSmemBytes);
   (void)opted_in;
@@ -146,8 +147,14 @@ void launch_wgmma(const GemmOperands& op, hipStream_t stream) {
   args.tma_store = reinterpret_cast<uintptr_t>(op.y) % 16 == 0 && (op.ldy * esize) % 16 == 0;
   const gemm_hopper::TensorMap y_map =
       args.tma_store ? gemm_hopper::store_tensor_map(op.y, esize == 2, op.m, op.n, op.ldy, 64) : x_map;
-  launch_blocks(gemm_wgmma_kernel, Cfg::BM, op.gated ? kWgmmaUnitCols : Cfg::BN, Cfg::kThreads, Cfg::kSmemBytes,
-                stream, x_map, w_map, y_map, args);
+  // Persistent: one block per multiprocessor (or per tile, when there are fewer), each walking
+  // its share of the tiles (see WgmmaTiles).
+  const int64_t tiles = tiles_of(op.m, op.n, Cfg::BM, op.gated ? kWgmmaUnitCols : Cfg::BN);
+  if (tiles > 0x7fffffff) throw failure("gemm: too many tiles (" + std::to_string(tiles) + ")");
+  const unsigned blocks = unsigned(std::max<int64_t>(1, std::min<int64_t>(tiles, multiprocessors)));
+  hipLaunchKernelGGL(gemm_wgmma_kernel, dim3(blocks), dim3(Cfg::kThreads), size_t(Cfg::kSmemBytes), stream, x_map,
+                     w_map, y_map, args);
+  MOSS_HIP_CHECK(hipGetLastError());
 }
 #endif
 
@@ -286,7 +293,7 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
   if (plan.kernel == GemmKernel::Portable) return launch_portable(op, plan.tiles == GemmTiles::Medium, stream);
 #if MOSS_PLATFORM_NVIDIA
   if (plan.kernel == GemmKernel::Wgmma) {
-    launch_wgmma(op, stream);
+    launch_wgmma(op, stream, multiprocessors);
     return;
   }
   if (plan.kernel == GemmKernel::Mma) {

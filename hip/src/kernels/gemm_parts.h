@@ -87,9 +87,9 @@ __device__ inline void store_pair(const Args& a, int row, int col, float v0, flo
 struct TileOrigin {
   int m0, n0;
 };
-__device__ inline TileOrigin raster_tile(int bm, int bn, int m, int n) {
+// `pid`: the tile's number in that order (the block's, unless blocks walk several tiles).
+__device__ inline TileOrigin raster_tile(int bm, int bn, int m, int n, int pid = int(block_x())) {
   const int grid_m = (m + bm - 1) / bm, grid_n = (n + bn - 1) / bn;
-  const int pid = int(block_x());
   const int per_group = kRasterGroup * grid_n;
   const int first_m = (pid / per_group) * kRasterGroup;
   const int group_rows = grid_m - first_m < kRasterGroup ? grid_m - first_m : kRasterGroup;

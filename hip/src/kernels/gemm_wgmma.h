@@ -17,21 +17,32 @@ namespace {
 // Why: mma.sync tops out near half of the H200's bf16 peak (fragments through registers, one warp's
 // 64x64 per instruction stream); wgmma lets one warpgroup multiply a 64x256x16 block straight from
 // shared memory while the copy engine (TMA) fills the next stages.
-// One block computes a 128x256 tile of y with 3 warpgroups (384 threads, one block per SM):
+// One block per SM, persistent: it computes the 128x256 tiles of y numbered block, block + grid,
+// block + 2·grid, ... (raster order, gemm_parts.h's raster_tile), with 3 warpgroups (384 threads):
 //   - warpgroup 0, the producer: gives up registers (setmaxnreg), and one thread walks K in steps
-//     of 64, for each step waiting until the stage's slot is free (`empty` barrier), announcing
-//     its bytes on the `full` barrier and asking the copy engine for the x box [128 rows][64 k]
-//     and the w box [256 rows][64 k]; boxes past M or N arrive as zeros;
+//     of 64, tile after tile, for each step waiting until the stage's slot is free (`empty`
+//     barrier), announcing its bytes on the `full` barrier and asking the copy engine for the x
+//     box [128 rows][64 k] and the w box [256 rows][64 k]; boxes past M or N arrive as zeros. The
+//     stage ring runs on across tiles, so the next tile's first stages load while the consumers
+//     store the last one;
 //   - warpgroups 1, 2, the consumers, rows 64c..64c+63 of the tile: wait for a stage (`full`),
 //     issue four m64n256k16 wgmmas (k16 steps; A = their 64 x rows, B = all 256 w rows) as one
 //     group, and keep that group in flight while waiting for the previous one, whose stage they
-//     then release (`empty`: one arrival per consumer warp). 128 fp32 accumulators per thread.
+//     then release (`empty`: one arrival per consumer warp; the tile's last stage once its group
+//     is done). 128 fp32 accumulators per thread.
+// Why persistent: with one block per tile, every tile paid the block's start, the ring's first
+// fill and its own epilogue in series with its products, about a fifth of a K = 3072 tile's time
+// on the H200 (q/k/v/o 702 TFLOP/s against 784 for K = 8192 at equal tile counts; in the 1024
+// step the GEMMs ran at 637 TFLOP/s where cuBLAS's persistent kernels ran at 715; bench/NOTES.md).
 // Stages: S of 48 KiB (x 16 KiB + w 32 KiB), 1024-byte aligned, 128-byte swizzled exactly as
 // gemm_layout::sw128 models (the descriptors come from there too). K must be a multiple of 64.
-// The epilogue adds the bias and, when y's rows are 16-byte aligned, writes the tile into the
-// idle stages as swizzled 128-byte boxes that the copy engine stores (clipped at the M and N
-// tails; fewer, asynchronous writes than the registers' 4- or 8-byte ones: 0.255 -> 0.234 ms for
-// the DiT's q/k/v/o GEMMs in a step); otherwise it writes column pairs from registers, masked.
+// The epilogue adds the bias and, when y's rows are 16-byte aligned, writes the tile through
+// shared memory as swizzled 128-byte x 64-row boxes that the copy engine stores (clipped at the M
+// and N tails; fewer, asynchronous writes than the registers' 4- or 8-byte ones: 0.255 -> 0.234 ms
+// for the DiT's q/k/v/o GEMMs in a step). Each consumer has its own 16 KiB for that (two boxes),
+// apart from the stages, and fills it chunk by chunk (128 bf16 or 64 f32 columns), each chunk
+// once the copy engine has read the one before; the stores run on while the next tile multiplies.
+// Otherwise it writes column pairs from registers, masked.
 // Gated-unit epilogue (GemmOperands::gated): the tile covers y's columns n0..n0+127, and its B
 // block is two boxes of 128 w rows, a's rows n0.. and b's rows n + n0.. (gemm_layout::sw128::
 // split_box_matches_one_box): accumulator columns c and c + 128 are a and b of y's column n0 + c,
@@ -45,16 +56,21 @@ struct WgmmaTiles {
   static constexpr int kStageA = BM * gemm_layout::sw128::kRowBytes;
   static constexpr int kStageB = BN * gemm_layout::sw128::kRowBytes;
   static constexpr int kStageBytes = kStageA + kStageB;
+  // A consumer's output staging: kStoreBoxes boxes of 64 rows x 128 bytes.
+  static constexpr int kStoreBoxes = 2, kStoreBoxBytes = 64 * gemm_layout::sw128::kRowBytes;
+  static constexpr int kStoreBytes = kConsumers * kStoreBoxes * kStoreBoxBytes;
   static constexpr int kBarrierBytes = 2 * kStages * 8;
   // Slack to align the stages to 1024 bytes (dynamic shared memory is only 16-byte aligned).
-  static constexpr int kSmemBytes = kStages * kStageBytes + kBarrierBytes + gemm_layout::sw128::kAtomBytes;
+  static constexpr int kSmemBytes =
+      kStages * kStageBytes + kStoreBytes + kBarrierBytes + gemm_layout::sw128::kAtomBytes;
   // Registers per thread after setmaxnreg: the producer needs a handful, a consumer 128
   // accumulators and its addresses. The block starts at 65536 / 384 = 168 (launch bounds).
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   static constexpr int kAccumulators = 64 * BN / kWarpgroup;
   static_assert(BN == 256, "the consumers issue m64n256k16");
-  static_assert(kStageA % gemm_layout::sw128::kAtomBytes == 0 && kStageB % gemm_layout::sw128::kAtomBytes == 0,
-                "every stage and operand box starts on a swizzle atom");
+  static_assert(kStageA % gemm_layout::sw128::kAtomBytes == 0 && kStageB % gemm_layout::sw128::kAtomBytes == 0 &&
+                    kStoreBoxBytes % gemm_layout::sw128::kAtomBytes == 0,
+                "every stage, operand box and store box starts on a swizzle atom");
   static_assert(kSmemBytes <= 227 * 1024, "stages exceed the H200's 227 KiB of shared memory per block");
   static_assert(hopper::register_budgets_fit(kWarpgroup, kProducerRegs, kWarpgroup * kConsumers, kConsumerRegs),
                 "setmaxnreg budgets must add up to the block's registers exactly");
@@ -63,14 +79,17 @@ constexpr int kWgmmaKMultiple = WgmmaTiles::BK;
 constexpr int kWgmmaUnitCols = WgmmaTiles::BN / 2;  // y's columns per tile with a gated unit
 
 // The Wgmma kernel's epilogues hand each column pair of a consumer's 64-row block to put(row,
-// col, v0, v1), row 0..63 and col relative to the tile's first column of y.
+// col, v0, v1), row 0..63 and col relative to the tile's first column of y, for the tile's
+// columns lo <= col < hi (in the caller's unrolled chunk loops both are constants: the column
+// tests fold away).
 // The plain epilogue: y's columns 0..255 of the tile, bias added.
 template <class Put>
 __device__ __forceinline__ void wgmma_epilogue(const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t, int n0,
-                                               Put put) {
+                                               int lo, int hi, Put put) {
   namespace sw = gemm_layout::sw128;
 #pragma unroll
   for (int j = 0; j < WgmmaTiles::BN / 8; ++j) {
+    if (8 * j < lo || 8 * j >= hi) continue;  // accumulator columns 8j .. 8j + 7
     const int col = sw::accumulator(t, 4 * j).col;
     const BiasPair bias = bias_pair(args, n0 + col);
 #pragma unroll
@@ -84,11 +103,12 @@ __device__ __forceinline__ void wgmma_epilogue(const KernelArgs<bf16, bf16>& arg
 // 0.727 ms against 0.619 + 0.110).
 template <GatedUnit kUnit, class Put>
 __device__ __forceinline__ void wgmma_gated_epilogue(const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t,
-                                                     int n0, Put put) {
+                                                     int n0, int lo, int hi, Put put) {
   namespace sw = gemm_layout::sw128;
   constexpr int kHalf = WgmmaTiles::kAccumulators / 2;  // registers of a; b's are kHalf further on
 #pragma unroll
   for (int j = 0; j < kHalf / 4; ++j) {
+    if (8 * j < lo || 8 * j >= hi) continue;
     const int col = sw::accumulator(t, 4 * j).col;
     float ba[2] = {0.0f, 0.0f}, bb[2] = {0.0f, 0.0f};
     if (args.bias) {
@@ -108,12 +128,51 @@ __device__ __forceinline__ void wgmma_gated_epilogue(const KernelArgs<bf16, bf16
 }
 template <class Put>
 __device__ __forceinline__ void wgmma_any_epilogue(const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t,
-                                                   int n0, Put put) {
-  if (!args.gated) return wgmma_epilogue(args, acc, t, n0, put);
+                                                   int n0, int lo, int hi, Put put) {
+  if (!args.gated) return wgmma_epilogue(args, acc, t, n0, lo, hi, put);
   switch (args.unit) {
-    case GatedUnit::Situ: wgmma_gated_epilogue<GatedUnit::Situ>(args, acc, t, n0, put); break;
-    case GatedUnit::SwiGlu: wgmma_gated_epilogue<GatedUnit::SwiGlu>(args, acc, t, n0, put); break;
-    default: wgmma_gated_epilogue<GatedUnit::SigmoidGate>(args, acc, t, n0, put); break;
+    case GatedUnit::Situ: wgmma_gated_epilogue<GatedUnit::Situ>(args, acc, t, n0, lo, hi, put); break;
+    case GatedUnit::SwiGlu: wgmma_gated_epilogue<GatedUnit::SwiGlu>(args, acc, t, n0, lo, hi, put); break;
+    default: wgmma_gated_epilogue<GatedUnit::SigmoidGate>(args, acc, t, n0, lo, hi, put); break;
+  }
+}
+
+// A consumer's 64 rows of the tile at (row0, n0) through its store boxes at `boxes` to y (see
+// WgmmaTiles), kEsize bytes per element of y: chunk by chunk, each written once the copy engine
+// has read the previous one (thread 0 issues and awaits the stores; named barrier `barrier`
+// holds the warpgroup's other threads).
+template <int kEsize>
+__device__ __forceinline__ void wgmma_store_tile(const gemm_hopper::TensorMap* y_map, const KernelArgs<bf16, bf16>& args,
+                                                 const float (&acc)[128], int t, int row0, int n0, uint32_t boxes,
+                                                 int barrier) {
+  namespace hw = gemm_hopper;
+  namespace sw = gemm_layout::sw128;
+  using Cfg = WgmmaTiles;
+  constexpr int kBoxCols = sw::kRowBytes / kEsize, kChunkCols = Cfg::kStoreBoxes * kBoxCols;
+  const int cols = args.gated ? kWgmmaUnitCols : Cfg::BN;
+#pragma unroll
+  for (int c = 0; c < Cfg::BN / kChunkCols; ++c) {
+    const int lo = c * kChunkCols;
+    if (lo >= cols) break;
+    if (t == 0) hw::tma_store_wait_read();  // the boxes are free again
+    hw::named_barrier(barrier, Cfg::kWarpgroup);
+    wgmma_any_epilogue(args, acc, t, n0, lo, lo + kChunkCols, [&](int row, int col, float v0, float v1) {
+      const uint32_t byte = uint32_t((col - lo) * kEsize);
+      const uint32_t box = boxes + (byte / sw::kRowBytes) * uint32_t(Cfg::kStoreBoxBytes);
+      const uint32_t at = sw::swizzle_address(box + uint32_t(row * sw::kRowBytes) + byte % sw::kRowBytes);
+      if (kEsize == 2) hw::store_shared_b32(at, tile::pack_bf16_pair(v0, v1));
+      else hw::store_shared_v2f32(at, v0, v1);
+    });
+    hw::fence_async_shared();
+    hw::named_barrier(barrier, Cfg::kWarpgroup);
+    if (t == 0) {
+      for (int b = 0; b < Cfg::kStoreBoxes; ++b) {
+        const int col = lo + b * kBoxCols;
+        if (col < cols && n0 + col < args.n)
+          hw::tma_store_2d(y_map, boxes + uint32_t(b * Cfg::kStoreBoxBytes), n0 + col, row0);
+      }
+      hw::tma_store_commit();
+    }
   }
 }
 
@@ -130,7 +189,8 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
   const uint32_t stages = (smem + sw::kAtomBytes - 1) & ~uint32_t(sw::kAtomBytes - 1);
   auto stage_a = [&](int s) { return stages + uint32_t(s * Cfg::kStageBytes); };
   auto stage_b = [&](int s) { return stages + uint32_t(s * Cfg::kStageBytes + Cfg::kStageA); };
-  const uint32_t barriers = stages + uint32_t(S * Cfg::kStageBytes);
+  const uint32_t store_boxes = stages + uint32_t(S * Cfg::kStageBytes);
+  const uint32_t barriers = store_boxes + uint32_t(Cfg::kStoreBytes);
   auto full = [&](int s) { return barriers + uint32_t(8 * s); };         // stage s has landed
   auto empty = [&](int s) { return barriers + uint32_t(8 * (S + s)); };  // stage s has been read
 
@@ -144,7 +204,9 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
   }
   sync_workgroup();
 
-  const TileOrigin origin = raster_tile(Cfg::BM, args.gated ? kWgmmaUnitCols : Cfg::BN, args.m, args.n);
+  const int tile_cols = args.gated ? kWgmmaUnitCols : Cfg::BN;
+  const int tiles = ((args.m + Cfg::BM - 1) / Cfg::BM) * ((args.n + tile_cols - 1) / tile_cols);
+  const int first = int(block_x()), stride = hw::grid_blocks_x();
   const int ktiles = args.k / Cfg::BK;
   const int warpgroup = tid / Cfg::kWarpgroup;
   if (warpgroup == 0) {
@@ -153,17 +215,21 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
     if (tid == 0) {
       hw::prefetch_tensor_map(&x_map);
       hw::prefetch_tensor_map(&w_map);
-      for (int kt = 0; kt < ktiles; ++kt) {
-        const int s = kt % S;
-        // Use u = kt / S of slot s: wait for the consumers' release of use u - 1 (the u-th
-        // completion of its empty barrier, parity (u - 1) & 1); the first S uses find it free.
-        if (kt >= S) hw::mbarrier_wait(empty(s), uint32_t((kt / S + 1) & 1));
-        hw::mbarrier_arrive_expect_tx(full(s), uint32_t(Cfg::kStageBytes));
-        hw::tma_load_2d(stage_a(s), &x_map, kt * Cfg::BK, origin.m0, full(s));
-        hw::tma_load_2d(stage_b(s), &w_map, kt * Cfg::BK, origin.n0, full(s));
-        if (args.gated)  // b's 128 rows after a's (the w map's box is 128 rows)
-          hw::tma_load_2d(stage_b(s) + uint32_t(kWgmmaUnitCols * sw::kRowBytes), &w_map, kt * Cfg::BK,
-                          args.n + origin.n0, full(s));
+      int it = 0;  // k-steps loaded so far, over all of this block's tiles
+      for (int tile = first; tile < tiles; tile += stride) {
+        const TileOrigin origin = raster_tile(Cfg::BM, tile_cols, args.m, args.n, tile);
+        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+          const int s = it % S;
+          // Use u = it / S of slot s: wait for the consumers' release of use u - 1 (the u-th
+          // completion of its empty barrier, parity (u - 1) & 1); the first S uses find it free.
+          if (it >= S) hw::mbarrier_wait(empty(s), uint32_t((it / S + 1) & 1));
+          hw::mbarrier_arrive_expect_tx(full(s), uint32_t(Cfg::kStageBytes));
+          hw::tma_load_2d(stage_a(s), &x_map, kt * Cfg::BK, origin.m0, full(s));
+          hw::tma_load_2d(stage_b(s), &w_map, kt * Cfg::BK, origin.n0, full(s));
+          if (args.gated)  // b's 128 rows after a's (the w map's box is 128 rows)
+            hw::tma_load_2d(stage_b(s) + uint32_t(kWgmmaUnitCols * sw::kRowBytes), &w_map, kt * Cfg::BK,
+                            args.n + origin.n0, full(s));
+        }
       }
     }
   } else {
@@ -171,57 +237,46 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
     hw::setmaxnreg_inc<Cfg::kConsumerRegs>();
     const int consumer = warpgroup - 1;
     const int t = tid % Cfg::kWarpgroup;
+    const bool releases = t % kWaveSize == 0;  // lane 0 of each warp releases stages
+    const uint32_t boxes = store_boxes + uint32_t(consumer * Cfg::kStoreBoxes * Cfg::kStoreBoxBytes);
     float acc[Cfg::kAccumulators];
+    int it = 0;  // k-steps consumed so far, over all of this block's tiles
+    for (int tile = first; tile < tiles; tile += stride) {
+      const TileOrigin origin = raster_tile(Cfg::BM, tile_cols, args.m, args.n, tile);
 #pragma unroll
-    for (int i = 0; i < Cfg::kAccumulators; ++i) acc[i] = 0.0f;
-    hw::fence_accumulators(acc);
-    for (int kt = 0; kt < ktiles; ++kt) {
-      const int s = kt % S;
-      hw::mbarrier_wait(full(s), uint32_t((kt / S) & 1));  // use kt / S of slot s has landed
-      hw::wgmma_fence();
+      for (int i = 0; i < Cfg::kAccumulators; ++i) acc[i] = 0.0f;
+      hw::fence_accumulators(acc);
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % S;
+        hw::mbarrier_wait(full(s), uint32_t((it / S) & 1));  // use it / S of slot s has landed
+        hw::wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < Cfg::BK / 16; ++kk)
-        hw::wgmma_m64n256k16(acc, sw::step_descriptor(stage_a(s), 64 * consumer, kk),
-                             sw::step_descriptor(stage_b(s), 0, kk));
-      hw::wgmma_commit();
-      // This step's group stays in flight; the previous one is done, so its stage is free.
-      hw::wgmma_wait<1>();
-      if (kt > 0 && t % kWaveSize == 0) hw::mbarrier_arrive(empty((kt - 1) % S));
-    }
-    hw::wgmma_wait<0>();
-    hw::fence_accumulators(acc);
+        for (int kk = 0; kk < Cfg::BK / 16; ++kk)
+          hw::wgmma_m64n256k16(acc, sw::step_descriptor(stage_a(s), 64 * consumer, kk),
+                               sw::step_descriptor(stage_b(s), 0, kk));
+        hw::wgmma_commit();
+        // This step's group stays in flight; the previous one is done, so its stage is free.
+        hw::wgmma_wait<1>();
+        if (kt > 0 && releases) hw::mbarrier_arrive(empty((it - 1) % S));
+      }
+      hw::wgmma_wait<0>();
+      hw::fence_accumulators(acc);
+      if (releases) hw::mbarrier_arrive(empty((it - 1) % S));  // the tile's last stage: the next tile's
 
-    // Epilogue: register 4j + 2h + e of thread t is row accumulator(t, .).row, column 8j + 2(t % 4)
-    // + e of this consumer's 64 x 256 block (gemm_layout::sw128::accumulator).
-    const int row0 = origin.m0 + 64 * consumer;
-    if (!args.tma_store) {
-      wgmma_any_epilogue(args, acc, t, origin.n0, [&](int row, int col, float v0, float v1) {
-        store_pair(args, row0 + row, origin.n0 + col, v0, v1);
-      });
-    } else {
-      // Through shared memory: each consumer writes its 64 rows into its own region of the (now
-      // idle) stages as output boxes of 128 bytes x 64 rows, swizzled as the copy engine reads
-      // them (conflict-free: a warp's 8 rows land in 8 different 16-byte chunks), and one thread
-      // hands the boxes to the copy engine, which clips them at the M and N tails.
-      const int esize = args.y_bf16 ? 2 : 4;
-      const uint32_t region = stages + uint32_t(consumer * 64 * 1024);
-      hw::named_barrier(1, Cfg::kConsumers * Cfg::kWarpgroup);  // neither consumer reads a stage any more
-      wgmma_any_epilogue(args, acc, t, origin.n0, [&](int row, int col, float v0, float v1) {
-        const uint32_t byte = uint32_t(col * esize);
-        const uint32_t box = region + (byte / sw::kRowBytes) * uint32_t(64 * sw::kRowBytes);
-        const uint32_t at = sw::swizzle_address(box + uint32_t(row * sw::kRowBytes) + byte % sw::kRowBytes);
-        if (args.y_bf16) hw::store_shared_b32(at, tile::pack_bf16_pair(v0, v1));
-        else hw::store_shared_v2f32(at, v0, v1);
-      });
-      hw::fence_async_shared();
-      hw::named_barrier(2 + consumer, Cfg::kWarpgroup);
-      if (t == 0) {
-        const int cols = args.gated ? kWgmmaUnitCols : Cfg::BN, box_cols = sw::kRowBytes / esize;
-        for (int b = 0; b * box_cols < cols && origin.n0 + b * box_cols < args.n; ++b)
-          hw::tma_store_2d(&y_map, region + uint32_t(b * 64 * sw::kRowBytes), origin.n0 + b * box_cols, row0);
-        hw::tma_store_commit_and_wait_read();
+      // Epilogue: register 4j + 2h + e of thread t is row accumulator(t, .).row, column 8j + 2(t % 4)
+      // + e of this consumer's 64 x 256 block (gemm_layout::sw128::accumulator).
+      const int row0 = origin.m0 + 64 * consumer;
+      if (!args.tma_store) {
+        wgmma_any_epilogue(args, acc, t, origin.n0, 0, Cfg::BN, [&](int row, int col, float v0, float v1) {
+          store_pair(args, row0 + row, origin.n0 + col, v0, v1);
+        });
+      } else if (args.y_bf16) {
+        wgmma_store_tile<2>(&y_map, args, acc, t, row0, origin.n0, boxes, 2 + consumer);
+      } else {
+        wgmma_store_tile<4>(&y_map, args, acc, t, row0, origin.n0, boxes, 2 + consumer);
       }
     }
+    if (t == 0) hw::tma_store_wait_read();  // the block's shared memory outlives the last stores' reads
   }
 #else
   // Built for a target without wgmma (CMakeLists insists on sm_90a): never launched there.

@@ -143,11 +143,16 @@ __device__ inline void tma_store_2d(const TensorMap* map, uint32_t src, int col0
                "r"(col0), "r"(row0), "r"(src)
                : "memory");
 }
-// Closes the bulk group; then waits until the copy engine has read every group's shared memory
-// (the block may then reuse or release it; the writes to global memory finish on their own).
-__device__ inline void tma_store_commit_and_wait_read() {
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+// Closes this thread's current bulk group (the stores issued since the last commit).
+__device__ inline void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Waits until the copy engine has read the shared memory of every group this thread committed (the
+// block may then reuse or release it; the writes to global memory finish on their own).
+__device__ inline void tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+// The number of blocks in the grid's x dimension (a persistent kernel's stride over its tiles).
+__device__ inline int grid_blocks_x() {
+  unsigned n;
+  asm("mov.u32 %0, %%nctaid.x;" : "=r"(n));
+  return int(n);
 }
 // Makes this thread's ordinary shared-memory writes visible to the copy engine (the async proxy).
 __device__ inline void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
