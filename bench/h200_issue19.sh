@@ -10,7 +10,8 @@
 #          1024 after it, with the SM clock and power sampled throughout ($OUT/clocks.csv). The
 #          text encoder is 2 layers deep here (the DiT step does not depend on it; the model is
 #          written in seconds)
-# first    the first image (50 steps, 1024x1024, start to written PNG, a fresh process each): ours,
+# first    ours stage by stage (DiT step at 512, 1024, 1456, streamed DiT, text encoder, VAE), then
+#          the first image (50 steps, 1024x1024, start to written PNG, a fresh process each): ours,
 #          the DiffSynth path and the compiled reference (its compile included), page cache warm,
 #          then cold where it can be dropped; the full-size text encoder
 # a, b, c  the earlier split: a = ours + eager baselines + first image of ours and DiffSynth; b =
@@ -32,8 +33,9 @@ common=(--build .carry/bin --tag "h200-issue19-$call" --copy-to "$OUT" --results
 case $call in
   anchors) flags=(--only model,ours,dit,compile --te-layers 2 --dit-sizes 512,1024,1456 --compile-scope model,blocks
                   --compile-sizes 1024,1456,512 --profile-sizes 1024 --compile-reserve 100 --time-budget 390) ;;
-  first) flags=(--only model,first_image --first-impls ours,diffsynth,compiled --first-cache warm,cold
-                --first-timeout 300 --time-budget 420) ;;
+  first) flags=(--only model,ours,dit,stream,te,vae,first_image --dit-sizes 512,1024,1456
+                --first-impls ours,diffsynth,compiled --first-cache warm,cold --first-timeout 300
+                --time-budget 420) ;;
   a) flags=(--first-image --first-impls ours,diffsynth --first-timeout 150) ;;
   b) flags=(--only model,compile --compile-scope model,blocks --compile-reserve 200) ;;
   c) flags=(--only model,first_image,compile --first-impls compiled --first-timeout 420
