@@ -224,8 +224,10 @@ class Bench:
         except Exception as e:
             env["engine_version"] = f"unknown ({type(e).__name__})"
         try:
-            env["git"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
-                                        text=True, timeout=10).stdout.strip()
+            # "-dirty" when the tree differs from its HEAD (the GPU machine's copy carries the
+            # working tree over a checkout that may be older: the engine's version names its build)
+            env["git"] = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=7"],
+                                        capture_output=True, text=True, timeout=10).stdout.strip()
         except Exception:
             pass
         self.results["env"].update(env)
