@@ -31,9 +31,10 @@ namespace {
 //     then release (`empty`: one arrival per consumer warp; the tile's last stage once its group
 //     is done). 128 fp32 accumulators per thread.
 // Why persistent: with one block per tile, every tile paid the block's start, the ring's first
-// fill and its own epilogue in series with its products, about a fifth of a K = 3072 tile's time
-// on the H200 (q/k/v/o 702 TFLOP/s against 784 for K = 8192 at equal tile counts; in the 1024
-// step the GEMMs ran at about 650 TFLOP/s where cuBLAS's persistent kernels ran at 715; bench/NOTES.md).
+// fill and the wait for its stores in series with its products; now they overlap the tiles next
+// to them (H200: q/k/v/o 702 -> 729 TFLOP/s alone, the 1024 step's GEMMs 121.3 -> 117.3 ms). The
+// epilogue's own work still stalls the tensor cores (both consumers store at once): cuBLAS's
+// kernels ran at 715 TFLOP/s in the step against ours' 650 before this (bench/NOTES.md).
 // Stages: S of 48 KiB (x 16 KiB + w 32 KiB), 1024-byte aligned, 128-byte swizzled exactly as
 // gemm_layout::sw128 models (the descriptors come from there too). K must be a multiple of 64.
 // The epilogue adds the bias and, when y's rows are 16-byte aligned, writes the tile through
