@@ -49,7 +49,13 @@ KernelArgs<TA, TB> kernel_args(const GemmOperands& op) {
   return a;
 }
 
-int64_t tiles_of(int64_t m, int64_t n, int bm, int bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn); }
+// The grid's block count for m x n in bm x bn tiles (or fewer: at most `cap`), checked against the
+// launch limit.
+unsigned grid_blocks(int64_t m, int64_t n, int bm, int bn, int64_t cap = 0x7fffffff) {
+  const int64_t tiles = tiles_of(m, n, bm, bn);
+  if (tiles > 0x7fffffff) throw failure("gemm: too many tiles (" + std::to_string(tiles) + ")");
+  return unsigned(std::max<int64_t>(1, std::min(tiles, cap)));
+}
 
 // A kernel above 48 KiB of dynamic shared memory must opt in first (NVIDIA). Callers keep the
 // result in a function-local static, so this runs once per kernel (thread-safe initialisation).
@@ -69,9 +75,7 @@ template <class Kernel, class... Params>
 void launch_blocks(Kernel kernel, int bm, int bn, int threads, int smem_bytes, hipStream_t stream,
                    const Params&... params) {
   const auto& a = std::get<sizeof...(Params) - 1>(std::tie(params...));
-  const int64_t blocks = tiles_of(a.m, a.n, bm, bn);
-  if (blocks > 0x7fffffff) throw failure("gemm: too many tiles (" + std::to_string(blocks) + ")");
-  hipLaunchKernelGGL(kernel, dim3(unsigned(blocks)), dim3(threads), size_t(smem_bytes), stream, params...);
+  hipLaunchKernelGGL(kernel, dim3(grid_blocks(a.m, a.n, bm, bn)), dim3(threads), size_t(smem_bytes), stream, params...);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
@@ -105,10 +109,9 @@ void launch_portable(const GemmOperands& op, bool wide, hipStream_t stream) {
 template <class Kernel, class Args>
 void launch_clusters(Kernel kernel, int bm, int bn, int splits, int threads, int smem_bytes, hipStream_t stream,
                      const Args& args) {
-  const int64_t blocks = tiles_of(args.m, args.n, bm, bn);
-  if (blocks > 0x7fffffff) throw failure("gemm: too many tiles (" + std::to_string(blocks) + ")");
-  nvidia::launch_in_clusters(kernel, unsigned(blocks), unsigned(splits), unsigned(threads), size_t(smem_bytes), stream,
-                             args, "gemm: split-K cluster launch (" + std::to_string(splits) + " blocks)");
+  nvidia::launch_in_clusters(kernel, grid_blocks(args.m, args.n, bm, bn), unsigned(splits), unsigned(threads),
+                             size_t(smem_bytes), stream, args,
+                             "gemm: split-K cluster launch (" + std::to_string(splits) + " blocks)");
 }
 
 template <class Cfg, class TA>
@@ -149,9 +152,7 @@ void launch_wgmma(const GemmOperands& op, hipStream_t stream, int multiprocessor
       args.tma_store ? gemm_hopper::store_tensor_map(op.y, esize == 2, op.m, op.n, op.ldy, 64) : x_map;
   // Persistent: one block per multiprocessor (or per tile, when there are fewer), each walking
   // its share of the tiles (see WgmmaTiles).
-  const int64_t tiles = tiles_of(op.m, op.n, Cfg::BM, op.gated ? kWgmmaUnitCols : Cfg::BN);
-  if (tiles > 0x7fffffff) throw failure("gemm: too many tiles (" + std::to_string(tiles) + ")");
-  const unsigned blocks = unsigned(std::max<int64_t>(1, std::min<int64_t>(tiles, multiprocessors)));
+  const unsigned blocks = grid_blocks(op.m, op.n, Cfg::BM, wgmma_tile_cols(op.gated), multiprocessors);
   hipLaunchKernelGGL(gemm_wgmma_kernel, dim3(blocks), dim3(Cfg::kThreads), size_t(Cfg::kSmemBytes), stream, x_map,
                      w_map, y_map, args);
   MOSS_HIP_CHECK(hipGetLastError());

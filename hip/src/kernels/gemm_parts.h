@@ -15,6 +15,12 @@ namespace {
 
 constexpr int kRasterGroup = 8;  // tile rows per raster group
 
+// The number of bm x bn tiles of an m x n output (host: grid sizes; device: a persistent
+// kernel's tile count).
+__host__ __device__ inline int64_t tiles_of(int64_t m, int64_t n, int bm, int bn) {
+  return ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
+}
+
 template <class TA, class TB>
 struct KernelArgs {
   const TA* x;

@@ -78,6 +78,8 @@ struct WgmmaTiles {
 };
 constexpr int kWgmmaKMultiple = WgmmaTiles::BK;
 constexpr int kWgmmaUnitCols = WgmmaTiles::BN / 2;  // y's columns per tile with a gated unit
+// y's columns per tile.
+__host__ __device__ constexpr int wgmma_tile_cols(bool gated) { return gated ? kWgmmaUnitCols : WgmmaTiles::BN; }
 
 // The Wgmma kernel's epilogues hand each column pair of a consumer's 64-row block to put(row,
 // col, v0, v1), row 0..63 and col relative to the tile's first column of y, for the tile's
@@ -141,7 +143,8 @@ __device__ __forceinline__ void wgmma_any_epilogue(const KernelArgs<bf16, bf16>&
 // A consumer's 64 rows of the tile at (row0, n0) through its store boxes at `boxes` to y (see
 // WgmmaTiles), kEsize bytes per element of y: chunk by chunk, each written once the copy engine
 // has read the previous one (thread 0 issues and awaits the stores; named barrier `barrier`
-// holds the warpgroup's other threads).
+// holds the warpgroup's other threads). The boxes are swizzled as the copy engine reads them,
+// which also keeps the writes conflict-free: a warp's 8 rows land in 8 different 16-byte chunks.
 template <int kEsize>
 __device__ __forceinline__ void wgmma_store_tile(const gemm_hopper::TensorMap* y_map, const KernelArgs<bf16, bf16>& args,
                                                  const float (&acc)[128], int t, int row0, int n0, uint32_t boxes,
@@ -150,7 +153,7 @@ __device__ __forceinline__ void wgmma_store_tile(const gemm_hopper::TensorMap* y
   namespace sw = gemm_layout::sw128;
   using Cfg = WgmmaTiles;
   constexpr int kBoxCols = sw::kRowBytes / kEsize, kChunkCols = Cfg::kStoreBoxes * kBoxCols;
-  const int cols = args.gated ? kWgmmaUnitCols : Cfg::BN;
+  const int cols = wgmma_tile_cols(args.gated);
 #pragma unroll
   for (int c = 0; c < Cfg::BN / kChunkCols; ++c) {
     const int lo = c * kChunkCols;
@@ -205,8 +208,8 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
   }
   sync_workgroup();
 
-  const int tile_cols = args.gated ? kWgmmaUnitCols : Cfg::BN;
-  const int tiles = ((args.m + Cfg::BM - 1) / Cfg::BM) * ((args.n + tile_cols - 1) / tile_cols);
+  const int tile_cols = wgmma_tile_cols(args.gated);
+  const int tiles = int(tiles_of(args.m, args.n, Cfg::BM, tile_cols));  // the host checked it fits
   const int first = int(block_x()), stride = hw::grid_blocks_x();
   const int ktiles = args.k / Cfg::BK;
   const int warpgroup = tid / Cfg::kWarpgroup;
