@@ -296,10 +296,14 @@ class Bench:
         log(f"  {name}: step {R.fmt(d['wall_gap_s'])} s (printed {R.fmt(d['printed_s'])}), done {s['done']}")
         return s
 
-    def dit_args(self, size, steps, extra=()):
+    def generation_args(self, size, steps):
+        """One of our generations as the benchmark runs them: the run's prompt, empty negative,
+        guidance, skipped layers and seed."""
         return ["--size", f"{size}x{size}", "--steps", str(steps), "--cfg", str(self.a.cfg), "--skip-layers",
-                self.a.skip_layers, "--prompt", self.prompts[self.a.prompt_tokens], "--negative", "", "--seed", "42",
-                "--latent-out", os.path.join(self.tmp, f"dit_{size}.npy")] + list(extra)
+                self.a.skip_layers, "--prompt", self.prompts[self.a.prompt_tokens], "--negative", "", "--seed", "42"]
+
+    def dit_args(self, size, steps, extra=()):
+        return self.generation_args(size, steps) + ["--latent-out", os.path.join(self.tmp, f"dit_{size}.npy")] + list(extra)
 
     def steps_for(self, size):
         """Steps of the DiT run at this size: the --dit-steps entry at its place in --dit-sizes
@@ -456,7 +460,7 @@ class Bench:
                     # serve the blocks' compile. Inductor reads the folder's variable at every use;
                     # the compile workers took theirs (triton's) when started, so they start anew.
                     B.stop_compile_workers()
-                    os.environ.update(fresh_compile_caches(self.tmp, name.split("(")[1].rstrip(")").replace(", ", "-")))
+                    os.environ.update(fresh_compile_caches(self.tmp, f"{scope}-{mode}"))
                     self.results["env"]["inductor_cache"] = "fresh per scope and mode, below " + self.tmp
                 before = B.compile_counters() or {}
                 model = B.compile_moss_ref(M.build_moss_ref_dit(ref_mod, self.model, state), scope, mode)
@@ -578,9 +582,8 @@ class Bench:
         if impl == "ours":
             if a.backend:
                 env["MOSSINFER_BACKEND"] = a.backend
-            return [self.binary("moss-infer-hip"), "--model", self.model, "--size", f"{a.first_size}x{a.first_size}",
-                    "--steps", str(a.first_steps), "--cfg", str(a.cfg), "--skip-layers", a.skip_layers,
-                    "--prompt", prompt, "--negative", "", "--seed", "42", "-o", png], env
+            return ([self.binary("moss-infer-hip"), "--model", self.model] + self.generation_args(a.first_size, a.first_steps)
+                    + ["-o", png]), env
         site = self.wheel_site()
         if site:
             env["PYTHONPATH"] = site + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -872,29 +875,27 @@ def main(argv=None):
         if b.wants("vae"):
             b.ours_vae()
         b.poller.stop()
+    torch_ready = False
     if b.wants("torch") or b.wants_compile():
         b.phase("torch setup", b.torch_setup)
-        if "torch setup" not in b.errors:
-            if b.wants("torch"):
-                if b.wants("peak"):
-                    b.phase("torch bf16 peak", b.torch_peak)
-                if b.wants("dit"):
-                    b.phase("torch DiT", b.torch_dit)
-                if b.wants("te"):
-                    b.phase("torch text encoder", b.torch_te)
-                if b.wants("vae"):
-                    b.phase("torch VAE", b.torch_vae)
-        if b.wants_first_image():
-            # after the eager baselines (each has freed its weights), before the compiles: the
-            # processes it starts have the device to themselves but for this one's context
-            b.phase("first image", b.first_image)
-        if "torch setup" not in b.errors:
-            if b.wants_compile():
-                # last: its compiles take minutes
-                b.phase("torch DiT compiled", b.torch_dit_compiled,
-                        need_s=min(b.compile_need(R.compiled_name(s, a.compile_mode[0]), s) for s in a.compile_scope))
-    elif b.wants_first_image():
+        torch_ready = "torch setup" not in b.errors
+    if torch_ready and b.wants("torch"):
+        if b.wants("peak"):
+            b.phase("torch bf16 peak", b.torch_peak)
+        if b.wants("dit"):
+            b.phase("torch DiT", b.torch_dit)
+        if b.wants("te"):
+            b.phase("torch text encoder", b.torch_te)
+        if b.wants("vae"):
+            b.phase("torch VAE", b.torch_vae)
+    if b.wants_first_image():
+        # after the eager baselines (each has freed its weights), before the compiles: the
+        # processes it starts have the device to themselves but for this one's context
         b.phase("first image", b.first_image)
+    if torch_ready and b.wants_compile():
+        # last: its compiles take minutes
+        b.phase("torch DiT compiled", b.torch_dit_compiled,
+                need_s=min(b.compile_need(R.compiled_name(s, a.compile_mode[0]), s) for s in a.compile_scope))
     if a.merge_results:
         b.phase("merge results", b.merge)
     b.finish()
