@@ -21,8 +21,8 @@
 //     cost 16 registers that the 128x256 and 128x128 shapes do not have to spare).
 //   - Epilogue from registers: each lane holds column pairs, stored as one 8-byte (f32) or 4-byte
 //     (bf16) write when y allows it, bias added on the way.
-// Blocks are rasterised in groups of 8 tile rows so that neighbours in launch order share
-// the weight columns in L2 (both kernels).
+// Blocks are rasterised in groups of kRasterGroup tile rows (gemm_parts.h) so that neighbours in
+// launch order share the weight columns in L2 (both kernels).
 #include "kernels/gemm.h"
 
 #include <cstring>

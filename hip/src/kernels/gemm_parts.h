@@ -13,7 +13,13 @@
 namespace moss {
 namespace {
 
-constexpr int kRasterGroup = 8;  // tile rows per raster group
+// Tile rows per raster group. The 132 tiles that run at once then span about 16 tile rows x 8
+// columns: with w's block of a tile twice x's (128x256 tiles), the fewest bytes per wave, and the
+// DiT's gated and ffn_down weights (100 and 50 MB, more than L2) swept about 4 times from HBM per
+// GEMM instead of 8. H200, against 8 (bench/NOTES.md, tenth session): the step -0.4 to -0.8% at
+// 1024 and -0.8 to -1.2% at 1456, within noise at 512; the latents unchanged (the tiles are the
+// same, only their order differs).
+constexpr int kRasterGroup = 16;
 
 // The number of bm x bn tiles of an m x n output (host: grid sizes; device: a persistent
 // kernel's tile count).

@@ -195,9 +195,10 @@ void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int6
   if (requested == GemmKernel::Wgmma && plan.kernel != GemmKernel::Wgmma)
     std::printf("  gemm %lldx%lldx%lld: wgmma requested, %s resolved\n", (long long)m, (long long)k, (long long)n,
                 gemm_kernel_name(plan.kernel));
-  if (o.unit && !gemm_fuses_unit(op, e.ctx.multiprocessors())) {
+  if (o.unit && plan.kernel != GemmKernel::Wgmma) {
     // The gated-unit epilogue is the Wgmma kernel's alone (MOSSINFER_KERNELS=portable runs the
-    // unit as its own op, checked with the rows kernels).
+    // unit as its own op, checked with the rows kernels). The plan decides, not what Auto would
+    // pick (gemm_fuses_unit): these tail shapes are too small for Auto to choose wgmma.
     std::printf("  gemm %lldx%lldx%lld: gated unit not fused by %s, skipped\n", (long long)m, (long long)k,
                 (long long)n, gemm_kernel_name(plan.kernel));
     return;
@@ -340,6 +341,9 @@ void check_gemms(Env& e) {
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 1, 3072, 3072}));
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 1040, kDim, kDim, {DType::BF16}}));
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 520, kFfn, kDim}));
+    // More tiles than multiprocessors at one k-step each: some blocks walk two tiles, the stage
+    // ring running on from one to the next.
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 4500, 1024, 64, {DType::BF16}}));
   }
   // The 1024x1024 shapes, timed: q/k/v/o in each large tile shape of the Mma kernel with either x
   // dtype; then the FFN shapes and the 512x512 q/k/v/o (1088 rows, where Auto leaves the large
