@@ -13,13 +13,7 @@
 namespace moss {
 namespace {
 
-// Tile rows per raster group. The 132 tiles that run at once then span about 16 tile rows x 8
-// columns: with w's block of a tile twice x's (128x256 tiles), the fewest bytes per wave, and the
-// DiT's gated and ffn_down weights (100 and 50 MB, more than L2) swept about 4 times from HBM per
-// GEMM instead of 8. H200, against 8 (bench/NOTES.md, tenth session): the step -0.4 to -0.8% at
-// 1024 and -0.8 to -1.2% at 1456, within noise at 512; the latents unchanged (the tiles are the
-// same, only their order differs).
-constexpr int kRasterGroup = 16;
+constexpr int kRasterGroup = 8;  // tile rows per raster group (the Wgmma kernel: kWgmmaRasterGroup)
 
 // The number of bm x bn tiles of an m x n output (host: grid sizes; device: a persistent
 // kernel's tile count).
@@ -94,17 +88,18 @@ __device__ inline void store_pair(const Args& a, int row, int col, float v0, flo
   *y = uint64_t(__builtin_bit_cast(uint32_t, v0)) | (uint64_t(__builtin_bit_cast(uint32_t, v1)) << 32);
 }
 
-// Origin of this block's tile in grouped raster order: blocks walk down kRasterGroup tile rows
-// of one tile column before moving right, so the blocks resident together share weight columns.
+// Origin of this block's tile in grouped raster order: blocks walk down kGroup tile rows of one
+// tile column before moving right, so the blocks resident together share weight columns.
 struct TileOrigin {
   int m0, n0;
 };
 // `pid`: the tile's number in that order (the block's, unless blocks walk several tiles).
+template <int kGroup = kRasterGroup>
 __device__ inline TileOrigin raster_tile(int bm, int bn, int m, int n, int pid = int(block_x())) {
   const int grid_m = (m + bm - 1) / bm, grid_n = (n + bn - 1) / bn;
-  const int per_group = kRasterGroup * grid_n;
-  const int first_m = (pid / per_group) * kRasterGroup;
-  const int group_rows = grid_m - first_m < kRasterGroup ? grid_m - first_m : kRasterGroup;
+  const int per_group = kGroup * grid_n;
+  const int first_m = (pid / per_group) * kGroup;
+  const int group_rows = grid_m - first_m < kGroup ? grid_m - first_m : kGroup;
   return {(first_m + (pid % per_group) % group_rows) * bm, ((pid % per_group) / group_rows) * bn};
 }
 

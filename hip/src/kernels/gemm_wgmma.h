@@ -18,7 +18,8 @@ namespace {
 // 64x64 per instruction stream); wgmma lets one warpgroup multiply a 64x256x16 block straight from
 // shared memory while the copy engine (TMA) fills the next stages.
 // One block per SM, persistent: it computes the 128x256 tiles of y numbered block, block + grid,
-// block + 2·grid, ... (raster order, gemm_parts.h's raster_tile), with 3 warpgroups (384 threads):
+// block + 2·grid, ... (raster order: gemm_parts.h's raster_tile, groups of kWgmmaRasterGroup tile
+// rows), with 3 warpgroups (384 threads):
 //   - warpgroup 0, the producer: gives up registers (setmaxnreg), and one thread walks K in steps
 //     of 64, tile after tile, for each step waiting until the stage's slot is free (`empty`
 //     barrier), announcing its bytes on the `full` barrier and asking the copy engine for the x
@@ -76,6 +77,14 @@ struct WgmmaTiles {
   static_assert(hopper::register_budgets_fit(kWarpgroup, kProducerRegs, kWarpgroup * kConsumers, kConsumerRegs),
                 "setmaxnreg budgets must add up to the block's registers exactly");
 };
+// Tile rows per raster group (gemm_parts.h's raster_tile). The 132 tiles that run at once then
+// span about 16 tile rows x 8 columns: with w's block of a tile twice x's, the fewest bytes per
+// wave, and the DiT's gated and ffn_down weights (100 and 50 MB, more than L2) are swept about 4
+// times from HBM per GEMM instead of 8. H200, against the other kernels' 8 (bench/NOTES.md, tenth
+// session): the step -0.4 to -0.8% at 1024 and -0.8 to -1.2% at 1456, within noise at 512; the
+// latents unchanged (the same tiles, in another order). The Mma and Leaf kernels (the text
+// encoder's few rows, the VAE, AMD) keep 8: not measured there.
+constexpr int kWgmmaRasterGroup = 16;
 constexpr int kWgmmaKMultiple = WgmmaTiles::BK;
 constexpr int kWgmmaUnitCols = WgmmaTiles::BN / 2;  // y's columns per tile with a gated unit
 // y's columns per tile.
@@ -221,7 +230,7 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
       hw::prefetch_tensor_map(&w_map);
       int it = 0;  // k-steps loaded so far, over all of this block's tiles
       for (int tile = first; tile < tiles; tile += stride) {
-        const TileOrigin origin = raster_tile(Cfg::BM, tile_cols, args.m, args.n, tile);
+        const TileOrigin origin = raster_tile<kWgmmaRasterGroup>(Cfg::BM, tile_cols, args.m, args.n, tile);
         for (int kt = 0; kt < ktiles; ++kt, ++it) {
           const int s = it % S;
           // Use u = it / S of slot s: wait for the consumers' release of use u - 1 (the u-th
@@ -246,7 +255,7 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
     float acc[Cfg::kAccumulators];
     int it = 0;  // k-steps consumed so far, over all of this block's tiles
     for (int tile = first; tile < tiles; tile += stride) {
-      const TileOrigin origin = raster_tile(Cfg::BM, tile_cols, args.m, args.n, tile);
+      const TileOrigin origin = raster_tile<kWgmmaRasterGroup>(Cfg::BM, tile_cols, args.m, args.n, tile);
 #pragma unroll
       for (int i = 0; i < Cfg::kAccumulators; ++i) acc[i] = 0.0f;
       hw::fence_accumulators(acc);
