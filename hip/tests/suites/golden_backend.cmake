@@ -46,3 +46,16 @@ foreach(value "1e-3" "-0.5" "nan" "300")
   set_tests_properties(check_numeric_flag_official_cfg_${_i} PROPERTIES TIMEOUT 30 LABELS "golden;cli")
   math(EXPR _i "${_i} + 1")
 endforeach()
+
+# moss-check kernels --sustain SECONDS (the sustained timing of the kernel checks): the same parser,
+# 1..600 seconds; checked before any device is touched, so a device build runs these without a GPU.
+if(_check_device)
+  set(_i 0)
+  foreach(value "2abc" "0" "601" " 3" "1.5" "-2")
+    add_test(NAME check_numeric_flag_kernels_sustain_${_i}
+             COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:moss-check>|kernels|--sustain|${value}" -DEXPECT_RC=2
+                     "-DEXPECT_REGEX=--sustain '.*': (not an integer|must be between 1 and 600)" -P ${_expect_script})
+    set_tests_properties(check_numeric_flag_kernels_sustain_${_i} PROPERTIES TIMEOUT 30 LABELS "golden;cli")
+    math(EXPR _i "${_i} + 1")
+  endforeach()
+endif()

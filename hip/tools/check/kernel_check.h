@@ -158,6 +158,7 @@ struct Options {
   std::string family = "all";
   std::string filter;   // run only the groups whose name contains this (all when empty)
   std::string data = "hip/tests/data";
+  int sustain_s = 0;    // --sustain: timed cases run back to back this long (0: a short burst)
   int gpu() const { return device < 0 ? 0 : device; }
   bool selects(const std::string& group) const { return group.find(filter) != std::string::npos; }
   bool selects_any(std::initializer_list<const char*> groups) const {
@@ -175,7 +176,7 @@ struct Timing {
 // A family's cases run here: the host replay's backend, the HIP backend on the chosen device, its
 // stream, the shared table, the seed of the next random operand and the timed cases.
 struct Env {
-  Env(Table& t, int device, int default_reps);
+  Env(Table& t, const Options& o, int default_reps);
   ~Env();
   std::unique_ptr<moss::Backend> host_backend, gpu_backend;
   moss::Backend& host;
@@ -183,6 +184,7 @@ struct Env {
   moss::HipContext& ctx;
   Table& table;
   int reps;  // time_it's launches when the case names none
+  int sustain_s;  // Options::sustain_s
   uint64_t seed = 1;
   std::vector<Timing> timings;
   hipStream_t stream() const { return ctx.stream(); }
@@ -198,7 +200,8 @@ std::vector<float> fetch(Env& e, const moss::Tensor& dev);
 void report(Env& e, const std::string& kernel, const std::string& shape, const std::vector<float>& got,
             const std::vector<float>& want, int64_t cols, double tol, double ms = 0, double flops = 0,
             double bytes = 0);
-// Milliseconds per launch of fn over `reps` launches (0: the family's default).
+// Milliseconds per launch of fn over `reps` launches (0: the family's default); with --sustain, over
+// as many launches as fill that many seconds, after as many again as a warm-up.
 double time_it(Env& e, const std::function<void()>& fn, int reps = 0);
 // A timed case for the family's closing summary.
 void record(Env& e, const std::string& kernel, const std::string& shape, double ms, double flops, double bytes);

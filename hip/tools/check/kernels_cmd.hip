@@ -3,7 +3,8 @@
 // run through the shared machinery of kernel_check.h (random inputs, poisoned outputs, host
 // replay vs device, one table row per case, timing and the closing summaries).
 //
-//   moss-check kernels [--family runtime|dit|te|vae|all] [--filter WORD] [--device N] [--data DIR] [--list]
+//   moss-check kernels [--family runtime|dit|te|vae|all] [--filter WORD] [--device N] [--data DIR]
+//                      [--sustain SECONDS] [--list]
 //
 // --family   which family runs (default all, in the order runtime, dit, te, vae):
 //              runtime  the HIP runtime, the portability helpers, the matrix_tile kernel
@@ -18,6 +19,11 @@
 //            start. --list prints the families and their groups (separated by ";").
 // --device   the GPU (default: the first supported one for runtime, device 0 for the others).
 // --data     hip/tests/data (the default, from the repo root): the VAE's tiny decoder goldens.
+// --sustain  the dit and te families' timed cases run back to back for SECONDS (1..600), after as
+//            long a warm-up, instead of a short burst: the rate at the clock a sustained load
+//            leaves under the card's power cap, which is what a kernel gets inside a DiT step (a
+//            burst runs at the top clock; bench/NOTES.md, issue 19). Read the clock and power
+//            beside it (nvidia-smi).
 //
 // Output: each family's banner and its groups ("-- family/group", the group's time after it),
 // one table row per case, each family's summary of its timed cases ("time at the 1024x1024 DiT
@@ -49,7 +55,7 @@ const Family kFamilies[] = {
 };
 
 constexpr const char* kUsage =
-    "[--family runtime|dit|te|vae|all] [--filter WORD] [--device N] [--data DIR] [--list]";
+    "[--family runtime|dit|te|vae|all] [--filter WORD] [--device N] [--data DIR] [--sustain SECONDS] [--list]";
 
 int kernels(const std::vector<std::string>& args) {
   kcheck::Options o;
@@ -61,6 +67,7 @@ int kernels(const std::vector<std::string>& args) {
     else if (a == "--filter" && has_value) o.filter = args[++i];
     else if (a == "--device" && has_value) o.device = int(golden::parse_int_value(a, args[++i], 0, 1024));
     else if (a == "--data" && has_value) o.data = args[++i];
+    else if (a == "--sustain" && has_value) o.sustain_s = int(golden::parse_int_value(a, args[++i], 1, 600));
     else if (a == "--list") list = true;
     else {
       std::fprintf(stderr, "usage: moss-check kernels %s\n", kUsage);
@@ -78,6 +85,8 @@ int kernels(const std::vector<std::string>& args) {
     for (const Family& f : kFamilies) std::printf("%-8s %s\n", f.name, f.groups);
     return 0;
   }
+  if (o.sustain_s > 0)
+    std::printf("timed cases (dit, te): %d s back to back each, after as long a warm-up\n", o.sustain_s);
   const auto t0 = std::chrono::steady_clock::now();
   kcheck::Table table;
   bool header = false;

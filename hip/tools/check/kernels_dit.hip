@@ -934,7 +934,7 @@ void check_packed(Env& e) {
 
 void kcheck::dit_family(Table& table, const Options& o) {
   if (!o.selects_any({"gemm", "gemm_gated_unit", "gemm_skinny", "rows", "fused", "attention", "packed"})) return;
-  Env env(table, o.gpu(), 10);
+  Env env(table, o, 10);
   std::printf("moss-check kernels --family dit on %s (%d multiprocessors); GEMM auto tiles at %lld rows: %s\n",
               env.gpu.name().c_str(), env.ctx.multiprocessors(), (long long)kRows,
               gemm_tiles_name(gemm_auto_tiles(kRows, kDim, env.ctx.multiprocessors())));

@@ -586,7 +586,7 @@ void check_core_family(Env& e) {
 
 void kcheck::te_family(Table& table, const Options& o) {
   if (!o.selects_any({"text family", "core family", "attention"})) return;
-  Env env(table, o.gpu(), 5);
+  Env env(table, o, 5);
   std::printf("moss-check kernels --family te on %s (%d multiprocessors)\n", env.gpu.name().c_str(),
               env.ctx.multiprocessors());
   group(table, o, "te", "text family", [&] { check_text_family(env); });
