@@ -15,7 +15,8 @@ model=${3:?}
 out=${4:?}
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
-dump=/tmp/fp32-ref-1024.safetensors
+# Made once per model on a machine (the reference does not depend on the builds).
+dump=/tmp/fp32-ref-1024-$(basename "$model").safetensors
 prompt="A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
 t0=$(date +%s)
 if [[ ! -f $dump ]]; then

@@ -111,13 +111,13 @@ const char* gemm_kernel_name(GemmKernel k);  // "wgmma", "mma", "leaf", "portabl
 // and b). Operand alignment is gemm()'s own requirement, not checked here.
 bool gemm_wgmma_fits(const GemmOperands& op);
 
-// Whether gemm() applies op's gated unit in its epilogue (the Wgmma kernel resolved for op);
-// otherwise the caller computes the product and the unit apart.
-bool gemm_fuses_unit(const GemmOperands& op, int multiprocessors);
-
 // Launches on `stream`; `multiprocessors` (SMs / CUs) steers the Auto choices. Throws
 // moss::failure on a bad shape or a failed launch.
 void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmPlan plan = {});
+
+// Whether gemm(op, ..., plan) applies op's gated unit in its epilogue (the Wgmma kernel resolved
+// for op and plan); otherwise the caller computes the product and the unit apart.
+bool gemm_fuses_unit(const GemmOperands& op, int multiprocessors, GemmPlan plan = {});
 
 // What gemm() runs for this problem and request (Auto resolved; for reports).
 GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan = {});

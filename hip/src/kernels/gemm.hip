@@ -232,8 +232,8 @@ bool gemm_wgmma_fits(const GemmOperands& op) {
 #endif
 }
 
-bool gemm_fuses_unit(const GemmOperands& op, int multiprocessors) {
-  return op.gated && gemm_resolve(op, multiprocessors).kernel == GemmKernel::Wgmma;
+bool gemm_fuses_unit(const GemmOperands& op, int multiprocessors, GemmPlan plan) {
+  return op.gated && gemm_resolve(op, multiprocessors, plan).kernel == GemmKernel::Wgmma;
 }
 
 GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan) {

@@ -195,10 +195,10 @@ void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int6
   if (requested == GemmKernel::Wgmma && plan.kernel != GemmKernel::Wgmma)
     std::printf("  gemm %lldx%lldx%lld: wgmma requested, %s resolved\n", (long long)m, (long long)k, (long long)n,
                 gemm_kernel_name(plan.kernel));
-  if (o.unit && plan.kernel != GemmKernel::Wgmma) {
+  if (o.unit && !gemm_fuses_unit(op, e.ctx.multiprocessors(), plan)) {
     // The gated-unit epilogue is the Wgmma kernel's alone (MOSSINFER_KERNELS=portable runs the
-    // unit as its own op, checked with the rows kernels). The plan decides, not what Auto would
-    // pick (gemm_fuses_unit): these tail shapes are too small for Auto to choose wgmma.
+    // unit as its own op, checked with the rows kernels). Asked with the case's plan: these tail
+    // shapes are too small for Auto to choose wgmma.
     std::printf("  gemm %lldx%lldx%lld: gated unit not fused by %s, skipped\n", (long long)m, (long long)k,
                 (long long)n, gemm_kernel_name(plan.kernel));
     return;
