@@ -3,8 +3,8 @@
 // This is CoreOps::linear on the HIP backend (ops/hip/core_ops_hip.hip).
 //
 // Three kernels (kernels/gemm.hip has the details):
-//   Wgmma (NVIDIA Hopper, sm_90a; the default there for bf16 x and w, K a multiple of 64, and
-//         enough rows to fill the GPU) 128x256 tiles, a producer warpgroup feeding 64-wide k-steps
+//   Wgmma (NVIDIA Hopper, sm_90a; the default there for bf16 x and w, K a multiple of 64 and at
+//         least 192, and enough rows to fill the GPU) 128x256 tiles, a producer warpgroup feeding 64-wide k-steps
 //         through the copy engine (TMA, 128-byte swizzle) into 4 shared-memory stages, two consumer
 //         warpgroups multiplying them with wgmma.mma_async m64n256k16, mbarrier handshakes;
 //         persistent (one block per multiprocessor walks its tiles, the stages running on from one
@@ -106,9 +106,10 @@ constexpr int kGemmMaxSplit = 8;  // the portable cluster size
 const char* gemm_tiles_name(GemmTiles t, GemmKernel k = GemmKernel::Auto);
 const char* gemm_kernel_name(GemmKernel k);  // "wgmma", "mma", "leaf", "portable"
 
-// The Wgmma kernel can take this problem: NVIDIA, bf16 x and w, K a multiple of 64 (and, with the
-// gated-unit epilogue, n a multiple of 128: a tile's two 128-row halves of w must not straddle a
-// and b). Operand alignment is gemm()'s own requirement, not checked here.
+// The Wgmma kernel can take this problem: NVIDIA, bf16 x and w, K a multiple of 64 and at least
+// 192 (a tile's first two k-steps by column halves, then at least one whole step), and, with the
+// gated-unit epilogue, n a multiple of 128 (a tile's a and b rows of w must not straddle a and
+// b). Operand alignment is gemm()'s own requirement, not checked here.
 bool gemm_wgmma_fits(const GemmOperands& op);
 
 // Launches on `stream`; `multiprocessors` (SMs / CUs) steers the Auto choices. Throws

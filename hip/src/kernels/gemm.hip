@@ -140,10 +140,10 @@ void launch_wgmma(const GemmOperands& op, hipStream_t stream, int multiprocessor
   static const bool opted_in = opt_in_shared_memory(gemm_wgmma_kernel, Cfg::kSmemBytes);
   (void)opted_in;
   const gemm_hopper::TensorMap x_map = gemm_hopper::kmajor_tensor_map(op.x, op.m, op.k, op.ldx, Cfg::BM);
-  // With a gated unit w has 2n rows, read in boxes of 128 (a's and b's halves of a tile).
-  const gemm_hopper::TensorMap w_map = op.gated
-                                           ? gemm_hopper::kmajor_tensor_map(op.w, 2 * op.n, op.k, op.ldw, kWgmmaUnitCols)
-                                           : gemm_hopper::kmajor_tensor_map(op.w, op.n, op.k, op.ldw, Cfg::BN);
+  // With a gated unit w has 2n rows, read in boxes of 64 (a's and b's rows of each column half).
+  const gemm_hopper::TensorMap w_map =
+      op.gated ? gemm_hopper::kmajor_tensor_map(op.w, 2 * op.n, op.k, op.ldw, Cfg::kGatedBoxRows)
+               : gemm_hopper::kmajor_tensor_map(op.w, op.n, op.k, op.ldw, Cfg::BN);
   // The output through the copy engine when y's rows allow it (16-byte aligned); else from registers.
   KernelArgs<bf16, bf16> args = kernel_args<bf16, bf16>(op);
   const int esize = op.y_type == GemmType::BF16 ? 2 : 4;
@@ -224,8 +224,8 @@ int gemm_auto_split(int64_t m, int64_t n, int64_t k, GemmTiles tiles, int multip
 
 bool gemm_wgmma_fits(const GemmOperands& op) {
 #if MOSS_PLATFORM_NVIDIA
-  return !portable_kernels() && op.x_type == GemmType::BF16 && op.w_type == GemmType::BF16 && op.k % kWgmmaKMultiple == 0 &&
-         (!op.gated || op.n % kWgmmaUnitCols == 0);
+  return !portable_kernels() && op.x_type == GemmType::BF16 && op.w_type == GemmType::BF16 &&
+         op.k % kWgmmaKMultiple == 0 && op.k >= kWgmmaMinK && (!op.gated || op.n % kWgmmaUnitCols == 0);
 #else
   (void)op;
   return false;

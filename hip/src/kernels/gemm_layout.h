@@ -231,8 +231,10 @@ constexpr bool accumulator_is_bijection(int n) {
 }
 static_assert(accumulator_is_bijection(256), "the wgmma accumulator map does not cover the 64x256 tile once");
 
-// The gated-unit epilogue pairs column c of the tile's first half with column c + N/2: register
-// i + N/4 of a thread is register i's element N/2 columns on, same row, so one thread holds both.
+// Register i + N/4 of a thread is register i's element N/2 columns on, same row. With N = 256
+// that makes registers 64.. an m64n128 fragment of columns 128.. (the kernel multiplies the two
+// halves of a tile separately around its epilogue, m64n128k16 each); with N = 128, inside each
+// half, it pairs the gated unit's a column c with its b column c + 64, held by one thread.
 constexpr bool accumulator_halves_pair(int n) {
   for (int t = 0; t < 128; ++t)
     for (int i = 0; i < n / 4; ++i) {
@@ -241,20 +243,23 @@ constexpr bool accumulator_halves_pair(int n) {
     }
   return true;
 }
-static_assert(accumulator_halves_pair(256), "a thread does not hold both halves of its gated-unit columns");
+static_assert(accumulator_halves_pair(256), "registers 64.. are not the m64n128 fragment of columns 128..");
+static_assert(accumulator_halves_pair(128), "a thread does not hold both a and b of its gated-unit columns");
 
-// With the gated-unit epilogue the B block arrives as two boxes of `rows` / 2 rows (a's rows, then
-// b's): the second, written `rows` / 2 rows into the block, must land where rows rows/2.. of one
-// box would, so the descriptors and the proof above still hold.
-constexpr bool split_box_matches_one_box(uint32_t block, int rows) {
-  const uint32_t second = block + uint32_t(rows / 2 * kRowBytes);
-  for (int row = 0; row < rows / 2; ++row)
-    for (int k = 0; k < kBK; ++k)
-      if (tma_address(second, row, k) != tma_address(block, rows / 2 + row, k)) return false;
+// With the gated-unit epilogue the B block arrives as boxes of `box_rows` rows (a's, b's, a's, b's
+// rows of 64 each): box j, written j·box_rows rows into the block, must land where those rows of
+// one box would, so the descriptors and the proof above still hold.
+constexpr bool boxes_match_one_box(uint32_t block, int rows, int box_rows) {
+  for (int j = 1; j < rows / box_rows; ++j) {
+    const uint32_t box = block + uint32_t(j * box_rows * kRowBytes);
+    for (int row = 0; row < box_rows; ++row)
+      for (int k = 0; k < kBK; ++k)
+        if (tma_address(box, row, k) != tma_address(block, j * box_rows + row, k)) return false;
+  }
   return true;
 }
-static_assert(split_box_matches_one_box(16384, 256) && split_box_matches_one_box(3 * 49152 + 16384, 256),
-              "the B block's two 128-row boxes do not compose one 256-row box");
+static_assert(boxes_match_one_box(16384, 256, 64) && boxes_match_one_box(3 * 49152 + 16384, 256, 64),
+              "the B block's four 64-row boxes do not compose one 256-row box");
 
 }  // namespace sw128
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/gated_unit.h"
 #include "kernels/gemm_hopper.h"
@@ -29,15 +30,20 @@ namespace {
 //   - warpgroups 1, 2, the consumers, rows 64c..64c+63 of the tile: wait for a stage (`full`),
 //     issue four m64n256k16 wgmmas (k16 steps; A = their 64 x rows, B = all 256 w rows) as one
 //     group, and keep that group in flight while waiting for the previous one, whose stage they
-//     then release (`empty`: one arrival per consumer warp; the tile's last stage once its group
-//     is done). 128 fp32 accumulators per thread.
+//     then release (`empty`: one arrival per consumer warp, in k-step order, once no group in
+//     flight reads it). 128 fp32 accumulators per thread.
+//     The epilogue stores the tile's two column halves in turn, and the next tile's first
+//     kSplitSteps k-steps of half 0 (m64n128k16 on those registers alone) run while half 1
+//     leaves; then its first steps of half 1, then whole steps again. So the tensor cores work
+//     through half of the epilogue, where before they idled through all of it (both consumers
+//     store at once: the cooperative kernel's per-tile cost, bench/NOTES.md, eleventh session).
+//     Every output element still sums the same k16 products in the same order.
 // Why persistent: with one block per tile, every tile paid the block's start, the ring's first
 // fill and the wait for its stores in series with its products; now they overlap the tiles next
-// to them (H200: q/k/v/o 702 -> 729 TFLOP/s alone, the 1024 step's GEMMs 121.3 -> 117.3 ms). The
-// epilogue's own work still stalls the tensor cores (both consumers store at once): cuBLAS's
-// kernels ran at 715 TFLOP/s in the step against ours' 650 before this (bench/NOTES.md).
+// to them (H200: q/k/v/o 702 -> 729 TFLOP/s alone, the 1024 step's GEMMs 121.3 -> 117.3 ms).
 // Stages: S of 48 KiB (x 16 KiB + w 32 KiB), 1024-byte aligned, 128-byte swizzled exactly as
-// gemm_layout::sw128 models (the descriptors come from there too). K must be a multiple of 64.
+// gemm_layout::sw128 models (the descriptors come from there too). K must be a multiple of 64
+// and at least kWgmmaMinK.
 // The epilogue adds the bias and, when y's rows are 16-byte aligned, writes the tile through
 // shared memory as swizzled 128-byte x 64-row boxes that the copy engine stores (clipped at the M
 // and N tails; fewer, asynchronous writes than the registers' 4- or 8-byte ones: 0.255 -> 0.234 ms
@@ -46,12 +52,16 @@ namespace {
 // once the copy engine has read the one before; the stores run on while the next tile multiplies.
 // Otherwise it writes column pairs from registers, masked.
 // Gated-unit epilogue (GemmOperands::gated): the tile covers y's columns n0..n0+127, and its B
-// block is two boxes of 128 w rows, a's rows n0.. and b's rows n + n0.. (gemm_layout::sw128::
-// split_box_matches_one_box): accumulator columns c and c + 128 are a and b of y's column n0 + c,
-// held by one thread (accumulator_halves_pair), so the unit is applied in registers and y gets
-// half the bytes, and no [M, 2n] product is written and read back.
+// block is four boxes of 64 w rows: a's rows n0.., b's rows n + n0.., a's rows n0 + 64.., b's
+// rows n + n0 + 64.. (gemm_layout::sw128::boxes_match_one_box), so each column half of the tile
+// holds a and b of 64 columns of y: accumulator columns 128h + c and 128h + 64 + c are a and b of
+// y's column n0 + 64h + c, held by one thread (accumulator_halves_pair), the unit is applied in
+// registers, y gets half the bytes, and no [M, 2n] product is written and read back.
 struct WgmmaTiles {
   static constexpr int BM = 128, BN = 256, BK = gemm_layout::sw128::kBK, kStages = 4;
+  // A tile's first k-steps issued per column half (above): two cover the other half's stores.
+  static constexpr int kSplitSteps = 2;
+  static constexpr int kGatedBoxRows = 64;  // w box rows with the gated unit (a, b, a, b)
   static constexpr int kConsumers = BM / 64;  // one warpgroup per 64 rows (wgmma's M)
   static constexpr int kWarpgroup = 128;
   static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
@@ -86,9 +96,12 @@ struct WgmmaTiles {
 // encoder's few rows, the VAE, AMD) keep 8: not measured there.
 constexpr int kWgmmaRasterGroup = 16;
 constexpr int kWgmmaKMultiple = WgmmaTiles::BK;
+// The least K: a tile's first split steps and at least one whole step (see the consumers).
+constexpr int kWgmmaMinK = (WgmmaTiles::kSplitSteps + 1) * WgmmaTiles::BK;  // 192
 constexpr int kWgmmaUnitCols = WgmmaTiles::BN / 2;  // y's columns per tile with a gated unit
 // y's columns per tile.
 __host__ __device__ constexpr int wgmma_tile_cols(bool gated) { return gated ? kWgmmaUnitCols : WgmmaTiles::BN; }
+static_assert(kWgmmaUnitCols == 2 * WgmmaTiles::kGatedBoxRows, "a gated tile's y columns are two a boxes");
 
 // The Wgmma kernel's epilogues hand each column pair of a consumer's 64-row block to put(row,
 // col, v0, v1), row 0..63 and col relative to the tile's first column of y, for the tile's
@@ -112,16 +125,20 @@ __device__ __forceinline__ void wgmma_epilogue(const KernelArgs<bf16, bf16>& arg
 // The gated-unit epilogue (see WgmmaTiles): y's columns n0 + c, c < 128, get unit(a + bias[n0 +
 // c], b + bias[n + n0 + c]), with the fast tanh and exp (gated_unit_value's kFast): with the
 // accurate ones the epilogue cost as much as a separate gated_unit pass (H200, 4160x3072x16384:
-// 0.727 ms against 0.619 + 0.110).
+// 0.727 ms against 0.619 + 0.110). y's columns 64h + c (h: the column half) come from
+// accumulator columns 128h + c (a) and 128h + 64 + c (b): registers 64h + i and 64h + i + 32.
 template <GatedUnit kUnit, class Put>
 __device__ __forceinline__ void wgmma_gated_epilogue(const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t,
                                                      int n0, int lo, int hi, Put put) {
   namespace sw = gemm_layout::sw128;
-  constexpr int kHalf = WgmmaTiles::kAccumulators / 2;  // registers of a; b's are kHalf further on
+  constexpr int kHalfRegs = WgmmaTiles::kAccumulators / 2;  // one column half's registers
+  constexpr int kB = kHalfRegs / 2;                          // b's registers are kB after a's
+  constexpr int kGroups = kB / 4;                            // 8-column groups of y per half
 #pragma unroll
-  for (int j = 0; j < kHalf / 4; ++j) {
+  for (int j = 0; j < 2 * kGroups; ++j) {
     if (8 * j < lo || 8 * j >= hi) continue;
-    const int col = sw::accumulator(t, 4 * j).col;
+    const int base = kHalfRegs * (j / kGroups) + 4 * (j % kGroups);  // a's registers of y's columns 8j..
+    const int col = 8 * j + sw::accumulator(t, 0).col;
     float ba[2] = {0.0f, 0.0f}, bb[2] = {0.0f, 0.0f};
     if (args.bias) {
 #pragma unroll
@@ -132,44 +149,47 @@ __device__ __forceinline__ void wgmma_gated_epilogue(const KernelArgs<bf16, bf16
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int i = 4 * j + 2 * h;
-      put(sw::accumulator(t, i).row, col, gated_unit_value<kUnit, true>(acc[i] + ba[0], acc[i + kHalf] + bb[0]),
-          gated_unit_value<kUnit, true>(acc[i + 1] + ba[1], acc[i + kHalf + 1] + bb[1]));
+      const int i = base + 2 * h;
+      put(sw::accumulator(t, i).row, col, gated_unit_value<kUnit, true>(acc[i] + ba[0], acc[i + kB] + bb[0]),
+          gated_unit_value<kUnit, true>(acc[i + 1] + ba[1], acc[i + kB + 1] + bb[1]));
     }
   }
 }
-template <class Put>
+template <bool kGated, class Put>
 __device__ __forceinline__ void wgmma_any_epilogue(const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t,
                                                    int n0, int lo, int hi, Put put) {
-  if (!args.gated) return wgmma_epilogue(args, acc, t, n0, lo, hi, put);
-  switch (args.unit) {
-    case GatedUnit::Situ: wgmma_gated_epilogue<GatedUnit::Situ>(args, acc, t, n0, lo, hi, put); break;
-    case GatedUnit::SwiGlu: wgmma_gated_epilogue<GatedUnit::SwiGlu>(args, acc, t, n0, lo, hi, put); break;
-    default: wgmma_gated_epilogue<GatedUnit::SigmoidGate>(args, acc, t, n0, lo, hi, put); break;
+  if constexpr (!kGated) {
+    wgmma_epilogue(args, acc, t, n0, lo, hi, put);
+  } else {
+    switch (args.unit) {
+      case GatedUnit::Situ: wgmma_gated_epilogue<GatedUnit::Situ>(args, acc, t, n0, lo, hi, put); break;
+      case GatedUnit::SwiGlu: wgmma_gated_epilogue<GatedUnit::SwiGlu>(args, acc, t, n0, lo, hi, put); break;
+      default: wgmma_gated_epilogue<GatedUnit::SigmoidGate>(args, acc, t, n0, lo, hi, put); break;
+    }
   }
 }
 
-// A consumer's 64 rows of the tile at (row0, n0) through its store boxes at `boxes` to y (see
-// WgmmaTiles), kEsize bytes per element of y: chunk by chunk, each written once the copy engine
-// has read the previous one (thread 0 issues and awaits the stores; named barrier `barrier`
-// holds the warpgroup's other threads). The boxes are swizzled as the copy engine reads them,
-// which also keeps the writes conflict-free: a warp's 8 rows land in 8 different 16-byte chunks.
-template <int kEsize>
-__device__ __forceinline__ void wgmma_store_tile(const gemm_hopper::TensorMap* y_map, const KernelArgs<bf16, bf16>& args,
-                                                 const float (&acc)[128], int t, int row0, int n0, uint32_t boxes,
-                                                 int barrier) {
+// y's columns [kLo, kHi) of a consumer's 64 rows of the tile at (row0, n0) through its store boxes
+// at `boxes` (see WgmmaTiles), kEsize bytes per element of y: chunk by chunk, each written once
+// the copy engine has read the previous one (thread 0 issues and awaits the stores; named barrier
+// `barrier` holds the warpgroup's other threads). The boxes are swizzled as the copy engine reads
+// them, which also keeps the writes conflict-free: a warp's 8 rows land in 8 different 16-byte
+// chunks.
+template <int kEsize, bool kGated, int kLo, int kHi>
+__device__ __forceinline__ void wgmma_store_cols(const gemm_hopper::TensorMap* y_map,
+                                                 const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t,
+                                                 int row0, int n0, uint32_t boxes, int barrier) {
   namespace hw = gemm_hopper;
   namespace sw = gemm_layout::sw128;
   using Cfg = WgmmaTiles;
   constexpr int kBoxCols = sw::kRowBytes / kEsize, kChunkCols = Cfg::kStoreBoxes * kBoxCols;
-  const int cols = wgmma_tile_cols(args.gated);
+  constexpr int kChunks = (kHi - kLo + kChunkCols - 1) / kChunkCols;
 #pragma unroll
-  for (int c = 0; c < Cfg::BN / kChunkCols; ++c) {
-    const int lo = c * kChunkCols;
-    if (lo >= cols) break;
+  for (int c = 0; c < kChunks; ++c) {
+    const int lo = kLo + c * kChunkCols, hi = lo + kChunkCols < kHi ? lo + kChunkCols : kHi;
     if (t == 0) hw::tma_store_wait_read();  // the boxes are free again
     hw::named_barrier(barrier, Cfg::kWarpgroup);
-    wgmma_any_epilogue(args, acc, t, n0, lo, lo + kChunkCols, [&](int row, int col, float v0, float v1) {
+    wgmma_any_epilogue<kGated>(args, acc, t, n0, lo, hi, [&](int row, int col, float v0, float v1) {
       const uint32_t byte = uint32_t((col - lo) * kEsize);
       const uint32_t box = boxes + (byte / sw::kRowBytes) * uint32_t(Cfg::kStoreBoxBytes);
       const uint32_t at = sw::swizzle_address(box + uint32_t(row * sw::kRowBytes) + byte % sw::kRowBytes);
@@ -181,11 +201,32 @@ __device__ __forceinline__ void wgmma_store_tile(const gemm_hopper::TensorMap* y
     if (t == 0) {
       for (int b = 0; b < Cfg::kStoreBoxes; ++b) {
         const int col = lo + b * kBoxCols;
-        if (col < cols && n0 + col < args.n)
+        if (col < hi && n0 + col < args.n)
           hw::tma_store_2d(y_map, boxes + uint32_t(b * Cfg::kStoreBoxBytes), n0 + col, row0);
       }
       hw::tma_store_commit();
     }
+  }
+}
+
+// Column half kHalf of a consumer's 64 rows of the tile (y's columns 0..127 or 128..255; 0..63 or
+// 64..127 with the gated unit) to y: through the store boxes, or from registers as column pairs
+// (masked) when y's rows are not aligned for the copy engine.
+template <int kHalf>
+__device__ __forceinline__ void wgmma_store_half(const gemm_hopper::TensorMap* y_map,
+                                                 const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t,
+                                                 int row0, int n0, uint32_t boxes, int barrier) {
+  constexpr int kP = WgmmaTiles::BN / 2, kG = kWgmmaUnitCols / 2;  // a half's y columns: plain, gated
+  if (!args.tma_store) {
+    const auto put = [&](int row, int col, float v0, float v1) { store_pair(args, row0 + row, n0 + col, v0, v1); };
+    if (args.gated) wgmma_any_epilogue<true>(args, acc, t, n0, kHalf * kG, (kHalf + 1) * kG, put);
+    else wgmma_any_epilogue<false>(args, acc, t, n0, kHalf * kP, (kHalf + 1) * kP, put);
+  } else if (args.y_bf16) {
+    if (args.gated) wgmma_store_cols<2, true, kHalf * kG, (kHalf + 1) * kG>(y_map, args, acc, t, row0, n0, boxes, barrier);
+    else wgmma_store_cols<2, false, kHalf * kP, (kHalf + 1) * kP>(y_map, args, acc, t, row0, n0, boxes, barrier);
+  } else {
+    if (args.gated) wgmma_store_cols<4, true, kHalf * kG, (kHalf + 1) * kG>(y_map, args, acc, t, row0, n0, boxes, barrier);
+    else wgmma_store_cols<4, false, kHalf * kP, (kHalf + 1) * kP>(y_map, args, acc, t, row0, n0, boxes, barrier);
   }
 }
 
@@ -238,10 +279,13 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
           if (it >= S) hw::mbarrier_wait(empty(s), uint32_t((it / S + 1) & 1));
           hw::mbarrier_arrive_expect_tx(full(s), uint32_t(Cfg::kStageBytes));
           hw::tma_load_2d(stage_a(s), &x_map, kt * Cfg::BK, origin.m0, full(s));
-          hw::tma_load_2d(stage_b(s), &w_map, kt * Cfg::BK, origin.n0, full(s));
-          if (args.gated)  // b's 128 rows after a's (the w map's box is 128 rows)
-            hw::tma_load_2d(stage_b(s) + uint32_t(kWgmmaUnitCols * sw::kRowBytes), &w_map, kt * Cfg::BK,
-                            args.n + origin.n0, full(s));
+          if (!args.gated) {
+            hw::tma_load_2d(stage_b(s), &w_map, kt * Cfg::BK, origin.n0, full(s));
+          } else {  // boxes of 64 w rows: a's n0.., b's n + n0.., a's n0 + 64.., b's n + n0 + 64..
+            for (int q = 0; q < 4; ++q)
+              hw::tma_load_2d(stage_b(s) + uint32_t(q * Cfg::kGatedBoxRows * sw::kRowBytes), &w_map, kt * Cfg::BK,
+                              (q % 2) * args.n + origin.n0 + (q / 2) * Cfg::kGatedBoxRows, full(s));
+          }
         }
       }
     }
@@ -253,41 +297,81 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
     const bool releases = t % kWaveSize == 0;  // lane 0 of each warp releases stages
     const uint32_t boxes = store_boxes + uint32_t(consumer * Cfg::kStoreBoxes * Cfg::kStoreBoxBytes);
     float acc[Cfg::kAccumulators];
-    int it = 0;  // k-steps consumed so far, over all of this block's tiles
-    for (int tile = first; tile < tiles; tile += stride) {
-      const TileOrigin origin = raster_tile<kWgmmaRasterGroup>(Cfg::BM, tile_cols, args.m, args.n, tile);
+    // Stages are released in k-step order (over all of this block's tiles), each once every group
+    // that reads it has retired (groups retire in issue order).
+    int released = 0;
+    const auto release_through = [&](int end) {
+      for (; released < end; ++released)
+        if (releases) hw::mbarrier_arrive(empty(released % S));
+    };
+    const auto wait_landed = [&](int it) { hw::mbarrier_wait(full(it % S), uint32_t((it / S) & 1)); };
+    const auto descriptor_a = [&](int s, int kk) { return sw::step_descriptor(stage_a(s), 64 * consumer, kk); };
+    const auto descriptor_b = [&](int s, int h, int kk) { return sw::step_descriptor(stage_b(s), Cfg::BN / 2 * h, kk); };
+    // One group: k-step it, both column halves (four m64n256k16).
+    const auto issue_whole = [&](int it) {
+      wait_landed(it);
+      hw::wgmma_fence();
+      const int s = it % S;
 #pragma unroll
-      for (int i = 0; i < Cfg::kAccumulators; ++i) acc[i] = 0.0f;
-      hw::fence_accumulators(acc);
-      for (int kt = 0; kt < ktiles; ++kt, ++it) {
-        const int s = it % S;
-        hw::mbarrier_wait(full(s), uint32_t((it / S) & 1));  // use it / S of slot s has landed
-        hw::wgmma_fence();
+      for (int kk = 0; kk < Cfg::BK / 16; ++kk) hw::wgmma_m64n256k16(acc, descriptor_a(s, kk), descriptor_b(s, 0, kk));
+      hw::wgmma_commit();
+    };
+    // One group: a tile's first kSplitSteps k-steps (from it0) of column half h alone (B rows
+    // 128h..). Its first product overwrites the half: no zeroing touches those registers, which
+    // ptxas would count as an access to accumulators in flight.
+    const auto issue_first_half = [&](auto half, int it0) {
+      constexpr int h = decltype(half)::value;
+      for (int i = 0; i < Cfg::kSplitSteps; ++i) wait_landed(it0 + i);
+      hw::wgmma_fence();
+#pragma unroll
+      for (int i = 0; i < Cfg::kSplitSteps; ++i) {
+        const int s = (it0 + i) % S;
 #pragma unroll
         for (int kk = 0; kk < Cfg::BK / 16; ++kk)
-          hw::wgmma_m64n256k16(acc, sw::step_descriptor(stage_a(s), 64 * consumer, kk),
-                               sw::step_descriptor(stage_b(s), 0, kk));
-        hw::wgmma_commit();
-        // This step's group stays in flight; the previous one is done, so its stage is free.
-        hw::wgmma_wait<1>();
-        if (kt > 0 && releases) hw::mbarrier_arrive(empty((it - 1) % S));
+          hw::wgmma_m64n128k16_half<h>(acc, descriptor_a(s, kk), descriptor_b(s, h, kk), i == 0 && kk == 0 ? 0 : 1);
       }
+      hw::wgmma_commit();
+    };
+    using Half0 = std::integral_constant<int, 0>;
+    using Half1 = std::integral_constant<int, 1>;
+    // Control flow that ptxas can follow with products in flight (else it serializes every
+    // wgmma of the kernel): the tile loop runs from one tile's first split steps
+    // (already issued) to the next's, so every path back to its head has issued them, and the
+    // whole steps run at least once (kWgmmaMinK), so no path skips them.
+    if (first >= tiles) return;
+    issue_first_half(Half0{}, 0);
+    issue_first_half(Half1{}, 0);
+    for (int tile = first, it = 0;; tile += stride, it += ktiles) {  // it: this tile's first k-step
+      const TileOrigin origin = raster_tile<kWgmmaRasterGroup>(Cfg::BM, tile_cols, args.m, args.n, tile);
+      // Whole k-steps: each group stays in flight while the previous one retires.
+      int kt = Cfg::kSplitSteps;
+      // The half-0 group has long finished (issued before half 1 left); retiring it here keeps
+      // ptxas's wgmma pipeline whole: an m64n256k16 chained onto both halves' groups in flight
+      // makes it serialize every wgmma ("insufficient register resources", CUDA 13).
+      hw::wgmma_wait<1>();
+#pragma unroll 1
+      do {
+        issue_whole(it + kt);
+        hw::wgmma_wait<1>();
+        release_through(it + kt);
+      } while (++kt < ktiles);
+      const int next = it + ktiles;  // the next tile's first k-step
       hw::wgmma_wait<0>();
+      release_through(next);
       hw::fence_accumulators(acc);
-      if (releases) hw::mbarrier_arrive(empty((it - 1) % S));  // the tile's last stage: the next tile's
 
       // Epilogue: register 4j + 2h + e of thread t is row accumulator(t, .).row, column 8j + 2(t % 4)
       // + e of this consumer's 64 x 256 block (gemm_layout::sw128::accumulator).
       const int row0 = origin.m0 + 64 * consumer;
-      if (!args.tma_store) {
-        wgmma_any_epilogue(args, acc, t, origin.n0, 0, Cfg::BN, [&](int row, int col, float v0, float v1) {
-          store_pair(args, row0 + row, origin.n0 + col, v0, v1);
-        });
-      } else if (args.y_bf16) {
-        wgmma_store_tile<2>(&y_map, args, acc, t, row0, origin.n0, boxes, 2 + consumer);
-      } else {
-        wgmma_store_tile<4>(&y_map, args, acc, t, row0, origin.n0, boxes, 2 + consumer);
+      wgmma_store_half<0>(&y_map, args, acc, t, row0, origin.n0, boxes, 2 + consumer);
+      if (tile + stride >= tiles) {
+        wgmma_store_half<1>(&y_map, args, acc, t, row0, origin.n0, boxes, 2 + consumer);
+        break;
       }
+      // The next tile's first steps of half 0 run while half 1 leaves, then those of half 1.
+      issue_first_half(Half0{}, next);
+      wgmma_store_half<1>(&y_map, args, acc, t, row0, origin.n0, boxes, 2 + consumer);
+      issue_first_half(Half1{}, next);
     }
     if (t == 0) hw::tma_store_wait_read();  // the block's shared memory outlives the last stores' reads
   }

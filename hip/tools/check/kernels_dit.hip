@@ -329,21 +329,24 @@ void check_gemms(Env& e) {
       {{GemmTiles::Auto, GemmKernel::Portable}, DType::BF16, DType::BF16, 1, 3072, 3072}));
   cases.push_back(op_gemm_plan(
       {{GemmTiles::Medium, GemmKernel::Portable}, DType::BF16, DType::BF16, 129, 257, 8}));
-  // The Wgmma kernel (NVIDIA, bf16 x; K a multiple of 64): M and N tails inside one tile and
-  // across several, one k-step (fewer than its 4 stages), more k-steps than stages (slots
-  // reused), bf16 y and bias, odd N (unpaired stores), a strided x, one row.
+  // The Wgmma kernel (NVIDIA, bf16 x; K a multiple of 64, at least 192): M and N tails inside one
+  // tile and across several, the least K (three k-steps, fewer than its 4 stages: two by column
+  // halves, one whole), more k-steps than stages (slots reused), bf16 y and bias, odd N
+  // (unpaired stores), a strided x, one row; a K below the least resolves to another kernel.
   if (kPlatformNvidia) {
     const GemmPlan wg = {GemmTiles::Auto, GemmKernel::Wgmma};
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 300, 520, 192}));
-    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 70, 90, 64}));
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 70, 90, 256}));
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 70, 90, 128}));
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 129, 257, 320, {DType::BF16, DType::BF16}}));
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 257, 1001, 576, {DType::F32, DType::BF16, 24}}));
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 1, 3072, 3072}));
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 1040, kDim, kDim, {DType::BF16}}));
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 520, kFfn, kDim}));
-    // More tiles than multiprocessors at one k-step each: some blocks walk two tiles, the stage
-    // ring running on from one to the next.
-    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 4500, 1024, 64, {DType::BF16}}));
+    // More tiles than multiprocessors at the least K: some blocks walk two tiles, the stage ring
+    // running on from one to the next, the next tile's first steps under the last one's stores.
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 4500, 1024, 192, {DType::BF16}}));
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 4500, 1024, 320}));
   }
   // The 1024x1024 shapes, timed: q/k/v/o in each large tile shape of the Mma kernel with either x
   // dtype; then the FFN shapes and the 512x512 q/k/v/o (1088 rows, where Auto leaves the large
@@ -448,12 +451,14 @@ void check_gemm_gated_unit(Env& e) {
   cases.push_back(op_linear_gated_unit({"K pad", 77, 100, 45}));  // K % 8 != 0: packed into scratch
   cases.push_back(op_linear_gated_unit({"slice", 130, 128, 256, DType::BF16, DType::BF16, DType::BF16, false, 3}));
   cases.push_back(op_linear_gated_unit({"f32 w", 100, 96, 72, DType::F32, DType::F32, DType::F32, true}));
-  // The Wgmma kernel's gated epilogue forced, on tails (M, the k-steps) with a bf16 bias and f32 y.
+  // The Wgmma kernel's gated epilogue forced, on tails (M, the k-steps) with a bf16 bias and f32 y,
+  // and with more tiles than multiprocessors (blocks walking two tiles).
   if (kPlatformNvidia) {
     const GemmPlan wg = {GemmTiles::Auto, GemmKernel::Wgmma};
     cases.push_back(op_gemm_plan(
         {wg, DType::BF16, DType::BF16, 300, 512, 192, {DType::F32, DType::F32, 0, true, true}}));
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 129, 256, 320, {DType::BF16, DType::BF16, 0, true}}));
+    cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 2200, 1024, 256, {DType::BF16, DType::F32, 0, true}}));
   }
   // Timed at the DiT's 1024x1024 shape: compare with the plain ffn_up_gate GEMM (y:bf16) of the
   // gemm group plus gated_unit situ.
