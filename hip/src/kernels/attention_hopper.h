@@ -85,23 +85,6 @@ struct Args {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr float kLog2e = 1.4426950408889634f;
 
-// d[64 x 128] (+)= A[64 x 16] · B[128 x 16]ᵀ for one warpgroup, both operands K-major in shared
-// memory (attention_layout::hopper::kmajor_step_descriptor); d in the order of
-// gemm_layout::sw128::accumulator. kAccumulate 0 overwrites d (scale-d false), 1 adds to it.
-template <int kAccumulate>
-__device__ inline void wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
-  asm volatile(
-      "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, %64, %65, p, 1, 1, 0, 0;\n\t}"
-      : MOSS_WGMMA_ACC64(d, 0)
-      : "l"(desc_a), "l"(desc_b), "r"(kAccumulate));
-}
-
 // d[64 x 128] += A[64 x 16] · B[16 x 128] for one warpgroup, A from registers (four bf16 pairs per
 // thread in the order of attention_layout::hopper::a_fragment), B MN-major in shared memory
 // (imm-trans-b 1; attention_layout::hopper::v_step_descriptor).
@@ -137,11 +120,12 @@ struct Consumer {
   // S = Q·Kᵀ for this consumer's 64 rows and the 128 keys of the tile at k_tile; one group.
   __device__ void issue_scores(uint32_t q_tile, uint32_t k_tile, int c) {
     hopper::wgmma_fence();
-    wgmma_m64n128k16_ss<0>(s, hl::kmajor_step_descriptor(q_tile, 64 * c, 0), hl::kmajor_step_descriptor(k_tile, 0, 0));
+    hopper::wgmma_m64n128k16<0>(s, hl::kmajor_step_descriptor(q_tile, 64 * c, 0),
+                                hl::kmajor_step_descriptor(k_tile, 0, 0), 0);
 #pragma unroll
     for (int kk = 1; kk < hl::kK16Steps; ++kk)
-      wgmma_m64n128k16_ss<1>(s, hl::kmajor_step_descriptor(q_tile, 64 * c, kk),
-                             hl::kmajor_step_descriptor(k_tile, 0, kk));
+      hopper::wgmma_m64n128k16<0>(s, hl::kmajor_step_descriptor(q_tile, 64 * c, kk),
+                                  hl::kmajor_step_descriptor(k_tile, 0, kk), 1);
     hopper::wgmma_commit();
   }
 

@@ -1,7 +1,7 @@
 // NVIDIA Hopper (sm_90a) instructions of the GEMM's wgmma kernel (GemmKernel::Wgmma in
-// kernels/gemm.hip): wgmma.mma_async m64n256k16, and m64n128k16 on one half of its accumulators
-// (bf16 in, f32 accumulators), both operands from shared memory through matrix descriptors
-// (gemm_layout::sw128 models and proves the layout).
+// kernels/gemm.hip): wgmma.mma_async m64n256k16 (bf16 in, f32 accumulators), both operands
+// from shared memory through matrix descriptors (gemm_layout::sw128 models and proves the layout).
+// The m64n128k16 it also issues, on one column half of those accumulators, is hopper_common.h's.
 // The machinery it shares with the attention kernel (mbarriers, TMA and its tensor maps,
 // setmaxnreg, wgmma ordering) lives in kernels/hopper_common.h, namespace hopper, and is visible
 // here as gemm_hopper::... through the using-directive below. Nothing here exists on AMD.
@@ -36,27 +36,6 @@ __device__ inline void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64
       "}, %128, %129, p, 1, 1, 0, 0;\n\t}"
       : MOSS_WGMMA_ACC64(d, 0), MOSS_WGMMA_ACC64(d, 64)
       : "l"(desc_a), "l"(desc_b), "r"(1));
-}
-
-// d[64h .. 64h + 63] (+)= A[64 x 16] · B[128 x 16]ᵀ (h = kHalf): one column half of a 64 x 256
-// accumulator (registers 64h.. hold columns 128h.. in gemm_layout::sw128::accumulator's order,
-// accumulator_halves_pair(256)), as m64n128k16; B is the 128 rows at the descriptor. accumulate
-// 0 overwrites the half (scale-d false: no zeroing instructions, which would stall the other
-// half's products in flight), 1 adds to it. The other half's registers are untouched, so its
-// epilogue can read them while this runs.
-template <int kHalf>
-__device__ inline void wgmma_m64n128k16_half(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  static_assert(kHalf == 0 || kHalf == 1, "an m64n256 accumulator has two halves");
-  asm volatile(
-      "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, %64, %65, p, 1, 1, 0, 0;\n\t}"
-      : MOSS_WGMMA_ACC64(d, 64 * kHalf)
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
 }  // namespace gemm_hopper

@@ -319,6 +319,8 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
     // One group: a tile's first kSplitSteps k-steps (from it0) of column half h alone (B rows
     // 128h..). Its first product overwrites the half: no zeroing touches those registers, which
     // ptxas would count as an access to accumulators in flight.
+    // Registers 64h.. hold columns 128h.. (gemm_layout::sw128::accumulator_halves_pair).
+    constexpr int kHalfRegs = Cfg::kAccumulators / 2;
     const auto issue_first_half = [&](auto half, int it0) {
       constexpr int h = decltype(half)::value;
       for (int i = 0; i < Cfg::kSplitSteps; ++i) wait_landed(it0 + i);
@@ -328,7 +330,7 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
         const int s = (it0 + i) % S;
 #pragma unroll
         for (int kk = 0; kk < Cfg::BK / 16; ++kk)
-          hw::wgmma_m64n128k16_half<h>(acc, descriptor_a(s, kk), descriptor_b(s, h, kk), i == 0 && kk == 0 ? 0 : 1);
+          hw::wgmma_m64n128k16<kHalfRegs * h>(acc, descriptor_a(s, kk), descriptor_b(s, h, kk), i == 0 && kk == 0 ? 0 : 1);
       }
       hw::wgmma_commit();
     };

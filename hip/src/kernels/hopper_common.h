@@ -196,6 +196,26 @@ __device__ inline void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
 
+// d[kFirst .. kFirst + 63] (+)= A[64 x 16] · B[128 x 16]ᵀ for one warpgroup (m64n128k16), both
+// operands K-major in shared memory through descriptors; d's registers in the order of
+// gemm_layout::sw128::accumulator. accumulate 0 overwrites them (scale-d false), 1 adds to them;
+// the rest of d is untouched. The attention kernel's S = Q·Kᵀ (d of 64, kFirst 0) and the GEMM's
+// column halves of a 64 x 256 accumulator (kFirst 0 or 64, gemm_hopper.h) share it.
+template <int kFirst, int N>
+__device__ inline void wgmma_m64n128k16(float (&d)[N], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  static_assert(kFirst >= 0 && kFirst + 64 <= N, "64 accumulators inside d");
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n\t}"
+      : MOSS_WGMMA_ACC64(d, kFirst)
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
 // The accumulators are written asynchronously, behind the compiler's back: this empty asm pins
 // each register at this point (no reads moved above a wait, no writes moved below a fence).
 template <int N>
