@@ -4,11 +4,12 @@
 //
 // Three kernels (kernels/gemm.hip has the details):
 //   Wgmma (NVIDIA Hopper, sm_90a; the default there for bf16 x and w, K a multiple of 64 and at
-//         least 192, and enough rows to fill the GPU) 128x256 tiles, a producer warpgroup feeding 64-wide k-steps
-//         through the copy engine (TMA, 128-byte swizzle) into 4 shared-memory stages, two consumer
-//         warpgroups multiplying them with wgmma.mma_async m64n256k16, mbarrier handshakes;
-//         persistent (one block per multiprocessor walks its tiles, the stages running on from one
-//         tile to the next while the last one's output is stored).
+//         least 192, and enough rows to fill the GPU) 128x256 tiles, a producer warpgroup feeding
+//         64-wide k-steps through the copy engine (TMA, 128-byte swizzle) into 4 shared-memory
+//         stages, two consumer warpgroups multiplying them with wgmma.mma_async m64n256k16,
+//         mbarrier handshakes; persistent (one block per multiprocessor walks its tiles, the stages
+//         running on from one tile to the next while the last one's output is stored, the next
+//         tile's first steps of one column half under the store of the other).
 // The other two walk K in steps of 32 through a ring of shared-memory stages, each wave owning a
 // (BM/warps_m) x (BN/warps_n) sub-tile of the block's BM x BN tile of y:
 //   Mma   (NVIDIA, bf16 weights; the default there) unpadded XOR-swizzled bf16 stages filled by

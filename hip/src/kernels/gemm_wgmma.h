@@ -79,6 +79,8 @@ struct WgmmaTiles {
   // accumulators and its addresses. The block starts at 65536 / 384 = 168 (launch bounds).
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   static constexpr int kAccumulators = 64 * BN / kWarpgroup;
+  // One column half's registers: 64h.. hold columns 128h.. (gemm_layout::sw128::accumulator_halves_pair).
+  static constexpr int kHalfRegs = kAccumulators / 2;
   static_assert(BN == 256, "the consumers issue m64n256k16");
   static_assert(kStageA % gemm_layout::sw128::kAtomBytes == 0 && kStageB % gemm_layout::sw128::kAtomBytes == 0 &&
                     kStoreBoxBytes % gemm_layout::sw128::kAtomBytes == 0,
@@ -131,9 +133,9 @@ template <GatedUnit kUnit, class Put>
 __device__ __forceinline__ void wgmma_gated_epilogue(const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t,
                                                      int n0, int lo, int hi, Put put) {
   namespace sw = gemm_layout::sw128;
-  constexpr int kHalfRegs = WgmmaTiles::kAccumulators / 2;  // one column half's registers
-  constexpr int kB = kHalfRegs / 2;                          // b's registers are kB after a's
-  constexpr int kGroups = kB / 4;                            // 8-column groups of y per half
+  constexpr int kHalfRegs = WgmmaTiles::kHalfRegs;
+  constexpr int kB = kHalfRegs / 2;  // b's registers are kB after a's
+  constexpr int kGroups = kB / 4;    // 8-column groups of y per half
 #pragma unroll
   for (int j = 0; j < 2 * kGroups; ++j) {
     if (8 * j < lo || 8 * j >= hi) continue;
@@ -319,8 +321,6 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
     // One group: a tile's first kSplitSteps k-steps (from it0) of column half h alone (B rows
     // 128h..). Its first product overwrites the half: no zeroing touches those registers, which
     // ptxas would count as an access to accumulators in flight.
-    // Registers 64h.. hold columns 128h.. (gemm_layout::sw128::accumulator_halves_pair).
-    constexpr int kHalfRegs = Cfg::kAccumulators / 2;
     const auto issue_first_half = [&](auto half, int it0) {
       constexpr int h = decltype(half)::value;
       for (int i = 0; i < Cfg::kSplitSteps; ++i) wait_landed(it0 + i);
@@ -330,7 +330,8 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
         const int s = (it0 + i) % S;
 #pragma unroll
         for (int kk = 0; kk < Cfg::BK / 16; ++kk)
-          hw::wgmma_m64n128k16<kHalfRegs * h>(acc, descriptor_a(s, kk), descriptor_b(s, h, kk), i == 0 && kk == 0 ? 0 : 1);
+          hw::wgmma_m64n128k16<Cfg::kHalfRegs * h>(acc, descriptor_a(s, kk), descriptor_b(s, h, kk),
+                                                   i == 0 && kk == 0 ? 0 : 1);
       }
       hw::wgmma_commit();
     };
