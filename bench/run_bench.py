@@ -44,6 +44,7 @@ from mossbench import report as R  # noqa: E402
 from mossbench.engine import EngineRun, budget_for_resident  # noqa: E402
 from mossbench.gpu_memory import MemoryPoller  # noqa: E402
 from mossbench.prompts import load_tokenizer, prompt_with_tokens, templated_ids  # noqa: E402
+from mossbench.merge import facts_for  # noqa: E402
 
 GIB = float(1 << 30)
 
@@ -651,7 +652,6 @@ class Bench:
         return f"; separate processes: ours from {so or 'this run'}, baseline from {sb or 'this run'}"
 
     def build_rows(self):
-        facts = self.results.get("model_facts") or {}
         peak = (self.results["torch"].get("matmul_peak") or {}).get("tflops")
         ours, th = self.results["ours"], self.results["torch"]
         rows, mem = [], []
@@ -693,18 +693,21 @@ class Bench:
             rows.append(R.speed_row("DiT load", "weights to device", (load_src.get("done") or {}).get("dit_load_s"),
                                     "safetensors to cuda (torch)" if th.get("dit_load_s") else None, th.get("dit_load_s"),
                                     None, peak, "ours includes the text rows of both prompts"))
-        tcfg, lp = facts.get("text_config"), facts.get("text_layer_params")
         tokens = ints(self.a.te_tokens)
-        flops_of = (lambda n: F.text_encoder_flops(tcfg, lp, n)) if tcfg and lp else None
+
+        def flops_of(n):  # with the model facts of the file the row came from (merged reports)
+            f = facts_for(self.results, "ours", f"te_{n}")
+            tcfg, lp = f.get("text_config"), f.get("text_layer_params")
+            return F.text_encoder_flops(tcfg, lp, n) if tcfg and lp else None
         te_rows, te_mem = R.text_encoder_rows({n: ours.get(f"te_{n}") for n in tokens}, th.get("text_encoder"), tokens,
                                               flops_of, peak)
         rows += te_rows
         mem += te_mem
-        vcfg = facts.get("vae_config")
         for size in ints(self.a.vae_sizes):
             o = ours.get(f"vae_{size}") or {}
             o_s = (o.get("done") or {}).get("vae_s")
             b = (th.get("vae") or {}).get(str(size)) or {}
+            vcfg = facts_for(self.results, "ours", f"vae_{size}").get("vae_config")
             fl = F.vae_decode_flops(vcfg, size, size) if vcfg else None
             rows.append(R.speed_row("VAE decode", f"{size}x{size}", o_s, "diffusers" if b else None, b.get("median_s"), fl,
                                     peak, f"baseline {self.a.vae_dtype}"))
@@ -798,6 +801,9 @@ class Bench:
         if self.errors or self.skipped:
             lines += ["", "## Not measured", ""] + [f"- {k}: {' '.join(v.split())[:400]}" for k, v in self.errors.items()] + \
                      [f"- {s}" for s in self.skipped]
+        if self.results.get("superseded"):
+            lines += ["", "Failed in one process and measured in another (the row shows the measurement):", ""] + \
+                     [f"- {s}" for s in self.results["superseded"]]
         if self.a.report_only:
             lines += ["", "A report of the merged results files; nothing was measured by this process."]
         else:

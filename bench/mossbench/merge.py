@@ -1,8 +1,9 @@
 """Putting the numbers of several benchmark processes into one report (issue 19: our runs and
 the eager baselines fit one device call, the whole-model torch.compile anchors another).
 
-The current run's own numbers always win; an earlier results file only fills what the current
-run did not measure. Every filled entry is recorded in results["provenance"] (path -> label),
+The current run's own numbers always win, except a failed one (an entry with an "error", e.g. a
+first image that timed out) against a measurement of the same entry; an earlier results file
+otherwise only fills what the current run did not measure. Every filled entry is recorded in results["provenance"] (path -> label),
 so a row whose two sides come from different processes says so, and the setups are compared:
 a different GPU, driver, engine build or DiT setting is listed as a mismatch in the report."""
 import json
@@ -23,14 +24,24 @@ def load(path):
         return json.load(f)
 
 
-def _fill(dst, src, path, provenance, label):
+def failed(entry):
+    """An entry that records a failed attempt (a timed-out or crashed process) instead of a number."""
+    return isinstance(entry, dict) and bool(entry.get("error"))
+
+
+def _fill(dst, src, path, provenance, label, superseded):
     for k, v in src.items():
         p = path + (str(k),)
         if k not in dst:
             dst[k] = v
             provenance["/".join(p)] = label
+        elif failed(dst[k]) and isinstance(v, dict) and not failed(v):
+            superseded.append(f"{'/'.join(p)}: {dst[k]['error']} in {_label_at(provenance, p) or 'this run'}, "
+                              f"measured in {label}")
+            dst[k] = v
+            provenance["/".join(p)] = label
         elif isinstance(dst[k], dict) and isinstance(v, dict):
-            _fill(dst[k], v, p, provenance, label)
+            _fill(dst[k], v, p, provenance, label, superseded)
 
 
 def merge_into(current, earlier, label):
@@ -46,7 +57,7 @@ def merge_into(current, earlier, label):
             current[sec] = src
             prov[sec] = label
         elif isinstance(src, dict) and isinstance(current[sec], dict):
-            _fill(current[sec], src, (sec,), prov, label)
+            _fill(current[sec], src, (sec,), prov, label, current.setdefault("superseded", []))
     for k, v in (earlier.get("errors") or {}).items():
         current.setdefault("errors", {}).setdefault(f"{k} [{label}]", v)
     current.setdefault("skipped", []).extend(f"{s} [{label}]" for s in earlier.get("skipped") or [])
@@ -54,6 +65,7 @@ def merge_into(current, earlier, label):
     current.setdefault("merged_from", []).append({"label": label, "date": earlier.get("date"),
                                                   "env": earlier.get("env"), "mismatches": mism,
                                                   "elapsed_s": earlier.get("elapsed_s"),
+                                                  "model_facts": earlier.get("model_facts"),
                                                   "complete": earlier.get("complete")})
     return mism
 
@@ -82,13 +94,27 @@ def mismatches(a, b):
 
 def source_of(results, *path):
     """The label of the file an entry came from (the longest recorded prefix), None: this run."""
-    prov = results.get("provenance") or {}
+    return _label_at(results.get("provenance") or {}, path)
+
+
+def _label_at(provenance, path):
     parts = [str(p) for p in path]
     for n in range(len(parts), 0, -1):
-        hit = prov.get("/".join(parts[:n]))
+        hit = provenance.get("/".join(parts[:n]))
         if hit:
             return hit
     return None
+
+
+def facts_for(results, *path):
+    """The model facts (FLOP inputs) of the file an entry came from: the text encoder rows of a
+    2-layer model must not be counted with a 32-layer one's FLOPs. This run's own facts when the
+    entry is its own or its file recorded none."""
+    label = source_of(results, *path)
+    for m in results.get("merged_from") or []:
+        if label is not None and m.get("label") == label and m.get("model_facts"):
+            return m["model_facts"]
+    return results.get("model_facts") or {}
 
 
 def union_list(values):

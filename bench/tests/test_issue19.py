@@ -147,6 +147,47 @@ def test_merge_fills_only_what_is_missing_and_records_where_from():
     assert cur["merged_from"][0]["label"] == "b.json"
 
 
+def test_merge_a_measurement_replaces_a_failed_attempt_and_not_the_reverse():
+    timed_out = {"rc": None, "wall_s": None, "error": "timed out"}
+    measured = {"rc": 0, "wall_s": 256.1}
+    cur = results(first_image={"rows": {"cold": {"compiled": dict(timed_out), "ours": {"rc": 0, "wall_s": 27.1}}}})
+    later = results(first_image={"rows": {"cold": {"compiled": dict(measured), "ours": dict(timed_out)}}})
+    MG.merge_into(cur, later, "c.json")
+    rows = cur["first_image"]["rows"]["cold"]
+    assert rows["compiled"] == measured and MG.source_of(cur, "first_image", "rows", "cold", "compiled") == "c.json"
+    assert rows["ours"]["wall_s"] == 27.1 and MG.source_of(cur, "first_image", "rows", "cold", "ours") is None
+    assert cur["superseded"] == ["first_image/rows/cold/compiled: timed out in this run, measured in c.json"]
+    # two failures: the first one stays, nothing is called superseded
+    cur = results(first_image={"rows": {"cold": {"compiled": dict(timed_out)}}})
+    MG.merge_into(cur, results(first_image={"rows": {"cold": {"compiled": {"error": "crashed"}}}}), "c.json")
+    assert cur["first_image"]["rows"]["cold"]["compiled"]["error"] == "timed out" and cur["superseded"] == []
+    # the failure itself filled in from an earlier file: named by that file
+    cur = results()
+    MG.merge_into(cur, results(first_image={"rows": {"cold": {"compiled": dict(timed_out)}}}), "b.json")
+    MG.merge_into(cur, later, "c.json")
+    assert cur["superseded"] == ["first_image/rows/cold/compiled: timed out in b.json, measured in c.json"]
+
+
+def test_merged_rows_count_flops_with_their_own_files_model(tmp_path):
+    def te_facts(layers, params):
+        return {"dit_config": None, "text_config": {"num_attention_heads": 16, "head_dim": 256,
+                                                    "layer_types": ["full_attention"] * layers},
+                "text_layer_params": params}
+    done = {"te_encode_s": 0.01, "te_layers": "resident", "te_load_s": 1.0}
+    shallow = results(model_facts=te_facts(2, 1000))  # measured no text encoder row
+    deep = results(ours={"te_64": {"done": done}}, model_facts=te_facts(32, 100000))
+    shallow["args"]["te_tokens"] = deep["args"]["te_tokens"] = "64"
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    pa.write_text(json.dumps(shallow))
+    pb.write_text(json.dumps(deep))
+    b = bench(["--report-only", "--merge-results", f"{pa},{pb}"])
+    b.merge()
+    rows, _ = b.build_rows()
+    te = next(r for r in rows if r["stage"] == "text encoder")
+    want = 2 * 64 * 100000 + 32 * 2 * 64 * 64 * 16 * 256
+    assert te["tflop"] == pytest.approx(want / 1e12)
+
+
 def test_merge_lists_setup_mismatches():
     cur, old = results(), results(git="def")
     old["env"]["gpu"] = "NVIDIA H100"
