@@ -16,9 +16,15 @@
 #          then cold where it can be dropped; the full-size text encoder
 # a, b, c  the earlier split: a = ours + eager baselines + first image of ours and DiffSynth; b =
 #          the anchors alone; c = the compiled reference's first image + max-autotune at 1024
-# The whole-model anchors at 512 and 1456 (about 165 s of compile each), in a call of their own:
-#   LIMIT=520 bash bench/h200_issue19.sh anchors --compile-scope model --compile-sizes 1456,512 \
-#     --profile-sizes 1456 --time-budget 500
+# The whole-model anchors at all three sizes in one call (the first compile about 170 s, the later
+# ones about 120 s each from the same inductor cache; bench/NOTES.md, twelfth session):
+#   LIMIT=560 bash bench/h200_issue19.sh anchors --compile-scope model --compile-sizes 1024,512,1456 \
+#     --profile-sizes "" --dit-steps 12,8,6 --reps 5 --time-budget 545
+# The first image cold for all three paths, in two calls on one warm machine (the compiled
+# reference's cold run takes 260 s or more, past the `first` call's per-process limit):
+#   LIMIT=545 bash bench/h200_issue19.sh first --first-cache cold,warm --time-budget 505
+#   LIMIT=505 bash bench/h200_issue19.sh c --only model,first_image --first-impls compiled \
+#     --first-cache cold --first-timeout 465 --time-budget 490
 # Flags after the call's name go to run_bench.py and override the defaults. Every phase past the
 # time budget is skipped and listed in the report; the results file is rewritten after every
 # phase. Each call writes $OUT/<date>-h200-issue19-<call>.{json,md}; one report of several, on
