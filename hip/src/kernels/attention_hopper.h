@@ -1,4 +1,5 @@
-// The NVIDIA Hopper attention kernel (FlashAttention-3 style on wgmma + TMA), included by
+// The NVIDIA Hopper attention kernel (FlashAttention-3 style on wgmma + TMA; docs/nvidia_kernels.md
+// sets it beside the GEMM and says how its speed is judged), included by
 // kernels/attention.hip on NVIDIA only; attention_forward picks it for head dim 128, bidirectional,
 // bf16 q/k/v read in place (16-byte aligned rows), positive scale (AttentionTiling::Default and
 // Wgmma). Everything else keeps the mma.sync flash kernel (attention_flash_nvidia.h).

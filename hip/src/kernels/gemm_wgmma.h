@@ -1,4 +1,5 @@
-// The Wgmma GEMM kernel (GemmKernel::Wgmma, NVIDIA Hopper, sm_90a).
+// The Wgmma GEMM kernel (GemmKernel::Wgmma, NVIDIA Hopper, sm_90a). Its design in brief, the rules
+// ptxas holds it to and how a change to it is measured: docs/nvidia_kernels.md.
 // Part of kernels/gemm.hip (its only includer: the kernels are instantiated in that one
 // translation unit, inside its anonymous namespace).
 #pragma once
