@@ -6,7 +6,8 @@
 # and every timed row gets the mean clock of its own window, so a rate can be read per MHz too.
 # Everything lands in $OUT/gemm-sustain/; the summary (summary.txt) is printed last.
 #   bench/h200_gemm_sustain.sh BUNDLE... (names under .carry/, e.g. bundle.tar.xz bundle-old.tar.xz)
-#   SUSTAIN (seconds, default 2), FILTER (default gemm), REFERENCE (default 1: run cuBLAS too)
+#   SUSTAIN (seconds, default 2), FILTER (default gemm; any group of the dit family, e.g. attention),
+#   REFERENCE (default 1: run cuBLAS too; 0 for a group that is not GEMMs)
 # Durations on the H200 at SUSTAIN=2: the gemm group about 175 s a bundle (and `gemm` also selects
 # gemm_skinny, about 110 s more), gemm_gated_unit about 16 s, cuBLAS about 65 s: one device call
 # (600 s at most) holds cuBLAS and the gemm group of one bundle, or gemm_gated_unit of several.
@@ -69,9 +70,15 @@ for b in sys.argv[3:]:
     name = b[:-len(".tar.xz")] if b.endswith(".tar.xz") else b
     for line in open(f"{out}/ours-{name}.log"):
         t, _, text = line.partition(" ")
-        m = re.match(r"(\S.*?)\s+(\d+x\d+x\d+(?:\s+\S+:\S+|\s+\+b)*)\s+\S+\s+\S+\s+([0-9.]+)\s+([0-9]+)TF/s", text)
+        # "<case> <shape> <max diff> <tolerance> <ms> <N>TF/s". The shape: a GEMM's MxKxN and what
+        # follows it (a long case name leaves one space before it), else what follows the case's
+        # first run of 2+ spaces (an attention's "T4173 h24x128 bi ...").
+        m = re.match(r"(\S.*?)\s+\S+\s+\S+\s+([0-9.]+)\s+([0-9]+)TF/s", text)
         if m:
-            row(name, m.group(1).strip()[:44], m.group(2)[:30], float(m.group(3)), float(m.group(4)), float(t) - secs, float(t))
+            left = m.group(1).strip()
+            g = re.search(r"\s(\d+x\d+x\d+\b.*)$", left)
+            case, shape = (left[:g.start()], g.group(1)) if g else (re.split(r"\s{2,}", left, maxsplit=1) + [""])[:2]
+            row(name, case.strip()[:44], shape[:30], float(m.group(2)), float(m.group(3)), float(t) - secs, float(t))
 if os.path.exists(f"{out}/cublas.log"):
     for line in open(f"{out}/cublas.log"):
         m = re.search(r"cublas (.+?)\s+(\d+x\d+x\d+)\s+([0-9.]+) ms\s+([0-9.]+) TFLOP/s\s+window ([0-9.]+) ([0-9.]+)", line)

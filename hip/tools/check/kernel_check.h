@@ -112,6 +112,10 @@ inline double time_ms(hipStream_t s, const std::function<void()>& fn, int reps =
   MOSS_HIP_CHECK(hipEventDestroy(b));
   return double(ms) / reps;
 }
+// time_ms over `reps` launches, or, with sustain_s > 0 (--sustain), over as many launches as fill
+// that many seconds, after as many again as a warm-up: the rate at the clock a sustained load leaves
+// (the card's power cap), not a short burst's.
+double time_sustained(hipStream_t s, const std::function<void()>& fn, int reps, int sustain_s);
 
 struct Table {
   int passed = 0, failed = 0;

@@ -74,15 +74,19 @@ void report(Env& e, const std::string& kernel, const std::string& shape, const s
   e.table.row(kernel, shape, c, tol, ms, flops, bytes);
 }
 
+double time_sustained(hipStream_t s, const std::function<void()>& fn, int reps, int sustain_s) {
+  if (sustain_s <= 0) return time_ms(s, fn, reps);
+  // The launch count that fills the time at the burst rate (the clock only falls from there, so
+  // the timed run lasts at least that long), once to warm the card up to the power cap's clock,
+  // once timed.
+  const double burst_ms = std::max(time_ms(s, fn, 1), 1e-3);
+  const int launches = int(std::min(1e7, std::ceil(sustain_s * 1000.0 / burst_ms)));
+  time_ms(s, fn, launches);
+  return time_ms(s, fn, launches);
+}
+
 double time_it(Env& e, const std::function<void()>& fn, int reps) {
-  if (e.sustain_s <= 0) return time_ms(e.stream(), fn, reps > 0 ? reps : e.reps);
-  // Sustained: the launch count that fills the time at the burst rate (the clock only falls from
-  // there, so the timed run lasts at least that long), once to warm the card up to the power cap's
-  // clock, once timed.
-  const double burst_ms = std::max(time_ms(e.stream(), fn, 1), 1e-3);
-  const int launches = int(std::min(1e7, std::ceil(e.sustain_s * 1000.0 / burst_ms)));
-  time_ms(e.stream(), fn, launches);
-  return time_ms(e.stream(), fn, launches);
+  return time_sustained(e.stream(), fn, reps > 0 ? reps : e.reps, e.sustain_s);
 }
 
 void record(Env& e, const std::string& kernel, const std::string& shape, double ms, double flops, double bytes) {

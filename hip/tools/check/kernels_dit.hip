@@ -949,7 +949,7 @@ void kcheck::dit_family(Table& table, const Options& o) {
   group(table, o, "dit", "gemm_skinny", [&] { check_gemm_skinny(env); });
   group(table, o, "dit", "rows", [&] { check_rows(env); });
   group(table, o, "dit", "fused", [&] { check_fused(env); });
-  group(table, o, "dit", "attention", [&] { check_attention_cases(table, env.ctx, env.host, "dit"); });
+  group(table, o, "dit", "attention", [&] { check_attention_cases(table, env.ctx, env.host, "dit", env.sustain_s); });
   group(table, o, "dit", "packed", [&] { check_packed(env); });
   print_time_table(env.timings, device_peaks(env.ctx.device()), "1024x1024 DiT shapes");
 }

@@ -591,6 +591,6 @@ void kcheck::te_family(Table& table, const Options& o) {
               env.ctx.multiprocessors());
   group(table, o, "te", "text family", [&] { check_text_family(env); });
   group(table, o, "te", "core family", [&] { check_core_family(env); });
-  group(table, o, "te", "attention", [&] { check_attention_cases(table, env.ctx, env.host, "te"); });
+  group(table, o, "te", "attention", [&] { check_attention_cases(table, env.ctx, env.host, "te", env.sustain_s); });
   print_timed_list(env.timings, device_peaks(env.ctx.device()));
 }

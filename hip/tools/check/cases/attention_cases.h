@@ -183,10 +183,11 @@ inline const char* tiling_name(moss::AttentionTiling t) {
   }
 }
 
-// Runs one case with one tiling: poisoned output, check against the host rows, optional timing.
+// Runs one case with one tiling: poisoned output, check against the host rows, optional timing
+// (sustain_s: kcheck::time_sustained's).
 inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c, const moss::Tensor& q,
                      const moss::Tensor& k, const moss::Tensor& v, const std::vector<int64_t>& rows, const std::vector<float>& want, float scale,
-                     moss::AttentionTiling tiling) {
+                     moss::AttentionTiling tiling, int sustain_s) {
   const int64_t width = c.heads * c.head_dim;
   // out: columns [3, 3 + width) of a [tq, width + 5] buffer (aligned: [8, 8 + width) of width + 16),
   // all of it NaN beforehand.
@@ -248,10 +249,10 @@ inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c,
       }
     }
     if (c.reps > 0)
-      ms = kcheck::time_ms(
+      ms = kcheck::time_sustained(
           ctx.stream(),
           [&] { moss::hip_attention(ctx, q, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, c.causal, tiling); },
-          c.reps);
+          c.reps, sustain_s);
   } catch (const std::exception& e) {
     (void)hipGetLastError();
     std::printf("  %s %s: %s\n", tiling_name(tiling), shape_text(c).c_str(), e.what());
@@ -262,7 +263,7 @@ inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c,
 }
 
 inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backend& host, const Case& c,
-                       uint64_t seed) {
+                       uint64_t seed, int sustain_s) {
   const int64_t qc = c.heads * c.head_dim, kc = c.kv_heads * c.head_dim;
   const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
   // Fused [T, 1 | q | k | v | 2] when Tq == Tk (the projections' layout), else two buffers;
@@ -297,13 +298,14 @@ inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backen
 
   const std::vector<int64_t> rows = sample_rows(c.tq, c.sampled_rows);
   const std::vector<float> want = host_replay(host, q_host, k_host, v_host, c, rows, scale);
-  run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Default);
+  run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Default, sustain_s);
   if (wgmma_case(c) && c.other_tiling)
-    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Flash);
+    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Flash, sustain_s);
   // The AMD build's tiling on every case (there it is what Default runs).
-  if (moss::kPlatformNvidia) run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Portable);
+  if (moss::kPlatformNvidia)
+    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Portable, sustain_s);
   if (c.other_tiling && moss::kPlatformNvidia && c.head_dim <= 128)
-    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Reference);
+    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Reference, sustain_s);
 }
 
 // The real shapes of each model (moderate T replayed in full on the host, large T timed and
@@ -373,10 +375,10 @@ inline std::vector<Case> model_cases(const std::string& model) {
 
 }  // namespace attention_check
 
-// model: "dit", "te" or "vae".
+// model: "dit", "te" or "vae"; sustain_s: `moss-check kernels --sustain` (0: short bursts).
 inline void check_attention_cases(kcheck::Table& table, moss::HipContext& ctx, moss::Backend& host,
-                                  const std::string& model) {
+                                  const std::string& model, int sustain_s = 0) {
   uint64_t seed = 0xA77E4710ull;
   for (const attention_check::Case& c : attention_check::model_cases(model))
-    attention_check::check_case(table, ctx, host, c, seed++);
+    attention_check::check_case(table, ctx, host, c, seed++, sustain_s);
 }
