@@ -43,8 +43,8 @@ from mossbench import flops as F  # noqa: E402
 from mossbench import report as R  # noqa: E402
 from mossbench.engine import EngineRun, budget_for_resident  # noqa: E402
 from mossbench.gpu_memory import MemoryPoller  # noqa: E402
-from mossbench.prompts import load_tokenizer, prompt_with_tokens, templated_ids  # noqa: E402
 from mossbench.merge import facts_for  # noqa: E402
+from mossbench.prompts import load_tokenizer, prompt_with_tokens, templated_ids  # noqa: E402
 
 GIB = float(1 << 30)
 

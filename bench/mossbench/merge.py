@@ -3,9 +3,10 @@ the eager baselines fit one device call, the whole-model torch.compile anchors a
 
 The current run's own numbers always win, except a failed one (an entry with an "error", e.g. a
 first image that timed out) against a measurement of the same entry; an earlier results file
-otherwise only fills what the current run did not measure. Every filled entry is recorded in results["provenance"] (path -> label),
-so a row whose two sides come from different processes says so, and the setups are compared:
-a different GPU, driver, engine build or DiT setting is listed as a mismatch in the report."""
+otherwise only fills what the current run did not measure. Every filled entry is recorded in
+results["provenance"] (path -> label), so a row whose two sides come from different processes
+says so, and the setups are compared: a different GPU, driver, engine build or DiT setting is
+listed as a mismatch in the report."""
 import json
 import os
 
