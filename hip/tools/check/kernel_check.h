@@ -3,10 +3,10 @@
 // the host replay of the same op (ops/host), with outputs poisoned (NaN) beforehand so an
 // unwritten element fails, time it, and print one table row per case and "N passed, M failed" at
 // the end. Pieces: the device's ceilings, deterministic fills, poisoning, the comparison and its
-// table row (Table, report), timing (time_ms, time_it, record and the two summary tables), the
-// environment a family's cases run in (Env: host and GPU backends, stream, seed), the groups
-// --filter picks (Options, group) and the case table (Op and Case: each row an op and its spec,
-// shapes, dtypes, timed or not, as data; run_cases runs a table, each case guarded).
+// table row (Table, report), timing (time_ms, time_sustained, time_it, record and the two summary
+// tables), the environment a family's cases run in (Env: host and GPU backends, stream, seed), the
+// groups --filter picks (Options, group) and the case table (Op and Case: each row an op and its
+// spec, shapes, dtypes, timed or not, as data; run_cases runs a table, each case guarded).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -112,6 +112,7 @@ inline double time_ms(hipStream_t s, const std::function<void()>& fn, int reps =
   MOSS_HIP_CHECK(hipEventDestroy(b));
   return double(ms) / reps;
 }
+
 // time_ms over `reps` launches, or, with sustain_s > 0 (--sustain), over as many launches as fill
 // that many seconds, after as many again as a warm-up: the rate at the clock a sustained load leaves
 // (the card's power cap), not a short burst's.
