@@ -179,15 +179,36 @@ def peak_flops(t, fraction=1.0):
     return spec(t, "units") * spec(t, "mma_flops_per_unit_clk") * spec(t, "clock_ghz") * 1e9 * fraction
 
 
-def leaf_gemm(bm, bn, wm, wn, prefetch, mirrors):
-    """A config of gemm.hip's AMD kernel, gemm_kernel<Tiles<bm, bn, wm, wn, 2 stages, 64 KB>>: its
-    check_device row and its LDS use (two stages of A and B, k-steps of 32 padded by kPad 8) follow
-    from the tile. A register prefetch is the kernel's kHold (the Tiles' last argument, true)."""
+def leaf_gemm(bm, bn, wm, wn, prefetch, mirrors, x_type="std::bfloat16_t"):
+    """A config of gemm.hip's AMD kernel, gemm_kernel<Tiles<bm, bn, wm, wn, 2 stages, 64 KB>, x_type, bf16>:
+    its check_device row and its LDS use (two stages of A and B, k-steps of 32 padded by kPad 8; an f32 x
+    is staged as bf16) follow from the tile. A register prefetch is the kernel's kHold (the Tiles' last
+    argument, true)."""
     hold = ", true" if prefetch else ""
     return dict(kind="gemm", bm=bm, bn=bn, bk=32, wm=wm, wn=wn, stages=2, prefetch=prefetch, lds="ab", raster=8,
-                products=1, table=[f"gemm_kernel<moss::Tiles<{bm}, {bn}, {wm}, {wn}, 2, 65536{hold}>, std::bfloat16_t, "
+                products=1, table=[f"gemm_kernel<moss::Tiles<{bm}, {bn}, {wm}, {wn}, 2, 65536{hold}>, {x_type}, "
                                    "std::bfloat16_t"],
                 lds_est=2 * (bm + bn) * 40 * 2, mirrors=mirrors)
+
+
+def gemm_variant(cfg, m, eb_x):
+    """The configuration a launch of cfg really runs: a config with `variants` (the portable GEMM:
+    gemm.hip launch_portable) picks its narrow tile below wide_min_rows rows and its f32-x tile for an f32
+    x; any other config is the one it names."""
+    v = cfg.get("variants")
+    if not v:
+        return cfg
+    name = ("narrow" if m < v["wide_min_rows"] else "wide") + ("_f32x" if eb_x == 4 else "")
+    return v.get(name, cfg)
+
+
+def attention_variant(cfg, d):
+    """The configuration a launch of cfg runs at head dim d: a config with `by_head_dim` (the portable
+    attention: attention.hip PortableTiling<D>) picks the first entry whose bound holds d."""
+    for max_d, sub in cfg.get("by_head_dim", ()):
+        if d <= max_d:
+            return sub
+    return cfg
 
 
 def tiled_attention(waves, row_tiles, mirrors):
@@ -236,13 +257,27 @@ CONFIGS = {
         # The very kernels, run on the H200 (MOSSINFER_KERNELS=portable).
         "analogue": {"gemm": "gemm portable 128x64/4w 4160x3072x3072 x:bf16",
                      "attention": "attention[portable] T4173 h24x128 bf16"},
-        "gemm": leaf_gemm(128, 64, 2, 2, prefetch=1,
-                          mirrors="hip/src/kernels/gemm.hip PortableWide = Tiles<128, 64, 2, 2, 2, 64*1024, true> (kHold: "
-                                  "the next k-step's chunks held in registers across the multiply, stored after it)"),
-        "attention": tiled_attention(waves=4, row_tiles=2,
-                                     mirrors="hip/src/kernels/attention.hip PortableTiling<D <= 128> = Tiling<D, out_chunk(D, 128), "
-                                             "32, 4, 2, 1> (4 waves x 2 row tiles = 128 queries per workgroup, one "
-                                             "K/V buffer)"),
+        "gemm": dict(leaf_gemm(128, 64, 2, 2, prefetch=1,
+                               mirrors="hip/src/kernels/gemm_leaf.h PortableWide = Tiles<128, 64, 2, 2, 2, 64*1024, true> "
+                                       "(kHold: the next k-step's chunks held in registers across the multiply, stored "
+                                       "after it); gemm.hip launch_portable picks the variants below"),
+                     variants=dict(
+                         wide_min_rows=65,  # gemm_leaf.h kPortableWideMinRows
+                         wide_f32x=leaf_gemm(64, 64, 2, 2, prefetch=1, x_type="float",
+                                             mirrors="gemm_leaf.h PortableWideF32X = Tiles<64, 64, 2, 2, 2, 64*1024, true>"),
+                         narrow=leaf_gemm(32, 64, 1, 1, prefetch=1,
+                                          mirrors="gemm_leaf.h PortableNarrow = Tiles<32, 64, 1, 1, 2, 64*1024, true>"),
+                         narrow_f32x=leaf_gemm(32, 32, 1, 1, prefetch=1, x_type="float",
+                                               mirrors="gemm_leaf.h PortableNarrowF32X = Tiles<32, 32, 1, 1, 2, 64*1024, true>"))),
+        "attention": dict(tiled_attention(waves=4, row_tiles=2,
+                                          mirrors="hip/src/kernels/attention.hip PortableTiling<D <= 128> = Tiling<D, "
+                                                  "out_chunk(D, 128), 32, 4, 2, 1> (4 waves x 2 row tiles = 128 queries "
+                                                  "per workgroup, one K/V buffer)"),
+                          by_head_dim=((128, tiled_attention(waves=4, row_tiles=2, mirrors="PortableTiling<D <= 128>")),
+                                       (256, tiled_attention(waves=4, row_tiles=1, mirrors="PortableTiling<D <= 256>: "
+                                                             "Tiling<D, out_chunk(D, 128), 32, 4, 1, 1>")),
+                                       (1 << 30, tiled_attention(waves=2, row_tiles=1, mirrors="PortableTiling<D > 256>: "
+                                                                 "Tiling<D, out_chunk(D, 128), 32, 2, 1, 1>")))),
         "conv": None,  # the seed's (filled in below)
     },
     "candidate": {
@@ -443,6 +478,7 @@ def occupancy_record(vgpr, sgpr, lds_wg, waves_res_max, limit, resident, u, tail
 
 
 def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None, family="gemm"):
+    cfg = gemm_variant(cfg, m, eb_x)
     bm, bn, bk = cfg["bm"], cfg["bn"], cfg["bk"]
     waves_wg = cfg["wm"] * cfg["wn"]
     tm, tn = bm // cfg["wm"] // 16, bn // cfg["wn"] // 16
@@ -497,6 +533,7 @@ def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None
 
 
 def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=None, eb_q=2, eb_o=2):
+    cfg = attention_variant(cfg, d)
     dv = min(cfg["dv"], d)
     chunks = d // dv
     q_rows, kt, waves_wg, r = cfg["q_rows"], cfg["kt"], cfg["waves"], cfg["row_tiles"]
@@ -515,6 +552,10 @@ def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=
     else:
         q_read = 0 if cfg["q_in_regs"] else r * (d // 16) * 512 * dup
         lds_read = waves_wg * (q_read + (kt // 16) * (d // 16) * 512 * dup + (dv // 16) * (kt // 16) * 512 * dup)
+    if not cfg.get("kv_lds", True):
+        # K/V fragments loaded from global memory straight into registers; only each wave's P tile
+        # passes through LDS (written as scores, read back as the PV operand)
+        lds_write = lds_read = waves_wg * r * 16 * kt * 2
     wmma_wave = r * (kt // 16) * (d // 16) + r * (kt // 16) * (dv // 16)
     # softmax: ~8 VALU issue slots per score per 32 lanes (scale-fma, max, exp2 at quarter rate, sum,
     # convert), and the O rescale; on RDNA they cannot co-issue with WMMA, on NVIDIA they overlap.
