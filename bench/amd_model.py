@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
 """Analytic cost model of moss-infer-hip's kernels on RDNA3/RDNA4 (and, for calibration, the H200).
 
-    python3 bench/amd_model.py [--config seed|portable|candidate|all] [--check-device-table FILE]
+    python3 bench/amd_model.py [--config portable|candidate|seed|all] [--check-device-table FILE]
                                [--json OUT] [--prompt-tokens N] [--negative-tokens N] [--quiet]
+
+The default config is the code as it is (`portable`); `candidate` is a design that is not code and
+`seed` the kernels before the redesign (CONFIG_LABELS). Each step is printed plain, H200-calibrated
+(the same kernels measured on an H200) and Radeon-calibrated (published RDNA3/RDNA4 kernels of the
+same build: amd_calibration.py), and the streamed step of the 8 GB cards follows (amd_streaming.py).
 
 Method, figures and their sources: bench/amd_model.md. Python standard library only.
 
@@ -26,11 +31,16 @@ import math
 import os
 import re
 import sys
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # check_device tables: of the seed's kernels (before the redesign), and of today's portable kernels.
 DEFAULT_TABLE = os.path.join(HERE, "results", "2026-12-01-check-device-table.txt")
 PORTABLE_TABLE = os.path.join(HERE, "results", "2026-12-01-check-device-table-portable.txt")
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+import amd_calibration  # noqa: E402  (published Radeon measurements; takes this module as an argument)
+import amd_streaming  # noqa: E402  (the streamed step of the 8 GB cards; likewise)
 
 # ---- sources -------------------------------------------------------------------------------------
 SOURCES = {
@@ -874,7 +884,8 @@ def calibrated_step_s(kernels, factors):
     return sum(k["total_ms"] * factors.get(k["family"], 1.0) for k in kernels) / 1e3
 
 
-def summary_lines(config_name, res, factors=None, tc=77, tu=10):
+def summary_lines(config_name, res, factors=None, tc=77, tu=10, radeon=None):
+    """radeon: target -> its Radeon-calibrated family factors (amd_calibration.radeon_factors)."""
     lines = []
     for t in AMD_TARGETS:
         r = res[t]
@@ -884,6 +895,10 @@ def summary_lines(config_name, res, factors=None, tc=77, tu=10):
         if factors:
             f = ", ".join(f"{k} x{v:.2f}" for k, v in sorted(factors.items()))
             lines.append(f"{t} step 1024x1024: {calibrated_step_s(r['step'], factors):.2f} s (modelled, H200-calibrated: {f})")
+        if radeon and radeon.get(t):
+            f = ", ".join(f"{k} x{v:.2f}" for k, v in sorted(radeon[t].items()))
+            lines.append(f"{t} step 1024x1024: {calibrated_step_s(r['step'], radeon[t]):.2f} s (modelled, "
+                         f"Radeon-calibrated: {f})")
     return lines
 
 
@@ -902,9 +917,27 @@ def print_table(t, name, kernels, out):
     out.write(f"{'sum':58s} {'':24s} {'':16s} {'':5s} {'':9s} {summarize(kernels) * 1e3:9.2f}\n")
 
 
+# The configs in the order `all` prints them, each with what it is: the code as it is comes first.
+CONFIG_LABELS = {
+    "portable": "the code as it is: what the AMD build runs, and NVIDIA under MOSSINFER_KERNELS=portable",
+    "candidate": "a DESIGN, NOT code: fused SiTU, K/V read in place, register-prefetched 64-key attention, 4-wave conv",
+    "seed": "history: the one-wave kernels before the redesign, no longer in the code",
+}
+
+
+def this_module():
+    """This module as the object amd_calibration and amd_streaming take: its sys.modules entry, or, when it
+    was loaded without one (importlib from a path), a namespace over its globals (the same tables)."""
+    mod = sys.modules.get(__name__)
+    if mod is not None and getattr(mod, "main", None) is main:
+        return mod
+    return types.SimpleNamespace(**globals())
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", choices=["seed", "portable", "candidate", "all"], default="all")
+    ap.add_argument("--config", choices=list(CONFIG_LABELS) + ["all"], default="portable",
+                    help="default: portable, the code as it is")
     ap.add_argument("--check-device-table", default=None, help="default: each config's own table")
     ap.add_argument("--json")
     ap.add_argument("--prompt-tokens", type=int, default=77)
@@ -914,8 +947,10 @@ def main(argv=None):
     a = ap.parse_args(argv)
     out = sys.stdout
     cal_rows, cal_step = calibrate()
-    names = ["seed", "portable", "candidate"] if a.config == "all" else [a.config]
-    report = dict(calibration=dict(kernels=cal_rows, step=cal_step), configs={}, sources=SOURCES,
+    me = this_module()
+    radeon_rows = amd_calibration.calibrate(me)
+    names = list(CONFIG_LABELS) if a.config == "all" else [a.config]
+    report = dict(calibration=dict(kernels=cal_rows, step=cal_step, radeon=radeon_rows), configs={}, sources=SOURCES,
                   specs={t: {k: v[0] for k, v in SPECS[t].items()} for t in SPECS})
     for name in names:
         res, nrows = run(name, a.check_device_table, a.prompt_tokens, a.negative_tokens, a.l2_scale)
@@ -925,15 +960,17 @@ def main(argv=None):
                 print_table(t, "denoise step (cond + uncond stacked)", res[t]["step"], out)
                 print_table(t, "text encoder", res[t]["te"], out)
                 print_table(t, "VAE decode", res[t]["vae"], out)
-        out.write(f"\n-- summary, config {name} --\n")
+        out.write(f"\n-- summary, config {name} ({CONFIG_LABELS[name]}) --\n")
         factors = calibration_factors(name, cal_rows)
-        for line in summary_lines(name, res, factors, a.prompt_tokens, a.negative_tokens):
+        radeon = {t: amd_calibration.radeon_factors(me, name, t, radeon_rows) for t in AMD_TARGETS}
+        for line in summary_lines(name, res, factors, a.prompt_tokens, a.negative_tokens, radeon):
             out.write(line + "\n")
         for t in AMD_TARGETS:
             fam = by_family(res[t]["step"])
             out.write(f"{t} step by family (s): " + ", ".join(f"{k} {v / 1e3:.3f}" for k, v in sorted(fam.items())) + "\n")
         report["configs"][name] = {t: dict(step_s=res[t]["step_s"], te_s=res[t]["te_s"], vae_s=res[t]["vae_s"],
                                            step_calibrated_s=calibrated_step_s(res[t]["step"], factors),
+                                           step_radeon_calibrated_s=calibrated_step_s(res[t]["step"], radeon[t]),
                                            step_tflop=res[t]["step_flops"] / 1e12, step=res[t]["step"], te=res[t]["te"],
                                            vae=res[t]["vae"]) for t in AMD_TARGETS}
     out.write("\n-- calibration: the same model on the H200 kernels --\n")
@@ -942,6 +979,16 @@ def main(argv=None):
                   f"  measured/modelled {r['ratio']:5.2f}  ({r['bound']})\n")
     out.write(f"h200 step 1024x1024: {cal_step['modelled_s']:.3f} s (modelled), measured {cal_step['measured_s']:.3f} s,"
               f" measured/modelled {cal_step['ratio']:.2f}\n")
+    out.write("\n-- calibration on Radeons: published kernels modelled from their code (amd_calibration.py) --\n")
+    for line in amd_calibration.report_lines(radeon_rows):
+        out.write(line + "\n")
+    if "portable" in names:
+        table = a.check_device_table or CONFIGS["portable"].get("check_device_table", DEFAULT_TABLE)
+        rows = parse_check_device(table) if os.path.exists(table) else []
+        out.write("\n-- streamed step on 8 GB cards, config portable (amd_streaming.py) --\n")
+        for line in amd_streaming.report_lines(me, "portable", rows, a.prompt_tokens, a.negative_tokens,
+                                               lambda t: amd_calibration.radeon_factors(me, "portable", t, radeon_rows)):
+            out.write(line + "\n")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(report, f, indent=1)
