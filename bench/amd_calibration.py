@@ -86,7 +86,7 @@ CASES = [
     ),
     dict(
         key="opus-attn-v1-gfx1201",
-        label="opus_attn_gfx1201 v1 4w x 16q, 16-key K/V in LDS, bf16 D128 H32 N2048 (RX 9070 XT)",
+        label="opus_attn v1 4w x 16q, 16-key K/V in LDS, bf16 D128 H32 N2048 (RX 9070 XT)",
         target="gfx1201", family="attention", op="attention", shape=(2048, 32, 128), eb=dict(eb_q=2, eb_o=2),
         flops=attention_flops(32, 2048, 128), measured_tflops=27.5,
         published="v1: 27.5 TFLOPS at H=32 N=2048 (" + OPUS_TABLE + ")",
@@ -102,7 +102,7 @@ CASES = [
     ),
     dict(
         key="opus-attn-v0-gfx1201",
-        label="opus_attn_gfx1201 v0 1w x 16q, K/V from global, bf16 D128 H32 N2048 (RX 9070 XT)",
+        label="opus_attn v0 1w x 16q, K/V from global, bf16 D128 H32 N2048 (RX 9070 XT)",
         target="gfx1201", family="attention", op="attention", shape=(2048, 32, 128), eb=dict(eb_q=2, eb_o=2),
         flops=attention_flops(32, 2048, 128), measured_tflops=30.3,
         published="v0: 30.3 TFLOPS at H=32 N=2048 (" + OPUS_TABLE + "); 168 VGPRs (README, v11 note)",
@@ -113,6 +113,21 @@ CASES = [
         structure="one wave per workgroup, no K/V sharing: the seed's attention (which staged K/V in LDS)",
         kernel=dict(kind="attention", q_rows=16, kt=16, dv=128, waves=1, row_tiles=1, stages=1, prefetch=0,
                     q_in_regs=True, kv_lds=False, table=None, lds_est=16 * 16 * 2, vgpr_est={"gfx1201": 168}),
+    ),
+    dict(
+        key="opus-attn-v11-gfx1201",
+        label="opus_attn v11 1w x 16q, transposed scores, no LDS, bf16 D128 H32 N2048 (RX 9070 XT)",
+        target="gfx1201", family="attention", op="attention", shape=(2048, 32, 128), eb=dict(eb_q=2, eb_o=2),
+        flops=attention_flops(32, 2048, 128), measured_tflops=37.2,
+        published="v11: 37.2 TFLOPS at H=32 N=2048 (" + OPUS_TABLE + "); 144 VGPRs, no LDS (README)",
+        source="https://github.com/carlushuang/gcnasm/pull/24",
+        code=OPUS_CODE + ": opus_attn_gfx1201/attn_gfx1201_kernel_v11_template.hpp (v0's one wave of 16 queries "
+             "and 16-key steps, the scores computed transposed (K as the A operand) so that they already are "
+             "the PV product's operand: no LDS at all; row max and sum one cross-half permute)",
+        structure="one wave, transposed scores kept in registers: the operand scheme of our AMD attention "
+                  "(S^T = K Q^T, O^T = V^T P^T), without its LDS-shared K/V tiles",
+        kernel=dict(kind="attention", q_rows=16, kt=16, dv=128, waves=1, row_tiles=1, stages=1, prefetch=0,
+                    q_in_regs=True, kv_lds=False, p_lds=False, table=None, lds_est=0, vgpr_est={"gfx1201": 144}),
     ),
 ]
 

@@ -564,8 +564,9 @@ def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=
         lds_read = waves_wg * (q_read + (kt // 16) * (d // 16) * 512 * dup + (dv // 16) * (kt // 16) * 512 * dup)
     if not cfg.get("kv_lds", True):
         # K/V fragments loaded from global memory straight into registers; only each wave's P tile
-        # passes through LDS (written as scores, read back as the PV operand)
-        lds_write = lds_read = waves_wg * r * 16 * kt * 2
+        # passes through LDS (written as scores, read back as the PV operand), unless the scores
+        # already sit in the PV operand's layout (p_lds false)
+        lds_write = lds_read = waves_wg * r * 16 * kt * 2 if cfg.get("p_lds", True) else 0
     wmma_wave = r * (kt // 16) * (d // 16) + r * (kt // 16) * (dv // 16)
     # softmax: ~8 VALU issue slots per score per 32 lanes (scale-fma, max, exp2 at quarter rate, sum,
     # convert), and the O rescale; on RDNA they cannot co-issue with WMMA, on NVIDIA they overlap.
