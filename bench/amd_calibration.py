@@ -182,10 +182,13 @@ def generation(model, t):
 
 
 def radeon_factors(model, config_name, t, rows):
-    """Per-family measured/modelled ratios that calibrate config_name's kernels on target t."""
+    """Per-family measured/modelled ratios that calibrate config_name's kernels on target t: the
+    analogue of t's RDNA generation, or of the nearest generation that has one."""
     ratios = {r["key"]: r["ratio"] for r in rows}
     gen = generation(model, t)
-    return {fam: ratios[by_gen[gen]] for fam, by_gen in RADEON_ANALOGUE.get(config_name, {}).items()}
+    # a tie (RDNA 3.5) goes to the older generation, whose ISA and matrix rate the refresh keeps
+    nearest = lambda by_gen: by_gen[min(by_gen, key=lambda g: (abs(g - gen), g))]
+    return {fam: ratios[nearest(by_gen)] for fam, by_gen in RADEON_ANALOGUE.get(config_name, {}).items()}
 
 
 def report_lines(rows):

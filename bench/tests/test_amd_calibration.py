@@ -86,6 +86,20 @@ def test_factors_follow_the_target_generation():
         assert set(C.radeon_factors(M, name, "gfx1201", list(r.values()))) == {"gemm", "attention"}
 
 
+def test_a_generation_without_cases_takes_the_nearest():
+    saved = dict(M.RDNA_GENERATIONS)
+    try:  # an RDNA 3.5 part whose matrix rate cites its own source: RDNA3's analogues are nearest
+        M.RDNA_GENERATIONS[3.5] = dict(M.RDNA_GENERATIONS[3], mma_flops_per_unit_clk=(512, "calc-rdna35"))
+        M.SPECS["gfx-test"] = dict(M.SPECS["gfx1100"], mma_flops_per_unit_clk=(512, "calc-rdna35"))
+        r = C.calibrate(M)
+        assert C.generation(M, "gfx-test") == 3.5
+        assert C.radeon_factors(M, "portable", "gfx-test", r) == C.radeon_factors(M, "portable", "gfx1100", r)
+    finally:
+        M.RDNA_GENERATIONS.clear()
+        M.RDNA_GENERATIONS.update(saved)
+        M.SPECS.pop("gfx-test", None)
+
+
 def test_radeon_calibrated_step_scales_each_family_by_its_ratio():
     res, _ = M.run("portable", None, 77, 10)
     ks = res["gfx1200"]["step"]
