@@ -326,24 +326,30 @@ ROW_EFFICIENCY = 0.8  # fraction of DRAM bandwidth a streaming row kernel reache
 
 # ---- check_device table ----------------------------------------------------------------------------
 def parse_check_device(path):
-    """Rows of check_device's table: kernel arch kind mma wave wg vgpr sgpr lds scratch spill dyn undef result."""
-    rows = []
+    """Rows of check_device's table, by its header: kernel arch kind mma wave wg vgpr [occ] sgpr lds
+    scratch spill dyn undef result (occ, the compiler's waves per SIMD, since 2026-12-03; None
+    in older tables and in --binary runs)."""
+    ints = ("mma", "wave", "wg", "vgpr", "sgpr", "lds", "scratch", "spill", "undef")
+    rows, names = [], None
     with open(path) as f:
         for line in f:
             parts = re.split(r"\s{2,}", line.strip())
-            if len(parts) < 14:
+            if parts and parts[0] == "kernel":
+                names = parts[1:]
                 continue
-            cols = parts[-13:]
-            if not re.match(r"^gfx\d+$", cols[0]):
+            if names is None or len(parts) < len(names) + 1:
                 continue
-            kernel = " ".join(parts[:-13])
+            cols = dict(zip(names, parts[-len(names):]))
+            if not re.match(r"^gfx\d+$", cols["arch"]):
+                continue
             try:
-                rows.append(dict(kernel=kernel, arch=cols[0], kind=cols[1], mma=int(cols[2]), wave=int(cols[3]),
-                                 wg=int(cols[4]), vgpr=int(cols[5]), sgpr=int(cols[6]), lds=int(cols[7]),
-                                 scratch=int(cols[8]), spill=int(cols[9]), dyn=cols[10], undef=int(cols[11]),
-                                 result=cols[12]))
-            except ValueError:
+                row = dict(kernel=" ".join(parts[:-len(names)]), arch=cols["arch"], kind=cols["kind"],
+                           dyn=cols["dyn"], result=cols["result"], **{k: int(cols[k]) for k in ints})
+            except (ValueError, KeyError):
                 continue
+            occ = cols.get("occ", "-")
+            row["occ"] = int(occ) if occ.isdigit() else None
+            rows.append(row)
     return rows
 
 
