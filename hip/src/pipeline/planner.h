@@ -39,7 +39,7 @@ struct StageSizes {
 };
 
 // The device as the plan sees it: runtime/devices.h fills it from hipDeviceProp_t, hipMemGetInfo
-// and the amdgpu driver's sysfs figures; the tests give real boards' (docs/memory_plan.md section 7).
+// and the amdgpu driver's sysfs figures; the tests give real boards' (docs/memory_plan.md section 9).
 struct DeviceMemory {
   bool integrated = false;    // an APU (hipDeviceProp_t::integrated): its device memory is system memory
   size_t free_bytes = 0;      // hipMemGetInfo's free memory

@@ -1,5 +1,6 @@
 # AMD device-code checks (issue 3 / issue 6): hip/check_device.sh compiles every kernel in
-# src/kernels device-only for gfx1100, gfx1200 and gfx1201 with Debian's clang-19 and checks the
+# src/kernels device-only for each target of hip/amd_targets.txt that Debian's clang-19 knows (all
+# but gfx1153, checked in the shipped binary by hip/ci/amd.sh) and checks the
 # code objects (matrix instructions, wave32, workgroup 32, no scratch / spills / dynamic stack /
 # undefined symbols). Each tests/device_bad/*.hip breaks one rule on purpose (named by its
 # `// check_device_expect: KIND` line) and must be caught, which proves the checker itself.

@@ -136,3 +136,32 @@ TEST(ApuMemoryPlan, VramBudgetKeepsItsMeaningOnAnApu) {
   }
   EXPECT_EQ(plan_memory(s, gib(6), true, 0, true).resident_blocks, 17);  // docs/product.md's reference point
 }
+
+// README, "Radeon cards and APUs": what a Strix Halo with 32, 64 and 128 GB gets with a 512 MB
+// BIOS carve-out and the GTT the README gives for each (the system's own use taken off the host's
+// available memory).
+TEST(ApuMemoryPlan, StrixHaloConfigurationsOfTheReadme) {
+  const StageSizes s = full_model();
+  struct Row {
+    const char* what;
+    Board board;
+    bool dit_resident, te_resident, all_kept;
+  };
+  const Row rows[] = {
+      {"32 GB, default GTT (half)", {"", {true, gib(0.45), gib(0.5), gib(15.3)}, gib(26)}, true, false, false},
+      {"32 GB, GTT 24 GiB", {"", {true, gib(0.45), gib(0.5), gib(24)}, gib(26)}, true, true, false},
+      {"64 GB, default GTT (half)", {"", {true, gib(0.45), gib(0.5), gib(31)}, gib(58)}, true, true, true},
+      {"64 GB, GTT 48 GiB", {"", {true, gib(0.45), gib(0.5), gib(48)}, gib(58)}, true, true, true},
+      {"128 GB, GTT 112 GiB", {"", {true, gib(0.45), gib(0.5), gib(112)}, gib(122)}, true, true, true},
+      {"128 GB, 96 GB carve-out", kHalo96, true, true, true},
+  };
+  for (const Row& r : rows) {
+    const MemoryPlan p = plan_on(r.board, s);
+    EXPECT_EQ(!p.streamed(), r.dit_resident) << r.what;
+    EXPECT_EQ(p.te_resident, r.te_resident) << r.what;
+    EXPECT_EQ(plan_holds_all_loaded(p), r.all_kept) << r.what;
+    EXPECT_EQ(p.pinned_host_bytes, 0u) << r.what;
+  }
+  // 16 GB of RAM (a Phoenix or Strix Point laptop): the DiT streams from the files.
+  EXPECT_TRUE(plan_on(kPhoenix16, s).dit_from_files());
+}
