@@ -385,7 +385,7 @@ def parse_check_device(path):
             if names is None or len(parts) < len(names) + 1:
                 continue
             cols = dict(zip(names, parts[-len(names):]))
-            if not re.match(r"^gfx\d+$", cols["arch"]):
+            if not re.match(r"^gfx\d+(-generic)?$", cols["arch"]):
                 continue
             try:
                 row = dict(kernel=" ".join(parts[:-len(names)]), arch=cols["arch"], kind=cols["kind"],
