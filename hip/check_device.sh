@@ -119,7 +119,7 @@ if [[ -z $out_dir ]]; then
 fi
 mkdir -p "$out_dir"
 
-# A compiler checks the targets it knows: Debian 12's clang-19 predates gfx1153 (LLVM 21), whose
+# A compiler checks the targets it knows: Debian 12's clang-19 predates gfx1153 (llvm-project PR 113138), whose
 # kernels CI checks in the shipped binary, built by ROCm's clang-22 (hip/ci/amd.sh). The
 # skipped targets are named in the verdict, never passed over silently.
 unknown=()
