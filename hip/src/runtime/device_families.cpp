@@ -21,7 +21,7 @@ constexpr Row kSupported[] = {
     {"gfx1150", "RDNA3.5 APU (Radeon 890M/880M: Ryzen AI 300 Strix Point)"},
     {"gfx1151", "RDNA3.5 APU (Radeon 8060S/8050S/8040S: Ryzen AI Max Strix Halo)"},
     {"gfx1152", "RDNA3.5 APU (Radeon 860M/840M: Ryzen AI 300 Krackan Point)"},
-    {"gfx1153", "RDNA3.5 APU (Ryzen AI 300 Krackan Point 2)"},
+    {"gfx1153", "RDNA3.5 APU (Radeon graphics of Ryzen AI 300 Krackan Point 2)"},
     {"gfx1200", "RDNA4 (Radeon RX 9060 XT/9060)"},
     {"gfx1201", "RDNA4 (Radeon RX 9070 XT/9070/9070 GRE, AI PRO R9700)"},
 };
