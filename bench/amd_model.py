@@ -36,7 +36,10 @@ import types
 HERE = os.path.dirname(os.path.abspath(__file__))
 # check_device tables: of the seed's kernels (before the redesign), and of today's portable kernels.
 DEFAULT_TABLE = os.path.join(HERE, "results", "2026-12-01-check-device-table.txt")
-PORTABLE_TABLE = os.path.join(HERE, "results", "2026-12-01-check-device-table-portable.txt")
+# The portable kernels on the ten targets of issue 31 (nine from clang-19, with occupancy; gfx1153,
+# which clang-19 does not know, is modelled by none of the device classes). The 2026-12-01 table
+# of the three first targets gives the same rows for them.
+PORTABLE_TABLE = os.path.join(HERE, "results", "2026-12-03-session13", "check-device-table-clang19.txt")
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 import amd_calibration  # noqa: E402  (published Radeon measurements; takes this module as an argument)
@@ -55,6 +58,29 @@ SOURCES = {
     "amd-9070xt": "RX 9070 XT: 64 CUs, 2.97 GHz boost, 256-bit 20 Gbps GDDR6 (640 GB/s), "
                   "https://pocketmags.com/it/linux-format-magazine/june-2025/articles/inside-the-dna-of-amd ; "
                   "64 MB Infinity Cache: AMD product page https://www.amd.com/en/products/graphics/desktops/radeon/9000-series/amd-radeon-rx-9070xt.html (not in the search store; figure widely reported)",
+    "amd-7800xt": "RX 7800 XT (Navi 32, gfx1101): AMD's announcement table as printed by Sportskeeda, "
+                  "https://www.sportskeeda.com/gaming-tech/news-amd-radeon-rx-7800-xt-specs-prices-performance "
+                  "(60 CUs, 2430 MHz boost, 16 GB GDDR6, 256-bit 19.5 Gbps, 64 MB Infinity Cache); 624 GB/s: "
+                  "https://www.gpu-monkey.com/en/gpu-amd_radeon_rx_7800_xt ; 4 MB L2: https://cputronic.com/gpu/amd-radeon-rx-7800-xt",
+    "amd-7600": "RX 7600 (Navi 33, gfx1102): launch report https://propakistani.pk/2023/05/25/amds-new-radeon-rx-7600-gpu-starts-at-only-269/ "
+                "(32 CUs, 2655 MHz boost, 8 GB GDDR6, 128-bit 18 Gbps = 288 GB/s, 32 MB Infinity Cache); 2 MB L2: "
+                "https://fpsbench.com/compare/gpu/amd-radeon-rx-7600-vs-intel-hd-graphics-p4600",
+    "amd-8060s": "Radeon 8060S (Strix Halo, gfx1151): Chips and Cheese's Strix Halo overview as summarised at "
+                 "https://hb.int2inf.com/s/item/BVTuG35DLdEWWj1txUQHtr-AMD-Strix-Halo-APU-overview (40 CUs, 2.9 GHz boost, "
+                 "32 MB Infinity Cache, 256-bit LPDDR5X-8000 = 256 GB/s, shared with the CPU; about 215 GB/s measured by "
+                 "https://raw.githubusercontent.com/lhl/strix-halo-testing/main/llm-bench/README.md); up to 96 GB of the 128 "
+                 "as device memory: https://rocm.docs.amd.com/en/latest/how-to/system-optimization/strixhalo.html",
+    "amd-890m": "Radeon 890M (Strix Point, gfx1150): Chips and Cheese https://chipsandcheese.com/2024/08/24/amds-radeon-890m-strix-points-bigger-igpu "
+                "(8 WGPs = 16 CUs, 2 MB L2, no Infinity Cache, LPDDR5(X)-7500 on a 128-bit bus = 120 GB/s shared with the CPU, "
+                "'the cut down variant of RDNA 3.5 with 128 KB vector register files'); 2.9 GHz boost: "
+                "https://fpsbench.com/compare/gpu/amd-radeon-890m-vs-amd-radeon-hd-6850-x2",
+    "apu-l2-assumed": "ASSUMPTION: Strix Halo's GPU L2 taken as Strix Point's 2 MB (amd-890m); no figure found in the search store",
+    "llvm-vgprs-small": "1024 wave32 VGPRs per SIMD (128 KB) and allocation granule 16 on the gfx11 targets without "
+                        "FeatureGFX11FullVGPRs (gfx1102, gfx1103, gfx1150, gfx1152, gfx1153): LLVM's AMDGPU.td gives the "
+                        "feature to gfx1100, gfx1101 and gfx1151 alone (quoted at find_string 'FeatureGFX11FullVGPRs'); "
+                        "measured: a 105-VGPR kernel gets 9 waves/SIMD there and 12 on gfx1100/gfx1101/gfx1151 "
+                        "(clang-19 -Rpass-analysis=kernel-resource-usage, docs/amd_targets.md); Chips and Cheese calls "
+                        "gfx1150's file 128 KB (amd-890m)",
     "cnc-rdna4": "Chips and Cheese, 'AMD's RDNA4 architecture': L2 1 MB per shader engine on RDNA3 (6 MB on the 7900 XTX), "
                  "banks per L2 slice doubled on RDNA4, 8 MB on the 9070 XT, https://chipsandcheese.com/p/amds-rdna4-architecture-video",
     "calc-rdna3": "AMD matrix instruction calculator, RDNA3 v_wmma_f32_16x16x16_bf16: 32 cycles, 1024 FLOPs/WGP/clk, "
@@ -77,7 +103,8 @@ SOURCES = {
                  "ROCm profiler docs: 128 FP32 FLOPs/CU/clk single issue, https://rocm.docs.amd.com/projects/rocprofiler-compute/en/docs-7.14.0/conceptual/rdna/wgp.html",
     "l2-bw-derived": "UNSOURCED, DERIVED: no public L2 bandwidth figure was found. Taken as 4 L2 channels per shader "
                      "engine x 64 B/clk on RDNA3 (6 SEs: 1536 B/clk) and 128 B/clk per channel on RDNA4 (banks per slice "
-                     "doubled, cnc-rdna4): 2 SEs x 4 x 128 = 1024 B/clk (9060 XT), 4 SEs x 4 x 128 = 2048 B/clk (9070 XT). "
+                     "doubled, cnc-rdna4): 2 SEs x 4 x 128 = 1024 B/clk (9060 XT), 4 SEs x 4 x 128 = 2048 B/clk (9070 XT); "
+                     "RDNA3 boards by their shader engines: 3 (7800 XT) 768, 2 (7600, 8060S) 512, 1 (890M) 256 B/clk. "
                      "--l2-scale tests the sensitivity",
     "latency-assumed": "ASSUMPTION: a k-step whose loads are waited for before the multiply exposes ~600 core clocks "
                        "(L2 hit ~250-300 clk, LDS store, two barriers, issue); used for all targets",
@@ -137,7 +164,7 @@ def rdna_target(generation, sheet, **board):
     each a bare value from its spec sheet SHEET (a source key) or a (value, source) pair, then its
     generation's and the shared ones. A fresh dict: the tests change figures of one target."""
     own = {k: v if isinstance(v, tuple) else (v, sheet) for k, v in board.items()}
-    figures = {**own, **RDNA_GENERATIONS[generation], **RDNA_SHARED}
+    figures = {**RDNA_GENERATIONS[generation], **RDNA_SHARED, **own}  # a board's own figures win
     assert set(figures) == set(RDNA_FIGURES), sorted(set(figures) ^ set(RDNA_FIGURES))
     return {k: figures[k] for k in RDNA_FIGURES}
 
@@ -146,6 +173,17 @@ L2_BW = "l2-bw-derived"
 SPECS = {
     "gfx1100": rdna_target(3, "amd-7900xtx", name="Radeon RX 7900 XTX", units=96, clock_ghz=2.5,
                            l2_mb=(6, "cnc-rdna4"), l2_bytes_per_clk=(1536, L2_BW), mall_mb=96, dram_gbs=960, vram_gb=24),
+    "gfx1101": rdna_target(3, "amd-7800xt", name="Radeon RX 7800 XT", units=60, clock_ghz=2.43,
+                           l2_mb=4, l2_bytes_per_clk=(768, L2_BW), mall_mb=64, dram_gbs=624, vram_gb=16),
+    "gfx1102": rdna_target(3, "amd-7600", name="Radeon RX 7600", units=32, clock_ghz=2.655,
+                           l2_mb=2, l2_bytes_per_clk=(512, L2_BW), mall_mb=32, dram_gbs=288, vram_gb=8,
+                           regs_per_simd=(1024, "llvm-vgprs-small"), reg_granule=(16, "llvm-vgprs-small")),
+    "gfx1150": rdna_target(3, "amd-890m", name="Radeon 890M (Strix Point)", units=16, clock_ghz=2.9,
+                           l2_mb=2, l2_bytes_per_clk=(256, L2_BW), mall_mb=0, dram_gbs=120, vram_gb=16,
+                           regs_per_simd=(1024, "llvm-vgprs-small"), reg_granule=(16, "llvm-vgprs-small")),
+    "gfx1151": rdna_target(3, "amd-8060s", name="Radeon 8060S (Strix Halo)", units=40, clock_ghz=2.9,
+                           l2_mb=(2, "apu-l2-assumed"), l2_bytes_per_clk=(512, L2_BW), mall_mb=32, dram_gbs=256,
+                           vram_gb=96),
     "gfx1200": rdna_target(4, "amd-9060xt", name="Radeon RX 9060 XT 16 GB", units=32, clock_ghz=3.13,
                            l2_mb=(4, "navi44-caches"), l2_bytes_per_clk=(1024, L2_BW), mall_mb=(32, "navi44-caches"),
                            dram_gbs=320, vram_gb=16),
@@ -176,7 +214,14 @@ SPECS = {
         "launch_us": (2.5, "launch-assumed"),
     },
 }
-AMD_TARGETS = ("gfx1100", "gfx1200", "gfx1201")
+AMD_TARGETS = ("gfx1100", "gfx1101", "gfx1102", "gfx1150", "gfx1151", "gfx1200", "gfx1201")
+# The device classes of issue 31 (each a row above): the steps bench/amd_model.md reports for them.
+NEW_DEVICE_CLASSES = ("gfx1101", "gfx1102", "gfx1151", "gfx1150")
+
+
+def generation_reference(t):
+    """The target whose estimates (vgpr_est) stand for t's generation where t has none of its own."""
+    return "gfx1201" if t.startswith("gfx12") else "gfx1100"
 
 
 def spec(t, key):
@@ -371,24 +416,30 @@ ROW_EFFICIENCY = 0.8  # fraction of DRAM bandwidth a streaming row kernel reache
 
 # ---- check_device table ----------------------------------------------------------------------------
 def parse_check_device(path):
-    """Rows of check_device's table: kernel arch kind mma wave wg vgpr sgpr lds scratch spill dyn undef result."""
-    rows = []
+    """Rows of check_device's table, by its header: kernel arch kind mma wave wg vgpr [occ] sgpr lds
+    scratch spill dyn undef result (occ, the compiler's waves per SIMD, since 2026-12-03; None
+    in older tables and in --binary runs)."""
+    ints = ("mma", "wave", "wg", "vgpr", "sgpr", "lds", "scratch", "spill", "undef")
+    rows, names = [], None
     with open(path) as f:
         for line in f:
             parts = re.split(r"\s{2,}", line.strip())
-            if len(parts) < 14:
+            if parts and parts[0] == "kernel":
+                names = parts[1:]
                 continue
-            cols = parts[-13:]
-            if not re.match(r"^gfx\d+$", cols[0]):
+            if names is None or len(parts) < len(names) + 1:
                 continue
-            kernel = " ".join(parts[:-13])
+            cols = dict(zip(names, parts[-len(names):]))
+            if not re.match(r"^gfx\d+(-generic)?$", cols["arch"]):
+                continue
             try:
-                rows.append(dict(kernel=kernel, arch=cols[0], kind=cols[1], mma=int(cols[2]), wave=int(cols[3]),
-                                 wg=int(cols[4]), vgpr=int(cols[5]), sgpr=int(cols[6]), lds=int(cols[7]),
-                                 scratch=int(cols[8]), spill=int(cols[9]), dyn=cols[10], undef=int(cols[11]),
-                                 result=cols[12]))
-            except ValueError:
+                row = dict(kernel=" ".join(parts[:-len(names)]), arch=cols["arch"], kind=cols["kind"],
+                           dyn=cols["dyn"], result=cols["result"], **{k: int(cols[k]) for k in ints})
+            except (ValueError, KeyError):
                 continue
+            occ = cols.get("occ", "-")
+            row["occ"] = int(occ) if occ.isdigit() else None
+            rows.append(row)
     return rows
 
 
@@ -440,7 +491,8 @@ def resources(cfg, t, rows, fmt=None):
         if r:
             lds = r["lds"] if r["lds"] > 0 else fmt.get("lds_dyn", cfg.get("lds_est", 0))
             return r["vgpr"], r["sgpr"], lds, "check_device: " + r["kernel"][:90]
-    v = cfg.get("vgpr_est", {}).get(t, 128)
+    est = cfg.get("vgpr_est", {})
+    v = est.get(t, est.get(generation_reference(t), 128))
     return v, 0, fmt.get("lds_dyn", cfg.get("lds_est", 0)), "estimate (config table)"
 
 

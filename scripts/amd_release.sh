@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # amd_release.sh OUT_DIR: the AMD release in one command (issue 15; docs/amd_release.md).
 # Makes the ROCm 7 build root if it is missing (scripts/amd_root.sh), builds moss-infer-hip there
-# for gfx1100, gfx1200 and gfx1201 with ROCm's clang-22 against the Debian 12 sysroot (so the
+# for the targets in hip/amd_targets.txt with ROCm's clang-22 against the Debian 12 sysroot (so the
 # binary starts on Ubuntu 22.04 and newer), packages it and writes
 # OUT_DIR/mossinfer-VERSION-linux-hip-x86_64.tar.gz.
 #
@@ -30,9 +30,10 @@ ln -sfn /usr/lib/x86_64-linux-gnu/libamdhip64.so.7 "$root/opt/mossinfer-hip-link
 licenses=$repo/build-amd-release/licenses
 bash "$repo/scripts/collect_licenses.sh" "$root" "$licenses"
 
+targets=$(tr -s ' \n' ';' < "$repo/hip/amd_targets.txt" | sed 's/;$//')
 t0=$SECONDS
 chroot "$root" env -C /src bash -euo pipefail -c "
-  cmake -S hip -B build-amd-release -G Ninja '-DHIP_TARGET=gfx1100;gfx1200;gfx1201' -DROCM_PATH=/usr \
+  cmake -S hip -B build-amd-release -G Ninja '-DHIP_TARGET=$targets' -DROCM_PATH=/usr \
     -DCMAKE_TOOLCHAIN_FILE=/src/hip/cmake/release-sysroot.cmake -DMOSSINFER_STATIC_DEPS=ON \
     -DMOSSINFER_STATIC_LIBSTDCXX=ON -DMOSSINFER_TESTS=OFF -DMOSSINFER_HIP_TOOLS=OFF \
     -DMOSSINFER_BUNDLED_LICENSES=/src/build-amd-release/licenses >/dev/null

@@ -94,3 +94,19 @@ def test_cli_prints_summary_lines():
     for t in M.AMD_TARGETS:
         assert f"{t} step 1024x1024: " in text and "(modelled)" in text
     assert "h200 step 1024x1024" in text
+
+
+def test_device_classes_of_issue_31():
+    """A row per new device class, its register file read from its own figures, and steps that
+    order as the boards do: more CUs and bandwidth, a faster step."""
+    assert set(M.NEW_DEVICE_CLASSES) <= set(M.AMD_TARGETS)
+    assert M.spec("gfx1102", "regs_per_simd") == 1024 and M.spec("gfx1150", "regs_per_simd") == 1024
+    assert M.spec("gfx1101", "regs_per_simd") == 1536 and M.spec("gfx1151", "regs_per_simd") == 1536
+    assert M.spec("gfx1151", "dram_gbs") == 256 and M.spec("gfx1150", "units") == 16
+    rows_ = M.parse_check_device(M.PORTABLE_TABLE)
+    assert {r["arch"] for r in rows_} >= set(M.NEW_DEVICE_CLASSES)
+    assert all(r["occ"] is not None for r in rows_)
+    res, _ = M.run("portable", None, 77, 10)
+    step = {t: res[t]["step_s"] for t in M.AMD_TARGETS}
+    assert step["gfx1100"] < step["gfx1101"] < step["gfx1102"] < step["gfx1150"]
+    assert step["gfx1151"] < step["gfx1150"]

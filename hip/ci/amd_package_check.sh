@@ -54,8 +54,9 @@ for n in $needed; do [[ " $ALLOWED_NEEDED " == *" $n "* ]] || extra+="$n "; done
 check "needs only $ALLOWED_NEEDED" "$extra"
 runpath=$(readelf -d "$bin" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
 check "RUNPATH is \$ORIGIN/../lib:/opt/rocm/lib" "$([[ $runpath == '$ORIGIN/../lib:/opt/rocm/lib' ]] || echo "$runpath")"
-check "code objects for gfx1100, gfx1200, gfx1201" \
-  "$(for a in gfx1100 gfx1200 gfx1201; do grep -qa "amdgcn-amd-amdhsa--$a" "$bin" || echo -n "$a missing "; done)"
+read -ra targets < "$(dirname "${BASH_SOURCE[0]}")/../amd_targets.txt"
+check "code objects for ${targets[*]}" \
+  "$(for a in "${targets[@]}"; do grep -qa "amdgcn-amd-amdhsa--$a" "$bin" || echo -n "$a missing "; done)"
 for lic in LICENSE THIRD_PARTY_LICENSES.md licenses/README.txt licenses/libpcre2-8-0.copyright \
            licenses/libutf8proc2.copyright licenses/libpng16-16.copyright licenses/zlib1g.copyright \
            licenses/libstdc++6.copyright licenses/common-licenses/GPL-3 licenses/common-licenses/Apache-2.0; do
@@ -66,8 +67,9 @@ ldd "$bin" | sed 's/^/     ldd: /'
 # ---- started from the unpacked folder ----
 run() { (cd "$work" && "$@") > "$work/out.txt" 2>&1; echo $?; }
 rc=$(run "$bin" --version)
-check "--version exits 0 and names the three architectures" \
-  "$([[ $rc == 0 ]] && grep -q 'architectures: gfx1100, gfx1200, gfx1201' "$work/out.txt" || { echo "exit $rc:"; head -3 "$work/out.txt"; })"
+built="architectures: $(printf '%s, ' "${targets[@]}" | sed 's/, $//')"
+check "--version exits 0 and names the ${#targets[@]} architectures" \
+  "$([[ $rc == 0 ]] && grep -qxF "$built" "$work/out.txt" || { echo "exit $rc:"; head -3 "$work/out.txt"; })"
 rc=$(run "$bin" --help)
 check "--help exits 0" "$([[ $rc == 0 ]] && grep -q 'usage: moss-infer-hip' "$work/out.txt" || echo "exit $rc")"
 rc=$(run "$bin" --list-devices)

@@ -24,8 +24,9 @@ static int list_devices_command() {
     return 0;
   }
   for (const DeviceInfo& d : devices) {
-    std::printf("device %d: %s (%s, %.1f GiB, %.1f GiB free): %s\n", d.index, d.name.c_str(), d.arch.c_str(),
-                double(d.total_bytes) / double(1ull << 30), double(d.free_bytes) / double(1ull << 30),
+    std::printf("device %d: %s (%s%s%s, %.1f GiB, %.1f GiB free): %s\n", d.index, d.name.c_str(), d.arch.c_str(),
+                d.family.empty() ? "" : ", ", d.family.c_str(), double(d.total_bytes) / double(1ull << 30),
+                double(d.free_bytes) / double(1ull << 30),
                 d.supported ? "supported" : ("not supported: " + d.reason).c_str());
     if (d.supported) {
       std::string k;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "streaming/block_image.h"
 #include "streaming/block_names.h"
 #include "streaming/slots.h"
+#include "streaming/staging.h"
 #include "util/error.h"
 
 namespace moss {
@@ -42,8 +44,12 @@ namespace {
 
 class ResidentStreaming : public DitWeightSource {
  public:
-  ResidentStreaming(Backend& be, const WeightFiles& w, const DitConfig& cfg, int resident, int64_t pack_min_values)
-      : be_(be), resident_(std::clamp(resident, 0, int(cfg.layers))) {
+  // from_files: the streamed blocks are read from the mapped files each pass (an APU, below);
+  // otherwise each has a pinned image, built once.
+  ResidentStreaming(Backend& be, const WeightFiles& w, const DitConfig& cfg, int resident, int64_t pack_min_values,
+                    bool from_files)
+      : be_(be), resident_(std::clamp(resident, 0, int(cfg.layers))), from_files_(from_files) {
+    if (from_files_) pack_min_values = std::numeric_limits<int64_t>::max();  // nothing packs
     std::vector<std::string> resident_names;
     std::map<int, std::vector<std::string>> streamed_names;
     for (const std::string& name : w.names()) {
@@ -94,6 +100,13 @@ class ResidentStreaming : public DitWeightSource {
     }
     if (!streamed_.empty()) slots_.allocate(be_, slot_bytes);
     if (staging_bytes) staging_ = be_.alloc(DType::U8, {int64_t(staging_bytes)});
+    if (from_files_ && !streamed_.empty()) {
+      for (auto& [b, s] : streamed_) {
+        s.file_image = int(file_images_.size());
+        file_images_.push_back(s.layout);
+      }
+      stager_ = std::make_unique<FileStager>(be_, file_images_);
+    }
   }
 
   // Copies may still be running (a prefetch for a pass that never came, a pass cut short): wait
@@ -123,6 +136,9 @@ class ResidentStreaming : public DitWeightSource {
 
   void begin_forward(const std::vector<int>& order) override {
     release_last_reader();
+    // From the files: the staging buffers are refilled from the start of each pass, once the
+    // host has seen the last pass's last copy out of them done.
+    if (stager_ && last_copy_) stager_->host_wait(last_copy_);
     // The slots alternate across passes too: this pass starts in the slot the last one's last
     // block did not use, which is where that pass prefetched its guess of this pass's first block.
     slot_base_ = (slot_base_ + order_.size()) % 2;
@@ -132,7 +148,8 @@ class ResidentStreaming : public DitWeightSource {
     fences_.assign(order_.size(), 0);
     current_ = -1;
     if (!order_.empty()) {
-      if (prefetched_block_ == order_[0]) fences_[0] = prefetched_fence_;  // already on its way
+      if (stager_) stager_->start_fill(streamed_.at(order_[0]).file_image, 0);
+      else if (prefetched_block_ == order_[0]) fences_[0] = prefetched_fence_;  // already on its way
       else issue(0);
     }
     prefetched_block_ = -1;
@@ -143,6 +160,7 @@ class ResidentStreaming : public DitWeightSource {
     current_ = index;
     if (!streamed_.count(index)) return;
     const size_t p = size_t(position_of(index));
+    if (stager_) return before_block_from_files(p);
     be_.compute_wait(fences_[p]);
     const size_t slot = slot_of(int(p));
     const BlockImage& layout = streamed_.at(index).layout;
@@ -163,11 +181,30 @@ class ResidentStreaming : public DitWeightSource {
 
  private:
   // A streamed block: its image's layout (streaming/block_image.h: the raw tensors as the slot
-  // lays them out, then the packings as the staging buffer does) and the image, pinned.
+  // lays them out, then the packings as the staging buffer does) and the image, pinned; or, from
+  // the files, its index in file_images_ and no image.
   struct Streamed {
     BlockImage layout;
     Tensor image;
+    int file_image = -1;
   };
+
+  // From the files, as the text encoder streams (model/te_streaming.cpp): the p-th streamed block
+  // of the pass goes from staging buffer p mod 2 into its slot (the fill ran on the stager's
+  // worker during the block before); then the host waits for the copy of block p-1, the last
+  // reader of the other buffer, and starts filling it with block p+1. The compute of block p
+  // waits for its copy. One block's copy overlaps the compute of the one before it.
+  void before_block_from_files(size_t p) {
+    const size_t slot = slot_of(int(p));
+    fences_[p] = last_copy_ = stager_->copy(streamed_.at(order_[p]).file_image, int(p % 2), slots_.slot[slot],
+                                            slots_.read[slot]);
+    if (p + 1 < order_.size()) {
+      if (p >= 1) stager_->host_wait(fences_[p - 1]);
+      stager_->start_fill(streamed_.at(order_[p + 1]).file_image, int((p + 1) % 2));
+    }
+    be_.compute_wait(fences_[p]);
+    reader_slot_ = int(slot);
+  }
 
   // Threads that build the streamed blocks' images: a few (page-locking is partly serialised by
   // the driver, packing and copying are not), never more than there are blocks.
@@ -182,7 +219,7 @@ class ResidentStreaming : public DitWeightSource {
     for (const std::string& name : names) s.layout.add(name, w.get(name));
     s.layout.choose_packing(pack_min_values);
     s.layout.lay_out();
-    s.image = s.layout.pinned(be_, 1);
+    if (!from_files_) s.image = s.layout.pinned(be_, 1);
   }
 
   // Slot of the p-th streamed block of this pass (p may be order_.size(): the next pass's first).
@@ -217,6 +254,7 @@ class ResidentStreaming : public DitWeightSource {
 
   Backend& be_;
   int resident_;
+  bool from_files_;
   std::map<std::string, Tensor> device_;
   std::map<int, Streamed> streamed_;
   SlotPair slots_;  // read[]: compute through each slot's last reader
@@ -230,6 +268,8 @@ class ResidentStreaming : public DitWeightSource {
   size_t slot_base_ = 0;         // slot of this pass's first streamed block
   int prefetched_block_ = -1;    // copied ahead into slot_of(0) by the last pass, or -1
   Backend::Fence prefetched_fence_ = 0;
+  std::vector<BlockImage> file_images_;  // from the files: the streamed blocks' layouts, read by stager_
+  std::unique_ptr<FileStager> stager_;   // (declared after them: it goes first)
 };
 
 }  // namespace
@@ -237,7 +277,12 @@ class ResidentStreaming : public DitWeightSource {
 std::unique_ptr<DitWeightSource> make_resident_streaming_source(Backend& be, const WeightFiles& weights,
                                                                  const DitConfig& cfg, int resident_blocks,
                                                                  int64_t pack_min_values) {
-  return std::make_unique<ResidentStreaming>(be, weights, cfg, resident_blocks, pack_min_values);
+  return std::make_unique<ResidentStreaming>(be, weights, cfg, resident_blocks, pack_min_values, false);
+}
+
+std::unique_ptr<DitWeightSource> make_mapped_streaming_source(Backend& be, const WeightFiles& weights,
+                                                               const DitConfig& cfg, int resident_blocks) {
+  return std::make_unique<ResidentStreaming>(be, weights, cfg, resident_blocks, 0, true);
 }
 
 }  // namespace moss

@@ -35,6 +35,13 @@ std::unique_ptr<DitWeightSource> make_resident_streaming_source(Backend& be, con
                                                                  const DitConfig& cfg, int resident_blocks,
                                                                  int64_t pack_min_values = kPackMinValues);
 
+// The same for an APU (pipeline/planner.h, MemoryPlan::dit_from_files): the streamed blocks are
+// never copied into pinned host memory, whose pages would be a second copy of the RAM the device
+// reads; each pass reads them from the mapped model files through two staging buffers
+// (streaming/staging.h, as the text encoder streams), unpacked.
+std::unique_ptr<DitWeightSource> make_mapped_streaming_source(Backend& be, const WeightFiles& weights,
+                                                               const DitConfig& cfg, int resident_blocks);
+
 // What the source allocates on the device, as the memory planner counts it. Sizes that depend
 // on which tensors pack (that depends on their values) are bounds the source never exceeds.
 struct DitStreamSizes {

@@ -37,7 +37,9 @@ std::string gib(size_t bytes) {
 
 // The backend: the host reference when MOSSINFER_BACKEND=host (a developer feature for tests and
 // machines without a GPU), else the chosen HIP device.
-std::unique_ptr<Backend> choose_backend(int device, const Reporter& rep, std::string& backend_name) {
+// `memory`: the chosen device's pools for the memory plan (an APU's carve-out and GTT).
+std::unique_ptr<Backend> choose_backend(int device, const Reporter& rep, std::string& backend_name,
+                                        DeviceMemory& memory) {
   const char* env = std::getenv("MOSSINFER_BACKEND");
   std::string want = env ? env : "";
   if (want == "host") {
@@ -68,6 +70,12 @@ std::unique_ptr<Backend> choose_backend(int device, const Reporter& rep, std::st
   for (const std::string& k : chosen->kernels) kernels += (kernels.empty() ? "" : ", ") + k;
   rep.line("device %d: %s (%s, %s)", chosen->index, chosen->name.c_str(), chosen->arch.c_str(),
            gib(chosen->total_bytes).c_str());
+  memory.integrated = chosen->integrated;
+  memory.carveout_bytes = chosen->carveout_bytes;
+  memory.gtt_bytes = chosen->gtt_bytes;
+  if (chosen->integrated)
+    rep.line("APU: device memory is system memory (carve-out %s, GTT %s as amdgpu reports them)",
+             gib(chosen->carveout_bytes).c_str(), gib(chosen->gtt_bytes).c_str());
   rep.line("kernels: %s", kernels.c_str());
   backend_name = "hip " + chosen->arch;
   return make_hip_backend(chosen->index);
@@ -88,6 +96,7 @@ struct Engine::Loaded {
   std::unique_ptr<Dit> dit;
   int dit_resident = -1;
   size_t free_before_load = 0;  // device memory free before the first image loaded anything
+  DeviceMemory device;          // the chosen device's pools (free_bytes unused: asked per plan)
   // Dropped before the next stage of an image that cannot keep them (freeing the device memory
   // the plan of that image counts on).
   void drop_models() {
@@ -101,7 +110,7 @@ struct Engine::Loaded {
 Engine::Engine(const EngineSettings& settings, const Reporter& rep) : settings_(settings), rep_(rep) {
   MossModel model = open_moss_model(settings.model);
   Tokenizer tokenizer = Tokenizer::load(model.tokenizer_json);
-  s_.reset(new Loaded{std::move(model), std::move(tokenizer), {}, nullptr, nullptr, nullptr, nullptr, -1, 0});
+  s_.reset(new Loaded{std::move(model), std::move(tokenizer), {}, nullptr, nullptr, nullptr, nullptr, -1, 0, {}});
 }
 
 Engine::~Engine() = default;
@@ -149,7 +158,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     rep.warning("the negative prompt has %zu tokens after templating; cut to --max-seq %lld", uncond_ids.full_length,
                 (long long)o.max_seq);
 
-  if (!L.be) L.be = choose_backend(settings_.device, rep, L.backend_name);
+  if (!L.be) L.be = choose_backend(settings_.device, rep, L.backend_name, L.device);
   Backend& be = *L.be;
   be.set_low_peak(false);  // the loops reuse their blocks (an image before may have decoded)
   const std::vector<float> sigmas = make_schedule(o.steps, o.shift);
@@ -173,11 +182,16 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
   // --vram-budget in bytes, converted once; a budget above the free memory plans with the free memory.
   const bool asked = settings_.vram_budget_gib.has_value();
   const size_t asked_bytes = asked ? size_t(*settings_.vram_budget_gib * double(kGiB)) : 0;
+  // On an APU what the device can allocate is more than the runtime's free figure may say
+  // (planner.h, device_allocatable).
   auto plan_for = [&](size_t free_bytes) {
-    const bool user = asked && asked_bytes <= free_bytes;
-    const size_t budget = user ? asked_bytes : free_bytes;
-    return plan_memory(measure_stages(model, o.width, o.height, max_tokens, decode), budget, user,
-                       host_available_memory());
+    DeviceMemory device = L.device;
+    device.free_bytes = free_bytes;
+    const size_t host = host_available_memory(), allocatable = device_allocatable(device, host);
+    const bool user = asked && asked_bytes <= allocatable;
+    const size_t budget = user ? asked_bytes : allocatable;
+    return plan_memory(measure_stages(model, o.width, o.height, max_tokens, decode), budget, user, host,
+                       device.integrated);
   };
   std::optional<MemoryPlan> plan;
   // keep: the text encoder and the DiT stay loaded after this image; keep_te: the text encoder
@@ -209,7 +223,9 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     rep.line("memory plan: %d of %d DiT blocks resident%s; peaks: text encoder %s, DiT %s, VAE %s (budget %s); "
              "text encoder layers %s%s",
              plan->resident_blocks, record.total_blocks,
-             plan->streamed() ? (", " + format_gib(plan->pinned_host_bytes) + " pinned for streaming").c_str() : "",
+             plan->dit_from_files() ? ", the others read from the mapped model files (APU: nothing pinned)"
+             : plan->streamed()     ? (", " + format_gib(plan->pinned_host_bytes) + " pinned for streaming").c_str()
+                                    : "",
              format_gib(plan->te_peak).c_str(), format_gib(plan->dit_peak).c_str(), format_gib(plan->vae_peak).c_str(),
              format_gib(plan->budget_bytes).c_str(), te_residency_name(te_residency),
              !settings_.keep_loaded ? ""
@@ -262,8 +278,13 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     }
     record.resident_blocks = plan ? resident : record.total_blocks;
     if (!L.dit) {
+      // An APU reads the streamed blocks from the mapped files (planner.h, dit_from_files).
+      const bool from_files = L.device.integrated && resident < int(model.dit_config.layers);
       L.dit = std::make_unique<Dit>(
-          be, make_resident_streaming_source(be, model.dit_weights, model.dit_config, resident), model.dit_config);
+          be,
+          from_files ? make_mapped_streaming_source(be, model.dit_weights, model.dit_config, resident)
+                     : make_resident_streaming_source(be, model.dit_weights, model.dit_config, resident),
+          model.dit_config);
       L.dit_resident = resident;
     }
     Dit& dit = *L.dit;

@@ -17,12 +17,21 @@ std::string format_gib(size_t bytes) {
   return b;
 }
 
-// The device memory a streamed DiT needs for its blocks beside the resident ones.
-static size_t streaming_bytes(const StageSizes& s) { return 2 * s.dit_slot_bytes + s.dit_staging_bytes; }
+// The device memory a streamed DiT needs for its blocks beside the resident ones: two slots, and
+// the packed tensors' staging buffer where blocks travel packed (not on an APU).
+static size_t streaming_bytes(const StageSizes& s, bool integrated) {
+  return 2 * s.dit_slot_bytes + (integrated ? 0 : s.dit_staging_bytes);
+}
 
 size_t MemoryPlan::dit_minimum() const {
-  return sizes.vae_weight_bytes + sizes.dit_fixed_bytes + streaming_bytes(sizes) + sizes.dit_activation_bytes +
-         kReserveBytes;
+  return sizes.vae_weight_bytes + sizes.dit_fixed_bytes + streaming_bytes(sizes, integrated) +
+         sizes.dit_activation_bytes + kReserveBytes;
+}
+
+size_t device_allocatable(const DeviceMemory& d, size_t host_available) {
+  if (!d.integrated || d.gtt_bytes <= d.carveout_bytes) return d.free_bytes;
+  const size_t gtt = host_available ? std::min(d.gtt_bytes, host_available) : d.gtt_bytes;
+  return std::max(d.free_bytes, gtt);
 }
 
 StageSizes measure_stages(const MossModel& m, int64_t width, int64_t height, int64_t max_tokens, bool decode) {
@@ -74,9 +83,11 @@ StageSizes measure_stages(const MossModel& m, int64_t width, int64_t height, int
   return s;
 }
 
-MemoryPlan plan_memory(const StageSizes& s, size_t budget, bool budget_is_user, size_t host_available) {
+MemoryPlan plan_memory(const StageSizes& s, size_t budget, bool budget_is_user, size_t host_available,
+                       bool integrated) {
   MemoryPlan p;
   p.sizes = s;
+  p.integrated = integrated;
   p.budget_bytes = budget;
   const std::string what = budget_is_user ? "--vram-budget " + format_gib(budget) : "free device memory " + format_gib(budget);
   p.vae_peak = s.vae_weight_bytes + s.vae_decode_bytes;
@@ -98,15 +109,16 @@ MemoryPlan plan_memory(const StageSizes& s, size_t budget, bool budget_is_user, 
                         ", packed-weight staging " + format_gib(s.dit_staging_bytes) +
                         ", activations " + format_gib(s.dit_activation_bytes) + ", VAE weights " +
                         format_gib(s.vae_weight_bytes) + ", reserve " + format_gib(kReserveBytes) + ")");
-    const size_t room = budget - base - streaming_bytes(s);
+    const size_t room = budget - base - streaming_bytes(s, integrated);
     p.resident_blocks = int(std::min<size_t>(size_t(s.dit_blocks), room / std::max<size_t>(1, s.dit_block_bytes)));
   }
   const int streamed = s.dit_blocks - p.resident_blocks;
-  p.pinned_host_bytes = size_t(streamed) * s.dit_slot_bytes;  // a block's image is at most its slot (packings are smaller)
+  // A block's image is at most its slot (packings are smaller). An APU pins nothing (above).
+  p.pinned_host_bytes = integrated ? 0 : size_t(streamed) * s.dit_slot_bytes;
   if (streamed > 0 && host_available != 0 && p.pinned_host_bytes > host_available)
     throw usage_error("not enough host memory to pin the " + std::to_string(streamed) + " streamed DiT blocks: they need " +
                       format_gib(p.pinned_host_bytes) + ", " + format_gib(host_available) + " is available");
-  const size_t slots = streamed > 0 ? streaming_bytes(s) : 0;
+  const size_t slots = streamed > 0 ? streaming_bytes(s, integrated) : 0;
   p.dit_peak = s.vae_weight_bytes + s.dit_fixed_bytes + slots + size_t(p.resident_blocks) * s.dit_block_bytes +
                s.dit_activation_bytes;
   p.te_peak = s.vae_weight_bytes + s.te_fixed_bytes + 2 * s.te_layer_bytes + s.te_activation_bytes;
@@ -135,7 +147,7 @@ bool plan_holds_all_loaded(const MemoryPlan& p) {
 }
 
 bool plan_pins_text_encoder(const MemoryPlan& p, size_t host_available) {
-  return host_available != 0 && p.sizes.te_all_layers_bytes + p.pinned_host_bytes + kHostSpareBytes <= host_available;
+  return !p.integrated && host_available != 0 && p.sizes.te_all_layers_bytes + p.pinned_host_bytes + kHostSpareBytes <= host_available;
 }
 
 size_t host_available_memory() {

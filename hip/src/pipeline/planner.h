@@ -38,11 +38,33 @@ struct StageSizes {
   size_t vae_decode_bytes = 0;      // activations of one decode (0 when no image is decoded)
 };
 
+// The device as the plan sees it: runtime/devices.h fills it from hipDeviceProp_t, hipMemGetInfo
+// and the amdgpu driver's sysfs figures; the tests give real boards' (docs/memory_plan.md section 9).
+struct DeviceMemory {
+  bool integrated = false;    // an APU (hipDeviceProp_t::integrated): its device memory is system memory
+  size_t free_bytes = 0;      // hipMemGetInfo's free memory
+  size_t carveout_bytes = 0;  // APU: the BIOS VRAM carve-out (amdgpu mem_info_vram_total); 0 unknown
+  size_t gtt_bytes = 0;       // APU: the GTT (mem_info_gtt_total: amdgpu.gttsize, ttm pages_limit); 0 unknown
+};
+
+// What a plan may use when there is no --vram-budget. A card: its free memory. An APU: when the
+// GTT is larger than the carve-out, the driver places device allocations in the GTT (system
+// memory mapped for the GPU), so the GTT bounded by the host's available memory counts, or the
+// runtime's free figure when that is larger (a runtime that adds the GTT itself); otherwise
+// (a carve-out at least as large as the GTT) only the carve-out is reliably allocatable.
+size_t device_allocatable(const DeviceMemory& device, size_t host_available);
+
 struct MemoryPlan {
   StageSizes sizes;
   size_t budget_bytes = 0;       // what the plan may use (budget or free memory)
   int resident_blocks = 0;       // DiT blocks kept on the device; the rest stream
   size_t pinned_host_bytes = 0;  // pinned host copies of the streamed blocks (a slot's bytes each, at most)
+  // An APU: the device reads system memory, so a pinned host copy of a block would be a second
+  // copy of weights it can read where they are. Streamed blocks are read each pass from the
+  // mapped model files through two staging buffers (model/dit_streaming.h, mapped source),
+  // unpacked (packing saves bus time a shared memory does not spend); nothing is pinned.
+  bool integrated = false;
+  bool dit_from_files() const { return integrated && streamed(); }
   size_t te_peak = 0, dit_peak = 0, vae_peak = 0;  // device bytes per stage, VAE weights included
   // The text encoder keeps all its layers on the device when they fit beside its activations,
   // the VAE weights and the reserve; otherwise they stream, two at a time (docs/product.md section 5).
@@ -59,7 +81,9 @@ StageSizes measure_stages(const MossModel& model, int64_t width, int64_t height,
 // this device or budget) with the sizes: a decode that does not fit, activations that do not
 // fit, a budget below the DiT's minimum, less available host memory than the streamed blocks pin.
 // `budget_is_user` says whether budget came from --vram-budget (for the messages).
-MemoryPlan plan_memory(const StageSizes& sizes, size_t budget_bytes, bool budget_is_user, size_t host_available_bytes);
+// `integrated`: the device is an APU (above: nothing pinned, no packed staging).
+MemoryPlan plan_memory(const StageSizes& sizes, size_t budget_bytes, bool budget_is_user, size_t host_available_bytes,
+                       bool integrated = false);
 
 // Several images per load (pipeline/engine.h): whether the text encoder (all layers resident), the
 // whole DiT and the VAE's weights fit on the device together, beside the largest stage's
@@ -67,7 +91,8 @@ MemoryPlan plan_memory(const StageSizes& sizes, size_t budget_bytes, bool budget
 bool plan_holds_all_loaded(const MemoryPlan& plan);
 // Where it does not: whether the text encoder's layers can stay in pinned host memory between
 // images (read from the files once, TeResidency::PinnedHost) beside the DiT's pinned blocks,
-// with kHostSpareBytes left to the system. `host_available`: MemAvailable, plus what the engine
+// with kHostSpareBytes left to the system. Never on an APU: the pinned layers would be a second
+// copy of what the device reads from the mapped files. `host_available`: MemAvailable, plus what the engine
 // already holds pinned for the text encoder.
 constexpr size_t kHostSpareBytes = size_t(4) << 30;
 bool plan_pins_text_encoder(const MemoryPlan& plan, size_t host_available);

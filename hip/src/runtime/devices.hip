@@ -3,17 +3,12 @@
 
 #include <algorithm>
 
+#include "runtime/amdgpu_sysfs.h"
+#include "runtime/device_families.h"
 #include "runtime/portability.h"
 
 namespace moss {
 namespace {
-
-// What the product runs on (docs/product.md section 1). The NVIDIA build exists to validate and
-// measure the kernels on the H200.
-std::vector<std::string> supported_archs() {
-  if (kPlatformNvidia) return {"sm_90"};
-  return {"gfx1100", "gfx1200", "gfx1201"};
-}
 
 bool contains(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
@@ -42,11 +37,12 @@ std::vector<std::string> kernel_families(const std::string& arch) {
           "group norm", "vae layout", "matrix leaf: " + matrix_leaf(arch)};
 }
 
-// Empty when usable, otherwise the reason it is not.
-std::string unsupported_reason(const std::string& arch, int wave_size) {
-  const std::vector<std::string> supported = supported_archs(), built = built_device_archs();
-  if (!contains(supported, arch))
-    return arch + " is not a supported target (supported: " + join(supported) + ")";
+// Empty when usable, otherwise the reason it is not. The product's architectures are
+// runtime/device_families.cpp's table; the NVIDIA build exists to validate and measure the kernels
+// on the H200.
+std::string unsupported_reason(const std::string& arch, const ArchFamily& family, int wave_size) {
+  const std::vector<std::string> built = built_device_archs();
+  if (!family.supported) return family.reason;
   if (!contains(built, arch)) return "no " + arch + " code in this binary (built for: " + join(built) + ")";
   if (wave_size != kWaveSize)
     return "wave size " + std::to_string(wave_size) + ", the kernels need " + std::to_string(kWaveSize);
@@ -74,7 +70,15 @@ DeviceInfo describe(int index) {
     info.total_bytes = total_bytes;
   }
   (void)hipGetLastError();
-  info.reason = unsupported_reason(info.arch, prop.warpSize);
+  const ArchFamily family = arch_family(info.arch);
+  info.family = family.family;
+  info.integrated = prop.integrated != 0;
+  if (info.integrated && !kPlatformNvidia) {
+    const AmdgpuPools pools = read_amdgpu_pools(prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+    info.carveout_bytes = pools.vram_bytes;
+    info.gtt_bytes = pools.gtt_bytes;
+  }
+  info.reason = unsupported_reason(info.arch, family, prop.warpSize);
   info.supported = info.reason.empty();
   if (info.supported) info.kernels = kernel_families(info.arch);
   return info;

@@ -209,7 +209,7 @@ inline std::vector<std::string> built_device_archs() {
 #if MOSS_PLATFORM_NVIDIA
   for (int a : {__CUDA_ARCH_LIST__}) out.push_back("sm_" + std::to_string(a / 10));
 #elif defined(MOSSINFER_HIP_TARGET)
-  const std::string list = MOSSINFER_HIP_TARGET;  // "gfx1100,gfx1200,gfx1201" (CMakeLists.txt)
+  const std::string list = MOSSINFER_HIP_TARGET;  // "gfx1100,gfx1101,...,gfx1201" (CMakeLists.txt)
   for (size_t begin = 0; begin <= list.size();) {
     const size_t end = std::min(list.find(',', begin), list.size());
     if (end > begin) out.push_back(list.substr(begin, end - begin));

@@ -17,18 +17,18 @@ FileStager::~FileStager() {
     if (f.valid()) f.wait();
 }
 
-void FileStager::start_fill(int l) {
-  std::future<void>& f = fill_[size_t(l % 2)];
+void FileStager::start_fill(int l, int buffer) {
+  std::future<void>& f = fill_[size_t(buffer)];
   if (f.valid()) f.get();
   f = std::async(std::launch::async,
-                 [this, l] { images_[size_t(l)].fill(staging_[l % 2].ptr<uint8_t>(), kImageFillThreads); });
+                 [this, l, buffer] { images_[size_t(l)].fill(staging_[buffer].ptr<uint8_t>(), kImageFillThreads); });
 }
 
-Backend::Fence FileStager::copy(int l, Tensor& dst, Backend::Fence after) {
-  std::future<void>& f = fill_[size_t(l % 2)];
+Backend::Fence FileStager::copy(int l, int buffer, Tensor& dst, Backend::Fence after) {
+  std::future<void>& f = fill_[size_t(buffer)];
   if (!f.valid()) throw std::logic_error("weight streaming: block " + std::to_string(l) + " was never filled");
   f.get();  // rethrows a failed fill
-  return images_[size_t(l)].copy(be_, staging_[l % 2], dst, nullptr, after, 0, 0);
+  return images_[size_t(l)].copy(be_, staging_[buffer], dst, nullptr, after, 0, 0);
 }
 
 void FileStager::host_wait(Backend::Fence copy) {

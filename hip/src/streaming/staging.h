@@ -23,10 +23,14 @@ class FileStager {
 
   // Starts filling buffer l mod 2 with block l on the worker thread. The caller has seen the
   // buffer's previous copy complete.
-  void start_fill(int l);
+  void start_fill(int l) { start_fill(l, l % 2); }
   // Waits for block l's fill (rethrowing a failed one), then queues its image -> dst on the copy
   // stream after the compute fence `after`; returns the copy's fence.
-  Backend::Fence copy(int l, Tensor& dst, Backend::Fence after);
+  Backend::Fence copy(int l, Tensor& dst, Backend::Fence after) { return copy(l, l % 2, dst, after); }
+  // The same with the buffer (0 or 1) named: for a streamer whose blocks do not come in the order
+  // of `images` (the DiT's passes may skip blocks), the buffers alternate by copy, not by block.
+  void start_fill(int l, int buffer);
+  Backend::Fence copy(int l, int buffer, Tensor& dst, Backend::Fence after);
   // The host sees `copy` complete: the compute stream waits for it and is drained.
   void host_wait(Backend::Fence copy);
 

@@ -51,6 +51,13 @@ TEST(DitResidency, StreamedRunsEqualTheResidentRunBitForBit) {
       for (size_t i = 0; i < got.size(); ++i)
         EXPECT_EQ(got[i], reference[i]) << resident << " resident, packing from " << pack_min << ", output " << i;
     }
+  // An APU's source: the streamed blocks read from the mapped files each pass (no pinned images).
+  for (int resident : {0, 1, 3, 4}) {
+    const auto got = run(*be, make_mapped_streaming_source(*be, w, cfg, resident), cfg);
+    ASSERT_EQ(got.size(), reference.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(got[i], reference[i]) << resident << " resident, from the files, output " << i;
+  }
 }
 
 TEST(DitResidency, StreamedWeightsComeFromTheSlots) {
@@ -175,9 +182,11 @@ class StreamLogBackend : public Backend {
 };
 
 // Runs passes of blocks as the DiT does (begin_forward, then before_block and the block's
-// reads, one compute op per block); the backend checks every read and every copy.
+// reads, one compute op per block); the backend checks every read and every copy. `prefetches`:
+// the source copies a pass's first streamed block ahead (pinned images); one that streams from
+// the files copies each block as it starts.
 void run_passes(StreamLogBackend& be, DitWeightSource& src, const WeightFiles& w, int resident,
-                const std::vector<std::vector<int>>& passes) {
+                const std::vector<std::vector<int>>& passes, bool prefetches = true) {
   int last_first = -1;  // the last pass's first streamed block: prefetched for this pass
   for (const std::vector<int>& order : passes) {
     int first = -1;
@@ -186,7 +195,9 @@ void run_passes(StreamLogBackend& be, DitWeightSource& src, const WeightFiles& w
     const size_t copies_before = be.copies;
     src.begin_forward(order);
     // A pass that starts on the block the last pass prefetched copies nothing as it begins.
-    if (first >= 0) {
+    if (first >= 0 && !prefetches) {
+      EXPECT_EQ(be.copies, copies_before) << "a block copied before it runs";
+    } else if (first >= 0) {
       if (first == last_first) EXPECT_EQ(be.copies, copies_before) << "the prefetch was copied again";
       else EXPECT_GT(be.copies, copies_before) << "the first block was not copied";
     }
@@ -224,4 +235,11 @@ TEST(DitResidency, CopiesWaitForTheLastUseOfTheirBytesAndNothingLater) {
       EXPECT_GT(be.copies, 0u) << resident;
       EXPECT_EQ(be.unpackings > 0, pack_min == 8) << resident;
     }
+  for (int resident : {0, 1, 2, 3}) {  // from the files (an APU): never packed
+    StreamLogBackend be;
+    auto src = make_mapped_streaming_source(be, w, cfg, resident);
+    run_passes(be, *src, w, resident, passes, false);
+    EXPECT_GT(be.copies, 0u) << resident;
+    EXPECT_EQ(be.unpackings, 0u) << resident;
+  }
 }

@@ -1,5 +1,5 @@
 // Stand-in for <hip/hip_runtime.h> used ONLY by hip/check_device.sh, which compiles the kernel
-// sources device-only for gfx1100/gfx1200/gfx1201 with Debian's clang-19 and no ROCm
+// sources device-only for the AMD targets (hip/amd_targets.txt) with Debian's clang-19 and no ROCm
 // (`-nogpuinc -nogpulib --offload-device-only`, docs/toolchain.md section 1).
 //
 // In that mode no host code is generated: host functions in a kernel source (launchers) are
