@@ -62,7 +62,7 @@ inline void check_projection(kcheck::Table& table, moss::Backend& be, moss::HipC
 }
 
 inline void check_projection_cases(kcheck::Table& table, moss::Backend& be, moss::HipContext& ctx,
-                                   moss::Backend& host) {
+                                   moss::Backend& host, int64_t max_elements = 0) {
   struct Projection {
     int64_t m, n, k, width;
     int reps;
@@ -74,7 +74,11 @@ inline void check_projection_cases(kcheck::Table& table, moss::Backend& be, moss
       {64, 288, 96, 288, 0, 0xD0003},         // tiny model to_qkv
       {16384, 1152, 384, 1152, 10, 0xD0004},  // to_qkv at 1024²
   };
-  for (const Projection& c : cases) check_projection(table, be, ctx, host, c.m, c.n, c.k, c.width, c.reps, c.seed);
+  for (const Projection& c : cases)
+    kcheck::guarded(table, "linear f32-weight (G1)", [&] {
+      kcheck::admit(max_elements, {c.m, c.width});
+      check_projection(table, be, ctx, host, c.m, c.n, c.k, c.width, c.reps, c.seed);
+    });
 }
 
 // ---- the tiny model's whole decode against the golden ------------------------------------------------
