@@ -6,12 +6,14 @@
 # full-size random model for comparison. Logs under $OUT.
 #   build:   tar -xf .carry/st29/tree.tar && bash bench/h200_selftest29.sh build
 #   measure: tar -xf .carry/st29/tree.tar && bash bench/h200_selftest29.sh measure   (bundle from build)
+#   verify:  build, then the quick self-test, bench (native) and two CLI runs (the second passes the
+#            self-test gate from its cache)
 set -u
 phase=${1:?build or measure}
 S=.carry/st29
 B=/tmp/b
 log() { echo "== $* ($(date +%T))"; }
-if [[ $phase == build ]]; then
+if [[ $phase != measure ]]; then
   mkdir -p /tmp/deb && for f in $S/*.deb; do dpkg -x "$f" /tmp/deb; done
   D=/tmp/deb/usr
   t0=$SECONDS
@@ -25,6 +27,7 @@ if [[ $phase == build ]]; then
   tar -C /tmp/stage -cf - . | xz -T0 -6 >$OUT/bundle.tar.xz
   ls -la $OUT/bundle.tar.xz
   BIN=$B
+  [[ $phase == verify ]] && rm $OUT/bundle.tar.xz
 else
   mkdir -p /tmp/bin && tar -C /tmp/bin -xJf $S/bundle.tar.xz
   BIN=/tmp/bin
@@ -38,6 +41,20 @@ st() {  # NAME ENV ARGS...: one self-test, its time and summary
   log "$name: exit $rc in $((SECONDS - t0)) s"
   sed -n '/^self-test summary/,$p' $OUT/$name.log
 }
+if [[ $phase == verify ]]; then  # after a change: the build, bench's summary, the gate's cache
+  st selftest-quick-native MOSSINFER_KERNELS=native
+  timeout 240 $BIN/moss-infer-hip bench --size 1024x1024 --steps 4 >$OUT/bench-native.log 2>&1
+  log "bench native: exit $?"
+  sed -n '/^```$/,/^```$/p' $OUT/bench-native.log | grep -vE '^  dit  (gemm|rms|add|gated|rope|copy|norm|unpack)'
+  $BIN/bench_random_model --out /tmp/m --tokenizer hip/tests/data/qwen35-tokenizer/tokenizer.json --te-layers 2 >/dev/null 2>&1
+  for run in 1 2; do
+    timeout 100 $BIN/moss-infer-hip --model /tmp/m --prompt "a red fox" --size 512x512 --steps 2 --latent-out /tmp/x.npy \
+      >$OUT/cli-run$run.log 2>&1
+    log "cli run $run: exit $?"; grep -E "self-test|denoise [0-9]" $OUT/cli-run$run.log
+  done
+  ls -la $XDG_CACHE_HOME/moss-infer-hip; cat $XDG_CACHE_HOME/moss-infer-hip/self-test-passed.txt
+  exit 0
+fi
 if [[ $phase == build ]]; then
   st selftest-quick-native MOSSINFER_KERNELS=native
   st selftest-quick-portable MOSSINFER_KERNELS=portable

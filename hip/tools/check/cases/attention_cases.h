@@ -260,6 +260,7 @@ inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c,
   }
   const double flops = 4.0 * double(c.tq) * double(c.tk) * double(c.head_dim) * double(c.heads) * (c.causal ? 0.5 : 1.0);
   table.row(tiling_name(tiling), shape_text(c), cmp, 1e-2, ms, ms > 0 ? flops : 0);
+  if (ms > 0) table.timings.push_back({tiling_name(tiling), shape_text(c), ms, flops, 0});
 }
 
 inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backend& host, const Case& c,

@@ -208,6 +208,7 @@ inline void check_decode_memory(kcheck::Table& table, int device, int64_t size) 
   std::snprintf(detail, sizeof detail, "image %s, %lld non-finite (best of 3; host upload and download included)",
                 dims_text(image.dims()).c_str(), (long long)non_finite);
   verdict(table, "vae decode (small, random)", shape, non_finite == 0, detail, ms);
+  table.timings.push_back({"vae decode (whole stage)", shape, ms, 0, 0});  // a stage: no rate
 
   // Bytes above the weights. live: the decoder's own count of its tensors (docs/vae.md 5.2's
   // bound); other: device memory the decode grew that is not the tensor pool (scratch arenas);
