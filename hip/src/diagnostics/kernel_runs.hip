@@ -239,8 +239,7 @@ int run_bench(const BenchOptions& o, int device) {
     ok = false;
     std::printf("DiT step %dx%d: failed: %s\n", o.width, o.height, dit_error.c_str());
   }
-  std::printf("not measured yet: the streamed DiT step (--vram-budget %.1f), the text encoder's forward, the VAE decode "
-              "as a stage (its kernels' times are above)\n```\n",
+  std::printf("not measured yet: the streamed DiT step (--vram-budget %.1f), the text encoder's forward\n```\n",
               o.vram_budget_gib);
   return ok ? 0 : 1;
 }
