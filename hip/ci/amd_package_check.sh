@@ -82,6 +82,11 @@ tiny=(--model "$data/tiny-moss" --prompt 'a red apple on a wooden table' --negat
 rc=$(run env -u MOSSINFER_BACKEND "$bin" "${tiny[@]}" -o "$work/gpu.png")
 check "a GPU run without a device: exit 1, the no-device message, no file" \
   "$([[ $rc == 1 ]] && grep -q 'no HIP devices found' "$work/out.txt" && ! ls "$work" | grep -q 'gpu\.png\|^\.moss-infer-' || { echo "exit $rc:"; head -3 "$work/out.txt"; })"
+for sub in self-test bench; do
+  rc=$(run "$bin" $sub)
+  check "$sub without a device: exit 1, 'no supported device'" \
+    "$([[ $rc == 1 ]] && grep -q '^moss-infer-hip: no supported device' "$work/out.txt" || { echo "exit $rc:"; head -3 "$work/out.txt"; })"
+done
 rc=$(run env MOSSINFER_BACKEND=host "$bin" "${tiny[@]}" -o "$work/apple.png" --latent-out "$work/apple.npy")
 check "the tiny model on the host backend" "$([[ $rc == 0 ]] || { echo "exit $rc:"; tail -3 "$work/out.txt"; })"
 "$moss_check" cli-output --png "$work/apple.png" --npy "$work/apple.npy" --golden "$data/golden_dit.safetensors" > "$work/golden.txt" 2>&1

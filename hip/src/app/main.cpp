@@ -1,5 +1,6 @@
 // moss-infer-hip: argument handling and the mapping of errors to exit statuses
 // (0 success, 2 usage error or unsupported request, 1 any other failure).
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -10,6 +11,9 @@
 #include "app/run_generation.h"
 #include "cli/options.h"
 #include "cli/replay.h"
+#include "diagnostics/bench.h"
+#include "diagnostics/self_test.h"
+#include "pipeline/device_gate.h"
 #include "pipeline/record.h"
 #include "runtime/devices.h"
 #include "server/serve.h"
@@ -61,8 +65,13 @@ static int report_error(bool json, const std::string& message, int status) {
 int main(int argc, char** argv) {
   const bool json = json_progress(argc, argv);
   try {
-    if (argc > 1 && std::string(argv[1]) == "serve")
-      return serve_command(std::vector<std::string>(argv + 2, argv + argc));
+    // Every generation on a device (the CLI's and serve's) first passes the kernel self-test.
+    set_device_gate(self_test_gate);
+    const std::string sub = argc > 1 ? argv[1] : "";
+    const std::vector<std::string> rest(argv + std::min(argc, 2), argv + argc);
+    if (sub == "serve") return serve_command(rest);
+    if (sub == "self-test") return self_test_command(rest);
+    if (sub == "bench") return bench_command(rest);
     ParsedArgs args = parse_args(expand_replay(std::vector<std::string>(argv + 1, argv + argc)));
     switch (args.action) {
       case Action::Help: std::fputs(help_text().c_str(), stdout); return 0;

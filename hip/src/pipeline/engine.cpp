@@ -10,11 +10,13 @@
 #include "model/image_u8.h"
 #include "ops/backend.h"
 #include "model/dit_streaming.h"
+#include "pipeline/device_gate.h"
 #include "pipeline/moss_model.h"
 #include "pipeline/noise.h"
 #include "pipeline/planner.h"
 #include "pipeline/sampler.h"
 #include "pipeline/schedule.h"
+#include "runtime/device_choice.h"
 #include "runtime/devices.h"
 #include "tokenizer/prompt.h"
 #include "tokenizer/tokenizer.h"
@@ -49,23 +51,8 @@ std::unique_ptr<Backend> choose_backend(int device, const Reporter& rep, std::st
   }
   if (!want.empty() && want != "hip")
     throw usage_error("MOSSINFER_BACKEND=" + want + ": expected 'hip' or 'host'");
-  std::vector<DeviceInfo> devices = list_devices();
-  const DeviceInfo* chosen = nullptr;
-  for (const DeviceInfo& d : devices) {
-    if (device >= 0 ? d.index == device : d.supported) {
-      chosen = &d;
-      break;
-    }
-  }
-  if (device >= 0 && !chosen)
-    throw usage_error("--device " + std::to_string(device) + ": no such HIP device (" +
-                      std::to_string(devices.size()) + " found; see --list-devices)");
-  if (chosen && !chosen->supported)
-    throw usage_error("--device " + std::to_string(chosen->index) + " (" + chosen->name + ", " + chosen->arch +
-                      "): not supported: " + chosen->reason);
-  if (!chosen)
-    throw failure(devices.empty() ? "no HIP devices found (see --list-devices)"
-                                  : "no supported HIP device found (see --list-devices)");
+  const DeviceInfo picked = choose_device(device);
+  const DeviceInfo* chosen = &picked;
   std::string kernels;
   for (const std::string& k : chosen->kernels) kernels += (kernels.empty() ? "" : ", ") + k;
   rep.line("device %d: %s (%s, %s)", chosen->index, chosen->name.c_str(), chosen->arch.c_str(),
@@ -78,6 +65,7 @@ std::unique_ptr<Backend> choose_backend(int device, const Reporter& rep, std::st
              gib(chosen->carveout_bytes).c_str(), gib(chosen->gtt_bytes).c_str());
   rep.line("kernels: %s", kernels.c_str());
   backend_name = "hip " + chosen->arch;
+  run_device_gate(*chosen, rep);
   return make_hip_backend(chosen->index);
 }
 

@@ -7,10 +7,14 @@
 // tables), the environment a family's cases run in (Env: host and GPU backends, stream, seed), the
 // groups --filter picks (Options, group) and the case table (Op and Case: each row an op and its
 // spec, shapes, dtypes, timed or not, as data; run_cases runs a table, each case guarded).
+// The quick form (`moss-infer-hip self-test`): Options::max_elements caps the size of any tensor a
+// case makes (admit); a case over the cap is skipped whole before it computes, so the same tables
+// give the small shapes (tails, every kernel instantiation) without the real-shape cases.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -118,8 +122,15 @@ inline double time_ms(hipStream_t s, const std::function<void()>& fn, int reps =
 // (the card's power cap), not a short burst's.
 double time_sustained(hipStream_t s, const std::function<void()>& fn, int reps, int sustain_s);
 
+struct Timing {
+  std::string kernel, shape;
+  double ms, flops, bytes;
+};
+
 struct Table {
-  int passed = 0, failed = 0;
+  int passed = 0, failed = 0, skipped = 0;
+  std::vector<Timing> timings;  // every family's timed cases (record), for bench's summary
+  double worst = 0;  // the largest relative L2 / tolerance of a passing or failing row (0 when exact)
   void header() const {
     std::printf("%-28s %-26s %10s %10s %9s %8s %s\n", "kernel", "shape", "rel_l2", "max_err", "ms", "rate", "result");
   }
@@ -128,6 +139,7 @@ struct Table {
            double flops = 0, double bytes = 0) {
     const bool ok = c.finite && c.rel_l2 <= tol;
     (ok ? passed : failed)++;
+    if (c.finite && tol > 0) worst = std::fmax(worst, c.rel_l2 / tol);
     char rate[32] = "";
     if (flops > 0 && ms > 0) std::snprintf(rate, sizeof rate, "%.0fTF/s", flops / (ms * 1e-3) / 1e12);
     else if (bytes > 0 && ms > 0) std::snprintf(rate, sizeof rate, "%.0fGB/s", bytes / (ms * 1e-3) / 1e9);
@@ -136,6 +148,7 @@ struct Table {
     std::fflush(stdout);
   }
   int finish() const {
+    if (skipped) std::printf("%d cases over the size cap skipped\n", skipped);
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 && passed > 0 ? 0 : 1;
   }
@@ -164,6 +177,7 @@ struct Options {
   std::string filter;   // run only the groups whose name contains this (all when empty)
   std::string data = "hip/tests/data";
   int sustain_s = 0;    // --sustain: timed cases run back to back this long (0: a short burst)
+  int64_t max_elements = 0;  // cases making a tensor of more elements are skipped (0: no cap)
   int gpu() const { return device < 0 ? 0 : device; }
   bool selects(const std::string& group) const { return group.find(filter) != std::string::npos; }
   bool selects_any(std::initializer_list<const char*> groups) const {
@@ -171,11 +185,6 @@ struct Options {
       if (selects(g)) return true;
     return false;
   }
-};
-
-struct Timing {
-  std::string kernel, shape;
-  double ms, flops, bytes;
 };
 
 // A family's cases run here: the host replay's backend, the HIP backend on the chosen device, its
@@ -190,12 +199,22 @@ struct Env {
   Table& table;
   int reps;  // time_it's launches when the case names none
   int sustain_s;  // Options::sustain_s
+  int64_t max_elements;  // Options::max_elements
   uint64_t seed = 1;
   std::vector<Timing> timings;
   hipStream_t stream() const { return ctx.stream(); }
 };
 
-// A device tensor of NaN (poisoned), of dtype dt (f32 when not named).
+// A case over the size cap (Options::max_elements) throws this from admit: guarded counts it as
+// skipped, neither passed nor failed.
+struct OverSizeCap : std::exception {
+  const char* what() const noexcept override { return "over the size cap"; }
+};
+// Throws OverSizeCap when a tensor of these dimensions exceeds the cap (none when the cap is 0).
+void admit(int64_t max_elements, const std::vector<int64_t>& dims);
+inline void admit(const Env& e, const std::vector<int64_t>& dims) { admit(e.max_elements, dims); }
+
+// A device tensor of NaN (poisoned), of dtype dt (f32 when not named); admitted first.
 moss::Tensor poisoned(Env& e, moss::DType dt, const std::vector<int64_t>& dims);
 inline moss::Tensor poisoned(Env& e, const std::vector<int64_t>& dims) { return poisoned(e, moss::DType::F32, dims); }
 std::vector<float> fetch(Env& e, const moss::Tensor& dev);

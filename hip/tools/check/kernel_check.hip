@@ -43,10 +43,18 @@ Env::Env(Table& t, const Options& o, int default_reps)
       ctx(context_of(gpu)),
       table(t),
       reps(default_reps),
-      sustain_s(o.sustain_s) {}
+      sustain_s(o.sustain_s),
+      max_elements(o.max_elements) {}
 Env::~Env() = default;
 
+void admit(int64_t max_elements, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  if (max_elements > 0 && n > max_elements) throw OverSizeCap();
+}
+
 moss::Tensor poisoned(Env& e, moss::DType dt, const std::vector<int64_t>& dims) {
+  admit(e, dims);
   moss::Tensor t = e.gpu.alloc(dt, dims);
   poison(t, e.stream());
   return t;
@@ -91,11 +99,14 @@ double time_it(Env& e, const std::function<void()>& fn, int reps) {
 
 void record(Env& e, const std::string& kernel, const std::string& shape, double ms, double flops, double bytes) {
   e.timings.push_back({kernel, shape, ms, flops, bytes});
+  e.table.timings.push_back({kernel, shape, ms, flops, bytes});
 }
 
 void guarded(Table& table, const std::string& what, const std::function<void()>& fn) {
   try {
     fn();
+  } catch (const OverSizeCap&) {
+    table.skipped++;
   } catch (const std::exception& ex) {
     std::printf("  %s: stopped by an exception: %s\n", what.c_str(), ex.what());
     table.row(what, "-", Compare{0, 0, false}, 0, 0);

@@ -29,30 +29,15 @@
 // one table row per case, each family's summary of its timed cases ("time at the 1024x1024 DiT
 // shapes ..." for dit, "timed cases ..." for te), then "total S s" and "N passed, M failed".
 // Exit status 0 only when every case passed (and at least one ran); 2 for a bad option.
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include "kernel_check.h"
+#include "kernel_families.h"
 #include "subcommand.h"
 
 namespace {
-
-struct Family {
-  const char* name;
-  void (*run)(kcheck::Table&, const kcheck::Options&);
-  const char* groups;
-};
-const Family kFamilies[] = {
-    {"runtime", kcheck::runtime_family, "runtime; portability; matrix_tile"},
-    {"dit", kcheck::dit_family, "gemm; gemm_gated_unit; gemm_skinny; rows; fused; attention; packed"},
-    {"te", kcheck::te_family, "text family; core family; attention"},
-    {"vae", kcheck::vae_family,
-     "group_norm_stats; conv2d; unpatchify, tokens; attention (G2); projections (G1); tiny decoder; "
-     "1024x1024 decode; 2048x2048 decode"},
-};
 
 constexpr const char* kUsage =
     "[--family runtime|dit|te|vae|all] [--filter WORD] [--device N] [--data DIR] [--sustain SECONDS] [--list]";
@@ -75,33 +60,25 @@ int kernels(const std::vector<std::string>& args) {
     }
   }
   bool known = o.family == "all";
-  for (const Family& f : kFamilies) known = known || o.family == f.name;
+  for (const kcheck::Family& f : kcheck::families()) known = known || o.family == f.name;
   if (!known) {
     std::fprintf(stderr, "moss-check kernels: unknown family '%s'\nusage: moss-check kernels %s\n", o.family.c_str(),
                  kUsage);
     return 2;
   }
   if (list) {
-    for (const Family& f : kFamilies) std::printf("%-8s %s\n", f.name, f.groups);
+    for (const kcheck::Family& f : kcheck::families()) std::printf("%-8s %s\n", f.name, f.groups);
     return 0;
   }
   if (o.sustain_s > 0)
     std::printf("timed cases (dit, te): %d s back to back each, after as long a warm-up\n", o.sustain_s);
-  const auto t0 = std::chrono::steady_clock::now();
-  kcheck::Table table;
-  bool header = false;
-  for (const Family& f : kFamilies) {
-    if (o.family != "all" && o.family != f.name) continue;
-    // The kernel families share one table: its header once, before the first of them.
-    if (!header && f.run != kcheck::runtime_family) {
-      table.header();
-      header = true;
-    }
-    kcheck::guarded(table, std::string("family ") + f.name, [&] { f.run(table, o); });
-    std::fflush(stdout);
+  int status = 0;
+  int passed = 0;
+  for (const kcheck::FamilyResult& r : kcheck::run_families(o)) {
+    status |= r.failed ? 1 : 0;
+    passed += r.passed;
   }
-  std::printf("total %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  return table.finish();
+  return status == 0 && passed > 0 ? 0 : 1;
 }
 
 }  // namespace

@@ -56,6 +56,7 @@ struct Pair {
   Tensor h, d;
 };
 Pair random_pair(Env& e, DType dt, const std::vector<int64_t>& dims, float scale = 1.0f) {
+  kcheck::admit(e, dims);
   Tensor h = host_tensor(DType::F32, dims);
   std::vector<float> v(size_t(h.numel()));
   fill(v, ++e.seed, scale);
@@ -907,6 +908,10 @@ void check_packed(Env& e) {
     bool specials;
   };
   for (const Case& c : {Case{kFfn * 2, kDim, false}, Case{kDim, kFfn, false}, Case{37, 8 * 13, true}}) {
+    if (e.max_elements > 0 && c.rows * c.cols > e.max_elements) {
+      e.table.skipped++;
+      continue;
+    }
     std::vector<float> values(size_t(c.rows * c.cols));
     fill(values, e.seed++, 0.02f);
     std::vector<uint16_t> bits(values.size());
@@ -949,7 +954,7 @@ void kcheck::dit_family(Table& table, const Options& o) {
   group(table, o, "dit", "gemm_skinny", [&] { check_gemm_skinny(env); });
   group(table, o, "dit", "rows", [&] { check_rows(env); });
   group(table, o, "dit", "fused", [&] { check_fused(env); });
-  group(table, o, "dit", "attention", [&] { check_attention_cases(table, env.ctx, env.host, "dit", env.sustain_s); });
+  group(table, o, "dit", "attention", [&] { check_attention_cases(table, env.ctx, env.host, "dit", env.sustain_s, env.max_elements); });
   group(table, o, "dit", "packed", [&] { check_packed(env); });
   print_time_table(env.timings, device_peaks(env.ctx.device()), "1024x1024 DiT shapes");
 }

@@ -69,6 +69,7 @@ constexpr int64_t kLongT = 4096;  // the timed length (the encoder's maximum)
 // ---- random operands -------------------------------------------------------------------------
 // A host f32 tensor of uniform values with standard deviation sd.
 Tensor random_host(Env& e, const std::vector<int64_t>& dims, float sd) {
+  kcheck::admit(e, dims);
   Tensor h = host_tensor(DType::F32, dims);
   const uint64_t seed = ++e.seed;
   const float a = sd * 1.7320508f;
@@ -591,6 +592,6 @@ void kcheck::te_family(Table& table, const Options& o) {
               env.ctx.multiprocessors());
   group(table, o, "te", "text family", [&] { check_text_family(env); });
   group(table, o, "te", "core family", [&] { check_core_family(env); });
-  group(table, o, "te", "attention", [&] { check_attention_cases(table, env.ctx, env.host, "te", env.sustain_s); });
+  group(table, o, "te", "attention", [&] { check_attention_cases(table, env.ctx, env.host, "te", env.sustain_s, env.max_elements); });
   print_timed_list(env.timings, device_peaks(env.ctx.device()));
 }

@@ -260,6 +260,7 @@ inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c,
   }
   const double flops = 4.0 * double(c.tq) * double(c.tk) * double(c.head_dim) * double(c.heads) * (c.causal ? 0.5 : 1.0);
   table.row(tiling_name(tiling), shape_text(c), cmp, 1e-2, ms, ms > 0 ? flops : 0);
+  if (ms > 0) table.timings.push_back({tiling_name(tiling), shape_text(c), ms, flops, 0});
 }
 
 inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backend& host, const Case& c,
@@ -376,9 +377,15 @@ inline std::vector<Case> model_cases(const std::string& model) {
 }  // namespace attention_check
 
 // model: "dit", "te" or "vae"; sustain_s: `moss-check kernels --sustain` (0: short bursts).
+// max_elements: Options::max_elements (a case whose fused q|k|v buffer is larger is skipped).
 inline void check_attention_cases(kcheck::Table& table, moss::HipContext& ctx, moss::Backend& host,
-                                  const std::string& model, int sustain_s = 0) {
+                                  const std::string& model, int sustain_s = 0, int64_t max_elements = 0) {
   uint64_t seed = 0xA77E4710ull;
-  for (const attention_check::Case& c : attention_check::model_cases(model))
-    attention_check::check_case(table, ctx, host, c, seed++, sustain_s);
+  for (const attention_check::Case& c : attention_check::model_cases(model)) {
+    const uint64_t case_seed = seed++;
+    kcheck::guarded(table, "attention " + attention_check::shape_text(c), [&] {
+      kcheck::admit(max_elements, {c.tk, (c.heads + 2 * c.kv_heads) * c.head_dim});
+      attention_check::check_case(table, ctx, host, c, case_seed, sustain_s);
+    });
+  }
 }

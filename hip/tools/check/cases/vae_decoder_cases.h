@@ -62,7 +62,7 @@ inline void check_projection(kcheck::Table& table, moss::Backend& be, moss::HipC
 }
 
 inline void check_projection_cases(kcheck::Table& table, moss::Backend& be, moss::HipContext& ctx,
-                                   moss::Backend& host) {
+                                   moss::Backend& host, int64_t max_elements = 0) {
   struct Projection {
     int64_t m, n, k, width;
     int reps;
@@ -74,7 +74,11 @@ inline void check_projection_cases(kcheck::Table& table, moss::Backend& be, moss
       {64, 288, 96, 288, 0, 0xD0003},         // tiny model to_qkv
       {16384, 1152, 384, 1152, 10, 0xD0004},  // to_qkv at 1024²
   };
-  for (const Projection& c : cases) check_projection(table, be, ctx, host, c.m, c.n, c.k, c.width, c.reps, c.seed);
+  for (const Projection& c : cases)
+    kcheck::guarded(table, "linear f32-weight (G1)", [&] {
+      kcheck::admit(max_elements, {c.m, c.width});
+      check_projection(table, be, ctx, host, c.m, c.n, c.k, c.width, c.reps, c.seed);
+    });
 }
 
 // ---- the tiny model's whole decode against the golden ------------------------------------------------
@@ -204,6 +208,7 @@ inline void check_decode_memory(kcheck::Table& table, int device, int64_t size) 
   std::snprintf(detail, sizeof detail, "image %s, %lld non-finite (best of 3; host upload and download included)",
                 dims_text(image.dims()).c_str(), (long long)non_finite);
   verdict(table, "vae decode (small, random)", shape, non_finite == 0, detail, ms);
+  table.timings.push_back({"vae decode (whole stage)", shape, ms, 0, 0});  // a stage: no rate
 
   // Bytes above the weights. live: the decoder's own count of its tensors (docs/vae.md 5.2's
   // bound); other: device memory the decode grew that is not the tensor pool (scratch arenas);
