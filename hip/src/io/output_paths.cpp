@@ -68,7 +68,10 @@ void check_output_path(const std::string& path, const std::string& source) {
     if (errno == ENOENT || errno == ENOTDIR) throw refused(source, path, "directory " + dir + " does not exist");
     throw refused(source, path, "directory " + dir + ": " + std::strerror(errno));
   }
-  if (!S_ISDIR(st.st_mode)) throw refused(source, path, dir + " is not a directory (" + file_kind(dir) + ")");
+  if (!S_ISDIR(st.st_mode)) {
+    const std::string kind = file_kind(dir);  // "" for a regular file
+    throw refused(source, path, dir + " is not a directory (" + (kind.empty() ? "a regular file" : kind) + ")");
+  }
   if (::access(dir.c_str(), W_OK) != 0) throw refused(source, path, "directory " + dir + " is not writable");
   const std::string name = file_name(path);
   const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);

@@ -96,12 +96,15 @@ PngTextChunk read_png_text_chunk(const std::string& path, const std::string& key
   unsigned char sig[8];
   if (!read_at(file.fd, path, 0, sig, 8) || std::memcmp(sig, kSignature, 8) != 0)
     throw failure(path + ": not a PNG file");
+  struct stat st;
+  const uint64_t size = ::fstat(file.fd, &st) == 0 ? uint64_t(st.st_size) : 0;
   PngTextChunk result;  // Missing until a chunk with the keyword is seen
   uint64_t offset = 8;
   for (;;) {
     unsigned char head[8];
     if (!read_at(file.fd, path, offset, head, 8))
-      throw failure(path + ": the PNG file is cut short (no IEND chunk at byte " + std::to_string(offset) + ")");
+      throw failure(path + ": the PNG file is cut short (it ends at byte " + std::to_string(size) +
+                    ", before its IEND chunk)");
     const uint32_t length = be32(head);
     const std::string type(reinterpret_cast<const char*>(head + 4), 4);
     if (length > 0x7fffffffu)
@@ -109,6 +112,9 @@ PngTextChunk read_png_text_chunk(const std::string& path, const std::string& key
                     std::to_string(length) + ")");
     const uint64_t data_at = offset + 8, next = data_at + uint64_t(length) + 4;
     if (type == "IEND") return result;
+    if (next > size)
+      throw failure(path + ": the PNG file is cut short (its " + type + " chunk at byte " + std::to_string(offset) +
+                    " runs past the end, byte " + std::to_string(size) + ")");
     if (type == "tEXt" || type == "iTXt" || type == "zTXt") {
       // The keyword (1 to 79 bytes, then NUL) decides whether the rest is read.
       const size_t key_probe = std::min<size_t>(length, keyword.size() + 1);
