@@ -14,6 +14,7 @@
 #include "diagnostics/bench.h"
 #include "diagnostics/self_test.h"
 #include "pipeline/device_gate.h"
+#include "io/standard_streams.h"
 #include "pipeline/record.h"
 #include "runtime/devices.h"
 #include "server/serve.h"
@@ -21,11 +22,11 @@
 
 using namespace moss;
 
-static int list_devices_command() {
+static void list_devices_command() {
   std::vector<DeviceInfo> devices = list_devices();
   if (devices.empty()) {
     std::printf("no HIP devices\n");
-    return 0;
+    return;
   }
   for (const DeviceInfo& d : devices) {
     std::printf("device %d: %s (%s%s%s, %.1f GiB, %.1f GiB free): %s\n", d.index, d.name.c_str(), d.arch.c_str(),
@@ -38,15 +39,16 @@ static int list_devices_command() {
       std::printf("  kernels: %s\n", k.c_str());
     }
   }
-  return 0;
 }
 
 // With --progress json every line on stderr is JSON, errors included (what a frontend parses).
+// Another option's value is skipped: `--prompt --progress=json` is a prompt.
 static bool json_progress(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--progress=json" || (a == "--progress" && i + 1 < argc && std::string(argv[i + 1]) == "json"))
       return true;
+    if (option_takes_value(a)) ++i;
   }
   return false;
 }
@@ -63,7 +65,9 @@ static int report_error(bool json, const std::string& message, int status) {
 }
 
 int main(int argc, char** argv) {
+  guard_standard_streams();
   const bool json = json_progress(argc, argv);
+  ReplaySource replay;  // which options a --from-png record supplied: their errors name the record
   try {
     // Every generation on a device (the CLI's and serve's) first passes the kernel self-test.
     set_device_gate(self_test_gate);
@@ -72,17 +76,26 @@ int main(int argc, char** argv) {
     if (sub == "serve") return serve_command(rest);
     if (sub == "self-test") return self_test_command(rest);
     if (sub == "bench") return bench_command(rest);
-    ParsedArgs args = parse_args(expand_replay(std::vector<std::string>(argv + 1, argv + argc)));
+    ParsedArgs args = parse_args(expand_replay(std::vector<std::string>(argv + 1, argv + argc), &replay));
     switch (args.action) {
-      case Action::Help: std::fputs(help_text().c_str(), stdout); return 0;
+      // A printing command's output that cannot be written is an error (stdout closed, /dev/full).
+      case Action::Help:
+        std::fputs(help_text().c_str(), stdout);
+        finish_stdout();
+        return 0;
       case Action::Version:
         std::printf("%s\narchitectures: %s\n", engine_version().c_str(), built_architectures().c_str());
+        finish_stdout();
         return 0;
-      case Action::ListDevices: return list_devices_command();
+      case Action::ListDevices:
+        list_devices_command();
+        finish_stdout();
+        return 0;
       case Action::Run: return run_generation(args.run);
     }
   } catch (const Error& e) {
-    return report_error(json, e.what(), int(e.code()));
+    const Error blamed = replay.blame(e);
+    return report_error(json, blamed.what(), int(blamed.code()));
   } catch (const std::bad_alloc&) {
     return report_error(json, "out of host memory", 1);
   } catch (const std::exception& e) {

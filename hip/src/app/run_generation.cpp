@@ -7,6 +7,7 @@
 #include "frontend/jobs_file.h"
 #include "io/files.h"
 #include "io/mapping_faults.h"
+#include "io/output_paths.h"
 #include "pipeline/engine.h"
 #include "pipeline/reporter.h"
 #include "util/interrupt.h"
@@ -19,6 +20,17 @@ namespace {
 void report_drawn_seed(const Reporter& rep, uint64_t seed, const std::string& where) {
   const std::string text = "seed: " + std::to_string(seed) + " (drawn at random" + where + ")";
   rep.always(text, {{"event", "info"}, {"message", text}, {"seed", seed}, {"drawn", true}});
+}
+
+// Every file the images will write, named for messages by its flag (and image, in a batch).
+std::vector<OutputPath> output_paths(const std::vector<GenerationRequest>& images) {
+  std::vector<OutputPath> out;
+  for (size_t i = 0; i < images.size(); ++i) {
+    const std::string image = images.size() > 1 ? " (image " + std::to_string(i + 1) + ")" : "";
+    if (!images[i].output_png.empty()) out.push_back({images[i].output_png, "-o" + image});
+    if (!images[i].latent_out.empty()) out.push_back({images[i].latent_out, "--latent-out" + image});
+  }
+  return out;
 }
 
 }  // namespace
@@ -42,11 +54,7 @@ int run_generation(const RunOptions& o) {
   if (!o.jobs_file.empty())
     for (size_t i = 0; i < images.size(); ++i)
       if (images[i].seed_drawn) report_drawn_seed(rep, images[i].seed, "; image " + std::to_string(i + 1));
-  check_distinct_outputs(images);
-  for (const GenerationRequest& r : images) {
-    if (!r.output_png.empty()) check_writable_output(r.output_png, "-o");
-    if (!r.latent_out.empty()) check_writable_output(r.latent_out, "--latent-out");
-  }
+  check_output_paths(output_paths(images));
   EngineSettings settings;
   settings.model = o.model;
   settings.vram_budget_gib = o.vram_budget_gib;

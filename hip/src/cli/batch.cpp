@@ -1,7 +1,6 @@
 #include "cli/batch.h"
 
 #include <cstdio>
-#include <set>
 
 #include "cli/request_flags.h"
 #include "util/error.h"
@@ -92,14 +91,6 @@ std::vector<GenerationRequest> batch_requests(const RunOptions& o) {
     images.push_back(std::move(r));
   }
   return images;
-}
-
-void check_distinct_outputs(const std::vector<GenerationRequest>& images) {
-  std::set<std::string> seen;
-  for (const GenerationRequest& r : images)
-    for (const std::string* path : {&r.output_png, &r.latent_out})
-      if (!path->empty() && !seen.insert(*path).second)
-        throw usage_error("two images would write " + *path + " (give the output a %d pattern)");
 }
 
 }  // namespace moss

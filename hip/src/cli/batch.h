@@ -20,7 +20,4 @@ bool has_number_pattern(const std::string& path);
 // --batch-count N of the options: seeds seed, seed+1, ... (wrapping at 2^64), outputs numbered.
 std::vector<GenerationRequest> batch_requests(const RunOptions& o);
 
-// Refuses (exit 2) two images of a run writing the same file.
-void check_distinct_outputs(const std::vector<GenerationRequest>& images);
-
 }  // namespace moss

@@ -1,11 +1,10 @@
 #include "cli/options.h"
 
-#include <iostream>
-#include <iterator>
 #include <map>
 #include <set>
 
 #include "io/files.h"
+#include "io/input_text.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
 #include "util/numbers.h"
@@ -115,16 +114,7 @@ void check_side(const std::string& opt, const std::string& text, int64_t n) {
 
 // A prompt from a file or stdin ("-"): its whole text, less the line ends it closes with.
 std::string read_prompt_source(const std::string& opt, const std::string& path) {
-  std::string text;
-  if (path == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    try {
-      text = read_text_file(path);
-    } catch (const Error& e) {
-      throw usage_error(opt + " " + path + ": " + e.what());
-    }
-  }
+  std::string text = read_input_text(opt, path, kPromptFileLimit);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   return text;
 }
@@ -151,6 +141,15 @@ bool has_suffix(const std::string& s, const std::string& suf) {
 }
 
 }  // namespace
+
+bool option_takes_value(const std::string& option) {
+  static const std::set<std::string> kValued = {"--model", "--prompt", "--negative", "-o", "--latent-out", "--size",
+                                                "--width", "--height", "--steps", "--cfg", "--shift", "--seed",
+                                                "--skip-layers", "--max-seq", "--tier", "--vram-budget", "--device",
+                                                "--batch-count", "--prompt-file", "--negative-file", "--jobs",
+                                                "--progress"};
+  return kValued.count(option) > 0;
+}
 
 int64_t parse_int_option(const std::string& opt, const std::string& value, int64_t lo, int64_t hi) {
   return parse_int(opt, value, lo, hi);
@@ -211,11 +210,6 @@ std::string help_text() {
 ParsedArgs parse_args(const std::vector<std::string>& argv) {
   ParsedArgs out;
   RunOptions& o = out.run;
-  static const std::set<std::string> kValued = {"--model", "--prompt", "--negative", "-o", "--latent-out", "--size",
-                                                "--width", "--height", "--steps", "--cfg", "--shift", "--seed",
-                                                "--skip-layers", "--max-seq", "--tier", "--vram-budget", "--device",
-                                                "--batch-count", "--prompt-file", "--negative-file", "--jobs",
-                                                "--progress"};
   static const std::set<std::string> kSwitches = {"--no-metadata", "--quiet", "--list-devices", "--version", "--help",
                                                   "-h"};
   std::map<std::string, std::string> seen;
@@ -240,7 +234,7 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
       else actions.push_back(arg);
       continue;
     }
-    if (!kValued.count(arg)) {
+    if (!option_takes_value(arg)) {
       if (const Refusal* r = find_refusal(arg))
         throw usage_error(arg + ": not supported: " + r->what);
       if (arg.size() > 1 && arg[0] == '-') throw usage_error("unknown option '" + arg + "'\n" + usage_line());

@@ -45,6 +45,9 @@ struct ParsedArgs {
 // Throws moss::Error with exit code 2 (usage) naming the offending option.
 ParsedArgs parse_args(const std::vector<std::string>& args);
 
+// Whether parse_args reads the argument after `option` as its value ("--negative", not "--quiet").
+bool option_takes_value(const std::string& option);
+
 // The parser's integer check for options outside parse_args (serve's --port): exit 2 naming opt.
 int64_t parse_int_option(const std::string& opt, const std::string& value, int64_t lo, int64_t hi);
 

@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/options.h"
 #include "cli/request_flags.h"
-#include "io/image_files.h"
-#include "util/error.h"
+#include "io/png_text.h"
 
 namespace moss {
 namespace {
@@ -21,20 +21,25 @@ const std::pair<const char*, const char*> kRecordFlags[] = {
 };
 
 nlohmann::json read_record(const std::string& flag, const std::string& path) {
-  PngImage png;
+  PngTextChunk record;
   try {
-    png = read_png(path);
+    record = read_png_text_chunk(path, "generation", kRecordLimit);
   } catch (const Error& e) {
+    if (e.code() != ExitCode::Failure) throw;  // a signal's status stays what it is
     throw usage_error(flag + " " + path + ": " + e.what());
   }
-  for (const PngText& t : png.text) {
-    if (t.key != "generation") continue;
-    nlohmann::json j = nlohmann::json::parse(t.value, nullptr, false);
-    if (!j.is_object()) throw usage_error(flag + " " + path + ": its generation record is not a JSON object");
-    return j;
+  const std::string where = flag + " " + path + ": ";
+  switch (record.status) {
+    case PngTextStatus::Found: break;
+    case PngTextStatus::Missing:
+      throw usage_error(where + "no generation record (written with --no-metadata, or not by moss-infer-hip)");
+    case PngTextStatus::Damaged: throw usage_error(where + "its generation record is damaged: " + record.detail);
+    case PngTextStatus::Compressed:
+      throw usage_error(where + "its generation record is compressed (moss-infer-hip writes it uncompressed)");
   }
-  throw usage_error(flag + " " + path +
-                    ": no generation record (written with --no-metadata, or not by moss-infer-hip)");
+  nlohmann::json j = nlohmann::json::parse(record.text, nullptr, false);
+  if (!j.is_object()) throw usage_error(where + "its generation record is not a JSON object");
+  return j;
 }
 
 std::string record_value(const std::string& flag, const std::string& path, const std::string& field,
@@ -47,16 +52,46 @@ std::string record_value(const std::string& flag, const std::string& path, const
     }
     return json_flag_value(v);
   } catch (const std::exception& e) {
-    throw usage_error(flag + " " + path + ": record field '" + field + "': " + e.what());
+    throw usage_error(flag + " " + path + ": the record's " + field + ": " + e.what());
   }
+}
+
+// The option names the command line gives, each option's value skipped (it is not an option,
+// whatever it looks like). "--name=value" names --name.
+std::set<std::string> given_options(const std::vector<std::string>& args) {
+  std::set<std::string> given;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() < 2 || a[0] != '-') continue;  // a stray word: parse_args refuses it
+    const size_t eq = a.rfind("--", 0) == 0 ? a.find('=') : std::string::npos;
+    if (eq != std::string::npos) {
+      given.insert(a.substr(0, eq));
+      continue;
+    }
+    given.insert(a);
+    if (option_takes_value(a)) ++i;
+  }
+  return given;
 }
 
 }  // namespace
 
-std::vector<std::string> expand_replay(const std::vector<std::string>& args) {
+Error ReplaySource::blame(const Error& e) const {
+  const std::string msg = e.what();
+  for (const auto& [option, field] : record_fields) {
+    if (msg.compare(0, option.size(), option) != 0) continue;
+    if (msg.size() > option.size() && msg[option.size()] != ' ' && msg[option.size()] != ':') continue;
+    return Error(e.code(), flag + " " + path + ": the record's " + field + msg.substr(option.size()));
+  }
+  // The size check names both sides ("size 32x8192: above 4.2 megapixels").
+  if (msg.rfind("size ", 0) == 0 && record_fields.count("--width") && record_fields.count("--height"))
+    return Error(e.code(), flag + " " + path + ": the record's width and height: " + msg);
+  return e;
+}
+
+std::vector<std::string> expand_replay(const std::vector<std::string>& args, ReplaySource* source) {
   std::vector<std::string> rest;
   std::string flag, path;
-  std::set<std::string> given;  // option names on the command line
   for (size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i], value;
     const size_t eq = name.rfind("--", 0) == 0 ? name.find('=') : std::string::npos;
@@ -65,8 +100,9 @@ std::vector<std::string> expand_replay(const std::vector<std::string>& args) {
       name = name.substr(0, eq);
     }
     if (!is_replay_flag(name)) {
-      if (name.size() > 1 && name[0] == '-') given.insert(name);
       rest.push_back(args[i]);
+      // An option's value is copied as it is, never read as --from-png.
+      if (eq == std::string::npos && option_takes_value(name) && i + 1 < args.size()) rest.push_back(args[++i]);
       continue;
     }
     if (!flag.empty()) throw usage_error(name + " given twice");
@@ -81,17 +117,21 @@ std::vector<std::string> expand_replay(const std::vector<std::string>& args) {
   if (flag.empty()) return args;
 
   const nlohmann::json record = read_record(flag, path);
+  std::set<std::string> given = given_options(rest);
   // --size stands for both sides; --prompt-file / --negative-file for the texts.
   if (given.count("--size")) given.insert({"--width", "--height"});
   if (given.count("--prompt-file")) given.insert("--prompt");
   if (given.count("--negative-file")) given.insert("--negative");
   std::vector<std::string> out;
+  ReplaySource found{flag, path, {}};
   for (const auto& [field, option] : kRecordFlags) {
     if (given.count(option) || !record.contains(field) || record[field].is_null()) continue;
     out.push_back(option);
     out.push_back(record_value(flag, path, field, record[field]));
+    found.record_fields[option] = field;
   }
   out.insert(out.end(), rest.begin(), rest.end());
+  if (source) *source = found;
   return out;
 }
 

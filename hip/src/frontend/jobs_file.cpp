@@ -1,37 +1,30 @@
 #include "frontend/jobs_file.h"
 
-#include <iostream>
-#include <iterator>
 #include <sstream>
 
 #include "cli/batch.h"
 #include "cli/request_flags.h"
 #include "frontend/a1111_request.h"
-#include "io/files.h"
+#include "io/input_text.h"
+#include "io/json_text.h"
+#include "io/output_paths.h"
 #include "util/error.h"
 
 namespace moss {
 
 std::vector<GenerationRequest> read_jobs_file(const RunOptions& o) {
-  std::string text;
-  if (o.jobs_file == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    try {
-      text = read_text_file(o.jobs_file);
-    } catch (const Error& e) {
-      throw usage_error("--jobs " + o.jobs_file + ": " + e.what());
-    }
-  }
+  const std::string text = read_input_text("--jobs", o.jobs_file, kJobsFileLimit);
   FlagValues defaults = generation_flags(o);
   defaults.erase("--prompt");  // each line gives its own
   std::vector<GenerationRequest> images;
   std::vector<size_t> unnamed;  // images of lines without "output": they take -o
+  std::vector<OutputPath> line_outputs;  // checked here, where their lines are known
   std::istringstream lines(text);
   std::string line;
   for (int number = 1; std::getline(lines, line); ++number) {
     const std::string where = o.jobs_file + ":" + std::to_string(number) + ": ";
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    refuse_nul_bytes(line, o.jobs_file, number, ExitCode::Usage);
     nlohmann::json body = nlohmann::json::parse(line, nullptr, false);
     if (body.is_discarded()) throw usage_error(where + "not valid JSON");
     if (body.is_object() && !body.contains("prompt")) throw usage_error(where + "prompt: required");
@@ -40,6 +33,7 @@ std::vector<GenerationRequest> read_jobs_file(const RunOptions& o) {
       for (GenerationRequest& r : req.images) {
         r.no_metadata = o.no_metadata;
         if (r.output_png.empty()) unnamed.push_back(images.size());
+        else line_outputs.push_back({r.output_png, where + "output"});
         images.push_back(std::move(r));
       }
     } catch (const RequestError& e) {
@@ -49,6 +43,7 @@ std::vector<GenerationRequest> read_jobs_file(const RunOptions& o) {
       throw usage_error(where + "no \"output\" field, and no -o PATTERN.png to number");
   }
   if (images.empty()) throw usage_error("--jobs " + o.jobs_file + ": no requests in the file");
+  check_output_paths(line_outputs);
   for (size_t k = 0; k < unnamed.size(); ++k)
     images[unnamed[k]].output_png = numbered_output("-o", o.output_png, int64_t(k + 1), int64_t(unnamed.size()));
   if (!o.latent_out.empty())

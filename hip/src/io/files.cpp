@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstring>
 
+#include "io/input_text.h"
 #include "io/output_files.h"
 #include "util/error.h"
 #include "util/interrupt.h"
@@ -66,8 +66,13 @@ int open_regular_file(const std::string& path) {
   return fd;
 }
 
-std::string read_text_file(const std::string& path) {
+std::string read_text_file(const std::string& path, size_t limit) {
   const int fd = open_regular_file(path);
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && uint64_t(st.st_size) > limit) {
+    ::close(fd);
+    throw failure(path + ": " + std::to_string(st.st_size) + " bytes, more than the limit of " + size_text(limit));
+  }
   std::string out;
   char buf[1 << 16];
   for (;;) {
@@ -85,6 +90,10 @@ std::string read_text_file(const std::string& path) {
       throw failure(path + ": read error (" + std::strerror(err) + ")");
     }
     if (n == 0) break;
+    if (out.size() + size_t(n) > limit) {  // the file grew since the size was checked
+      ::close(fd);
+      throw failure(path + ": more than the limit of " + size_text(limit));
+    }
     out.append(buf, size_t(n));
   }
   ::close(fd);
@@ -123,24 +132,6 @@ std::string parent_dir(const std::string& path) {
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
-}
-
-void check_writable_output(const std::string& path, const std::string& flag) {
-  if (path.empty()) throw usage_error(flag + ": empty path");
-  // Longer paths fail every system call with ENAMETOOLONG, which the checks below would
-  // report as a missing directory.
-  if (path.size() >= size_t(PATH_MAX))
-    throw usage_error(flag + ": the path has " + std::to_string(path.size()) + " bytes, the system allows " +
-                      std::to_string(PATH_MAX - 1));
-  if (dir_exists(path)) throw usage_error(flag + " " + path + ": is a directory");
-  std::string dir = parent_dir(path);
-  if (!dir_exists(dir)) throw usage_error(flag + " " + path + ": directory " + dir + " does not exist");
-  if (::access(dir.c_str(), W_OK) != 0) throw usage_error(flag + " " + path + ": directory " + dir + " is not writable");
-  const std::string name = path.substr(path.find_last_of('/') + 1);
-  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
-  if (name_max > 0 && name.size() > size_t(name_max))
-    throw usage_error(flag + " " + path + ": the file name has " + std::to_string(name.size()) +
-                      " bytes, the file system allows " + std::to_string(name_max));
 }
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {

@@ -1,6 +1,7 @@
 // Small file helpers. Outputs are written to a temporary file in the target directory and
 // renamed into place, so a failure never leaves a partial file (docs/product.md section 3).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,8 @@ void require_regular_file(const std::string& path);
 // "a FIFO", "a directory", "a character device", ... for messages; "" for a regular file.
 std::string file_kind(const std::string& path);
 
-std::string read_text_file(const std::string& path);  // a regular file; throws moss::Error (exit 1)
+// A regular file's text, at most `limit` bytes; throws moss::Error (exit 1).
+std::string read_text_file(const std::string& path, size_t limit = SIZE_MAX);
 bool file_exists(const std::string& path);
 bool dir_exists(const std::string& path);
 std::vector<std::string> list_dir(const std::string& path);  // names, sorted; throws when unreadable
@@ -26,10 +28,6 @@ bool ends_with(const std::string& s, const std::string& suffix);
 
 // Writes `bytes` to `path` atomically (an OutputFiles of one file, io/output_files.h).
 void write_file_atomic(const std::string& path, const std::string& bytes);
-// Checks up front that `path` can be created (its directory exists and is writable, the name
-// fits the file system's name and path limits), so a run fails before any compute instead
-// of after it. Usage error (exit 2) naming the flag.
-void check_writable_output(const std::string& path, const std::string& flag);
 std::string parent_dir(const std::string& path);
 
 }  // namespace moss

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "io/files.h"
+#include "io/json_text.h"
 #include "util/error.h"
 
 namespace moss {
@@ -12,6 +13,7 @@ using nlohmann::json;
 json read_json_file(const std::string& path) {
   require_regular_file(path);  // "missing file", or what it is instead (a FIFO, a device, ...)
   std::string text = read_text_file(path);
+  refuse_nul_bytes(text, path, 1, ExitCode::Failure);
   try {
     return json::parse(text);
   } catch (const json::exception& e) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "io/files.h"
+#include "io/stale_temporaries.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/test_pause.h"
@@ -37,7 +38,7 @@ struct Temporaries {
 // Writes `bytes` to a new temporary beside `path`; returns its name.
 std::string write_temporary(const std::string& path, const std::string& bytes, Temporaries& temps) {
   const std::string dir = parent_dir(path);
-  std::string name = dir + "/.moss-infer-XXXXXX";
+  std::string name = temporary_template(dir);
   const int fd = mkstemp(name.data());
   if (fd < 0) throw failure(path + ": cannot create a file in " + dir + " (" + std::strerror(errno) + ")");
   temps.names.push_back(name);

@@ -13,6 +13,7 @@
 
 #include "io/files.h"
 #include "io/mapping_faults.h"
+#include "io/model_folder.h"
 #include "util/error.h"
 
 namespace moss {
@@ -165,12 +166,7 @@ WeightFiles WeightFiles::open_folder(const std::string& folder) {
   for (const std::string& e : entries)
     if (ends_with(e, ".safetensors.index.json")) index = folder + "/" + e;
   if (!index.empty()) {
-    json j;
-    try {
-      j = json::parse(read_text_file(index));
-    } catch (const json::exception& e) {
-      throw failure(index + ": malformed JSON (" + e.what() + ")");
-    }
+    const json j = read_json_file(index);
     if (!j.contains("weight_map") || !j["weight_map"].is_object()) throw failure(index + ": missing weight_map");
     std::map<std::string, size_t> shard_index;
     for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {

@@ -6,19 +6,37 @@
 #include "util/error.h"
 
 namespace moss {
+namespace {
 
-static volatile std::sig_atomic_t g_signal = 0;
+volatile std::sig_atomic_t g_signal = 0;
 
 // The first signal decides the exit status; a second one while the run unwinds changes nothing.
-static void on_signal(int sig) {
+void on_signal(int sig) {
   if (!g_signal) g_signal = sig;
 }
+
+struct Stopping {
+  int sig;
+  const char* name;
+};
+// Every signal whose default action ends the process, less the ones raised by a fault of the
+// program itself (SEGV, BUS, FPE, ILL, ABRT, SYS, TRAP: the process cannot go on after them)
+// and SIGXFSZ (ignored, below). SIGQUIT's default would also dump core; here it stops the run
+// like the others. SIGALRM, SIGVTALRM and SIGPROF are sent by timers this program never sets,
+// so one arriving comes from outside and means "stop".
+const Stopping kStopping[] = {
+    {SIGINT, "SIGINT"},   {SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"},       {SIGPIPE, "SIGPIPE"},
+    {SIGQUIT, "SIGQUIT"}, {SIGALRM, "SIGALRM"}, {SIGUSR1, "SIGUSR1"},     {SIGUSR2, "SIGUSR2"},
+    {SIGXCPU, "SIGXCPU"}, {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"},
+};
+
+}  // namespace
 
 void install_interrupt_handlers() {
   struct sigaction sa = {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaction(sig, &sa, nullptr);
+  for (const Stopping& s : kStopping) sigaction(s.sig, &sa, nullptr);
   struct sigaction ignore = {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
@@ -28,13 +46,9 @@ void install_interrupt_handlers() {
 int pending_signal() { return int(g_signal); }
 
 const char* signal_name(int sig) {
-  switch (sig) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    case SIGPIPE: return "SIGPIPE";
-    default: return "a signal";
-  }
+  for (const Stopping& s : kStopping)
+    if (s.sig == sig) return s.name;
+  return "a signal";
 }
 
 void check_interrupted() {

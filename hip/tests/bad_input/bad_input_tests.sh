@@ -277,11 +277,11 @@ BIN=$BIN_SAVED
 [[ $ro_parent != "$CASE" ]] && rm -rf "$ro_parent"
 expect unwritable-proc-self 2 "-o /proc/self/out\.png: directory /proc/self is not writable" \
   -- "${run[@]}" --prompt x -o /proc/self/out.png
-# /proc passes the up-front check for root (access() says writable) but takes no new files:
-# the failure comes after the compute, when the image is written.
+# /proc passes access() for root but takes no new files: the up-front check makes a temporary
+# there as the commit would (issue 35), so the refusal still comes before any compute.
 if [[ $(id -u) -eq 0 ]]; then
-  expect unwritable-late 1 "/proc/out\.png: cannot create a file in /proc" -- "${run[@]}" --prompt x -o /proc/out.png
-  expect unwritable-late-npy 1 "/proc/out\.npy: cannot create a file in /proc" -- "${run[@]}" --prompt x --latent-out /proc/out.npy
+  expect unwritable-late 2 "/proc/out\.png: directory /proc cannot hold a new file" -- "${run[@]}" --prompt x -o /proc/out.png
+  expect unwritable-late-npy 2 "/proc/out\.npy: directory /proc cannot hold a new file" -- "${run[@]}" --prompt x --latent-out /proc/out.npy
 fi
 # A failed run leaves an existing output as it was.
 new_case keeps-old-output

@@ -292,6 +292,19 @@ judge_bin() {
   if [[ -z $WHY ]]; then pass "$name"; else fail "$name" "$WHY" "$(tail -5 <<<"$OUT")"; fi
 }
 
+# signal_at NAME POINT SIGNAL STATUS ARGS...: runs with MOSSINFER_TEST_PAUSE=POINT, sends
+# SIGNAL once the run says it waits there, and checks status, message and what is left; the
+# run must stop within STOP_TIMEOUT seconds (default 30).
+signal_at() {
+  local name=$1 point=$2 sig=$3 status=$4
+  shift 4
+  new_case "$name"
+  start_bin MOSSINFER_TEST_PAUSE="$point:60" "$BIN" "$@"
+  wait_for_line "^pause at $point$" "the pause at $point" "$CASE_TIMEOUT" && kill -s "$sig" "$PID"
+  reap_bin "${STOP_TIMEOUT:-30}" "SIG$sig"
+  judge_bin "$name" "$status" "^moss-infer-hip: interrupted by SIG$sig$" "no 'interrupted by SIG$sig' message" "$@"
+}
+
 # Last check of every suite: the original folder is as it was.
 check_model_untouched() {
   if [[ $(model_checksum) == "$MODEL_SUM" ]]; then pass original-model-untouched; else fail original-model-untouched "the tiny model folder changed"; fi

@@ -179,18 +179,7 @@ EXTRA_ENV=()
 count numbers; count numbers; count numbers
 
 # ---- signals at every stage boundary ---------------------------------------------------------
-# signal_at NAME POINT SIGNAL STATUS ARGS...: runs with MOSSINFER_TEST_PAUSE=POINT, sends
-# SIGNAL once the run says it waits there, and checks status, message and what is left.
-STOP_TIMEOUT=${STOP_TIMEOUT:-30}
-signal_at() {
-  local name=$1 point=$2 sig=$3 status=$4
-  shift 4
-  new_case "$name"
-  start_bin MOSSINFER_TEST_PAUSE="$point:60" "$BIN" "$@"
-  wait_for_line "^pause at $point$" "the pause at $point" "$CASE_TIMEOUT" && kill -s "$sig" "$PID"
-  reap_bin "$STOP_TIMEOUT" "SIG$sig"
-  judge_bin "$name" "$status" "^moss-infer-hip: interrupted by SIG$sig$" "no 'interrupted by SIG$sig' message" "$@"
-}
+# signal_at (lib.sh): a signal while the run waits at a named point.
 declare -A signal_status=([INT]=130 [TERM]=143 [HUP]=129 [PIPE]=141)
 for point in start model text-encoder dit denoise vae write rename; do
   for sig in INT TERM HUP PIPE; do
@@ -260,13 +249,13 @@ for flag in -o --latent-out; do
       name-1000) path=$(long_name 1000 "$ext"); pattern="the file name has 1000 bytes" ;;
       path-4200) path=$(deep_path "out$ext"); pattern="the path has [0-9]+ bytes, the system allows 4095" ;;
       missing-dir) path=no/such/dir/out$ext; pattern="directory no/such/dir does not exist" ;;
-      parent-is-file) : >"$CASE/file"; path=file/out$ext; pattern="directory file does not exist" ;;
+      parent-is-file) : >"$CASE/file"; path=file/out$ext; pattern="file is not a directory \(a regular file\)" ;;
       target-is-dir) mkdir "$CASE/out$ext"; path=out$ext; pattern="is a directory" ;;
       wrong-ext) path=out$other; pattern="give a \\$ext file name" ;;
       no-ext) path=out; pattern="give a \\$ext file name" ;;
       empty) path=""; pattern="give a \\$ext file name|empty path" ;;
       ext-only-dir) mkdir "$CASE/d"; path=d/; pattern="give a \\$ext file name" ;;
-      dev-full-dir) path=/dev/null/out$ext; pattern="directory /dev/null does not exist" ;;
+      dev-full-dir) path=/dev/null/out$ext; pattern="/dev/null is not a directory \(a character device\)" ;;
     esac
     expect "$name" 2 "^moss-infer-hip: $flag.*($pattern)" -- --model "$MODEL" "${quick[@]}" "$flag" "$path"
     if grep -q "^text encoder" <<<"$OUT"; then fail "$name-before-compute" "refused only after the text encoder ran"; fi

@@ -6,6 +6,11 @@
   png_tool.py text FILE.png KEY         print the text chunk KEY
   png_tool.py size FILE.png WxH         exit 0 when the image has that size
   png_tool.py progress FILE.jsonl N     exit 0 when FILE holds the JSON events of an N-image run
+  png_tool.py set-size IN OUT W H       OUT: IN with its header claiming WxH (pixels unchanged)
+  png_tool.py set-record IN OUT JSON    OUT: IN with its generation record replaced by JSON
+  png_tool.py set-field IN OUT K V      OUT: IN with the record's field K set to the JSON value V
+  png_tool.py damage-record IN OUT      OUT: IN with one byte of the record flipped (its CRC kept)
+  png_tool.py cut IN OUT CHUNK          OUT: IN cut in the middle of its first CHUNK (e.g. IHDR)
 """
 import json
 import struct
@@ -48,6 +53,28 @@ SETTINGS = ["prompt", "negative", "seed", "steps", "steps_run", "cfg", "shift", 
             "max_seq", "tier", "model"]
 
 
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def rebuild(path, edit):
+    """The PNG at path with each chunk (kind, data) replaced by edit(kind, data) (None drops it)."""
+    out = b"\x89PNG\r\n\x1a\n"
+    for kind, data in chunks(path):
+        new = edit(kind, data)
+        if new is not None:
+            out += new
+    return out
+
+
+def is_record(kind, data):
+    return kind in (b"tEXt", b"iTXt") and data.split(b"\0", 1)[0] == b"generation"
+
+
+def record_chunk(value):
+    return chunk(b"iTXt", b"generation\0\0\0\0\0" + value.encode())
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "same-pixels":
@@ -80,6 +107,33 @@ def main():
         assert len(done["paths"]) == images and len(done["seeds"]) == images, done
         image = [e for e in events if e["event"] == "image"][0]
         assert {"seed", "paths", "timings"} <= image.keys() and "total" in image["timings"], image
+    elif cmd == "set-size":
+        w, h = int(sys.argv[4]), int(sys.argv[5])
+        out = rebuild(sys.argv[2], lambda k, d: chunk(k, struct.pack(">II", w, h) + d[8:]) if k == b"IHDR"
+                      else chunk(k, d))
+        open(sys.argv[3], "wb").write(out)
+    elif cmd == "set-record":
+        out = rebuild(sys.argv[2], lambda k, d: record_chunk(sys.argv[4]) if is_record(k, d) else chunk(k, d))
+        open(sys.argv[3], "wb").write(out)
+    elif cmd == "set-field":
+        record = json.loads(text(sys.argv[2], "generation"))
+        record[sys.argv[4]] = json.loads(sys.argv[5])
+        value = json.dumps(record)
+        out = rebuild(sys.argv[2], lambda k, d: record_chunk(value) if is_record(k, d) else chunk(k, d))
+        open(sys.argv[3], "wb").write(out)
+    elif cmd == "damage-record":
+        def damage(k, d):
+            c = chunk(k, d)
+            if not is_record(k, d):
+                return c
+            c = bytearray(c)
+            c[-6] ^= 0x20  # inside the value, before the CRC
+            return bytes(c)
+        open(sys.argv[3], "wb").write(rebuild(sys.argv[2], damage))
+    elif cmd == "cut":
+        data = open(sys.argv[2], "rb").read()
+        at = data.index(sys.argv[4].encode())
+        open(sys.argv[3], "wb").write(data[:at + 6])
     else:
         raise SystemExit(__doc__)
 
