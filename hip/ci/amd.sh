@@ -5,7 +5,8 @@
 # warnings as errors) and run its ctest suites, check the tarball as a user gets it
 # (hip/ci/amd_package_check.sh), and check the code objects inside the shipped binary with the
 # root's LLVM tools, which must hold the kernels that check_device.sh found compiling the sources
-# with clang-19 (KERNELS_CLANG19, written by .ci/run's check_device.sh --kernels-out).
+# with clang-19 (KERNELS_CLANG19, written by .ci/run's check_device.sh --kernels-out); then the
+# shipped server's web page in headless Chromium.
 # Prints each part's time at the end.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -58,5 +59,10 @@ fi
 for a in gfx1100 gfx1200 gfx1201; do
   echo "amd: $a: $(grep -c "^$a " "$kernels_clang19") kernels in the shipped binary, the same as the clang-19 compile of the sources"
 done
+# The shipped server's web page in headless Chromium: the browser and Selenium run on the host
+# (.ci/run installs them), `serve` and the CLI from the unpacked tarball inside the root through
+# chroot (MOSSINFER_TEST_CHROOT); both see the same network.
+part "web page of the shipped serve in Chromium" env MOSSINFER_TEST_CHROOT="$root" python3 \
+  "$repo/hip/tests/server/web_browser_test.py" "/src/$unpacked/bin/moss-infer-hip" /src/hip/tests/data/tiny-moss
 echo "== amd: package $(basename "$tarball"), $(du -k "$tarball" | cut -f1) KiB"
 printf '%s\n' "${times[@]}"
