@@ -5,7 +5,8 @@ file(READ "${IN}" _hex HEX)
 string(LENGTH "${_hex}" _n)
 math(EXPR _size "${_n} / 2")
 string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," _bytes "${_hex}")
-string(REGEX REPLACE "((0x..,){24})" "\\1\n  " _bytes "${_bytes}")
+string(REPEAT "0x..," 24 _row)  # CMake's regular expressions have no {n}
+string(REGEX REPLACE "(${_row})" "\\1\n  " _bytes "${_bytes}")
 file(WRITE "${OUT}.tmp" "// Generated from ${IN} by embed_file.cmake; do not edit.\n#include <cstddef>\n"
      "extern const unsigned char ${NAME}[] = {\n  ${_bytes}0x00};\n"
      "extern const std::size_t ${NAME}_size = ${_size};\n")

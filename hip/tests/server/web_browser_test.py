@@ -54,7 +54,9 @@ def fetch_bytes(driver, url):
           for (let i = 0; i < u.length; i++) s += String.fromCharCode(u[i]);
           done(btoa(s));
         }).catch(e => done("error: " + e));""", url)
-    return base64.b64decode(b64) if not b64.startswith("error") else b""
+    if b64.startswith("error"):
+        raise AssertionError(f"the page cannot read {url}: {b64}")
+    return base64.b64decode(b64)
 
 
 def set_value(driver, element_id, value):
@@ -119,6 +121,7 @@ def check_page(c, srv, binary, model):
         c.check("typing-a-seed-keeps-it", not driver.find_element(By.ID, "random-seed").is_selected())
         seen, lines = generate_watching(
             driver, lambda: driver.find_element(By.ID, "prompt").send_keys(Keys.CONTROL, Keys.ENTER))
+        print(f"     progress steps seen: {seen}")
         c.check("progress-moves", len(seen) >= 2 and seen == sorted(seen) and all(n == 12 for _, n in seen), seen)
         c.check("progress-has-eta", any(re.search(r"step \d+/12 · \d+% · ETA \d+\.\d s", x) for x in lines), lines)
         c.check("progress-done", driver.find_element(By.ID, "progress-text").text == "done")
