@@ -11,7 +11,7 @@ int serve_command(const std::vector<std::string>&) {
       "again without that option (cpp-httplib: apt-get install libcpp-httplib-dev) to get one");
 #else
   throw usage_error(
-      "serve: this build has no server: it was built without cpp-httplib; install libcpp-httplib-dev "
+      "serve: this build has no server: it was built without cpp-httplib; install it "
       "(apt-get install libcpp-httplib-dev), then run cmake again and rebuild");
 #endif
 }
