@@ -33,6 +33,9 @@ except ImportError as e:
     sys.exit(f"chromium is installed but Selenium is not ({e}): pip install selenium (.ci/run does)")
 
 PHONE = (390, 844)  # CSS pixels of a common phone
+# Steps of the watched generation: long enough (seconds on the tiny model) for the page's 250 ms
+# progress polls to see several steps on a fast machine too.
+STEPS = 32
 
 
 def browser():
@@ -115,19 +118,19 @@ def check_page(c, srv, binary, model):
         driver.find_element(By.ID, "prompt").send_keys("a red apple")
         driver.find_element(By.ID, "negative").send_keys("blurry")
         custom_size(driver, 128, 96)
-        set_value(driver, "steps", 12)
+        set_value(driver, "steps", STEPS)
         set_value(driver, "cfg", 4.5)
         set_value(driver, "seed", 6)
         c.check("typing-a-seed-keeps-it", not driver.find_element(By.ID, "random-seed").is_selected())
         seen, lines = generate_watching(
             driver, lambda: driver.find_element(By.ID, "prompt").send_keys(Keys.CONTROL, Keys.ENTER))
         print(f"     progress steps seen: {seen}")
-        c.check("progress-moves", len(seen) >= 2 and seen == sorted(seen) and all(n == 12 for _, n in seen), seen)
-        c.check("progress-has-eta", any(re.search(r"step \d+/12 · \d+% · ETA \d+\.\d s", x) for x in lines), lines)
+        c.check("progress-moves", len(seen) >= 2 and seen == sorted(seen) and all(n == STEPS for _, n in seen), seen)
+        c.check("progress-has-eta", any(re.search(rf"step \d+/{STEPS} · \d+% · ETA \d+\.\d s", x) for x in lines), lines)
         c.check("progress-done", driver.find_element(By.ID, "progress-text").text == "done")
         img = driver.find_element(By.ID, "result-img")
         cli = cli_png(binary, model, work, "--prompt", "a red apple", "--negative", "blurry", "--seed", "6",
-                      "--size", "128x96", "--steps", "12", "--cfg", "4.5")
+                      "--size", "128x96", "--steps", str(STEPS), "--cfg", "4.5")
         page_png = fetch_bytes(driver, img.get_attribute("src"))
         c.check("image-shown-cli-pixels", img.is_displayed() and page_png[:4] == b"\x89PNG" and
                 png_pixels(page_png) == png_pixels(cli), img.get_attribute("src")[:40])
@@ -137,7 +140,7 @@ def check_page(c, srv, binary, model):
                 link.get_attribute("download"))
         record = driver.find_element(By.ID, "record").text
         c.check("record-shown", "a red apple" in record and "Seed: 6" in record and "Size: 128x96" in record and
-                "Steps: 12" in record, record)
+                f"Steps: {STEPS}" in record, record)
         c.check("record-details", '"cfg_scale": 4.5' in driver.find_element(By.ID, "record-json").get_attribute(
             "textContent"))
         c.check("no-error-shown", not driver.find_element(By.ID, "error").is_displayed())
