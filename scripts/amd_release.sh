@@ -2,7 +2,8 @@
 # amd_release.sh OUT_DIR: the AMD release in one command (issue 15; docs/amd_release.md).
 # Makes the ROCm 7 build root if it is missing (scripts/amd_root.sh), builds moss-infer-hip there
 # for the targets in hip/amd_targets.txt with ROCm's clang-22 against the Debian 12 sysroot (so the
-# binary starts on Ubuntu 22.04 and newer), packages it and writes
+# binary starts on Ubuntu 22.04 and newer), with the server compiled in from Debian 12's
+# cpp-httplib source (unpacked in the root), packages it and writes
 # OUT_DIR/mossinfer-VERSION-linux-hip-x86_64.tar.gz.
 #
 # Environment: MOSSINFER_ROCM_ROOT  the root's folder (default: build-rocm/root in the repository)
@@ -36,6 +37,7 @@ chroot "$root" env -C /src bash -euo pipefail -c "
   cmake -S hip -B build-amd-release -G Ninja '-DHIP_TARGET=$targets' -DROCM_PATH=/usr \
     -DCMAKE_TOOLCHAIN_FILE=/src/hip/cmake/release-sysroot.cmake -DMOSSINFER_STATIC_DEPS=ON \
     -DMOSSINFER_STATIC_LIBSTDCXX=ON -DMOSSINFER_TESTS=OFF -DMOSSINFER_HIP_TOOLS=OFF \
+    -DMOSSINFER_SERVER=ON -DMOSSINFER_HTTPLIB_SOURCE=/opt/mossinfer-src/cpp-httplib \
     -DMOSSINFER_BUNDLED_LICENSES=/src/build-amd-release/licenses >/dev/null
   cmake --build build-amd-release -j$jobs --target moss-infer-hip
   cd build-amd-release && cpack -G TGZ -B /src/build-amd-release/package >/dev/null"

@@ -10,6 +10,10 @@
 #                       linked against it, so it needs no newer glibc than the oldest distribution we
 #                       target (docs/amd_release.md), while clang-22 and the device libraries come
 #                       from the root.
+#   ROOT/opt/mossinfer-src/cpp-httplib/
+#                       Debian 12's source package of cpp-httplib (apt-get source, Debian's patches
+#                       applied): the release compiles its single header in, as the Debian 12
+#                       host build links the same source compiled by Debian (libcpp-httplib-dev).
 # A finished root carries ROOT/.mossinfer-root with the package lists it was made from; a root
 # whose stamp differs (or a half-made one) is made again from nothing.
 set -euo pipefail
@@ -17,10 +21,12 @@ set -euo pipefail
 root=${1:?usage: amd_root.sh ROOT}
 mirror=${MOSSINFER_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 root_packages="libamdhip64-dev hipcc rocm-device-libs-22 clang-22 lld-22 llvm-22 cmake ninja-build g++ \
-pkg-config libpcre2-dev libutf8proc-dev nlohmann-json3-dev libpng-dev zlib1g-dev libgtest-dev file python3"
+pkg-config libpcre2-dev libutf8proc-dev nlohmann-json3-dev libpng-dev zlib1g-dev libgtest-dev file python3 dpkg-dev"
 sysroot_packages="libc6-dev libstdc++-12-dev libgcc-12-dev linux-libc-dev libpcre2-dev libutf8proc-dev \
 libpng-dev zlib1g-dev nlohmann-json3-dev"
-stamp="root: $root_packages | sysroot bookworm: $sysroot_packages"
+# Source packages of bookworm the release compiles in (dpkg-dev above unpacks them).
+source_packages="cpp-httplib"
+stamp="root: $root_packages | sysroot bookworm: $sysroot_packages | sources bookworm: $source_packages"
 
 if [[ -f $root/.mossinfer-root && $(cat "$root/.mossinfer-root") == "$stamp" ]]; then
   echo "amd_root: $root is ready"
@@ -48,6 +54,7 @@ mkdir -p "$(dirname "$root")"
 t0=$SECONDS
 mmdebstrap --quiet --variant=apt --aptopt="$no_expiry" --include=ca-certificates \
   sid "$root" "deb $mirror sid main" "deb $mirror experimental main"
+echo "deb-src $mirror bookworm main" > "$root/etc/apt/sources.list.d/bookworm-src.list"
 chroot "$root" apt-get -o Acquire::Check-Valid-Until=false update -q >/dev/null
 DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get -o Acquire::Check-Valid-Until=false install -y -q \
   --no-install-recommends -t experimental $root_packages >/dev/null
@@ -56,4 +63,12 @@ t1=$SECONDS
 mmdebstrap --quiet --variant=apt --aptopt="$no_expiry" --include="${sysroot_packages// /,}" \
   bookworm "$root/sysroot" "deb $mirror bookworm main"
 echo "amd_root: bookworm sysroot in $((SECONDS - t1)) s"
+mkdir -p "$root/opt/mossinfer-src"
+for p in $source_packages; do
+  chroot "$root" env -C /opt/mossinfer-src bash -euo pipefail -c "
+    apt-get source -q $p/bookworm >/dev/null
+    rm -f ${p}_*  # the .dsc and tarballs; the unpacked, patched tree stays
+    mv $p-*/ $p"
+done
+echo "amd_root: bookworm sources: $(ls "$root/opt/mossinfer-src" | tr '\n' ' ')"
 echo "$stamp" > "$root/.mossinfer-root"

@@ -21,6 +21,10 @@ root_packages=(
   "rocm-device-libs-22:ROCm device libraries, linked into the GPU code objects"
   "libamdhip64-dev:HIP headers, whose inline host and device code is compiled in"
 )
+# Debian 12 source packages unpacked in the root (scripts/amd_root.sh), whose code is compiled in.
+source_packages=(
+  "cpp-httplib:cpp-httplib 0.11 (Debian 12's source package, httplib.h), compiled in (the HTTP server of serve)"
+)
 rm -rf "$out"
 mkdir -p "$out/common-licenses"
 index=$out/README.txt
@@ -29,9 +33,9 @@ index=$out/README.txt
   echo "The HIP runtime (libamdhip64.so.7) is not shipped: it is the user's ROCm installation's."
   echo
 } > "$index"
-add() {  # TREE ENTRY
+add() {  # TREE ENTRY [COPYRIGHT-FILE]
   local tree=$1 pkg=${2%%:*} what=${2#*:} src
-  src=$tree/usr/share/doc/$pkg/copyright
+  src=${3:-$tree/usr/share/doc/$pkg/copyright}
   [[ -s $src ]] || { echo "collect_licenses: missing $src" >&2; exit 1; }
   cp "$src" "$out/$pkg.copyright"
   echo "$pkg.copyright: $what" >> "$index"
@@ -45,5 +49,6 @@ add() {  # TREE ENTRY
 }
 for e in "${sysroot_packages[@]}"; do add "$root/sysroot" "$e"; done
 for e in "${root_packages[@]}"; do add "$root" "$e"; done
+for e in "${source_packages[@]}"; do add "$root" "$e" "$root/opt/mossinfer-src/${e%%:*}/debian/copyright"; done
 echo >> "$index"
 echo "common-licenses/: the full texts those copyright files refer to by name." >> "$index"

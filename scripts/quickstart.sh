@@ -7,7 +7,7 @@ if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
   apt-get update -q >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
     cmake make g++ pkg-config clang-19 lld-19 llvm-19 libpcre2-dev libutf8proc-dev nlohmann-json3-dev \
-    libpng-dev zlib1g-dev libgtest-dev >/dev/null
+    libpng-dev zlib1g-dev libgtest-dev libcpp-httplib-dev >/dev/null
 fi
 export PATH=/usr/local/cuda/bin:$PATH
 target=${HIP_TARGET:-nvidia}

@@ -7,7 +7,8 @@
 # root's LLVM tools, which must hold the kernels that check_device.sh found compiling the sources
 # with clang-19 (KERNELS_CLANG19, written by .ci/run's check_device.sh --kernels-out), for every
 # target of hip/amd_targets.txt; a target clang-19 does not know (gfx1153) must hold the same
-# kernels as the others (docs/amd_targets.md). Prints each part's time at the end.
+# kernels as the others (docs/amd_targets.md); then the shipped server's web page in headless
+# Chromium. Prints each part's time at the end.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 root=${MOSSINFER_ROCM_ROOT:-$repo/build-rocm/root}
@@ -77,5 +78,10 @@ for a in "${targets[@]}"; do
   else how="the same as $ref's (clang-19 does not know $a)"; fi
   echo "amd: $a: $(grep -c "^$a " "$expected") kernels in the shipped binary, $how"
 done
+# The shipped server's web page in headless Chromium: the browser and Selenium run on the host
+# (.ci/run installs them), `serve` and the CLI from the unpacked tarball inside the root through
+# chroot (MOSSINFER_TEST_CHROOT); both see the same network.
+part "web page of the shipped serve in Chromium" env MOSSINFER_TEST_CHROOT="$root" python3 \
+  "$repo/hip/tests/server/web_browser_test.py" "/src/$unpacked/bin/moss-infer-hip" /src/hip/tests/data/tiny-moss
 echo "== amd: package $(basename "$tarball"), $(du -k "$tarball" | cut -f1) KiB"
 printf '%s\n' "${times[@]}"

@@ -2,9 +2,9 @@
 # amd_package_check.sh TARBALL MOSS_CHECK DATA_DIR: the AMD release tarball as a user gets it
 # (issue 15), run inside the ROCm 7 root (no GPU): unpacked into an empty folder and started from
 # there. Checks what the binary needs from the system (glibc floor, sonames, RUNPATH, no shared
-# libstdc++), the licence texts, --version/--help/--list-devices, serve's refusal (the static
-# release has no server), a GPU run's refusal without a device, the tiny model on the host
-# backend against the golden image, and where the loader finds libamdhip64.so.7
+# libstdc++), the licence texts, --version/--help/--list-devices, serve (its web page, and an
+# image from txt2img equal to the CLI's), a GPU run's refusal without a device, the tiny model on
+# the host backend against the golden image, and where the loader finds libamdhip64.so.7
 # (LD_LIBRARY_PATH, then the package's lib/, then /opt/rocm/lib, then the system's paths) by
 # moving the library between those places.
 # Prints one PASS/FAIL line per check and 'N passed, M failed'; exit 0 only when all passed.
@@ -12,6 +12,7 @@ set -uo pipefail
 tarball=$(realpath "${1:?usage: amd_package_check.sh TARBALL MOSS_CHECK DATA_DIR}")
 moss_check=$(realpath "${2:?}")
 data=$(realpath "${3:?}")
+tests=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/server" && pwd)
 # The oldest distribution the release targets: Ubuntu 22.04 (glibc 2.35); docs/amd_release.md.
 GLIBC_FLOOR=2.35
 ALLOWED_NEEDED="libamdhip64.so.7 libc.so.6 libm.so.6 ld-linux-x86-64.so.2"
@@ -59,7 +60,8 @@ check "code objects for ${targets[*]}" \
   "$(for a in "${targets[@]}"; do grep -qa "amdgcn-amd-amdhsa--$a" "$bin" || echo -n "$a missing "; done)"
 for lic in LICENSE THIRD_PARTY_LICENSES.md licenses/README.txt licenses/libpcre2-8-0.copyright \
            licenses/libutf8proc2.copyright licenses/libpng16-16.copyright licenses/zlib1g.copyright \
-           licenses/libstdc++6.copyright licenses/common-licenses/GPL-3 licenses/common-licenses/Apache-2.0; do
+           licenses/libstdc++6.copyright licenses/cpp-httplib.copyright licenses/common-licenses/GPL-3 \
+           licenses/common-licenses/Apache-2.0; do
   check "licence text $lic" "$([[ -s $pkg/$lic ]] || echo missing)"
 done
 ldd "$bin" | sed 's/^/     ldd: /'
@@ -74,9 +76,12 @@ rc=$(run "$bin" --help)
 check "--help exits 0" "$([[ $rc == 0 ]] && grep -q 'usage: moss-infer-hip' "$work/out.txt" || echo "exit $rc")"
 rc=$(run "$bin" --list-devices)
 check "--list-devices exits 0: no HIP devices" "$([[ $rc == 0 ]] && grep -qx 'no HIP devices' "$work/out.txt" || { echo "exit $rc:"; head -3 "$work/out.txt"; })"
-rc=$(run "$bin" serve --model "$data/tiny-moss")
-check "serve: exit 2, this build has no server (static release: no cpp-httplib)" \
-  "$([[ $rc == 2 ]] && grep -q 'this build has no server' "$work/out.txt" || { echo "exit $rc:"; head -3 "$work/out.txt"; })"
+# The server with cpp-httplib compiled in: the web page at /, and an image from POST txt2img equal
+# to the CLI's (hip/tests/server/web_page_test.py starts `serve` from the package; host backend).
+rc=$(run python3 "$tests/web_page_test.py" "$bin" "$data/tiny-moss")
+grep -E '^(PASS|FAIL)' "$work/out.txt" | sed 's/^/     serve: /'
+check "serve from the package: the web page, and txt2img gives the CLI's image" \
+  "$([[ $rc == 0 ]] || { echo "exit $rc:"; grep -v '^PASS' "$work/out.txt" | tail -5; })"
 tiny=(--model "$data/tiny-moss" --prompt 'a red apple on a wooden table' --negative '' --size 96x64 --steps 4
       --cfg 3 --shift 5 --seed 42 --skip-layers 2)
 rc=$(run env -u MOSSINFER_BACKEND "$bin" "${tiny[@]}" -o "$work/gpu.png")

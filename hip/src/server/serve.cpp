@@ -12,6 +12,7 @@
 #include "pipeline/engine.h"
 #include "server/a1111_routes.h"
 #include "server/serve_options.h"
+#include "server/web_page.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/thread_pool.h"
@@ -56,6 +57,7 @@ int serve_command(const std::vector<std::string>& args) {
   server.set_keep_alive_max_count(100);
   A1111Routes routes(engine, options, rep);
   routes.install(server);
+  install_web_page(server);
 
   if (!server.bind_to_port(options.host, options.port))
     throw failure("serve: cannot listen on " + options.host + ":" + std::to_string(options.port) +

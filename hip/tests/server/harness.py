@@ -13,6 +13,15 @@ import zlib
 import struct
 
 TINY_DEFAULTS = ["--skip-layers", "2", "--size", "32x32", "--steps", "2"]
+# MOSSINFER_TEST_CHROOT=ROOT: the binary (and the model) are paths inside ROOT, and run there through
+# chroot (the AMD release's binary in the ROCm root, hip/ci/amd.sh); the network is the host's.
+CHROOT = os.environ.get("MOSSINFER_TEST_CHROOT", "")
+WRAP = ["chroot", CHROOT] if CHROOT else []
+
+
+def inside(path):
+    """A host path as the binary sees it (under MOSSINFER_TEST_CHROOT, a path in that root)."""
+    return "/" + os.path.relpath(path, CHROOT) if CHROOT else path
 
 
 def free_port():
@@ -29,7 +38,7 @@ class Server:
         self.port = free_port()
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
         env = dict(os.environ, MOSSINFER_BACKEND="host")
-        self.proc = subprocess.Popen([binary, "serve", "--model", model, "--port", str(self.port), *TINY_DEFAULTS,
+        self.proc = subprocess.Popen([*WRAP, binary, "serve", "--model", model, "--port", str(self.port), *TINY_DEFAULTS,
                                       *extra], stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -96,12 +105,14 @@ def png_pixels(data):
 
 def cli_png(binary, model, workdir, *flags):
     """The PNG the CLI makes with the tiny defaults and `flags`."""
+    if CHROOT:
+        workdir = tempfile.mkdtemp(dir=os.path.join(CHROOT, "tmp"))
     out = os.path.join(workdir, f"cli-{abs(hash(flags))}.png")
     env = dict(os.environ, MOSSINFER_BACKEND="host")
     settings = dict(zip(TINY_DEFAULTS[::2], TINY_DEFAULTS[1::2]))
     settings.update(zip(flags[::2], flags[1::2]))  # flags win over the server's defaults
     args = [a for pair in settings.items() for a in pair]
-    subprocess.run([binary, "--model", model, *args, "-o", out, "--quiet"], check=True, env=env)
+    subprocess.run([*WRAP, binary, "--model", model, *args, "-o", inside(out), "--quiet"], check=True, env=env)
     return open(out, "rb").read()
 
 

@@ -10,11 +10,11 @@ if(MOSSINFER_SERVER)
   endforeach()
 else()
   # Visible in the summary as skipped, not silently absent; and serve says this build has none.
-  add_test(NAME server_not_built COMMAND bash -c "echo 'built without cpp-httplib (MOSSINFER_SERVER=OFF): no serve tests'; exit 77")
+  add_test(NAME server_not_built COMMAND bash -c "echo 'built without the server (no cpp-httplib: apt-get install libcpp-httplib-dev, or -DMOSSINFER_SERVER=OFF): no serve tests'; exit 77")
   set_tests_properties(server_not_built PROPERTIES SKIP_RETURN_CODE 77 LABELS server)
   add_test(NAME server_unavailable_message
            COMMAND bash -c "out=$(\"$0\" serve --model \"$1\" 2>&1); rc=$?; echo \"$out\"; \
-[[ $rc -eq 2 ]] && grep -q 'this build has no server' <<<\"$out\""
+[[ $rc -eq 2 ]] && grep -q 'this build has no server' <<<\"$out\" && grep -q 'libcpp-httplib-dev' <<<\"$out\""
                    $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
   set_tests_properties(server_unavailable_message PROPERTIES LABELS server)
 endif()
