@@ -163,6 +163,7 @@ DeviceList parse_device_list(const std::string& opt, const std::string& value) {
   for (;;) {
     const size_t comma = value.find(',', start);
     const std::string item = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) throw bad_value(opt, value, "an empty entry: give device indexes separated by commas, or all");
     const int index = int(parse_int(opt, item, 0, 255));
     if (std::find(list.indexes.begin(), list.indexes.end(), index) != list.indexes.end())
       throw bad_value(opt, value, "device " + std::to_string(index) + " is listed twice");

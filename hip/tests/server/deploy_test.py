@@ -34,6 +34,9 @@ def haproxy_config(port, servers):
     text = re.sub(r"(?m)^(\s*bind )\S+", lambda m: f"{m.group(1)}127.0.0.1:{port}", text)
     lines = [f"    server serve-{i} 127.0.0.1:{s.port} check" for i, s in enumerate(servers)]
     text = re.sub(r"(?m)^\s*server .*\n", "", text).rstrip("\n") + "\n" + "\n".join(lines) + "\n"
+    if os.environ.get("DEPLOY_TEST_LOG"):
+        text = text.replace("global\n", "global\n    log stderr format raw local0\n", 1)
+        text = text.replace("defaults\n", "defaults\n    option httplog\n", 1)
     return text
 
 
@@ -66,7 +69,8 @@ def main():
     expected = {s: png_pixels(cli_png(binary, model, work, "--prompt", "a red apple", "--seed", str(s)))
                 for s in SEEDS}
 
-    servers = [Server(binary, model) for _ in range(3)]
+    # One engine each, --queue at least the cfg's maxconn (6), as docs/deploy.md says.
+    servers = [Server(binary, model, ["--queue", "6"]) for _ in range(3)]
     port = free_port()
     cfg = os.path.join(work, "haproxy.cfg")
     open(cfg, "w").write(haproxy_config(port, servers))
@@ -143,21 +147,26 @@ def main():
           f"finished with images; it exited {term_code}")
     print(f"SIGKILL to serve-1 at {t_kill - t_start:.2f} s: {len(failed)} requests failed "
           f"(statuses {sorted({str(r[2]) for r in failed})}), each retried: "
-          f"{[('request', r[0], 'retry ok' if r[4] else 'retry FAILED') for r in failed]}")
+          f"{[(r[0], r[2], r[3], 'retry ok' if r[4] else 'retry FAILED') for r in failed][:20]}")
 
     c.check("all-answered", len(results) == REQUESTS, len(results))
-    c.check("every-image-equals-cli", all(r[4] for r in results), [r for r in results if not r[4]][:5])
+    c.check("every-image-equals-cli", all(r[4] for r in results), [r for r in results if not r[4]][:3])
     c.check("three-servers-served", {"serve-0", "serve-1", "serve-2"} <= set(by_server), by_server)
     c.check("sigterm-drained-exit-0", term_code == 0 and "drained" in term_log, (term_code, term_log[-300:]))
-    c.check("sigterm-refused-nothing", not any(r[2] == 503 for r in results), [r for r in results if r[2] == 503])
-    # Only what serve-1 had in flight can fail: at most its HAProxy maxconn (2), and only at the kill.
-    c.check("sigkill-only-in-flight-fail", len(failed) <= 2 and
-            all(r[6] <= t_kill <= r[6] + r[5] + 0.5 for r in failed), failed)
-    c.check("sigkill-retries-get-images", all(r[4] for r in failed), failed)
+    c.check("sigterm-refused-nothing", not any(r[2] == 503 for r in results), [r for r in results if r[2] == 503][:3])
+    # Only what serve-1 had in flight can fail (running or queued there: at most its maxconn, 6),
+    # each with the balancer's 502, and only those sent before the kill and not answered by then.
+    c.check("sigkill-only-in-flight-fail", len(failed) <= 6 and all(r[2] == 502 for r in failed) and
+            all(r[6] <= t_kill <= r[6] + r[5] + 0.5 for r in failed), failed[:3])
+    c.check("sigkill-retries-get-images", all(r[4] for r in failed), failed[:3])
     c.check("survivor-alive", servers[2].proc.poll() is None)
 
     proxy.terminate()
     proxy.wait(timeout=30)
+    said = proxy.stderr.read().decode(errors="replace")
+    # Its server state changes, and (with DEPLOY_TEST_LOG=1) the requests not answered 200.
+    print("haproxy said:\n" + "\n".join([l for l in said.splitlines() if l.startswith("[")] +
+                                          [l for l in said.splitlines() if not l.startswith("[") and " 200 " not in l][:30]))
     code = servers[2].stop()
     c.check("survivor-drains-exit-0", code == 0, code)
     c.finish()

@@ -4,6 +4,7 @@
 finish, new ones are refused, exit 0), its deadline and the signals that stop at once, the
 progress of a 2-image request sampled every 50 ms, and an interrupt that answers with the image
 so far. Usage: ops_test.py BINARY MODEL_DIR"""
+import http.client
 import json
 import os
 import signal
@@ -105,7 +106,6 @@ def check_health_queue_progress_interrupt(c, binary, model):
         wait_until(lambda: '"ready":false' in srv.request("GET", "/ready")[2].decode())
         conn_status, err, _ = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "x", "steps": 2})
         c.check("queue-full-503", conn_status == 503 and "busy" in err["error"], (conn_status, err))
-        import http.client
         conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
         conn.request("POST", "/sdapi/v1/txt2img", body=b'{"prompt": "x"}', headers={"Content-Type": "application/json"})
         resp = conn.getresponse()
@@ -171,6 +171,7 @@ def check_drain(c, binary, model):
                 not json.loads(r["info"])["interrupted"], (s, r))
     code = srv.proc.wait(timeout=60)
     out = srv.output()
+    os.unlink(srv.log.name)
     c.check("drain-exit-0", code == 0 and "drained" in out, (code, out[-400:]))
 
 
@@ -193,6 +194,7 @@ def check_stops(c, binary, model):
         code = srv.proc.wait(timeout=60)
         status, err, _ = results["job"]
         c.check(f"{name}-exit-{code_expected}", code == code_expected, (code, srv.output()[-300:]))
+        os.unlink(srv.log.name)
         c.check(f"{name}-running-gets-503", status == 503 and "stopping" in err["error"] and time.time() - t0 < 20,
                 (status, err))
 
