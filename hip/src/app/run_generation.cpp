@@ -8,7 +8,7 @@
 #include "io/files.h"
 #include "io/mapping_faults.h"
 #include "io/output_paths.h"
-#include "pipeline/engine.h"
+#include "pipeline/engine_pool.h"
 #include "pipeline/reporter.h"
 #include "util/interrupt.h"
 #include "util/test_pause.h"
@@ -58,24 +58,37 @@ int run_generation(const RunOptions& o) {
   EngineSettings settings;
   settings.model = o.model;
   settings.vram_budget_gib = o.vram_budget_gib;
-  settings.device = o.device;
   settings.keep_loaded = images.size() > 1;
-  Engine engine(settings, rep);
+  // One engine per --device entry (no more than there are images); the images are spread over
+  // them, each keeping the name and seed it has with one engine.
+  std::vector<int> devices = engine_devices(o.devices);
+  if (devices.size() > images.size()) devices.resize(images.size());
+  EnginePool pool(settings, devices, rep);
   test_pause("model");
   check_interrupted();
-  for (const GenerationRequest& r : images) engine.check(r);
+  for (const GenerationRequest& r : images) pool.engine(0).check(r);
 
   // Each image's outputs are committed together when it is finished (Engine::generate, through
   // io/output_files.h): a stopped or failed image leaves none of its files; the images of a
-  // batch finished before it stay.
+  // batch finished before it stay (with several engines: the ones finished before the first
+  // failure; the others stop at their image's end).
+  std::vector<std::vector<std::string>> image_paths(images.size());
+  pool.spread(images.size(), [&](size_t engine, size_t i) {
+    if (images.size() > 1) {
+      std::string text = "image " + std::to_string(i + 1) + "/" + std::to_string(images.size());
+      nlohmann::ordered_json event = {{"event", "stage"}, {"stage", "image"}, {"image", i + 1}, {"images", images.size()}};
+      if (pool.size() > 1) {
+        text += " (device " + device_label(pool.device(engine)) + ")";
+        event["device"] = device_label(pool.device(engine));
+      }
+      rep.event(text, event);
+    }
+    image_paths[i] = pool.engine(engine).generate(images[i], false).paths;
+  });
   std::vector<std::string> paths;
   std::vector<uint64_t> seeds;
   for (size_t i = 0; i < images.size(); ++i) {
-    if (images.size() > 1)
-      rep.event("image " + std::to_string(i + 1) + "/" + std::to_string(images.size()),
-                {{"event", "stage"}, {"stage", "image"}, {"image", i + 1}, {"images", images.size()}});
-    GeneratedImage done = engine.generate(images[i], false);
-    paths.insert(paths.end(), done.paths.begin(), done.paths.end());
+    paths.insert(paths.end(), image_paths[i].begin(), image_paths[i].end());
     seeds.push_back(images[i].seed);
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();

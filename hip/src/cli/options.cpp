@@ -1,5 +1,6 @@
 #include "cli/options.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -151,6 +152,26 @@ bool option_takes_value(const std::string& option) {
   return kValued.count(option) > 0;
 }
 
+DeviceList parse_device_list(const std::string& opt, const std::string& value) {
+  DeviceList list;
+  if (value == "all") {
+    list.all = true;
+    return list;
+  }
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = value.find(',', start);
+    const std::string item = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) throw bad_value(opt, value, "an empty entry: give device indexes separated by commas, or all");
+    const int index = int(parse_int(opt, item, 0, 255));
+    if (std::find(list.indexes.begin(), list.indexes.end(), index) != list.indexes.end())
+      throw bad_value(opt, value, "device " + std::to_string(index) + " is listed twice");
+    list.indexes.push_back(index);
+    if (comma == std::string::npos) return list;
+    start = comma + 1;
+  }
+}
+
 int64_t parse_int_option(const std::string& opt, const std::string& value, int64_t lo, int64_t hi) {
   return parse_int(opt, value, lo, hi);
 }
@@ -187,7 +208,7 @@ std::string help_text() {
          "  --max-seq N            templated tokens per prompt; longer prompts are cut  default: 4096\n"
          "  --tier reference       the only tier                                        default: reference\n"
          "  --vram-budget GiB      cap on device memory for the VAE and the DiT         default: free memory\n"
-         "  --device N             HIP device index                                     default: first supported\n"
+         "  --device N[,N...]|all  HIP device index(es): one engine each, images spread  default: first supported\n"
          "  --no-metadata          no generation record in the PNG\n"
          "  --quiet                no progress output\n"
          "  --progress json        one JSON object per event on stderr                  default: text\n"
@@ -322,7 +343,7 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
       if (g <= 0) throw bad_value(arg, value, "must be a positive number of GiB, at most 4096");
       o.vram_budget_gib = g;
     } else if (arg == "--device") {
-      o.device = int(parse_int(arg, value, 0, 255));
+      o.devices = parse_device_list(arg, value);
     } else if (arg == "--batch-count") {
       o.batch_count = parse_int(arg, value, 1, 10000);
     } else if (arg == "--prompt-file" || arg == "--negative-file" || arg == "--jobs") {

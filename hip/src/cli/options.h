@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/devices.h"
+
 namespace moss {
 
 enum class Action { Run, Help, Version, ListDevices };
@@ -26,7 +28,7 @@ struct RunOptions {
   int64_t max_seq = 4096;
   std::string tier = "reference";
   std::optional<double> vram_budget_gib;
-  int device = -1;           // -1: first supported device
+  DeviceList devices;        // --device N[,N...] | all
   bool no_metadata = false;
   bool quiet = false;
   // Several images per load (README "Many images per load", "Progress events").
@@ -49,6 +51,9 @@ ParsedArgs parse_args(const std::vector<std::string>& args);
 bool option_takes_value(const std::string& option);
 
 // The parser's integer check for options outside parse_args (serve's --port): exit 2 naming opt.
+// "all" or a comma list of distinct indexes 0..255; exit 2 naming opt otherwise.
+DeviceList parse_device_list(const std::string& opt, const std::string& value);
+
 int64_t parse_int_option(const std::string& opt, const std::string& value, int64_t lo, int64_t hi);
 
 std::string usage_line();

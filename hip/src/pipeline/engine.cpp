@@ -42,15 +42,11 @@ std::string gib(size_t bytes) {
 // `memory`: the chosen device's pools for the memory plan (an APU's carve-out and GTT).
 std::unique_ptr<Backend> choose_backend(int device, const Reporter& rep, std::string& backend_name,
                                         DeviceMemory& memory) {
-  const char* env = std::getenv("MOSSINFER_BACKEND");
-  std::string want = env ? env : "";
-  if (want == "host") {
+  if (host_backend_chosen()) {
     backend_name = "host";
     rep.line("device: host reference backend (%d threads; MOSSINFER_BACKEND=host)", ThreadPool::global().size());
     return make_host_backend();
   }
-  if (!want.empty() && want != "hip")
-    throw usage_error("MOSSINFER_BACKEND=" + want + ": expected 'hip' or 'host'");
   const DeviceInfo picked = choose_device(device);
   const DeviceInfo* chosen = &picked;
   std::string kernels;
@@ -70,6 +66,14 @@ std::unique_ptr<Backend> choose_backend(int device, const Reporter& rep, std::st
 }
 
 }  // namespace
+
+bool host_backend_chosen() {
+  const char* env = std::getenv("MOSSINFER_BACKEND");
+  const std::string want = env ? env : "";
+  if (!want.empty() && want != "hip" && want != "host")
+    throw usage_error("MOSSINFER_BACKEND=" + want + ": expected 'hip' or 'host'");
+  return want == "host";
+}
 
 // What stays open between images. Declaration order is destruction order in reverse: the
 // models go before the backend they live on.
@@ -113,9 +117,19 @@ void Engine::check(const GenerationRequest& r) const {
                         " does not exist (the DiT has " + std::to_string(s_->model.dit_config.layers) + " blocks)");
 }
 
-GeneratedImage Engine::generate(const GenerationRequest& r, bool decode, const ProgressHook& hook) {
+DeviceMemory Engine::device_memory() const {
+  DeviceMemory m;
+  if (!s_->be) return m;
+  m.total_bytes = s_->be->total_memory();
+  const size_t free_bytes = s_->be->free_memory();
+  m.used_bytes = m.total_bytes > free_bytes ? m.total_bytes - free_bytes : 0;
+  return m;
+}
+
+GeneratedImage Engine::generate(const GenerationRequest& r, bool decode, const ProgressHook& hook,
+                                const std::atomic<bool>* stop_denoise) {
   try {
-    return make_image(r, decode, hook);
+    return make_image(r, decode, hook, stop_denoise);
   } catch (...) {
     // A stopped image (a signal, a cancel, a failure) may leave a model mid-pass: the next image
     // loads it again rather than trust its state.
@@ -124,7 +138,8 @@ GeneratedImage Engine::generate(const GenerationRequest& r, bool decode, const P
   }
 }
 
-GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway, const ProgressHook& hook) {
+GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway, const ProgressHook& hook,
+                                  const std::atomic<bool>* stop_denoise) {
   const auto t_start = Clock::now();
   Loaded& L = *s_;
   const MossModel& model = L.model;
@@ -283,11 +298,13 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     std::vector<float> noise = initial_noise(o.seed, model.dit_config.latent_channels, gh, gw);
     Tensor x = host_tensor(DType::F32, {model.dit_config.latent_channels, gh, gw});
     std::copy(noise.begin(), noise.end(), x.ptr<float>());
-    SamplerSettings s{o.cfg, o.skip_layers};
+    SamplerSettings s{o.cfg, o.skip_layers, stop_denoise};
     test_pause("denoise");
     checkpoint({"denoise", 0, steps_run});
     auto t_loop = Clock::now();
+    int steps_done = 0;
     latent = sample(dit, cond, use_uncond ? &uncond : nullptr, x, sigmas, s, [&](int step, int total, double sec) {
+      steps_done = step + 1;
       const double elapsed = since(t_loop);
       const double eta = elapsed / double(step + 1) * double(total - step - 1);
       char text[64];
@@ -297,6 +314,8 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
       checkpoint({"denoise", step + 1, total, sec, eta});
     });
     record.times.denoise_s = since(t_loop);
+    out.stopped_early = steps_done < steps_run;
+    record.steps_run = steps_done;
     if (!keep) L.dit.reset();
   }
   if (!keep) be.release_cached();  // the DiT's weights and buffers go back before the decode
@@ -334,9 +353,9 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
                 "done: text encoder %.3f s (load %.3f s, encode %.3f s, %s, %s tokens), dit load %.3f s, denoise "
                 "%.3f s (%d steps), vae %.3f s, total %.3f s; seed %llu; %d of %d DiT blocks resident",
                 record.times.text_encoder_s, te_times.load_s, te_times.encode_s, te_residency_name(te_residency),
-                te_tokens.c_str(), record.times.dit_load_s, record.times.denoise_s, steps_run, record.times.vae_s,
+                te_tokens.c_str(), record.times.dit_load_s, record.times.denoise_s, record.steps_run, record.times.vae_s,
                 record.times.total_s, (unsigned long long)o.seed, record.resident_blocks, record.total_blocks);
-  rep.event(done, {{"event", "image"}, {"seed", o.seed}, {"steps", o.steps}, {"steps_run", steps_run},
+  rep.event(done, {{"event", "image"}, {"seed", o.seed}, {"steps", o.steps}, {"steps_run", record.steps_run},
                    {"paths", out.paths},
                    {"timings", {{"text_encoder", record.times.text_encoder_s}, {"text_encoder_load", te_times.load_s},
                                 {"dit_load", record.times.dit_load_s}, {"denoise", record.times.denoise_s},

@@ -4,6 +4,8 @@
 // and the VAE weights are opened once, and with keep_loaded the text encoder and the DiT stay
 // loaded between images where the memory plan holds them together.
 #pragma once
+#include <atomic>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -42,7 +44,18 @@ struct GeneratedImage {
   RunRecord record;
   std::string png;                 // the encoded image (with its record unless no_metadata); empty without decode
   std::vector<std::string> paths;  // files written (request.output_png, request.latent_out)
+  bool stopped_early = false;      // the denoise ended before its last step (record.steps_run: how far)
 };
+
+// The memory of an engine's device: used by every program on it (our allocator's cache counts
+// as free); all zero on the host backend and before the first image chose the backend.
+struct DeviceMemory {
+  size_t used_bytes = 0, total_bytes = 0;
+};
+
+// Whether MOSSINFER_BACKEND=host picks the host reference backend (a developer feature for tests
+// and machines without a GPU); exit 2 for a value other than host or hip.
+bool host_backend_chosen();
 
 class Engine {
  public:
@@ -55,15 +68,21 @@ class Engine {
   // Refuses (exit 2) what this model cannot run, before any compute: skip layers beyond its blocks.
   void check(const GenerationRequest& r) const;
   // Makes the image; decodes when the request writes a PNG or `decode` asks for the image anyway
-  // (the server). The backend is chosen on the first call.
-  GeneratedImage generate(const GenerationRequest& r, bool decode, const ProgressHook& hook = {});
+  // (the server). The backend is chosen on the first call, on the calling thread (a HIP device
+  // is bound to it): call every method of one engine from one thread.
+  // stop_denoise, when given and set during the denoise, ends it after the current step (at least
+  // one runs) and the image is decoded from the latents as they are: stopped_early.
+  GeneratedImage generate(const GenerationRequest& r, bool decode, const ProgressHook& hook = {},
+                          const std::atomic<bool>* stop_denoise = nullptr);
+  DeviceMemory device_memory() const;
 
   const std::string& model_identity() const;
   const std::string& model_folder() const;
 
  private:
   struct Loaded;
-  GeneratedImage make_image(const GenerationRequest& r, bool decode, const ProgressHook& hook);
+  GeneratedImage make_image(const GenerationRequest& r, bool decode, const ProgressHook& hook,
+                            const std::atomic<bool>* stop_denoise);
   EngineSettings settings_;
   const Reporter& rep_;
   std::unique_ptr<Loaded> s_;

@@ -61,9 +61,10 @@ class Reporter {
     s.pop_back();
     return s;
   }
+  // One stdio call per line: stdio locks the stream per call, so the lines of several engines'
+  // threads (--device lists) never mix.
   static void print(const std::string& text) {
-    std::fputs(text.c_str(), stderr);
-    std::fputc('\n', stderr);
+    std::fputs((text + "\n").c_str(), stderr);
     std::fflush(stderr);
   }
   // Invalid UTF-8 (a prompt's bytes never are: they are checked) is replaced, never thrown on.

@@ -62,6 +62,7 @@ Tensor sample(Dit& dit, const Dit::Text& cond, const Dit::Text* uncond, const Te
     be.synchronize();
     if (on_step)
       on_step(i, total, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (s.stop_after_step && s.stop_after_step->load()) break;
   }
   return to_host(x);
 }

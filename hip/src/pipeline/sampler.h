@@ -5,6 +5,7 @@
 // host between steps unless a trace asks for it); each step ends with a synchronisation, so
 // on_step's time is the step's device time.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <vector>
 
@@ -20,6 +21,9 @@ inline bool guided(float cfg) { return cfg != 1.0f; }
 struct SamplerSettings {
   float cfg = 1.0f;
   std::vector<int> skip_layers;  // 0-based blocks the uncond pass skips
+  // When set and true after a step (and its on_step), the loop ends there and returns the latent
+  // as it is: an interrupt that still wants the image so far (the server's /interrupt).
+  const std::atomic<bool>* stop_after_step = nullptr;
 };
 
 // Per step i, host f32 [C, gh, gw]: the velocities and the latent after the step (v_uncond

@@ -26,6 +26,12 @@ struct DeviceInfo {
   std::vector<std::string> kernels;  // kernel families usable on it (the `kernels:` line)
 };
 
+// --device N[,N...] | all: the devices to run one engine each on (README "Several devices").
+struct DeviceList {
+  std::vector<int> indexes;  // as given, distinct; empty: the first supported device
+  bool all = false;          // every supported device
+};
+
 // Every device the runtime reports, in index order. Never throws: with no driver, no runtime
 // or no GPU the list is empty; a device that cannot be queried is listed as unsupported.
 std::vector<DeviceInfo> list_devices();

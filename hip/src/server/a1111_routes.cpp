@@ -1,7 +1,5 @@
 #include "server/a1111_routes.h"
 
-#include <chrono>
-#include <ctime>
 #include <new>
 
 #include "frontend/a1111_request.h"
@@ -12,10 +10,6 @@ namespace moss {
 namespace {
 
 using json = nlohmann::json;
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -41,24 +35,14 @@ const char* status_text(int status) {
   }
 }
 
-// How a running request ends early: POST /interrupt, or its client went away.
-struct Stopped {
-  bool client_gone;
-};
-
-std::string job_timestamp() {
-  char b[32];
-  std::time_t t = std::time(nullptr);
-  std::tm tm = {};
-  localtime_r(&t, &tm);
-  std::strftime(b, sizeof b, "%Y%m%d%H%M%S", &tm);
-  return b;
-}
+// What a 503 tells a client (and a balancer) to wait before sending the request again.
+constexpr int kRetryAfterSeconds = 1;
 
 }  // namespace
 
-A1111Routes::A1111Routes(Engine& engine, const ServeOptions& options, const Reporter& rep)
-    : engine_(engine), options_(options), rep_(rep) {}
+A1111Routes::A1111Routes(EnginePool& pool, GenerationQueue& queue, Metrics& metrics, const ServeOptions& options,
+                         const Reporter& rep)
+    : pool_(pool), engine_(pool.engine(0)), queue_(queue), metrics_(metrics), options_(options), rep_(rep) {}
 
 void A1111Routes::install(httplib::Server& s) {
   s.Post("/sdapi/v1/txt2img", [this](const httplib::Request& req, httplib::Response& res) { txt2img(req, res); });
@@ -119,38 +103,6 @@ void A1111Routes::set_options(const httplib::Request& req, httplib::Response& re
   reply(res, 200, nullptr);
 }
 
-void A1111Routes::progress(httplib::Response& res) const {
-  Progress p;
-  {
-    std::lock_guard<std::mutex> lock(progress_mutex_);
-    p = progress_;
-  }
-  double fraction = 0, eta = 0;
-  if (p.active && p.images > 0) {
-    const double step_share = p.steps > 0 ? double(p.step) / double(p.steps) : 0.0;
-    fraction = std::min(1.0, (double(p.image) + step_share) / double(p.images));
-    const double elapsed = now_s() - p.started;
-    if (fraction > 0) eta = elapsed / fraction - elapsed;
-  }
-  reply(res, 200,
-        {{"progress", fraction},
-         {"eta_relative", eta},
-         {"state",
-          {{"skipped", false}, {"interrupted", p.interrupted}, {"job", p.active ? "txt2img" : ""},
-           {"job_count", int(queue_.waiting()) + (p.active ? 1 : 0)}, {"job_timestamp", p.job_timestamp},
-           {"job_no", p.image}, {"sampling_step", p.step}, {"sampling_steps", p.steps}}},
-         {"current_image", nullptr},
-         {"textinfo", p.active ? json(p.stage) : json(nullptr)}});
-}
-
-void A1111Routes::interrupt(httplib::Response& res) {
-  if (queue_.interrupt_running()) {
-    std::lock_guard<std::mutex> lock(progress_mutex_);
-    progress_.interrupted = true;
-  }
-  reply(res, 200, json::object());
-}
-
 void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
   json body;
   try {
@@ -173,76 +125,48 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
   }
 
   ConnectionWatch watch(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
-  QueuedJob job;
-  job.client_gone = [&] { return watch.client_gone(); };
+  auto job = std::make_shared<Job>();
+  job->client_gone = [&] { return watch.client_gone(); };
   std::vector<GeneratedImage> made;
-  bool interrupted = false, client_gone = false;
+  job->work = [&](size_t engine) { make_images(*job, engine, request.images, made); };
   int status = 200;
   std::string failure_message;
-  auto work = [&] {
-    {
-      std::lock_guard<std::mutex> lock(progress_mutex_);
-      progress_ = Progress{true, 0, int(request.images.size()), 0, 0, "starting", job_timestamp(), now_s(), false};
-    }
-    ProgressHook hook = [&](const ProgressEvent& e) {
-      {
-        std::lock_guard<std::mutex> lock(progress_mutex_);
-        progress_.stage = e.stage;
-        progress_.step = e.step;
-        progress_.steps = e.steps;
-      }
-      if (job.interrupted) throw Stopped{false};
-      if (watch.client_gone()) throw Stopped{true};
-    };
-    // Progress goes idle within the turn: once it ends, the next request's may already show.
-    auto idle = [&] {
-      std::lock_guard<std::mutex> lock(progress_mutex_);
-      progress_.active = false;
-    };
-    try {
-      for (const GenerationRequest& r : request.images) {
-        made.push_back(engine_.generate(r, true, hook));
-        std::lock_guard<std::mutex> lock(progress_mutex_);
-        progress_.image += 1;
-        progress_.step = 0;
-      }
-    } catch (...) {
-      idle();
-      throw;
-    }
-    idle();
-  };
-  auto run = [&] {
-    try {
-      return queue_.run_in_turn(job, work);
-    } catch (const Stopped& s) {
-      (s.client_gone ? client_gone : interrupted) = true;
-    } catch (const Error& e) {
-      // A signal stops the server; a usage error is this request's (a size the memory cannot hold).
-      status = int(e.code()) >= 128 ? 503 : e.code() == ExitCode::Usage ? 422 : 500;
-      failure_message = int(e.code()) >= 128 ? std::string("the server is stopping: ") + e.what() : e.what();
-    } catch (const std::bad_alloc&) {
-      status = 500;
-      failure_message = "out of host memory";
-    } catch (const std::exception& e) {
-      status = 500;
-      failure_message = e.what();
-    }
-    return GenerationQueue::Outcome::Ran;
-  };
-  const GenerationQueue::Outcome outcome = run();
-  if (outcome == GenerationQueue::Outcome::Full)
-    return reply_error(res, 503, "busy: " + std::to_string(kMaxWaitingRequests) + " requests are already waiting");
+  GenerationQueue::Outcome outcome = GenerationQueue::Outcome::Ran;
+  bool client_gone = false;
+  try {
+    outcome = queue_.run(job);
+  } catch (const JobCancelled&) {
+    client_gone = true;
+  } catch (const Error& e) {
+    // A signal stops the server; a usage error is this request's (a size the memory cannot hold).
+    status = int(e.code()) >= 128 ? 503 : e.code() == ExitCode::Usage ? 422 : 500;
+    failure_message = int(e.code()) >= 128 ? std::string("the server is stopping: ") + e.what() : e.what();
+  } catch (const std::bad_alloc&) {
+    status = 500;
+    failure_message = "out of host memory";
+  } catch (const std::exception& e) {
+    status = 500;
+    failure_message = e.what();
+  }
+  // Refused before it ran: the client (or a balancer) may send it again, here later or elsewhere.
+  if (outcome == GenerationQueue::Outcome::Full || outcome == GenerationQueue::Outcome::Closed) {
+    res.set_header("Retry-After", std::to_string(kRetryAfterSeconds));
+    return reply_error(res, 503, outcome == GenerationQueue::Outcome::Full
+                                     ? "busy: " + std::to_string(queue_.capacity()) + " requests are already waiting"
+                                     : std::string("the server is draining or stopping: send it elsewhere"));
+  }
   if (outcome == GenerationQueue::Outcome::ClientGone || client_gone) {
     rep_.line("txt2img: the client went away; its request stopped");
     return reply_error(res, 499, "the client closed the connection");
   }
+  if (status == 503) res.set_header("Retry-After", std::to_string(kRetryAfterSeconds));
   if (status != 200) {
     rep_.line("txt2img: %d %s", status, failure_message.c_str());
     return status == 422 ? reply_error(res, 422, request_error(usage_error(failure_message)).what(),
                                        request_error(usage_error(failure_message)).field)
                          : reply_error(res, status, failure_message);
   }
+  const bool interrupted = job->interrupted;
 
   // The answer A1111 gives: base64 PNGs, the request's parameters, and info as JSON text.
   json images = json::array(), infotexts = json::array(), seeds = json::array(), records = json::array();
@@ -274,7 +198,7 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
                {"extra_generation_params",
                 {{"Shift", first.shift}, {"Skip layers", first.skip_layers_text}, {"Max seq", first.max_seq}}},
                {"index_of_first_image", 0}, {"infotexts", infotexts}, {"styles", json::array()},
-               {"job_timestamp", job_timestamp()}, {"clip_skip", 1}, {"is_using_inpainting_conditioning", false},
+               {"job_timestamp", job->progress.timestamp}, {"clip_skip", 1}, {"is_using_inpainting_conditioning", false},
                {"version", engine_version()}, {"interrupted", interrupted}, {"generation", records}};
   rep_.line("txt2img: %zu of %zu images%s", made.size(), request.images.size(), interrupted ? " (interrupted)" : "");
   reply(res, 200, {{"images", images}, {"parameters", params}, {"info", dump(info)}});

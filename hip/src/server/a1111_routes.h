@@ -1,56 +1,53 @@
-// The AUTOMATIC1111 web API subset image clients use, on one loaded engine:
+// The AUTOMATIC1111 web API subset image clients use, on the server's engines:
 //   POST /sdapi/v1/txt2img     a request body as A1111 clients send it (frontend/a1111_request.h);
 //                              base64 PNGs with their records, `parameters`, and `info` (JSON text)
-//   GET  /sdapi/v1/progress    progress of the running request (0..1), its step and eta
-//   POST /sdapi/v1/interrupt   stops the running request at its next step (the next one runs)
+//   GET  /sdapi/v1/progress    progress of the running request (0..1), its step and eta; with
+//                              several engines, of the one that has run longest
+//   POST /sdapi/v1/interrupt   ends the running requests' denoise at their next step; each
+//                              answers with its image as far as it got (decoded), marked interrupted
 //   GET  /sdapi/v1/sd-models, /samplers (Euler), /schedulers (automatic), /scripts (none)
 //   GET  /sdapi/v1/options     the settings; POST accepts only the values they already have
 // Errors are JSON {"error": message, "field": name}: 400 for a body that is not JSON (or not an
-// object), 422 for a field this engine cannot honour, 503 when the queue is full or the server
-// stops, 500 for a failure of the run; 404 / 405 / 413 come from the library, as JSON too.
+// object), 422 for a field this engine cannot honour, 503 with Retry-After when the queue is
+// full or the server drains or stops, 500 for a failure of the run; 404 / 405 / 413 come from
+// the library, as JSON too.
 #pragma once
-#include <mutex>
 #include <string>
 
 #include <httplib.h>
 
-#include "pipeline/engine.h"
+#include "pipeline/engine_pool.h"
 #include "server/generation_queue.h"
+#include "server/metrics.h"
 #include "server/serve_options.h"
 
 namespace moss {
 
-// Requests that may wait for the running one; more are answered 503.
-constexpr size_t kMaxWaitingRequests = 16;
-
 class A1111Routes {
  public:
-  A1111Routes(Engine& engine, const ServeOptions& options, const Reporter& rep);
+  // The model's answers (its identity, its checks) come from the first engine: every engine
+  // runs the same model.
+  A1111Routes(EnginePool& pool, GenerationQueue& queue, Metrics& metrics, const ServeOptions& options,
+              const Reporter& rep);
   void install(httplib::Server& server);
 
  private:
   void txt2img(const httplib::Request& req, httplib::Response& res);
+  // The request's images on engine `engine` (its own thread), following job's interrupt and
+  // cancel; what it made goes to `made`.
+  void make_images(Job& job, size_t engine, const std::vector<GenerationRequest>& images,
+                   std::vector<GeneratedImage>& made);
   void progress(httplib::Response& res) const;
   void interrupt(httplib::Response& res);
   nlohmann::json options_json() const;
   void set_options(const httplib::Request& req, httplib::Response& res) const;
 
-  // What GET /progress reports; written by the running request's progress hook.
-  struct Progress {
-    bool active = false;
-    int image = 0, images = 0;  // images finished, images of the request
-    int step = 0, steps = 0;    // denoise steps of the current image
-    std::string stage, job_timestamp;
-    double started = 0;         // seconds on the steady clock
-    bool interrupted = false;
-  };
-
+  EnginePool& pool_;
   Engine& engine_;
+  GenerationQueue& queue_;
+  Metrics& metrics_;
   const ServeOptions& options_;
   const Reporter& rep_;
-  GenerationQueue queue_{kMaxWaitingRequests};
-  mutable std::mutex progress_mutex_;
-  Progress progress_;
 };
 
 }  // namespace moss

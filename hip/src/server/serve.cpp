@@ -5,14 +5,16 @@
 #include <csignal>
 #include <cstdio>
 #include <thread>
+#include <vector>
 
 #include <httplib.h>
 
 #include "io/mapping_faults.h"
-#include "pipeline/engine.h"
+#include "pipeline/engine_pool.h"
 #include "server/a1111_routes.h"
 #include "server/serve_options.h"
 #include "server/web_page.h"
+#include "server/service_routes.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/thread_pool.h"
@@ -22,7 +24,9 @@ namespace {
 
 // Bounds on what a client can make the server hold: a txt2img body is a few kilobytes.
 constexpr size_t kMaxBodyBytes = size_t(1) << 20;
-constexpr size_t kWorkerThreads = 32;  // waiting requests (kMaxWaitingRequests) leave room for /progress
+// Each waiting or running request holds a connection thread; these are left over for /progress,
+// /ready, /metrics and refusals.
+constexpr size_t kSpareThreads = 16;
 constexpr time_t kTimeoutSeconds = 30;
 
 }  // namespace
@@ -34,7 +38,7 @@ int serve_command(const std::vector<std::string>& args) {
     return 0;
   }
   Reporter rep(options.run.quiet, options.run.progress_json ? ProgressFormat::Json : ProgressFormat::Text);
-  install_interrupt_handlers();
+  install_server_signal_handlers();
   install_mapping_fault_handler();
   // A client that goes away mid-answer is that connection's write error, not a reason to stop
   // serving: SIGPIPE (which a run treats as an interrupt, 141) is ignored here.
@@ -44,40 +48,88 @@ int serve_command(const std::vector<std::string>& args) {
   EngineSettings settings;
   settings.model = options.run.model;
   settings.vram_budget_gib = options.run.vram_budget_gib;
-  settings.device = options.run.device;
   settings.keep_loaded = true;  // the point of a server: weights stay between requests
-  Engine engine(settings, rep);
+  // One engine per device, each on a thread of its own, all taking requests from one queue.
+  EnginePool pool(settings, engine_devices(options.run.devices), rep);
+  std::vector<std::string> device_labels;
+  for (size_t e = 0; e < pool.size(); ++e) device_labels.push_back(device_label(pool.device(e)));
+  Metrics metrics(device_labels);
+  GenerationQueue queue(size_t(options.queue), pool.size());
+  std::atomic<bool> draining{false};
 
   httplib::Server server;
-  server.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
+  const size_t threads_needed = size_t(options.queue) + pool.size() + kSpareThreads;
+  server.new_task_queue = [threads_needed] { return new httplib::ThreadPool(threads_needed); };
   server.set_payload_max_length(kMaxBodyBytes);
   server.set_read_timeout(kTimeoutSeconds);
   server.set_write_timeout(kTimeoutSeconds);
   server.set_keep_alive_timeout(5);
   server.set_keep_alive_max_count(100);
-  A1111Routes routes(engine, options, rep);
+  A1111Routes routes(pool, queue, metrics, options, rep);
   routes.install(server);
+  ServiceRoutes service(queue, metrics, draining);
+  service.install(server);
   install_web_page(server);
 
   if (!server.bind_to_port(options.host, options.port))
     throw failure("serve: cannot listen on " + options.host + ":" + std::to_string(options.port) +
                   " (in use, or not an address of this machine)");
-  rep.event("listening on http://" + options.host + ":" + std::to_string(options.port) + " (A1111 API: /sdapi/v1)",
-            {{"event", "listening"}, {"host", options.host}, {"port", options.port}});
+  std::vector<std::thread> engine_threads;
+  for (size_t e = 0; e < pool.size(); ++e) engine_threads.emplace_back([&queue, e] { queue.serve(e); });
+  std::string devices_text;
+  for (const std::string& d : device_labels) devices_text += (devices_text.empty() ? "" : ",") + d;
+  rep.event("listening on http://" + options.host + ":" + std::to_string(options.port) + " (A1111 API: /sdapi/v1; " +
+                std::to_string(pool.size()) + " engine" + (pool.size() == 1 ? "" : "s") + ", devices " + devices_text +
+                ")",
+            {{"event", "listening"}, {"host", options.host}, {"port", options.port}, {"devices", device_labels}});
 
-  // SIGINT / SIGTERM stop the server: the handler only records the signal (util/interrupt.h);
-  // this thread sees it and stops the listening loop, and a running image stops at its next step.
-  std::atomic<bool> stopped{false};
+  // Signals (util/interrupt.h) only record themselves; this thread acts on them. The first
+  // SIGTERM drains: the queue takes nothing new (503, /ready 503), what runs and waits finishes,
+  // then the server stops and exits 0; past --drain-seconds what is left is stopped as by a
+  // second SIGTERM. A second SIGTERM, SIGINT or SIGHUP stops at once: the waiting requests are
+  // answered 503 and a running image stops at its next step.
+  std::atomic<bool> stopped{false}, drained{false};
   std::thread watcher([&] {
-    while (!stopped && !pending_signal()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point deadline;
+    while (!stopped) {
+      if (pending_signal()) {
+        queue.abort();
+        break;
+      }
+      if (drain_requested() && !draining) {
+        draining = true;
+        queue.close();
+        deadline = Clock::now() + std::chrono::seconds(options.drain_seconds);
+        rep.line("serve: SIGTERM: draining (no new requests; %zu waiting, up to %d s to finish)", queue.waiting(),
+                 options.drain_seconds);
+      }
+      if (draining && queue.idle()) {
+        drained = true;
+        break;
+      }
+      if (draining && Clock::now() >= deadline) {
+        rep.line("serve: the drain took longer than --drain-seconds %d; stopping what is left", options.drain_seconds);
+        std::raise(SIGTERM);  // the second SIGTERM: an interrupt
+        continue;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     server.stop();
   });
   const bool ok = server.listen_after_bind();
   stopped = true;
   watcher.join();
+  queue.abort();  // nothing waits past here; a running image stops at its next step (a signal)
+  queue.stop_engines();
+  for (std::thread& t : engine_threads) t.join();
   if (pending_signal()) {
-    rep.line("serve: stopped by a signal");
+    rep.line("serve: stopped by %s", signal_name(pending_signal()));
     return 128 + pending_signal();
+  }
+  if (drained) {
+    rep.line("serve: drained; every request was answered");
+    return 0;
   }
   if (!ok) throw failure("serve: the listening socket failed");
   return 0;

@@ -5,8 +5,9 @@
 
 namespace moss {
 
-// args: what follows "serve" on the command line. Returns the exit status (0 after a clean
-// stop; 130 / 143 after SIGINT / SIGTERM); user-facing problems arrive as moss::Error.
+// args: what follows "serve" on the command line. Returns the exit status (0 after SIGTERM's
+// drain finished; 143 / 130 / 129 after a second SIGTERM or a drain past --drain-seconds, SIGINT,
+// SIGHUP); user-facing problems arrive as moss::Error.
 int serve_command(const std::vector<std::string>& args);
 
 }  // namespace moss

@@ -12,9 +12,16 @@ std::string serve_help_text() {
          "Point a frontend at http://HOST:PORT (its A1111 API setting).\n\n"
          "  --host ADDR   address to listen on (0.0.0.0: every interface)      default: 127.0.0.1\n"
          "  --port N      TCP port                                              default: 7860\n"
+         "  --device N[,N...] | all   one engine per device, one queue          default: first supported\n"
+         "  --queue N     requests that may wait for a busy engine; more: 503   default: 16\n"
+         "  --drain-seconds S   after SIGTERM, how long running and queued requests\n"
+         "                may take before they are stopped (then exit 143)      default: 60\n"
+         "Routes for deployments: GET /health, GET /ready (503 while draining or full), GET /metrics\n"
+         "(Prometheus). SIGTERM drains (no new requests; exit 0 when done); a second SIGTERM, SIGINT\n"
+         "or SIGHUP stops at once (exit 143 / 130 / 129).\n"
          "  --steps, --cfg, --shift, --seed, --size, --skip-layers, --max-seq, --negative, ...:\n"
          "                the defaults of requests that do not set them (see moss-infer-hip --help)\n"
-         "  --vram-budget, --device, --quiet, --progress json, --no-metadata: as for one run\n";
+         "  --vram-budget, --quiet, --progress json, --no-metadata: as for one run\n";
 }
 
 ServeOptions parse_serve_args(const std::vector<std::string>& args) {
@@ -33,7 +40,7 @@ ServeOptions parse_serve_args(const std::vector<std::string>& args) {
       s.help = true;
       return s;
     }
-    if (name == "--host" || name == "--port") {
+    if (name == "--host" || name == "--port" || name == "--queue" || name == "--drain-seconds") {
       if (!inline_value) {
         if (i + 1 >= args.size()) throw usage_error(name + " needs a value");
         value = args[++i];
@@ -41,8 +48,12 @@ ServeOptions parse_serve_args(const std::vector<std::string>& args) {
       if (name == "--host") {
         if (value.empty()) throw usage_error("--host: empty address");
         s.host = value;
-      } else {
+      } else if (name == "--port") {
         s.port = int(parse_int_option("--port", value, 1, 65535));
+      } else if (name == "--queue") {
+        s.queue = int(parse_int_option("--queue", value, 0, 1024));
+      } else {
+        s.drain_seconds = int(parse_int_option("--drain-seconds", value, 0, 86400));
       }
       continue;
     }

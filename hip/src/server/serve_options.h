@@ -1,4 +1,4 @@
-// The command line of `moss-infer-hip serve`: --host and --port, and the CLI's own flags (model,
+// The command line of `moss-infer-hip serve`: --host, --port, --queue, --drain-seconds, and the CLI's own flags (model,
 // memory, device, and the generation flags, which become the defaults of every request).
 #pragma once
 #include <string>
@@ -12,6 +12,8 @@ namespace moss {
 struct ServeOptions {
   std::string host = "127.0.0.1";  // localhost unless told otherwise
   int port = 7860;                 // A1111's
+  int queue = 16;                  // --queue: requests that may wait for a busy engine
+  int drain_seconds = 60;          // --drain-seconds: how long SIGTERM's drain lets jobs finish
   RunOptions run;                  // --model, --vram-budget, --device, --quiet, --progress, ...
   FlagValues request_defaults;     // generation_flags(run): what a request does not set
   bool help = false;

@@ -10,8 +10,15 @@ namespace {
 
 volatile std::sig_atomic_t g_signal = 0;
 
+volatile std::sig_atomic_t g_drain_on_sigterm = 0, g_drain = 0;
+
 // The first signal decides the exit status; a second one while the run unwinds changes nothing.
+// A server's first SIGTERM is a drain request instead (a deployment's "stop taking work").
 void on_signal(int sig) {
+  if (sig == SIGTERM && g_drain_on_sigterm && !g_drain && !g_signal) {
+    g_drain = 1;
+    return;
+  }
   if (!g_signal) g_signal = sig;
 }
 
@@ -31,6 +38,13 @@ const Stopping kStopping[] = {
 };
 
 }  // namespace
+
+void install_server_signal_handlers() {
+  g_drain_on_sigterm = 1;
+  install_interrupt_handlers();
+}
+
+bool drain_requested() { return g_drain != 0; }
 
 void install_interrupt_handlers() {
   struct sigaction sa = {};

@@ -15,6 +15,11 @@
 namespace moss {
 
 void install_interrupt_handlers();
+// serve: as install_interrupt_handlers, except that the first SIGTERM asks for a graceful drain
+// (drain_requested()) instead of an interrupt; a second SIGTERM, or SIGINT / SIGHUP at any time,
+// is an interrupt as in a run (README "Stopping the server").
+void install_server_signal_handlers();
+bool drain_requested();
 int pending_signal();      // 0 when none
 void check_interrupted();  // throws moss::Error with exit status 128 + signal when one arrived
 const char* signal_name(int sig);  // "SIGINT", ...

@@ -41,6 +41,9 @@ class ThreadPool {
   void worker(int index);
   void stop_workers();
   std::vector<std::thread> workers_;
+  // Callers from several threads (host engines side by side) take turns: the pool runs one
+  // parallel_for at a time, each split as if it were alone.
+  std::mutex caller_mu_;
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;

@@ -109,11 +109,13 @@ mutations() {
     inf -inf nan NaN infinity 0b1 "$v$v$v$v$v$v$v$v$v$v$v$v$v$v$v$v$v$v$v$v$v$v"
 }
 # Mutations that are valid spellings for one flag: the comma list of --skip-layers trims
-# blanks around its entries ("1,000" is the list 1, 0; " " the empty list).
+# blanks around its entries ("1,000" is the list 1, 0; " " the empty list); --device takes a
+# list too.
 still_valid() {
   local flag=$1 v=$2
   case $flag in
     --skip-layers) [[ $v == " 2" || $v == "2 " || $v == " " || $v == "" || $v == "1,000" ]] ;;
+    --device) [[ $v == "1,000" ]] ;;  # the device list 1, 0 (README "Several devices")
     *) false ;;
   esac
 }
@@ -142,12 +144,14 @@ done
 accepted=("--steps 1" "--steps 1000" "--steps 0008" "--width 4096" "--height 16" "--size 16x4096"
           "--cfg 0" "--cfg 100" "--cfg 3." "--cfg .5" "--cfg 100.000" "--shift 1000" "--shift 0.001"
           "--seed 0" "--seed 18446744073709551615" "--seed -1" "--max-seq 1" "--max-seq 32768"
-          "--vram-budget 4096" "--vram-budget 0.5" "--device 255" "--skip-layers 0,1023")
+          "--vram-budget 4096" "--vram-budget 0.5" "--device 255" "--device 0,1,255" "--device all"
+          "--skip-layers 0,1023")
 refused=("--steps 0" "--steps 1001" "--steps -1" "--width 4112" "--width 0" "--height 8" "--size 16x4112"
          "--cfg -0.001" "--cfg -0" "--cfg 100.001" "--shift 0" "--shift -1" "--shift 1000.01"
          "--shift 0.000000000000000000000000000000000000000000000001"
          "--seed 18446744073709551616" "--seed -2" "--seed -0" "--seed -1.0" "--max-seq 0" "--max-seq 32769"
-         "--vram-budget 0" "--vram-budget 4096.5" "--device -1" "--device 256" "--skip-layers 1024"
+         "--vram-budget 0" "--vram-budget 4096.5" "--device -1" "--device 256" "--device 0,0" "--device 0,,1" "--device 1,"
+         "--device ALL" "--skip-layers 1024"
          "--skip-layers -1" "--steps 9223372036854775808" "--steps -9223372036854775809")
 for a in "${accepted[@]}"; do
   read -r -a args <<<"$a"

@@ -1,9 +1,14 @@
 # moss-infer-hip serve (issue 18), on the host backend with the tiny model: plain HTTP (endpoints,
 # the CLI's image byte for byte, refusals, progress, interrupt, disconnects, bounds), a real A1111
 # client library (webuiapi from PyPI: skipped, status 77, where it is not installed) and 200
-# requests from 4 concurrent clients. Each test starts its own server on a free port.
+# requests from 4 concurrent clients. Issue 32: ops (/health, /ready, --queue, SIGTERM's drain,
+# the signals, A1111 progress, interrupt with the image so far), metrics (read by
+# prometheus_client's parser from PyPI: skipped where not installed), devices (several host
+# engines in the CLI and the server, the same pixels) and deploy (HAProxy from Debian in front of
+# three servers, 300 requests, a SIGTERM and a SIGKILL under load: skipped without haproxy).
+# Each test starts its own servers on free ports.
 if(MOSSINFER_SERVER)
-  foreach(suite http stress webuiapi)
+  foreach(suite http stress webuiapi ops metrics devices deploy)
     add_test(NAME server_${suite}
              COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/server/${suite}_test.py $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
     set_tests_properties(server_${suite} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 LABELS server)

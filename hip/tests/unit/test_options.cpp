@@ -35,7 +35,7 @@ TEST(Options, Defaults) {
   EXPECT_EQ(o.max_seq, 4096);
   EXPECT_EQ(o.tier, "reference");
   EXPECT_FALSE(o.vram_budget_gib.has_value());
-  EXPECT_EQ(o.device, -1);
+  EXPECT_TRUE(o.devices.indexes.empty() && !o.devices.all);
   EXPECT_EQ(o.negative, "");
 }
 
@@ -49,7 +49,7 @@ TEST(Options, Values) {
   EXPECT_EQ(o.skip_layers, (std::vector<int>{3, 1}));
   EXPECT_EQ(o.max_seq, 77);
   EXPECT_DOUBLE_EQ(*o.vram_budget_gib, 6.5);
-  EXPECT_EQ(o.device, 1);
+  EXPECT_EQ(o.devices.indexes, std::vector<int>{1});
   EXPECT_TRUE(o.no_metadata && o.quiet);
   EXPECT_EQ(o.latent_out, "l.npy");
   EXPECT_TRUE(o.output_png.empty());
