@@ -7,6 +7,7 @@
 #include "frontend/a1111_request.h"
 #include "server/base64.h"
 #include "server/connection_watch.h"
+#include "util/cancel.h"
 
 namespace moss {
 namespace {
@@ -60,16 +61,18 @@ std::string job_timestamp() {
 A1111Routes::A1111Routes(Engine& engine, const ServeOptions& options, const Reporter& rep)
     : engine_(engine), options_(options), rep_(rep) {}
 
-void A1111Routes::install(httplib::Server& s) {
+void A1111Routes::install(GuardedServer& s) {
   s.Post("/sdapi/v1/txt2img", [this](const httplib::Request& req, httplib::Response& res) { txt2img(req, res); });
   s.Get("/sdapi/v1/progress", [this](const httplib::Request&, httplib::Response& res) { progress(res); });
   s.Post("/sdapi/v1/interrupt", [this](const httplib::Request&, httplib::Response& res) { interrupt(res); });
   s.Get("/sdapi/v1/sd-models", [this](const httplib::Request&, httplib::Response& res) {
-    const std::string folder = engine_.model_folder();
+    // The folder's own name: a client learns nothing of where the model lives ("DIR/" too).
+    std::string folder = engine_.model_folder();
+    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
     const size_t slash = folder.find_last_of('/');
     const std::string name = slash == std::string::npos ? folder : folder.substr(slash + 1);
     reply(res, 200, json::array({{{"title", engine_.model_identity()}, {"model_name", name}, {"hash", nullptr},
-                                  {"sha256", nullptr}, {"filename", folder}, {"config", nullptr}}}));
+                                  {"sha256", nullptr}, {"filename", name}, {"config", nullptr}}}));
   });
   s.Get("/sdapi/v1/samplers", [](const httplib::Request&, httplib::Response& res) {
     reply(res, 200, json::array({{{"name", "Euler"}, {"aliases", {"k_euler"}}, {"options", json::object()}}}));
@@ -180,6 +183,10 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
   int status = 200;
   std::string failure_message;
   auto work = [&] {
+    // Within a step too: the DiT's blocks and the host backend's loops see this flag.
+    CancelFlag cancel;
+    CancelScope cancel_scope(&cancel);
+    CancelPoller poll_cancel(cancel, [&] { return job.interrupted || watch.client_gone(); });
     {
       std::lock_guard<std::mutex> lock(progress_mutex_);
       progress_ = Progress{true, 0, int(request.images.size()), 0, 0, "starting", job_timestamp(), now_s(), false};
@@ -217,6 +224,8 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
       return queue_.run_in_turn(job, work);
     } catch (const Stopped& s) {
       (s.client_gone ? client_gone : interrupted) = true;
+    } catch (const Cancelled&) {
+      (job.interrupted ? interrupted : client_gone) = true;
     } catch (const Error& e) {
       // A signal stops the server; a usage error is this request's (a size the memory cannot hold).
       status = int(e.code()) >= 128 ? 503 : e.code() == ExitCode::Usage ? 422 : 500;

@@ -7,7 +7,8 @@
 //   GET  /sdapi/v1/options     the settings; POST accepts only the values they already have
 // Errors are JSON {"error": message, "field": name}: 400 for a body that is not JSON (or not an
 // object), 422 for a field this engine cannot honour, 503 when the queue is full or the server
-// stops, 500 for a failure of the run; 404 / 405 / 413 come from the library, as JSON too.
+// stops, 500 for a failure of the run; 404 comes from the library, as JSON too, and the limits
+// of server/guarded_server.h (405, 408, 413, 415, 431, ...) from there.
 #pragma once
 #include <mutex>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "pipeline/engine.h"
 #include "server/generation_queue.h"
+#include "server/guarded_server.h"
 #include "server/serve_options.h"
 
 namespace moss {
@@ -26,7 +28,7 @@ constexpr size_t kMaxWaitingRequests = 16;
 class A1111Routes {
  public:
   A1111Routes(Engine& engine, const ServeOptions& options, const Reporter& rep);
-  void install(httplib::Server& server);
+  void install(GuardedServer& server);
 
  private:
   void txt2img(const httplib::Request& req, httplib::Response& res);

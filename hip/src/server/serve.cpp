@@ -11,20 +11,13 @@
 #include "io/mapping_faults.h"
 #include "pipeline/engine.h"
 #include "server/a1111_routes.h"
+#include "server/guarded_server.h"
 #include "server/serve_options.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/thread_pool.h"
 
 namespace moss {
-namespace {
-
-// Bounds on what a client can make the server hold: a txt2img body is a few kilobytes.
-constexpr size_t kMaxBodyBytes = size_t(1) << 20;
-constexpr size_t kWorkerThreads = 32;  // waiting requests (kMaxWaitingRequests) leave room for /progress
-constexpr time_t kTimeoutSeconds = 30;
-
-}  // namespace
 
 int serve_command(const std::vector<std::string>& args) {
   const ServeOptions options = parse_serve_args(args);
@@ -47,19 +40,11 @@ int serve_command(const std::vector<std::string>& args) {
   settings.keep_loaded = true;  // the point of a server: weights stay between requests
   Engine engine(settings, rep);
 
-  httplib::Server server;
-  server.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
-  server.set_payload_max_length(kMaxBodyBytes);
-  server.set_read_timeout(kTimeoutSeconds);
-  server.set_write_timeout(kTimeoutSeconds);
-  server.set_keep_alive_timeout(5);
-  server.set_keep_alive_max_count(100);
+  GuardedServer server;  // connection, head and body limits: server/guarded_server.h
   A1111Routes routes(engine, options, rep);
   routes.install(server);
 
-  if (!server.bind_to_port(options.host, options.port))
-    throw failure("serve: cannot listen on " + options.host + ":" + std::to_string(options.port) +
-                  " (in use, or not an address of this machine)");
+  server.listen_on(options.host, options.port, rep);  // a port in use: exit 1
   rep.event("listening on http://" + options.host + ":" + std::to_string(options.port) + " (A1111 API: /sdapi/v1)",
             {{"event", "listening"}, {"host", options.host}, {"port", options.port}});
 
