@@ -2,7 +2,7 @@
 //   POST /sdapi/v1/txt2img     a request body as A1111 clients send it (frontend/a1111_request.h);
 //                              base64 PNGs with their records, `parameters`, and `info` (JSON text)
 //   GET  /sdapi/v1/progress    progress of the running request (0..1), its step and eta
-//   POST /sdapi/v1/interrupt   stops the running request at its next step (the next one runs)
+//   POST /sdapi/v1/interrupt   stops the running request within a second (the next one runs)
 //   GET  /sdapi/v1/sd-models, /samplers (Euler), /schedulers (automatic), /scripts (none)
 //   GET  /sdapi/v1/options     the settings; POST accepts only the values they already have
 // Errors are JSON {"error": message, "field": name}: 400 for a body that is not JSON (or not an
