@@ -211,6 +211,10 @@ void GuardedServer::listen_on(const std::string& host, int port, const Reporter&
                                                  : "the address cannot be bound";
     throw failure("serve: cannot listen on " + where + ": " + why);
   }
+  // cpp-httplib listens with a backlog of 5: a burst of connections beyond it is dropped by the
+  // kernel and the clients' retransmissions arrive seconds later. Listening again only resizes
+  // the queue of the same socket.
+  ::listen(svr_sock_, SOMAXCONN);
   if (!loopback)
     rep.warning("serve: %s is reachable from other machines and this server has no authentication: "
                 "anyone who can reach it can make images and read its settings (use --host 127.0.0.1, "
