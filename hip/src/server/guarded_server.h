@@ -11,6 +11,8 @@
 //    its wire checks (sizes 414/431/413, framing 400/501, Content-Encoding 415);
 //  - a wrong method on a known route is 405 with Allow, an unknown method 501;
 //  - the listening socket without SO_REUSEPORT: a port in use is an error.
+// The pre-routing handler is this class's (check_route): a route-level check belongs there, as
+// set_pre_routing_handler would replace it.
 #pragma once
 #include <regex>
 #include <string>
