@@ -49,6 +49,9 @@ std::string encode_png(const uint8_t* rgb, int64_t width, int64_t height, const 
   std::string out, err;
   std::vector<png_text> chunks(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
+    // libpng takes the text up to its first NUL: a value with one would be cut without a word.
+    if (text[i].value.find('\0') != std::string::npos)
+      throw failure("PNG: the " + text[i].key + " text holds a NUL byte, which a PNG text chunk cannot");
     std::memset(&chunks[i], 0, sizeof(png_text));
     const bool ascii = is_ascii(text[i].value);
     chunks[i].compression = ascii ? PNG_TEXT_COMPRESSION_NONE : PNG_ITXT_COMPRESSION_NONE;

@@ -6,6 +6,7 @@
 
 #include "model/dit_tables.h"
 #include "util/error.h"
+#include "util/interrupt.h"
 
 namespace moss {
 
@@ -429,6 +430,7 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
       }
   src_->begin_forward(order);
   for (int i : order) {
+    check_interrupted();  // a signal or the job's cancellation ends a step within a block
     src_->before_block(i);
     const DitMainBlockWeights w = DitMainBlockWeights::load(*src_, i);
     // Runs of adjacent rows that run block i, each as one stacked matrix.

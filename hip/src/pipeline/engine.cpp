@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 
 #include "io/files.h"
 #include "io/image_files.h"
@@ -20,6 +21,7 @@
 #include "runtime/devices.h"
 #include "tokenizer/prompt.h"
 #include "tokenizer/tokenizer.h"
+#include "util/cancel.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/test_pause.h"
@@ -331,6 +333,10 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     checkpoint({"vae"});
     t0 = Clock::now();
     rep.event("vae", {{"event", "stage"}, {"stage", "vae"}});
+    // An interrupted denoise still decodes its latents (the request's answer), which the job's
+    // raised cancel flag must not cut short; a signal still does.
+    std::optional<CancelScope> uncancelled;
+    if (out.stopped_early) uncancelled.emplace(nullptr);
     Tensor image = L.vae->decode(latent);
     std::vector<uint8_t> rgb = image_to_u8(image);
     record.times.vae_s = since(t0);

@@ -50,8 +50,16 @@ std::string a1111_parameters(const RunRecord& r) {
   return s;
 }
 
+// A PNG text chunk cannot hold a NUL (libpng ends the text there, losing the rest): in the
+// `parameters` text a NUL of the prompt is shown as U+FFFD; the `generation` record, which replay
+// reads, keeps it exactly (JSON writes it as \u0000).
+static std::string without_nul(std::string s) {
+  for (size_t i = s.find('\0'); i != std::string::npos; i = s.find('\0', i + 3)) s.replace(i, 1, "\xEF\xBF\xBD");
+  return s;
+}
+
 std::vector<PngText> png_record_chunks(const RunRecord& r) {
-  return {{"parameters", a1111_parameters(r)}, {"generation", record_json(r)}};
+  return {{"parameters", without_nul(a1111_parameters(r))}, {"generation", record_json(r)}};
 }
 
 }  // namespace moss

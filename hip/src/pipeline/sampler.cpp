@@ -1,9 +1,12 @@
 #include "pipeline/sampler.h"
 
+#include "util/cancel.h"
+
 #include <algorithm>
 #include <chrono>
 
 #include "pipeline/schedule.h"
+#include "util/cancel.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 
@@ -39,24 +42,38 @@ Tensor sample(Dit& dit, const Dit::Text& cond, const Dit::Text* uncond, const Te
   auto to_host = [&](const Tensor& t) { return tokens_to_latent(be.download(t), gh, gw); };
   const int total = int(sigmas.size()) - 1;
   for (int i = 0; i < total; ++i) {
-    check_interrupted();  // a signal ends the run between steps
+    // An interrupt (stop_after_step) that cancels the job inside a step (util/cancel.h) keeps the
+    // latents of the last finished step, when there is one: the partial step is dropped, and the
+    // caller decodes what the finished steps made.
     const auto t0 = std::chrono::steady_clock::now();
     const float t = sigma_to_timestep(sigmas[size_t(i)]);
     std::vector<Dit::Row> rows = {Dit::Row{&cond, {}}};
     if (use_uncond) rows.push_back(Dit::Row{uncond, s.skip_layers});
-    std::vector<Tensor> velocities = dit.forward_tokens(x, gh, gw, rows, t);
-    if (trace) trace->v_cond.push_back(to_host(velocities[0]));
-    Tensor v = velocities[0];
-    if (use_uncond) {
-      Tensor& c = velocities[0];
-      Tensor& u = velocities[1];
-      if (trace) trace->v_uncond.push_back(to_host(u));
-      ops.add(c, u, &minus_one);  // diff = c − u (u·(−1) is exact)
-      ops.add(u, c, &cfg);        // u + cfg·diff
-      v = u;
+    Tensor v;
+    try {
+      check_interrupted();  // a signal, or the job's cancellation, ends the run
+      std::vector<Tensor> velocities = dit.forward_tokens(x, gh, gw, rows, t);
+      if (trace) trace->v_cond.push_back(to_host(velocities[0]));
+      v = velocities[0];
+      if (use_uncond) {
+        Tensor& c = velocities[0];
+        Tensor& u = velocities[1];
+        if (trace) trace->v_uncond.push_back(to_host(u));
+        ops.add(c, u, &minus_one);  // diff = c − u (u·(−1) is exact)
+        ops.add(u, c, &cfg);        // u + cfg·diff
+        v = u;
+      }
+      check_interrupted();  // a loop cut short above left v unfinished: it must not reach x
+    } catch (const Cancelled&) {
+      if (i > 0 && s.stop_after_step && s.stop_after_step->load()) break;
+      throw;
     }
     const Tensor dt = filled(be, C, sigmas[size_t(i) + 1] - sigmas[size_t(i)]);
-    ops.add(x, v, &dt);  // x + v·dt
+    {
+      // The update is never cut short by a cancellation: x stays a finished step's latents.
+      CancelScope whole(nullptr);
+      ops.add(x, v, &dt);  // x + v·dt
+    }
     if (trace) trace->latent.push_back(to_host(x));
     // The step's wall time is its device time: wait for it (the next step needs it anyway).
     be.synchronize();

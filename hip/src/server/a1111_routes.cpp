@@ -5,6 +5,7 @@
 #include "frontend/a1111_request.h"
 #include "server/base64.h"
 #include "server/connection_watch.h"
+#include "util/cancel.h"
 
 namespace moss {
 namespace {
@@ -44,16 +45,18 @@ A1111Routes::A1111Routes(EnginePool& pool, GenerationQueue& queue, Metrics& metr
                          const Reporter& rep)
     : pool_(pool), engine_(pool.engine(0)), queue_(queue), metrics_(metrics), options_(options), rep_(rep) {}
 
-void A1111Routes::install(httplib::Server& s) {
+void A1111Routes::install(GuardedServer& s) {
   s.Post("/sdapi/v1/txt2img", [this](const httplib::Request& req, httplib::Response& res) { txt2img(req, res); });
   s.Get("/sdapi/v1/progress", [this](const httplib::Request&, httplib::Response& res) { progress(res); });
   s.Post("/sdapi/v1/interrupt", [this](const httplib::Request&, httplib::Response& res) { interrupt(res); });
   s.Get("/sdapi/v1/sd-models", [this](const httplib::Request&, httplib::Response& res) {
-    const std::string folder = engine_.model_folder();
+    // The folder's own name: a client learns nothing of where the model lives ("DIR/" too).
+    std::string folder = engine_.model_folder();
+    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
     const size_t slash = folder.find_last_of('/');
     const std::string name = slash == std::string::npos ? folder : folder.substr(slash + 1);
     reply(res, 200, json::array({{{"title", engine_.model_identity()}, {"model_name", name}, {"hash", nullptr},
-                                  {"sha256", nullptr}, {"filename", folder}, {"config", nullptr}}}));
+                                  {"sha256", nullptr}, {"filename", name}, {"config", nullptr}}}));
   });
   s.Get("/sdapi/v1/samplers", [](const httplib::Request&, httplib::Response& res) {
     reply(res, 200, json::array({{{"name", "Euler"}, {"aliases", {"k_euler"}}, {"options", json::object()}}}));
@@ -137,6 +140,10 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
     outcome = queue_.run(job);
   } catch (const JobCancelled&) {
     client_gone = true;
+  } catch (const Cancelled&) {
+    // Stopped inside a step (util/cancel.h): an interrupt before any step ended (nothing to
+    // decode: the answer has the images already made), or the client went away.
+    client_gone = !job->interrupted;
   } catch (const Error& e) {
     // A signal stops the server; a usage error is this request's (a size the memory cannot hold).
     status = int(e.code()) >= 128 ? 503 : e.code() == ExitCode::Usage ? 422 : 500;

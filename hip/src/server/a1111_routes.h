@@ -3,14 +3,16 @@
 //                              base64 PNGs with their records, `parameters`, and `info` (JSON text)
 //   GET  /sdapi/v1/progress    progress of the running request (0..1), its step and eta; with
 //                              several engines, of the one that has run longest
-//   POST /sdapi/v1/interrupt   ends the running requests' denoise at their next step; each
-//                              answers with its image as far as it got (decoded), marked interrupted
+//   POST /sdapi/v1/interrupt   ends the running requests' denoise within a second (inside a step);
+//                              each answers with its image as of its last finished step (decoded),
+//                              marked interrupted (none when no step had finished)
 //   GET  /sdapi/v1/sd-models, /samplers (Euler), /schedulers (automatic), /scripts (none)
 //   GET  /sdapi/v1/options     the settings; POST accepts only the values they already have
 // Errors are JSON {"error": message, "field": name}: 400 for a body that is not JSON (or not an
 // object), 422 for a field this engine cannot honour, 503 with Retry-After when the queue is
 // full or the server drains or stops, 500 for a failure of the run; 404 / 405 / 413 come from
-// the library, as JSON too.
+// the library, as JSON too, and the limits of server/guarded_server.h (405, 408, 413, 415, 431,
+// ...) from there.
 #pragma once
 #include <string>
 
@@ -18,6 +20,7 @@
 
 #include "pipeline/engine_pool.h"
 #include "server/generation_queue.h"
+#include "server/guarded_server.h"
 #include "server/metrics.h"
 #include "server/serve_options.h"
 
@@ -29,7 +32,7 @@ class A1111Routes {
   // runs the same model.
   A1111Routes(EnginePool& pool, GenerationQueue& queue, Metrics& metrics, const ServeOptions& options,
               const Reporter& rep);
-  void install(httplib::Server& server);
+  void install(GuardedServer& server);
 
  private:
   void txt2img(const httplib::Request& req, httplib::Response& res);

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "server/a1111_routes.h"
+#include "util/cancel.h"
 
 namespace moss {
 namespace {
@@ -57,6 +58,11 @@ void A1111Routes::make_images(Job& job, size_t engine, const std::vector<Generat
     p.timestamp = job_timestamp();
   });
   Engine& e = pool_.engine(engine);
+  // Within a step too (util/cancel.h): the DiT's blocks and the host backend's loops see this
+  // flag, raised by an interrupt or a client that went away.
+  CancelFlag cancel;
+  CancelScope cancel_scope(&cancel);
+  CancelPoller poll_cancel(cancel, [&] { return job.interrupted || job.cancelled || job.client_gone(); });
   // An interrupt ends the current image's denoise (the engine decodes what it has) and skips
   // the images after it, as A1111 does.
   for (size_t i = 0; i < images.size() && !job.interrupted; ++i) {

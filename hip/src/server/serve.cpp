@@ -12,6 +12,7 @@
 #include "io/mapping_faults.h"
 #include "pipeline/engine_pool.h"
 #include "server/a1111_routes.h"
+#include "server/guarded_server.h"
 #include "server/serve_options.h"
 #include "server/web_page.h"
 #include "server/service_routes.h"
@@ -20,16 +21,6 @@
 #include "util/thread_pool.h"
 
 namespace moss {
-namespace {
-
-// Bounds on what a client can make the server hold: a txt2img body is a few kilobytes.
-constexpr size_t kMaxBodyBytes = size_t(1) << 20;
-// Each waiting or running request holds a connection thread; these are left over for /progress,
-// /ready, /metrics and refusals.
-constexpr size_t kSpareThreads = 16;
-constexpr time_t kTimeoutSeconds = 30;
-
-}  // namespace
 
 int serve_command(const std::vector<std::string>& args) {
   const ServeOptions options = parse_serve_args(args);
@@ -57,23 +48,14 @@ int serve_command(const std::vector<std::string>& args) {
   GenerationQueue queue(size_t(options.queue), pool.size());
   std::atomic<bool> draining{false};
 
-  httplib::Server server;
-  const size_t threads_needed = size_t(options.queue) + pool.size() + kSpareThreads;
-  server.new_task_queue = [threads_needed] { return new httplib::ThreadPool(threads_needed); };
-  server.set_payload_max_length(kMaxBodyBytes);
-  server.set_read_timeout(kTimeoutSeconds);
-  server.set_write_timeout(kTimeoutSeconds);
-  server.set_keep_alive_timeout(5);
-  server.set_keep_alive_max_count(100);
+  GuardedServer server;  // connection, head and body limits: server/guarded_server.h
   A1111Routes routes(pool, queue, metrics, options, rep);
   routes.install(server);
   ServiceRoutes service(queue, metrics, draining);
   service.install(server);
   install_web_page(server);
 
-  if (!server.bind_to_port(options.host, options.port))
-    throw failure("serve: cannot listen on " + options.host + ":" + std::to_string(options.port) +
-                  " (in use, or not an address of this machine)");
+  server.listen_on(options.host, options.port, rep);  // a port in use: exit 1
   std::vector<std::thread> engine_threads;
   for (size_t e = 0; e < pool.size(); ++e) engine_threads.emplace_back([&queue, e] { queue.serve(e); });
   std::string devices_text;

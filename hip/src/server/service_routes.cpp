@@ -4,7 +4,7 @@
 
 namespace moss {
 
-void ServiceRoutes::install(httplib::Server& s) {
+void ServiceRoutes::install(GuardedServer& s) {
   s.Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("{\"status\":\"ok\"}", "application/json");
   });

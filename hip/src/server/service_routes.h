@@ -10,6 +10,7 @@
 #include <httplib.h>
 
 #include "server/generation_queue.h"
+#include "server/guarded_server.h"
 #include "server/metrics.h"
 
 namespace moss {
@@ -18,7 +19,7 @@ class ServiceRoutes {
  public:
   ServiceRoutes(GenerationQueue& queue, Metrics& metrics, const std::atomic<bool>& draining)
       : queue_(queue), metrics_(metrics), draining_(draining) {}
-  void install(httplib::Server& server);
+  void install(GuardedServer& server);
 
  private:
   bool ready() const { return !draining_ && queue_.has_room(); }

@@ -8,7 +8,7 @@ extern const std::size_t kWebPageHtml_size;
 
 namespace moss {
 
-void install_web_page(httplib::Server& server) {
+void install_web_page(GuardedServer& server) {
   server.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(reinterpret_cast<const char*>(kWebPageHtml), kWebPageHtml_size, "text/html; charset=utf-8");
     // The page loads nothing from anywhere: its script and style are inline, its images data of

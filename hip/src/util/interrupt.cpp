@@ -3,6 +3,7 @@
 #include <csignal>
 #include <string>
 
+#include "util/cancel.h"
 #include "util/error.h"
 
 namespace moss {
@@ -68,6 +69,7 @@ const char* signal_name(int sig) {
 void check_interrupted() {
   int sig = pending_signal();
   if (sig) throw Error(ExitCode(128 + sig), std::string("interrupted by ") + signal_name(sig));
+  throw_if_cancelled();  // the job's own cancellation (util/cancel.h)
 }
 
 }  // namespace moss

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "util/cancel.h"
 #include "util/error.h"
 #include "util/numbers.h"
 
@@ -65,6 +66,7 @@ void ThreadPool::worker(int index) {
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int64_t, int64_t)>* job;
+    const CancelFlag* cancel;
     int64_t n;
     int parts;
     {
@@ -73,12 +75,14 @@ void ThreadPool::worker(int index) {
       if (stop_) return;
       seen = generation_;
       job = job_;
+      cancel = job_cancel_;
       n = job_n_;
       parts = job_parts_;
     }
     if (index < parts) {
       int64_t b, e;
       chunk(n, parts, index, b, e);
+      CancelScope scope(cancel);  // the caller's job: its loops see its cancellation
       if (b < e) (*job)(b, e);
     }
     {
@@ -99,6 +103,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = &fn;
+    job_cancel_ = current_cancel_flag();
     job_n_ = n;
     job_parts_ = parts;
     pending_ = int(workers_.size());

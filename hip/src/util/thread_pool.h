@@ -12,6 +12,8 @@
 
 namespace moss {
 
+class CancelFlag;  // util/cancel.h
+
 // The worker count of the host backend: MOSSINFER_THREADS when set (through the strict number
 // parser; a bad value is a usage error, exit 2), else the hardware threads. A count above the
 // hardware threads is capped to them (more threads only add memory and switching), and
@@ -47,6 +49,7 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  const CancelFlag* job_cancel_ = nullptr;  // the caller's (util/cancel.h), for the workers
   int64_t job_n_ = 0;
   int job_parts_ = 0;
   uint64_t generation_ = 0;

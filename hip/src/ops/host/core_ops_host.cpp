@@ -9,6 +9,7 @@
 
 #include "ops/host/host_factories.h"
 #include "ops/host/host_op_parts.h"
+#include "util/cancel.h"
 
 namespace moss {
 namespace {
@@ -58,6 +59,7 @@ class HostCoreOps : public CoreOps {
           }
         }
         for (int64_t m = 0; m < M; ++m) {
+          if (m % 64 == 0 && cancel_requested()) return;  // util/cancel.h: the caller throws
           const float* xr = x.row<const float>(m);
           float* yr = y.row<float>(m);
           for (int64_t j = 0; j < nn; ++j) {
@@ -227,6 +229,7 @@ class HostCoreOps : public CoreOps {
       std::vector<float> p(static_cast<size_t>(Tk));
       std::vector<double> acc(static_cast<size_t>(hd));
       for (int64_t t = t0; t < t1; ++t) {
+        if (cancel_requested()) return;  // util/cancel.h: the caller's next checkpoint throws
         const int64_t h = t / Tq, i = t % Tq, kh = h / group;
         const float* qi = q.row<const float>(i) + h * hd;
         const int64_t n = causal ? i + 1 : Tk;

@@ -9,6 +9,7 @@
 
 #include "ops/host/host_factories.h"
 #include "ops/host/host_op_parts.h"
+#include "util/cancel.h"
 
 namespace moss {
 namespace {
@@ -125,6 +126,7 @@ class HostVaeOps : public VaeOps {
       std::vector<float> acc(size_t(kBlock * Wo)), src_row(static_cast<size_t>(W));
       int64_t band_row = -1;
       for (int64_t t = t0; t < t1; ++t) {
+        if (cancel_requested()) return;  // util/cancel.h: the caller's next checkpoint throws
         const int64_t y = t / blocks, co0 = (t % blocks) * kBlock, n = std::min(kBlock, Cout - co0);
         if (y != band_row) {
           gather(y, band, src_row);
