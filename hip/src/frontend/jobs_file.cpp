@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include "cli/batch.h"
-#include "cli/request_flags.h"
 #include "frontend/a1111_request.h"
 #include "io/files.h"
 #include "util/error.h"
@@ -23,8 +22,13 @@ std::vector<GenerationRequest> read_jobs_file(const RunOptions& o) {
       throw usage_error("--jobs " + o.jobs_file + ": " + e.what());
     }
   }
-  FlagValues defaults = generation_flags(o);
-  defaults.erase("--prompt");  // each line gives its own
+  RequestContext context;
+  context.defaults = o;  // the command line's settings, less the run's own options
+  context.defaults.prompt.clear();  // each line gives its own
+  context.defaults.output_png.clear();  // a line names its own, or takes -o numbered below
+  context.defaults.latent_out.clear();
+  context.settings = a1111_settings("", model_folder_name(o.model), !o.no_metadata);
+  context.allow_output = true;
   std::vector<GenerationRequest> images;
   std::vector<size_t> unnamed;  // images of lines without "output": they take -o
   std::istringstream lines(text);
@@ -32,18 +36,19 @@ std::vector<GenerationRequest> read_jobs_file(const RunOptions& o) {
   for (int number = 1; std::getline(lines, line); ++number) {
     const std::string where = o.jobs_file + ":" + std::to_string(number) + ": ";
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json body = nlohmann::json::parse(line, nullptr, false);
-    if (body.is_discarded()) throw usage_error(where + "not valid JSON");
-    if (body.is_object() && !body.contains("prompt")) throw usage_error(where + "prompt: required");
     try {
-      A1111Request req = parse_a1111_request(body, defaults, o.model, true);
+      const nlohmann::json body = parse_request_json(line);
+      if (body.is_object() && !body.contains("prompt")) throw usage_error(where + "prompt: required");
+      A1111Request req = parse_a1111_request(body, context);
       for (GenerationRequest& r : req.images) {
         r.no_metadata = o.no_metadata;
         if (r.output_png.empty()) unnamed.push_back(images.size());
         images.push_back(std::move(r));
       }
     } catch (const RequestError& e) {
-      throw usage_error(where + e.what());
+      std::string message = e.what();
+      if (message.rfind("bad JSON", 0) == 0) message = "not valid JSON" + message.substr(8);
+      throw usage_error(where + message);
     }
     if (!unnamed.empty() && o.output_png.empty())
       throw usage_error(where + "no \"output\" field, and no -o PATTERN.png to number");

@@ -12,15 +12,20 @@ std::string serve_help_text() {
          "Point a frontend at http://HOST:PORT (its A1111 API setting).\n\n"
          "  --host ADDR   address to listen on (0.0.0.0: every interface)      default: 127.0.0.1\n"
          "  --port N      TCP port                                              default: 7860\n"
+         "  --sampler-fallback euler   run requests for other samplers and schedulers\n"
+         "                (DDIM, DPM++, karras, ...) as Euler with the MOSS-Image schedule,\n"
+         "                saying so in their info; default: refused (422)\n"
+         "  --cors-origin ORIGIN   answer browser preflights from ORIGIN (repeatable; * for\n"
+         "                any); default: no CORS headers\n"
          "  --steps, --cfg, --shift, --seed, --size, --skip-layers, --max-seq, --negative, ...:\n"
-         "                the defaults of requests that do not set them (see moss-infer-hip --help)\n"
+         "                the defaults of requests that do not set them (see moss-infer-hip --help);\n"
+         "                without --seed a request without a seed draws a random one\n"
          "  --vram-budget, --device, --quiet, --progress json, --no-metadata: as for one run\n";
 }
 
 ServeOptions parse_serve_args(const std::vector<std::string>& args) {
   ServeOptions s;
   std::vector<std::string> rest;
-  bool prompt_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i], value;
     const size_t eq = name.rfind("--", 0) == 0 ? name.find('=') : std::string::npos;
@@ -33,7 +38,7 @@ ServeOptions parse_serve_args(const std::vector<std::string>& args) {
       s.help = true;
       return s;
     }
-    if (name == "--host" || name == "--port") {
+    if (name == "--host" || name == "--port" || name == "--sampler-fallback" || name == "--cors-origin") {
       if (!inline_value) {
         if (i + 1 >= args.size()) throw usage_error(name + " needs a value");
         value = args[++i];
@@ -41,8 +46,14 @@ ServeOptions parse_serve_args(const std::vector<std::string>& args) {
       if (name == "--host") {
         if (value.empty()) throw usage_error("--host: empty address");
         s.host = value;
-      } else {
+      } else if (name == "--port") {
         s.port = int(parse_int_option("--port", value, 1, 65535));
+      } else if (name == "--sampler-fallback") {
+        if (value != "euler") throw usage_error("--sampler-fallback '" + value + "': the one fallback is euler");
+        s.sampler_fallback = true;
+      } else {
+        if (value.empty()) throw usage_error("--cors-origin: empty origin (give http://HOST:PORT, or *)");
+        s.cors_origins.push_back(value);
       }
       continue;
     }
@@ -50,16 +61,10 @@ ServeOptions parse_serve_args(const std::vector<std::string>& args) {
                                 "--prompt-file", "--negative-file", "--list-devices", "--version"})
       if (name == refused)
         throw usage_error("serve: " + name + " does not apply to the server (requests say what to make)");
-    prompt_given = prompt_given || name == "--prompt";
     rest.push_back(args[i]);
   }
-  // parse_args checks everything else; a default prompt and a placeholder output satisfy its
-  // rules for a run (a request brings its prompt; the server writes no file).
-  if (!prompt_given) rest.insert(rest.end(), {"--prompt", ""});
-  rest.insert(rest.end(), {"-o", "placeholder.png"});
-  s.run = parse_args(rest).run;
-  s.run.output_png.clear();
-  s.request_defaults = generation_flags(s.run);
+  // parse_args checks everything else, as the defaults of requests (which bring their prompts).
+  s.run = parse_args(rest, ArgsFor::Serve).run;
   return s;
 }
 
