@@ -48,7 +48,7 @@ const Known kKnown[] = {
 bool has_type(const json& v, Type t) {
   switch (t) {
     case Type::String: return v.is_string();
-    case Type::Integer: return v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::trunc(v.get<double>()));
+    case Type::Integer: return v.is_number();  // a whole number: checked by the field's own limits
     case Type::Number: return v.is_number();
     case Type::Boolean: return v.is_boolean();
     case Type::Array: return v.is_array();
@@ -61,7 +61,7 @@ bool has_type(const json& v, Type t) {
 const char* type_words(Type t) {
   switch (t) {
     case Type::String: return "a string";
-    case Type::Integer: return "an integer";
+    case Type::Integer: return "a number";
     case Type::Number: return "a number";
     case Type::Boolean: return "true or false";
     case Type::Array: return "a list";
@@ -76,12 +76,24 @@ std::string shown(const json& v) {
   return std::string(v.type_name()) + " " + v.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 60);
 }
 
-// Every known field's type, before anything else is looked at; null is a field's default.
+bool is_request_setting(const char* name) {
+  for (const FieldNames& f : request_fields())
+    if (std::string(f.name) == name) return true;
+  return false;
+}
+
+// Every known field's type, before anything else is looked at; null is a field's default. An
+// integer field's fraction is refused here too, but for the request's settings, whose own
+// checks say it with their limits ("steps '7.5': not an integer").
 void check_types(const json& body) {
   for (const Known& k : kKnown) {
     const auto it = body.find(k.name);
-    if (it == body.end() || it->is_null() || has_type(*it, k.type)) continue;
-    throw RequestError(422, k.name, std::string(k.name) + ": expected " + type_words(k.type) + ", got " + shown(*it));
+    if (it == body.end() || it->is_null()) continue;
+    if (!has_type(*it, k.type))
+      throw RequestError(422, k.name, std::string(k.name) + ": expected " + type_words(k.type) + ", got " + shown(*it));
+    if (k.type == Type::Integer && it->is_number_float() && !is_request_setting(k.name) &&
+        it->get<double>() != std::trunc(it->get<double>()))
+      throw RequestError(422, k.name, std::string(k.name) + ": expected an integer, got " + shown(*it));
   }
 }
 

@@ -1,5 +1,6 @@
 #include "frontend/request_fields.h"
 
+#include <cmath>
 #include <set>
 
 #include "tokenizer/utf8.h"
@@ -187,10 +188,16 @@ void set_field(GenerationRequest& r, RequestField field, const json& v) {
     case Kind::Seed: {
       if (!v.is_number()) throw wrong_type(s, "a number", v);
       if (v.is_number_unsigned()) return store_seed(r, false, v.get<uint64_t>());
-      if (v.is_number_integer() && v.get<int64_t>() == -1) return store_seed(r, true, 0);
-      const double d = v.get<double>();  // a float that holds a whole number: 1234.0
-      if (v.is_number_float() && d >= 0 && d < 18446744073709551616.0 && d == double(uint64_t(d)))
-        return store_seed(r, false, uint64_t(d));
+      if (v.is_number_integer()) {
+        const int64_t i = v.get<int64_t>();
+        if (i >= 0) return store_seed(r, false, uint64_t(i));
+        if (i == -1) return store_seed(r, true, 0);
+      } else {
+        const double d = v.get<double>();  // a float that holds a whole number: 1234.0, -1.0
+        if (d == -1.0) return store_seed(r, true, 0);
+        if (d >= 0 && d < 18446744073709551616.0 && !std::signbit(d) && d == std::trunc(d))
+          return store_seed(r, false, uint64_t(d));
+      }
       throw FieldError(field, quoted(shown(v)) + ": " + kSeedRange);
     }
     case Kind::Layers: {
