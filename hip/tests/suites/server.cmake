@@ -1,9 +1,10 @@
 # moss-infer-hip serve (issue 18), on the host backend with the tiny model: plain HTTP (endpoints,
 # the CLI's image byte for byte, refusals, progress, interrupt, disconnects, bounds), a real A1111
 # client library (webuiapi from PyPI: skipped, status 77, where it is not installed) and 200
-# requests from 4 concurrent clients. Each test starts its own server on a free port.
+# requests from 4 concurrent clients; the request sequences of SillyTavern, Open WebUI and LibreChat
+# (clients). Each test starts its own server on a free port.
 if(MOSSINFER_SERVER)
-  foreach(suite http stress webuiapi)
+  foreach(suite http stress webuiapi clients)
     add_test(NAME server_${suite}
              COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/server/${suite}_test.py $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
     set_tests_properties(server_${suite} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 LABELS server)
