@@ -43,7 +43,7 @@ int run_generation(const RunOptions& o) {
   // Printed before anything can fail, so even an interrupted run can be repeated: the seed of
   // the first image (a batch's images take seed, seed+1, ...). A jobs file's lines bring their
   // own seeds; those drawn are printed once the file is read.
-  if (o.random_seed && o.jobs_file.empty()) report_drawn_seed(rep, o.seed, "");
+  if (o.seed_drawn && o.jobs_file.empty()) report_drawn_seed(rep, o.seed, "");
   test_pause("start");
 
   // Everything that can be refused is refused before any compute: every image's request and

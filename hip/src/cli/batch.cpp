@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-#include "cli/request_flags.h"
 #include "util/error.h"
 
 namespace moss {
@@ -84,7 +83,7 @@ std::string numbered_output(const std::string& flag, const std::string& path, in
 std::vector<GenerationRequest> batch_requests(const RunOptions& o) {
   std::vector<GenerationRequest> images;
   for (int64_t i = 0; i < o.batch_count; ++i) {
-    GenerationRequest r = request_from_options(o);
+    GenerationRequest r = o;  // the options' request, without the run's own settings
     r.seed = o.seed + uint64_t(i);
     r.output_png = numbered_output("-o", o.output_png, i + 1, o.batch_count);
     r.latent_out = numbered_output("--latent-out", o.latent_out, i + 1, o.batch_count);

@@ -4,12 +4,12 @@
 #include <map>
 #include <set>
 
+#include "frontend/request_fields.h"
 #include "io/files.h"
 #include "io/input_text.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
 #include "util/numbers.h"
-#include "util/random_seed.h"
 
 namespace moss {
 namespace {
@@ -109,8 +109,14 @@ double parse_decimal(const std::string& opt, const std::string& v, double lo, do
   return p.value;
 }
 
-void check_side(const std::string& opt, const std::string& text, int64_t n) {
-  if (n % 16 != 0) throw bad_value(opt, text, "image sides must be multiples of 16");
+// A request setting from its flag's text (frontend/request_fields.h); `shown_as` names the flag
+// in the message (--size sets --width and --height).
+void set_request_field(RunOptions& o, const FieldNames& f, const std::string& value, const std::string& shown_as) {
+  try {
+    set_field(o, f.field, value);
+  } catch (const FieldError& e) {
+    throw usage_error(shown_as + e.cli.substr(std::string(f.flag).size()));
+  }
 }
 
 // A prompt from a file or stdin ("-"): its whole text, less the line ends it closes with.
@@ -144,12 +150,11 @@ bool has_suffix(const std::string& s, const std::string& suf) {
 }  // namespace
 
 bool option_takes_value(const std::string& option) {
-  static const std::set<std::string> kValued = {"--model", "--prompt", "--negative", "-o", "--latent-out", "--size",
-                                                "--width", "--height", "--steps", "--cfg", "--shift", "--seed",
-                                                "--skip-layers", "--max-seq", "--tier", "--vram-budget", "--device",
-                                                "--batch-count", "--prompt-file", "--negative-file", "--jobs",
-                                                "--progress"};
-  return kValued.count(option) > 0;
+  // The run's own valued options; the request's settings are frontend/request_fields.h's flags.
+  static const std::set<std::string> kValued = {"--model", "-o", "--latent-out", "--size", "--vram-budget",
+                                                "--device", "--batch-count", "--prompt-file", "--negative-file",
+                                                "--jobs", "--progress"};
+  return kValued.count(option) > 0 || find_field_by_flag(option) != nullptr;
 }
 
 DeviceList parse_device_list(const std::string& opt, const std::string& value) {
@@ -228,13 +233,14 @@ std::string help_text() {
          "A failed or stopped run leaves no output.\n";
 }
 
-ParsedArgs parse_args(const std::vector<std::string>& argv) {
+ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
   ParsedArgs out;
   RunOptions& o = out.run;
+  o.seed_drawn = purpose == ArgsFor::Serve;  // a server draws a seed per request, unless --seed
   static const std::set<std::string> kSwitches = {"--no-metadata", "--quiet", "--list-devices", "--version", "--help",
                                                   "-h"};
   std::map<std::string, std::string> seen;
-  bool size_given = false, width_given = false, height_given = false;
+  bool size_given = false;
   std::vector<std::string> actions;
 
   for (size_t i = 0; i < argv.size(); ++i) {
@@ -268,13 +274,11 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
     if (seen.count(arg)) throw usage_error(arg + " given twice");
     seen[arg] = value;
 
-    if (arg == "--model") {
+    if (const FieldNames* field = find_field_by_flag(arg)) {
+      set_request_field(o, *field, value, arg);
+    } else if (arg == "--model") {
       if (value.empty()) throw bad_value(arg, value, "empty path");
       o.model = value;
-    } else if (arg == "--prompt") {
-      o.prompt = value;
-    } else if (arg == "--negative") {
-      o.negative = value;
     } else if (arg == "-o") {
       if (!has_suffix(value, ".png") && !has_suffix(value, ".PNG"))
         throw bad_value(arg, value, "the image is written as PNG: give a .png file name");
@@ -285,59 +289,9 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
     } else if (arg == "--size") {
       size_t x = value.find_first_of("xX");
       if (x == std::string::npos) throw bad_value(arg, value, "expected WxH, e.g. 1024x1024");
-      o.width = parse_int(arg, value.substr(0, x), 16, 4096);
-      o.height = parse_int(arg, value.substr(x + 1), 16, 4096);
-      check_side(arg, value, o.width);
-      check_side(arg, value, o.height);
+      set_request_field(o, field_names(RequestField::Width), value.substr(0, x), arg);
+      set_request_field(o, field_names(RequestField::Height), value.substr(x + 1), arg);
       size_given = true;
-    } else if (arg == "--width" || arg == "--height") {
-      int64_t n = parse_int(arg, value, 16, 4096);
-      check_side(arg, value, n);
-      (arg == "--width" ? o.width : o.height) = n;
-      (arg == "--width" ? width_given : height_given) = true;
-    } else if (arg == "--steps") {
-      o.steps = int(parse_int(arg, value, 1, 1000));
-    } else if (arg == "--cfg") {
-      o.cfg = float(parse_decimal(arg, value, 0, 100, "must be between 0 and 100"));
-    } else if (arg == "--shift") {
-      const double sh = parse_decimal(arg, value, 0, 1000, "must be above 0 and at most 1000");
-      if (sh <= 0 || float(sh) <= 0) throw bad_value(arg, value, "must be above 0 and at most 1000");
-      o.shift = float(sh);
-    } else if (arg == "--seed") {
-      if (value == "-1") {
-        o.random_seed = true;
-      } else {
-        const ParsedUint s = parse_strict_uint(value);
-        if (s.error != NumberError::None)
-          throw bad_value(arg, value, "must be -1 or an integer from 0 to 18446744073709551615");
-        o.seed = s.value;
-      }
-    } else if (arg == "--skip-layers") {
-      o.skip_layers.clear();
-      o.skip_layers_text = value;
-      std::string item;
-      std::set<int> uniq;
-      for (size_t p = 0; p <= value.size(); ++p) {
-        if (p == value.size() || value[p] == ',') {
-          size_t a = item.find_first_not_of(' '), b = item.find_last_not_of(' ');
-          std::string t = a == std::string::npos ? "" : item.substr(a, b - a + 1);
-          if (t.empty()) {
-            if (!(value.find_first_not_of(' ') == std::string::npos))
-              throw bad_value(arg, value, "empty entry in the comma list");
-          } else {
-            int layer = int(parse_int(arg, t, 0, 1023));
-            if (uniq.insert(layer).second) o.skip_layers.push_back(layer);
-          }
-          item.clear();
-        } else {
-          item += value[p];
-        }
-      }
-    } else if (arg == "--max-seq") {
-      o.max_seq = parse_int(arg, value, 1, 32768);
-    } else if (arg == "--tier") {
-      if (value != "reference") throw usage_error("--tier " + value + ": not supported: only tier reference runs");
-      o.tier = value;
     } else if (arg == "--vram-budget") {
       const double g = parse_decimal(arg, value, 0, 4096, "must be a positive number of GiB, at most 4096");
       if (g <= 0) throw bad_value(arg, value, "must be a positive number of GiB, at most 4096");
@@ -355,30 +309,29 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
     }
   }
 
-  if (size_given && (width_given || height_given)) throw usage_error("--size and --width/--height given together");
+  if (size_given && (seen.count("--width") || seen.count("--height"))) throw usage_error("--size and --width/--height given together");
   if (actions.size() > 1) throw usage_error(actions[0] + " and " + actions[1] + " given together");
   if (!actions.empty()) {
     const std::string& a = actions[0];
     out.action = (a == "--help" || a == "-h") ? Action::Help : a == "--version" ? Action::Version : Action::ListDevices;
     return out;
   }
-  if (o.width * o.height > 4200000)
-    throw usage_error("size " + std::to_string(o.width) + "x" + std::to_string(o.height) +
-                      ": above 4.2 megapixels");
   if (o.model.empty()) throw usage_error("--model is required\n" + usage_line());
   check_prompt_sources(seen, o);
-  if (!seen.count("--prompt") && o.prompt_file.empty() && o.jobs_file.empty())
-    throw usage_error("--prompt is required\n" + usage_line());
-  if (o.output_png.empty() && o.latent_out.empty() && o.jobs_file.empty())
-    throw usage_error("give -o FILE.png or --latent-out FILE.npy (or both)\n" + usage_line());
-  if (!o.output_png.empty() && o.output_png == o.latent_out) throw usage_error("-o and --latent-out name the same file");
-  for (const auto& [flag, text] : {std::pair<const char*, const std::string*>{"--prompt", &o.prompt},
-                                   std::pair<const char*, const std::string*>{"--negative", &o.negative}}) {
-    const size_t bad = find_invalid_utf8(*text);
-    if (bad != std::string::npos)
-      throw usage_error(std::string(flag) + ": not valid UTF-8 (byte " + std::to_string(bad) + ")");
+  if (purpose == ArgsFor::Run) {
+    if (!seen.count("--prompt") && o.prompt_file.empty() && o.jobs_file.empty())
+      throw usage_error("--prompt is required\n" + usage_line());
+    if (o.output_png.empty() && o.latent_out.empty() && o.jobs_file.empty())
+      throw usage_error("give -o FILE.png or --latent-out FILE.npy (or both)\n" + usage_line());
+    if (!o.output_png.empty() && o.output_png == o.latent_out)
+      throw usage_error("-o and --latent-out name the same file");
   }
-  if (o.random_seed) o.seed = draw_random_seed();
+  try {
+    check_request(o);
+  } catch (const FieldError& e) {
+    throw usage_error(e.cli);
+  }
+  if (purpose == ArgsFor::Run) draw_seed_if_asked(o);
   return out;
 }
 

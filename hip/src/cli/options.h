@@ -7,29 +7,18 @@
 #include <vector>
 
 #include "runtime/devices.h"
+#include "pipeline/request.h"
 
 namespace moss {
 
 enum class Action { Run, Help, Version, ListDevices };
 
-struct RunOptions {
+// The request the flags describe (its settings set through frontend/request_fields.h), and the
+// run's own options around it.
+struct RunOptions : GenerationRequest {
   std::string model;
-  std::string prompt;
-  std::string negative;
-  std::string output_png;   // -o
-  std::string latent_out;   // --latent-out
-  int64_t width = 1024, height = 1024;
-  int steps = 50;
-  float cfg = 3.0f, shift = 5.0f;
-  uint64_t seed = 42;
-  bool random_seed = false;  // --seed -1: drawn once parsing is done, reported in the record
-  std::vector<int> skip_layers{22};
-  std::string skip_layers_text = "22";
-  int64_t max_seq = 4096;
-  std::string tier = "reference";
   std::optional<double> vram_budget_gib;
   DeviceList devices;        // --device N[,N...] | all
-  bool no_metadata = false;
   bool quiet = false;
   // Several images per load (README "Many images per load", "Progress events").
   int64_t batch_count = 1;         // --batch-count N: seeds seed, seed+1, ...; -o as a pattern
@@ -44,8 +33,13 @@ struct ParsedArgs {
   RunOptions run;
 };
 
+// Run: a command line that makes images (a prompt and an output are required; --seed -1 is
+// drawn). Serve: `serve`'s flags, the defaults of its requests (no prompt or output; without
+// --seed each request draws its own).
+enum class ArgsFor { Run, Serve };
+
 // Throws moss::Error with exit code 2 (usage) naming the offending option.
-ParsedArgs parse_args(const std::vector<std::string>& args);
+ParsedArgs parse_args(const std::vector<std::string>& args, ArgsFor purpose = ArgsFor::Run);
 
 // Whether parse_args reads the argument after `option` as its value ("--negative", not "--quiet").
 bool option_takes_value(const std::string& option);

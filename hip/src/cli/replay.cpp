@@ -1,15 +1,41 @@
 #include "cli/replay.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/options.h"
-#include "cli/request_flags.h"
 #include "io/png_text.h"
+#include "util/error.h"
 
 namespace moss {
 namespace {
+
+// A record's JSON scalar as the flag's text: a string as it is, a number in the shortest plain
+// decimal that reads back as the same double (the strict parser, util/numbers.h, reads no
+// exponent). Throws std::invalid_argument for anything else.
+std::string json_flag_value(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (!v.is_number_float()) throw std::invalid_argument(std::string("expected a number or a string, got ") + v.type_name());
+  const double d = v.get<double>();
+  char b[400];
+  std::snprintf(b, sizeof b, "%.17g", d);
+  if (!std::strchr(b, 'e') || !std::isfinite(d)) return b;
+  const int exponent = int(std::floor(std::log10(std::fabs(d))));
+  std::snprintf(b, sizeof b, "%.*f", std::max(0, 16 - exponent), d);
+  std::string text = b;
+  if (text.find('.') != std::string::npos) {
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+  }
+  return text;
+}
 
 bool is_replay_flag(const std::string& a) { return a == "--from-png" || a == "--replay"; }
 

@@ -2,31 +2,100 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
+#include <cmath>
 
 #include "cli/batch.h"
+#include "frontend/request_fields.h"
 
 namespace moss {
 namespace {
 
 using json = nlohmann::json;
 
-enum class Kind { Text, Number, Layers };
+// The JSON types of A1111's txt2img fields (its StableDiffusionTxt2ImgProcessingAPI), of the
+// img2img fields a confused client may send, and of this engine's own.
+enum class Type { String, Integer, Number, Boolean, Array, Object, Layers };
+struct Known {
+  const char* name;
+  Type type;
+};
+const Known kKnown[] = {
+    {"prompt", Type::String}, {"negative_prompt", Type::String}, {"styles", Type::Array},
+    {"seed", Type::Integer}, {"subseed", Type::Integer}, {"subseed_strength", Type::Number},
+    {"seed_resize_from_h", Type::Integer}, {"seed_resize_from_w", Type::Integer},
+    {"sampler_name", Type::String}, {"sampler_index", Type::String}, {"scheduler", Type::String},
+    {"batch_size", Type::Integer}, {"n_iter", Type::Integer}, {"steps", Type::Integer},
+    {"cfg_scale", Type::Number}, {"width", Type::Integer}, {"height", Type::Integer},
+    {"restore_faces", Type::Boolean}, {"tiling", Type::Boolean}, {"do_not_save_samples", Type::Boolean},
+    {"do_not_save_grid", Type::Boolean}, {"eta", Type::Number}, {"denoising_strength", Type::Number},
+    {"s_min_uncond", Type::Number}, {"s_churn", Type::Number}, {"s_tmax", Type::Number},
+    {"s_tmin", Type::Number}, {"s_noise", Type::Number}, {"override_settings", Type::Object},
+    {"override_settings_restore_afterwards", Type::Boolean}, {"refiner_checkpoint", Type::String},
+    {"refiner_switch_at", Type::Number}, {"disable_extra_networks", Type::Boolean},
+    {"firstpass_image", Type::String}, {"comments", Type::Object}, {"enable_hr", Type::Boolean},
+    {"firstphase_width", Type::Integer}, {"firstphase_height", Type::Integer}, {"hr_scale", Type::Number},
+    {"hr_upscaler", Type::String}, {"hr_second_pass_steps", Type::Integer}, {"hr_resize_x", Type::Integer},
+    {"hr_resize_y", Type::Integer}, {"hr_checkpoint_name", Type::String}, {"hr_sampler_name", Type::String},
+    {"hr_scheduler", Type::String}, {"hr_prompt", Type::String}, {"hr_negative_prompt", Type::String},
+    {"hr_additional_modules", Type::Array}, {"force_task_id", Type::String}, {"script_name", Type::String},
+    {"script_args", Type::Array}, {"send_images", Type::Boolean}, {"save_images", Type::Boolean},
+    {"alwayson_scripts", Type::Object}, {"infotext", Type::String},
+    {"init_images", Type::Array}, {"mask", Type::String},
+    {"shift", Type::Number}, {"skip_layers", Type::Layers}, {"max_seq", Type::Integer},
+    {"tier", Type::String}, {"output", Type::String},
+};
 
-struct Field {
-  const char* name;  // in the body
-  const char* flag;  // on the command line
-  Kind kind;
-};
-// The body fields that carry a setting; A1111's names, then this engine's own.
-const Field kFields[] = {
-    {"prompt", "--prompt", Kind::Text},         {"negative_prompt", "--negative", Kind::Text},
-    {"steps", "--steps", Kind::Number},         {"cfg_scale", "--cfg", Kind::Number},
-    {"width", "--width", Kind::Number},         {"height", "--height", Kind::Number},
-    {"seed", "--seed", Kind::Number},           {"shift", "--shift", Kind::Number},
-    {"skip_layers", "--skip-layers", Kind::Layers}, {"max_seq", "--max-seq", Kind::Number},
-    {"tier", "--tier", Kind::Text},             {"output", "-o", Kind::Text},
-};
+bool has_type(const json& v, Type t) {
+  switch (t) {
+    case Type::String: return v.is_string();
+    case Type::Integer: return v.is_number();  // a whole number: checked by the field's own limits
+    case Type::Number: return v.is_number();
+    case Type::Boolean: return v.is_boolean();
+    case Type::Array: return v.is_array();
+    case Type::Object: return v.is_object();
+    case Type::Layers: return v.is_array() || v.is_string();
+  }
+  return false;
+}
+
+const char* type_words(Type t) {
+  switch (t) {
+    case Type::String: return "a string";
+    case Type::Integer: return "a number";
+    case Type::Number: return "a number";
+    case Type::Boolean: return "true or false";
+    case Type::Array: return "a list";
+    case Type::Object: return "an object";
+    case Type::Layers: return "a list of block numbers";
+  }
+  return "";
+}
+
+std::string shown(const json& v) {
+  if (v.is_object() || v.is_array()) return v.type_name();
+  return std::string(v.type_name()) + " " + v.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 60);
+}
+
+bool is_request_setting(const char* name) {
+  for (const FieldNames& f : request_fields())
+    if (std::string(f.name) == name) return true;
+  return false;
+}
+
+// Every known field's type, before anything else is looked at; null is a field's default. An
+// integer field's fraction is refused here too, but for the request's settings, whose own
+// checks say it with their limits ("steps '7.5': not an integer").
+void check_types(const json& body) {
+  for (const Known& k : kKnown) {
+    const auto it = body.find(k.name);
+    if (it == body.end() || it->is_null()) continue;
+    if (!has_type(*it, k.type))
+      throw RequestError(422, k.name, std::string(k.name) + ": expected " + type_words(k.type) + ", got " + shown(*it));
+    if (k.type == Type::Integer && it->is_number_float() && !is_request_setting(k.name) &&
+        it->get<double>() != std::trunc(it->get<double>()))
+      throw RequestError(422, k.name, std::string(k.name) + ": expected an integer, got " + shown(*it));
+  }
+}
 
 RequestError refuse(const std::string& field, const std::string& why) {
   return RequestError(422, field, field + ": not supported: " + why);
@@ -37,13 +106,20 @@ std::string lower(std::string s) {
   return s;
 }
 
+// The field's value, null where the body has none (the types are checked already).
+json field(const json& body, const char* name) {
+  const auto it = body.find(name);
+  return it == body.end() ? json() : *it;
+}
+
 bool is_empty_value(const json& v) {
   return v.is_null() || (v.is_string() && v.get<std::string>().empty()) || (v.is_array() && v.empty()) ||
          (v.is_object() && v.empty());
 }
-bool is_false(const json& v) { return v.is_null() || (v.is_boolean() && !v.get<bool>()); }
-bool is_zero(const json& v) { return v.is_null() || (v.is_number() && v.get<double>() == 0); }
-bool is_not_positive(const json& v) { return v.is_null() || (v.is_number() && v.get<double>() <= 0); }
+bool is_false(const json& v) { return v.is_null() || !v.get<bool>(); }
+bool any_bool(const json&) { return true; }
+bool is_zero(const json& v) { return v.is_null() || v.get<double>() == 0; }
+bool is_not_positive(const json& v) { return v.is_null() || v.get<double>() <= 0; }
 
 // Fields that ask for a feature when they leave their neutral value.
 struct Neutral {
@@ -63,150 +139,186 @@ const Neutral kNeutral[] = {
     {"seed_resize_from_h", is_not_positive, "seed resize"},
     {"seed_resize_from_w", is_not_positive, "seed resize"},
     {"s_churn", is_zero, "stochastic sampling (s_churn)"},
-    {"save_images", is_false, "saving images on the server (they come back in the answer)"},
+    // A1111 saves to its outputs folder; this server keeps nothing on disk, whatever it is asked
+    // (the images come back in the answer): true or false changes nothing a client sees.
+    {"save_images", any_bool, ""},
     {"init_images", is_empty_value, "img2img"},
     {"mask", is_empty_value, "inpainting"},
     {"infotext", is_empty_value, "infotext (send the fields it holds)"},
 };
 
-// A1111's precedence: sampler_name when given, else sampler_index; Euler (or k_euler) only.
-void check_sampler(const json& body) {
-  const char* field = nullptr;
+// The sampler and scheduler asked for other than Euler and the official schedule ("" when none);
+// A1111's precedence: sampler_name when given, else sampler_index.
+struct SamplerAsk {
+  std::string field, value;
+};
+std::vector<SamplerAsk> other_samplers(const json& body) {
+  std::vector<SamplerAsk> asks;
   for (const char* f : {"sampler_name", "sampler_index"}) {
-    if (body.contains(f) && !is_empty_value(body[f])) {
-      field = f;
-      break;
-    }
+    const json v = field(body, f);
+    if (is_empty_value(v)) continue;
+    const std::string name = lower(v.get<std::string>());
+    if (name != "euler" && name != "k_euler") asks.push_back({f, v.get<std::string>()});
+    break;
   }
-  if (!field) return;
-  const json& v = body[field];
-  if (!v.is_string()) throw RequestError(422, field, std::string(field) + ": expected a sampler name");
-  const std::string name = lower(v.get<std::string>());
-  if (name != "euler" && name != "k_euler")
-    throw refuse(field, "sampler '" + v.get<std::string>() + "' (only Euler runs)");
+  const json scheduler = field(body, "scheduler");
+  if (!is_empty_value(scheduler) && lower(scheduler.get<std::string>()) != "automatic")
+    asks.push_back({"scheduler", scheduler.get<std::string>()});
+  return asks;
 }
 
-void check_scheduler(const json& body) {
-  if (!body.contains("scheduler") || is_empty_value(body["scheduler"])) return;
-  const json& v = body["scheduler"];
-  if (!v.is_string() || lower(v.get<std::string>()) != "automatic")
-    throw refuse("scheduler", "scheduler " + v.dump() + " (only the official schedule runs: \"automatic\")");
+// Without the fallback an other sampler is refused; with it, the note the reply and log carry.
+std::string check_samplers(const json& body, bool fallback) {
+  std::string note;
+  for (const SamplerAsk& a : other_samplers(body)) {
+    if (!fallback)
+      throw a.field == "scheduler"
+          ? refuse(a.field, "scheduler \"" + a.value + "\" (only the official schedule runs: \"automatic\")")
+          : refuse(a.field, "sampler '" + a.value + "' (only Euler runs)");
+    note += (note.empty() ? "" : ", ") + a.field + " '" + a.value + "'";
+  }
+  if (note.empty()) return note;
+  return note + " ran as Euler with the MOSS-Image schedule (serve --sampler-fallback euler)";
 }
 
 void check_refiner(const json& body) {
-  if (!body.contains("refiner_checkpoint")) return;
-  const json& v = body["refiner_checkpoint"];
-  if (is_empty_value(v) || (v.is_string() && lower(v.get<std::string>()) == "none")) return;
+  const json v = field(body, "refiner_checkpoint");
+  if (is_empty_value(v) || lower(v.get<std::string>()) == "none") return;
   throw refuse("refiner_checkpoint", "refiners");
 }
 
 // Extra networks in the prompt (<lora:name:1>): A1111 reads them unless disable_extra_networks.
 void check_extra_networks(const json& body) {
-  if (body.contains("disable_extra_networks") && body["disable_extra_networks"].is_boolean() &&
-      body["disable_extra_networks"].get<bool>())
-    return;
-  for (const char* field : {"prompt", "negative_prompt"}) {
-    if (!body.contains(field) || !body[field].is_string()) continue;
-    const std::string text = lower(body[field].get<std::string>());
+  if (field(body, "disable_extra_networks") == json(true)) return;
+  for (const char* name : {"prompt", "negative_prompt"}) {
+    const json v = field(body, name);
+    if (!v.is_string()) continue;
+    const std::string text = lower(v.get<std::string>());
     for (const char* tag : {"<lora:", "<lyco:", "<hypernet:"})
       if (text.find(tag) != std::string::npos)
-        throw refuse(field, std::string("extra networks (") + tag + "...>: LoRAs)");
+        throw refuse(name, std::string("extra networks (") + tag + "...>: LoRAs)");
   }
 }
 
 // Nothing can change here: an override is accepted only when it asks for what already holds.
-void check_override_settings(const json& body) {
-  if (!body.contains("override_settings") || is_empty_value(body["override_settings"])) return;
-  const json& v = body["override_settings"];
-  if (!v.is_object()) throw RequestError(422, "override_settings", "override_settings: expected an object");
-  throw refuse("override_settings." + v.begin().key(), "changing settings (they are read-only here)");
+void check_override_settings(const json& body, const A1111Settings& settings) {
+  const json v = field(body, "override_settings");
+  if (v.is_null()) return;
+  for (const auto& [key, value] : v.items()) {
+    if (value.is_null()) continue;  // a client's unset entry (SillyTavern's sd_vae when none is chosen)
+    const std::string why = setting_refusal(settings, key, value);
+    if (!why.empty()) throw RequestError(422, "override_settings." + key, "override_settings." + why);
+  }
 }
 
-int64_t count_field(const json& body, const char* field) {
-  if (!body.contains(field) || body[field].is_null()) return 1;
-  const json& v = body[field];
-  if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxImagesPerRequest)
-    throw RequestError(422, field,
-                       std::string(field) + " " + v.dump() + ": must be an integer from 1 to " +
+int64_t count_field(const json& body, const char* name) {
+  const json v = field(body, name);
+  if (v.is_null()) return 1;
+  const double n = v.get<double>();
+  if (n < 1 || n > double(kMaxImagesPerRequest))
+    throw RequestError(422, name,
+                       std::string(name) + " " + v.dump() + ": must be an integer from 1 to " +
                            std::to_string(kMaxImagesPerRequest));
-  return v.get<int64_t>();
+  return int64_t(n);
 }
 
-std::string field_value(const Field& f, const json& v) {
-  const std::string name = f.name;
-  if (f.kind == Kind::Text) {
-    if (!v.is_string()) throw RequestError(422, name, name + ": expected a string, got " + v.type_name());
-    return v.get<std::string>();
-  }
-  if (f.kind == Kind::Layers && v.is_array()) {
-    std::string list;
-    for (const json& layer : v) {
-      if (!layer.is_number_integer())
-        throw RequestError(422, name, name + ": expected block numbers, got " + layer.dump());
-      list += (list.empty() ? "" : ",") + json_flag_value(layer);
-    }
-    return list;
-  }
-  if (f.kind == Kind::Layers && v.is_string()) return v.get<std::string>();
-  if (!v.is_number())
-    throw RequestError(422, name, name + ": expected a number, got " + std::string(v.type_name()) + " " + v.dump());
-  return json_flag_value(v);
-}
+// The depth limit: the parser's callback sees each container open with its depth.
+struct TooDeep {};
 
 }  // namespace
 
+json parse_request_json(const std::string& text) {
+  const json::parser_callback_t limit = [](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth)
+      throw TooDeep{};
+    return true;
+  };
+  try {
+    return json::parse(text, limit);
+  } catch (const TooDeep&) {
+    throw RequestError(400, "", "bad JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  } catch (const json::parse_error& e) {
+    throw RequestError(400, "", std::string("bad JSON: ") + e.what());
+  }
+}
+
 RequestError request_error(const Error& e) {
   const std::string msg = e.what();
-  for (const Field& f : kFields) {
+  for (const FieldNames& f : request_fields()) {
     const std::string flag = f.flag;
-    if (msg.compare(0, flag.size(), flag) == 0 && (msg.size() == flag.size() || msg[flag.size()] == ' ' ||
-                                                    msg[flag.size()] == ':'))
+    if (msg.compare(0, flag.size(), flag) == 0 &&
+        (msg.size() == flag.size() || msg[flag.size()] == ' ' || msg[flag.size()] == ':'))
       return RequestError(422, f.name, f.name + msg.substr(flag.size()));
   }
   if (msg.rfind("size ", 0) == 0) return RequestError(422, "width", "width, height: " + msg);
   return RequestError(422, "", msg);
 }
 
-A1111Request parse_a1111_request(const json& body, const FlagValues& defaults, const std::string& model,
-                                 bool allow_output) {
+A1111Request parse_a1111_request(const json& body, const RequestContext& context) {
   if (!body.is_object())
     throw RequestError(400, "", std::string("the body must be a JSON object, got ") + body.type_name());
+  check_types(body);
   for (const Neutral& n : kNeutral)
-    if (body.contains(n.name) && !n.neutral(body[n.name])) throw refuse(n.name, n.what);
-  check_sampler(body);
-  check_scheduler(body);
+    if (!n.neutral(field(body, n.name))) throw refuse(n.name, n.what);
+  A1111Request out;
+  out.sampler_note = check_samplers(body, context.sampler_fallback);
   check_refiner(body);
   check_extra_networks(body);
-  check_override_settings(body);
-  if (!allow_output && body.contains("output") && !body["output"].is_null())
+  check_override_settings(body, context.settings);
+  if (!context.allow_output && !field(body, "output").is_null())
     throw refuse("output", "writing files on the server (the images come back in the answer)");
 
-  FlagValues flags = defaults;
-  for (const Field& f : kFields)
-    if (body.contains(f.name) && !body[f.name].is_null()) flags[f.flag] = field_value(f, body[f.name]);
-  const int64_t count = count_field(body, "batch_size") * count_field(body, "n_iter");
+  GenerationRequest request = context.defaults;
+  try {
+    for (const FieldNames& f : request_fields()) set_field(request, f.field, field(body, f.name));
+    check_request(request);
+  } catch (const FieldError& e) {
+    throw RequestError(422, field_names(e.field).name, e.body);
+  }
+  if (!field(body, "output").is_null()) request.output_png = body["output"].get<std::string>();
+  const std::string& png = request.output_png;
+  const auto ends_with = [&](const char* suffix) {
+    const std::string t = suffix;
+    return png.size() > t.size() && png.compare(png.size() - t.size(), t.size(), t) == 0;
+  };
+  if (!png.empty() && !ends_with(".png") && !ends_with(".PNG"))
+    throw RequestError(422, "output", "output '" + request.output_png + "': the image is written as PNG: give a .png file name");
+  out.batch_size = count_field(body, "batch_size");
+  const int64_t count = out.batch_size * count_field(body, "n_iter");
   if (count > kMaxImagesPerRequest)
     throw RequestError(422, "n_iter", "n_iter: batch_size × n_iter is " + std::to_string(count) + " images, at most " +
                                           std::to_string(kMaxImagesPerRequest) + " per request");
+  if (!field(body, "send_images").is_null()) out.send_images = body["send_images"].get<bool>();
+  draw_seed_if_asked(request);
 
-  A1111Request out;
-  try {
-    out.options = parse_generation_flags(model, flags);
-  } catch (const Error& e) {
-    throw request_error(e);
-  }
-  if (body.contains("send_images") && body["send_images"].is_boolean())
-    out.send_images = body["send_images"].get<bool>();
   for (int64_t i = 0; i < count; ++i) {
-    GenerationRequest r = request_from_options(out.options);
-    r.seed = out.options.seed + uint64_t(i);
+    GenerationRequest r = request;
+    r.seed = request.seed + uint64_t(i);
     try {
-      r.output_png = numbered_output("-o", out.options.output_png, i + 1, count);
+      r.output_png = numbered_output("-o", request.output_png, i + 1, count);
     } catch (const Error& e) {
       throw request_error(e);
     }
     out.images.push_back(std::move(r));
   }
+
+  // The known fields echoed (never the unknown ones: a client's data is not sent back unread),
+  // with the values that ran.
+  out.parameters = json::object();
+  for (const Known& k : kKnown)
+    if (body.contains(k.name) && k.type != Type::Object && k.type != Type::Array) out.parameters[k.name] = body[k.name];
+  out.parameters["prompt"] = request.prompt;
+  out.parameters["negative_prompt"] = request.negative;
+  out.parameters["steps"] = request.steps;
+  out.parameters["cfg_scale"] = request.cfg;
+  out.parameters["width"] = request.width;
+  out.parameters["height"] = request.height;
+  out.parameters["seed"] = request.seed;
+  out.parameters["sampler_name"] = "Euler";
+  out.parameters["scheduler"] = "automatic";
+  out.parameters["batch_size"] = out.batch_size;
+  out.parameters["n_iter"] = count / out.batch_size;
   return out;
 }
 

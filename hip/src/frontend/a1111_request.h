@@ -1,11 +1,15 @@
 // A txt2img request in the AUTOMATIC1111 web API's form (the fields image clients send), which is
-// also the form of a jobs-file line: the images it asks for, checked. Its values go through the
-// command line's parser (cli/request_flags.h), so a body is refused exactly where the CLI would
-// refuse the same setting. A1111's fields at their neutral values (enable_hr false, empty
-// styles and scripts, scheduler "automatic", ...) are accepted; one that asks for what this
-// engine does not run (another sampler, hires fix, img2img, LoRA, a script, ...) is refused
-// naming it. Fields A1111 itself ignores in txt2img (eta, hr_* without enable_hr, ...) and unknown
-// fields are ignored, as A1111 does.
+// also the form of a jobs-file line: the images it asks for, checked before any compute. Its
+// settings are set through frontend/request_fields.h, the checks the command line uses too, so a
+// body is refused exactly where the CLI would refuse the same setting.
+//
+// Every field A1111 knows has its JSON type checked (a wrong one is a 422 naming the field);
+// null is the field's default, as in A1111's optional fields. A1111's fields at values that
+// change nothing here are accepted (enable_hr false, empty styles and scripts, save_images,
+// override_settings equal to the current settings, ...); one that asks for what this engine does
+// not run (another sampler, hires fix, img2img, LoRA, a script, ...) is refused naming it.
+// Fields A1111 itself ignores in txt2img (eta, hr_* without enable_hr, ...) are ignored, and
+// unknown fields too, as A1111 does; neither is echoed back.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -13,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/request_flags.h"
+#include "frontend/a1111_settings.h"
 #include "pipeline/request.h"
 #include "util/error.h"
 
@@ -21,9 +25,13 @@ namespace moss {
 
 // The most images one request may ask for (batch_size × n_iter).
 constexpr int64_t kMaxImagesPerRequest = 64;
+// The deepest nesting of arrays and objects a body may have: A1111's fields nest three levels.
+constexpr int kMaxJsonDepth = 64;
+// What the server's log adds to a sampler or scheduler refusal, for its operator.
+constexpr const char* kSamplerFallbackHint = "serve --sampler-fallback euler runs Euler for other samplers";
 
-// A refused request: `status` 400 (not a JSON object) or 422 (a field's value), `field` the
-// body field it concerns (empty when none).
+// A refused request: `status` 400 (not JSON, nested too deep, not an object) or 422 (a field's
+// value), `field` the body field it concerns (empty when none).
 struct RequestError : std::runtime_error {
   RequestError(int status, std::string field, const std::string& message)
       : std::runtime_error(message), status(status), field(std::move(field)) {}
@@ -31,19 +39,29 @@ struct RequestError : std::runtime_error {
   std::string field;
 };
 
-struct A1111Request {
-  std::vector<GenerationRequest> images;  // batch_size × n_iter, seeds seed, seed+1, ...
-  RunOptions options;                     // the parsed settings (seed drawn when it was -1)
-  bool send_images = true;
+// What a body is read against.
+struct RequestContext {
+  GenerationRequest defaults;  // what the body does not set (seed_drawn: a seed is drawn per request)
+  A1111Settings settings;      // override_settings entries equal to these are accepted
+  bool allow_output = false;   // a jobs line may name its PNG ("output"); a server body may not
+  bool sampler_fallback = false;  // serve --sampler-fallback euler: other samplers run as Euler
 };
 
-// `defaults`: the generation flags of the command line (generation_flags); `allow_output`: a
-// jobs line may name its PNG ("output", a %d pattern for several images); a server body may not.
-A1111Request parse_a1111_request(const nlohmann::json& body, const FlagValues& defaults, const std::string& model,
-                                 bool allow_output);
+struct A1111Request {
+  std::vector<GenerationRequest> images;  // batch_size × n_iter, seeds seed, seed+1, ...
+  int64_t batch_size = 1;
+  bool send_images = true;
+  std::string sampler_note;   // set when another sampler or scheduler runs as Euler (the fallback)
+  nlohmann::json parameters;  // the body's known fields, with the values that ran
+};
 
-// A usage error of the flag parser or of the engine's checks, named by the body field it concerns
-// ("--steps '0': ..." -> field "steps", "steps '0': ...").
+// A body's text as JSON, nesting at most kMaxJsonDepth levels. Throws RequestError (400).
+nlohmann::json parse_request_json(const std::string& text);
+
+A1111Request parse_a1111_request(const nlohmann::json& body, const RequestContext& context);
+
+// A usage error of the engine's checks (a size the memory cannot hold), named by the body
+// field it concerns ("--steps '0': ..." -> field "steps", "steps '0': ...").
 RequestError request_error(const Error& e);
 
 }  // namespace moss

@@ -3,7 +3,6 @@
 #include <sstream>
 
 #include "cli/batch.h"
-#include "cli/request_flags.h"
 #include "frontend/a1111_request.h"
 #include "io/input_text.h"
 #include "io/json_text.h"
@@ -14,8 +13,13 @@ namespace moss {
 
 std::vector<GenerationRequest> read_jobs_file(const RunOptions& o) {
   const std::string text = read_input_text("--jobs", o.jobs_file, kJobsFileLimit);
-  FlagValues defaults = generation_flags(o);
-  defaults.erase("--prompt");  // each line gives its own
+  RequestContext context;
+  context.defaults = o;  // the command line's settings, less the run's own options
+  context.defaults.prompt.clear();  // each line gives its own
+  context.defaults.output_png.clear();  // a line names its own, or takes -o numbered below
+  context.defaults.latent_out.clear();
+  context.settings = a1111_settings("", model_folder_name(o.model), !o.no_metadata);
+  context.allow_output = true;
   std::vector<GenerationRequest> images;
   std::vector<size_t> unnamed;  // images of lines without "output": they take -o
   std::vector<OutputPath> line_outputs;  // checked here, where their lines are known
@@ -25,11 +29,10 @@ std::vector<GenerationRequest> read_jobs_file(const RunOptions& o) {
     const std::string where = o.jobs_file + ":" + std::to_string(number) + ": ";
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     refuse_nul_bytes(line, o.jobs_file, number, ExitCode::Usage);
-    nlohmann::json body = nlohmann::json::parse(line, nullptr, false);
-    if (body.is_discarded()) throw usage_error(where + "not valid JSON");
-    if (body.is_object() && !body.contains("prompt")) throw usage_error(where + "prompt: required");
     try {
-      A1111Request req = parse_a1111_request(body, defaults, o.model, true);
+      const nlohmann::json body = parse_request_json(line);
+      if (body.is_object() && !body.contains("prompt")) throw usage_error(where + "prompt: required");
+      A1111Request req = parse_a1111_request(body, context);
       for (GenerationRequest& r : req.images) {
         r.no_metadata = o.no_metadata;
         if (r.output_png.empty()) unnamed.push_back(images.size());
@@ -37,7 +40,9 @@ std::vector<GenerationRequest> read_jobs_file(const RunOptions& o) {
         images.push_back(std::move(r));
       }
     } catch (const RequestError& e) {
-      throw usage_error(where + e.what());
+      std::string message = e.what();
+      if (message.rfind("bad JSON", 0) == 0) message = "not valid JSON" + message.substr(8);
+      throw usage_error(where + message);
     }
     if (!unnamed.empty() && o.output_png.empty())
       throw usage_error(where + "no \"output\" field, and no -o PATTERN.png to number");

@@ -1,6 +1,6 @@
-// One image to make: what the command line, a jobs-file line and a server request all fill
-// (cli/request_flags.h, frontend/a1111_request.h), and what the engine and the record read.
-// The values are already checked (by the command-line parser, the one place that checks them).
+// One image to make: what the command line (cli/options.h), a jobs-file line and a server body
+// (frontend/a1111_request.h) all fill, and what the engine and the record read. Its settings are
+// set and checked in one place, frontend/request_fields.h, whatever the source.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,7 +15,8 @@ struct GenerationRequest {
   int steps = 50;                  // requested; snapping to the training grid may run fewer
   float cfg = 3.0f, shift = 5.0f;
   uint64_t seed = 42;              // the seed that runs (a random one is drawn before it gets here)
-  bool seed_drawn = false;         // drawn at random (--seed -1, "seed": -1): printed even with --quiet
+  bool seed_drawn = false;         // drawn at random (--seed -1, "seed": -1): printed even with --quiet;
+                                   // in a server's defaults: each request without a seed draws one
   std::vector<int> skip_layers{22};
   std::string skip_layers_text = "22";
   int64_t max_seq = 4096;

@@ -3,9 +3,11 @@
 #include <new>
 
 #include "frontend/a1111_request.h"
+#include "server/a1111_lists.h"
 #include "server/base64.h"
 #include "server/connection_watch.h"
 #include "util/cancel.h"
+#include "server/cors.h"
 
 namespace moss {
 namespace {
@@ -23,6 +25,12 @@ void reply_error(httplib::Response& res, int status, const std::string& message,
   json body = {{"error", message}, {"detail", message}};
   if (!field.empty()) body["field"] = field;
   reply(res, status, body);
+}
+
+// A client's text as one line of the log: invalid UTF-8 replaced, line ends and quotes escaped.
+std::string log_text(const std::string& text) {
+  const std::string quoted = json(text).dump(-1, ' ', false, json::error_handler_t::replace);
+  return quoted.substr(1, quoted.size() - 2);
 }
 
 const char* status_text(int status) {
@@ -51,10 +59,7 @@ void A1111Routes::install(GuardedServer& s) {
   s.Post("/sdapi/v1/interrupt", [this](const httplib::Request&, httplib::Response& res) { interrupt(res); });
   s.Get("/sdapi/v1/sd-models", [this](const httplib::Request&, httplib::Response& res) {
     // The folder's own name: a client learns nothing of where the model lives ("DIR/" too).
-    std::string folder = engine_.model_folder();
-    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
-    const size_t slash = folder.find_last_of('/');
-    const std::string name = slash == std::string::npos ? folder : folder.substr(slash + 1);
+    const std::string name = model_folder_name(engine_.model_folder());
     reply(res, 200, json::array({{{"title", engine_.model_identity()}, {"model_name", name}, {"hash", nullptr},
                                   {"sha256", nullptr}, {"filename", name}, {"config", nullptr}}}));
   });
@@ -71,6 +76,8 @@ void A1111Routes::install(GuardedServer& s) {
   s.Get("/sdapi/v1/options",
         [this](const httplib::Request&, httplib::Response& res) { reply(res, 200, options_json()); });
   s.Post("/sdapi/v1/options", [this](const httplib::Request& req, httplib::Response& res) { set_options(req, res); });
+  install_a1111_lists(s);
+  install_cors(s, options_.cors_origins);
   // Anything else, and the library's own refusals (405, 413 for a body above the limit), as JSON.
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty())
@@ -88,34 +95,39 @@ void A1111Routes::install(GuardedServer& s) {
   });
 }
 
-json A1111Routes::options_json() const {
-  return {{"sd_model_checkpoint", engine_.model_identity()}, {"sd_checkpoint_hash", nullptr},
-          {"sd_vae", "Automatic"}, {"samples_format", "png"}, {"enable_pnginfo", !options_.run.no_metadata},
-          {"CLIP_stop_at_last_layers", 1}, {"eta_noise_seed_delta", 0}, {"samples_save", false},
-          {"grid_save", false}};
+A1111Settings A1111Routes::settings() const {
+  return a1111_settings(engine_.model_identity(), model_folder_name(engine_.model_folder()),
+                        !options_.run.no_metadata);
 }
 
+json A1111Routes::options_json() const { return settings().values; }
+
 void A1111Routes::set_options(const httplib::Request& req, httplib::Response& res) const {
-  json body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded()) return reply_error(res, 400, "bad JSON: the body does not parse");
+  json body;
+  try {
+    body = parse_request_json(req.body);
+  } catch (const RequestError& e) {
+    return reply_error(res, e.status, e.what());
+  }
   if (!body.is_object()) return reply_error(res, 400, "the body must be a JSON object");
-  const json current = options_json();
-  for (const auto& [key, value] : body.items())
-    if (!current.contains(key) || current[key] != value)
-      return reply_error(res, 422, key + ": read-only here (the loaded model and settings cannot change)", key);
+  const A1111Settings current = settings();
+  for (const auto& [key, value] : body.items()) {
+    const std::string why = setting_refusal(current, key, value);
+    if (!why.empty()) return reply_error(res, 422, why, key);
+  }
   reply(res, 200, nullptr);
 }
 
 void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
   json body;
-  try {
-    body = json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    return reply_error(res, 400, std::string("bad JSON: ") + e.what());
-  }
   A1111Request request;
   try {
-    request = parse_a1111_request(body, options_.request_defaults, options_.run.model, false);
+    body = parse_request_json(req.body);
+    RequestContext context;
+    context.defaults = options_.run;
+    context.settings = settings();
+    context.sampler_fallback = options_.sampler_fallback;
+    request = parse_a1111_request(body, context);
     for (const GenerationRequest& r : request.images) {
       try {
         engine_.check(r);
@@ -124,8 +136,13 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
       }
     }
   } catch (const RequestError& e) {
+    // The operator sees every refusal (a client may show none of it: Open WebUI does not).
+    const bool sampler = e.field == "sampler_name" || e.field == "sampler_index" || e.field == "scheduler";
+    rep_.line("txt2img: refused (%d): %s%s%s", e.status, log_text(e.what()).c_str(), sampler ? "; " : "",
+              sampler ? kSamplerFallbackHint : "");
     return reply_error(res, e.status, e.what(), e.field);
   }
+  if (!request.sampler_note.empty()) rep_.line("txt2img: %s", request.sampler_note.c_str());
 
   ConnectionWatch watch(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
   auto job = std::make_shared<Job>();
@@ -184,22 +201,14 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
     records.push_back(json::parse(record_json(g.record)));
   }
   const GenerationRequest& first = request.images.front();
-  json params = body;
-  params["prompt"] = first.prompt;
-  params["negative_prompt"] = first.negative;
-  params["steps"] = first.steps;
-  params["cfg_scale"] = first.cfg;
-  params["width"] = first.width;
-  params["height"] = first.height;
-  params["seed"] = first.seed;
-  params["sampler_name"] = "Euler";
+  json& params = request.parameters;
   const json prompts(made.size(), first.prompt), negatives(made.size(), first.negative);
   json info = {{"prompt", first.prompt}, {"all_prompts", prompts}, {"negative_prompt", first.negative},
                {"all_negative_prompts", negatives}, {"seed", first.seed}, {"all_seeds", seeds},
                {"subseed", -1}, {"all_subseeds", json(made.size(), -1)}, {"subseed_strength", 0},
                {"width", first.width}, {"height", first.height}, {"sampler_name", "Euler"},
                {"scheduler", "automatic"}, {"cfg_scale", first.cfg}, {"steps", first.steps},
-               {"batch_size", body.value("batch_size", 1)}, {"restore_faces", false},
+               {"batch_size", request.batch_size}, {"restore_faces", false},
                {"sd_model_name", engine_.model_identity()}, {"sd_model_hash", nullptr},
                {"seed_resize_from_w", -1}, {"seed_resize_from_h", -1}, {"denoising_strength", 0},
                {"extra_generation_params",
@@ -207,6 +216,10 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
                {"index_of_first_image", 0}, {"infotexts", infotexts}, {"styles", json::array()},
                {"job_timestamp", job->progress.timestamp}, {"clip_skip", 1}, {"is_using_inpainting_conditioning", false},
                {"version", engine_version()}, {"interrupted", interrupted}, {"generation", records}};
+  if (!request.sampler_note.empty()) {
+    info["sampler_fallback"] = request.sampler_note;
+    info["extra_generation_params"]["Sampler fallback"] = request.sampler_note;
+  }
   rep_.line("txt2img: %zu of %zu images%s", made.size(), request.images.size(), interrupted ? " (interrupted)" : "");
   reply(res, 200, {{"images", images}, {"parameters", params}, {"info", dump(info)}});
 }

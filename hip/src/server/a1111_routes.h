@@ -8,8 +8,9 @@
 //                              marked interrupted (none when no step had finished)
 //   GET  /sdapi/v1/sd-models, /samplers (Euler), /schedulers (automatic), /scripts (none)
 //   GET  /sdapi/v1/options     the settings; POST accepts only the values they already have
+//   the list routes clients probe at start (server/a1111_lists.h), and CORS when asked (server/cors.h)
 // Errors are JSON {"error": message, "field": name}: 400 for a body that is not JSON (or not an
-// object), 422 for a field this engine cannot honour, 503 with Retry-After when the queue is
+// object, or nested deeper than 64 levels), 422 for a field this engine cannot honour, 503 with Retry-After when the queue is
 // full or the server drains or stops, 500 for a failure of the run; 404 / 405 / 413 come from
 // the library, as JSON too, and the limits of server/guarded_server.h (405, 408, 413, 415, 431,
 // ...) from there.
@@ -18,6 +19,7 @@
 
 #include <httplib.h>
 
+#include "frontend/a1111_settings.h"
 #include "pipeline/engine_pool.h"
 #include "server/generation_queue.h"
 #include "server/guarded_server.h"
@@ -42,6 +44,7 @@ class A1111Routes {
                    std::vector<GeneratedImage>& made);
   void progress(httplib::Response& res) const;
   void interrupt(httplib::Response& res);
+  A1111Settings settings() const;  // what GET /options reports, and what overrides must equal
   nlohmann::json options_json() const;
   void set_options(const httplib::Request& req, httplib::Response& res) const;
 

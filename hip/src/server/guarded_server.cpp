@@ -116,6 +116,12 @@ GuardedServer& GuardedServer::Get(const std::string& pattern, Handler handler) {
   return *this;
 }
 
+GuardedServer& GuardedServer::Options(const std::string& pattern, Handler handler) {
+  options_routes_ = true;
+  httplib::Server::Options(pattern, std::move(handler));
+  return *this;
+}
+
 GuardedServer& GuardedServer::Post(const std::string& pattern, Handler handler) {
   record(pattern, "POST");
   httplib::Server::Post(pattern, std::move(handler));
@@ -148,6 +154,7 @@ httplib::Server::HandlerResponse GuardedServer::check_route(const httplib::Reque
     res.set_header("Retry-After", "1");
     return HandlerResponse::Handled;
   }
+  if (req.method == "OPTIONS" && options_routes_) return HandlerResponse::Unhandled;
   for (const Route& r : routes_) {
     if (!std::regex_match(req.path, r.matcher)) continue;
     const std::vector<std::string>& methods = r.methods;

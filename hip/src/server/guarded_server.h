@@ -36,6 +36,9 @@ class GuardedServer : public httplib::Server {
   GuardedServer& Post(const std::string& pattern, Handler handler);
   GuardedServer& Put(const std::string& pattern, Handler handler);
   GuardedServer& Delete(const std::string& pattern, Handler handler);
+  // OPTIONS routes (CORS preflights, server/cors.h): an OPTIONS request then goes to them
+  // whatever the path, instead of a 405.
+  GuardedServer& Options(const std::string& pattern, Handler handler);
 
   // Binds host:port (no SO_REUSEPORT), or throws moss::Error (exit 1) "serve: cannot listen on
   // HOST:PORT: REASON". Warns (rep) when the address is not a loopback one: no authentication.
@@ -59,6 +62,7 @@ class GuardedServer : public httplib::Server {
     std::vector<std::string> methods;
   };
   std::vector<Route> routes_;
+  bool options_routes_ = false;
 };
 
 }  // namespace moss

@@ -19,15 +19,20 @@ std::string serve_help_text() {
          "Routes for deployments: GET /health, GET /ready (503 while draining or full), GET /metrics\n"
          "(Prometheus). SIGTERM drains (no new requests; exit 0 when done); a second SIGTERM, SIGINT\n"
          "or SIGHUP stops at once (exit 143 / 130 / 129).\n"
+         "  --sampler-fallback euler   run requests for other samplers and schedulers\n"
+         "                (DDIM, DPM++, karras, ...) as Euler with the MOSS-Image schedule,\n"
+         "                saying so in their info; default: refused (422)\n"
+         "  --cors-origin ORIGIN   answer browser preflights from ORIGIN (repeatable; * for\n"
+         "                any); default: no CORS headers\n"
          "  --steps, --cfg, --shift, --seed, --size, --skip-layers, --max-seq, --negative, ...:\n"
-         "                the defaults of requests that do not set them (see moss-infer-hip --help)\n"
+         "                the defaults of requests that do not set them (see moss-infer-hip --help);\n"
+         "                without --seed a request without a seed draws a random one\n"
          "  --vram-budget, --quiet, --progress json, --no-metadata: as for one run\n";
 }
 
 ServeOptions parse_serve_args(const std::vector<std::string>& args) {
   ServeOptions s;
   std::vector<std::string> rest;
-  bool prompt_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i], value;
     const size_t eq = name.rfind("--", 0) == 0 ? name.find('=') : std::string::npos;
@@ -40,7 +45,8 @@ ServeOptions parse_serve_args(const std::vector<std::string>& args) {
       s.help = true;
       return s;
     }
-    if (name == "--host" || name == "--port" || name == "--queue" || name == "--drain-seconds") {
+    if (name == "--host" || name == "--port" || name == "--queue" || name == "--drain-seconds" ||
+        name == "--sampler-fallback" || name == "--cors-origin") {
       if (!inline_value) {
         if (i + 1 >= args.size()) throw usage_error(name + " needs a value");
         value = args[++i];
@@ -52,8 +58,14 @@ ServeOptions parse_serve_args(const std::vector<std::string>& args) {
         s.port = int(parse_int_option("--port", value, 1, 65535));
       } else if (name == "--queue") {
         s.queue = int(parse_int_option("--queue", value, 0, 1024));
-      } else {
+      } else if (name == "--drain-seconds") {
         s.drain_seconds = int(parse_int_option("--drain-seconds", value, 0, 86400));
+      } else if (name == "--sampler-fallback") {
+        if (value != "euler") throw usage_error("--sampler-fallback '" + value + "': the one fallback is euler");
+        s.sampler_fallback = true;
+      } else {
+        if (value.empty()) throw usage_error("--cors-origin: empty origin (give http://HOST:PORT, or *)");
+        s.cors_origins.push_back(value);
       }
       continue;
     }
@@ -61,16 +73,10 @@ ServeOptions parse_serve_args(const std::vector<std::string>& args) {
                                 "--prompt-file", "--negative-file", "--list-devices", "--version"})
       if (name == refused)
         throw usage_error("serve: " + name + " does not apply to the server (requests say what to make)");
-    prompt_given = prompt_given || name == "--prompt";
     rest.push_back(args[i]);
   }
-  // parse_args checks everything else; a default prompt and a placeholder output satisfy its
-  // rules for a run (a request brings its prompt; the server writes no file).
-  if (!prompt_given) rest.insert(rest.end(), {"--prompt", ""});
-  rest.insert(rest.end(), {"-o", "placeholder.png"});
-  s.run = parse_args(rest).run;
-  s.run.output_png.clear();
-  s.request_defaults = generation_flags(s.run);
+  // parse_args checks everything else, as the defaults of requests (which bring their prompts).
+  s.run = parse_args(rest, ArgsFor::Serve).run;
   return s;
 }
 

@@ -1,11 +1,11 @@
-// The command line of `moss-infer-hip serve`: --host, --port, --queue, --drain-seconds, and the CLI's own flags (model,
-// memory, device, and the generation flags, which become the defaults of every request).
+// The command line of `moss-infer-hip serve`: --host, --port, --queue, --drain-seconds,
+// --sampler-fallback, --cors-origin, and the CLI's own flags (model, memory, device, and the
+// generation flags, which become the defaults of every request).
 #pragma once
 #include <string>
 #include <vector>
 
 #include "cli/options.h"
-#include "cli/request_flags.h"
 
 namespace moss {
 
@@ -14,8 +14,10 @@ struct ServeOptions {
   int port = 7860;                 // A1111's
   int queue = 16;                  // --queue: requests that may wait for a busy engine
   int drain_seconds = 60;          // --drain-seconds: how long SIGTERM's drain lets jobs finish
-  RunOptions run;                  // --model, --vram-budget, --device, --quiet, --progress, ...
-  FlagValues request_defaults;     // generation_flags(run): what a request does not set
+  RunOptions run;                  // --model, --vram-budget, ..., and as a GenerationRequest the
+                                   // defaults of requests (seed_drawn: each request draws a seed)
+  bool sampler_fallback = false;   // --sampler-fallback euler: other samplers run as Euler
+  std::vector<std::string> cors_origins;  // --cors-origin ORIGIN (repeatable; "*": any)
   bool help = false;
 };
 

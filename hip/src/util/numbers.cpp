@@ -100,6 +100,35 @@ ParsedDecimal parse_strict_decimal(const std::string& t, double lo, double hi) {
   return r;
 }
 
+ParsedInt checked_int(int64_t value, int64_t lo, int64_t hi) {
+  ParsedInt r;
+  r.value = value;
+  if (value < lo || value > hi) r.error = NumberError::OutOfRange;
+  return r;
+}
+
+ParsedInt checked_int(double value, int64_t lo, int64_t hi) {
+  ParsedInt r;
+  if (!std::isfinite(value) || std::trunc(value) != value) {
+    r.error = NumberError::NotANumber;
+    return r;
+  }
+  // Beyond +-2^63 no int64 holds it: out of range whatever the bounds (and no UB converting).
+  if ((std::signbit(value) && lo >= 0) || std::fabs(value) >= 9223372036854775808.0) {
+    r.error = NumberError::OutOfRange;
+    return r;
+  }
+  return checked_int(int64_t(value), lo, hi);
+}
+
+ParsedDecimal checked_decimal(double value, double lo, double hi) {
+  ParsedDecimal r;
+  r.value = value;
+  if (!std::isfinite(value) || (std::signbit(value) && lo >= 0) || !(value >= lo && value <= hi))
+    r.error = NumberError::OutOfRange;
+  return r;
+}
+
 std::string integer_problem(const ParsedInt& p, int64_t lo, int64_t hi) {
   if (p.error == NumberError::NotANumber) return "not an integer";
   return "must be between " + std::to_string(lo) + " and " + std::to_string(hi);

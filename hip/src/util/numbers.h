@@ -34,6 +34,13 @@ ParsedInt parse_strict_int(const std::string& text, int64_t lo, int64_t hi);
 ParsedUint parse_strict_uint(const std::string& text);  // 0 .. 2^64-1, no sign at all
 ParsedDecimal parse_strict_decimal(const std::string& text, double lo, double hi);
 
+// The same checks for a number that arrives already read (a JSON value): an integer is
+// refused when it has a fraction, is not finite, or carries a sign where lo >= 0 (-0.0, as
+// "-0" above); every value is refused outside [lo, hi], never wrapped or clamped.
+ParsedInt checked_int(double value, int64_t lo, int64_t hi);
+ParsedInt checked_int(int64_t value, int64_t lo, int64_t hi);
+ParsedDecimal checked_decimal(double value, double lo, double hi);
+
 // The usage error of a numeric flag, naming it and the accepted range: "--steps '2abc': not
 // an integer" or "--steps '0': must be between 1 and 1000".
 std::string integer_problem(const ParsedInt& p, int64_t lo, int64_t hi);

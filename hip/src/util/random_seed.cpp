@@ -11,7 +11,7 @@
 namespace moss {
 
 uint64_t draw_random_seed() {
-  uint64_t seed = 0;
+  uint32_t seed = 0;
   unsigned char* p = reinterpret_cast<unsigned char*>(&seed);
   size_t got = 0;
   while (got < sizeof seed) {

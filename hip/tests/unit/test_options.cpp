@@ -66,7 +66,7 @@ TEST(Options, EmptySkipListAndWidthHeight) {
 
 TEST(Options, RandomSeedIsDrawn) {
   const RunOptions o = parse({"--model", "m", "--prompt", "p", "-o", "x.png", "--seed", "-1"}).run;
-  EXPECT_TRUE(o.random_seed);
+  EXPECT_TRUE(o.seed_drawn);
 }
 
 TEST(Options, Actions) {

@@ -155,7 +155,7 @@ TEST(ThreadPool, BadThreadCountsAreUsageErrors) {
 
 TEST(RandomSeed, DrawsDiffer) {
   const uint64_t a = draw_random_seed(), b = draw_random_seed(), c = draw_random_seed();
-  EXPECT_FALSE(a == b && b == c);  // three equal 64-bit draws: the source is broken
+  EXPECT_FALSE(a == b && b == c);  // three equal 32-bit draws: the source is broken
 }
 
 // ---- issue 35: output paths, stale temporaries, input limits, NUL in JSON, PNG records, signals

@@ -1,0 +1,50 @@
+#include "server/a1111_lists.h"
+
+#include <sys/sysinfo.h>
+
+#include <nlohmann/json.hpp>
+
+namespace moss {
+namespace {
+
+using json = nlohmann::json;
+
+httplib::Server::Handler answer(json body) {
+  const std::string text = body.dump();
+  return [text](const httplib::Request&, httplib::Response& res) { res.set_content(text, "application/json"); };
+}
+
+// A1111's /memory: host memory in bytes; the device's are not reported here (no CUDA in the
+// A1111 sense), which A1111 itself says with an "error" entry.
+void memory(const httplib::Request&, httplib::Response& res) {
+  json ram = {{"error", "not available"}};
+  struct sysinfo si = {};
+  if (sysinfo(&si) == 0) {
+    const double unit = double(si.mem_unit);
+    const double total = double(si.totalram) * unit, free = double(si.freeram) * unit;
+    ram = {{"free", free}, {"used", total - free}, {"total", total}};
+  }
+  res.set_content(json{{"ram", ram}, {"cuda", {{"error", "device memory is not reported by this server"}}}}.dump(),
+                  "application/json");
+}
+
+}  // namespace
+
+void install_a1111_lists(GuardedServer& s) {
+  // A1111 lists "None" first (no upscaling), which SillyTavern's list keeps at index 0.
+  s.Get("/sdapi/v1/upscalers", answer(json::array({{{"name", "None"}, {"model_name", nullptr},
+                                                    {"model_path", nullptr}, {"model_url", nullptr},
+                                                    {"scale", 4}}})));
+  for (const char* list : {"latent-upscale-modes", "sd-vae", "sd-modules", "loras", "prompt-styles",
+                           "face-restorers", "hypernetworks", "realesrgan-models"})
+    s.Get(std::string("/sdapi/v1/") + list, answer(json::array()));
+  s.Get("/sdapi/v1/embeddings", answer({{"loaded", json::object()}, {"skipped", json::object()}}));
+  s.Get("/sdapi/v1/memory", memory);
+  s.Get("/sdapi/v1/cmd-flags", answer({{"api", true}, {"nowebui", true}}));
+  for (const char* refresh : {"refresh-checkpoints", "refresh-vae", "refresh-loras"})
+    s.Post(std::string("/sdapi/v1/") + refresh, answer(nullptr));
+  s.Post("/sdapi/v1/skip", answer(json::object()));
+  s.Get("/internal/ping", answer(json::object()));
+}
+
+}  // namespace moss

@@ -1,0 +1,14 @@
+// The A1111 routes clients probe when they connect, answered as an A1111 server without these
+// features answers them: empty lists (upscalers but "None", VAEs, modules, LoRAs, styles, face
+// restorers, latent upscale modes), embeddings {"loaded": {}, "skipped": {}}, memory, cmd-flags,
+// the refresh routes (nothing to rescan: one model per server), POST /skip (accepted; there is
+// no next image of a batch to skip to early, /interrupt stops a request) and GET /internal/ping.
+// Without them a client stops at its first 404 (SillyTavern's upscaler and VAE lists).
+#pragma once
+#include "server/guarded_server.h"
+
+namespace moss {
+
+void install_a1111_lists(GuardedServer& server);
+
+}  // namespace moss

@@ -1,0 +1,16 @@
+// CORS for browser-based clients, off unless asked: `serve --cors-origin ORIGIN` (repeatable;
+// "*" allows any) answers preflights (OPTIONS, 204 with the allowed methods and headers) and
+// adds Access-Control-Allow-Origin to every answer to a request from an allowed Origin. A
+// request from another origin gets no CORS headers (the browser then refuses it), and its
+// preflight 403.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "server/guarded_server.h"
+
+namespace moss {
+
+void install_cors(GuardedServer& server, const std::vector<std::string>& origins);
+
+}  // namespace moss

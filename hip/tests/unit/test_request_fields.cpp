@@ -1,0 +1,266 @@
+// The one request path (issue 30): the command line, a jobs line and a server body set a
+// GenerationRequest through frontend/request_fields.h, with the same checks; the A1111 body's
+// types, nulls, depth and settings rules (issue 35's request-parser items); drawn seeds.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "cli/options.h"
+#include "frontend/a1111_request.h"
+#include "frontend/request_fields.h"
+#include "util/random_seed.h"
+
+using namespace moss;
+using nlohmann::json;
+
+namespace {
+
+RequestContext server(std::vector<std::string> serve_flags = {}) {
+  std::vector<std::string> args = {"--model", "models/tiny-moss"};
+  args.insert(args.end(), serve_flags.begin(), serve_flags.end());
+  RequestContext c;
+  c.defaults = parse_args(args, ArgsFor::Serve).run;
+  c.settings = a1111_settings("MOSS-Image (tiny-moss, MOSSImagePipeline)", "tiny-moss", true);
+  return c;
+}
+
+RequestError refusal(const json& body, const RequestContext& c = server()) {
+  try {
+    parse_a1111_request(body, c);
+  } catch (const RequestError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted " << body.dump();
+  return RequestError(0, "", "");
+}
+
+// The fields a request sets, as one comparable tuple.
+auto settings_of(const GenerationRequest& r) {
+  return std::make_tuple(r.prompt, r.negative, r.width, r.height, r.steps, r.cfg, r.shift, r.seed, r.seed_drawn,
+                         r.skip_layers, r.max_seq, r.tier);
+}
+
+// Text values around every numeric field's limits, and malformed ones.
+// ("-0" is left out: JSON's -0 is the integer 0, which A1111 reads as 0 too; -0.0 is refused.)
+const char* const kNumberTexts[] = {"0",    "1",     "-1",   "2",      "15",    "16",    "17",
+                                    "64",   "100",   "1000", "1001",  "1023",   "1024",  "4096",  "4097",
+                                    "4112", "32768", "32769", "0.5",  "100.5",  "1000.0001", "7.0",
+                                    "99999999999999999999", "18446744073709551615", "18446744073709551616"};
+
+}  // namespace
+
+// The same value given as the command line's text and as a JSON number is accepted or refused
+// alike, with the same result: one validation, whatever the source.
+TEST(RequestFields, TextAndJsonAgreeOnEveryNumber) {
+  for (const FieldNames& f : request_fields()) {
+    if (f.field == RequestField::Prompt || f.field == RequestField::Negative || f.field == RequestField::Tier)
+      continue;
+    for (const char* text : kNumberTexts) {
+      GenerationRequest from_text, from_json;
+      bool text_ok = true, json_ok = true;
+      try {
+        set_field(from_text, f.field, std::string(text));
+      } catch (const FieldError& e) {
+        text_ok = false;
+        EXPECT_EQ(e.cli.rfind(f.flag, 0), 0u) << e.cli;
+      }
+      try {
+        // skip_layers takes a list of blocks in JSON (or the command line's text).
+        const json v = json::parse(text);
+        set_field(from_json, f.field, f.field == RequestField::SkipLayers ? json::array({v}) : v);
+      } catch (const FieldError& e) {
+        json_ok = false;
+        EXPECT_EQ(e.body.rfind(f.name, 0), 0u) << e.body;
+        EXPECT_EQ(e.field, f.field);
+      }
+      // "7.0" is an integer's value as a JSON number, not as the strict text parser's.
+      if (std::string(text) == "7.0" && f.field != RequestField::Cfg && f.field != RequestField::Shift) continue;
+      EXPECT_EQ(text_ok, json_ok) << f.name << " " << text;
+      if (text_ok && json_ok) {
+        EXPECT_EQ(settings_of(from_text), settings_of(from_json)) << f.name << " " << text;
+      }
+    }
+  }
+}
+
+TEST(RequestFields, NegativeZeroIsASign) {
+  for (const char* name : {"steps", "width", "cfg_scale", "shift", "max_seq"})
+    EXPECT_EQ(refusal({{"prompt", "p"}, {name, -0.0}}).field, name);
+}
+
+TEST(RequestFields, WrongJsonTypesNameTheField) {
+  const json wrong_for_number[] = {"5", true, json::array({1}), json::object({{"a", 1}})};
+  const json wrong_for_text[] = {5, 1.5, false, json::array(), json::object()};
+  for (const FieldNames& f : request_fields()) {
+    const bool text = f.field == RequestField::Prompt || f.field == RequestField::Negative ||
+                      f.field == RequestField::Tier;
+    for (const json& v : text ? std::vector<json>(std::begin(wrong_for_text), std::end(wrong_for_text))
+                              : std::vector<json>(std::begin(wrong_for_number), std::end(wrong_for_number))) {
+      if (f.field == RequestField::SkipLayers && (v.is_string() || v.is_array())) continue;  // its two forms
+      json body = {{"prompt", "p"}};
+      body[f.name] = v;
+      const RequestError e = refusal(body);
+      EXPECT_EQ(e.status, 422) << f.name << " " << v.dump();
+      EXPECT_EQ(e.field, f.name) << v.dump();
+      EXPECT_NE(std::string(e.what()).find("expected"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// null is a field's default, for every field A1111 or this engine knows; the request is then
+// exactly the server's defaults.
+TEST(RequestFields, NullIsTheDefaultEverywhere) {
+  const char* const fields[] = {
+      "prompt", "negative_prompt", "styles", "seed", "subseed", "subseed_strength", "seed_resize_from_h",
+      "seed_resize_from_w", "sampler_name", "sampler_index", "scheduler", "batch_size", "n_iter", "steps",
+      "cfg_scale", "width", "height", "restore_faces", "tiling", "do_not_save_samples", "do_not_save_grid", "eta",
+      "denoising_strength", "s_min_uncond", "s_churn", "s_tmax", "s_tmin", "s_noise", "override_settings",
+      "override_settings_restore_afterwards", "refiner_checkpoint", "refiner_switch_at", "disable_extra_networks",
+      "firstpass_image", "comments", "enable_hr", "firstphase_width", "firstphase_height", "hr_scale",
+      "hr_upscaler", "hr_second_pass_steps", "hr_resize_x", "hr_resize_y", "hr_checkpoint_name",
+      "hr_sampler_name", "hr_scheduler", "hr_prompt", "hr_negative_prompt", "hr_additional_modules",
+      "force_task_id", "script_name", "script_args", "send_images", "save_images", "alwayson_scripts",
+      "infotext", "init_images", "mask", "shift", "skip_layers", "max_seq", "tier", "output"};
+  const RequestContext c = server({"--seed", "9", "--steps", "3"});
+  json body = json::object();
+  for (const char* f : fields) body[f] = nullptr;
+  const A1111Request r = parse_a1111_request(body, c);
+  ASSERT_EQ(r.images.size(), 1u);  // "batch_size": null is 1, not an error
+  EXPECT_EQ(settings_of(r.images[0]), settings_of(c.defaults));
+  EXPECT_TRUE(r.send_images);
+  // Each alone, too: null never refuses.
+  for (const char* f : fields) EXPECT_NO_THROW(parse_a1111_request(json{{f, nullptr}}, c)) << f;
+}
+
+TEST(RequestFields, KnownFieldsOfTheWrongTypeAre422) {
+  const std::pair<const char*, json> cases[] = {
+      {"batch_size", "2"},        {"batch_size", 1.5},           {"n_iter", true},
+      {"send_images", "true"},    {"save_images", 1},            {"enable_hr", "no"},
+      {"styles", "anime"},        {"override_settings", json::array()}, {"alwayson_scripts", 3},
+      {"sampler_name", 5},        {"scheduler", json::array()}, {"eta", "0"},
+      {"hr_scale", "2"},          {"comments", "x"},            {"subseed", 1.25},
+      {"do_not_save_grid", 0},    {"infotext", json::object()}, {"output", 5},
+  };
+  for (const auto& [field, value] : cases) {
+    const RequestError e = refusal({{"prompt", "p"}, {field, value}});
+    EXPECT_EQ(e.status, 422) << field;
+    EXPECT_EQ(e.field, field) << e.what();
+  }
+}
+
+TEST(RequestFields, JsonDepthIsBounded) {
+  const auto nested = [](int depth) { return std::string(size_t(depth), '[') + std::string(size_t(depth), ']'); };
+  EXPECT_NO_THROW(parse_request_json(nested(kMaxJsonDepth)));
+  for (int depth : {kMaxJsonDepth + 1, 1000, 200000}) {
+    try {
+      parse_request_json("{\"prompt\": \"p\", \"x\": " + nested(depth) + "}");
+      ADD_FAILURE() << "depth " << depth << " accepted";
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.status, 400);
+      EXPECT_NE(std::string(e.what()).find(std::to_string(kMaxJsonDepth)), std::string::npos) << e.what();
+    }
+  }
+  try {
+    parse_request_json("{\"prompt\": ");
+    ADD_FAILURE() << "accepted";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.status, 400);
+  }
+}
+
+TEST(RequestFields, ParametersEchoKnownFieldsOnly) {
+  const json body = {{"prompt", "p"}, {"url", "http://127.0.0.1:7860"}, {"auth", "user:pw"},
+                     {"unknown", {{"deep", {{"deeper", 1}}}}}, {"eta", 0}, {"seed", 5}};
+  const A1111Request r = parse_a1111_request(body, server());
+  EXPECT_FALSE(r.parameters.contains("url"));
+  EXPECT_FALSE(r.parameters.contains("auth"));
+  EXPECT_FALSE(r.parameters.contains("unknown"));
+  EXPECT_EQ(r.parameters["eta"], 0);
+  EXPECT_EQ(r.parameters["seed"], 5);
+  EXPECT_EQ(r.parameters["prompt"], "p");
+}
+
+TEST(Seeds, DrawnBelow2To32) {
+  std::set<uint64_t> seen;
+  for (int i = 0; i < 2000; ++i) {
+    const uint64_t s = draw_random_seed();
+    EXPECT_LT(s, uint64_t(1) << 32);
+    seen.insert(s);
+  }
+  EXPECT_GT(seen.size(), 1990u);  // 2000 draws from 2^32 values: a few repeats at most
+}
+
+// A request without a seed (or -1, or null) draws one per request at a server without --seed;
+// `serve --seed N` fixes N for them; a seed in the body always wins.
+TEST(Seeds, ServerDefaults) {
+  std::set<uint64_t> drawn;
+  for (const json& body : {json{{"prompt", "p"}}, json{{"prompt", "p"}, {"seed", -1}},
+                           json{{"prompt", "p"}, {"seed", nullptr}}, json{{"prompt", "p"}, {"seed", -1.0}}}) {
+    const A1111Request r = parse_a1111_request(body, server());
+    EXPECT_TRUE(r.images[0].seed_drawn) << body.dump();
+    EXPECT_LT(r.images[0].seed, uint64_t(1) << 32);
+    drawn.insert(r.images[0].seed);
+  }
+  EXPECT_GT(drawn.size(), 1u);
+  EXPECT_EQ(parse_a1111_request({{"prompt", "p"}}, server({"--seed", "7"})).images[0].seed, 7u);
+  EXPECT_EQ(parse_a1111_request({{"prompt", "p"}, {"seed", 11}}, server({"--seed", "7"})).images[0].seed, 11u);
+  EXPECT_TRUE(parse_a1111_request({{"prompt", "p"}, {"seed", -1}}, server({"--seed", "7"})).images[0].seed_drawn);
+  // The command line keeps 42 by default; --seed -1 draws below 2^32.
+  EXPECT_EQ(parse_args({"--model", "m", "--prompt", "p", "-o", "x.png"}).run.seed, 42u);
+  EXPECT_LT(parse_args({"--model", "m", "--prompt", "p", "-o", "x.png", "--seed", "-1"}).run.seed, uint64_t(1) << 32);
+}
+
+// override_settings and POST /options: every current value is accepted, the model by its title
+// or its name; any other value, or a setting this engine does not have, is refused naming it.
+TEST(Settings, OverridesEqualToCurrentAccepted) {
+  const RequestContext c = server();
+  for (const auto& [key, value] : c.settings.values.items()) {
+    EXPECT_TRUE(setting_refusal(c.settings, key, value).empty()) << key;
+    EXPECT_NO_THROW(parse_a1111_request({{"prompt", "p"}, {"override_settings", {{key, value}}}}, c)) << key;
+    const json other = value.is_string() ? json(value.get<std::string>() + "x") : value.is_boolean()
+                                                                                     ? json(!value.get<bool>())
+                                                                                     : json(2);
+    EXPECT_FALSE(setting_refusal(c.settings, key, other).empty()) << key;
+    EXPECT_EQ(refusal({{"prompt", "p"}, {"override_settings", {{key, other}}}}, c).field, "override_settings." + key);
+  }
+  for (const char* name : {"MOSS-Image (tiny-moss, MOSSImagePipeline)", "tiny-moss"})
+    EXPECT_TRUE(setting_refusal(c.settings, "sd_model_checkpoint", name).empty()) << name;
+  EXPECT_TRUE(setting_refusal(c.settings, "CLIP_stop_at_last_layers", 1.0).empty());  // 1 and 1.0 alike
+  EXPECT_FALSE(setting_refusal(c.settings, "sd_model_checkpoint", "sd_xl_base_1.0.safetensors").empty());
+  EXPECT_FALSE(setting_refusal(c.settings, "CLIP_stop_at_last_layers", 2).empty());
+  EXPECT_FALSE(setting_refusal(c.settings, "not_a_setting", 1).empty());
+  // SillyTavern's overrides: clip skip 1, no VAE chosen (null).
+  EXPECT_NO_THROW(parse_a1111_request(
+      {{"prompt", "p"}, {"override_settings", {{"CLIP_stop_at_last_layers", 1}, {"sd_vae", nullptr}}}}, c));
+  EXPECT_EQ(model_folder_name("models/tiny-moss/"), "tiny-moss");
+  EXPECT_EQ(model_folder_name("tiny-moss"), "tiny-moss");
+}
+
+TEST(Settings, SaveImagesChangesNothing) {
+  for (bool save : {true, false})
+    EXPECT_EQ(parse_a1111_request({{"prompt", "p"}, {"save_images", save}}, server()).images.size(), 1u);
+}
+
+// Other samplers: refused by default (naming the field); with --sampler-fallback euler they run
+// as Euler, the request otherwise the same, and the note names what was asked.
+TEST(Samplers, FallbackRunsEuler) {
+  const json body = {{"prompt", "p"}, {"sampler_name", "DDIM"}, {"scheduler", "normal"}, {"seed", 3}};
+  EXPECT_EQ(refusal(body).field, "sampler_name");
+  EXPECT_EQ(refusal({{"prompt", "p"}, {"scheduler", "normal"}}).field, "scheduler");
+  RequestContext fallback = server();
+  fallback.sampler_fallback = true;
+  const A1111Request r = parse_a1111_request(body, fallback);
+  EXPECT_NE(r.sampler_note.find("DDIM"), std::string::npos) << r.sampler_note;
+  EXPECT_NE(r.sampler_note.find("normal"), std::string::npos) << r.sampler_note;
+  EXPECT_NE(r.sampler_note.find("--sampler-fallback euler"), std::string::npos) << r.sampler_note;
+  EXPECT_EQ(r.parameters["sampler_name"], "Euler");
+  json euler = body;
+  euler.erase("sampler_name");
+  euler.erase("scheduler");
+  EXPECT_EQ(settings_of(r.images[0]), settings_of(parse_a1111_request(euler, server()).images[0]));
+  EXPECT_TRUE(parse_a1111_request(euler, server()).sampler_note.empty());
+  // The fallback covers samplers only: hires fix and the rest stay refused.
+  json hires = body;
+  hires["enable_hr"] = true;
+  EXPECT_EQ(refusal(hires, fallback).field, "enable_hr");
+}
