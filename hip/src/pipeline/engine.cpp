@@ -119,8 +119,8 @@ void Engine::check(const GenerationRequest& r) const {
                         " does not exist (the DiT has " + std::to_string(s_->model.dit_config.layers) + " blocks)");
 }
 
-DeviceMemory Engine::device_memory() const {
-  DeviceMemory m;
+DeviceMemoryUse Engine::device_memory() const {
+  DeviceMemoryUse m;
   if (!s_->be) return m;
   m.total_bytes = s_->be->total_memory();
   const size_t free_bytes = s_->be->free_memory();

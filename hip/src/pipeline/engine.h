@@ -49,7 +49,7 @@ struct GeneratedImage {
 
 // The memory of an engine's device: used by every program on it (our allocator's cache counts
 // as free); all zero on the host backend and before the first image chose the backend.
-struct DeviceMemory {
+struct DeviceMemoryUse {  // what a device holds now (metrics), not its pools (planner.h)
   size_t used_bytes = 0, total_bytes = 0;
 };
 
@@ -74,7 +74,7 @@ class Engine {
   // one runs) and the image is decoded from the latents as they are: stopped_early.
   GeneratedImage generate(const GenerationRequest& r, bool decode, const ProgressHook& hook = {},
                           const std::atomic<bool>* stop_denoise = nullptr);
-  DeviceMemory device_memory() const;
+  DeviceMemoryUse device_memory() const;
 
   const std::string& model_identity() const;
   const std::string& model_folder() const;

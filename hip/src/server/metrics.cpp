@@ -92,7 +92,7 @@ void Metrics::observe_stages(const StageTimes& t) {
   stage_seconds_.at("total").observe(t.total_s);
 }
 
-void Metrics::set_device_memory(size_t engine, const DeviceMemory& m) {
+void Metrics::set_device_memory(size_t engine, const DeviceMemoryUse& m) {
   std::lock_guard<std::mutex> lock(m_);
   memory_[engine] = m;
 }

@@ -39,7 +39,7 @@ class Metrics {
   void count_image(size_t engine);
   void observe_step(double seconds);
   void observe_stages(const StageTimes& t);
-  void set_device_memory(size_t engine, const DeviceMemory& m);
+  void set_device_memory(size_t engine, const DeviceMemoryUse& m);
 
   // The state the scrape reads from the queue and the server at that moment.
   struct Now {
@@ -54,7 +54,7 @@ class Metrics {
   mutable std::mutex m_;
   std::map<std::pair<std::string, int>, unsigned long long> requests_;
   std::vector<unsigned long long> images_;
-  std::vector<DeviceMemory> memory_;
+  std::vector<DeviceMemoryUse> memory_;
   Histogram step_seconds_;
   std::map<std::string, Histogram> stage_seconds_;
 };
