@@ -138,7 +138,7 @@ StepTimes dit_steps(int device, const BenchOptions& o, size_t& weight_bytes, siz
   std::copy_n(v.begin(), noise.numel(), noise.ptr<float>());
   const Dit::Text cond = dit.embed_text(states), uncond = dit.embed_text(states);
   StepTimes t;
-  SamplerSettings s{3.0f, {}};
+  SamplerSettings s{3.0f, {}, nullptr};
   sample(dit, cond, &uncond, noise, make_schedule(o.steps, 5.0f), s,
          [&](int, int, double sec) { t.steps.push_back(sec); });
   // The allocator's pool after the steps: the weights and the largest step's activations and
