@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include "frontend/request_fields.h"
+#include "pipeline/request_fields.h"
 #include "io/files.h"
 #include "io/input_text.h"
 #include "tokenizer/utf8.h"
@@ -109,7 +109,7 @@ double parse_decimal(const std::string& opt, const std::string& v, double lo, do
   return p.value;
 }
 
-// A request setting from its flag's text (frontend/request_fields.h); `shown_as` names the flag
+// A request setting from its flag's text (pipeline/request_fields.h); `shown_as` names the flag
 // in the message (--size sets --width and --height).
 void set_request_field(RunOptions& o, const FieldNames& f, const std::string& value, const std::string& shown_as) {
   try {
@@ -150,7 +150,7 @@ bool has_suffix(const std::string& s, const std::string& suf) {
 }  // namespace
 
 bool option_takes_value(const std::string& option) {
-  // The run's own valued options; the request's settings are frontend/request_fields.h's flags.
+  // The run's own valued options; the request's settings are pipeline/request_fields.h's flags.
   static const std::set<std::string> kValued = {"--model", "-o", "--latent-out", "--size", "--vram-budget",
                                                 "--device", "--batch-count", "--prompt-file", "--negative-file",
                                                 "--jobs", "--progress"};

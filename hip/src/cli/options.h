@@ -13,7 +13,7 @@ namespace moss {
 
 enum class Action { Run, Help, Version, ListDevices };
 
-// The request the flags describe (its settings set through frontend/request_fields.h), and the
+// The request the flags describe (its settings set through pipeline/request_fields.h), and the
 // run's own options around it.
 struct RunOptions : GenerationRequest {
   std::string model;

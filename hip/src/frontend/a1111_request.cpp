@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "cli/batch.h"
-#include "frontend/request_fields.h"
+#include "pipeline/request_fields.h"
 
 namespace moss {
 namespace {

@@ -1,6 +1,6 @@
 // A txt2img request in the AUTOMATIC1111 web API's form (the fields image clients send), which is
 // also the form of a jobs-file line: the images it asks for, checked before any compute. Its
-// settings are set through frontend/request_fields.h, the checks the command line uses too, so a
+// settings are set through pipeline/request_fields.h, the checks the command line uses too, so a
 // body is refused exactly where the CLI would refuse the same setting.
 //
 // Every field A1111 knows has its JSON type checked (a wrong one is a 422 naming the field);

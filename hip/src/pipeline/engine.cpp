@@ -328,15 +328,15 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
   OutputFiles outputs;
   if (!o.latent_out.empty()) outputs.add(o.latent_out, encode_npy_f32(latent.ptr<float>(), latent.dims()));
 
+  // An interrupted denoise still decodes its latents (the request's answer), which the job's
+  // raised cancel flag must not cut short; a signal still does.
+  std::optional<CancelScope> uncancelled;
+  if (out.stopped_early) uncancelled.emplace(nullptr);
   if (decode) {
     test_pause("vae");
     checkpoint({"vae"});
     t0 = Clock::now();
     rep.event("vae", {{"event", "stage"}, {"stage", "vae"}});
-    // An interrupted denoise still decodes its latents (the request's answer), which the job's
-    // raised cancel flag must not cut short; a signal still does.
-    std::optional<CancelScope> uncancelled;
-    if (out.stopped_early) uncancelled.emplace(nullptr);
     Tensor image = L.vae->decode(latent);
     std::vector<uint8_t> rgb = image_to_u8(image);
     record.times.vae_s = since(t0);

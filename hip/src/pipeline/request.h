@@ -1,6 +1,6 @@
 // One image to make: what the command line (cli/options.h), a jobs-file line and a server body
 // (frontend/a1111_request.h) all fill, and what the engine and the record read. Its settings are
-// set and checked in one place, frontend/request_fields.h, whatever the source.
+// set and checked in one place, pipeline/request_fields.h, whatever the source.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -77,8 +77,14 @@ Tensor sample(Dit& dit, const Dit::Text& cond, const Dit::Text* uncond, const Te
     if (trace) trace->latent.push_back(to_host(x));
     // The step's wall time is its device time: wait for it (the next step needs it anyway).
     be.synchronize();
-    if (on_step)
-      on_step(i, total, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (on_step) {
+      try {
+        on_step(i, total, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      } catch (const Cancelled&) {
+        if (s.stop_after_step && s.stop_after_step->load()) break;  // this step finished: keep it
+        throw;
+      }
+    }
     if (s.stop_after_step && s.stop_after_step->load()) break;
   }
   return to_host(x);

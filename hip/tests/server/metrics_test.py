@@ -96,6 +96,15 @@ def check_server(c, srv, binary, model):
             both = flight
         time.sleep(0.05)
     c.check("in-flight-per-device", both is not None, flight)
+    # An interrupt keeps the last finished step's latents (none before the first step ends): let
+    # both engines finish a few steps first (the histogram counts every finished step).
+    def steps_done():
+        return sum(s.value for s in scrape(srv)["moss_denoise_step_seconds"].samples
+                   if s.name == "moss_denoise_step_seconds_count")
+    start = steps_done()
+    deadline = time.time() + 60
+    while time.time() < deadline and steps_done() < start + 6:
+        time.sleep(0.05)
     srv.request("POST", "/sdapi/v1/interrupt")
     for t in threads:
         t.join(120)

@@ -1,5 +1,5 @@
 // The one request path (issue 30): the command line, a jobs line and a server body set a
-// GenerationRequest through frontend/request_fields.h, with the same checks; the A1111 body's
+// GenerationRequest through pipeline/request_fields.h, with the same checks; the A1111 body's
 // types, nulls, depth and settings rules (issue 35's request-parser items); drawn seeds.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "cli/options.h"
 #include "frontend/a1111_request.h"
-#include "frontend/request_fields.h"
+#include "pipeline/request_fields.h"
 #include "util/random_seed.h"
 
 using namespace moss;

@@ -1,4 +1,4 @@
-#include "frontend/request_fields.h"
+#include "pipeline/request_fields.h"
 
 #include <cmath>
 #include <set>
