@@ -12,8 +12,20 @@
 namespace moss {
 namespace {
 
-// The numeric address and port of a socket address, as cpp-httplib writes them.
-bool address_of(const sockaddr_storage& a, std::string& addr, int& port) {
+bool matches(int fd, const std::string& remote_addr, int remote_port, const std::string& local_addr, int local_port) {
+  sockaddr_storage peer = {}, self = {};
+  socklen_t peer_len = sizeof peer, self_len = sizeof self;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) return false;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&self), &self_len) != 0) return false;
+  std::string pa, sa;
+  int pp = 0, sp = 0;
+  return socket_address(peer, pa, pp) && socket_address(self, sa, sp) && pp == remote_port && sp == local_port &&
+         pa == remote_addr && (local_addr.empty() || sa == local_addr);
+}
+
+}  // namespace
+
+bool socket_address(const sockaddr_storage& a, std::string& addr, int& port) {
   char text[INET6_ADDRSTRLEN] = {};
   if (a.ss_family == AF_INET) {
     const auto& v4 = reinterpret_cast<const sockaddr_in&>(a);
@@ -29,19 +41,6 @@ bool address_of(const sockaddr_storage& a, std::string& addr, int& port) {
   addr = text;
   return true;
 }
-
-bool matches(int fd, const std::string& remote_addr, int remote_port, const std::string& local_addr, int local_port) {
-  sockaddr_storage peer = {}, self = {};
-  socklen_t peer_len = sizeof peer, self_len = sizeof self;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) return false;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&self), &self_len) != 0) return false;
-  std::string pa, sa;
-  int pp = 0, sp = 0;
-  return address_of(peer, pa, pp) && address_of(self, sa, sp) && pp == remote_port && sp == local_port &&
-         pa == remote_addr && (local_addr.empty() || sa == local_addr);
-}
-
-}  // namespace
 
 ConnectionWatch::ConnectionWatch(const std::string& remote_addr, int remote_port, const std::string& local_addr,
                                  int local_port) {

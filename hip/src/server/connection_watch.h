@@ -2,9 +2,15 @@
 // socket nor a disconnect, so the socket is found by the connection's two addresses (unique for
 // TCP) among the process's descriptors, once per request, and then peeked at without reading.
 #pragma once
+#include <sys/socket.h>
+
 #include <string>
 
 namespace moss {
+
+// The numeric address and port of a socket address, as cpp-httplib writes them; false for a
+// family other than IPv4 and IPv6.
+bool socket_address(const sockaddr_storage& a, std::string& addr, int& port);
 
 class ConnectionWatch {
  public:

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "server/connection_watch.h"
+
 namespace moss {
 namespace {
 
@@ -34,19 +36,6 @@ std::string seconds(double s) {
   return b;
 }
 
-void address_of(const sockaddr_storage& a, std::string& ip, int& port) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (a.ss_family == AF_INET) {
-    const auto& v4 = reinterpret_cast<const sockaddr_in&>(a);
-    inet_ntop(AF_INET, &v4.sin_addr, text, sizeof text);
-    port = ntohs(v4.sin_port);
-  } else if (a.ss_family == AF_INET6) {
-    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(a);
-    inet_ntop(AF_INET6, &v6.sin6_addr, text, sizeof text);
-    port = ntohs(v6.sin6_port);
-  }
-  ip = text;
-}
 
 }  // namespace
 
@@ -208,13 +197,13 @@ void DeadlineStream::close_gracefully() {
 void DeadlineStream::get_remote_ip_and_port(std::string& ip, int& port) const {
   sockaddr_storage a = {};
   socklen_t len = sizeof a;
-  if (getpeername(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) address_of(a, ip, port);
+  if (getpeername(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) socket_address(a, ip, port);
 }
 
 void DeadlineStream::get_local_ip_and_port(std::string& ip, int& port) const {
   sockaddr_storage a = {};
   socklen_t len = sizeof a;
-  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) address_of(a, ip, port);
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) socket_address(a, ip, port);
 }
 
 }  // namespace moss
