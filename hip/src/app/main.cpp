@@ -67,7 +67,7 @@ static int report_error(bool json, const std::string& message, int status) {
 int main(int argc, char** argv) {
   guard_standard_streams();
   const bool json = json_progress(argc, argv);
-  ReplaySource replay;  // which options a --from-png record supplied: their errors name the record
+  ReplaySource replay;  // the settings a --from-png record supplied: the engine's refusals of them name the record
   try {
     // Every generation on a device (the CLI's and serve's) first passes the kernel self-test.
     set_device_gate(self_test_gate);
@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
     if (sub == "serve") return serve_command(rest);
     if (sub == "self-test") return self_test_command(rest);
     if (sub == "bench") return bench_command(rest);
-    ParsedArgs args = parse_args(expand_replay(std::vector<std::string>(argv + 1, argv + argc), &replay));
+    ParsedArgs args = parse_args(std::vector<std::string>(argv + 1, argv + argc));
+    replay = args.replay;
     switch (args.action) {
       // A printing command's output that cannot be written is an error (stdout closed, /dev/full).
       case Action::Help:

@@ -133,7 +133,7 @@ void check_prompt_sources(const std::map<std::string, std::string>& seen, RunOpt
   if (seen.count("--negative") && !o.negative_file.empty())
     throw usage_error("--negative and --negative-file given together");
   if (!o.jobs_file.empty())
-    for (const char* flag : {"--prompt", "--prompt-file", "--batch-count"})
+    for (const char* flag : {"--prompt", "--prompt-file", "--batch-count", "--from-png", "--replay"})
       if (seen.count(flag))
         throw usage_error(std::string("--jobs and ") + flag + " given together (each line is a request)");
   int from_stdin = 0;
@@ -141,6 +141,18 @@ void check_prompt_sources(const std::map<std::string, std::string>& seen, RunOpt
   if (from_stdin > 1) throw usage_error("stdin (-) can be read by one of --prompt-file, --negative-file, --jobs only");
   if (!o.prompt_file.empty()) o.prompt = read_prompt_source("--prompt-file", o.prompt_file);
   if (!o.negative_file.empty()) o.negative = read_prompt_source("--negative-file", o.negative_file);
+}
+
+// The request settings the command line names (by their option, whatever its value): a
+// --from-png record supplies the others.
+std::set<RequestField> given_settings(const std::map<std::string, std::string>& seen) {
+  std::set<RequestField> given;
+  for (const FieldNames& f : request_fields())
+    if (seen.count(f.flag)) given.insert(f.field);
+  if (seen.count("--size")) given.insert({RequestField::Width, RequestField::Height});
+  if (seen.count("--prompt-file")) given.insert(RequestField::Prompt);
+  if (seen.count("--negative-file")) given.insert(RequestField::Negative);
+  return given;
 }
 
 bool has_suffix(const std::string& s, const std::string& suf) {
@@ -153,7 +165,7 @@ bool option_takes_value(const std::string& option) {
   // The run's own valued options; the request's settings are pipeline/request_fields.h's flags.
   static const std::set<std::string> kValued = {"--model", "-o", "--latent-out", "--size", "--vram-budget",
                                                 "--device", "--batch-count", "--prompt-file", "--negative-file",
-                                                "--jobs", "--progress"};
+                                                "--jobs", "--progress", "--from-png", "--replay"};
   return kValued.count(option) > 0 || find_field_by_flag(option) != nullptr;
 }
 
@@ -242,6 +254,7 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
   std::map<std::string, std::string> seen;
   bool size_given = false;
   std::vector<std::string> actions;
+  std::string replay_flag, replay_path;  // --from-png FILE (or --replay FILE)
 
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string arg = argv[i], value;
@@ -303,12 +316,19 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
     } else if (arg == "--prompt-file" || arg == "--negative-file" || arg == "--jobs") {
       if (value.empty()) throw bad_value(arg, value, "empty path (give a file, or - for stdin)");
       (arg == "--prompt-file" ? o.prompt_file : arg == "--negative-file" ? o.negative_file : o.jobs_file) = value;
+    } else if (is_replay_flag(arg)) {
+      if (!replay_flag.empty()) throw usage_error(arg + " given twice");  // --from-png A --replay B
+      if (value.empty()) throw usage_error(arg + ": empty path");
+      replay_flag = arg;
+      replay_path = value;
     } else if (arg == "--progress") {
       if (value != "json" && value != "text") throw bad_value(arg, value, "expected json or text");
       o.progress_json = value == "json";
     }
   }
 
+  // Before anything else is checked, as the record's values are then the command line's.
+  if (!replay_flag.empty()) out.replay = apply_replay_record(o, replay_flag, replay_path, given_settings(seen));
   if (size_given && (seen.count("--width") || seen.count("--height"))) throw usage_error("--size and --width/--height given together");
   if (actions.size() > 1) throw usage_error(actions[0] + " and " + actions[1] + " given together");
   if (!actions.empty()) {
@@ -319,7 +339,8 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
   if (o.model.empty()) throw usage_error("--model is required\n" + usage_line());
   check_prompt_sources(seen, o);
   if (purpose == ArgsFor::Run) {
-    if (!seen.count("--prompt") && o.prompt_file.empty() && o.jobs_file.empty())
+    if (!seen.count("--prompt") && !out.replay.supplied(RequestField::Prompt) && o.prompt_file.empty() &&
+        o.jobs_file.empty())
       throw usage_error("--prompt is required\n" + usage_line());
     if (o.output_png.empty() && o.latent_out.empty() && o.jobs_file.empty())
       throw usage_error("give -o FILE.png or --latent-out FILE.npy (or both)\n" + usage_line());
@@ -329,7 +350,7 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
   try {
     check_request(o);
   } catch (const FieldError& e) {
-    throw usage_error(e.cli);
+    throw out.replay.blame(usage_error(e.cli));
   }
   if (purpose == ArgsFor::Run) draw_seed_if_asked(o);
   return out;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/replay.h"
 #include "runtime/devices.h"
 #include "pipeline/request.h"
 
@@ -31,10 +32,11 @@ struct RunOptions : GenerationRequest {
 struct ParsedArgs {
   Action action = Action::Run;
   RunOptions run;
+  ReplaySource replay;  // the settings a --from-png record supplied: later refusals of them name the record
 };
 
 // Run: a command line that makes images (a prompt and an output are required; --seed -1 is
-// drawn). Serve: `serve`'s flags, the defaults of its requests (no prompt or output; without
+// drawn; --from-png FILE fills the settings the command line does not give, cli/replay.h). Serve: `serve`'s flags, the defaults of its requests (no prompt or output; without
 // --seed each request draws its own).
 enum class ArgsFor { Run, Serve };
 

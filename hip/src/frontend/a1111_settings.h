@@ -21,8 +21,8 @@ struct A1111Settings {
 // A1111's model_name of a model folder: its last component ("models/tiny-moss/" -> "tiny-moss").
 std::string model_folder_name(const std::string& folder);
 
-// `model_title` and `model_name` empty: the settings of a jobs file, read before the model loads
-// (its sd_model_checkpoint is then accepted by `model_name` alone when given).
+// `model_title` (pipeline/moss_model.h's moss_model_title, the server's and a jobs file's alike)
+// and `model_name` are the names sd_model_checkpoint is accepted by; either may be empty.
 A1111Settings a1111_settings(const std::string& model_title, const std::string& model_name, bool metadata);
 
 // Empty when setting `key` may be given `value` (it already holds it); else why not, starting

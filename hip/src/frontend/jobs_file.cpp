@@ -7,9 +7,26 @@
 #include "io/input_text.h"
 #include "io/json_text.h"
 #include "io/output_paths.h"
+#include "pipeline/moss_model.h"
 #include "util/error.h"
 
 namespace moss {
+namespace {
+
+// The title the server would give the model (pipeline/moss_model.h), so that a line's
+// override_settings.sd_model_checkpoint answers to the same names as a server's. Empty when the
+// folder's config cannot be read: the folder is then refused, by its own message and status, when
+// the model opens after every line is checked.
+std::string title_before_load(const std::string& folder) {
+  try {
+    return moss_model_title(folder);
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::Failure && e.code() != ExitCode::Usage) throw;  // a signal stops the run
+    return "";
+  }
+}
+
+}  // namespace
 
 std::vector<GenerationRequest> read_jobs_file(const RunOptions& o) {
   const std::string text = read_input_text("--jobs", o.jobs_file, kJobsFileLimit);
@@ -18,7 +35,7 @@ std::vector<GenerationRequest> read_jobs_file(const RunOptions& o) {
   context.defaults.prompt.clear();  // each line gives its own
   context.defaults.output_png.clear();  // a line names its own, or takes -o numbered below
   context.defaults.latent_out.clear();
-  context.settings = a1111_settings("", model_folder_name(o.model), !o.no_metadata);
+  context.settings = a1111_settings(title_before_load(o.model), model_folder_name(o.model), !o.no_metadata);
   context.allow_output = true;
   std::vector<GenerationRequest> images;
   std::vector<size_t> unnamed;  // images of lines without "output": they take -o

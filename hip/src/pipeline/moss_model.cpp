@@ -54,12 +54,19 @@ MossModel open_moss_model(const std::string& folder) {
                 text_encoder_ignored_prefixes());
   check_tensors(m.dit_weights, dit_expected_tensors(m.dit_config));
   check_tensors(m.vae_weights, vae_expected_tensors(m.vae_config), vae_ignored_prefixes());
+  m.identity = moss_model_title(folder, m.dit_config);
+  return m;
+}
+
+std::string moss_model_title(const std::string& folder, const DitConfig& dit) {
   std::string name = folder;
   while (name.size() > 1 && name.back() == '/') name.pop_back();
   name = name.substr(name.find_last_of('/') + 1);
-  m.identity = "MOSS-Image " + name + " (dim " + std::to_string(m.dit_config.dim) + ", " +
-               std::to_string(m.dit_config.layers) + " blocks)";
-  return m;
+  return "MOSS-Image " + name + " (dim " + std::to_string(dit.dim) + ", " + std::to_string(dit.layers) + " blocks)";
+}
+
+std::string moss_model_title(const std::string& folder) {
+  return moss_model_title(folder, parse_dit_config(folder + "/transformer/config.json"));
 }
 
 }  // namespace moss

@@ -25,4 +25,12 @@ struct MossModel {
 // Throws moss::Error: exit 2 for unsupported folders (GGUF, quantized), 1 for malformed ones.
 MossModel open_moss_model(const std::string& folder);
 
+// The model's title: the engine's identity, the record's "model", A1111's /sd-models "title"
+// and a name sd_model_checkpoint may give ("MOSS-Image tiny-moss (dim 64, 2 blocks)"). One
+// function for the opened model and for what is checked before it loads (a jobs line).
+std::string moss_model_title(const std::string& folder, const DitConfig& dit);
+// The same from the folder's transformer/config.json alone, before the model is opened; throws
+// moss::Error as open_moss_model would for that file.
+std::string moss_model_title(const std::string& folder);
+
 }  // namespace moss

@@ -23,17 +23,18 @@ struct Spec {
 };
 
 const Spec kSpecs[] = {
-    {{RequestField::Prompt, "prompt", "--prompt"}, Kind::Text},
-    {{RequestField::Negative, "negative_prompt", "--negative"}, Kind::Text},
-    {{RequestField::Width, "width", "--width"}, Kind::Side, 16, 4096},
-    {{RequestField::Height, "height", "--height"}, Kind::Side, 16, 4096},
-    {{RequestField::Steps, "steps", "--steps"}, Kind::Integer, 1, 1000},
-    {{RequestField::Cfg, "cfg_scale", "--cfg"}, Kind::Decimal, 0, 100, "must be between 0 and 100"},
-    {{RequestField::Shift, "shift", "--shift"}, Kind::Decimal, 0, 1000, "must be above 0 and at most 1000", true},
-    {{RequestField::Seed, "seed", "--seed"}, Kind::Seed},
-    {{RequestField::SkipLayers, "skip_layers", "--skip-layers"}, Kind::Layers, 0, 1023},
-    {{RequestField::MaxSeq, "max_seq", "--max-seq"}, Kind::Integer, 1, 32768},
-    {{RequestField::Tier, "tier", "--tier"}, Kind::Tier},
+    {{RequestField::Prompt, "prompt", "--prompt", "prompt"}, Kind::Text},
+    {{RequestField::Negative, "negative_prompt", "--negative", "negative"}, Kind::Text},
+    {{RequestField::Width, "width", "--width", "width"}, Kind::Side, 16, 4096},
+    {{RequestField::Height, "height", "--height", "height"}, Kind::Side, 16, 4096},
+    {{RequestField::Steps, "steps", "--steps", "steps"}, Kind::Integer, 1, 1000},
+    {{RequestField::Cfg, "cfg_scale", "--cfg", "cfg"}, Kind::Decimal, 0, 100, "must be between 0 and 100"},
+    {{RequestField::Shift, "shift", "--shift", "shift"}, Kind::Decimal, 0, 1000, "must be above 0 and at most 1000",
+     true},
+    {{RequestField::Seed, "seed", "--seed", "seed"}, Kind::Seed},
+    {{RequestField::SkipLayers, "skip_layers", "--skip-layers", "skip_layers"}, Kind::Layers, 0, 1023},
+    {{RequestField::MaxSeq, "max_seq", "--max-seq", "max_seq"}, Kind::Integer, 1, 32768},
+    {{RequestField::Tier, "tier", "--tier", "tier"}, Kind::Tier},
 };
 
 const Spec& spec(RequestField f) {

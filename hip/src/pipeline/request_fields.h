@@ -1,6 +1,6 @@
 // The settings of a GenerationRequest a person gives, in one table: each one's name in a body
-// (and a jobs line, and a PNG's record), its flag on the command line, its limits and its
-// messages. The command line sets them from its text, a body from its JSON values; both reach
+// (and a jobs line), its key in a PNG's generation record, its flag on the command line, its
+// limits and its messages. The command line sets them from its text, a body from its JSON values; both reach
 // the same checks (the numbers through util/numbers.h), so a value is refused with the same
 // reason wherever it comes from, and a new setting is added here once.
 #pragma once
@@ -18,8 +18,9 @@ enum class RequestField { Prompt, Negative, Width, Height, Steps, Cfg, Shift, Se
 
 struct FieldNames {
   RequestField field;
-  const char* name;  // in a body: "steps"
-  const char* flag;  // on the command line: "--steps"
+  const char* name;    // in a body: "steps"
+  const char* flag;    // on the command line: "--steps"
+  const char* record;  // in a PNG's generation record (pipeline/record.cpp): "steps"
 };
 const std::vector<FieldNames>& request_fields();
 const FieldNames& field_names(RequestField field);

@@ -63,6 +63,8 @@ replay_case random-seed "${small[@]}" --steps 2 --seed -1
 replay_case cfg1 "${small[@]}" --steps 2 --cfg 1 --shift 3.7
 replay_case odd-floats --steps 3 --cfg 4.35 --shift 0.3 --size 48x32 --max-seq 40 --skip-layers 1,3
 replay_case no-skip --size 32x32 --steps 2 --skip-layers ""
+# More digits than a float holds: the record's value is the float that ran, read back as it is.
+replay_case many-digits "${small[@]}" --steps 2 --cfg 2.718281828459045 --shift 0.000123456789
 # Flags on the command line override the record's fields.
 run --replay orig-plain.png --seed 99 -o override.png --quiet
 check replay-override python3 -c 'import json,sys; j=json.loads(sys.argv[1]); assert j["seed"] == 99 and j["prompt"] == "a lighthouse at dusk"' "$(text_chunk override.png generation)"
@@ -120,6 +122,12 @@ check jobs-default-output pixels_equal job-rest-1.png single6.png
 check jobs-n-iter pixels_equal job-c2.png single6.png
 (cd "$WORK" && "$BIN" --model "$MODEL" --jobs - --quiet) <<<'{"prompt": "a red apple", "steps": 2, "seed": 6, "width": 32, "height": 32, "skip_layers": [2], "output": "job-stdin.png"}'
 check jobs-stdin pixels_equal job-stdin.png single6.png
+# override_settings.sd_model_checkpoint: the model's title (the record's "model", the server's
+# /sd-models title) is accepted as the server accepts it.
+title=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["model"])' "$(text_chunk orig-plain.png generation)")
+python3 -c 'import json,sys; print(json.dumps({"prompt": "a red apple", "steps": 2, "seed": 6, "width": 32, "height": 32, "skip_layers": [2], "override_settings": {"sd_model_checkpoint": sys.argv[1]}, "output": "job-title.png"}))' "$title" >"$WORK/title.jsonl"
+run --jobs title.jsonl --quiet
+check jobs-checkpoint-title pixels_equal job-title.png single6.png
 jobs_refusal() {
   local name=$1 pattern=$2 line=$3
   printf '%s\n' "$line" >"$WORK/bad.jsonl"
@@ -150,6 +158,7 @@ expect_refusal jobs-special-file 2 'not a regular file \(a character device\)' -
 printf '{"prompt": "x", "output": "first.png"}\n{"prompt": "y", "output": "nodir/second.png"}\n' >"$WORK/laterbad.jsonl"
 expect_refusal jobs-later-output-checked-first 2 'nodir' --jobs ../laterbad.jsonl "${small[@]}" --steps 1
 expect_refusal jobs-and-prompt 2 '--jobs and --prompt given together' --jobs ../jobs.jsonl --prompt x
+expect_refusal jobs-and-replay 2 '--jobs and --from-png given together' --jobs ../jobs.jsonl --from-png ../orig-plain.png
 
 # --- outputs all or none, per image (io/output_files.h) ---------------------------------------
 # stop_at_vae NAME PAUSES ARGS...: runs with MOSSINFER_TEST_PAUSE=vae:5 in a fresh folder and sends

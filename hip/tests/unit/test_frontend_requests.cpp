@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/batch.h"
+#include "cli/options.h"
 #include "cli/replay.h"
 #include "frontend/a1111_request.h"
 
@@ -21,14 +22,15 @@ TEST(NumberedOutput, PatternsAndSuffixes) {
   EXPECT_THROW(numbered_output("-o", "o%10d.png", 1, 2), Error);
 }
 
-TEST(Replay, WithoutFromPngUnchanged) {
-  const std::vector<std::string> args = {"--model", "m", "--prompt", "p", "-o", "x.png"};
-  EXPECT_EQ(expand_replay(args), args);
+TEST(Replay, WithoutFromPngNothingIsSupplied) {
+  const ParsedArgs a = parse_args({"--model", "m", "--prompt", "p", "-o", "x.png"});
+  EXPECT_TRUE(a.replay.flag.empty());
+  EXPECT_TRUE(a.replay.fields.empty());
 }
 
 TEST(Replay, MissingFileIsUsageError) {
   try {
-    expand_replay({"--from-png", "/nonexistent/x.png", "-o", "y.png"});
+    parse_args({"--model", "m", "--from-png", "/nonexistent/x.png", "-o", "y.png"});
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::Usage);

@@ -398,29 +398,33 @@ TEST(PngText, RecordsAreReadWithoutThePixels) {
 TEST(Replay, OptionValuesAreNeverReadAsOptions) {
   const std::string d = fresh_dir("replay");
   write_bytes(d + "/rec.png", tiny_png({{"generation", "{\"prompt\": \"p\", \"seed\": 7, \"steps\": 3}"}}));
-  ReplaySource source;
-  const std::vector<std::string> out =
-      expand_replay({"--from-png", d + "/rec.png", "--negative", "--seed", "--prompt=--steps"}, &source);
+  const ParsedArgs a =
+      parse_args({"--model", "m", "--from-png", d + "/rec.png", "--negative", "--seed", "--prompt=--steps", "-o", "x.png"});
   // The record's seed and steps stay: "--seed" and "--steps" were values, not options.
-  const std::vector<std::string> expected = {"--seed", "7", "--steps", "3", "--negative", "--seed", "--prompt=--steps"};
-  EXPECT_EQ(out, expected);
-  EXPECT_EQ(source.record_fields, (std::map<std::string, std::string>{{"--seed", "seed"}, {"--steps", "steps"}}));
+  EXPECT_EQ(a.run.seed, 7u);
+  EXPECT_EQ(a.run.steps, 3);
+  EXPECT_EQ(a.run.negative, "--seed");
+  EXPECT_EQ(a.run.prompt, "--steps");
+  EXPECT_EQ(a.replay.fields, (std::vector<RequestField>{RequestField::Steps, RequestField::Seed}));
   // --from-png as an option's value is a value.
-  const std::vector<std::string> plain = {"--prompt", "--from-png", "--negative", "x"};
-  EXPECT_EQ(expand_replay(plain), plain);
+  const ParsedArgs plain = parse_args({"--model", "m", "--prompt", "--from-png", "--negative", "x", "-o", "x.png"});
+  EXPECT_EQ(plain.run.prompt, "--from-png");
+  EXPECT_TRUE(plain.replay.flag.empty());
 }
 
 TEST(Replay, ARecordsBadValueIsBlamedOnTheRecord) {
   const std::string d = fresh_dir("replay-blame");
   write_bytes(d + "/rec.png", tiny_png({{"generation", "{\"prompt\": \"p\", \"steps\": 0}"}}));
-  ReplaySource source;
-  const std::vector<std::string> args = expand_replay({"--model", "m", "--from-png", d + "/rec.png", "-o", "x.png"}, &source);
-  const auto [code, msg] = error_of([&] { parse_args(args); });
+  const auto [code, msg] = error_of([&] { parse_args({"--model", "m", "--from-png", d + "/rec.png", "-o", "x.png"}); });
   ASSERT_EQ(code, 2);
-  const Error blamed = source.blame(Error(ExitCode::Usage, msg));
-  EXPECT_EQ(std::string(blamed.what()), "--from-png " + d + "/rec.png: the record's steps '0': must be between 1 and 1000");
-  // A flag the user typed keeps its own name.
-  EXPECT_EQ(std::string(source.blame(usage_error("--cfg '500': must be between 0 and 100")).what()),
+  EXPECT_EQ(msg, "--from-png " + d + "/rec.png: the record's steps '0': must be between 1 and 1000");
+  // What the engine refuses later is blamed on the record's field too; a flag the user typed
+  // keeps its own name.
+  write_bytes(d + "/ok.png", tiny_png({{"generation", "{\"prompt\": \"p\", \"skip_layers\": [9]}"}}));
+  const ParsedArgs a = parse_args({"--model", "m", "--from-png", d + "/ok.png", "-o", "x.png"});
+  EXPECT_EQ(std::string(a.replay.blame(usage_error("--skip-layers 9: block 9 is beyond")).what()),
+            "--from-png " + d + "/ok.png: the record's skip_layers 9: block 9 is beyond");
+  EXPECT_EQ(std::string(a.replay.blame(usage_error("--cfg '500': must be between 0 and 100")).what()),
             "--cfg '500': must be between 0 and 100");
 }
 
