@@ -207,7 +207,9 @@ TEST(ReplayRecord, EveryRefusedValueNamesTheRecordsField) {
       } catch (const FieldError& e) {
         body_reason = e.body.substr(std::string(f.name).size());
       }
-      if (!body_reason.empty()) EXPECT_EQ(msg, named + body_reason) << f.record << " = " << bad.dump();
+      if (!body_reason.empty()) {
+        EXPECT_EQ(msg, named + body_reason) << f.record << " = " << bad.dump();
+      }
     }
   }
   // What no single field decides: a size above 4.2 megapixels names both of the record's sides.
