@@ -1,7 +1,9 @@
 #include "model/random_weights.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "util/thread_pool.h"
 
@@ -61,7 +63,12 @@ std::map<std::string, Tensor> random_host_weights(const std::vector<ExpectedTens
     if (e.optional) continue;
     ++salt;
     const DType dtype = e.dtypes.empty() ? DType::BF16 : e.dtypes[0];
-    Tensor t = host_tensor(dtype, e.shape);
+    // Not host_tensor: its zeroing would touch every page on this one thread before the fill
+    // (tens of GiB for the full-size model); here each page is first touched by its filler.
+    Tensor t(nullptr, dtype, e.shape);
+    const std::shared_ptr<char> store(new char[std::max<size_t>(t.nbytes(), 1)], std::default_delete<char[]>());
+    t.data = store.get();
+    t.owner = store;
     const WeightDraw draw = weight_draw(e.name, e.shape, zero_centred_norms);
     const size_t elem = dtype_size(dtype);
     char* base = static_cast<char*>(t.data);
