@@ -72,6 +72,33 @@ MossModel random_model(const BenchShapes& shapes) {
   return m;
 }
 
+size_t tensors_bytes(const std::vector<ExpectedTensor>& tensors) {
+  size_t bytes = 0;
+  for (const ExpectedTensor& e : tensors) {
+    if (e.optional) continue;
+    size_t n = dtype_size(e.dtypes.empty() ? DType::BF16 : e.dtypes[0]);
+    for (int64_t d : e.shape) n *= size_t(d);
+    bytes += n;
+  }
+  return bytes;
+}
+
+// The config with its first `layers` layers only.
+TextEncoderConfig first_layers(TextEncoderConfig c, int64_t layers) {
+  c.layers = std::min(c.layers, layers);
+  c.layer_types.resize(size_t(c.layers));
+  return c;
+}
+
+// Host memory the random weights take with the text encoder's first `te_layers` layers, and the
+// streamed plan's pinned images (at most half the DiT's weights), beside kHostSpareBytes for the
+// system.
+size_t host_bytes_needed(const BenchShapes& s, int64_t te_layers) {
+  const size_t dit = tensors_bytes(dit_expected_tensors(s.dit));
+  return tensors_bytes(text_encoder_expected_tensors(first_layers(s.te, te_layers), "language_model.")) + dit +
+         tensors_bytes(vae_expected_tensors(s.vae)) + dit / 2 + kHostSpareBytes;
+}
+
 // A prompt's token ids: spread over the vocabulary, the same every run.
 std::vector<int32_t> prompt_ids(int64_t tokens, int64_t vocab, int64_t salt) {
   std::vector<int32_t> ids(static_cast<size_t>(tokens));
@@ -155,8 +182,24 @@ StageBench run_stage_bench(Backend& be, const BenchShapes& shapes, const BenchOp
     out.ok = false;
     out.lines.push_back(what + ": failed: " + e.what());
   };
+  // As many text-encoder layers as the host's available memory holds (four at a time), at least four.
+  const int64_t te_all = shapes.te.layers;
+  int64_t te_layers = shapes.te_layers_timed > 0 ? std::min<int64_t>(shapes.te_layers_timed, te_all) : te_all;
+  if (const size_t avail = host_available_memory()) {
+    while (te_layers > 4 && host_bytes_needed(shapes, te_layers) > avail) te_layers = std::max<int64_t>(4, te_layers - 4);
+    if (host_bytes_needed(shapes, te_layers) > avail) {
+      out.ok = false;
+      out.lines.push_back(format("stages: not run: their random weights and pinned blocks need %.1f GiB of host "
+                                 "memory beside %.1f GiB for the system, %.1f GiB is available",
+                                 gib(host_bytes_needed(shapes, te_layers) - kHostSpareBytes), gib(kHostSpareBytes),
+                                 gib(avail)));
+      return out;
+    }
+  }
+  BenchShapes made = shapes;
+  made.te = first_layers(shapes.te, te_layers);
   const auto t_weights = Clock::now();
-  const MossModel m = random_model(shapes);
+  const MossModel m = random_model(made);
   const double weights_s = since(t_weights);
   const int blocks = int(shapes.dit.layers);
 
@@ -212,10 +255,19 @@ StageBench run_stage_bench(Backend& be, const BenchShapes& shapes, const BenchOp
       if (rep == 0) load_s = te.times().load_s;
     }
     const std::vector<double> timed(runs.begin() + 1, runs.end());
+    const double med = median(timed);
+    // Fewer layers than the model's: the pass's time per layer times the model's layer count.
+    const std::string scaled =
+        te_layers == te_all ? ""
+                            : format("; %.4f s a layer, x %lld layers = %.4f s (scaled: %lld of %lld layers made, "
+                                     "for the host's memory)",
+                                     med / double(te_layers), (long long)te_all, med / double(te_layers) * double(te_all),
+                                     (long long)te_layers, (long long)te_all);
     out.lines.push_back(format("text encoder forward (%s: %lld layers, hidden %lld), 2 x %lld tokens, layers %s: "
-                               "%.4f s median of passes 2..4 (first pass %.4f s, its load %.2f s)",
+                               "%.4f s median of passes 2..4 (first pass %.4f s, its load %.2f s)%s",
                                m.te_config.file.c_str(), (long long)m.te_config.layers, (long long)m.te_config.hidden,
-                               (long long)tokens, te_residency_name(te.residency()), median(timed), runs[0], load_s));
+                               (long long)tokens, te_residency_name(te.residency()), med, runs[0], load_s,
+                               scaled.c_str()));
   } catch (const std::exception& e) {
     fail("text encoder forward", e);
   }

@@ -25,6 +25,11 @@ struct BenchShapes {
   TextEncoderConfig te;
   DitConfig dit;
   VaeConfig vae;
+  // The text encoder's layers made and timed: 0 every layer; else the first N (a multiple of 4
+  // keeps Qwen3.5's three DeltaNet layers to one attention layer), their time scaled to all of
+  // them in the line. run_stage_bench lowers it where the host's available memory cannot hold
+  // every layer's random weights beside the DiT's.
+  int te_layers_timed = 0;
 };
 // The official configs: DiT dim 3072, 24 heads, 42 blocks; text encoder Qwen3.5-9B (32 layers,
 // hidden 4096); VAE the FLUX.2 small decoder.

@@ -90,6 +90,29 @@ TEST(BenchStages, AVramBudgetThatKeepsEveryBlockResidentStillTimesAStreamedStep)
                    "planned for [0-9.]+ GiB\\)");
 }
 
+TEST(BenchStages, FewerTextEncoderLayersAreScaledToTheModelsCountAndSaySo) {
+  auto be = make_host_backend();
+  BenchOptions o;
+  o.width = o.height = 32;
+  o.steps = 2;
+  BenchShapes shapes = tiny_shapes();
+  ASSERT_EQ(shapes.te.layers, 8);
+  shapes.te_layers_timed = 4;
+  const StageBench b = run_stage_bench(*be, shapes, o, 4);
+  EXPECT_TRUE(b.ok);
+  const std::string te = line_matching(b, "^text encoder forward \\(.*: 4 layers, hidden [0-9]+\\), 2 x 4 tokens, .*: "
+                                          "([0-9.]+) s median of passes 2\\.\\.4 .*; ([0-9.]+) s a layer, x 8 layers = "
+                                          "([0-9.]+) s \\(scaled: 4 of 8 layers made, for the host's memory\\)$");
+  std::smatch t;
+  ASSERT_TRUE(std::regex_search(te, t, std::regex(": ([0-9.]+) s median.*; ([0-9.]+) s a layer, x 8 layers = ([0-9.]+) s")));
+  EXPECT_NEAR(std::stod(t[2]), std::stod(t[1]) / 4, 1e-4) << te;
+  EXPECT_NEAR(std::stod(t[3]), std::stod(t[1]) * 2, 2e-4) << te;
+  // Every layer made: no scaling.
+  shapes.te_layers_timed = 0;
+  const StageBench all = run_stage_bench(*be, shapes, o, 4);
+  EXPECT_EQ(line_matching(all, "^text encoder forward \\(.*: 8 layers").find("scaled"), std::string::npos);
+}
+
 TEST(BenchStages, ABudgetBelowTheDitsMinimumIsAFailedLineNamingThePlan) {
   auto be = make_host_backend();
   BenchOptions o;
