@@ -8,9 +8,12 @@
 #   measure: tar -xf .carry/st29/tree.tar && bash bench/h200_selftest29.sh measure   (bundle from build)
 #   verify:  build, then the quick self-test, bench (native) and two CLI runs (the second passes the
 #            self-test gate from its cache)
+#   build-only: the build alone, the binaries left in /tmp/b (bench/h200_bench29.sh runs its own
+#            measurements after it)
+# MOSS_CARRY names the carried folder (default .carry/st29).
 set -u
-phase=${1:?build or measure}
-S=.carry/st29
+phase=${1:?build, build-only, measure or verify}
+S=${MOSS_CARRY:-.carry/st29}
 B=/tmp/b
 log() { echo "== $* ($(date +%T))"; }
 if [[ $phase != measure ]]; then
@@ -23,6 +26,7 @@ if [[ $phase != measure ]]; then
     -DCMAKE_CUDA_FLAGS="-isystem $D/include" >$OUT/cmake.log 2>&1 || { tail -20 $OUT/cmake.log; exit 1; }
   timeout 480 ninja -C $B moss-infer-hip bench_random_model >$OUT/build.log 2>&1 || { grep -E "error|FAILED" -A3 $OUT/build.log | head -40; exit 1; }
   log "built in $((SECONDS - t0)) s"
+  [[ $phase == build-only ]] && exit 0
   mkdir -p /tmp/stage && cp $B/moss-infer-hip $B/bench_random_model /tmp/stage/ && strip /tmp/stage/*
   tar -C /tmp/stage -cf - . | xz -T0 -6 >$OUT/bundle.tar.xz
   ls -la $OUT/bundle.tar.xz

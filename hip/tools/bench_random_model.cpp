@@ -18,6 +18,7 @@
 #include "io/files.h"
 #include "io/model_folder.h"
 #include "model/dit.h"
+#include "model/random_weights.h"
 #include "model/text_encoder.h"
 #include "model/vae_config.h"
 #include "util/error.h"
@@ -27,41 +28,6 @@ using namespace moss;
 using nlohmann::json;
 
 namespace {
-
-// Counter-based generator: element i of tensor `salt` is a pure function of (salt, i), so the
-// weights do not depend on the thread split. Sum of four uniforms ≈ a normal of std 1.
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-float pseudo_normal(uint64_t salt, uint64_t i) {
-  uint64_t r = splitmix(salt * 0x100000001b3ull + i);
-  float s = 0;
-  for (int k = 0; k < 4; ++k) s += float((r >> (16 * k)) & 0xffff) / 65535.0f - 0.5f;
-  return s * 1.7320508f;
-}
-
-// How a tensor's values are drawn: mean + std·normal, per name (norm weights near their
-// neutral value, positive variances, fan-in scaled matrices).
-struct Draw {
-  float mean, std;
-};
-Draw draw_for(const std::string& name, const std::vector<int64_t>& shape, bool zero_centred_norms) {
-  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
-  if (has("running_var")) return {1.0f, 0.1f};
-  if (has("running_mean")) return {0.0f, 0.1f};
-  if (has("A_log")) return {0.5f, 0.3f};
-  if (has("dt_bias")) return {0.0f, 0.5f};
-  const bool is_norm = has("norm") && name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
-  if (is_norm && shape.size() == 1) return {zero_centred_norms ? 0.0f : 1.0f, 0.05f};
-  if (shape.size() == 1) return {0.0f, 0.02f};
-  int64_t fan_in = 1;
-  for (size_t d = 1; d < shape.size(); ++d) fan_in *= shape[d];
-  if (has("embed_tokens")) return {0.0f, 0.02f};
-  return {0.0f, 1.0f / std::sqrt(float(fan_in))};
-}
 
 void write_component(const std::string& path, const std::vector<ExpectedTensor>& tensors, bool zero_centred_norms,
                      uint64_t salt0) {
@@ -91,22 +57,14 @@ void write_component(const std::string& path, const std::vector<ExpectedTensor>&
     ++salt;
     int64_t n = 1;
     for (int64_t d : t.shape) n *= d;
-    const Draw dr = draw_for(t.name, t.shape, zero_centred_norms);
+    const WeightDraw dr = weight_draw(t.name, t.shape, zero_centred_norms);
     const DType dt = t.dtypes[0];
     const int64_t chunk = 1 << 24;
     for (int64_t c0 = 0; c0 < n; c0 += chunk) {
       const int64_t cn = std::min(chunk, n - c0);
       buf.resize(size_t(cn) * dtype_size(dt));
       ThreadPool::global().parallel_for(cn, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          float v = dr.mean + dr.std * pseudo_normal(salt, uint64_t(c0 + i));
-          if (dt == DType::BF16) {
-            uint16_t x = f32_to_bf16(v);
-            std::memcpy(buf.data() + 2 * i, &x, 2);
-          } else {
-            std::memcpy(buf.data() + 4 * i, &v, 4);
-          }
-        }
+        fill_random_weights(buf.data() + size_t(b) * dtype_size(dt), dt, c0 + b, e - b, dr, salt);
       }, 1 << 16);
       if (std::fwrite(buf.data(), 1, buf.size(), f) != buf.size()) throw failure(path + ": write failed");
     }

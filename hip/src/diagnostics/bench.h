@@ -1,5 +1,6 @@
-// `moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB]`: the kernels at
-// the models' real shapes and the DiT step on random weights made on the device (no model files),
+// `moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB] [--stages-only]`:
+// the kernels at the models' real shapes and the whole stages (bench_stages.h) on random weights
+// held in memory (no model files, nothing written),
 // ending with one summary block to paste into an issue (README "Self-test and benchmark").
 #pragma once
 #include <string>

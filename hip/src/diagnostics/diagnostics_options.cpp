@@ -7,7 +7,7 @@ namespace moss {
 
 const char* const kSelfTestUsage = "usage: moss-infer-hip self-test [--device N] [--full]";
 const char* const kBenchUsage =
-    "usage: moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB]";
+    "usage: moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB] [--stages-only]";
 
 namespace {
 
@@ -94,6 +94,9 @@ BenchOptions parse_bench_args(const std::vector<std::string>& args) {
       if (g.error != NumberError::None || g.value <= 0)
         throw bad_value(kBenchUsage, w.flag, v, "must be a positive number of GiB, at most 4096");
       o.vram_budget_gib = g.value;
+    } else if (w.flag == "--stages-only") {
+      w.no_value();
+      o.stages_only = true;
     } else if (w.flag == "--help" || w.flag == "-h") {
       o.help = true;
     } else {

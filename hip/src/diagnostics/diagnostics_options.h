@@ -1,6 +1,7 @@
 // The flags of `moss-infer-hip self-test` and `moss-infer-hip bench` (README "Self-test and
 // benchmark"). A bad flag or value throws usage_error (exit 2) naming it.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,10 @@ struct BenchOptions {
   int device = -1;
   int width = 1024, height = 1024;  // --size WxH: the DiT step's image
   int steps = 4;                    // --steps N: timed DiT steps per placement (the first is a warm-up)
-  double vram_budget_gib = 16;      // --vram-budget GiB: the streamed step's budget
+  // --vram-budget GiB: the streamed step's budget, planned as the CLI plans it; unset (or a budget
+  // that keeps every block resident): a budget that keeps half the DiT's blocks resident.
+  std::optional<double> vram_budget_gib;
+  bool stages_only = false;  // --stages-only: the whole stages alone, not the kernels' checks and rates
   bool help = false;
 };
 

@@ -24,8 +24,8 @@ std::vector<FamilyVerdict> run_kernel_self_test(int device, bool full);
 // "HIP runtime 7.0.x, driver 7.0.x" (on NVIDIA: the CUDA runtime's and driver's versions).
 std::string runtime_versions();
 
-// The benchmark (bench.cpp prints its header and calls this): kernel rates at the real shapes and
-// the DiT step on random weights made on the device; ends with the summary block. Exit status.
+// The benchmark (bench.cpp calls this): kernel rates at the real shapes (unless --stages-only) and
+// the whole stages on random weights (bench_stages.h); ends with the summary block. Exit status.
 int run_bench(const BenchOptions& o, int device);
 
 }  // namespace moss

@@ -194,15 +194,33 @@ WeightFiles WeightFiles::open_folder(const std::string& folder) {
   return w;
 }
 
-bool WeightFiles::has(const std::string& name) const { return where_.count(name) != 0; }
+WeightFiles WeightFiles::in_memory(const std::string& label, const std::map<std::string, Tensor>& tensors) {
+  WeightFiles w;
+  w.folder_ = label;
+  for (const auto& [name, t] : tensors) {
+    if (!t.contiguous()) throw std::invalid_argument("WeightFiles::in_memory: tensor '" + name + "' is not contiguous");
+    TensorInfo info;
+    info.name = name;
+    info.dtype = t.dtype;
+    info.dtype_name = dtype_name(t.dtype);
+    info.shape = t.dims();
+    info.end = t.nbytes();
+    w.memory_[name] = {info, t};
+  }
+  return w;
+}
+
+bool WeightFiles::has(const std::string& name) const { return where_.count(name) != 0 || memory_.count(name) != 0; }
 
 const TensorInfo& WeightFiles::info(const std::string& name) const {
+  if (auto m = memory_.find(name); m != memory_.end()) return m->second.first;
   auto it = where_.find(name);
   if (it == where_.end()) throw failure(folder_ + ": missing tensor '" + name + "'");
   return files_[it->second]->info(name);
 }
 
 Tensor WeightFiles::get(const std::string& name) const {
+  if (auto m = memory_.find(name); m != memory_.end()) return m->second.second;
   auto it = where_.find(name);
   if (it == where_.end()) throw failure(folder_ + ": missing tensor '" + name + "'");
   return files_[it->second]->get(name);
@@ -216,6 +234,7 @@ std::string WeightFiles::file_of(const std::string& name) const {
 std::vector<std::string> WeightFiles::names() const {
   std::vector<std::string> n;
   for (auto& [k, v] : where_) n.push_back(k);
+  for (auto& [k, v] : memory_) n.push_back(k);
   return n;
 }
 

@@ -57,6 +57,10 @@ class WeightFiles {
  public:
   // `folder` holds the weights; `stem` is e.g. "model" or "diffusion_pytorch_model".
   static WeightFiles open_folder(const std::string& folder);
+  // Host tensors held in memory under their names, served like a folder's (the benchmark's random
+  // weights: every loader and streamer reads them as it reads mapped files, with no file written).
+  // `label` stands for the folder in messages.
+  static WeightFiles in_memory(const std::string& label, const std::map<std::string, Tensor>& tensors);
   bool has(const std::string& name) const;
   const TensorInfo& info(const std::string& name) const;
   Tensor get(const std::string& name) const;
@@ -68,6 +72,7 @@ class WeightFiles {
   std::string folder_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
   std::map<std::string, size_t> where_;  // tensor name -> index into files_
+  std::map<std::string, std::pair<TensorInfo, Tensor>> memory_;  // in_memory(): name -> (info, host tensor)
 };
 
 // Writer (tests, tools): tensors given as host views, written contiguously in order.

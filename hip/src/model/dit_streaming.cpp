@@ -155,6 +155,12 @@ class ResidentStreaming : public DitWeightSource {
     prefetched_block_ = -1;
   }
 
+  size_t streamed_bytes_per_pass() const override {
+    size_t bytes = 0;
+    for (const auto& [b, s] : streamed_) bytes += s.layout.image_bytes();
+    return bytes;
+  }
+
   void before_block(int index) override {
     release_last_reader();
     current_ = index;

@@ -22,6 +22,10 @@ class DitWeightSource {
   virtual void begin_forward(const std::vector<int>& block_order) {}
   // Block `index` runs next: its weights must be usable once this returns (in stream order).
   virtual void before_block(int index) {}
+  // Bytes a pass over every block copies to the device (a streaming source: its streamed blocks'
+  // images, packed where they travel packed; 0 when every block is resident). `bench` divides it
+  // by the step time for the copy rate.
+  virtual size_t streamed_bytes_per_pass() const { return 0; }
 };
 
 // be.upload(weights.get(name)) on every request (on the host backend: the mmap'd view itself).

@@ -3,3 +3,5 @@
 add_test(NAME diagnostics_args COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/diagnostics_tests.sh
          $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
 set_tests_properties(diagnostics_args PROPERTIES ENVIRONMENT "MOSSINFER_BACKEND=host")
+# bench's whole stages run on the host backend in the unit tests (unit/test_bench_stages.cpp).
+target_link_libraries(unit_tests PRIVATE mossinfer_diagnostics)

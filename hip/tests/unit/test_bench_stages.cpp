@@ -1,0 +1,161 @@
+// `bench`'s whole stages (diagnostics/bench_stages.h) on the host backend at the tiny model's
+// shapes: every stage runs through the generation's own code on random in-memory weights and
+// gives its summary line (times are not asserted: speed goals live in bench/).
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "diagnostics/bench_stages.h"
+#include "model/random_weights.h"
+#include "util/error.h"
+#include "model/vae.h"
+
+using namespace moss;
+
+namespace {
+
+const std::string kTiny = std::string(MOSSINFER_TEST_DATA) + "/tiny-moss";
+
+BenchShapes tiny_shapes() {
+  BenchShapes s;
+  s.name = "tiny-moss";
+  s.te = parse_text_encoder_config(kTiny + "/text_encoder/config.json");
+  s.dit = parse_dit_config(kTiny + "/transformer/config.json");
+  s.vae = parse_vae_config(kTiny + "/vae/config.json");
+  return s;
+}
+
+// The one line that matches `pattern`; fails naming the lines otherwise.
+std::string line_matching(const StageBench& b, const std::string& pattern) {
+  const std::regex re(pattern);
+  std::vector<std::string> found;
+  for (const std::string& l : b.lines)
+    if (std::regex_search(l, re)) found.push_back(l);
+  std::string all;
+  for (const std::string& l : b.lines) all += "\n  " + l;
+  EXPECT_EQ(found.size(), 1u) << "/" << pattern << "/ in:" << all;
+  return found.empty() ? "" : found[0];
+}
+
+}  // namespace
+
+TEST(BenchStages, EveryStageRunsOnRandomInMemoryWeightsAndGivesItsLine) {
+  auto be = make_host_backend();
+  BenchOptions o;
+  o.width = o.height = 32;
+  o.steps = 3;
+  const BenchShapes shapes = tiny_shapes();
+  const int blocks = int(shapes.dit.layers);
+  ASSERT_GE(blocks, 2);
+  const StageBench b = run_stage_bench(*be, shapes, o, 8);
+  EXPECT_TRUE(b.ok);
+  line_matching(b, "^stages on random tiny-moss weights made in host memory .*no model files, nothing written");
+  line_matching(b, "^text encoder forward \\(.*: [0-9]+ layers, hidden [0-9]+\\), 2 x 8 tokens, layers .*: "
+                   "[0-9.]+ s median of passes 2\\.\\.4");
+  // Three steps: the first a warm-up, the median of the other two, every step's time listed.
+  const std::string step = "[0-9.]+ s median of steps 2\\.\\.3 \\([0-9.]+ [0-9.]+ [0-9.]+\\)";
+  line_matching(b, "^DiT step 32x32, cfg 3 \\(2 rows\\), " + std::to_string(blocks) + " of " + std::to_string(blocks) +
+                       " blocks resident .*: " + step + "$");
+  // No budget given: planned to keep part of the blocks (half of them, or with the tiny model's
+  // few blocks as many as fit below the all-resident plan), the others streamed.
+  const std::string streamed = line_matching(
+      b, "^DiT step 32x32, cfg 3 \\(2 rows\\), streamed \\(budget [0-9.]+ GiB\\): [0-9]+ of " + std::to_string(blocks) +
+             " blocks resident, [0-9]+ streamed from .* pinned host memory: " + step +
+             "; [0-9.]+ (MiB|GiB) copied a step, [0-9.]+ GB/s");
+  std::smatch counts;
+  ASSERT_TRUE(std::regex_search(streamed, counts, std::regex("([0-9]+) of [0-9]+ blocks resident, ([0-9]+) streamed")));
+  const int resident = std::stoi(counts[1]), streamed_blocks = std::stoi(counts[2]);
+  EXPECT_LT(resident, blocks);
+  EXPECT_EQ(resident + streamed_blocks, blocks);
+  // The streamed blocks' images crossed (here, on the host backend, a copy in memory) every step.
+  ASSERT_TRUE(std::regex_search(streamed, counts, std::regex("; ([0-9.]+) (MiB|GiB) copied a step")));
+  EXPECT_GT(std::stod(counts[1]), 0.0) << streamed;
+  line_matching(b, "^VAE decode 32x32 \\(.*\\): [0-9.]+ s median of decodes 2\\.\\.4");
+  line_matching(b, "^memory plan \\(the CLI's planner, 8-token prompts\\): all blocks resident: .*streamed at");
+  for (const std::string& l : b.lines) {
+    EXPECT_EQ(l.find("not measured"), std::string::npos) << l;
+    std::printf("%s\n", l.c_str());  // the block's stage lines, for the log
+  }
+}
+
+TEST(BenchStages, AVramBudgetThatKeepsEveryBlockResidentStillTimesAStreamedStep) {
+  auto be = make_host_backend();
+  BenchOptions o;
+  o.width = o.height = 32;
+  o.steps = 2;
+  o.vram_budget_gib = 4000;  // far more than the tiny model needs
+  const StageBench b = run_stage_bench(*be, tiny_shapes(), o, 4);
+  EXPECT_TRUE(b.ok);
+  line_matching(b, "streamed \\(budget [0-9.]+ GiB; --vram-budget 4000\\.0 keeps all [0-9]+ blocks resident, so "
+                   "planned for [0-9.]+ GiB\\)");
+}
+
+TEST(BenchStages, FewerTextEncoderLayersAreScaledToTheModelsCountAndSaySo) {
+  auto be = make_host_backend();
+  BenchOptions o;
+  o.width = o.height = 32;
+  o.steps = 2;
+  BenchShapes shapes = tiny_shapes();
+  ASSERT_EQ(shapes.te.layers, 8);
+  shapes.te_layers_timed = 4;
+  const StageBench b = run_stage_bench(*be, shapes, o, 4);
+  EXPECT_TRUE(b.ok);
+  const std::string te = line_matching(b, "^text encoder forward \\(.*: 4 layers, hidden [0-9]+\\), 2 x 4 tokens, .*: "
+                                          "([0-9.]+) s median of passes 2\\.\\.4 .*; ([0-9.]+) s a layer, x 8 layers = "
+                                          "([0-9.]+) s \\(scaled: 4 of 8 layers made, for the host's memory\\)$");
+  std::smatch t;
+  ASSERT_TRUE(std::regex_search(te, t, std::regex(": ([0-9.]+) s median.*; ([0-9.]+) s a layer, x 8 layers = ([0-9.]+) s")));
+  EXPECT_NEAR(std::stod(t[2]), std::stod(t[1]) / 4, 1e-4) << te;
+  EXPECT_NEAR(std::stod(t[3]), std::stod(t[1]) * 2, 2e-4) << te;
+  // Every layer made: no scaling.
+  shapes.te_layers_timed = 0;
+  const StageBench all = run_stage_bench(*be, shapes, o, 4);
+  EXPECT_EQ(line_matching(all, "^text encoder forward \\(.*: 8 layers").find("scaled"), std::string::npos);
+}
+
+TEST(BenchStages, ABudgetBelowTheDitsMinimumIsAFailedLineNamingThePlan) {
+  auto be = make_host_backend();
+  BenchOptions o;
+  o.width = o.height = 32;
+  o.steps = 2;
+  o.vram_budget_gib = 0.001;
+  const StageBench b = run_stage_bench(*be, tiny_shapes(), o, 4);
+  EXPECT_FALSE(b.ok);
+  line_matching(b, "^memory plan: failed: ");
+}
+
+TEST(RandomWeights, AreThoseOfBenchRandomModelAndIndependentOfTheSplit) {
+  // Element i is a function of (salt, i) alone: two halves filled apart equal one whole fill.
+  const WeightDraw d{0.0f, 0.5f};
+  std::vector<uint16_t> whole(1000), parts(1000);
+  fill_random_weights(whole.data(), DType::BF16, 0, 1000, d, 77);
+  fill_random_weights(parts.data(), DType::BF16, 0, 400, d, 77);
+  fill_random_weights(parts.data() + 400, DType::BF16, 400, 600, d, 77);
+  EXPECT_EQ(whole, parts);
+  std::vector<uint16_t> other(1000);
+  fill_random_weights(other.data(), DType::BF16, 0, 1000, d, 78);
+  EXPECT_NE(whole, other);
+  // Norm weights near their neutral value; fan-in scaled matrices.
+  EXPECT_FLOAT_EQ(weight_draw("x.norm.weight", {64}, false).mean, 1.0f);
+  EXPECT_FLOAT_EQ(weight_draw("x.norm.weight", {64}, true).mean, 0.0f);
+  EXPECT_FLOAT_EQ(weight_draw("x.proj.weight", {8, 64}, false).std, 0.125f);
+}
+
+TEST(WeightFilesInMemory, ServesItsTensorsLikeAFolder) {
+  std::map<std::string, Tensor> t;
+  t["a.weight"] = host_tensor(DType::F32, {2, 3});
+  for (int i = 0; i < 6; ++i) t["a.weight"].ptr<float>()[i] = float(i);
+  const WeightFiles w = WeightFiles::in_memory("label", t);
+  EXPECT_TRUE(w.has("a.weight"));
+  EXPECT_FALSE(w.has("b.weight"));
+  EXPECT_EQ(w.names(), std::vector<std::string>{"a.weight"});
+  EXPECT_EQ(w.info("a.weight").shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(w.info("a.weight").end - w.info("a.weight").begin, 24u);
+  EXPECT_EQ(w.get("a.weight").ptr<float>()[5], 5.0f);
+  try {
+    w.get("b.weight");
+    FAIL() << "no error for a missing tensor";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("label: missing tensor 'b.weight'"), std::string::npos) << e.what();
+  }
+}
