@@ -32,6 +32,7 @@
 #include "util/error.h"
 #include "util/random_seed.h"
 #include "util/thread_pool.h"
+#include "test_support.h"
 
 using namespace moss;
 
@@ -162,16 +163,6 @@ TEST(RandomSeed, DrawsDiffer) {
 
 namespace {
 
-// The exit code and message of f's moss::Error; code -1 when it throws none.
-std::pair<int, std::string> error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return {int(e.code()), e.what()};
-  }
-  return {-1, ""};
-}
-
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 void write_bytes(const std::string& path, const std::string& bytes) {
@@ -199,7 +190,7 @@ TEST(OutputPaths, NulAnywhereIsRefusedNamingTheSource) {
   write_bytes(d + "/victim.txt", "keep");
   for (const std::string& path : {d + "/victim.txt" + std::string(1, '\0') + ".png",
                                   std::string(1, '\0') + "x.png", d + "/x.png" + std::string(1, '\0')}) {
-    const auto [code, msg] = error_of([&] { check_output_path(path, "jobs.jsonl:3: output"); });
+    const auto [code, msg] = outcome_of([&] { check_output_path(path, "jobs.jsonl:3: output"); });
     EXPECT_EQ(code, 2) << msg;
     EXPECT_EQ(msg.rfind("jobs.jsonl:3: output ", 0), 0u) << msg;
     EXPECT_TRUE(contains(msg, "a NUL byte at byte ")) << msg;
@@ -215,17 +206,17 @@ TEST(OutputPaths, SpellingsOfOneFileAreOneFile) {
   const std::vector<std::string> same = {d + "/./x.png", d + "//x.png", d + "/sub/../x.png", d + "/link/x.png",
                                          d + "/./sub/..//./x.png"};
   for (const std::string& other : same) {
-    const auto [code, msg] = error_of([&] { check_output_paths({{d + "/x.png", "a"}, {other, "b"}}); });
+    const auto [code, msg] = outcome_of([&] { check_output_paths({{d + "/x.png", "a"}, {other, "b"}}); });
     EXPECT_EQ(code, 2) << other;
     EXPECT_TRUE(contains(msg, "two images would write")) << msg;
     EXPECT_TRUE(contains(msg, ": a and b")) << msg;
   }
   // Whether the file exists or not makes no difference (the folder decides).
   write_bytes(d + "/x.png", "old");
-  EXPECT_EQ(error_of([&] { check_output_paths({{d + "/x.png", "a"}, {d + "/sub/../x.png", "b"}}); }).first, 2);
+  EXPECT_EQ(outcome_of([&] { check_output_paths({{d + "/x.png", "a"}, {d + "/sub/../x.png", "b"}}); }).first, 2);
   // Different entries are different files, even hard links to one file: each gets its own image.
   ASSERT_EQ(link((d + "/x.png").c_str(), (d + "/hard.png").c_str()), 0);
-  EXPECT_EQ(error_of([&] {
+  EXPECT_EQ(outcome_of([&] {
               check_output_paths({{d + "/x.png", "a"}, {d + "/hard.png", "b"}, {d + "/sub/x.png", "c"},
                                   {d + "/X.png", "d"}});
             }).first,
@@ -248,7 +239,7 @@ TEST(OutputPaths, FoldersThatCannotHoldANewFile) {
       {"/proc/self/x.png", "/proc/self"},
   };
   for (const Case& c : cases) {
-    const auto [code, msg] = error_of([&] { check_output_path(c.path, "-o"); });
+    const auto [code, msg] = outcome_of([&] { check_output_path(c.path, "-o"); });
     EXPECT_EQ(code, 2) << c.path << ": " << msg;
     EXPECT_TRUE(contains(msg, c.message)) << msg;
   }
@@ -264,7 +255,7 @@ TEST(OutputPaths, ADeletedWorkingDirectoryIsFoundUpFront) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     if (chdir(d.c_str()) != 0 || rmdir(d.c_str()) != 0) _exit(3);
-    const auto [code, msg] = error_of([] { check_output_path("x.png", "-o"); });
+    const auto [code, msg] = outcome_of([] { check_output_path("x.png", "-o"); });
     _exit(code == 2 && contains(msg, "has been deleted") ? 0 : 4);
   }
   int status = 0;
@@ -315,7 +306,7 @@ TEST(InputLimits, FilesBeyondTheLimitAreRefused) {
   const std::string d = fresh_dir("limits");
   write_bytes(d + "/p.txt", std::string(1000, 'a'));
   EXPECT_EQ(read_text_file(d + "/p.txt", 1000).size(), 1000u);
-  auto [code, msg] = error_of([&] { read_input_text("--prompt-file", d + "/p.txt", 999); });
+  auto [code, msg] = outcome_of([&] { read_input_text("--prompt-file", d + "/p.txt", 999); });
   EXPECT_EQ(code, 2);
   EXPECT_TRUE(contains(msg, "--prompt-file " + d + "/p.txt: ")) << msg;
   EXPECT_TRUE(contains(msg, "1000 bytes, more than the limit of 999 bytes")) << msg;
@@ -326,10 +317,10 @@ TEST(InputLimits, FilesBeyondTheLimitAreRefused) {
 TEST(JsonText, NulBytesAreNamedByLineAndColumn) {
   refuse_nul_bytes("{\"a\": 1}\n{}", "f.json", 1, ExitCode::Failure);  // none: no error
   const std::string text = std::string("{\n  \"a\": 1,\n  \"b\"") + '\0' + ": 2}";
-  auto [code, msg] = error_of([&] { refuse_nul_bytes(text, "config.json", 1, ExitCode::Failure); });
+  auto [code, msg] = outcome_of([&] { refuse_nul_bytes(text, "config.json", 1, ExitCode::Failure); });
   EXPECT_EQ(code, 1);
   EXPECT_EQ(msg, "config.json:3: a NUL byte at column 6 (not valid in JSON)");
-  std::tie(code, msg) = error_of([&] { refuse_nul_bytes(std::string("{}") + '\0', "jobs.jsonl", 7, ExitCode::Usage); });
+  std::tie(code, msg) = outcome_of([&] { refuse_nul_bytes(std::string("{}") + '\0', "jobs.jsonl", 7, ExitCode::Usage); });
   EXPECT_EQ(code, 2);
   EXPECT_EQ(msg, "jobs.jsonl:7: a NUL byte at column 3 (not valid in JSON)");
 }
@@ -385,13 +376,13 @@ TEST(PngText, RecordsAreReadWithoutThePixels) {
   EXPECT_TRUE(contains(damaged.detail, "iTXt chunk at byte " + std::to_string(at) + " fails its CRC check"))
       << damaged.detail;
   // A record above the limit, a file cut short, a file that is no PNG: errors naming the file.
-  EXPECT_TRUE(contains(error_of([&] { read_png_text_chunk(d + "/big.png", "generation", 10); }).second,
+  EXPECT_TRUE(contains(outcome_of([&] { read_png_text_chunk(d + "/big.png", "generation", 10); }).second,
                        "more than the 10 read"));
   write_bytes(d + "/cut.png", png.substr(0, at + 4));
-  EXPECT_TRUE(contains(error_of([&] { read_png_text_chunk(d + "/cut.png", "generation", 1 << 20); }).second,
+  EXPECT_TRUE(contains(outcome_of([&] { read_png_text_chunk(d + "/cut.png", "generation", 1 << 20); }).second,
                        d + "/cut.png: the PNG file is cut short"));
   write_bytes(d + "/no.png", "GIF89a....");
-  EXPECT_EQ(error_of([&] { read_png_text_chunk(d + "/no.png", "generation", 1 << 20); }).second,
+  EXPECT_EQ(outcome_of([&] { read_png_text_chunk(d + "/no.png", "generation", 1 << 20); }).second,
             d + "/no.png: not a PNG file");
 }
 
@@ -415,7 +406,7 @@ TEST(Replay, OptionValuesAreNeverReadAsOptions) {
 TEST(Replay, ARecordsBadValueIsBlamedOnTheRecord) {
   const std::string d = fresh_dir("replay-blame");
   write_bytes(d + "/rec.png", tiny_png({{"generation", "{\"prompt\": \"p\", \"steps\": 0}"}}));
-  const auto [code, msg] = error_of([&] { parse_args({"--model", "m", "--from-png", d + "/rec.png", "-o", "x.png"}); });
+  const auto [code, msg] = outcome_of([&] { parse_args({"--model", "m", "--from-png", d + "/rec.png", "-o", "x.png"}); });
   ASSERT_EQ(code, 2);
   EXPECT_EQ(msg, "--from-png " + d + "/rec.png: the record's steps '0': must be between 1 and 1000");
   // What the engine refuses later is blamed on the record's field too; a flag the user typed

@@ -23,6 +23,7 @@
 #include "pipeline/record.h"
 #include "pipeline/request_fields.h"
 #include "util/error.h"
+#include "test_support.h"
 
 using namespace moss;
 using nlohmann::json;
@@ -45,16 +46,6 @@ std::string record_png(const std::string& name, const std::string& record) {
   const uint8_t rgb[2 * 2 * 3] = {};
   write_png(path, rgb, 2, 2, {{"generation", record}});
   return path;
-}
-
-// The exit code and message of f's moss::Error; code -1 when it throws none.
-std::pair<int, std::string> error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return {int(e.code()), e.what()};
-  }
-  return {-1, ""};
 }
 
 ParsedArgs replay(const std::string& png, std::vector<std::string> flags = {}) {
@@ -193,7 +184,7 @@ TEST(ReplayRecord, EveryRefusedValueNamesTheRecordsField) {
       json record = record_of(sample_request());
       record[f.record] = bad;
       const std::string png = record_png("refused", record.dump());
-      const auto [code, msg] = error_of([&] { replay(png); });
+      const auto [code, msg] = outcome_of([&] { replay(png); });
       const std::string named = "--from-png " + png + ": the record's " + f.record;
       EXPECT_EQ(code, 2) << f.record << " = " << bad.dump() << ": " << msg;
       EXPECT_EQ(msg.compare(0, named.size(), named), 0) << f.record << " = " << bad.dump() << ": " << msg;
@@ -217,10 +208,10 @@ TEST(ReplayRecord, EveryRefusedValueNamesTheRecordsField) {
   record["width"] = 4096;
   record["height"] = 4096;
   const std::string png = record_png("area", record.dump());
-  EXPECT_EQ(error_of([&] { replay(png); }).second,
+  EXPECT_EQ(outcome_of([&] { replay(png); }).second,
             "--from-png " + png + ": the record's width and height: size 4096x4096: above 4.2 megapixels");
   // With one side from a flag, the message is the command line's.
-  EXPECT_EQ(error_of([&] { replay(png, {"--width", "2048"}); }).second, "size 2048x4096: above 4.2 megapixels");
+  EXPECT_EQ(outcome_of([&] { replay(png, {"--width", "2048"}); }).second, "size 2048x4096: above 4.2 megapixels");
 }
 
 // Every field's flag wins over the record's value, even one the checks would refuse (it is never
@@ -240,7 +231,7 @@ TEST(ReplayRecord, EveryFieldIsOverriddenByItsFlag) {
             inline_value ? std::vector<std::string>{std::string(f.flag) + "=" + value}
                          : std::vector<std::string>{f.flag, value};
         ParsedArgs a;
-        const auto [code, msg] = error_of([&] { a = replay(png, flags); });
+        const auto [code, msg] = outcome_of([&] { a = replay(png, flags); });
         ASSERT_EQ(code, -1) << f.flag << " " << value << " over " << bad.dump() << ": " << msg;
         EXPECT_EQ(settings_of(a.run), settings_of(want)) << f.flag;
         EXPECT_FALSE(a.replay.supplied(f.field)) << f.flag;
@@ -336,12 +327,12 @@ TEST(JobsOverride, TheModelAnswersToTheServersNames) {
     return read_jobs_file(o);
   };
   for (const std::string& name : {title, model_folder_name(folder)}) {
-    const auto [code, msg] = error_of([&] { EXPECT_EQ(jobs(name).size(), 1u); });
+    const auto [code, msg] = outcome_of([&] { EXPECT_EQ(jobs(name).size(), 1u); });
     EXPECT_EQ(code, -1) << name << ": " << msg;
   }
   for (const std::string& other : {std::string("tiny-moss2"), title + " ", std::string("MOSS-Image other"),
                                    std::string("")}) {
-    const auto [code, msg] = error_of([&] { jobs(other); });
+    const auto [code, msg] = outcome_of([&] { jobs(other); });
     EXPECT_EQ(code, 2) << other;
     EXPECT_NE(msg.find("override_settings.sd_model_checkpoint: "), std::string::npos) << msg;
     EXPECT_NE(msg.find("is not the loaded model (one model per server: " + title + ")"), std::string::npos) << msg;

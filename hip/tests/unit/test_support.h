@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -21,6 +23,17 @@ template <class Fn> Error error_of(Fn fn) {
   }
   ADD_FAILURE() << "no moss::Error thrown";
   return Error(ExitCode::Ok, "");
+}
+
+// The exit code and message of the moss::Error fn throws; code -1 and no message when it throws
+// none (for tests in which not throwing is one of the outcomes compared).
+template <class Fn> std::pair<int, std::string> outcome_of(Fn fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return {int(e.code()), e.what()};
+  }
+  return {-1, ""};
 }
 
 // ‖a − b‖ / ‖b‖ over the elements as f32, summed in double: b is the reference.
