@@ -1,13 +1,7 @@
 #!/usr/bin/env bash
 # CLI behaviour of the built binary: exit statuses, the option named in each refusal, and no
 # output file left behind. Usage: cli_tests.sh BINARY MODEL_DIR
-set -u
-BIN=$1
-MODEL=$2
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-passed=0
-failed=0
+source "$(dirname "$0")/script_setup.sh" "$@"
 
 # expect NAME STATUS PATTERN -- ARGS...: runs the binary, checks the exit status, that the
 # combined output matches PATTERN (grep -E), and that neither output file exists afterwards.

@@ -3,13 +3,7 @@
 # flag is refused with the flag named and exit 2; with no device both say "no supported device"
 # and exit 1; a generation on the host backend never runs the self-test (nothing is written under
 # the cache folder). Usage: diagnostics_tests.sh BINARY MODEL_DIR
-set -u
-BIN=$1
-MODEL=$2
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-passed=0
-failed=0
+source "$(dirname "$0")/script_setup.sh" "$@"
 
 # expect NAME STATUS PATTERN -- ARGS...: the exit status and a match of the combined output.
 expect() {

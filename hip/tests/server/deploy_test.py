@@ -7,8 +7,6 @@ client sees a refusal: the balancer sends elsewhere what it refused), another SI
 requests it had in flight fail, each counted and reported, and the client's retry gets an image).
 Every image equals the CLI's for its seed. Prints requests per second and p50 / p99 latency (no
 timing is asserted). Usage: deploy_test.py BINARY MODEL_DIR"""
-import http.client
-import json
 import os
 import re
 import shutil
@@ -20,7 +18,7 @@ import tempfile
 import threading
 import time
 
-from harness import Checks, Server, b64png, cli_png, free_port, png_pixels
+from harness import Checks, Server, b64png, cli_png, free_port, http_request, png_pixels
 
 REQUESTS, CLIENTS = 300, 8
 SEEDS = [1, 2, 3]  # few distinct seeds: the CLI makes each once
@@ -44,17 +42,8 @@ def post(port, body):
     """(status, served-by, parsed body or None, seconds); status None when the connection failed."""
     t0 = time.time()
     try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-        conn.request("POST", "/sdapi/v1/txt2img", body=json.dumps(body).encode(),
-                     headers={"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        payload = resp.read()
-        conn.close()
-        try:
-            parsed = json.loads(payload)
-        except ValueError:
-            parsed = None
-        return resp.status, resp.getheader("X-Served-By"), parsed, time.time() - t0
+        status, parsed, _, headers = http_request(port, "POST", "/sdapi/v1/txt2img", body, timeout=300)
+        return status, headers.get("X-Served-By"), parsed, time.time() - t0
     except OSError:
         return None, None, None, time.time() - t0
 

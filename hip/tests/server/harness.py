@@ -30,6 +30,22 @@ def free_port():
         return s.getsockname()[1]
 
 
+
+def http_request(port, method, path, body=None, timeout=120, raw=None):
+    """One request to 127.0.0.1:port (body as JSON, or raw bytes): (status, parsed JSON or None,
+    raw bytes, the response's headers). Raises OSError when the connection fails."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    payload = resp.read()
+    conn.close()
+    try:
+        parsed = json.loads(payload)
+    except ValueError:
+        parsed = None
+    return resp.status, parsed, payload, resp.headers
+
 class Server:
     """Starts the server, waits until it listens, stops it with SIGTERM (a drain: status 0)."""
 
@@ -57,17 +73,7 @@ class Server:
 
     def request(self, method, path, body=None, timeout=120, raw=None):
         """Returns (status, parsed JSON or None, raw bytes)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        payload = resp.read()
-        conn.close()
-        try:
-            parsed = json.loads(payload)
-        except ValueError:
-            parsed = None
-        return resp.status, parsed, payload
+        return http_request(self.port, method, path, body, timeout, raw)[:3]
 
     def resources(self):
         """(resident set in KiB, open descriptors) of the server process."""
