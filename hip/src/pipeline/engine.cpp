@@ -302,7 +302,13 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     std::copy(noise.begin(), noise.end(), x.ptr<float>());
     SamplerSettings s{o.cfg, o.skip_layers, stop_denoise};
     test_pause("denoise");
-    checkpoint({"denoise", 0, steps_run});
+    try {
+      checkpoint({"denoise", 0, steps_run});
+    } catch (const Cancelled&) {
+      // An interrupt that lands before the first step goes on into the sampler, which stops at
+      // once and hands back the noise: the answer is its decode, as A1111 answers.
+      if (!(stop_denoise && stop_denoise->load())) throw;
+    }
     auto t_loop = Clock::now();
     int steps_done = 0;
     latent = sample(dit, cond, use_uncond ? &uncond : nullptr, x, sigmas, s, [&](int step, int total, double sec) {

@@ -70,8 +70,9 @@ class Engine {
   // Makes the image; decodes when the request writes a PNG or `decode` asks for the image anyway
   // (the server). The backend is chosen on the first call, on the calling thread (a HIP device
   // is bound to it): call every method of one engine from one thread.
-  // stop_denoise, when given and set during the denoise, ends it after the current step (at least
-  // one runs) and the image is decoded from the latents as they are: stopped_early.
+  // stop_denoise, when given and set during the denoise, ends it (a step it cuts short is dropped)
+  // and the image is decoded from the latents as they are, the initial noise when no step had
+  // finished: stopped_early, record.steps_run how many steps did.
   GeneratedImage generate(const GenerationRequest& r, bool decode, const ProgressHook& hook = {},
                           const std::atomic<bool>* stop_denoise = nullptr);
   DeviceMemoryUse device_memory() const;

@@ -43,8 +43,9 @@ Tensor sample(Dit& dit, const Dit::Text& cond, const Dit::Text* uncond, const Te
   const int total = int(sigmas.size()) - 1;
   for (int i = 0; i < total; ++i) {
     // An interrupt (stop_after_step) that cancels the job inside a step (util/cancel.h) keeps the
-    // latents of the last finished step, when there is one: the partial step is dropped, and the
-    // caller decodes what the finished steps made.
+    // latents of the last finished step (the initial noise inside the first step, as A1111 keeps
+    // its sampler's last latents): the partial step is dropped, and the caller decodes x as it is,
+    // so an interrupted request is always answered with an image.
     const auto t0 = std::chrono::steady_clock::now();
     const float t = sigma_to_timestep(sigmas[size_t(i)]);
     std::vector<Dit::Row> rows = {Dit::Row{&cond, {}}};
@@ -65,7 +66,7 @@ Tensor sample(Dit& dit, const Dit::Text& cond, const Dit::Text* uncond, const Te
       }
       check_interrupted();  // a loop cut short above left v unfinished: it must not reach x
     } catch (const Cancelled&) {
-      if (i > 0 && s.stop_after_step && s.stop_after_step->load()) break;
+      if (s.stop_after_step && s.stop_after_step->load()) break;
       throw;
     }
     const Tensor dt = filled(be, C, sigmas[size_t(i) + 1] - sigmas[size_t(i)]);

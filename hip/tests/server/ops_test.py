@@ -3,7 +3,7 @@
 /ready, the bounded queue (503 with Retry-After), SIGTERM's drain (running and queued requests
 finish, new ones are refused, exit 0), its deadline and the signals that stop at once, the
 progress of a 2-image request sampled every 50 ms, and an interrupt that answers with the image
-so far. Usage: ops_test.py BINARY MODEL_DIR"""
+so far (the noise's decode when no step had finished). Usage: ops_test.py BINARY MODEL_DIR"""
 import http.client
 import json
 import os
@@ -199,12 +199,39 @@ def check_stops(c, binary, model):
                 (status, err))
 
 
+def check_interrupt_before_first_step(c, binary, model):
+    """An interrupt that lands before the first denoise step finished (here: while the run is held
+    at the denoise's start by MOSSINFER_TEST_PAUSE) is answered, as A1111 answers, with the decode
+    of the seed's noise: one image, interrupted, steps_run 0."""
+    os.environ["MOSSINFER_TEST_PAUSE"] = "denoise:3"
+    try:
+        srv = Server(binary, model)
+    finally:
+        del os.environ["MOSSINFER_TEST_PAUSE"]
+    try:
+        results = {}
+        t = post_async(srv, LONG, results, "job")
+        paused = wait_until(lambda: "pause at denoise" in srv.output(), timeout=60)
+        srv.request("POST", "/sdapi/v1/interrupt")
+        t.join(120)
+        status, r, _ = results["job"]
+        info = json.loads(r["info"]) if status == 200 else {}
+        c.check("interrupt-before-first-step-image", paused and status == 200 and info.get("interrupted") is True and
+                len(r["images"]) == 1 and png_pixels(b64png(r["images"][0]))[0] == (64, 64) and
+                info["generation"][0]["steps_run"] == 0, (paused, status, info.get("generation")))
+        c.check("interrupt-before-first-step-marked-in-png",
+                status == 200 and b"Steps run: 0" in b64png(r["images"][0]))
+    finally:
+        srv.stop()
+
+
 if __name__ == "__main__":
     import sys
     binary, model = sys.argv[1], sys.argv[2]
     checks = Checks()
     check_command_line(checks, binary, model)
     check_health_queue_progress_interrupt(checks, binary, model)
+    check_interrupt_before_first_step(checks, binary, model)
     check_drain(checks, binary, model)
     check_stops(checks, binary, model)
     checks.finish()
