@@ -53,12 +53,10 @@ rel=${tarball#"$repo"/}
 part "release tarball checks" in_root bash hip/ci/amd_package_check.sh "$rel" build-amd/moss-check hip/tests/data
 unpacked=build-amd-release/shipped
 rm -rf "$repo/$unpacked" && mkdir -p "$repo/$unpacked" && tar xzf "$tarball" -C "$repo/$unpacked" --strip-components=1
-part "check_device on the shipped binary" in_root env CLANG=clang++-22 LLVM_READELF=llvm-readelf-22 \
-  LLVM_OBJDUMP=llvm-objdump-22 LLVM_NM=llvm-nm-22 OFFLOAD_BUNDLER=clang-offload-bundler-22 \
-  LLVM_OBJCOPY=llvm-objcopy-22 bash hip/check_device.sh --binary "$unpacked/bin/moss-infer-hip" \
-  --matrix-list "${kernels_clang19#"$repo"/}" --kernels-out build-amd-release/kernels-shipped.txt
-# The kernels expected in the binary: clang-19's, and for a target clang-19 does not know, the
-# first target's list under its name (every target builds the same kernels from the same sources).
+# The kernels expected in the binary: clang-19's, for a target clang-19 does not know the first
+# target's list under its name (every target builds the same kernels from the same sources), and
+# the self-test's own kernels (hip/ci/self_test_kernels.txt). The list also tells the binary's
+# check which kernels are matrix kernels, on every target.
 expected=$repo/build-amd-release/kernels-expected.txt
 ref=${targets[0]}
 grep -q "^$ref " "$kernels_clang19" || { echo "amd: no $ref kernels in $kernels_clang19" >&2; exit 1; }
@@ -66,8 +64,13 @@ grep -q "^$ref " "$kernels_clang19" || { echo "amd: no $ref kernels in $kernels_
   cat "$kernels_clang19"
   for a in "${targets[@]}"; do
     grep -q "^$a " "$kernels_clang19" || sed -n "s/^$ref /$a /p" "$kernels_clang19"
+    grep -v '^#' "$repo/hip/ci/self_test_kernels.txt" | sed "s/^/$a /"
   done
 } | sort -u > "$expected"
+part "check_device on the shipped binary" in_root env CLANG=clang++-22 LLVM_READELF=llvm-readelf-22 \
+  LLVM_OBJDUMP=llvm-objdump-22 LLVM_NM=llvm-nm-22 OFFLOAD_BUNDLER=clang-offload-bundler-22 \
+  LLVM_OBJCOPY=llvm-objcopy-22 bash hip/check_device.sh --binary "$unpacked/bin/moss-infer-hip" \
+  --matrix-list "${expected#"$repo"/}" --kernels-out build-amd-release/kernels-shipped.txt
 if ! diff "$expected" "$repo/build-amd-release/kernels-shipped.txt" > "$repo/build-amd-release/kernels.diff"; then
   echo "amd: the shipped binary's kernels differ from the sources' (clang-19):" >&2
   cat "$repo/build-amd-release/kernels.diff" >&2
