@@ -356,18 +356,18 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
       case GatedUnit::SwiGlu: leaf_unit_epilogue<GatedUnit::SwiGlu, Cfg>(args, acc, m0, n0, wm0, wn0); break;
       default: leaf_unit_epilogue<GatedUnit::SigmoidGate, Cfg>(args, acc, m0, n0, wm0, wn0); break;
     }
-    return;
+  } else {
+#pragma unroll
+    for (int i = 0; i < Cfg::TM; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::TN; ++j) {
+        const int rb = m0 + wm0 + 16 * i, cb = n0 + wn0 + 16 * j;
+        leaf::store_c(acc[i][j], [&](int r, int c, float v) {
+          const int row = rb + r, col = cb + c;
+          if (row < m && col < n) store_one(args, row, col, v + bias_at(args, col));
+        });
+      }
   }
-#pragma unroll
-  for (int i = 0; i < Cfg::TM; ++i)
-#pragma unroll
-    for (int j = 0; j < Cfg::TN; ++j) {
-      const int rb = m0 + wm0 + 16 * i, cb = n0 + wn0 + 16 * j;
-      leaf::store_c(acc[i][j], [&](int r, int c, float v) {
-        const int row = rb + r, col = cb + c;
-        if (row < m && col < n) store_one(args, row, col, v + bias_at(args, col));
-      });
-    }
 }
 
 }  // namespace
