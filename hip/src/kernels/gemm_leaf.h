@@ -18,6 +18,13 @@
 //           loaded into registers before step kt multiplies and stored to LDS after it (kHold:
 //           AMD has no asynchronous global-to-LDS copy). The wide tile has 4 waves of 64x32
 //           (docs/amd_kernels.md says why several waves).
+// Gated unit (kUnit; GemmOperands::gated, the DiT's FFN up-projection): the B tile holds, for
+// every 16 output columns, 16 hidden weight rows then the 16 matching gate rows
+// (kernels/gemm_unit_rows.h has the map), so each wave's leaf tiles pair up (hidden, gate) in the
+// same lanes and slots and the epilogue writes unit(a + bias[c], b + bias[n + c]) straight from
+// the fp32 accumulators: a 128x64 tile yields 128x32 of y, and the [M, 2n] product is never
+// written nor read back by a separate gated_unit pass. The wide tiles with bf16 weights only
+// (gemm_fuses_unit in gemm.hip says which plans fuse).
 #pragma once
 
 #include <cstdint>
