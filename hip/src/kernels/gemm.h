@@ -26,8 +26,10 @@
 // distributed shared memory in a fixed order: the weights stream through enough blocks to keep
 // HBM busy, bit-reproducibly, with no workspace.
 // All three share one epilogue: bias, then the store (converted to y's dtype); the Wgmma kernel
-// stores through shared memory and the copy engine when y allows it, and can apply a gated unit
-// to the product's two halves in its epilogue (GemmOperands::gated).
+// stores through shared memory and the copy engine when y allows it. The Wgmma kernel and the
+// Portable kernel's wide tiles can apply a gated unit to the product's two halves in their
+// epilogue (GemmOperands::gated; the Portable kernel stages hidden and gate weight rows side by
+// side in its B tile, kernels/gemm_unit_rows.h, so a 128x64 tile yields 32 columns of y).
 #pragma once
 
 #include <cstdint>
@@ -54,10 +56,12 @@ struct GemmOperands {
   void* y = nullptr;  // [M, N]; must not overlap x or w
   GemmType y_type = GemmType::F32;
   int64_t ldy = 0;
-  // The gated-unit epilogue (CoreOps::linear_gated_unit; Wgmma kernel only, see
-  // gemm_fuses_unit): w has 2n rows, the product's columns [a | b] (a from rows 0..n-1, b from
-  // rows n..2n-1, bias likewise 2n long), and y [M, n] receives gated_unit(unit, a, b), computed
-  // from the fp32 accumulators. n here is y's width.
+  // The gated-unit epilogue (CoreOps::linear_gated_unit; the Wgmma kernel and the Portable wide
+  // tiles with bf16 weights, see gemm_fuses_unit): w has 2n rows, the product's columns [a | b]
+  // (a from rows 0..n-1, b from rows n..2n-1, bias likewise 2n long), and y [M, n] receives
+  // gated_unit(unit, a, b), computed from the fp32 accumulators (never rounded to bf16 between
+  // the product and the unit). Wgmma uses the fast tanh/exp, Portable the accurate ones.
+  // n here is y's width.
   bool gated = false;
   GatedUnit unit = GatedUnit::Situ;
   int64_t m = 0, n = 0, k = 0;
@@ -118,7 +122,9 @@ bool gemm_wgmma_fits(const GemmOperands& op);
 void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmPlan plan = {});
 
 // Whether gemm(op, ..., plan) applies op's gated unit in its epilogue (the Wgmma kernel resolved
-// for op and plan); otherwise the caller computes the product and the unit apart.
+// for op and plan, or the Portable kernel on its wide tiles with bf16 weights: not with f32
+// weights nor on the narrow one-wave tile that Auto picks below kPortableWideMinRows rows);
+// otherwise the caller computes the product and the unit apart. The one place that choice is made.
 bool gemm_fuses_unit(const GemmOperands& op, int multiprocessors, GemmPlan plan = {});
 
 // What gemm() runs for this problem and request (Auto resolved; for reports).

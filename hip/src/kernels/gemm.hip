@@ -79,13 +79,14 @@ void launch_blocks(Kernel kernel, int bm, int bn, int threads, int smem_bytes, h
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
-template <class Cfg, class TA, class TB, bool kConvertX>
+template <class Cfg, class TA, class TB, bool kConvertX, bool kUnit = false>
 void launch_leaf(const GemmOperands& op, hipStream_t stream) {
   using P = Plan<Cfg, std::conditional_t<kConvertX, bf16, TA>, TB>;
-  auto kernel = gemm_kernel<Cfg, TA, TB, kConvertX>;
+  auto kernel = gemm_kernel<Cfg, TA, TB, kConvertX, kUnit>;
   static const bool opted_in = opt_in_shared_memory(kernel, P::kSmemBytes);
   (void)opted_in;
-  launch_blocks(kernel, Cfg::BM, Cfg::BN, Cfg::kThreads, P::kSmemBytes, stream, kernel_args<TA, TB>(op));
+  launch_blocks(kernel, Cfg::BM, leaf_tile_cols<Cfg, kUnit>(), Cfg::kThreads, P::kSmemBytes, stream,
+                kernel_args<TA, TB>(op));
 }
 
 // The configurations for op's dtypes, an f32 x converted to bf16 as it is staged: Cfg for bf16 x
@@ -99,9 +100,29 @@ void launch_leaf_for_dtypes(const GemmOperands& op, hipStream_t stream) {
   else launch_leaf<CfgF32W, float, float, true>(op, stream);
 }
 
+// The portable kernel with the gated unit in its epilogue: the wide tiles with bf16 weights only
+// (portable_fuses_unit), where the B loader's 128 threads cover 32 rows a pass (gemm_unit_rows.h).
 void launch_portable(const GemmOperands& op, bool wide, hipStream_t stream) {
-  if (wide) launch_leaf_for_dtypes<PortableWide, PortableWideF32X, PortableWideF32Weights>(op, stream);
-  else launch_leaf_for_dtypes<PortableNarrow, PortableNarrowF32X, PortableNarrowF32Weights>(op, stream);
+  if (op.gated) {
+    if (op.x_type == GemmType::BF16) launch_leaf<PortableWide, bf16, bf16, false, true>(op, stream);
+    else launch_leaf<PortableWideF32X, float, bf16, true, true>(op, stream);
+  } else if (wide) {
+    launch_leaf_for_dtypes<PortableWide, PortableWideF32X, PortableWideF32Weights>(op, stream);
+  } else {
+    launch_leaf_for_dtypes<PortableNarrow, PortableNarrowF32X, PortableNarrowF32Weights>(op, stream);
+  }
+}
+
+// Whether the resolved plan applies op's gated unit in its epilogue: the Wgmma kernel (n a multiple
+// of 128, gemm_wgmma_fits), or the Portable kernel's wide tiles (at least kPortableWideMinRows rows
+// under Auto) with bf16 weights, any n. Not fused: the narrow portable tile (few rows: its one wave
+// stages 8 rows a pass, not whole hidden/gate pairs), f32 weights (their loader stages 16 rows a
+// pass), the Mma and Leaf kernels (the caller then runs the product and CoreOps::gated_unit apart).
+bool plan_fuses_unit(const GemmOperands& op, const GemmPlan& resolved) {
+  if (!op.gated) return false;
+  if (resolved.kernel == GemmKernel::Wgmma) return true;
+  return resolved.kernel == GemmKernel::Portable && resolved.tiles == GemmTiles::Medium &&
+         op.w_type == GemmType::BF16;
 }
 
 #if MOSS_PLATFORM_NVIDIA
@@ -233,7 +254,7 @@ bool gemm_wgmma_fits(const GemmOperands& op) {
 }
 
 bool gemm_fuses_unit(const GemmOperands& op, int multiprocessors, GemmPlan plan) {
-  return op.gated && gemm_resolve(op, multiprocessors, plan).kernel == GemmKernel::Wgmma;
+  return plan_fuses_unit(op, gemm_resolve(op, multiprocessors, plan));
 }
 
 GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan) {
@@ -289,8 +310,10 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
     throw failure("gemm: a row stride is shorter than its row (ldx " + std::to_string(op.ldx) + ", ldw " +
                   std::to_string(op.ldw) + ", ldy " + std::to_string(op.ldy) + ")");
   plan = gemm_resolve(op, multiprocessors, plan);
-  if (op.gated && plan.kernel != GemmKernel::Wgmma)
-    throw failure("gemm: the gated-unit epilogue needs the wgmma kernel (see gemm_fuses_unit)");
+  if (op.gated && !plan_fuses_unit(op, plan))
+    throw failure(std::string("gemm: the gated-unit epilogue needs the wgmma kernel or the portable wide tiles with "
+                              "bf16 weights, not ") + gemm_kernel_name(plan.kernel) + " " +
+                  gemm_tiles_name(plan.tiles, plan.kernel) + " (see gemm_fuses_unit)");
   if (plan.kernel == GemmKernel::Portable) return launch_portable(op, plan.tiles == GemmTiles::Medium, stream);
 #if MOSS_PLATFORM_NVIDIA
   if (plan.kernel == GemmKernel::Wgmma) {

@@ -18,12 +18,21 @@
 //           loaded into registers before step kt multiplies and stored to LDS after it (kHold:
 //           AMD has no asynchronous global-to-LDS copy). The wide tile has 4 waves of 64x32
 //           (docs/amd_kernels.md says why several waves).
+// Gated unit (kUnit; GemmOperands::gated, the DiT's FFN up-projection): the B tile holds, for
+// every 16 output columns, 16 hidden weight rows then the 16 matching gate rows
+// (kernels/gemm_unit_rows.h has the map), so each wave's leaf tiles pair up (hidden, gate) in the
+// same lanes and slots and the epilogue writes unit(a + bias[c], b + bias[n + c]) straight from
+// the fp32 accumulators: a 128x64 tile yields 128x32 of y, and the [M, 2n] product is never
+// written nor read back by a separate gated_unit pass. The wide tiles with bf16 weights only
+// (gemm_fuses_unit in gemm.hip says which plans fuse).
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/gated_unit.h"
 #include "kernels/gemm_parts.h"
+#include "kernels/gemm_unit_rows.h"
 #include "kernels/matrix_leaf.h"
 #include "kernels/tile_copy.h"
 
@@ -55,6 +64,25 @@ constexpr bool pairs_adjacent_in_k() {
 static_assert(pairs_adjacent_in_k<mma_layout::Gfx11>(), "gfx11 leaf: fragment slot pairs are not K neighbours");
 static_assert(pairs_adjacent_in_k<mma_layout::Gfx12>(), "gfx12 leaf: fragment slot pairs are not K neighbours");
 static_assert(pairs_adjacent_in_k<mma_layout::Nvidia>(), "NVIDIA leaf: fragment slot pairs are not K neighbours");
+
+// ---- the gated unit's tile rows pair hidden and gate accumulators -----------------------------
+// Slot i of lane l of leaf tile t accumulates C column L::c(l, i).col, i.e. B-tile row 16t + that
+// column. With gemm_unit::tile_row, tiles 2q and 2q+1 must give the same output column, hidden
+// then gate, in every lane and slot (tests/unit/test_gemm_unit_rows.cpp emulates the loads too).
+template <class L>
+constexpr bool unit_rows_pair_slots() {
+  for (int q = 0; q < 4; ++q)
+    for (int lane = 0; lane < kWaveSize; ++lane)
+      for (int i = 0; i < L::kSlotsC; ++i) {
+        const int c = L::c(lane, i).col;
+        const gemm_unit::UnitRow a = gemm_unit::tile_row(16 * (2 * q) + c), b = gemm_unit::tile_row(16 * (2 * q + 1) + c);
+        if (a.half != 0 || b.half != 1 || a.col != b.col || a.col != 16 * q + c) return false;
+      }
+  return true;
+}
+static_assert(unit_rows_pair_slots<mma_layout::Gfx11>(), "gfx11 leaf: gated-unit rows do not pair");
+static_assert(unit_rows_pair_slots<mma_layout::Gfx12>(), "gfx12 leaf: gated-unit rows do not pair");
+static_assert(unit_rows_pair_slots<mma_layout::Nvidia>(), "NVIDIA leaf: gated-unit rows do not pair");
 
 // ---- tile shapes -------------------------------------------------------------------------------
 // kHold: the next k-step's chunks wait in registers while the current one multiplies, and go to
@@ -121,7 +149,11 @@ struct Plan {
 //                   AMD); load() does all the work.
 //   kConvert true:  (T = float) load() fetches the chunks into registers, store() rounds them to
 //                   bf16 and writes 8 bytes per chunk: the stage holds bf16.
-template <class T, int ROWS, int BK, int THREADS, bool kConvert, bool kHoldRaw = false>
+//   kUnitRows:      (the weights with a gated unit) tile row r holds weight row
+//                   half·rows + row0 + col of gemm_unit::tile_row(r) (kernels/gemm_unit_rows.h):
+//                   `rows` is y's width n, row0 the tile's first output column, the operand has
+//                   2·rows rows; a row whose column lies past n is zeros.
+template <class T, int ROWS, int BK, int THREADS, bool kConvert, bool kHoldRaw = false, bool kUnitRows = false>
 struct TileLoader {
   static constexpr bool kHeld = kConvert || kHoldRaw;  // chunks pass through registers
   static constexpr int kVec = 16 / int(sizeof(T));  // elements per chunk
@@ -129,6 +161,11 @@ struct TileLoader {
   static constexpr int kRowsPerPass = THREADS / kChunksPerRow;
   static constexpr int kPasses = ROWS / kRowsPerPass;
   static constexpr int kLd = BK + kPad;
+  // Operand rows from one pass to the next: with kUnitRows a thread's tile rows step by whole
+  // (hidden, gate) pairs, i.e. by half as many weight rows of one half.
+  static constexpr int kRowStep = kUnitRows ? kRowsPerPass / 2 : kRowsPerPass;
+  static_assert(!kUnitRows || kRowsPerPass % gemm_unit::kPairRows == 0,
+                "gated unit: a thread's tile rows keep their place in the (hidden, gate) pairs");
   using Staged = std::conditional_t<kConvert, bf16, T>;  // element type in shared memory
   static_assert(!kConvert || sizeof(T) == 4, "only f32 operands are converted");
   static_assert(BK % kVec == 0 && THREADS % kChunksPerRow == 0 && ROWS % kRowsPerPass == 0,
@@ -143,14 +180,20 @@ struct TileLoader {
 
   __device__ TileLoader(const T* operand, int64_t ld_, int rows, int k, int row0, int tid)
       : base(operand), ld(ld_), first_row(tid / kChunksPerRow), col((tid % kChunksPerRow) * kVec) {
-    src = base + int64_t(row0 + first_row) * ld + col;
-    rows_left = rows - row0 - first_row;
+    if constexpr (kUnitRows) {
+      const gemm_unit::UnitRow u = gemm_unit::tile_row(first_row);
+      src = base + (int64_t(u.half) * rows + row0 + u.col) * ld + col;
+      rows_left = rows - row0 - u.col;
+    } else {
+      src = base + int64_t(row0 + first_row) * ld + col;
+      rows_left = rows - row0 - first_row;
+    }
     k_left = k - col;
   }
 
-  __device__ bool inside(int p, int kt) const { return p * kRowsPerPass < rows_left && kt * BK < k_left; }
+  __device__ bool inside(int p, int kt) const { return p * kRowStep < rows_left && kt * BK < k_left; }
   __device__ const T* at(int p, int kt) const {
-    return inside(p, kt) ? src + int64_t(p * kRowsPerPass) * ld + kt * BK : base;
+    return inside(p, kt) ? src + int64_t(p * kRowStep) * ld + kt * BK : base;
   }
   __device__ Staged* slot(Staged* stage, int p) const { return stage + (first_row + p * kRowsPerPass) * kLd + col; }
 
@@ -199,10 +242,42 @@ __device__ inline void load_fragment_b(leaf::FragB& f, const T* bt_tile, int ld)
   });
 }
 
-template <class Cfg, class TA, class TB, bool kConvertX>
+// y's columns per tile: BN, or BN/2 with the gated unit (a hidden and a gate row per column).
+template <class Cfg, bool kUnit>
+__host__ __device__ constexpr int leaf_tile_cols() {
+  return kUnit ? Cfg::BN / 2 : Cfg::BN;
+}
+
+// The gated-unit epilogue: acc[i][2q] (hidden) and acc[i][2q+1] (gate) hold the same output
+// elements slot by slot (kernels/gemm_unit_rows.h), so each lane writes
+// y[row][col] = unit(a + bias[col], b + bias[n + col]) once per element, computed from the fp32
+// accumulators (the product is never rounded to bf16 on the way), with the accurate tanh and exp
+// (gated_unit_value's kFast false): the same formulas as the row kernel and the host reference.
+// Their cost, on the order of 100 instructions per output (32 outputs a lane on the wide tile),
+// is small beside the 2K multiply-adds behind each output (K = 3072 in the DiT's FFN); not
+// measured on a Radeon, where the fast ones would be the lever if it showed.
+template <GatedUnit kKind, class Cfg, class Args>
+__device__ inline void leaf_unit_epilogue(const Args& args, const leaf::FragC (&acc)[Cfg::TM][Cfg::TN], int m0, int n0,
+                                          int wm0, int wn0) {
+#pragma unroll
+  for (int i = 0; i < Cfg::TM; ++i)
+#pragma unroll
+    for (int j = 0; j < Cfg::TN; j += 2) {
+      const int rb = m0 + wm0 + 16 * i, tile_row = wn0 + 16 * j;
+      leaf::store_c_pair(acc[i][j], acc[i][j + 1], [&](int r, int c, float a, float b) {
+        const int row = rb + r, col = n0 + gemm_unit::tile_row(tile_row + c).col;
+        if (row < args.m && col < args.n)
+          store_one(args, row, col, gated_unit_value<kKind>(a + bias_at(args, col), b + bias_at(args, args.n + col)));
+      });
+    }
+}
+
+// kUnit: the gated-unit epilogue (GemmOperands::gated; w has 2n rows, see gemm_unit_rows.h).
+template <class Cfg, class TA, class TB, bool kConvertX, bool kUnit = false>
 __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> args) {
+  static_assert(!kUnit || Cfg::TN % 2 == 0, "gated unit: a wave's leaf tiles come in (hidden, gate) pairs");
   using LoaderA = TileLoader<TA, Cfg::BM, Cfg::BK, Cfg::kThreads, kConvertX, Cfg::kHold>;
-  using LoaderB = TileLoader<TB, Cfg::BN, Cfg::BK, Cfg::kThreads, false, Cfg::kHold>;
+  using LoaderB = TileLoader<TB, Cfg::BN, Cfg::BK, Cfg::kThreads, false, Cfg::kHold, kUnit>;
   using SA = typename LoaderA::Staged;
   using SB = typename LoaderB::Staged;
   using P = Plan<Cfg, SA, SB>;
@@ -211,7 +286,8 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
   unsigned char* smem = reinterpret_cast<unsigned char*>(gemm_smem);
 
   const int m = args.m, n = args.n, k = args.k;
-  const TileOrigin origin = raster_tile(Cfg::BM, Cfg::BN, m, n);
+  // n0: the tile's first column of y (of the product without a unit).
+  const TileOrigin origin = raster_tile(Cfg::BM, leaf_tile_cols<Cfg, kUnit>(), m, n);
   const int m0 = origin.m0, n0 = origin.n0;
 
   const int tid = int(thread_x());
@@ -281,16 +357,25 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
   tile::wait_copies<0>();
 
   // Epilogue: every element of the tile inside y written once (store_one).
-#pragma unroll
-  for (int i = 0; i < Cfg::TM; ++i)
-#pragma unroll
-    for (int j = 0; j < Cfg::TN; ++j) {
-      const int rb = m0 + wm0 + 16 * i, cb = n0 + wn0 + 16 * j;
-      leaf::store_c(acc[i][j], [&](int r, int c, float v) {
-        const int row = rb + r, col = cb + c;
-        if (row < m && col < n) store_one(args, row, col, v + bias_at(args, col));
-      });
+  if constexpr (kUnit) {
+    // WN even in leaf tiles (asserted above) puts every wave's first tile row on a pair boundary.
+    switch (args.unit) {
+      case GatedUnit::Situ: leaf_unit_epilogue<GatedUnit::Situ, Cfg>(args, acc, m0, n0, wm0, wn0); break;
+      case GatedUnit::SwiGlu: leaf_unit_epilogue<GatedUnit::SwiGlu, Cfg>(args, acc, m0, n0, wm0, wn0); break;
+      default: leaf_unit_epilogue<GatedUnit::SigmoidGate, Cfg>(args, acc, m0, n0, wm0, wn0); break;
     }
+  } else {
+#pragma unroll
+    for (int i = 0; i < Cfg::TM; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::TN; ++j) {
+        const int rb = m0 + wm0 + 16 * i, cb = n0 + wn0 + 16 * j;
+        leaf::store_c(acc[i][j], [&](int r, int c, float v) {
+          const int row = rb + r, col = cb + c;
+          if (row < m && col < n) store_one(args, row, col, v + bias_at(args, col));
+        });
+      }
+  }
 }
 
 }  // namespace

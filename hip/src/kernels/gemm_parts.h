@@ -31,7 +31,7 @@ struct KernelArgs {
   int m, n, k;  // n: y's columns (with a gated unit, half the product's)
   int splits;  // Mma kernel: blocks per cluster sharing a tile, each a run of K (gridDim.y)
   bool bias_bf16, y_bf16;
-  bool gated;       // GemmOperands::gated (Wgmma kernel only)
+  bool gated;       // GemmOperands::gated (the Wgmma kernel; the leaf kernel reads its own kUnit flag)
   GatedUnit unit;
   bool tma_store;   // Wgmma kernel: y written through shared memory by the copy engine
   bool pair_stores;  // y and ldy allow one aligned write per column pair (2 f32 or 2 bf16)

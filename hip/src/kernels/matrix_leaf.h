@@ -88,6 +88,19 @@ __device__ inline void store_c(const FragC& c, Put put) {
   }
 }
 
+// put(m, n, c0's value, c1's value) for every C[m][n] of the block exactly once over the wave: two
+// accumulators of one layout walked together (the GEMM's gated-unit epilogue pairs a hidden and a
+// gate accumulator, kernels/gemm_unit_rows.h).
+template <class Put>
+__device__ inline void store_c_pair(const FragC& c0, const FragC& c1, Put put) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int i = 0; i < Layout::kSlotsC; ++i) {
+    const mma_layout::Elem e = Layout::c(lane, i);
+    put(e.row, e.col, c0.x[i], c1.x[i]);
+  }
+}
+
 #if MOSS_PLATFORM_NVIDIA
 // Two bf16 slots in one 32-bit register, the lower slot in bits 15:0 (PTX fragment packing).
 __device__ inline uint32_t pack_pair(bf16 lo, bf16 hi) {

@@ -151,13 +151,15 @@ std::string plan_name(const GemmPlan& p, DType) {
 
 // Optional parts of a forced-plan case: y and bias dtypes, x as the first k columns of a wider
 // matrix (row stride k + x_pad; x_pad a multiple of 8 keeps x packed).
-// unit: the gated-unit epilogue (SiTU; w and bias have 2n rows, y is [m, n], against the host's
-// linear_gated_unit); repeat: run again into a fresh y and require the same bits (split-K reduces
-// in a fixed order).
+// unit: the gated-unit epilogue (`kind`, SiTU unless named; w and bias have 2n rows, y is [m, n],
+// against the host's linear_gated_unit); repeat: run again into a fresh y and require the same
+// bits (split-K reduces in a fixed order); no_bias: no bias operand.
 struct PlanCaseOptions {
   DType y = DType::F32, bias = DType::F32;
   int64_t x_pad = 0;
   bool unit = false, repeat = false;
+  GatedUnit kind = GatedUnit::Situ;
+  bool no_bias = false;
 };
 
 // moss::gemm with a forced plan (every kernel instantiation): a tail shape, all compared. The
@@ -170,8 +172,9 @@ void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int6
   Pair bp = random_pair(e, o.bias, {wn}, 0.5f);
   const Tensor wh = host_as(wp.h, wdt), bh = host_as(bp.h, o.bias);
   Tensor yh = host_tensor(DType::F32, {m, n});
-  if (o.unit) e.host.core().linear_gated_unit(GatedUnit::Situ, xp.h.slice_cols(0, k), wh, &bh, yh);
-  else e.host.core().linear(xp.h.slice_cols(0, k), wh, &bh, yh);
+  const Tensor* bias_h = o.no_bias ? nullptr : &bh;
+  if (o.unit) e.host.core().linear_gated_unit(o.kind, xp.h.slice_cols(0, k), wh, bias_h, yh);
+  else e.host.core().linear(xp.h.slice_cols(0, k), wh, bias_h, yh);
   Tensor yd = poisoned(e, o.y, {m, n});
   GemmOperands op;
   op.x = xp.d.data;
@@ -180,13 +183,13 @@ void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int6
   op.w = wp.d.data;
   op.w_type = wdt == DType::BF16 ? GemmType::BF16 : GemmType::F32;
   op.ldw = k;
-  op.bias = bp.d.data;
+  op.bias = o.no_bias ? nullptr : bp.d.data;
   op.bias_type = o.bias == DType::BF16 ? GemmType::BF16 : GemmType::F32;
   op.y = yd.data;
   op.y_type = o.y == DType::BF16 ? GemmType::BF16 : GemmType::F32;
   op.ldy = n;
   op.gated = o.unit;
-  op.unit = GatedUnit::Situ;
+  op.unit = o.kind;
   op.m = m;
   op.n = n;
   op.k = k;
@@ -197,9 +200,9 @@ void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int6
     std::printf("  gemm %lldx%lldx%lld: wgmma requested, %s resolved\n", (long long)m, (long long)k, (long long)n,
                 gemm_kernel_name(plan.kernel));
   if (o.unit && !gemm_fuses_unit(op, e.ctx.multiprocessors(), plan)) {
-    // The gated-unit epilogue is the Wgmma kernel's alone (MOSSINFER_KERNELS=portable runs the
-    // unit as its own op, checked with the rows kernels). Asked with the case's plan: these tail
-    // shapes are too small for Auto to choose wgmma.
+    // The gated-unit epilogue is the Wgmma kernel's and the portable wide tiles' (bf16 weights;
+    // gemm_fuses_unit); other plans run the unit as its own op, checked with the rows kernels.
+    // Asked with the case's plan: these tail shapes are too small for Auto to choose wgmma.
     std::printf("  gemm %lldx%lldx%lld: gated unit not fused by %s, skipped\n", (long long)m, (long long)k,
                 (long long)n, gemm_kernel_name(plan.kernel));
     return;
@@ -213,7 +216,11 @@ void gemm_plan_case(Env& e, GemmPlan plan, DType xdt, DType wdt, int64_t m, int6
     for (float& v : want) v = round_bf16(v);  // the device rounds once; so must the reference
   const std::string shape = shape_of({m, k, n}) + " " + dtype_name(xdt) + "·" + dtype_name(wdt) +
                             (o.y == DType::BF16 ? " y:bf16" : "") + (o.bias == DType::BF16 ? " b:bf16" : "") +
-                            (o.x_pad ? " ldx:" + std::to_string(k + o.x_pad) : "") + (o.unit ? " situ" : "");
+                            (o.x_pad ? " ldx:" + std::to_string(k + o.x_pad) : "") + (o.no_bias ? " no bias" : "") +
+                            (!o.unit                       ? ""
+                             : o.kind == GatedUnit::Situ   ? " situ"
+                             : o.kind == GatedUnit::SwiGlu ? " swiglu"
+                                                           : " sigmoid");
   const std::vector<float> got = fetch(e, yd);
   report(e, "gemm " + plan_name(plan, xdt), shape, got, want, n, kBf16Tol);
   if (o.repeat) {
@@ -460,6 +467,27 @@ void check_gemm_gated_unit(Env& e) {
         {wg, DType::BF16, DType::BF16, 300, 512, 192, {DType::F32, DType::F32, 0, true, true}}));
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 129, 256, 320, {DType::BF16, DType::BF16, 0, true}}));
     cases.push_back(op_gemm_plan({wg, DType::BF16, DType::BF16, 2200, 1024, 256, {DType::BF16, DType::F32, 0, true}}));
+  }
+  // The portable kernel's gated epilogue (wide tiles, bf16 weights; what AMD runs for the DiT's
+  // FFN), forced on every platform: M not a multiple of its 128 rows, n not a multiple of its 32
+  // output columns (and n = 40: a tile of 8 real columns, the rest zeros), the last k-step
+  // partial, bf16 and f32 x, bf16 and f32 y and bias, no bias, each unit.
+  {
+    const GemmPlan pw = {GemmTiles::Medium, GemmKernel::Portable};
+    PlanCaseOptions o;
+    o.unit = true;
+    for (GatedUnit kind : {GatedUnit::Situ, GatedUnit::SwiGlu, GatedUnit::SigmoidGate}) {
+      o.kind = kind;
+      o.y = DType::BF16, o.bias = DType::F32, o.no_bias = false;
+      cases.push_back(op_gemm_plan({pw, DType::BF16, DType::BF16, 300, 200, 136, o}));
+      o.y = DType::F32, o.bias = DType::BF16;
+      cases.push_back(op_gemm_plan({pw, DType::F32, DType::BF16, 129, 40, 72, o}));
+      o.no_bias = true;
+      cases.push_back(op_gemm_plan({pw, DType::BF16, DType::BF16, 77, 96, 24, o}));
+      cases.push_back(op_gemm_plan({pw, DType::F32, DType::BF16, 250, 72, 40, o}));
+    }
+    o.kind = GatedUnit::Situ, o.no_bias = false, o.repeat = true, o.y = DType::BF16;
+    cases.push_back(op_gemm_plan({pw, DType::BF16, DType::BF16, 1100, 544, 264, o}));  // many tiles, reruns same bits
   }
   // Timed at the DiT's 1024x1024 shape: compare with the plain ffn_up_gate GEMM (y:bf16) of the
   // gemm group plus gated_unit situ.

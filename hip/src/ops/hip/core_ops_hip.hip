@@ -65,8 +65,9 @@ class HipCoreOps : public CoreOps {
     gemm_op("linear", x, w, bias, nullptr, y);
   }
 
-  // The unit in the GEMM's epilogue where the kernel can (gemm_fuses_unit: NVIDIA Hopper,
-  // F a multiple of 128); elsewhere the product goes through scratch in out's dtype first.
+  // The unit in the GEMM's epilogue where the kernel can (gemm_fuses_unit: NVIDIA Hopper with F a
+  // multiple of 128; the portable kernel, AMD's, on its wide tiles with bf16 weights); elsewhere
+  // the product goes through scratch in out's dtype first.
   void do_linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
                             Tensor& out) override {
     gemm_op("linear_gated_unit", x, w, bias, &kind, out);
