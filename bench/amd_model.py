@@ -309,6 +309,8 @@ CONFIGS = {
     # two 16-query tiles sharing each 32-key K/V tile (no register prefetch yet); conv as the seed's.
     "portable": {
         "check_device_table": PORTABLE_TABLE,
+        # SiTU in the wide tile's epilogue (gemm.hip plan_fuses_unit: the DiT's bf16 weights, >= 65 rows).
+        "fused_unit": True,
         # The very kernels, run on the H200 (MOSSINFER_KERNELS=portable).
         "analogue": {"gemm": "gemm portable 128x64/4w 4160x3072x3072 x:bf16",
                      "attention": "attention[portable] T4173 h24x128 bf16"},
