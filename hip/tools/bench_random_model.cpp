@@ -1,6 +1,6 @@
 // bench_random_model: writes a MOSS-Image model folder with the official shapes, tensor names and
-// configs (DiT: dim 3072, 24 heads, 42 blocks; text encoder: Qwen3.5-9B; VAE: FLUX.2 small
-// decoder) and random weights, so full-size runs and benchmarks can be made without the
+// configs (model/full_size_config.h: DiT dim 3072, 24 heads, 42 blocks; text encoder Qwen3.5-9B;
+// VAE FLUX.2 small decoder) and random weights, so full-size runs and benchmarks can be made without the
 // official files. The tensor lists come from the same expected-tensor functions that validate
 // real folders, so the engine accepts what this writes.
 //
@@ -18,6 +18,7 @@
 #include "io/files.h"
 #include "io/model_folder.h"
 #include "model/dit.h"
+#include "model/full_size_config.h"
 #include "model/random_weights.h"
 #include "model/text_encoder.h"
 #include "model/vae_config.h"
@@ -92,8 +93,9 @@ int main(int argc, char** argv) {
   try {
     const std::string out = flag(argc, argv, "--out", nullptr);
     const std::string tokenizer = flag(argc, argv, "--tokenizer", nullptr);
-    const int dit_layers = std::stoi(flag(argc, argv, "--dit-layers", "42"));
-    const int te_layers = std::stoi(flag(argc, argv, "--te-layers", "32"));
+    const int dit_layers = std::stoi(flag(argc, argv, "--dit-layers", std::to_string(kFullSizeDitLayers).c_str()));
+    const int te_layers =
+        std::stoi(flag(argc, argv, "--te-layers", std::to_string(kFullSizeTextEncoderLayers).c_str()));
     const bool with_te = !has_flag(argc, argv, "--no-text-encoder");
     for (const char* d : {"", "/transformer", "/text_encoder", "/vae", "/tokenizer", "/scheduler"})
       ::mkdir((out + d).c_str(), 0755);
@@ -109,37 +111,9 @@ int main(int argc, char** argv) {
                {{"_class_name", "MOSSImageScheduler"}, {"num_train_timesteps", 1000}, {"shift", 5.0}});
     write_file_atomic(out + "/tokenizer/tokenizer.json", read_text_file(tokenizer));
 
-    write_json(out + "/transformer/config.json",
-               {{"_class_name", "MOSSImageTransformer"}, {"dim", 3072}, {"ffn_dim", 8192}, {"num_heads", 24},
-                {"num_layers", dit_layers}, {"text_dim", 4096}, {"freq_dim", 256}, {"latent_channels", 128},
-                {"rope_base", 10000.0}});
-    json layer_types = json::array();
-    for (int i = 0; i < te_layers; ++i) layer_types.push_back((i + 1) % 4 == 0 ? "full_attention" : "linear_attention");
-    write_json(out + "/text_encoder/config.json",
-               {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
-                {"model_type", "qwen3_5"},
-                {"torch_dtype", "bfloat16"},
-                {"text_config",
-                 {{"model_type", "qwen3_5_text"}, {"vocab_size", 248320}, {"hidden_size", 4096},
-                  {"intermediate_size", 12288}, {"num_hidden_layers", te_layers}, {"num_attention_heads", 16},
-                  {"num_key_value_heads", 4}, {"head_dim", 256}, {"hidden_act", "silu"}, {"rms_norm_eps", 1e-6},
-                  {"attention_bias", false}, {"linear_conv_kernel_dim", 4}, {"linear_key_head_dim", 128},
-                  {"linear_value_head_dim", 128}, {"linear_num_key_heads", 16}, {"linear_num_value_heads", 32},
-                  {"layer_types", layer_types}, {"max_position_embeddings", 262144},
-                  {"partial_rotary_factor", 0.25},
-                  {"rope_parameters",
-                   {{"rope_type", "default"}, {"rope_theta", 10000000.0}, {"partial_rotary_factor", 0.25},
-                    {"mrope_section", {11, 11, 10}}, {"mrope_interleaved", true}}}}}});
-    write_json(out + "/vae/config.json",
-               {{"_class_name", "AutoencoderKLFlux2"}, {"act_fn", "silu"}, {"batch_norm_eps", 0.0001},
-                {"batch_norm_momentum", 0.1}, {"block_out_channels", {128, 256, 512, 512}},
-                {"decoder_block_out_channels", {96, 192, 384, 384}},
-                {"down_block_types", {"DownEncoderBlock2D", "DownEncoderBlock2D", "DownEncoderBlock2D", "DownEncoderBlock2D"}},
-                {"up_block_types", {"UpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D"}},
-                {"in_channels", 3}, {"out_channels", 3}, {"latent_channels", 32}, {"layers_per_block", 2},
-                {"mid_block_add_attention", true}, {"norm_num_groups", 32}, {"patch_size", {2, 2}},
-                {"sample_size", 1024}, {"force_upcast", true}, {"use_post_quant_conv", true},
-                {"use_quant_conv", true}});
+    write_json(out + "/transformer/config.json", full_size_dit_config(dit_layers));
+    write_json(out + "/text_encoder/config.json", full_size_text_encoder_config(te_layers));
+    write_json(out + "/vae/config.json", full_size_vae_config());
 
     DitConfig dit = parse_dit_config(out + "/transformer/config.json");
     std::fprintf(stderr, "writing transformer (%d blocks)\n", dit_layers);

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "model/dit_streaming.h"
+#include "model/full_size_config.h"
 #include "model/random_weights.h"
 #include "model/vae.h"
 #include "pipeline/moss_model.h"
@@ -140,38 +141,9 @@ StepRun dit_steps(Backend& be, const MossModel& m, int resident, const BenchOpti
 BenchShapes full_size_shapes() {
   BenchShapes s;
   s.name = "MOSS-Image";
-  DitConfig& d = s.dit;  // transformer/config.json
-  d.dim = 3072;
-  d.ffn_dim = 8192;
-  d.heads = 24;
-  d.layers = 42;
-  d.text_dim = 4096;
-  d.freq_dim = 256;
-  d.latent_channels = 128;
-  d.rope_base = 10000.0;
-  TextEncoderConfig& t = s.te;  // text_encoder/config.json's text_config (Qwen3.5-9B)
-  t.file = "Qwen3.5-9B text_config";
-  t.hidden = 4096;
-  t.layers = 32;
-  t.intermediate = 12288;
-  t.vocab = 248320;
-  for (int i = 0; i < t.layers; ++i)
-    t.layer_types.push_back((i + 1) % 4 == 0 ? TextLayerKind::FullAttention : TextLayerKind::LinearAttention);
-  t.heads = 16;
-  t.kv_heads = 4;
-  t.head_dim = 256;
-  t.rot_dim = 64;  // head_dim · partial_rotary_factor 0.25
-  t.rope_theta = 10000000.0;
-  t.linear_key_heads = 16;
-  t.linear_key_dim = 128;
-  t.linear_value_heads = 32;
-  t.linear_value_dim = 128;
-  t.conv_kernel = 4;
-  t.eps = 1e-6f;
-  VaeConfig& v = s.vae;  // vae/config.json: the decoder's widths
-  v.file = "FLUX.2 small decoder";
-  v.block_out_channels = {96, 192, 384, 384};
-  v.norm_num_groups = 32;
+  s.dit = dit_config_from_json(full_size_dit_config(), "MOSS-Image transformer config");
+  s.te = text_encoder_config_from_json(full_size_text_encoder_config(), "Qwen3.5-9B text_config");
+  s.vae = vae_config_from_json(full_size_vae_config(), "FLUX.2 small decoder");
   return s;
 }
 

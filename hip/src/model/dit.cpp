@@ -59,8 +59,9 @@ Tensor tokens_to_latent(const Tensor& tokens, int64_t gh, int64_t gw) {
   return latent;
 }
 
-DitConfig parse_dit_config(const std::string& path) {
-  const nlohmann::json j = read_json_file(path);
+DitConfig parse_dit_config(const std::string& path) { return dit_config_from_json(read_json_file(path), path); }
+
+DitConfig dit_config_from_json(const nlohmann::json& j, const std::string& path) {
   DitConfig c;
   // Sizes and counts: positive (config_int's lower bound) and bounded.
   read_config_ints(j, path,

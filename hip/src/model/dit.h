@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "io/model_folder.h"
 #include "io/safetensors.h"
 #include "model/dit_weights.h"
@@ -25,6 +27,8 @@ struct DitConfig {
 // transformer/config.json (keys dim, ffn_dim, num_heads, num_layers, text_dim, freq_dim,
 // latent_channels, rope_base); moss::failure naming the file and key when one is missing or bad.
 DitConfig parse_dit_config(const std::string& config_json_path);
+// The same from a parsed document; `source` names it in messages.
+DitConfig dit_config_from_json(const nlohmann::json& config, const std::string& source);
 
 // Every checkpoint tensor with the dtype and shape the config implies (rope.bands optional: it is
 // recomputed, never read).

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "io/model_folder.h"
 #include "io/safetensors.h"
 #include "model/te_weights.h"
@@ -41,6 +43,8 @@ struct TextEncoderConfig {
 
 // Reads and validates the config; a missing or bad key is refused (exit 1) naming file and key.
 TextEncoderConfig parse_text_encoder_config(const std::string& config_json_path);
+// The same from a parsed document; `source` names it in messages and in TextEncoderConfig::file.
+TextEncoderConfig text_encoder_config_from_json(const nlohmann::json& config, const std::string& source);
 
 // Every tensor the encoder reads, with the dtypes and shapes the config implies.
 std::vector<ExpectedTensor> text_encoder_expected_tensors(const TextEncoderConfig& cfg, const std::string& prefix);

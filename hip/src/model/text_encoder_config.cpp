@@ -45,7 +45,10 @@ std::vector<TextLayerKind> parse_layer_types(const json& tc, int64_t layers, con
 }  // namespace
 
 TextEncoderConfig parse_text_encoder_config(const std::string& path) {
-  const json root = read_json_file(path);
+  return text_encoder_config_from_json(read_json_file(path), path);
+}
+
+TextEncoderConfig text_encoder_config_from_json(const json& root, const std::string& path) {
   const json& tc = root.contains("text_config") ? root["text_config"] : root;
   const std::string file = root.contains("text_config") ? path + " (text_config)" : path;
   TextEncoderConfig c;

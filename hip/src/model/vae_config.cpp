@@ -79,8 +79,9 @@ void add_resnet(std::vector<ExpectedTensor>& out, const std::string& p, int64_t 
 
 }  // namespace
 
-VaeConfig parse_vae_config(const std::string& path) {
-  const json j = read_json_file(path);
+VaeConfig parse_vae_config(const std::string& path) { return vae_config_from_json(read_json_file(path), path); }
+
+VaeConfig vae_config_from_json(const json& j, const std::string& path) {
   VaeConfig c;
   c.file = path;
   c.block_out_channels = int_list(j, j.contains("decoder_block_out_channels") ? "decoder_block_out_channels"

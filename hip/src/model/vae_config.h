@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "io/model_folder.h"
 
 namespace moss {
@@ -36,6 +38,8 @@ struct VaeConfig {
 // file and key; a VAE of another kind (class, activation, block types) is refused as
 // unsupported (exit 2).
 VaeConfig parse_vae_config(const std::string& config_json_path);
+// The same from a parsed document; `source` names it in messages and in VaeConfig::file.
+VaeConfig vae_config_from_json(const nlohmann::json& config, const std::string& source);
 
 // Every tensor the decoder reads, with dtypes and shapes the config implies (fp32 weights;
 // bf16/f16 copies are accepted and widened on load). bn.num_batches_tracked is optional.

@@ -159,3 +159,32 @@ TEST(WeightFilesInMemory, ServesItsTensorsLikeAFolder) {
     EXPECT_NE(std::string(e.what()).find("label: missing tensor 'b.weight'"), std::string::npos) << e.what();
   }
 }
+
+// The one full-size config (model/full_size_config.h) parses, as a model folder's files would, into
+// MOSS-Image's shapes (spec/model.md): what bench times is what the CLI loads from the real folder.
+TEST(BenchStages, FullSizeShapesAreMossImagesPublishedConfigs) {
+  const moss::BenchShapes s = moss::full_size_shapes();
+  EXPECT_EQ(s.dit.dim, 3072);
+  EXPECT_EQ(s.dit.ffn_dim, 8192);
+  EXPECT_EQ(s.dit.heads, 24);
+  EXPECT_EQ(s.dit.layers, 42);
+  EXPECT_EQ(s.dit.text_dim, 4096);
+  EXPECT_EQ(s.te.hidden, 4096);
+  EXPECT_EQ(s.te.layers, 32);
+  EXPECT_EQ(s.te.intermediate, 12288);
+  EXPECT_EQ(s.te.vocab, 248320);
+  EXPECT_EQ(s.te.kv_heads, 4);
+  EXPECT_EQ(s.te.head_dim, 256);
+  EXPECT_EQ(s.te.rot_dim, 64);
+  ASSERT_EQ(s.te.layer_types.size(), 32u);
+  int full = 0;
+  for (size_t i = 0; i < s.te.layer_types.size(); ++i)
+    if (s.te.layer_types[i] == moss::TextLayerKind::FullAttention) {
+      EXPECT_EQ(i % 4, 3u) << "layer " << i;
+      ++full;
+    }
+  EXPECT_EQ(full, 8);
+  EXPECT_EQ(s.vae.block_out_channels, (std::vector<int64_t>{96, 192, 384, 384}));
+  EXPECT_EQ(s.vae.latent_channels, 32);
+  EXPECT_EQ(s.vae.norm_num_groups, 32);
+}
