@@ -131,6 +131,50 @@ CASES = [
     ),
 ]
 
+# The very cards' library GEMMs: PyTorch's bf16 matmul (hipBLASLt/Tensile) at 4096^3, reported to
+# zzc0721/torch-performance-test-data by their owners (the rate is 2 * 4096^3 / time, the
+# benchmark's own formula). The kernel each run picked is not named; it is modelled with the
+# structure of the gfx1201 bf16/fp16 solution named above (Tensile MT128x128x32, 4 wave32 of 64x64,
+# depth 32, next step in registers, two LDS buffers), which the model's bound (mma) does not depend
+# on beyond a few percent. 4096^3 is the size nearest the DiT's GEMMs (8279 x 3072..16384 x
+# 3072..8192) that every report has; several reports show a worse solution at 8192^3 (the 9060 XT:
+# 44.87 TFLOP/s there against 66.14 at 4096), which the 8192^3 Tensile case above may share.
+TORCH_BENCH = ("https://github.com/zzc0721/torch-performance-test-data (PyTorch matmul benchmark, issues "
+               "filed by the cards' owners; 'BF16: 4096x4096' line)")
+
+
+def library_gemm_case(key, target, card, tflops, issue, published):
+    return dict(
+        key=key, label=f"hipBLASLt via torch.matmul bf16 4096^3 ({card})", target=target, family="gemm", op="gemm",
+        shape=(4096, 4096, 4096), eb=dict(eb_x=2, eb_w=2, eb_y=2), flops=gemm_flops(4096, 4096, 4096),
+        measured_tflops=tflops, published=published,
+        source=f"https://github.com/zzc0721/torch-performance-test-data/issues/{issue}",
+        code=TORCH_BENCH + "; the solution is hipBLASLt's pick for the card, modelled as Tensile "
+             "MT128x128x32 MIWT4_4 WG32_4_1 (the solution name of tensile-128x128x32-gfx1201)",
+        structure="the vendor library's tuned GEMM on the very card (assembly: a floor for our HIP C++ GEMM's "
+                  "ratio, not an estimate of it)",
+        kernel=dict(kind="gemm", bm=128, bn=128, bk=32, wm=2, wn=2, stages=2, prefetch=1, lds="ab", raster=8,
+                    products=1, table=None, lds_est=2 * (128 + 128) * 32 * 2, vgpr_est={target: 232}))
+
+
+CASES += [
+    library_gemm_case("hipblaslt-bf16-4096-gfx1200", "gfx1200", "RX 9060 XT 16 GB", 66.14, 165,
+                      "BF16 4096x4096: 66.14 TFLOPS (8192: 44.87, 10240: 62.47), torch 2.13.0a0+rocm7.13, "
+                      "2026-04-19"),
+    library_gemm_case("hipblaslt-bf16-4096-gfx1201", "gfx1201", "RX 9070 XT", 125.21, 201,
+                      "BF16 4096x4096: 125.21 TFLOPS (CV 0.3%, n=5x206; 8192: 91.17), torch 2.12.0+rocm7.14, "
+                      "2026-09-21 (another owner, issue 173, torch 2.12+rocm7.2: 133.36)"),
+    library_gemm_case("hipblaslt-bf16-4096-gfx1100", "gfx1100", "RX 7900 XTX", 92.10, 68,
+                      "BF16 4096x4096: 92.10 TFLOPS (8192: 93.65), torch 2.10.0.dev+rocm7.0, 2025-10-10 (other "
+                      "owners: issue 58, rocm6.3: 99.37; issue 103, rocm7.10: 82.57)"),
+]
+
+# The card's own library GEMM, where a report exists, calibrates every config's GEMM family on that
+# card (it is the same card, clocks and power limit included); other targets take their
+# generation's case below. bench/amd_model.md 3b.
+SAME_CARD = {"gemm": {"gfx1100": "hipblaslt-bf16-4096-gfx1100", "gfx1200": "hipblaslt-bf16-4096-gfx1200",
+                      "gfx1201": "hipblaslt-bf16-4096-gfx1201"}}
+
 # Which case calibrates each family of a config, per RDNA generation of the target (the case built
 # most like that config's kernel; the same generation where there is one). bench/amd_model.md 3b.
 RADEON_ANALOGUE = {
@@ -182,13 +226,15 @@ def generation(model, t):
 
 
 def radeon_factors(model, config_name, t, rows):
-    """Per-family measured/modelled ratios that calibrate config_name's kernels on target t: the
-    analogue of t's RDNA generation, or of the nearest generation that has one."""
+    """Per-family measured/modelled ratios that calibrate config_name's kernels on target t: t's own
+    card's case (SAME_CARD), else the analogue of t's RDNA generation, or of the nearest generation
+    that has one."""
     ratios = {r["key"]: r["ratio"] for r in rows}
     gen = generation(model, t)
     # a tie (RDNA 3.5) goes to the older generation, whose ISA and matrix rate the refresh keeps
     nearest = lambda by_gen: by_gen[min(by_gen, key=lambda g: (abs(g - gen), g))]
-    return {fam: ratios[nearest(by_gen)] for fam, by_gen in RADEON_ANALOGUE.get(config_name, {}).items()}
+    return {fam: ratios[SAME_CARD.get(fam, {}).get(t) or nearest(by_gen)]
+            for fam, by_gen in RADEON_ANALOGUE.get(config_name, {}).items()}
 
 
 def report_lines(rows):

@@ -77,13 +77,39 @@ def test_factors_follow_the_target_generation():
     assert C.generation(M, "gfx1100") == 3
     assert C.generation(M, "gfx1200") == C.generation(M, "gfx1201") == 4
     r = rows()
-    f3 = C.radeon_factors(M, "portable", "gfx1100", list(r.values()))
+    # cards without a report of their own (RX 7800 XT, RX 7600, Strix Halo): their generation's case
+    f3 = C.radeon_factors(M, "portable", "gfx1101", list(r.values()))
+    f35 = C.radeon_factors(M, "portable", "gfx1151", list(r.values()))
+    assert f3["gemm"] == f35["gemm"] == r["ck-wmma-64x128-gfx1100"]["ratio"]
     f4 = C.radeon_factors(M, "portable", "gfx1200", list(r.values()))
-    assert f3["gemm"] == r["ck-wmma-64x128-gfx1100"]["ratio"]
-    assert f4["gemm"] == r["tensile-128x128x32-gfx1201"]["ratio"]
     assert f3["attention"] == f4["attention"] == r["opus-attn-v1-gfx1201"]["ratio"]
     for name in M.CONFIG_LABELS:  # every config is calibrated on every family the step has
         assert set(C.radeon_factors(M, name, "gfx1201", list(r.values()))) == {"gemm", "attention"}
+
+
+def test_a_card_with_its_own_library_gemm_report_takes_it():
+    r = rows()
+    for t in ("gfx1100", "gfx1200", "gfx1201"):
+        key = C.SAME_CARD["gemm"][t]
+        assert case(key)["target"] == t
+        for name in M.CONFIG_LABELS:
+            assert C.radeon_factors(M, name, t, list(r.values()))["gemm"] == r[key]["ratio"]
+    # without the same-card entry the RX 9060 XT falls back to its generation's named Tensile kernel
+    saved = C.SAME_CARD["gemm"].pop("gfx1200")
+    try:
+        assert C.radeon_factors(M, "portable", "gfx1200", list(r.values()))["gemm"] == \
+            r["tensile-128x128x32-gfx1201"]["ratio"]
+    finally:
+        C.SAME_CARD["gemm"]["gfx1200"] = saved
+
+
+def test_library_gemm_reports_become_times_by_the_benchmarks_formula():
+    c = case("hipblaslt-bf16-4096-gfx1200")
+    # the benchmark's rate is 2 * N^3 / time: 66.14 TFLOP/s at 4096^3 is 2.078 ms
+    assert abs(C.measured_ms(c) - 2 * 4096 ** 3 / 66.14e12 * 1e3) < 1e-12
+    r = rows()["hipblaslt-bf16-4096-gfx1200"]
+    # 4096^3 in whole 128x128 tiles: the matrix bound is the flops at the 9060 XT's peak (32 CUs x 1024 x 3.13 GHz)
+    assert abs(r["bounds_ms"]["mma"] - 2 * 4096 ** 3 / (32 * 1024 * 3.13e9) * 1e3) < 1e-9
 
 
 def test_a_generation_without_cases_takes_the_nearest():
@@ -93,7 +119,7 @@ def test_a_generation_without_cases_takes_the_nearest():
         M.SPECS["gfx-test"] = dict(M.SPECS["gfx1100"], mma_flops_per_unit_clk=(512, "calc-rdna35"))
         r = C.calibrate(M)
         assert C.generation(M, "gfx-test") == 3.5
-        assert C.radeon_factors(M, "portable", "gfx-test", r) == C.radeon_factors(M, "portable", "gfx1100", r)
+        assert C.radeon_factors(M, "portable", "gfx-test", r) == C.radeon_factors(M, "portable", "gfx1101", r)
     finally:
         M.RDNA_GENERATIONS.clear()
         M.RDNA_GENERATIONS.update(saved)
