@@ -8,7 +8,9 @@
 // output dimensions; each wave owns RowTiles 16-row query tiles of them. The workgroup walks the
 // keys in tiles of KT: K [key][d] and Vᵀ [dim][key] tiles are copied into shared memory
 // (double-buffered asynchronous copies on NVIDIA, one buffer on AMD) and read by every wave; Q is
-// staged once, as bf16, in shared memory. Per key tile each wave computes its scores (fp32 in
+// staged once, as bf16, in shared memory. K and V come from a pack (attention_pack), or on the
+// portable configuration at head dims 128 and 256 straight from bf16 activation rows, the next
+// tile loaded into registers during the current one's products (KvTileLoader). Per key tile each wave computes its scores (fp32 in
 // registers), updates the running max and sum in base 2, rescales its output accumulators and adds
 // P·V; at the end it divides by the sum and stores. Head dims above Dv run as several workgroups
 // (blockIdx.z), each recomputing the scores for its chunk of output dimensions, which keeps the
@@ -126,14 +128,14 @@ __device__ inline P probabilities_operand(const leaf::FragC& s) {
 
 // Moves one key tile's K rows [key][d] and Vᵀ rows [dim][key] into shared memory; which thread
 // moves which 16-byte piece: kernels/attention_kv_map.h (host-proven by test_attention_kv_map).
-// kInPlace: K and V are the activations' bf16 [key][d] rows themselves (tk rows, not padded; ldk,
-// ldv the activation row strides): keys past tk are stored as zeros without being read (a masked
-// score's probability is 0, but 0 · an unread NaN would not be), and V is transposed on its way
-// through registers, two keys at a time so that each store is a 32-bit word of a Vᵀ row. Else K
-// and Vᵀ come from the pack (attention_pack), zero-padded to whole tiles: plain 16-byte copies,
-// asynchronous on NVIDIA (attention_device::copy16). AMD has no asynchronous global-to-shared copy,
-// so there each piece passes through registers either way; the loops are unrolled by 8 so that
-// several loads are in flight (each holds 4 registers).
+// From the pack (attention_pack: K and Vᵀ zero-padded to whole tiles): move, plain 16-byte copies,
+// asynchronous on NVIDIA (attention_device::copy16), unrolled by 8 on AMD so that several loads
+// are in flight (each holds 4 registers). kInPlace: K and V are the activations' bf16 [key][d]
+// rows themselves (tk rows, not padded; ldk, ldv the activation row strides), loaded into
+// registers by fetch_k / fetch_v and stored by put_k / put_v, so that the kernel can load the next
+// tile while it multiplies the current one. Keys past tk are stored as zeros without being read (a
+// masked score's probability is 0, but 0 times an unread NaN would not be), and V is transposed in
+// registers, two keys at a time, so that each store is one 32-bit word of a Vᵀ row.
 template <class T, bool kInPlace>
 struct KvTileLoader {
   static constexpr int kKPieces = kv_map::row_chunks(T::KT, T::D);
@@ -156,26 +158,22 @@ struct KvTileLoader {
   // Bf16 element e (0..7) of a chunk, as the low 16 bits.
   __device__ static uint32_t element(const Chunk16& c, int e) { return (c.w[e / 2] >> (16 * (e % 2))) & 0xffffu; }
 
+  // From the pack: the whole tile in one go (the kernel's main loop waits for it).
   __device__ void move(int k0, bf16* kd, bf16* vd) const {
-    if constexpr (!kInPlace) {
+    static_assert(!kInPlace, "in place, a tile moves through fetch and put");
 #pragma unroll 8
-      for (int i = 0; i < kKPer; ++i) {
-        if (!owns(kKPieces, i)) continue;
-        const kv_map::Piece pc = kv_map::row_chunk(kv_map::piece_of(tid, i, T::kThreads), T::D);
-        attention_device::copy16(kd + pc.row * T::kLdK + pc.col, kg + int64_t(k0 + pc.row) * ldk + pc.col);
-      }
-#pragma unroll 8
-      for (int i = 0; i < kVPer; ++i) {
-        if (!owns(kVPieces, i)) continue;
-        const kv_map::Piece pc = kv_map::row_chunk(kv_map::piece_of(tid, i, T::kThreads), T::KT);
-        attention_device::copy16(vd + pc.row * T::kLdV + pc.col, vg + int64_t(pc.row) * ldv + k0 + pc.col);
-      }
-      attention_device::commit_copies();
-    } else {
-      Held h;
-      fetch(h, k0);
-      put(h, kd, vd);
+    for (int i = 0; i < kKPer; ++i) {
+      if (!owns(kKPieces, i)) continue;
+      const kv_map::Piece pc = kv_map::row_chunk(kv_map::piece_of(tid, i, T::kThreads), T::D);
+      attention_device::copy16(kd + pc.row * T::kLdK + pc.col, kg + int64_t(k0 + pc.row) * ldk + pc.col);
     }
+#pragma unroll 8
+    for (int i = 0; i < kVPer; ++i) {
+      if (!owns(kVPieces, i)) continue;
+      const kv_map::Piece pc = kv_map::row_chunk(kv_map::piece_of(tid, i, T::kThreads), T::KT);
+      attention_device::copy16(vd + pc.row * T::kLdV + pc.col, vg + int64_t(pc.row) * ldv + k0 + pc.col);
+    }
+    attention_device::commit_copies();
   }
 
   // In place, a tile's pieces between their global loads (fetch) and their shared stores (put):
@@ -258,20 +256,19 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   // Copies key tile t (K rows and Vᵀ columns k0..k0+KT) into its buffer.
   const KvTileLoader<T, kInPlace> loader{kg, vg, p.ldk, p.ldv, p.tk, tid};
   auto copy_tile = [&](int t) {
-    loader.move(t * T::KT, ks + (t % T::Stages) * T::kKElems, vs + (t % T::Stages) * T::kVElems);
+    if constexpr (!kInPlace) loader.move(t * T::KT, ks + (t % T::Stages) * T::kKElems, vs + (t % T::Stages) * T::kVElems);
   };
 
-  // Prefetch (in place, one buffer, head dims up to 128): tile t+1's pieces are loaded into
-  // registers while tile t is multiplied, and stored after the next barrier (the portable GEMM's
-  // kHold, kernels/gemm_leaf.h: AMD has no asynchronous global-to-LDS copy).
-#ifndef MOSS_ATTENTION_PREFETCH
-#define MOSS_ATTENTION_PREFETCH 0
-#endif
-  constexpr bool kPrefetch = MOSS_ATTENTION_PREFETCH && kInPlace && T::Stages == 1;
-  constexpr bool kPrefetchV = kPrefetch && T::D > 128;
+  // In place, with one query tile per wave (head dim 256), tile t+1's K and V pieces are loaded
+  // into registers while tile t is multiplied, and stored after the next barrier (the portable
+  // GEMM's kHold, kernels/gemm_leaf.h: AMD has no asynchronous global-to-LDS copy). With two query
+  // tiles per wave (head dim 128) the output accumulators leave no room: holding K and V spilled
+  // 31 VGPRs on gfx12 (clang-19), holding K alone took gfx12 to 254 of 256 VGPRs (occupancy 6 -> 5),
+  // too close to the limit for ROCm's clang-22; there the tile is loaded after the barrier.
+  static_assert(!kInPlace || T::Stages == 1, "in place: one buffer, the next tile in registers");
+  constexpr bool kPrefetch = kInPlace && T::RowTiles == 1;
   typename KvTileLoader<T, kInPlace>::Held held;
-  if constexpr (kPrefetch) loader.fetch_k(held, 0);  // in flight while Q is staged
-  if constexpr (kPrefetchV) loader.fetch_v(held, 0);
+  if constexpr (kPrefetch) loader.fetch(held, 0);  // in flight while Q is staged
   if constexpr (T::Stages == 2) copy_tile(0);     // in flight while Q is staged
 
   // Q as bf16, zero beyond tq and head_dim (zero columns add nothing to the scores).
@@ -308,15 +305,12 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       attention_device::wait_copies();
       sync_workgroup();  // tile t visible to all; every wave is done with tile t-1's buffer
       if (t + 1 < tiles) copy_tile(t + 1);
-    } else if constexpr (kPrefetch) {
+    } else if constexpr (kInPlace) {
       sync_workgroup();  // every wave is done with tile t-1 (and Q is staged)
-      if constexpr (!kPrefetchV) loader.fetch_v(held, t * T::KT);
+      if constexpr (!kPrefetch) loader.fetch(held, t * T::KT);
       loader.put(held, ks, vs);
       sync_workgroup();
-      if (t + 1 < tiles) {
-        loader.fetch_k(held, (t + 1) * T::KT);
-        if constexpr (kPrefetchV) loader.fetch_v(held, (t + 1) * T::KT);
-      }
+      if (kPrefetch && t + 1 < tiles) loader.fetch(held, (t + 1) * T::KT);
     } else {
       sync_workgroup();  // every wave is done with tile t-1 (and Q is staged)
       copy_tile(t);
