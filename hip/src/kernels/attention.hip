@@ -9,12 +9,13 @@
 // keys in tiles of KT: K [key][d] and Vᵀ [dim][key] tiles are copied into shared memory
 // (double-buffered asynchronous copies on NVIDIA, one buffer on AMD) and read by every wave; Q is
 // staged once, as bf16, in shared memory. K and V come from a pack (attention_pack), or on the
-// portable configuration at head dims 128 and 256 straight from bf16 activation rows, the next
-// tile loaded into registers during the current one's products (KvTileLoader). Per key tile each wave computes its scores (fp32 in
-// registers), updates the running max and sum in base 2, rescales its output accumulators and adds
-// P·V; at the end it divides by the sum and stores. Head dims above Dv run as several workgroups
-// (blockIdx.z), each recomputing the scores for its chunk of output dimensions, which keeps the
-// output accumulators in registers for head dims up to 384.
+// portable configuration at head dims 128 and 256 straight from bf16 activation rows (at 256 the
+// next tile loaded into registers during the current one's products; KvTileLoader). Per key tile
+// each wave computes its scores (fp32 in registers), updates the running max and sum in base 2,
+// rescales its output accumulators and adds P·V; at the end it divides by the sum and stores.
+// Head dims above Dv run as several workgroups (blockIdx.z), each recomputing the scores for its
+// chunk of output dimensions, which keeps the output accumulators in registers for head dims up
+// to 384.
 #include "kernels/attention.h"
 
 #include <limits>
@@ -155,9 +156,6 @@ struct KvTileLoader {
     return inside ? *reinterpret_cast<const Chunk16*>(src) : Chunk16{};
   }
 
-  // Bf16 element e (0..7) of a chunk, as the low 16 bits.
-  __device__ static uint32_t element(const Chunk16& c, int e) { return (c.w[e / 2] >> (16 * (e % 2))) & 0xffffu; }
-
   // From the pack: the whole tile in one go (the kernel's main loop waits for it).
   __device__ void move(int k0, bf16* kd, bf16* vd) const {
     static_assert(!kInPlace, "in place, a tile moves through fetch and put");
@@ -227,8 +225,7 @@ struct KvTileLoader {
       const kv_map::Piece pc = kv_map::v_pair_unit(kv_map::piece_of(tid, i, T::kThreads), T::KT);
 #pragma unroll
       for (int e = 0; e < kv_map::kChunkElems; ++e)
-        *reinterpret_cast<uint32_t*>(vd + (pc.col + e) * T::kLdV + pc.row) =
-            element(h.v[i][0], e) | element(h.v[i][1], e) << 16;
+        *reinterpret_cast<uint32_t*>(vd + (pc.col + e) * T::kLdV + pc.row) = kv_map::v_pair_word(h.v[i][0].w, h.v[i][1].w, e);
     }
   }
 };

@@ -18,6 +18,8 @@
 //      (lanes 16 apart sit 8 Vᵀ rows of (KT+8)/2 words apart, 160 words ≡ 0 mod 32), none for 64.
 #pragma once
 
+#include <cstdint>
+
 #ifndef MOSS_HOST_DEVICE
 #define MOSS_HOST_DEVICE
 #endif
@@ -42,6 +44,14 @@ MOSS_HOST_DEVICE constexpr int row_chunks(int rows, int width) { return rows * w
 // It covers Vᵀ[col + i][row + j] for i < 8, j < 2.
 MOSS_HOST_DEVICE constexpr Piece v_pair_unit(int u, int kt) { return {2 * (u % (kt / 2)), u / (kt / 2) * kChunkElems}; }
 MOSS_HOST_DEVICE constexpr int v_pair_units(int dv, int kt) { return dv * kt / (2 * kChunkElems); }
+
+// The 32-bit word an in-place V unit stores at Vᵀ[col + e][row .. row + 1]: dim e of key row (the
+// chunk `first`, 4 words of 8 bf16, element 2i in word i's low half) in the low half, which is the
+// lower address (little-endian), and dim e of key row + 1 (`second`) in the high half.
+MOSS_HOST_DEVICE constexpr uint32_t v_pair_word(const uint32_t (&first)[4], const uint32_t (&second)[4], int e) {
+  const int shift = 16 * (e % 2);
+  return ((first[e / 2] >> shift) & 0xffffu) | ((second[e / 2] >> shift) & 0xffffu) << 16;
+}
 
 // Pieces thread `tid` of `threads` moves: pieces tid, tid + threads, ... below `count`; the loaders
 // loop i over per_thread(count, threads) and skip piece(tid, i) >= count.

@@ -4,9 +4,13 @@
 //     every element of the K tile [KT][D] and of the Vᵀ tile [Dv][KT] exactly once, inside the
 //     tile's columns (never the rows' padding), from the element of K / V it belongs to (checked by
 //     the key and dim each write carries, for the packed and the in-place V);
+//   - an in-place V word holds dim e of the pair's first key at the lower address, of the second
+//     at the higher;
 //   - the same check rejects a wrong map (the test is sharp).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -92,6 +96,24 @@ TEST(AttentionKvMap, EveryTileElementWrittenOnceFromItsSource) {
         << "packed Vt, " << shape_name(s);
     EXPECT_EQ(coverage_error(tile_writes(s, 'v', kv::row_chunk, kv::v_pair_unit), s.dv, s.kt, true), "")
         << "in-place Vt, " << shape_name(s);
+  }
+}
+
+TEST(AttentionKvMap, PairWordsHoldDimEOfBothKeysInMemoryOrder) {
+  // Two chunks of 8 distinct bf16 bit patterns (key row: 0x1000 + d, key row + 1: 0x2000 + d) as
+  // the loads give them; each word, stored as bytes (little-endian, as on every GPU here), must
+  // read back as Vᵀ[dim][row] = key row's dim, Vᵀ[dim][row + 1] = key row + 1's dim.
+  uint32_t first[4], second[4];
+  for (int i = 0; i < 4; ++i) {
+    first[i] = uint32_t(0x1000 + 2 * i) | uint32_t(0x1000 + 2 * i + 1) << 16;
+    second[i] = uint32_t(0x2000 + 2 * i) | uint32_t(0x2000 + 2 * i + 1) << 16;
+  }
+  for (int e = 0; e < kv::kChunkElems; ++e) {
+    const uint32_t w = kv::v_pair_word(first, second, e);
+    uint16_t halves[2];
+    std::memcpy(halves, &w, sizeof w);
+    EXPECT_EQ(halves[0], 0x1000 + e) << "dim " << e;
+    EXPECT_EQ(halves[1], 0x2000 + e) << "dim " << e;
   }
 }
 
