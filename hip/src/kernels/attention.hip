@@ -9,8 +9,9 @@
 // keys in tiles of KT: K [key][d] and Vᵀ [dim][key] tiles are copied into shared memory
 // (double-buffered asynchronous copies on NVIDIA, one buffer on AMD) and read by every wave; Q is
 // staged once, as bf16, in shared memory. K and V come from a pack (attention_pack), or on the
-// portable configuration at head dims 128 and 256 straight from bf16 activation rows (at 256 the
-// next tile loaded into registers during the current one's products; KvTileLoader). Per key tile
+// portable configuration at head dims 128 and 256 straight from bf16 activation rows, the next
+// tile's K (at 256 K and V) loaded into registers during the current one's products
+// (KvTileLoader). Per key tile
 // each wave computes its scores (fp32 in registers), updates the running max and sum in base 2,
 // rescales its output accumulators and adds P·V; at the end it divides by the sum and stores.
 // Head dims above Dv run as several workgroups (blockIdx.z), each recomputing the scores for its
@@ -256,16 +257,17 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
     if constexpr (!kInPlace) loader.move(t * T::KT, ks + (t % T::Stages) * T::kKElems, vs + (t % T::Stages) * T::kVElems);
   };
 
-  // In place, with one query tile per wave (head dim 256), tile t+1's K and V pieces are loaded
-  // into registers while tile t is multiplied, and stored after the next barrier (the portable
-  // GEMM's kHold, kernels/gemm_leaf.h: AMD has no asynchronous global-to-LDS copy). With two query
-  // tiles per wave (head dim 128) the output accumulators leave no room: holding K and V spilled
-  // 31 VGPRs on gfx12 (clang-19), holding K alone took gfx12 to 254 of 256 VGPRs (occupancy 6 -> 5),
-  // too close to the limit for ROCm's clang-22; there the tile is loaded after the barrier.
+  // In place, tile t+1's K chunks, and with one query tile per wave (head dim 256) its V pieces
+  // too, are loaded into registers while tile t is multiplied and stored after the next barrier
+  // (the portable GEMM's kHold, kernels/gemm_leaf.h: AMD has no asynchronous global-to-LDS copy).
+  // With two query tiles per wave (head dim 128) the output accumulators leave room for K only:
+  // holding V's 16 registers as well spilled 31 VGPRs on gfx12 (clang-19); K alone takes 254 VGPRs
+  // there (clang-19; 239 under ROCm's clang-22), no spills (docs/amd_kernels.md has the table).
   static_assert(!kInPlace || T::Stages == 1, "in place: one buffer, the next tile in registers");
-  constexpr bool kPrefetch = kInPlace && T::RowTiles == 1;
+  constexpr bool kHoldK = kInPlace, kHoldV = kInPlace && T::RowTiles == 1;
   typename KvTileLoader<T, kInPlace>::Held held;
-  if constexpr (kPrefetch) loader.fetch(held, 0);  // in flight while Q is staged
+  if constexpr (kHoldK) loader.fetch_k(held, 0);  // in flight while Q is staged
+  if constexpr (kHoldV) loader.fetch_v(held, 0);
   if constexpr (T::Stages == 2) copy_tile(0);     // in flight while Q is staged
 
   // Q as bf16, zero beyond tq and head_dim (zero columns add nothing to the scores).
@@ -304,10 +306,13 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       if (t + 1 < tiles) copy_tile(t + 1);
     } else if constexpr (kInPlace) {
       sync_workgroup();  // every wave is done with tile t-1 (and Q is staged)
-      if constexpr (!kPrefetch) loader.fetch(held, t * T::KT);
+      if constexpr (!kHoldV) loader.fetch_v(held, t * T::KT);
       loader.put(held, ks, vs);
       sync_workgroup();
-      if (kPrefetch && t + 1 < tiles) loader.fetch(held, (t + 1) * T::KT);
+      if (t + 1 < tiles) {
+        loader.fetch_k(held, (t + 1) * T::KT);
+        if constexpr (kHoldV) loader.fetch_v(held, (t + 1) * T::KT);
+      }
     } else {
       sync_workgroup();  // every wave is done with tile t-1 (and Q is staged)
       copy_tile(t);
