@@ -8,7 +8,9 @@
 //     P kept in registers as the A operand of P·V (kernels/attention_flash_nvidia.h). K and V are
 //     read as [key][d] rows: straight from bf16 activations, or from a bf16 pack of them.
 //   reference (AMD always; NVIDIA above 128 or on request): the matrix-leaf kernel with K packed
-//     as [kv_head][key][d] and V transposed as [kv_head][d][key] (kernels/attention_pack).
+//     as [kv_head][key][d] and V transposed as [kv_head][d][key] (kernels/attention_pack); on the
+//     portable configuration at head dims 128 and 256 it reads bf16 K and V rows in place instead
+//     (transposing V on its way into shared memory) when they are 16-byte aligned.
 // Q is read straight from the activation (f32 or bf16, any row stride).
 #pragma once
 
@@ -38,13 +40,17 @@ constexpr int kAttentionKeyPadding = 64;
 enum class AttentionTiling { Default, Flash, Wgmma, Reference, Portable };
 
 // How the chosen kernel wants K and V: rows of d_pad bf16 (zero beyond head_dim), V transposed
-// ([d][key]) or not ([key][d]). flash: the kernel zero-fills keys past tk itself and reads
-// unpadded rows when head_dim == d_pad, so bf16 activations with 16-byte aligned rows (row
-// stride a multiple of 8) need no pack.
+// ([d][key]) or not ([key][d]). in_place: the kernel zero-fills keys past tk itself and can read
+// the bf16 activations' [key][d] rows of K and V directly (AttentionParams::kv_in_place) when they
+// are 16-byte aligned (row stride a multiple of 8, aligned base), so they need no pack; otherwise
+// (f32 K/V, unaligned rows) they are packed as d_pad and v_transposed say. flash (NVIDIA) is
+// always in place; the portable kernel (reference tiling on the AMD build's configuration) is for
+// head dims 128 and 256 (kernels/attention.hip, portable_in_place).
 struct AttentionKvLayout {
   int d_pad = 0;
   bool v_transposed = false;
   bool flash = false;
+  bool in_place = false;
 };
 AttentionKvLayout attention_kv_layout(int head_dim, AttentionTiling tiling);
 
@@ -60,7 +66,10 @@ struct AttentionParams {
   int64_t ldk = 0, k_head_stride = 0;
   const bf16* v = nullptr;
   int64_t ldv = 0, v_head_stride = 0;
-  int tk_pad = 0;            // reference kernel: multiple of kAttentionKeyPadding
+  int tk_pad = 0;            // reference kernel on a pack: multiple of kAttentionKeyPadding
+  // K and V are the activations' [key][d] rows (tk of them, not padded; ld % 8 == 0, 16-byte
+  // aligned), not a pack; only where attention_kv_layout says in_place.
+  bool kv_in_place = false;
   void* out = nullptr;       // [tq, heads·head_dim] rows of ld_out elements
   bool out_bf16 = false;     // out is bf16 (else f32)
   int64_t ld_out = 0;

@@ -8,11 +8,15 @@
 // output dimensions; each wave owns RowTiles 16-row query tiles of them. The workgroup walks the
 // keys in tiles of KT: K [key][d] and Vᵀ [dim][key] tiles are copied into shared memory
 // (double-buffered asynchronous copies on NVIDIA, one buffer on AMD) and read by every wave; Q is
-// staged once, as bf16, in shared memory. Per key tile each wave computes its scores (fp32 in
-// registers), updates the running max and sum in base 2, rescales its output accumulators and adds
-// P·V; at the end it divides by the sum and stores. Head dims above Dv run as several workgroups
-// (blockIdx.z), each recomputing the scores for its chunk of output dimensions, which keeps the
-// output accumulators in registers for head dims up to 384.
+// staged once, as bf16, in shared memory. K and V come from a pack (attention_pack), or on the
+// portable configuration at head dims 128 and 256 straight from bf16 activation rows, the next
+// tile's K (at 256 K and V) loaded into registers during the current one's products
+// (KvTileLoader). Per key tile
+// each wave computes its scores (fp32 in registers), updates the running max and sum in base 2,
+// rescales its output accumulators and adds P·V; at the end it divides by the sum and stores.
+// Head dims above Dv run as several workgroups (blockIdx.z), each recomputing the scores for its
+// chunk of output dimensions, which keeps the output accumulators in registers for head dims up
+// to 384.
 #include "kernels/attention.h"
 
 #include <limits>
@@ -22,6 +26,7 @@
 #include "kernels/attention_device.h"
 #include "kernels/attention_flash_nvidia.h"
 #include "kernels/attention_hopper.h"
+#include "kernels/attention_kv_map.h"
 #include "kernels/attention_layout.h"
 #include "kernels/kernel_path.h"
 #include "kernels/matrix_leaf.h"
@@ -30,6 +35,7 @@ namespace moss {
 namespace {
 
 using attention_device::Chunk16;
+namespace kv_map = attention_kv_map;
 
 #if MOSS_PLATFORM_NVIDIA
 using Scheme = attention_layout::NvidiaScheme;
@@ -122,7 +128,110 @@ __device__ inline P probabilities_operand(const leaf::FragC& s) {
   return f;
 }
 
-template <class T>
+// Moves one key tile's K rows [key][d] and Vᵀ rows [dim][key] into shared memory; which thread
+// moves which 16-byte piece: kernels/attention_kv_map.h (host-proven by test_attention_kv_map).
+// From the pack (attention_pack: K and Vᵀ zero-padded to whole tiles): move, plain 16-byte copies,
+// asynchronous on NVIDIA (attention_device::copy16), unrolled by 8 on AMD so that several loads
+// are in flight (each holds 4 registers). kInPlace: K and V are the activations' bf16 [key][d]
+// rows themselves (tk rows, not padded; ldk, ldv the activation row strides), loaded into
+// registers by fetch_k / fetch_v and stored by put_k / put_v, so that the kernel can load the next
+// tile while it multiplies the current one. Keys past tk are stored as zeros without being read (a
+// masked score's probability is 0, but 0 times an unread NaN would not be), and V is transposed in
+// registers, two keys at a time, so that each store is one 32-bit word of a Vᵀ row.
+template <class T, bool kInPlace>
+struct KvTileLoader {
+  static constexpr int kKPieces = kv_map::row_chunks(T::KT, T::D);
+  static constexpr int kVPieces = kInPlace ? kv_map::v_pair_units(T::Dv, T::KT) : kv_map::row_chunks(T::Dv, T::KT);
+  static constexpr int kKPer = kv_map::per_thread(kKPieces, T::kThreads);
+  static constexpr int kVPer = kv_map::per_thread(kVPieces, T::kThreads);
+
+  const bf16* kg;  // this kv head's K
+  const bf16* vg;  // this kv head's V at the workgroup's first output dim
+  int64_t ldk, ldv;
+  int tk, tid;
+
+  __device__ bool owns(int pieces, int i) const {
+    return pieces % T::kThreads == 0 || kv_map::piece_of(tid, i, T::kThreads) < pieces;
+  }
+  __device__ static Chunk16 load(const bf16* src, bool inside) {
+    return inside ? *reinterpret_cast<const Chunk16*>(src) : Chunk16{};
+  }
+
+  // From the pack: the whole tile in one go (the kernel's main loop waits for it).
+  __device__ void move(int k0, bf16* kd, bf16* vd) const {
+    static_assert(!kInPlace, "in place, a tile moves through fetch and put");
+#pragma unroll 8
+    for (int i = 0; i < kKPer; ++i) {
+      if (!owns(kKPieces, i)) continue;
+      const kv_map::Piece pc = kv_map::row_chunk(kv_map::piece_of(tid, i, T::kThreads), T::D);
+      attention_device::copy16(kd + pc.row * T::kLdK + pc.col, kg + int64_t(k0 + pc.row) * ldk + pc.col);
+    }
+#pragma unroll 8
+    for (int i = 0; i < kVPer; ++i) {
+      if (!owns(kVPieces, i)) continue;
+      const kv_map::Piece pc = kv_map::row_chunk(kv_map::piece_of(tid, i, T::kThreads), T::KT);
+      attention_device::copy16(vd + pc.row * T::kLdV + pc.col, vg + int64_t(pc.row) * ldv + k0 + pc.col);
+    }
+    attention_device::commit_copies();
+  }
+
+  // In place, a tile's pieces between their global loads (fetch) and their shared stores (put):
+  // K chunks, and V's two keys per piece.
+  struct Held {
+    Chunk16 k[kKPer];
+    Chunk16 v[kVPer][2];
+  };
+
+  __device__ void fetch(Held& h, int k0) const {
+    fetch_k(h, k0);
+    fetch_v(h, k0);
+  }
+  __device__ void put(const Held& h, bf16* kd, bf16* vd) const {
+    put_k(h, kd);
+    put_v(h, vd);
+  }
+
+  __device__ void fetch_k(Held& h, int k0) const {
+    static_assert(kInPlace, "the pack is copied by move");
+#pragma unroll
+    for (int i = 0; i < kKPer; ++i) {
+      if (!owns(kKPieces, i)) continue;
+      const kv_map::Piece pc = kv_map::row_chunk(kv_map::piece_of(tid, i, T::kThreads), T::D);
+      const int key = k0 + pc.row;
+      h.k[i] = load(kg + int64_t(key) * ldk + pc.col, key < tk);
+    }
+  }
+  __device__ void fetch_v(Held& h, int k0) const {
+#pragma unroll
+    for (int i = 0; i < kVPer; ++i) {
+      if (!owns(kVPieces, i)) continue;
+      const kv_map::Piece pc = kv_map::v_pair_unit(kv_map::piece_of(tid, i, T::kThreads), T::KT);
+      const int key = k0 + pc.row;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) h.v[i][j] = load(vg + int64_t(key + j) * ldv + pc.col, key + j < tk);
+    }
+  }
+  __device__ void put_k(const Held& h, bf16* kd) const {
+#pragma unroll
+    for (int i = 0; i < kKPer; ++i) {
+      if (!owns(kKPieces, i)) continue;
+      const kv_map::Piece pc = kv_map::row_chunk(kv_map::piece_of(tid, i, T::kThreads), T::D);
+      *reinterpret_cast<Chunk16*>(kd + pc.row * T::kLdK + pc.col) = h.k[i];
+    }
+  }
+  __device__ void put_v(const Held& h, bf16* vd) const {
+#pragma unroll
+    for (int i = 0; i < kVPer; ++i) {
+      if (!owns(kVPieces, i)) continue;
+      const kv_map::Piece pc = kv_map::v_pair_unit(kv_map::piece_of(tid, i, T::kThreads), T::KT);
+#pragma unroll
+      for (int e = 0; e < kv_map::kChunkElems; ++e)
+        *reinterpret_cast<uint32_t*>(vd + (pc.col + e) * T::kLdV + pc.row) = kv_map::v_pair_word(h.v[i][0].w, h.v[i][1].w, e);
+    }
+  }
+};
+
+template <class T, bool kInPlace>
 __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(const AttentionParams p) {
   extern __shared__ Chunk16 attention_smem[];
   bf16* const qs = reinterpret_cast<bf16*>(attention_smem);  // [kQueryRows][kLdQ]
@@ -136,39 +245,30 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   const int head = int(block_y()), kv_head = head / (p.heads / p.kv_heads);
   const int dv0 = int(block_z()) * T::Dv;
   const bf16* const kg = p.k + int64_t(kv_head) * p.k_head_stride;
-  const bf16* const vg = p.v + int64_t(kv_head) * p.v_head_stride + int64_t(dv0) * p.ldv;
+  // V at the workgroup's first output dim: a column of the activation rows, or a row of the pack.
+  const bf16* const vg = p.v + int64_t(kv_head) * p.v_head_stride + (kInPlace ? int64_t(dv0) : int64_t(dv0) * p.ldv);
   int key_end = p.tk;
   if (p.causal && q0 + T::kQueryRows < key_end) key_end = q0 + T::kQueryRows;
   const int tiles = (key_end + T::KT - 1) / T::KT;
 
-  // Copies key tile t (K rows and Vᵀ columns k0..k0+KT) into its buffer; the packed tensors are
-  // padded to whole tiles, so no bounds checks. Unrolled by 8: on AMD the copies are synchronous
-  // and each one in flight holds 4 registers.
+  // Copies key tile t (K rows and Vᵀ columns k0..k0+KT) into its buffer.
+  const KvTileLoader<T, kInPlace> loader{kg, vg, p.ldk, p.ldv, p.tk, tid};
   auto copy_tile = [&](int t) {
-    const int k0 = t * T::KT;
-    bf16* const kd = ks + (t % T::Stages) * T::kKElems;
-    bf16* const vd = vs + (t % T::Stages) * T::kVElems;
-    constexpr int kKChunks = T::KT * T::D / 8, kVChunks = T::Dv * T::KT / 8;
-#pragma unroll 8
-    for (int i = 0; i < (kKChunks + T::kThreads - 1) / T::kThreads; ++i) {
-      const int c = tid + i * T::kThreads;
-      if (kKChunks % T::kThreads == 0 || c < kKChunks) {
-        const int row = c / (T::D / 8), col = c % (T::D / 8) * 8;
-        attention_device::copy16(kd + row * T::kLdK + col, kg + int64_t(k0 + row) * p.ldk + col);
-      }
-    }
-#pragma unroll 8
-    for (int i = 0; i < (kVChunks + T::kThreads - 1) / T::kThreads; ++i) {
-      const int c = tid + i * T::kThreads;
-      if (kVChunks % T::kThreads == 0 || c < kVChunks) {
-        const int row = c / (T::KT / 8), col = c % (T::KT / 8) * 8;
-        attention_device::copy16(vd + row * T::kLdV + col, vg + int64_t(row) * p.ldv + k0 + col);
-      }
-    }
-    attention_device::commit_copies();
+    if constexpr (!kInPlace) loader.move(t * T::KT, ks + (t % T::Stages) * T::kKElems, vs + (t % T::Stages) * T::kVElems);
   };
 
-  if constexpr (T::Stages == 2) copy_tile(0);  // in flight while Q is staged
+  // In place, tile t+1's K chunks, and with one query tile per wave (head dim 256) its V pieces
+  // too, are loaded into registers while tile t is multiplied and stored after the next barrier
+  // (the portable GEMM's kHold, kernels/gemm_leaf.h: AMD has no asynchronous global-to-LDS copy).
+  // With two query tiles per wave (head dim 128) the output accumulators leave room for K only:
+  // holding V's 16 registers as well spilled 31 VGPRs on gfx12 (clang-19); K alone takes 254 VGPRs
+  // there (clang-19; 239 under ROCm's clang-22), no spills (docs/amd_kernels.md has the table).
+  static_assert(!kInPlace || T::Stages == 1, "in place: one buffer, the next tile in registers");
+  constexpr bool kHoldK = kInPlace, kHoldV = kInPlace && T::RowTiles == 1;
+  typename KvTileLoader<T, kInPlace>::Held held;
+  if constexpr (kHoldK) loader.fetch_k(held, 0);  // in flight while Q is staged
+  if constexpr (kHoldV) loader.fetch_v(held, 0);
+  if constexpr (T::Stages == 2) copy_tile(0);     // in flight while Q is staged
 
   // Q as bf16, zero beyond tq and head_dim (zero columns add nothing to the scores).
   const int64_t qcol0 = int64_t(head) * p.head_dim;
@@ -204,6 +304,15 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       attention_device::wait_copies();
       sync_workgroup();  // tile t visible to all; every wave is done with tile t-1's buffer
       if (t + 1 < tiles) copy_tile(t + 1);
+    } else if constexpr (kInPlace) {
+      sync_workgroup();  // every wave is done with tile t-1 (and Q is staged)
+      if constexpr (!kHoldV) loader.fetch_v(held, t * T::KT);
+      loader.put(held, ks, vs);
+      sync_workgroup();
+      if (t + 1 < tiles) {
+        loader.fetch_k(held, (t + 1) * T::KT);
+        if constexpr (kHoldV) loader.fetch_v(held, (t + 1) * T::KT);
+      }
     } else {
       sync_workgroup();  // every wave is done with tile t-1 (and Q is staged)
       copy_tile(t);
@@ -321,15 +430,16 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   }
 }
 
-template <class T>
+template <class T, bool kInPlace = false>
 void launch(const AttentionParams& p, hipStream_t stream) {
   const int blocks = (p.tq + T::kQueryRows - 1) / T::kQueryRows;
   const dim3 grid(unsigned(blocks), unsigned(p.heads), unsigned(T::D / T::Dv));
+  const auto kernel = attention_kernel<T, kInPlace>;  // (a template-id's comma would split the macros' arguments)
 #if MOSS_PLATFORM_NVIDIA
   // Above 48 KiB a kernel's dynamic shared memory must be raised explicitly (per device).
-  MOSS_HIP_CHECK(hipFuncSetAttribute(attention_kernel<T>, hipFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
+  MOSS_HIP_CHECK(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
 #endif
-  hipLaunchKernelGGL(attention_kernel<T>, grid, dim3(T::kThreads), size_t(T::kSmemBytes), stream, p);
+  hipLaunchKernelGGL(kernel, grid, dim3(T::kThreads), size_t(T::kSmemBytes), stream, p);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
@@ -356,9 +466,24 @@ using PortableTiling = std::conditional_t<
     (D <= 128), Tiling<D, out_chunk(D, 128), 32, 4, 2, 1>,
     std::conditional_t<(D <= 256), Tiling<D, out_chunk(D, 128), 32, 4, 1, 1>, Tiling<D, out_chunk(D, 128), 32, 2, 1, 1>>>;
 
+// The padded head dims whose portable kernel also reads K and V in place (bf16 activation rows,
+// no pack): the DiT's 128 and the text encoder's 256, the full models' attention. The others (32
+// and 64: the tiny models; 96, 192; 384: the VAE's one head, 2-wave workgroups) keep the pack.
+constexpr bool portable_in_place(int d) { return d == 128 || d == 256; }
+
+// Whether a request of this tiling runs the portable kernel (the AMD build always does).
+bool portable_tiling(AttentionTiling tiling) { return portable_kernels() || tiling == AttentionTiling::Portable; }
+
 template <int D>
 void launch_reference(const AttentionParams& p, hipStream_t stream) {
-  if (portable_kernels() || p.tiling == AttentionTiling::Portable) return launch<PortableTiling<D>>(p, stream);
+  if (portable_tiling(p.tiling)) {
+    if constexpr (portable_in_place(D)) {
+      if (p.kv_in_place) return launch<PortableTiling<D>, true>(p, stream);
+    }
+    if (p.kv_in_place) throw failure("attention: no in-place K/V kernel for head dim " + std::to_string(p.head_dim));
+    return launch<PortableTiling<D>>(p, stream);
+  }
+  if (p.kv_in_place) throw failure("attention: the reference kernel reads packed K/V only");
 #if MOSS_PLATFORM_NVIDIA
   // 32-key tiles; up to 192 output columns per workgroup. Head dims up to 128: two query tiles per
   // warp halve the shared-memory reads per matrix op (252 registers, two workgroups of 4 warps per
@@ -378,9 +503,11 @@ AttentionKvLayout attention_kv_layout(int head_dim, AttentionTiling tiling) {
   if (flash > 0 && head_dim >= 16 && head_dim % 16 == 0) {
     layout.d_pad = flash;
     layout.flash = true;
+    layout.in_place = true;
   } else {
     layout.d_pad = attention_padded_head_dim(head_dim);
     layout.v_transposed = true;
+    layout.in_place = layout.d_pad == head_dim && portable_in_place(layout.d_pad) && portable_tiling(tiling);
   }
   return layout;
 }
@@ -401,12 +528,16 @@ void attention_forward(const AttentionParams& p, hipStream_t stream) {
   if (p.heads > 65535) throw failure("attention: more than 65535 heads");
   if (p.tk <= 0) throw failure("attention: no keys");
   const AttentionKvLayout layout = attention_kv_layout(p.head_dim, p.tiling);
-#if MOSS_PLATFORM_NVIDIA
-  if (layout.flash) {
+  if (layout.flash || p.kv_in_place) {
     if (p.ldk % 8 != 0 || p.ldv % 8 != 0 || p.k_head_stride % 8 != 0 || p.v_head_stride % 8 != 0 ||
         reinterpret_cast<uintptr_t>(p.k) % 16 != 0 || reinterpret_cast<uintptr_t>(p.v) % 16 != 0)
       throw failure("attention: K/V rows are not 16-byte aligned (row strides " + std::to_string(p.ldk) + ", " +
                     std::to_string(p.ldv) + ")");
+  }
+  if (p.kv_in_place && !layout.in_place)
+    throw failure("attention: head dim " + std::to_string(p.head_dim) + " cannot read K/V in place on this tiling");
+#if MOSS_PLATFORM_NVIDIA
+  if (layout.flash) {
     if (p.tq <= 0) return;
     const bool wgmma = p.tiling == AttentionTiling::Wgmma || p.tiling == AttentionTiling::Default;
     if (wgmma && attention_hopper::fits(p)) return attention_hopper::launch(p, stream);
@@ -414,7 +545,7 @@ void attention_forward(const AttentionParams& p, hipStream_t stream) {
     return attention_flash::launch<128>(p, stream);
   }
 #endif
-  if (p.tk_pad < p.tk || p.tk_pad % kAttentionKeyPadding != 0)
+  if (!p.kv_in_place && (p.tk_pad < p.tk || p.tk_pad % kAttentionKeyPadding != 0))
     throw failure("attention: packed key count " + std::to_string(p.tk_pad) + " does not pad " + std::to_string(p.tk) +
                   " keys");
   if (p.tq <= 0) return;

@@ -62,12 +62,12 @@ void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tens
 
   AttentionParams p;
   // K and V straight from bf16 activations when the kernel reads [key][d] rows and they are
-  // 16-byte aligned at the kernel's head width; else packed into bf16 tiles (2 · kv_heads ·
-  // tk_pad · d_pad elements of scratch).
+  // 16-byte aligned at the kernel's head width (the flash kernels; the portable one at head dims
+  // 128 and 256); else packed into bf16 tiles (2 · kv_heads · tk_pad · d_pad elements of scratch).
   auto aligned_rows = [](const Tensor& t, int64_t ld) {
     return ld % 8 == 0 && reinterpret_cast<uintptr_t>(t.data) % 16 == 0;
   };
-  if (layout.flash && k.dtype == DType::BF16 && head_dim == layout.d_pad && aligned_rows(k, mk.ld) &&
+  if (layout.in_place && k.dtype == DType::BF16 && head_dim == layout.d_pad && aligned_rows(k, mk.ld) &&
       aligned_rows(v, mv.ld)) {
     p.k = static_cast<const bf16*>(k.data);
     p.v = static_cast<const bf16*>(v.data);
@@ -75,6 +75,7 @@ void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tens
     p.ldv = mv.ld;
     p.k_head_stride = p.v_head_stride = head_dim;
     p.tk_pad = int(tk_pad);
+    p.kv_in_place = true;
   } else {
     const size_t packed = size_t(kv_heads) * size_t(tk_pad) * size_t(layout.d_pad);
     bf16* const kp = static_cast<bf16*>(ctx.scratch(2 * packed * sizeof(bf16)));

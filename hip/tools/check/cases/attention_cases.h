@@ -4,7 +4,8 @@
 // Every case runs the HIP attention op (ops/hip/attention_op) on random inputs laid out as the
 // models lay them out -- q, k and v as column slices of one fused [T, q|k|v] buffer at an odd
 // column offset (or, "aligned" cases, at offset 0 with 16-byte aligned rows: the bf16 path where
-// the NVIDIA flash kernel reads q, k and v without a pack), out as a column slice of a wider
+// the NVIDIA flash kernel, and the portable kernel at head dims 128 and 256, read k and v without a
+// pack), out as a column slice of a wider
 // buffer poisoned with NaN -- and compares it with
 // the host op (host.core().attention) on the same values: every output element, or for the large
 // timed shapes a sample of query rows (first, last, tails, spread) against a host replay of just
@@ -43,7 +44,8 @@ struct Case {
   int sampled_rows;   // compare this many query rows (0: all of them)
   int reps;           // timed launches after the checked one (0: not timed)
   bool other_tiling;  // also check and time the alternative NVIDIA tilings
-  bool aligned;       // q|k|v at column 0 of the fused buffer (needs tq == tk), out at column 8
+  bool aligned;       // q|k|v at column 0 of the fused buffer (tq != tk: q and k|v at column 0 of
+                      // their buffers), out at column 8
   bool out_f32;       // bf16 q, k, v but f32 out
 };
 
@@ -168,8 +170,8 @@ inline std::string shape_text(const Case& c) {
                   c.causal ? "causal" : "bi", c.bf16 ? " bf16" : "", c.aligned ? " al" : "",
                   c.out_f32 ? " out:f32" : "");
   else
-    std::snprintf(buf, sizeof buf, "q%lld k%lld h%sx%lld %s%s", (long long)c.tq, (long long)c.tk, heads.c_str(),
-                  (long long)c.head_dim, c.causal ? "causal" : "bi", c.bf16 ? " bf16" : "");
+    std::snprintf(buf, sizeof buf, "q%lld k%lld h%sx%lld %s%s%s", (long long)c.tq, (long long)c.tk, heads.c_str(),
+                  (long long)c.head_dim, c.causal ? "causal" : "bi", c.bf16 ? " bf16" : "", c.aligned ? " al" : "");
   return buf;
 }
 
@@ -284,15 +286,18 @@ inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backen
     q_dev = qbuf.dev.slice_cols(q0, qc), k_dev = qbuf.dev.slice_cols(q0 + qc, kc),
     v_dev = qbuf.dev.slice_cols(q0 + qc + kc, kc);
   } else {
-    values.resize(size_t(c.tq * (qc + 3)));
+    // [Tq, 1 | q | 2] and [Tk, k | 1 | v] (aligned: [Tq, q] and [Tk, k | v], 16-byte aligned rows
+    // wider than k alone).
+    const int64_t q0 = c.aligned ? 0 : 1, v0 = c.aligned ? kc : kc + 1;
+    values.resize(size_t(c.tq * (qc + 3 * q0)));
     fill_uniform(values, seed, 2.0f);
-    qbuf = make_twin(values, c.tq, qc + 3, c.bf16);
-    values.assign(size_t(c.tk * (2 * kc + 1)), 0.0f);
+    qbuf = make_twin(values, c.tq, qc + 3 * q0, c.bf16);
+    values.assign(size_t(c.tk * (v0 + kc)), 0.0f);
     fill_uniform(values, seed + 1, 1.0f);
-    kvbuf = make_twin(values, c.tk, 2 * kc + 1, c.bf16);
-    q_host = qbuf.host.slice_cols(1, qc), q_dev = qbuf.dev.slice_cols(1, qc);
+    kvbuf = make_twin(values, c.tk, v0 + kc, c.bf16);
+    q_host = qbuf.host.slice_cols(q0, qc), q_dev = qbuf.dev.slice_cols(q0, qc);
     k_host = kvbuf.host.slice_cols(0, kc), k_dev = kvbuf.dev.slice_cols(0, kc);
-    v_host = kvbuf.host.slice_cols(kc + 1, kc), v_dev = kvbuf.dev.slice_cols(kc + 1, kc);
+    v_host = kvbuf.host.slice_cols(v0, kc), v_dev = kvbuf.dev.slice_cols(v0, kc);
   }
   values.clear();
   values.shrink_to_fit();
@@ -342,6 +347,14 @@ inline std::vector<Case> model_cases(const std::string& model) {
         make_case(4173, 4173, 24, 24, 128, false, true, 48, 10, false, true, true),  // 1024², f32 out, timed
         make_case(8350, 8350, 24, 24, 128, false, true, 32, 5, true, true),   // 1456², timed
         make_case(16450, 16450, 24, 24, 128, false, true, 24, 3, true, true),  // 2048², timed
+        // bf16 aligned, head dim 128, the cases the portable kernel's in-place K/V loader (no pack)
+        // must get right beyond the ones above: keys past tk in a partial tile (tk < 64, tk not a
+        // multiple of 32 or 64), causal, GQA with a tail, Tq != Tk.
+        make_case(45, 45, 24, 24, 128, true, true, 0, 0, false, true),     // causal, one partial tile
+        make_case(333, 333, 24, 8, 128, true, true, 0, 0, false, true),    // causal GQA, tail
+        make_case(200, 200, 24, 6, 128, false, true, 0, 0, false, true),   // GQA 4:1, tail
+        make_case(100, 45, 24, 24, 128, false, true, 0, 0, false, true),   // Tq != Tk, tk < 64
+        make_case(70, 160, 24, 8, 128, false, true, 0, 0, false, true),    // Tq != Tk, tk = 5 x 32
     };
   } else if (model == "te") {
     // Causal GQA: 16 query heads over 4 kv heads of 256 (tiny: 4 over 1 of 64).
@@ -355,6 +368,13 @@ inline std::vector<Case> model_cases(const std::string& model) {
         make_case(200, 200, 4, 1, 64, true, true),     // tiny model, bf16
         make_case(333, 333, 4, 1, 64, true, true, 0, 0, true, true),  // tiny, bf16 aligned (flash, no pack)
         make_case(4096, 4096, 16, 4, 256, true, false, 48, 10),  // the longest prompt, timed
+        // bf16 aligned, head dim 256: the portable kernel reads K and V in place (no pack).
+        make_case(7, 7, 16, 4, 256, true, true, 0, 0, false, true),      // a short prompt
+        make_case(100, 100, 16, 4, 256, true, true, 0, 0, false, true),  // tk < 128, not a multiple of 32
+        make_case(513, 513, 16, 4, 256, true, true, 0, 0, false, true),  // a tail past whole tiles
+        make_case(130, 130, 16, 4, 256, false, true, 0, 0, false, true),  // bidirectional
+        make_case(50, 90, 16, 16, 256, false, true, 0, 0, false, true),  // Tq != Tk, no GQA
+        make_case(2048, 2048, 16, 4, 256, true, true, 48, 10, false, true),  // long prompt, timed
     };
   } else if (model == "vae") {
     // Mid-block attention: one head of C channels (384; tiny 96) over all latent positions.
