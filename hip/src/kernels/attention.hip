@@ -49,9 +49,12 @@ using QFrag = std::conditional_t<Scheme::kTransposed, leaf::FragB, leaf::FragA>;
 using KFrag = std::conditional_t<Scheme::kTransposed, leaf::FragA, leaf::FragB>;  // K and Vᵀ
 
 // The tiling of one kernel instance. D: padded head dim (the QK depth); Dv: output dimensions per
-// workgroup; KT: keys per tile; Warps per workgroup (1 on AMD); RowTiles: 16-row query tiles per
-// wave; Stages: shared-memory buffers of K/V tiles; MinBlocks: workgroups per NVIDIA multiprocessor
-// the register allocation must allow (a launch-bounds hint; AMD ignores it).
+// workgroup; KT: keys per tile; Warps per workgroup; RowTiles: 16-row query tiles per wave; Stages:
+// shared-memory buffers of K/V tiles, 0 for none: each wave then reads its K and Vᵀ fragments
+// straight from the packed tensors (global memory, 16 contiguous bytes per lane and fragment) and
+// holds its Q fragments in registers, with no barrier in the key loop (the "direct" tiling);
+// MinBlocks: workgroups per NVIDIA multiprocessor the register allocation must allow (a
+// launch-bounds hint; AMD ignores it).
 template <int kD, int kDv, int kKT, int kWarps, int kRowTiles, int kStages, int kMinBlocks = 1>
 struct Tiling {
   static constexpr int D = kD, Dv = kDv, KT = kKT, RowTiles = kRowTiles, Stages = kStages, MinBlocks = kMinBlocks;
@@ -63,7 +66,9 @@ struct Tiling {
   static constexpr int kSmemBytes = int((kQElems + kStages * (kKElems + kVElems)) * sizeof(bf16));
   static_assert(kD % 16 == 0 && kDv % 16 == 0 && kD % kDv == 0, "head dims in whole leaf tiles");
   static_assert(kKT % 16 == 0 && kAttentionKeyPadding % kKT == 0, "key tiles divide the key padding");
-  static_assert(kStages == 1 || kStages == 2, "one or two K/V buffers");
+  static_assert(kStages >= 0 && kStages <= 2, "no, one or two K/V buffers");
+  static constexpr bool kDirect = kStages == 0;
+  static constexpr int kRing = kDirect ? 1 : kStages;  // buffers the tile index wraps over
   static_assert(kPlatformNvidia || kThreads <= kMaxAmdWorkgroupSize, "AMD: at most 256 threads per workgroup");
   static_assert(kPlatformNvidia || kSmemBytes <= 65536, "AMD: 64 KiB of LDS per workgroup");
 };
@@ -146,8 +151,8 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   // and each one in flight holds 4 registers.
   auto copy_tile = [&](int t) {
     const int k0 = t * T::KT;
-    bf16* const kd = ks + (t % T::Stages) * T::kKElems;
-    bf16* const vd = vs + (t % T::Stages) * T::kVElems;
+    bf16* const kd = ks + (t % T::kRing) * T::kKElems;
+    bf16* const vd = vs + (t % T::kRing) * T::kVElems;
     constexpr int kKChunks = T::KT * T::D / 8, kVChunks = T::Dv * T::KT / 8;
 #pragma unroll 8
     for (int i = 0; i < (kKChunks + T::kThreads - 1) / T::kThreads; ++i) {
@@ -169,6 +174,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   };
 
   if constexpr (T::Stages == 2) copy_tile(0);  // in flight while Q is staged
+  (void)copy_tile;
 
   // Q as bf16, zero beyond tq and head_dim (zero columns add nothing to the scores).
   const int64_t qcol0 = int64_t(head) * p.head_dim;
@@ -186,6 +192,17 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   const int wq0 = q0 + wrow;                            // and its first query
   const float scale_log2 = p.scale * kLog2e;
 
+  // Direct tiling: Q staged once, then held in registers for the whole key loop (the only barrier).
+  QFrag q_regs[T::kDirect ? T::RowTiles : 1][T::kDirect ? T::D / 16 : 1];
+  if constexpr (T::kDirect) {
+    sync_workgroup();
+#pragma unroll
+    for (int r = 0; r < T::RowTiles; ++r) {
+#pragma unroll
+      for (int ds = 0; ds < T::D / 16; ++ds) load_operand(q_regs[r][ds], qs + (wrow + r * 16) * T::kLdQ + ds * 16, T::kLdQ);
+    }
+  }
+
   leaf::FragC o[T::RowTiles][T::Dv / 16];
   float m[T::RowTiles][Scheme::kStats], l[T::RowTiles][Scheme::kStats];  // running max (base 2), sum
 #pragma unroll
@@ -200,7 +217,9 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   }
 
   for (int t = 0; t < tiles; ++t) {
-    if constexpr (T::Stages == 2) {
+    if constexpr (T::kDirect) {
+      // no shared K/V tile: nothing to wait for
+    } else if constexpr (T::Stages == 2) {
       attention_device::wait_copies();
       sync_workgroup();  // tile t visible to all; every wave is done with tile t-1's buffer
       if (t + 1 < tiles) copy_tile(t + 1);
@@ -213,8 +232,11 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
     const int k0 = t * T::KT;
     // Waves past tq, or (causal) whose queries all precede the tile, have nothing to add.
     if (wq0 >= p.tq || (p.causal && k0 > wq0 + T::RowTiles * 16 - 1)) continue;
-    const bf16* const kt_s = ks + (t % T::Stages) * T::kKElems;
-    const bf16* const vt_s = vs + (t % T::Stages) * T::kVElems;
+    // This key tile's K rows [key][d] and Vᵀ columns [dim][key]: in shared memory, or (direct) in
+    // the packed tensors, padded to whole tiles.
+    const bf16* const kt_s = T::kDirect ? kg + int64_t(k0) * p.ldk : ks + (t % T::kRing) * T::kKElems;
+    const bf16* const vt_s = T::kDirect ? vg + k0 : vs + (t % T::kRing) * T::kVElems;
+    const int ldk = T::kDirect ? int(p.ldk) : T::kLdK, ldv = T::kDirect ? int(p.ldv) : T::kLdV;
 
     // Scores: s[r][j] = Q rows of tile r · K rows j*16.. of this key tile.
     leaf::FragC s[T::RowTiles][T::KT / 16];
@@ -223,13 +245,22 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
 #pragma unroll
       for (int j = 0; j < T::KT / 16; ++j) leaf::zero(s[r][j]);
     }
-#pragma unroll 2
-    for (int ds = 0; ds < T::D / 16; ++ds) {
-      QFrag qf[T::RowTiles];
+    if constexpr (T::kDirect) {
 #pragma unroll
-      for (int r = 0; r < T::RowTiles; ++r) load_operand(qf[r], qs + (wrow + r * 16) * T::kLdQ + ds * 16, T::kLdQ);
-      row_tiles_mma<KFrag>(s, qf,
-                           [&](KFrag& kf, int j) { load_operand(kf, kt_s + j * 16 * T::kLdK + ds * 16, T::kLdK); });
+      for (int ds = 0; ds < T::D / 16; ++ds) {
+        QFrag qf[T::RowTiles];
+#pragma unroll
+        for (int r = 0; r < T::RowTiles; ++r) qf[r] = q_regs[r][ds];
+        row_tiles_mma<KFrag>(s, qf, [&](KFrag& kf, int j) { load_operand(kf, kt_s + j * 16 * ldk + ds * 16, ldk); });
+      }
+    } else {
+#pragma unroll 2
+      for (int ds = 0; ds < T::D / 16; ++ds) {
+        QFrag qf[T::RowTiles];
+#pragma unroll
+        for (int r = 0; r < T::RowTiles; ++r) load_operand(qf[r], qs + (wrow + r * 16) * T::kLdQ + ds * 16, T::kLdQ);
+        row_tiles_mma<KFrag>(s, qf, [&](KFrag& kf, int j) { load_operand(kf, kt_s + j * 16 * ldk + ds * 16, ldk); });
+      }
     }
 
     // Online softmax in base 2: s·scale·log2(e), masked to -inf past tk and above the diagonal.
@@ -291,7 +322,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
 #pragma unroll
       for (int r = 0; r < T::RowTiles; ++r) pf[r] = probabilities_operand<QFrag>(s[r][j]);
       row_tiles_mma<KFrag>(o, pf,
-                           [&](KFrag& vf, int dv) { load_operand(vf, vt_s + dv * 16 * T::kLdV + j * 16, T::kLdV); });
+                           [&](KFrag& vf, int dv) { load_operand(vf, vt_s + dv * 16 * ldv + j * 16, ldv); });
     }
   }
 
@@ -346,14 +377,17 @@ int flash_head_dim(int head_dim) {
   return head_dim <= 64 ? 64 : 128;
 }
 
-// The portable configuration (the AMD build's; kernels/kernel_path.h): 32-key tiles in one LDS
-// buffer, shared by the waves of a workgroup: 4 waves of 2 query tiles (128 queries) up to head
-// dim 128, 4 waves of one tile up to 256, 2 waves at 384 (the Q, K and Vᵀ tiles stay within 64 KiB).
-// Sharing each K/V tile among 128 queries instead of 16 cuts the K/V reads eightfold
-// (docs/amd_kernels.md).
+// The portable configuration (the AMD build's; kernels/kernel_path.h). Up to head dim 128 (the
+// DiT's): the direct tiling, 8 waves of one 16-query tile (128 queries a workgroup), each wave
+// reading its K and Vᵀ fragments from the packed tensors, Q in registers, 32-key steps, no barrier
+// in the key loop: the structure of the fastest published RDNA4 attention kernels (opus_attn_gfx1201
+// v39, bench/amd_calibration.py), where an LDS-staged tile pays a barrier and a synchronous copy
+// every 32 keys (docs/amd_kernels.md). The 8 waves walk the same keys together, so the caches serve
+// each K/V fragment to the workgroup. Above 128: 32-key tiles in one LDS buffer shared by the waves,
+// 4 waves of one tile up to 256, 2 waves at 384 (the Q, K and Vᵀ tiles stay within 64 KiB).
 template <int D>
 using PortableTiling = std::conditional_t<
-    (D <= 128), Tiling<D, out_chunk(D, 128), 32, 4, 2, 1>,
+    (D <= 128), Tiling<D, out_chunk(D, 128), 32, 8, 1, 0>,
     std::conditional_t<(D <= 256), Tiling<D, out_chunk(D, 128), 32, 4, 1, 1>, Tiling<D, out_chunk(D, 128), 32, 2, 1, 1>>>;
 
 template <int D>
