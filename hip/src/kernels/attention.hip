@@ -192,10 +192,14 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   const int wq0 = q0 + wrow;                            // and its first query
   const float scale_log2 = p.scale * kLog2e;
 
-  // Direct tiling: Q staged once, then held in registers for the whole key loop (the only barrier).
-  QFrag q_regs[T::kDirect ? T::RowTiles : 1][T::kDirect ? T::D / 16 : 1];
-  if constexpr (T::kDirect) {
-    sync_workgroup();
+  // Direct tiling: Q staged once (the only barrier), then held in registers for the whole key loop
+  // where a Q fragment is 4 registers (gfx12, NVIDIA); gfx11's duplicated operands would make it 8,
+  // 64 in all, which spills on the parts with half the register file (gfx1102/1103/1150/1152), so
+  // there Q is re-read from LDS each key tile.
+  constexpr bool kQInRegisters = T::kDirect && sizeof(QFrag) <= 16;
+  QFrag q_regs[kQInRegisters ? T::RowTiles : 1][kQInRegisters ? T::D / 16 : 1];
+  if constexpr (T::kDirect) sync_workgroup();
+  if constexpr (kQInRegisters) {
 #pragma unroll
     for (int r = 0; r < T::RowTiles; ++r) {
 #pragma unroll
@@ -245,7 +249,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
 #pragma unroll
       for (int j = 0; j < T::KT / 16; ++j) leaf::zero(s[r][j]);
     }
-    if constexpr (T::kDirect) {
+    if constexpr (kQInRegisters) {
 #pragma unroll
       for (int ds = 0; ds < T::D / 16; ++ds) {
         QFrag qf[T::RowTiles];
