@@ -55,9 +55,12 @@ using QFrag = std::conditional_t<Scheme::kTransposed, leaf::FragB, leaf::FragA>;
 using KFrag = std::conditional_t<Scheme::kTransposed, leaf::FragA, leaf::FragB>;  // K and Vᵀ
 
 // The tiling of one kernel instance. D: padded head dim (the QK depth); Dv: output dimensions per
-// workgroup; KT: keys per tile; Warps per workgroup (1 on AMD); RowTiles: 16-row query tiles per
-// wave; Stages: shared-memory buffers of K/V tiles; MinBlocks: workgroups per NVIDIA multiprocessor
-// the register allocation must allow (a launch-bounds hint; AMD ignores it).
+// workgroup; KT: keys per tile; Warps per workgroup; RowTiles: 16-row query tiles per wave; Stages:
+// shared-memory buffers of K/V tiles, 0 for none: each wave then reads its K and Vᵀ fragments
+// straight from the packed tensors (global memory, 16 contiguous bytes per lane and fragment) and
+// holds its Q fragments in registers, with no barrier in the key loop (the "direct" tiling);
+// MinBlocks: workgroups per NVIDIA multiprocessor the register allocation must allow (a
+// launch-bounds hint; AMD ignores it).
 template <int kD, int kDv, int kKT, int kWarps, int kRowTiles, int kStages, int kMinBlocks = 1>
 struct Tiling {
   static constexpr int D = kD, Dv = kDv, KT = kKT, RowTiles = kRowTiles, Stages = kStages, MinBlocks = kMinBlocks;
@@ -69,7 +72,9 @@ struct Tiling {
   static constexpr int kSmemBytes = int((kQElems + kStages * (kKElems + kVElems)) * sizeof(bf16));
   static_assert(kD % 16 == 0 && kDv % 16 == 0 && kD % kDv == 0, "head dims in whole leaf tiles");
   static_assert(kKT % 16 == 0 && kAttentionKeyPadding % kKT == 0, "key tiles divide the key padding");
-  static_assert(kStages == 1 || kStages == 2, "one or two K/V buffers");
+  static_assert(kStages >= 0 && kStages <= 2, "no, one or two K/V buffers");
+  static constexpr bool kDirect = kStages == 0;
+  static constexpr int kRing = kDirect ? 1 : kStages;  // buffers the tile index wraps over
   static_assert(kPlatformNvidia || kThreads <= kMaxAmdWorkgroupSize, "AMD: at most 256 threads per workgroup");
   static_assert(kPlatformNvidia || kSmemBytes <= 65536, "AMD: 64 KiB of LDS per workgroup");
 };
@@ -254,21 +259,21 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   // Copies key tile t (K rows and Vᵀ columns k0..k0+KT) into its buffer.
   const KvTileLoader<T, kInPlace> loader{kg, vg, p.ldk, p.ldv, p.tk, tid};
   auto copy_tile = [&](int t) {
-    if constexpr (!kInPlace) loader.move(t * T::KT, ks + (t % T::Stages) * T::kKElems, vs + (t % T::Stages) * T::kVElems);
+    if constexpr (!kInPlace) loader.move(t * T::KT, ks + (t % T::kRing) * T::kKElems, vs + (t % T::kRing) * T::kVElems);
   };
 
   // In place, tile t+1's K chunks, and with one query tile per wave (head dim 256) its V pieces
   // too, are loaded into registers while tile t is multiplied and stored after the next barrier
   // (the portable GEMM's kHold, kernels/gemm_leaf.h: AMD has no asynchronous global-to-LDS copy).
-  // With two query tiles per wave (head dim 128) the output accumulators leave room for K only:
-  // holding V's 16 registers as well spilled 31 VGPRs on gfx12 (clang-19); K alone takes 254 VGPRs
-  // there (clang-19; 239 under ROCm's clang-22), no spills (docs/amd_kernels.md has the table).
+  // With two query tiles per wave the output accumulators leave room for K only (measured at head
+  // dim 128 before the direct tiling took it: V's 16 more registers spilled 31 VGPRs on gfx12).
   static_assert(!kInPlace || T::Stages == 1, "in place: one buffer, the next tile in registers");
   constexpr bool kHoldK = kInPlace, kHoldV = kInPlace && T::RowTiles == 1;
   typename KvTileLoader<T, kInPlace>::Held held;
   if constexpr (kHoldK) loader.fetch_k(held, 0);  // in flight while Q is staged
   if constexpr (kHoldV) loader.fetch_v(held, 0);
   if constexpr (T::Stages == 2) copy_tile(0);     // in flight while Q is staged
+  (void)copy_tile;  // the direct tiling copies no tile
 
   // Q as bf16, zero beyond tq and head_dim (zero columns add nothing to the scores).
   const int64_t qcol0 = int64_t(head) * p.head_dim;
@@ -286,6 +291,21 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   const int wq0 = q0 + wrow;                            // and its first query
   const float scale_log2 = p.scale * kLog2e;
 
+  // Direct tiling: Q staged once (the only barrier), then held in registers for the whole key loop
+  // where a Q fragment is 4 registers (gfx12, NVIDIA); gfx11's duplicated operands would make it 8,
+  // 64 in all, which spills on the parts with half the register file (gfx1102/1103/1150/1152), so
+  // there Q is re-read from LDS each key tile.
+  constexpr bool kQInRegisters = T::kDirect && sizeof(QFrag) <= 16;
+  QFrag q_regs[kQInRegisters ? T::RowTiles : 1][kQInRegisters ? T::D / 16 : 1];
+  if constexpr (T::kDirect) sync_workgroup();
+  if constexpr (kQInRegisters) {
+#pragma unroll
+    for (int r = 0; r < T::RowTiles; ++r) {
+#pragma unroll
+      for (int ds = 0; ds < T::D / 16; ++ds) load_operand(q_regs[r][ds], qs + (wrow + r * 16) * T::kLdQ + ds * 16, T::kLdQ);
+    }
+  }
+
   leaf::FragC o[T::RowTiles][T::Dv / 16];
   float m[T::RowTiles][Scheme::kStats], l[T::RowTiles][Scheme::kStats];  // running max (base 2), sum
 #pragma unroll
@@ -300,7 +320,9 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   }
 
   for (int t = 0; t < tiles; ++t) {
-    if constexpr (T::Stages == 2) {
+    if constexpr (T::kDirect) {
+      // no shared K/V tile: nothing to wait for
+    } else if constexpr (T::Stages == 2) {
       attention_device::wait_copies();
       sync_workgroup();  // tile t visible to all; every wave is done with tile t-1's buffer
       if (t + 1 < tiles) copy_tile(t + 1);
@@ -322,8 +344,11 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
     const int k0 = t * T::KT;
     // Waves past tq, or (causal) whose queries all precede the tile, have nothing to add.
     if (wq0 >= p.tq || (p.causal && k0 > wq0 + T::RowTiles * 16 - 1)) continue;
-    const bf16* const kt_s = ks + (t % T::Stages) * T::kKElems;
-    const bf16* const vt_s = vs + (t % T::Stages) * T::kVElems;
+    // This key tile's K rows [key][d] and Vᵀ columns [dim][key]: in shared memory, or (direct) in
+    // the packed tensors, padded to whole tiles.
+    const bf16* const kt_s = T::kDirect ? kg + int64_t(k0) * p.ldk : ks + (t % T::kRing) * T::kKElems;
+    const bf16* const vt_s = T::kDirect ? vg + k0 : vs + (t % T::kRing) * T::kVElems;
+    const int ldk = T::kDirect ? int(p.ldk) : T::kLdK, ldv = T::kDirect ? int(p.ldv) : T::kLdV;
 
     // Scores: s[r][j] = Q rows of tile r · K rows j*16.. of this key tile.
     leaf::FragC s[T::RowTiles][T::KT / 16];
@@ -332,13 +357,22 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
 #pragma unroll
       for (int j = 0; j < T::KT / 16; ++j) leaf::zero(s[r][j]);
     }
-#pragma unroll 2
-    for (int ds = 0; ds < T::D / 16; ++ds) {
-      QFrag qf[T::RowTiles];
+    if constexpr (kQInRegisters) {
 #pragma unroll
-      for (int r = 0; r < T::RowTiles; ++r) load_operand(qf[r], qs + (wrow + r * 16) * T::kLdQ + ds * 16, T::kLdQ);
-      row_tiles_mma<KFrag>(s, qf,
-                           [&](KFrag& kf, int j) { load_operand(kf, kt_s + j * 16 * T::kLdK + ds * 16, T::kLdK); });
+      for (int ds = 0; ds < T::D / 16; ++ds) {
+        QFrag qf[T::RowTiles];
+#pragma unroll
+        for (int r = 0; r < T::RowTiles; ++r) qf[r] = q_regs[r][ds];
+        row_tiles_mma<KFrag>(s, qf, [&](KFrag& kf, int j) { load_operand(kf, kt_s + j * 16 * ldk + ds * 16, ldk); });
+      }
+    } else {
+#pragma unroll 2
+      for (int ds = 0; ds < T::D / 16; ++ds) {
+        QFrag qf[T::RowTiles];
+#pragma unroll
+        for (int r = 0; r < T::RowTiles; ++r) load_operand(qf[r], qs + (wrow + r * 16) * T::kLdQ + ds * 16, T::kLdQ);
+        row_tiles_mma<KFrag>(s, qf, [&](KFrag& kf, int j) { load_operand(kf, kt_s + j * 16 * ldk + ds * 16, ldk); });
+      }
     }
 
     // Online softmax in base 2: s·scale·log2(e), masked to -inf past tk and above the diagonal.
@@ -400,7 +434,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
 #pragma unroll
       for (int r = 0; r < T::RowTiles; ++r) pf[r] = probabilities_operand<QFrag>(s[r][j]);
       row_tiles_mma<KFrag>(o, pf,
-                           [&](KFrag& vf, int dv) { load_operand(vf, vt_s + dv * 16 * T::kLdV + j * 16, T::kLdV); });
+                           [&](KFrag& vf, int dv) { load_operand(vf, vt_s + dv * 16 * ldv + j * 16, ldv); });
     }
   }
 
@@ -456,20 +490,24 @@ int flash_head_dim(int head_dim) {
   return head_dim <= 64 ? 64 : 128;
 }
 
-// The portable configuration (the AMD build's; kernels/kernel_path.h): 32-key tiles in one LDS
-// buffer, shared by the waves of a workgroup: 4 waves of 2 query tiles (128 queries) up to head
-// dim 128, 4 waves of one tile up to 256, 2 waves at 384 (the Q, K and Vᵀ tiles stay within 64 KiB).
-// Sharing each K/V tile among 128 queries instead of 16 cuts the K/V reads eightfold
-// (docs/amd_kernels.md).
+// The portable configuration (the AMD build's; kernels/kernel_path.h). Up to head dim 128 (the
+// DiT's): the direct tiling, 8 waves of one 16-query tile (128 queries a workgroup), each wave
+// reading its K and Vᵀ fragments from the packed tensors, Q in registers, 32-key steps, no barrier
+// in the key loop: the structure of the fastest published RDNA4 attention kernels (opus_attn_gfx1201
+// v39, bench/amd_calibration.py), where an LDS-staged tile pays a barrier and a synchronous copy
+// every 32 keys (docs/amd_kernels.md). The 8 waves walk the same keys together, so the caches serve
+// each K/V fragment to the workgroup. Above 128: 32-key tiles in one LDS buffer shared by the waves,
+// 4 waves of one tile up to 256, 2 waves at 384 (the Q, K and Vᵀ tiles stay within 64 KiB).
 template <int D>
 using PortableTiling = std::conditional_t<
-    (D <= 128), Tiling<D, out_chunk(D, 128), 32, 4, 2, 1>,
+    (D <= 128), Tiling<D, out_chunk(D, 128), 32, 8, 1, 0>,
     std::conditional_t<(D <= 256), Tiling<D, out_chunk(D, 128), 32, 4, 1, 1>, Tiling<D, out_chunk(D, 128), 32, 2, 1, 1>>>;
 
 // The padded head dims whose portable kernel also reads K and V in place (bf16 activation rows,
-// no pack): the DiT's 128 and the text encoder's 256, the full models' attention. The others (32
-// and 64: the tiny models; 96, 192; 384: the VAE's one head, 2-wave workgroups) keep the pack.
-constexpr bool portable_in_place(int d) { return d == 128 || d == 256; }
+// no pack): the text encoder's 256. The direct tiling (up to 128, the DiT's) reads the pack, whose
+// keys are zero-padded to whole tiles and whose Vᵀ rows give each lane 16 contiguous bytes; the
+// others (192; 384: the VAE's one head, 2-wave workgroups) keep it too.
+constexpr bool portable_in_place(int d) { return d == 256; }
 
 // Whether a request of this tiling runs the portable kernel (the AMD build always does).
 bool portable_tiling(AttentionTiling tiling) { return portable_kernels() || tiling == AttentionTiling::Portable; }
