@@ -131,6 +131,29 @@ CASES = [
     ),
 ]
 
+# opus_attn_gfx1201's later versions (the same pull request, grown to v88, and its follow-ups): v39, the
+# fastest kernel of #24 that builds from HIP source, timed again by the follow-up pull requests.
+OPUS_V39_COMMIT = "9d5c7d76b6db4affbcef06cf75ce29bd3a9fdb71"
+CASES.append(dict(
+    key="opus-attn-v39-gfx1201",
+    label="opus_attn v39 8w x 16q, 32-key steps, K/V^T fragments from global, bf16 D128 H32 N2048 (RX 9070 XT)",
+    target="gfx1201", family="attention", op="attention", shape=(2048, 32, 128), eb=dict(eb_q=2, eb_o=2),
+    flops=attention_flops(32, 2048, 128), measured_tflops=86.4,
+    published="v39 ('#24 best HIP'): 86.4 TFLOPS at b=1 h=32 n=2048 (verify on), 86.6 at b=4 h=32 n=4096, RX 9070 "
+              "XT, ROCm 7.2.3, best of 7 (the v153 pull request's table); #24's README table: 88.5 best, 205 VGPRs",
+    source="https://github.com/carlushuang/gcnasm/pull/30",
+    code="carlushuang/gcnasm opus_attn_gfx1201/attn_gfx1201_kernel_v39_template.hpp (commit " + OPUS_V39_COMMIT +
+         ") instantiated as opus_attn_traits<128, 32, 128> (attn_gfx1201_kernel_v39.cc): 8 waves of 16 queries, "
+         "Q pre-scaled in registers, per 32 keys two 16x16 score blocks computed transposed (K the A operand, "
+         "16-byte fragment loads from global), P kept in registers as the PV operand, V pre-transposed in "
+         "global memory and loaded the same way, the rescale skipped when the row max holds; no LDS",
+    structure="8 waves sharing no LDS, each reading its K and V^T fragments from global memory, Q in "
+              "registers, 32-key steps: the portable attention's direct tiling up to head dim 128 "
+              "(attention.hip PortableTiling, Stages 0)",
+    kernel=dict(kind="attention", q_rows=128, kt=32, dv=128, waves=8, row_tiles=1, stages=1, prefetch=0,
+                q_in_regs=True, kv_lds=False, p_lds=False, table=None, lds_est=0, vgpr_est={"gfx1201": 205}),
+))
+
 # The very cards' library GEMMs: PyTorch's bf16 matmul (hipBLASLt/Tensile) at 4096^3, reported to
 # zzc0721/torch-performance-test-data by their owners (the rate is 2 * 4096^3 / time, the
 # benchmark's own formula). The kernel each run picked is not named; it is modelled with the
@@ -179,7 +202,7 @@ SAME_CARD = {"gemm": {"gfx1100": "hipblaslt-bf16-4096-gfx1100", "gfx1200": "hipb
 # most like that config's kernel; the same generation where there is one). bench/amd_model.md 3b.
 RADEON_ANALOGUE = {
     "portable": {"gemm": {3: "ck-wmma-64x128-gfx1100", 4: "tensile-128x128x32-gfx1201"},
-                 "attention": {3: "opus-attn-v1-gfx1201", 4: "opus-attn-v1-gfx1201"}},
+                 "attention": {3: "opus-attn-v39-gfx1201", 4: "opus-attn-v39-gfx1201"}},
     "candidate": {"gemm": {3: "ck-wmma-64x128-gfx1100", 4: "tensile-128x128x32-gfx1201"},
                   "attention": {3: "opus-attn-v1-gfx1201", 4: "opus-attn-v1-gfx1201"}},
     "seed": {"gemm": {3: "ck-wmma-64x128-gfx1100", 4: "tensile-128x128x32-gfx1201"},

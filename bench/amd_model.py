@@ -274,6 +274,16 @@ def tiled_attention(waves, row_tiles, mirrors):
                 table=[f"attention_kernel<moss::Tiling<{{D}}, {{DV}}, 32, {waves}, {row_tiles}, 1, 1>"], mirrors=mirrors)
 
 
+def direct_attention(mirrors):
+    """attention.hip's direct tiling, Tiling<D, DV, 32 keys, 8 waves, 1 row tile, 0 stages>: each of 8
+    waves (16 queries) reads its K and V^T fragments from the packed tensors (no LDS for K/V, no
+    barrier in the key loop), the transposed scores stay in registers as the PV operand; Q is staged
+    once in LDS (128 x 136 bf16) and held in registers on gfx12 (gfx11 re-reads it from LDS)."""
+    return dict(kind="attention", q_rows=128, kt=32, dv=128, waves=8, row_tiles=1, stages=0, prefetch=0,
+                q_in_regs=True, kv_lds=False, p_lds=False, lds_est=128 * 136 * 2,
+                table=["attention_kernel<moss::Tiling<{D}, {DV}, 32, 8, 1, 0, 1>"], mirrors=mirrors)
+
+
 # ---- the kernel configuration table ----------------------------------------------------------------
 # kind gemm: bm, bn, bk, waves (wm x wn), stages (LDS), prefetch (k-steps whose loads are in flight
 #   while a k-step multiplies: 0 = loaded, waited for and stored before the multiply), eb_x/eb_w
@@ -330,7 +340,8 @@ CONFIGS = {
                                           mirrors="hip/src/kernels/attention.hip PortableTiling<D <= 128> = Tiling<D, "
                                                   "out_chunk(D, 128), 32, 4, 2, 1> (4 waves x 2 row tiles = 128 queries "
                                                   "per workgroup, one K/V buffer)"),
-                          by_head_dim=((128, tiled_attention(waves=4, row_tiles=2, mirrors="PortableTiling<D <= 128>")),
+                          by_head_dim=((128, direct_attention(mirrors="PortableTiling<D <= 128> = Tiling<D, "
+                                                              "out_chunk(D, 128), 32, 8, 1, 0>: the direct tiling")),
                                        (256, tiled_attention(waves=4, row_tiles=1, mirrors="PortableTiling<D <= 256>: "
                                                              "Tiling<D, out_chunk(D, 128), 32, 4, 1, 1>")),
                                        (1 << 30, tiled_attention(waves=2, row_tiles=1, mirrors="PortableTiling<D > 256>: "
