@@ -4,8 +4,8 @@
 //   1. issue the block's packed weights for all taps (16-byte chunks; cp.async on NVIDIA),
 //   2. stage the input patch: each thread takes pixels of the (kBlockRows + k − 1) x (16 + k − 1)
 //      window, reads the 16 channels (coalesced across threads along the row), applies padding,
-//      upsampling, group norm and SiLU, rounds to bf16 (hi, and lo for the split product) and
-//      writes each pixel as two 16-byte vectors,
+//      upsampling, group norm and SiLU, rounds to the operand type (bf16 hi, and lo for the split
+//      product; or fp16) and writes each pixel as two 16-byte vectors,
 //   3. for each tap (ky, kx): leaf A = weights [co][ci] of that tap, leaf B = patch pixels
 //      shifted by (ky, kx) [ci][pixel]; each warp multiplies its kTilesM x kTilesN leaf tiles.
 //      Walked column tap by column tap: for one kx the A fragments of all k rows of taps are
@@ -83,32 +83,12 @@ __device__ inline uint32_t bf16_pair(bf16 even, bf16 odd) {
   return uint32_t(bf16_bits(even)) | (uint32_t(bf16_bits(odd)) << 16);
 }
 
-#if MOSS_PLATFORM_NVIDIA
-// Two floats rounded to fp16 (nearest even, subnormals kept) in one register, `even` in bits 15:0.
-__device__ inline uint32_t f16_pair(float even, float odd) {
-  uint32_t packed;  // the first source fills the high half
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(odd), "f"(even));
-  return packed;
-}
-
-// acc += A·B with fp16 operands: the leaf's NVIDIA product (kernels/matrix_leaf.h) with the f16
-// instruction; the fragments' bf16 slots carry fp16 bits here, moved as raw 16-bit words.
-__device__ inline void mma_f16(leaf::FragC& acc, const leaf::FragA& a, const leaf::FragB& b) {
-  leaf::mma_m16n8k16_pairs<true>(acc, a, b);
-}
-#endif
-
-// acc += A·B in precision P (F16 exists only in NVIDIA builds; conv2d() never launches it elsewhere).
+// acc += A·B in precision P (F16: the leaf's fp16 product, the fragments' slots carrying fp16 bits).
 template <ConvPrecision P, bool kSplit>
 __device__ inline void product(leaf::FragC& acc, const split_leaf::FragA<kSplit>& a,
                                const split_leaf::FragB<kSplit>& b) {
-  if constexpr (P == ConvPrecision::F16) {
-#if MOSS_PLATFORM_NVIDIA
-    mma_f16(acc, a.hi, b.hi);
-#endif
-  } else {
-    split_leaf::mma<kSplit>(acc, a, b);
-  }
+  if constexpr (P == ConvPrecision::F16) leaf::mma<true>(acc, a.hi, b.hi);
+  else split_leaf::mma<kSplit>(acc, a, b);
 }
 
 // A channel's group norm as one multiply-add, y = x·scale + offset with offset = shift − mean·scale
@@ -180,9 +160,7 @@ __device__ inline void stage_patch(const Conv2dArgs& a, uint32_t* s_hi, uint32_t
 #pragma unroll
     for (int w = 0; w < kHalf / 2; ++w) {
       if constexpr (kF16) {
-#if MOSS_PLATFORM_NVIDIA
-        hi[w] = f16_pair(v[2 * w], v[2 * w + 1]);
-#endif
+        hi[w] = conv::f16_pair(v[2 * w], v[2 * w + 1]);
       } else {
         const bf16 h0 = to_bf16(v[2 * w]), h1 = to_bf16(v[2 * w + 1]);
         hi[w] = bf16_pair(h0, h1);
@@ -313,11 +291,10 @@ void launch(const Conv2dArgs& a, hipStream_t stream) {
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
-// F16 runs only on NVIDIA's native path (conv_precision_supported), so only that one is built.
 template <ConvPrecision P>
 void launch_k(const Conv2dArgs& a, hipStream_t stream) {
   with_kernel_path([&](auto portable) {
-    constexpr bool kPortable = decltype(portable)::value && P != ConvPrecision::F16;
+    constexpr bool kPortable = decltype(portable)::value;
     if (a.ksize == 3) launch<3, P, kPortable>(a, stream);
     else launch<1, P, kPortable>(a, stream);
   });
@@ -334,25 +311,17 @@ const char* conv_precision_name(ConvPrecision p) {
   return "?";
 }
 
-bool conv_precision_supported(ConvPrecision p) { return p != ConvPrecision::F16 || (kPlatformNvidia && !portable_kernels()); }
-
 void conv2d(const Conv2dArgs& a, ConvPrecision precision, hipStream_t stream) {
   if (a.cin <= 0 || a.h <= 0 || a.w <= 0 || a.cout <= 0 || (a.ksize != 1 && a.ksize != 3))
     throw failure("conv2d: bad shape (cin " + std::to_string(a.cin) + ", " + std::to_string(a.h) + "x" +
                   std::to_string(a.w) + ", cout " + std::to_string(a.cout) + ", k " + std::to_string(a.ksize) + ")");
   if (!a.x || !a.w_hi || !a.bias || !a.out) throw failure("conv2d: missing operand");
-  if (!conv_precision_supported(precision))
-    throw failure(std::string("conv2d: ") + conv_precision_name(precision) + " operands are not built for this platform");
   switch (precision) {
     case ConvPrecision::Bf16: return launch_k<ConvPrecision::Bf16>(a, stream);
     case ConvPrecision::Bf16x3:
       if (!a.w_lo) throw failure("conv2d: bf16x3 needs the weights' lo parts");
       return launch_k<ConvPrecision::Bf16x3>(a, stream);
-    case ConvPrecision::F16:
-#if MOSS_PLATFORM_NVIDIA
-      return launch_k<ConvPrecision::F16>(a, stream);
-#endif
-      break;
+    case ConvPrecision::F16: return launch_k<ConvPrecision::F16>(a, stream);
   }
 }
 

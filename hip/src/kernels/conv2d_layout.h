@@ -8,7 +8,7 @@
 // K = taps x input channels, walked as (input-channel chunk of 16) x (tap): one leaf K-step is
 // 16 input channels at one tap (ky, kx).
 //
-// Shared-memory rows hold the 16 channels of one K-step as 8 words (bf16 pairs). Two fragment
+// Shared-memory rows hold the 16 channels of one K-step as 8 words (bf16 or fp16 pairs). Two fragment
 // reads of neighbouring rows would hit the same banks (a row is 8 of the 32 banks), so the two
 // 4-word halves of every row whose index has bit 2 set are swapped: word w of row r is stored
 // at w ^ (4·((r >> 2) & 1)). Eight consecutive rows then cover all 32 banks (NVIDIA's fragment
@@ -51,7 +51,20 @@ inline int block_m() {
 
 MOSS_HOST_DEVICE constexpr int swizzle_word(int word, int row) { return word ^ (((row >> 2) & 1) << 2); }
 
-// Packed weights, one plane of bf16 pairs (uint32 words) per precision part (hi, and lo for the
+// Two floats rounded to fp16 (nearest even, subnormals kept) in one word, `even` in bits 15:0:
+// the F16 operand pair of both the staged input (kernels/conv2d.hip) and the packed weights.
+__device__ inline uint32_t f16_pair(float even, float odd) {
+#if MOSS_PLATFORM_NVIDIA
+  uint32_t packed;  // the first source fills the high half
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(odd), "f"(even));
+  return packed;
+#else
+  return uint32_t(__builtin_bit_cast(uint16_t, static_cast<_Float16>(even))) |
+         (uint32_t(__builtin_bit_cast(uint16_t, static_cast<_Float16>(odd))) << 16);
+#endif
+}
+
+// Packed weights, one plane of bf16 (or fp16) pairs (uint32 words) per precision part (hi, and lo for the
 // split product): [co_tile][chunk][tap][kBlockM][kChunkWords], output channels padded to
 // co_tiles·kBlockM and input channels to chunks·16 with zeros, each row swizzled as above. A
 // block's weights for one chunk are then one contiguous run of taps·kBlockM·8 words.

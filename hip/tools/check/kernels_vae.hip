@@ -37,10 +37,8 @@ void kcheck::vae_family(Table& table, const Options& o) {
                 ctx.multiprocessors());
     auto x3 = moss::make_hip_vae_ops(ctx, moss::ConvPrecision::Bf16x3);
     auto bf16 = moss::make_hip_vae_ops(ctx, moss::ConvPrecision::Bf16);
-    std::unique_ptr<moss::VaeOps> f16;
-    if (moss::conv_precision_supported(moss::ConvPrecision::F16))
-      f16 = moss::make_hip_vae_ops(ctx, moss::ConvPrecision::F16);
-    vae_check::Env env{table, *be, ctx, host->vae(), *x3, *bf16, f16.get(), o.max_elements};
+    auto f16 = moss::make_hip_vae_ops(ctx, moss::ConvPrecision::F16);
+    vae_check::Env env{table, *be, ctx, host->vae(), *x3, *bf16, *f16, o.max_elements};
     group(table, o, "vae", "group_norm_stats", [&] { vae_check::check_group_norm_stats_cases(env); });
     group(table, o, "vae", "conv2d", [&] { vae_check::check_conv_cases(env); });
     group(table, o, "vae", "unpatchify, tokens", [&] { vae_check::check_layout_cases(env); });

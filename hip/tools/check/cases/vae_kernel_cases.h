@@ -29,13 +29,13 @@ struct Env {
   moss::Backend& be;       // the HIP backend: allocation and transfers
   moss::HipContext& ctx;   // its stream (timing, poisoning)
   moss::VaeOps& host;      // the host replay
-  moss::VaeOps& x3;        // HIP ops, bf16x3 convolutions (AMD's decode)
+  moss::VaeOps& x3;        // HIP ops, bf16x3 convolutions
   moss::VaeOps& bf16;      // HIP ops, plain bf16 convolutions
-  moss::VaeOps* f16;       // HIP ops, fp16 convolutions (NVIDIA's decode); null where not built
+  moss::VaeOps& f16;       // HIP ops, fp16 convolutions (the decode's, on both kernel paths)
   int64_t max_elements = 0;  // kcheck::Options::max_elements: larger outputs skip their case
 
   moss::VaeOps& ops(moss::ConvPrecision p) {
-    return p == moss::ConvPrecision::Bf16x3 ? x3 : p == moss::ConvPrecision::Bf16 ? bf16 : *f16;
+    return p == moss::ConvPrecision::Bf16x3 ? x3 : p == moss::ConvPrecision::Bf16 ? bf16 : f16;
   }
 };
 
@@ -253,7 +253,6 @@ inline void check_conv(Env& e, const ConvCase& c, uint64_t seed) {
   const std::string shape = conv_shape(c);
   const double flops = 2.0 * double(c.cout * c.cin * c.k * c.k) * double(Ho * Wo);
   for (moss::ConvPrecision p : {moss::ConvPrecision::F16, moss::ConvPrecision::Bf16x3, moss::ConvPrecision::Bf16}) {
-    if (p == moss::ConvPrecision::F16 && !e.f16) continue;
     moss::VaeOps& ops = e.ops(p);
     const double tol = conv_tolerance(p);
     Tensor out = c.residual == Residual::Out ? e.be.upload(res) : poisoned(e, {c.cout, Ho, Wo});
