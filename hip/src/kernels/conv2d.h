@@ -7,10 +7,10 @@
 // Design (kernels/conv2d_layout.h has the tile constants):
 //   - a block computes kBlockM output channels x kBlockRows output rows of 16 pixels;
 //   - per K-step of 16 input channels it stages, in shared memory, the (rows + k − 1) x (16 + k − 1)
-//     input patch of those channels (normalised, rounded to bf16: one 16-byte pair of vectors per
-//     pixel) and the block's packed weights for all k² taps (contiguous 16-byte chunks, async on
-//     NVIDIA), then runs k² leaf K-steps, reading both operands as bf16 pairs (bank-conflict
-//     free through the half swizzle);
+//     input patch of those channels (normalised, rounded to the operand type: one 16-byte pair of
+//     vectors per pixel) and the block's packed weights for all k² taps (contiguous 16-byte
+//     chunks, async on NVIDIA), then runs k² leaf K-steps, reading both operands as 16-bit pairs
+//     (bank-conflict free through the half swizzle); the portable path double-buffers both;
 //   - each warp owns kTilesM x kTilesN leaf tiles; fp32 accumulators stay in registers.
 // Precision (ConvPrecision):
 //   Bf16    both operands rounded to bf16 (8-bit significand): ~1.6e-3 relative L2 per conv.

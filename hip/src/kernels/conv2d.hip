@@ -12,7 +12,9 @@
 //      held, and each staged patch row's B fragment is read once and used by every (output
 //      row j, ky) pair with j + ky = that patch row: (kTilesN + k − 1) B reads per kx instead
 //      of kTilesN·k (shared-memory reads, not the tensor cores, bounded the first version).
-// Single-buffered (two barriers per K-step); several blocks per multiprocessor hide the staging.
+// Portable path (one plane): double-buffered, the next K-step staged while this one multiplies,
+// one barrier per K-step. NVIDIA's native path and the split product: single-buffered (two
+// barriers per K-step; several blocks per multiprocessor hide the staging).
 #include "kernels/conv2d.h"
 
 #include "kernels/conv2d_layout.h"
@@ -31,10 +33,15 @@ using conv::kTileW;
 template <ConvPrecision P, bool kPortable>
 struct BlockShape {
   static constexpr bool kSplit = P == ConvPrecision::Bf16x3;
-  static constexpr int kWarpsM = conv::kWarpsM<kPortable>, kBlockM = conv::kBlockM<kPortable>;
+  static constexpr int kWarpsM = conv::kWarpsM, kBlockM = conv::kBlockM;
   static constexpr int kWarpsN = conv::warps_n<kPortable>(kSplit);
   static constexpr int kThreads = kWarpsM * kWarpsN * kWaveSize;
   static constexpr int kBlockRows = kWarpsN * conv::kTilesN;  // output rows per block
+  // Shared-memory buffers of the staged operands: the portable one-plane block stages the next
+  // K-step while it multiplies the current one (one barrier per K-step, conv2d_layout.h); the
+  // split product's two planes, and NVIDIA's native 16-row block, fit only single-buffered in the
+  // 48 KiB of static shared memory.
+  static constexpr int kBuffers = kPortable && !kSplit ? 2 : 1;
   // Blocks per multiprocessor the registers must allow (native, 8 warps: two blocks, so that one
   // block's staging overlaps the other's products; at most 128 registers per thread).
   static constexpr int kMinBlocks = !kPortable && !kSplit ? 2 : 1;
@@ -182,12 +189,12 @@ __global__ MOSS_LAUNCH_BOUNDS((BlockShape<P, kPortable>::kThreads), (BlockShape<
   using Shape = BlockShape<P, kPortable>;
   constexpr bool kSplit = Shape::kSplit, kF16 = P == ConvPrecision::F16;
   constexpr int kThreads = Shape::kThreads, kBlockRows = Shape::kBlockRows, kBlockM = Shape::kBlockM;
-  constexpr int kTaps = K * K, kPlanes = kSplit ? 2 : 1;
+  constexpr int kTaps = K * K, kPlanes = kSplit ? 2 : 1, kBuffers = Shape::kBuffers;
   constexpr int kPatchW = kTileW + K - 1, kPatchPix = kPatchW * (kBlockRows + K - 1);
   constexpr int kWeightWords = kTaps * kBlockM * kChunkWords;  // one plane, one K-step
-  alignas(16) __shared__ uint32_t s_w[kPlanes][kWeightWords];
-  alignas(16) __shared__ uint32_t s_x[kPlanes][kPatchPix * kChunkWords];
-  __shared__ NormTerms s_norm[2][kChunk];  // the group norm of this chunk's / the next chunk's channels
+  alignas(16) __shared__ uint32_t s_w[kBuffers][kPlanes][kWeightWords];
+  alignas(16) __shared__ uint32_t s_x[kBuffers][kPlanes][kPatchPix * kChunkWords];
+  __shared__ NormTerms s_norm[2][kChunk];  // the group norm of one chunk's / the next chunk's channels
 
   const int tid = int(thread_x()), warp = tid / kWaveSize;
   const int wm = warp % Shape::kWarpsM, wn = warp / Shape::kWarpsM;
@@ -206,30 +213,49 @@ __global__ MOSS_LAUNCH_BOUNDS((BlockShape<P, kPortable>::kThreads), (BlockShape<
 #pragma unroll
     for (int j = 0; j < conv::kTilesN; ++j) leaf::zero(acc[i][j]);
 
-  if (a.norm && tid < kChunk && tid < a.cin) s_norm[0][tid] = norm_terms(a.norm[tid]);  // visible after the loop's first barrier
+  if (a.norm && tid < kChunk && tid < a.cin) s_norm[0][tid] = norm_terms(a.norm[tid]);
 
-  for (int chunk = 0; chunk < chunks; ++chunk) {
-    sync_workgroup();  // the previous K-step's fragments (and staged norm terms) are read
-
+  // Stages 1 and 2 of K-step `chunk` into buffer `buf` (copies left in flight: wait_copies). The
+  // norm terms of the next chunk go to the other s_norm slot: its last reader was the staging of
+  // the chunk before, a barrier ago on either schedule.
+  auto stage = [&](int chunk, int buf) {
     // 1. weights: one contiguous run per plane
     const int64_t wofs = (int64_t(co_tile) * chunks + chunk) * kWeightWords;
     for (int i = tid; i < kWeightWords / 4; i += kThreads) {
-      tile::copy16_async(&s_w[0][4 * i], a.w_hi + wofs + 4 * i);
-      if constexpr (kSplit) tile::copy16_async(&s_w[1][4 * i], a.w_lo + wofs + 4 * i);
+      tile::copy16_async(&s_w[buf][0][4 * i], a.w_hi + wofs + 4 * i);
+      if constexpr (kSplit) tile::copy16_async(&s_w[buf][1][4 * i], a.w_lo + wofs + 4 * i);
     }
     tile::commit_copies();
-
-    // 2. the input patch, normalised and rounded (the norm terms of the next chunk go to the
-    //    other s_norm slot: its last reader was the previous chunk's staging)
+    // 2. the input patch, normalised and rounded
     if (a.norm && tid < kChunk && (chunk + 1) * kChunk + tid < a.cin)
       s_norm[(chunk + 1) & 1][tid] = norm_terms(a.norm[(chunk + 1) * kChunk + tid]);
     const NormTerms* norm = s_norm[chunk & 1];
-    uint32_t* s_lo = s_x[kPlanes - 1];
-    if (!a.norm) stage_patch<K, P, kThreads, kBlockRows, false, false>(a, s_x[0], s_lo, norm, chunk, oy0, ox0, tid);
-    else if (a.silu) stage_patch<K, P, kThreads, kBlockRows, true, true>(a, s_x[0], s_lo, norm, chunk, oy0, ox0, tid);
-    else stage_patch<K, P, kThreads, kBlockRows, true, false>(a, s_x[0], s_lo, norm, chunk, oy0, ox0, tid);
+    uint32_t* s_hi = s_x[buf][0];
+    uint32_t* s_lo = s_x[buf][kPlanes - 1];
+    if (!a.norm) stage_patch<K, P, kThreads, kBlockRows, false, false>(a, s_hi, s_lo, norm, chunk, oy0, ox0, tid);
+    else if (a.silu) stage_patch<K, P, kThreads, kBlockRows, true, true>(a, s_hi, s_lo, norm, chunk, oy0, ox0, tid);
+    else stage_patch<K, P, kThreads, kBlockRows, true, false>(a, s_hi, s_lo, norm, chunk, oy0, ox0, tid);
+  };
+
+  // Double-buffered: K-step 0 staged up front, then each iteration stages the next K-step into the
+  // other buffer (last read by the previous iteration's products, a barrier ago) before it
+  // multiplies the current one. Single-buffered: stage, barrier, multiply, barrier.
+  if constexpr (kBuffers == 2) {
+    sync_workgroup();  // the first chunk's norm terms
+    stage(0, 0);
     tile::wait_copies<0>();
     sync_workgroup();
+  }
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    if constexpr (kBuffers == 1) {
+      sync_workgroup();  // the previous K-step's fragments (and staged norm terms) are read
+      stage(chunk, 0);
+      tile::wait_copies<0>();
+      sync_workgroup();
+    } else if (chunk + 1 < chunks) {
+      stage(chunk + 1, (chunk + 1) & 1);
+    }
+    const int buf = kBuffers == 1 ? 0 : chunk & 1;
 
     // 3. the k² leaf K-steps, column tap by column tap (see the top of the file)
 #pragma unroll 1
@@ -240,15 +266,15 @@ __global__ MOSS_LAUNCH_BOUNDS((BlockShape<P, kPortable>::kThreads), (BlockShape<
 #pragma unroll
         for (int i = 0; i < conv::kTilesM; ++i) {
           const int tap = ky * K + kx;
-          load_a_rows(fa[ky][i].hi, &s_w[0][tap * kBlockM * kChunkWords], row0 + 16 * i);
-          if constexpr (kSplit) load_a_rows(fa[ky][i].lo, &s_w[1][tap * kBlockM * kChunkWords], row0 + 16 * i);
+          load_a_rows(fa[ky][i].hi, &s_w[buf][0][tap * kBlockM * kChunkWords], row0 + 16 * i);
+          if constexpr (kSplit) load_a_rows(fa[ky][i].lo, &s_w[buf][1][tap * kBlockM * kChunkWords], row0 + 16 * i);
         }
 #pragma unroll
       for (int prow = 0; prow < conv::kTilesN + K - 1; ++prow) {  // this warp's patch rows
         const int pix0 = (wn * conv::kTilesN + prow) * kPatchW + kx;
         split_leaf::FragB<kSplit> fb;
-        load_b_pixels(fb.hi, s_x[0], pix0);
-        if constexpr (kSplit) load_b_pixels(fb.lo, s_x[1], pix0);
+        load_b_pixels(fb.hi, s_x[buf][0], pix0);
+        if constexpr (kSplit) load_b_pixels(fb.lo, s_x[buf][1], pix0);
 #pragma unroll
         for (int ky = 0; ky < K; ++ky) {
           const int j = prow - ky;  // the output row that reads this patch row at tap row ky
@@ -257,6 +283,10 @@ __global__ MOSS_LAUNCH_BOUNDS((BlockShape<P, kPortable>::kThreads), (BlockShape<
           for (int i = 0; i < conv::kTilesM; ++i) product<P, kSplit>(acc[i][j], fa[ky][i], fb);
         }
       }
+    }
+    if constexpr (kBuffers == 2) {
+      tile::wait_copies<0>();
+      sync_workgroup();  // the next K-step is staged; this one's fragments are read
     }
   }
 

@@ -12,12 +12,12 @@ __device__ inline uint32_t pack_pair(bf16 lo_channel, bf16 hi_channel) {
   return uint32_t(bf16_bits(lo_channel)) | (uint32_t(bf16_bits(hi_channel)) << 16);
 }
 
-// kPortable: the kernel path whose conv2d block (conv::kBlockM) the packing serves.
+// kPortable: the kernel path that runs (its memory-bound block size).
 template <bool kPortable>
 __global__ __launch_bounds__(kMemoryBoundThreads<kPortable>) void pack_kernel(const float* __restrict__ w, int cout, int cin, int taps,
                                                         int chunks, int64_t words, bool f16,
                                                         uint32_t* __restrict__ hi, uint32_t* __restrict__ lo) {
-  constexpr int kThreads = kMemoryBoundThreads<kPortable>, kBlockM = conv::kBlockM<kPortable>;
+  constexpr int kThreads = kMemoryBoundThreads<kPortable>, kBlockM = conv::kBlockM;
   const int64_t i = int64_t(block_x()) * kThreads + int64_t(thread_x());
   if (i >= words) return;
   // i = (((co_tile·chunks + chunk)·taps + tap)·kBlockM + m)·kChunkWords + stored word
