@@ -308,6 +308,10 @@ inline void check_conv_cases(Env& e) {
       {5, 3, 3, 33, 3, true, false, R::None, 1, false, 0},
       {32, 36, 1, 1, 3, false, true, R::Out, 8, false, 0},
       {96, 96, 8, 8, 3, true, false, R::Out, 8, false, 0},            // tiny model mid block
+      // the 64-channel block: three channel tiles (the last of 2), 4 K-steps through the two
+      // portable buffers, a row tail of 3 (k3) / 5 (k1) under the 8-row block
+      {50, 130, 11, 21, 3, true, false, R::Separate, 5, false, 0},
+      {50, 130, 13, 35, 1, false, false, R::Out, 5, false, 0},
       {64, 48, 12, 20, 3, false, true, R::None, 8, false, 0, 1e5f},   // raw inputs beyond fp16's 65504
       {64, 48, 12, 20, 1, false, false, R::Separate, 8, false, 0, 1e5f},
       {24, 3, 64, 64, 3, true, false, R::None, 8, false, 0},          // tiny model conv_out
