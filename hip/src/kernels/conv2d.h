@@ -7,23 +7,25 @@
 // Design (kernels/conv2d_layout.h has the tile constants):
 //   - a block computes kBlockM output channels x kBlockRows output rows of 16 pixels;
 //   - per K-step of 16 input channels it stages, in shared memory, the (rows + k − 1) x (16 + k − 1)
-//     input patch of those channels (normalised, rounded to bf16: one 16-byte pair of vectors per
-//     pixel) and the block's packed weights for all k² taps (contiguous 16-byte chunks, async on
-//     NVIDIA), then runs k² leaf K-steps, reading both operands as bf16 pairs (bank-conflict
-//     free through the half swizzle);
+//     input patch of those channels (normalised, rounded to the operand type: one 16-byte pair of
+//     vectors per pixel) and the block's packed weights for all k² taps (contiguous 16-byte
+//     chunks, async on NVIDIA), then runs k² leaf K-steps, reading both operands as 16-bit pairs
+//     (bank-conflict free through the half swizzle); the portable path double-buffers both;
 //   - each warp owns kTilesM x kTilesN leaf tiles; fp32 accumulators stay in registers.
 // Precision (ConvPrecision):
 //   Bf16    both operands rounded to bf16 (8-bit significand): ~1.6e-3 relative L2 per conv.
 //   Bf16x3  both split into bf16 hi + lo, lo·hi + hi·lo + hi·hi (kernels/split_leaf.h): ~1.2e-5
-//           (measured on the H200), fp32-class, three products per leaf step. AMD's decode.
+//           (measured on the H200), fp32-class, three products per leaf step (AMD's decode until
+//           the portable leaf gained the f16 WMMA; kept as the check's fp32-class reference row).
 //   F16     both operands rounded to fp16 (11-bit significand, the same as TF32, which is what
-//           the reference decode gets from cuDNN's default fp32 convolutions), one product:
-//           NVIDIA only (mma.sync ...f16.f16.f32). The staged input is scaled by 2^-8 (undone
+//           the reference decode gets from cuDNN's default fp32 convolutions), one product
+//           (the leaf's mma<true>: v_wmma_f32_16x16x16_f16 on gfx11/gfx12, mma.sync ...f16 on
+//           NVIDIA). The decode's precision on every platform and kernel path. The staged input is scaled by 2^-8 (undone
 //           exactly in the epilogue) so fp16's range holds inputs up to 1.6e7 in magnitude (the
 //           raw residual stream read by the upsample and shortcut convs is unbounded in
 //           principle); values below 2^-6 then become fp16 subnormals with an absolute error
 //           of at most 2^-25·2^8 = 7.6e-6, far below the 2^-12 relative rounding of the rest.
-//           Expected ~4e-4 relative L2 per conv (two TF32-like roundings). NVIDIA's decode.
+//           Expected ~4e-4 relative L2 per conv (two TF32-like roundings).
 // Why F16: host emulation of the tiny golden decode (hip/tests/data, two cases, conv operands
 // rounded as each precision would; fp32 elsewhere) against image_fp64 / image_u8:
 //   fp32           rel L2 2.2e-6, 8-bit: 0-2 values one level off
@@ -44,9 +46,6 @@ namespace moss {
 
 enum class ConvPrecision : uint8_t { Bf16, Bf16x3, F16 };
 const char* conv_precision_name(ConvPrecision p);  // "bf16", "bf16x3", "f16"
-
-// Whether conv2d runs `p` here (F16: NVIDIA's native kernel path only, kernels/kernel_path.h).
-bool conv_precision_supported(ConvPrecision p);
 
 // The staged input's scale under F16 (a power of two: exact both ways; see above).
 constexpr float kConvF16InputScale = 1.0f / 256.0f;

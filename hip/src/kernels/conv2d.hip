@@ -4,15 +4,17 @@
 //   1. issue the block's packed weights for all taps (16-byte chunks; cp.async on NVIDIA),
 //   2. stage the input patch: each thread takes pixels of the (kBlockRows + k − 1) x (16 + k − 1)
 //      window, reads the 16 channels (coalesced across threads along the row), applies padding,
-//      upsampling, group norm and SiLU, rounds to bf16 (hi, and lo for the split product) and
-//      writes each pixel as two 16-byte vectors,
+//      upsampling, group norm and SiLU, rounds to the operand type (bf16 hi, and lo for the split
+//      product; or fp16) and writes each pixel as two 16-byte vectors,
 //   3. for each tap (ky, kx): leaf A = weights [co][ci] of that tap, leaf B = patch pixels
 //      shifted by (ky, kx) [ci][pixel]; each warp multiplies its kTilesM x kTilesN leaf tiles.
 //      Walked column tap by column tap: for one kx the A fragments of all k rows of taps are
 //      held, and each staged patch row's B fragment is read once and used by every (output
 //      row j, ky) pair with j + ky = that patch row: (kTilesN + k − 1) B reads per kx instead
 //      of kTilesN·k (shared-memory reads, not the tensor cores, bounded the first version).
-// Single-buffered (two barriers per K-step); several blocks per multiprocessor hide the staging.
+// Portable path (one plane): double-buffered, the next K-step staged while this one multiplies,
+// one barrier per K-step. NVIDIA's native path and the split product: single-buffered (two
+// barriers per K-step; several blocks per multiprocessor hide the staging).
 #include "kernels/conv2d.h"
 
 #include "kernels/conv2d_layout.h"
@@ -31,10 +33,15 @@ using conv::kTileW;
 template <ConvPrecision P, bool kPortable>
 struct BlockShape {
   static constexpr bool kSplit = P == ConvPrecision::Bf16x3;
-  static constexpr int kWarpsM = conv::kWarpsM<kPortable>, kBlockM = conv::kBlockM<kPortable>;
+  static constexpr int kWarpsM = conv::kWarpsM, kBlockM = conv::kBlockM;
   static constexpr int kWarpsN = conv::warps_n<kPortable>(kSplit);
   static constexpr int kThreads = kWarpsM * kWarpsN * kWaveSize;
   static constexpr int kBlockRows = kWarpsN * conv::kTilesN;  // output rows per block
+  // Shared-memory buffers of the staged operands: the portable one-plane block stages the next
+  // K-step while it multiplies the current one (one barrier per K-step, conv2d_layout.h); the
+  // split product's two planes, and NVIDIA's native 16-row block, fit only single-buffered in the
+  // 48 KiB of static shared memory.
+  static constexpr int kBuffers = kPortable && !kSplit ? 2 : 1;
   // Blocks per multiprocessor the registers must allow (native, 8 warps: two blocks, so that one
   // block's staging overlaps the other's products; at most 128 registers per thread).
   static constexpr int kMinBlocks = !kPortable && !kSplit ? 2 : 1;
@@ -83,32 +90,12 @@ __device__ inline uint32_t bf16_pair(bf16 even, bf16 odd) {
   return uint32_t(bf16_bits(even)) | (uint32_t(bf16_bits(odd)) << 16);
 }
 
-#if MOSS_PLATFORM_NVIDIA
-// Two floats rounded to fp16 (nearest even, subnormals kept) in one register, `even` in bits 15:0.
-__device__ inline uint32_t f16_pair(float even, float odd) {
-  uint32_t packed;  // the first source fills the high half
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(odd), "f"(even));
-  return packed;
-}
-
-// acc += A·B with fp16 operands: the leaf's NVIDIA product (kernels/matrix_leaf.h) with the f16
-// instruction; the fragments' bf16 slots carry fp16 bits here, moved as raw 16-bit words.
-__device__ inline void mma_f16(leaf::FragC& acc, const leaf::FragA& a, const leaf::FragB& b) {
-  leaf::mma_m16n8k16_pairs<true>(acc, a, b);
-}
-#endif
-
-// acc += A·B in precision P (F16 exists only in NVIDIA builds; conv2d() never launches it elsewhere).
+// acc += A·B in precision P (F16: the leaf's fp16 product, the fragments' slots carrying fp16 bits).
 template <ConvPrecision P, bool kSplit>
 __device__ inline void product(leaf::FragC& acc, const split_leaf::FragA<kSplit>& a,
                                const split_leaf::FragB<kSplit>& b) {
-  if constexpr (P == ConvPrecision::F16) {
-#if MOSS_PLATFORM_NVIDIA
-    mma_f16(acc, a.hi, b.hi);
-#endif
-  } else {
-    split_leaf::mma<kSplit>(acc, a, b);
-  }
+  if constexpr (P == ConvPrecision::F16) leaf::mma<true>(acc, a.hi, b.hi);
+  else split_leaf::mma<kSplit>(acc, a, b);
 }
 
 // A channel's group norm as one multiply-add, y = x·scale + offset with offset = shift − mean·scale
@@ -180,9 +167,7 @@ __device__ inline void stage_patch(const Conv2dArgs& a, uint32_t* s_hi, uint32_t
 #pragma unroll
     for (int w = 0; w < kHalf / 2; ++w) {
       if constexpr (kF16) {
-#if MOSS_PLATFORM_NVIDIA
-        hi[w] = f16_pair(v[2 * w], v[2 * w + 1]);
-#endif
+        hi[w] = conv::f16_pair(v[2 * w], v[2 * w + 1]);
       } else {
         const bf16 h0 = to_bf16(v[2 * w]), h1 = to_bf16(v[2 * w + 1]);
         hi[w] = bf16_pair(h0, h1);
@@ -204,12 +189,12 @@ __global__ MOSS_LAUNCH_BOUNDS((BlockShape<P, kPortable>::kThreads), (BlockShape<
   using Shape = BlockShape<P, kPortable>;
   constexpr bool kSplit = Shape::kSplit, kF16 = P == ConvPrecision::F16;
   constexpr int kThreads = Shape::kThreads, kBlockRows = Shape::kBlockRows, kBlockM = Shape::kBlockM;
-  constexpr int kTaps = K * K, kPlanes = kSplit ? 2 : 1;
+  constexpr int kTaps = K * K, kPlanes = kSplit ? 2 : 1, kBuffers = Shape::kBuffers;
   constexpr int kPatchW = kTileW + K - 1, kPatchPix = kPatchW * (kBlockRows + K - 1);
   constexpr int kWeightWords = kTaps * kBlockM * kChunkWords;  // one plane, one K-step
-  alignas(16) __shared__ uint32_t s_w[kPlanes][kWeightWords];
-  alignas(16) __shared__ uint32_t s_x[kPlanes][kPatchPix * kChunkWords];
-  __shared__ NormTerms s_norm[2][kChunk];  // the group norm of this chunk's / the next chunk's channels
+  alignas(16) __shared__ uint32_t s_w[kBuffers][kPlanes][kWeightWords];
+  alignas(16) __shared__ uint32_t s_x[kBuffers][kPlanes][kPatchPix * kChunkWords];
+  __shared__ NormTerms s_norm[2][kChunk];  // the group norm of one chunk's / the next chunk's channels
 
   const int tid = int(thread_x()), warp = tid / kWaveSize;
   const int wm = warp % Shape::kWarpsM, wn = warp / Shape::kWarpsM;
@@ -228,30 +213,49 @@ __global__ MOSS_LAUNCH_BOUNDS((BlockShape<P, kPortable>::kThreads), (BlockShape<
 #pragma unroll
     for (int j = 0; j < conv::kTilesN; ++j) leaf::zero(acc[i][j]);
 
-  if (a.norm && tid < kChunk && tid < a.cin) s_norm[0][tid] = norm_terms(a.norm[tid]);  // visible after the loop's first barrier
+  if (a.norm && tid < kChunk && tid < a.cin) s_norm[0][tid] = norm_terms(a.norm[tid]);
 
-  for (int chunk = 0; chunk < chunks; ++chunk) {
-    sync_workgroup();  // the previous K-step's fragments (and staged norm terms) are read
-
+  // Stages 1 and 2 of K-step `chunk` into buffer `buf` (copies left in flight: wait_copies). The
+  // norm terms of the next chunk go to the other s_norm slot: its last reader was the staging of
+  // the chunk before, a barrier ago on either schedule.
+  auto stage = [&](int chunk, int buf) {
     // 1. weights: one contiguous run per plane
     const int64_t wofs = (int64_t(co_tile) * chunks + chunk) * kWeightWords;
     for (int i = tid; i < kWeightWords / 4; i += kThreads) {
-      tile::copy16_async(&s_w[0][4 * i], a.w_hi + wofs + 4 * i);
-      if constexpr (kSplit) tile::copy16_async(&s_w[1][4 * i], a.w_lo + wofs + 4 * i);
+      tile::copy16_async(&s_w[buf][0][4 * i], a.w_hi + wofs + 4 * i);
+      if constexpr (kSplit) tile::copy16_async(&s_w[buf][1][4 * i], a.w_lo + wofs + 4 * i);
     }
     tile::commit_copies();
-
-    // 2. the input patch, normalised and rounded (the norm terms of the next chunk go to the
-    //    other s_norm slot: its last reader was the previous chunk's staging)
+    // 2. the input patch, normalised and rounded
     if (a.norm && tid < kChunk && (chunk + 1) * kChunk + tid < a.cin)
       s_norm[(chunk + 1) & 1][tid] = norm_terms(a.norm[(chunk + 1) * kChunk + tid]);
     const NormTerms* norm = s_norm[chunk & 1];
-    uint32_t* s_lo = s_x[kPlanes - 1];
-    if (!a.norm) stage_patch<K, P, kThreads, kBlockRows, false, false>(a, s_x[0], s_lo, norm, chunk, oy0, ox0, tid);
-    else if (a.silu) stage_patch<K, P, kThreads, kBlockRows, true, true>(a, s_x[0], s_lo, norm, chunk, oy0, ox0, tid);
-    else stage_patch<K, P, kThreads, kBlockRows, true, false>(a, s_x[0], s_lo, norm, chunk, oy0, ox0, tid);
+    uint32_t* s_hi = s_x[buf][0];
+    uint32_t* s_lo = s_x[buf][kPlanes - 1];
+    if (!a.norm) stage_patch<K, P, kThreads, kBlockRows, false, false>(a, s_hi, s_lo, norm, chunk, oy0, ox0, tid);
+    else if (a.silu) stage_patch<K, P, kThreads, kBlockRows, true, true>(a, s_hi, s_lo, norm, chunk, oy0, ox0, tid);
+    else stage_patch<K, P, kThreads, kBlockRows, true, false>(a, s_hi, s_lo, norm, chunk, oy0, ox0, tid);
+  };
+
+  // Double-buffered: K-step 0 staged up front, then each iteration stages the next K-step into the
+  // other buffer (last read by the previous iteration's products, a barrier ago) before it
+  // multiplies the current one. Single-buffered: stage, barrier, multiply, barrier.
+  if constexpr (kBuffers == 2) {
+    sync_workgroup();  // the first chunk's norm terms
+    stage(0, 0);
     tile::wait_copies<0>();
     sync_workgroup();
+  }
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    if constexpr (kBuffers == 1) {
+      sync_workgroup();  // the previous K-step's fragments (and staged norm terms) are read
+      stage(chunk, 0);
+      tile::wait_copies<0>();
+      sync_workgroup();
+    } else if (chunk + 1 < chunks) {
+      stage(chunk + 1, (chunk + 1) & 1);
+    }
+    const int buf = kBuffers == 1 ? 0 : chunk & 1;
 
     // 3. the k² leaf K-steps, column tap by column tap (see the top of the file)
 #pragma unroll 1
@@ -262,15 +266,15 @@ __global__ MOSS_LAUNCH_BOUNDS((BlockShape<P, kPortable>::kThreads), (BlockShape<
 #pragma unroll
         for (int i = 0; i < conv::kTilesM; ++i) {
           const int tap = ky * K + kx;
-          load_a_rows(fa[ky][i].hi, &s_w[0][tap * kBlockM * kChunkWords], row0 + 16 * i);
-          if constexpr (kSplit) load_a_rows(fa[ky][i].lo, &s_w[1][tap * kBlockM * kChunkWords], row0 + 16 * i);
+          load_a_rows(fa[ky][i].hi, &s_w[buf][0][tap * kBlockM * kChunkWords], row0 + 16 * i);
+          if constexpr (kSplit) load_a_rows(fa[ky][i].lo, &s_w[buf][1][tap * kBlockM * kChunkWords], row0 + 16 * i);
         }
 #pragma unroll
       for (int prow = 0; prow < conv::kTilesN + K - 1; ++prow) {  // this warp's patch rows
         const int pix0 = (wn * conv::kTilesN + prow) * kPatchW + kx;
         split_leaf::FragB<kSplit> fb;
-        load_b_pixels(fb.hi, s_x[0], pix0);
-        if constexpr (kSplit) load_b_pixels(fb.lo, s_x[1], pix0);
+        load_b_pixels(fb.hi, s_x[buf][0], pix0);
+        if constexpr (kSplit) load_b_pixels(fb.lo, s_x[buf][1], pix0);
 #pragma unroll
         for (int ky = 0; ky < K; ++ky) {
           const int j = prow - ky;  // the output row that reads this patch row at tap row ky
@@ -279,6 +283,10 @@ __global__ MOSS_LAUNCH_BOUNDS((BlockShape<P, kPortable>::kThreads), (BlockShape<
           for (int i = 0; i < conv::kTilesM; ++i) product<P, kSplit>(acc[i][j], fa[ky][i], fb);
         }
       }
+    }
+    if constexpr (kBuffers == 2) {
+      tile::wait_copies<0>();
+      sync_workgroup();  // the next K-step is staged; this one's fragments are read
     }
   }
 
@@ -313,11 +321,10 @@ void launch(const Conv2dArgs& a, hipStream_t stream) {
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
-// F16 runs only on NVIDIA's native path (conv_precision_supported), so only that one is built.
 template <ConvPrecision P>
 void launch_k(const Conv2dArgs& a, hipStream_t stream) {
   with_kernel_path([&](auto portable) {
-    constexpr bool kPortable = decltype(portable)::value && P != ConvPrecision::F16;
+    constexpr bool kPortable = decltype(portable)::value;
     if (a.ksize == 3) launch<3, P, kPortable>(a, stream);
     else launch<1, P, kPortable>(a, stream);
   });
@@ -334,25 +341,17 @@ const char* conv_precision_name(ConvPrecision p) {
   return "?";
 }
 
-bool conv_precision_supported(ConvPrecision p) { return p != ConvPrecision::F16 || (kPlatformNvidia && !portable_kernels()); }
-
 void conv2d(const Conv2dArgs& a, ConvPrecision precision, hipStream_t stream) {
   if (a.cin <= 0 || a.h <= 0 || a.w <= 0 || a.cout <= 0 || (a.ksize != 1 && a.ksize != 3))
     throw failure("conv2d: bad shape (cin " + std::to_string(a.cin) + ", " + std::to_string(a.h) + "x" +
                   std::to_string(a.w) + ", cout " + std::to_string(a.cout) + ", k " + std::to_string(a.ksize) + ")");
   if (!a.x || !a.w_hi || !a.bias || !a.out) throw failure("conv2d: missing operand");
-  if (!conv_precision_supported(precision))
-    throw failure(std::string("conv2d: ") + conv_precision_name(precision) + " operands are not built for this platform");
   switch (precision) {
     case ConvPrecision::Bf16: return launch_k<ConvPrecision::Bf16>(a, stream);
     case ConvPrecision::Bf16x3:
       if (!a.w_lo) throw failure("conv2d: bf16x3 needs the weights' lo parts");
       return launch_k<ConvPrecision::Bf16x3>(a, stream);
-    case ConvPrecision::F16:
-#if MOSS_PLATFORM_NVIDIA
-      return launch_k<ConvPrecision::F16>(a, stream);
-#endif
-      break;
+    case ConvPrecision::F16: return launch_k<ConvPrecision::F16>(a, stream);
   }
 }
 

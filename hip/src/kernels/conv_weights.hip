@@ -12,24 +12,12 @@ __device__ inline uint32_t pack_pair(bf16 lo_channel, bf16 hi_channel) {
   return uint32_t(bf16_bits(lo_channel)) | (uint32_t(bf16_bits(hi_channel)) << 16);
 }
 
-// Two floats as fp16 (nearest even), the first in bits 15:0.
-__device__ inline uint32_t pack_f16_pair(float lo_channel, float hi_channel) {
-#if MOSS_PLATFORM_NVIDIA
-  uint32_t packed;  // the first source fills the high half
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi_channel), "f"(lo_channel));
-  return packed;
-#else
-  return uint32_t(__builtin_bit_cast(uint16_t, static_cast<_Float16>(lo_channel))) |
-         (uint32_t(__builtin_bit_cast(uint16_t, static_cast<_Float16>(hi_channel))) << 16);
-#endif
-}
-
-// kPortable: the kernel path whose conv2d block (conv::kBlockM) the packing serves.
+// kPortable: the kernel path that runs (its memory-bound block size).
 template <bool kPortable>
 __global__ __launch_bounds__(kMemoryBoundThreads<kPortable>) void pack_kernel(const float* __restrict__ w, int cout, int cin, int taps,
                                                         int chunks, int64_t words, bool f16,
                                                         uint32_t* __restrict__ hi, uint32_t* __restrict__ lo) {
-  constexpr int kThreads = kMemoryBoundThreads<kPortable>, kBlockM = conv::kBlockM<kPortable>;
+  constexpr int kThreads = kMemoryBoundThreads<kPortable>, kBlockM = conv::kBlockM;
   const int64_t i = int64_t(block_x()) * kThreads + int64_t(thread_x());
   if (i >= words) return;
   // i = (((co_tile·chunks + chunk)·taps + tap)·kBlockM + m)·kChunkWords + stored word
@@ -48,7 +36,7 @@ __global__ __launch_bounds__(kMemoryBoundThreads<kPortable>) void pack_kernel(co
   for (int e = 0; e < 2; ++e)
     v[e] = co < cout && ci + e < cin ? w[(int64_t(co) * cin + ci + e) * taps + tap] : 0.0f;
   if (f16) {
-    hi[i] = pack_f16_pair(v[0], v[1]);
+    hi[i] = conv::f16_pair(v[0], v[1]);
     return;
   }
   const bf16 h0 = to_bf16(v[0]), h1 = to_bf16(v[1]);

@@ -3,6 +3,9 @@
 //   gfx11 (RDNA3)  __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32        -> v_wmma_f32_16x16x16_bf16
 //   gfx12 (RDNA4)  __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12  -> v_wmma_f32_16x16x16_bf16
 //   NVIDIA         two mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (inline PTX, sm_80+)
+// mma<true> is the same product on fp16 operands (the fragments' 16-bit slots then carry fp16
+// bits): v_wmma_f32_16x16x16_f16 (builtins ..._f16_w32 / ..._f16_w32_gfx12) and the .f16 mma.sync.
+// The f16 and bf16 forms of each instruction share every lane map (docs/matrix_layouts.md 5).
 // Which lane holds which element of A, B and C is written down, per implementation, in
 // kernels/matrix_layout.h; the loaders below go through exactly those maps, and the host
 // emulation (tests/unit/test_matrix_layouts.cpp) proves them against models of the instructions.
@@ -130,23 +133,34 @@ __device__ inline void mma_m16n8k16_pairs(FragC& acc, const FragA& a, const Frag
 #undef MOSS_LEAF_MMA_M16N8K16
 #endif
 
-// acc = A·B + acc for one 16x16x16 block.
+// acc = A·B + acc for one 16x16x16 block; kF16: the slots hold fp16 bits, not bf16.
+template <bool kF16 = false>
 __device__ inline void mma(FragC& acc, const FragA& a, const FragB& b) {
 #if MOSS_PLATFORM_NVIDIA
-  mma_m16n8k16_pairs<false>(acc, a, b);
+  mma_m16n8k16_pairs<kF16>(acc, a, b);
 #elif defined(__GFX11__) || defined(__GFX12__)
-  // Operands: 16 bf16 per lane on gfx11 (8 VGPRs, A and B duplicated in both half-waves), 8 on
+  // Operands: 16 values per lane on gfx11 (8 VGPRs, A and B duplicated in both half-waves), 8 on
   // gfx12 (4 VGPRs, no duplication); 8 fp32 per lane. clang-19's builtins take the bf16 bits as
-  // short vectors.
+  // short vectors and fp16 as _Float16 vectors.
   typedef short vab __attribute__((ext_vector_type(Layout::kSlotsA)));
+  typedef _Float16 vah __attribute__((ext_vector_type(Layout::kSlotsA)));
   typedef float v8f __attribute__((ext_vector_type(8)));
-  const vab av = __builtin_bit_cast(vab, a), bv = __builtin_bit_cast(vab, b);
   const v8f c = __builtin_bit_cast(v8f, acc);
+  if constexpr (kF16) {
+    const vah av = __builtin_bit_cast(vah, a), bv = __builtin_bit_cast(vah, b);
 #if defined(__GFX11__)
-  acc = __builtin_bit_cast(FragC, __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(av, bv, c));
+    acc = __builtin_bit_cast(FragC, __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(av, bv, c));
 #else
-  acc = __builtin_bit_cast(FragC, __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12(av, bv, c));
+    acc = __builtin_bit_cast(FragC, __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(av, bv, c));
 #endif
+  } else {
+    const vab av = __builtin_bit_cast(vab, a), bv = __builtin_bit_cast(vab, b);
+#if defined(__GFX11__)
+    acc = __builtin_bit_cast(FragC, __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(av, bv, c));
+#else
+    acc = __builtin_bit_cast(FragC, __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12(av, bv, c));
+#endif
+  }
 #endif
 }
 

@@ -1,7 +1,7 @@
 // check_device: matrix
 // check_device_expect: matrix
 // Deliberately bad kernel: marked as a matrix kernel but computes its dot product on the vector
-// ALU; check_device.sh must fail it for having no bf16 matrix instruction.
+// ALU; check_device.sh must fail it for having no bf16 or f16 matrix instruction.
 #include "runtime/portability.h"
 
 __global__ __launch_bounds__(moss::kWorkgroupSize) void scalar_dot_kernel(const moss::bf16* a, const moss::bf16* b,

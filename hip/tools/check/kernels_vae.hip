@@ -3,8 +3,8 @@
 // TFLOP/s or GB/s).
 //
 // Groups (--filter; e.g. "decode": the tiny decoder and the timed 1024/2048 decodes):
-//   group_norm_stats, conv2d (f16 on NVIDIA, the decode's choice there, within 2e-3; bf16x3, AMD's
-//      choice, within 1e-4; plain bf16 within 1e-2), "unpatchify, tokens" (batch-norm unpatchify,
+//   group_norm_stats, conv2d (f16, the decode's choice on both kernel paths, within 2e-3; bf16x3
+//      within 1e-4; plain bf16 within 1e-2), "unpatchify, tokens" (batch-norm unpatchify,
 //      map <-> tokens): the small decoder's real shapes (convolutions at a 256x256 output), odd
 //      sizes, and three full 1024x1024 convolutions (timed; the host replays bands of output rows);
 //   "attention (G2)": the mid-block attention (cases/attention_cases.h, model "vae"), and
@@ -37,10 +37,8 @@ void kcheck::vae_family(Table& table, const Options& o) {
                 ctx.multiprocessors());
     auto x3 = moss::make_hip_vae_ops(ctx, moss::ConvPrecision::Bf16x3);
     auto bf16 = moss::make_hip_vae_ops(ctx, moss::ConvPrecision::Bf16);
-    std::unique_ptr<moss::VaeOps> f16;
-    if (moss::conv_precision_supported(moss::ConvPrecision::F16))
-      f16 = moss::make_hip_vae_ops(ctx, moss::ConvPrecision::F16);
-    vae_check::Env env{table, *be, ctx, host->vae(), *x3, *bf16, f16.get(), o.max_elements};
+    auto f16 = moss::make_hip_vae_ops(ctx, moss::ConvPrecision::F16);
+    vae_check::Env env{table, *be, ctx, host->vae(), *x3, *bf16, *f16, o.max_elements};
     group(table, o, "vae", "group_norm_stats", [&] { vae_check::check_group_norm_stats_cases(env); });
     group(table, o, "vae", "conv2d", [&] { vae_check::check_conv_cases(env); });
     group(table, o, "vae", "unpatchify, tokens", [&] { vae_check::check_layout_cases(env); });

@@ -1,6 +1,6 @@
 // The HIP VAE op family (VaeOps on device tensors). make_hip_vae_ops (ops/hip/hip_context.h)
-// gives the decode's choice, bf16x3 convolutions (fp32-class results); this factory also lets
-// the kernel check run the plain bf16 convolution through the same op.
+// gives the decode's choice, fp16-operand convolutions (TF32-class, kernels/conv2d.h); this
+// factory also lets the kernel check run the bf16x3 and plain bf16 convolutions through the same op.
 #pragma once
 #include <memory>
 

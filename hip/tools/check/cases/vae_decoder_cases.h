@@ -105,8 +105,8 @@ inline void check_tiny_decoder(kcheck::Table& table, moss::Backend& be, const st
     const Tensor image = decoder.decode(packed);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const Tensor want = golden->get(p + "image_fp64");
-    // The decode's own tolerance: bf16x3 convolutions are fp32-class, the mid block's projections and
-    // attention run on bf16 operands (G1's linear, G2's attention).
+    // The decode's own tolerance: fp16-operand convolutions (TF32-class), the mid block's projections
+    // and attention on bf16 operands (G1's linear, G2's attention).
     table.row("vae decode (tiny)", shape,
               compare_where("vae decode " + shape, values(image), values(want), want.dims(), kBf16Tolerance),
               kBf16Tolerance, ms);
