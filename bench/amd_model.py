@@ -314,9 +314,9 @@ CONFIGS = {
                      mirrors="hip/src/kernels/conv2d_layout.h:33-45 (portable: kWarpsM 1, kTilesM 2, kTilesN 4, warps_n 1) "
                              "and conv2d.hip:14 (single-buffered); AMD decode precision Bf16x3 (conv2d.h: three products)"),
     },
-    # What the code runs now (MOSSINFER_KERNELS=portable on NVIDIA, everything on AMD): the GEMM of the
-    # candidate below (4 waves of 64x64, the next k-step held in registers), attention with 4 waves of
-    # two 16-query tiles sharing each 32-key K/V tile (no register prefetch yet); conv as the seed's.
+    # What the code runs now (MOSSINFER_KERNELS=portable on NVIDIA, everything on AMD): the GEMM of 4
+    # waves of 64x32 with the next k-step held in registers and SiTU in its epilogue, the direct
+    # attention tiling up to head dim 128, the 4-wave double-buffered F16 conv.
     "portable": {
         "check_device_table": PORTABLE_TABLE,
         # SiTU in the wide tile's epilogue (gemm.hip plan_fuses_unit: the DiT's bf16 weights, >= 65 rows).
@@ -346,7 +346,11 @@ CONFIGS = {
                                                              "Tiling<D, out_chunk(D, 128), 32, 4, 1, 1>")),
                                        (1 << 30, tiled_attention(waves=2, row_tiles=1, mirrors="PortableTiling<D > 256>: "
                                                                  "Tiling<D, out_chunk(D, 128), 32, 2, 1, 1>")))),
-        "conv": None,  # the seed's (filled in below)
+        "conv": dict(kind="conv", bm=64, bn=128, bk=16, wm=2, wn=2, stages=2, prefetch=1, products=1,
+                     table=["conv2d_kernel<{K},", "mma24"], table_1x1=["conv2d_kernel<1,", "mma8"],
+                     mirrors="hip/src/kernels/conv2d_layout.h (kWarpsM 2 x warps_n 2: 64 channels x 8 rows of 16 px) "
+                             "and conv2d.hip (K-step c+1 staged into the second LDS buffer while c multiplies); "
+                             "precision F16 on both platforms (vae_ops_hip.hip: one product, v_wmma_f32_16x16x16_f16)"),
     },
     "candidate": {
         # SiTU in the up|gate GEMM's epilogue (as gemm_wgmma does on the H200: gemm.hip:750) and K/V read
@@ -407,7 +411,6 @@ CONFIGS = {
     },
 }
 
-CONFIGS["portable"]["conv"] = CONFIGS["seed"]["conv"]
 
 # Row (bandwidth) kernels: bytes moved per element of the [rows, cols] they walk, as the fused kernels
 # in hip/src/kernels/rows.hip and hip/src/ops/hip/core_ops_hip.hip read and write them.

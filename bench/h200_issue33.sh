@@ -75,3 +75,8 @@ cp /tmp/ba/before-after.txt "$OUT/"
 cat "$OUT/before-after.txt"
 profile old-portable /tmp/old/bin
 profile new-portable /tmp/new/bin
+# The new portable kernels' timed cases at the DiT's shapes (the before call ran the old ones')
+MOSSINFER_KERNELS=portable timeout 150 /tmp/new/bin/moss-check kernels --family dit >"$OUT/new-portable-kernels-dit.log" 2>&1
+log "kernels dit portable (new): exit $?"
+grep -E "T4173|ffn_up_gate +4160|ffn_up_gate portable.*4160x3072x16384 x:bf16 |q/k/v/o portable 128x64.*x:bf16 " \
+  "$OUT/new-portable-kernels-dit.log" | head -12
