@@ -9,8 +9,10 @@
 //     read as [key][d] rows: straight from bf16 activations, or from a bf16 pack of them.
 //   reference (AMD always; NVIDIA above 128 or on request): the matrix-leaf kernel with K packed
 //     as [kv_head][key][d] and V transposed as [kv_head][d][key] (kernels/attention_pack); on the
-//     portable configuration at head dims 128 and 256 it reads bf16 K and V rows in place instead
-//     (transposing V on its way into shared memory) when they are 16-byte aligned.
+//     portable configuration up to head dim 128 each wave reads its K and Vᵀ fragments straight
+//     from that pack (the direct tiling: no shared-memory K/V tile), and at head dim 256 it reads
+//     bf16 K and V rows in place instead (transposing V on its way into shared memory) when they
+//     are 16-byte aligned.
 // Q is read straight from the activation (f32 or bf16, any row stride).
 #pragma once
 
@@ -44,8 +46,8 @@ enum class AttentionTiling { Default, Flash, Wgmma, Reference, Portable };
 // the bf16 activations' [key][d] rows of K and V directly (AttentionParams::kv_in_place) when they
 // are 16-byte aligned (row stride a multiple of 8, aligned base), so they need no pack; otherwise
 // (f32 K/V, unaligned rows) they are packed as d_pad and v_transposed say. flash (NVIDIA) is
-// always in place; the portable kernel (reference tiling on the AMD build's configuration) is for
-// head dims 128 and 256 (kernels/attention.hip, portable_in_place).
+// always in place; the portable kernel (reference tiling on the AMD build's configuration) at head
+// dim 256 (kernels/attention.hip, portable_in_place).
 struct AttentionKvLayout {
   int d_pad = 0;
   bool v_transposed = false;

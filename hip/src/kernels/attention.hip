@@ -9,11 +9,12 @@
 // keys in tiles of KT: K [key][d] and Vᵀ [dim][key] tiles are copied into shared memory
 // (double-buffered asynchronous copies on NVIDIA, one buffer on AMD) and read by every wave; Q is
 // staged once, as bf16, in shared memory. K and V come from a pack (attention_pack), or on the
-// portable configuration at head dims 128 and 256 straight from bf16 activation rows, the next
-// tile's K (at 256 K and V) loaded into registers during the current one's products
-// (KvTileLoader). Per key tile
-// each wave computes its scores (fp32 in registers), updates the running max and sum in base 2,
-// rescales its output accumulators and adds P·V; at the end it divides by the sum and stores.
+// portable configuration at head dim 256 straight from bf16 activation rows, the next tile loaded
+// into registers during the current one's products (KvTileLoader). The portable configuration up
+// to head dim 128 stages no K/V tile at all: each wave reads its fragments from the pack (the
+// direct tiling, Stages 0). Per key tile each wave computes its scores (fp32 in registers),
+// updates the running max and sum in base 2, rescales its output accumulators and adds P·V; at
+// the end it divides by the sum and stores.
 // Head dims above Dv run as several workgroups (blockIdx.z), each recomputing the scores for its
 // chunk of output dimensions, which keeps the output accumulators in registers for head dims up
 // to 384.
@@ -139,7 +140,7 @@ __device__ inline P probabilities_operand(const leaf::FragC& s) {
 // asynchronous on NVIDIA (attention_device::copy16), unrolled by 8 on AMD so that several loads
 // are in flight (each holds 4 registers). kInPlace: K and V are the activations' bf16 [key][d]
 // rows themselves (tk rows, not padded; ldk, ldv the activation row strides), loaded into
-// registers by fetch_k / fetch_v and stored by put_k / put_v, so that the kernel can load the next
+// registers by fetch and stored by put, so that the kernel can load the next
 // tile while it multiplies the current one. Keys past tk are stored as zeros without being read (a
 // masked score's probability is 0, but 0 times an unread NaN would not be), and V is transposed in
 // registers, two keys at a time, so that each store is one 32-bit word of a Vᵀ row.
@@ -262,16 +263,15 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
     if constexpr (!kInPlace) loader.move(t * T::KT, ks + (t % T::kRing) * T::kKElems, vs + (t % T::kRing) * T::kVElems);
   };
 
-  // In place, tile t+1's K chunks, and with one query tile per wave (head dim 256) its V pieces
-  // too, are loaded into registers while tile t is multiplied and stored after the next barrier
-  // (the portable GEMM's kHold, kernels/gemm_leaf.h: AMD has no asynchronous global-to-LDS copy).
-  // With two query tiles per wave the output accumulators leave room for K only (measured at head
-  // dim 128 before the direct tiling took it: V's 16 more registers spilled 31 VGPRs on gfx12).
-  static_assert(!kInPlace || T::Stages == 1, "in place: one buffer, the next tile in registers");
-  constexpr bool kHoldK = kInPlace, kHoldV = kInPlace && T::RowTiles == 1;
+  // In place, tile t+1's K and V pieces are loaded into registers while tile t is multiplied and
+  // stored after the next barrier (the portable GEMM's kHold, kernels/gemm_leaf.h: AMD has no
+  // asynchronous global-to-LDS copy). That needs one query tile per wave (head dim 256): with two,
+  // the output accumulators left room for K only (measured at head dim 128 before the direct
+  // tiling took it: V's 16 more registers spilled 31 VGPRs on gfx12).
+  static_assert(!kInPlace || (T::Stages == 1 && T::RowTiles == 1),
+                "in place: one buffer, one query tile a wave, the next tile in registers");
   typename KvTileLoader<T, kInPlace>::Held held;
-  if constexpr (kHoldK) loader.fetch_k(held, 0);  // in flight while Q is staged
-  if constexpr (kHoldV) loader.fetch_v(held, 0);
+  if constexpr (kInPlace) loader.fetch(held, 0);  // in flight while Q is staged
   if constexpr (T::Stages == 2) copy_tile(0);     // in flight while Q is staged
   (void)copy_tile;  // the direct tiling copies no tile
 
@@ -328,13 +328,9 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       if (t + 1 < tiles) copy_tile(t + 1);
     } else if constexpr (kInPlace) {
       sync_workgroup();  // every wave is done with tile t-1 (and Q is staged)
-      if constexpr (!kHoldV) loader.fetch_v(held, t * T::KT);
       loader.put(held, ks, vs);
       sync_workgroup();
-      if (t + 1 < tiles) {
-        loader.fetch_k(held, (t + 1) * T::KT);
-        if constexpr (kHoldV) loader.fetch_v(held, (t + 1) * T::KT);
-      }
+      if (t + 1 < tiles) loader.fetch(held, (t + 1) * T::KT);
     } else {
       sync_workgroup();  // every wave is done with tile t-1 (and Q is staged)
       copy_tile(t);

@@ -62,8 +62,8 @@ void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tens
 
   AttentionParams p;
   // K and V straight from bf16 activations when the kernel reads [key][d] rows and they are
-  // 16-byte aligned at the kernel's head width (the flash kernels; the portable one at head dims
-  // 128 and 256); else packed into bf16 tiles (2 · kv_heads · tk_pad · d_pad elements of scratch).
+  // 16-byte aligned at the kernel's head width (the flash kernels; the portable one at head dim
+  // 256); else packed into bf16 tiles (2 · kv_heads · tk_pad · d_pad elements of scratch).
   auto aligned_rows = [](const Tensor& t, int64_t ld) {
     return ld % 8 == 0 && reinterpret_cast<uintptr_t>(t.data) % 16 == 0;
   };
