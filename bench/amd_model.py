@@ -321,9 +321,6 @@ CONFIGS = {
         "check_device_table": PORTABLE_TABLE,
         # SiTU in the wide tile's epilogue (gemm.hip plan_fuses_unit: the DiT's bf16 weights, >= 65 rows).
         "fused_unit": True,
-        # The gated residual add in the o and ffn_down GEMMs' epilogues (gemm_parts.h add_residual_one;
-        # model/dit.cpp main_block under CoreOps::linear_residual_fused).
-        "fused_residual": True,
         # The very kernels, run on the H200 (MOSSINFER_KERNELS=portable).
         "analogue": {"gemm": "gemm portable 128x64/4w 4160x3072x3072 x:bf16",
                      "attention": "attention[portable] T4173 h24x128 bf16"},
@@ -752,13 +749,7 @@ def dit_step(t, conf, rows, tc, tu, size=1024):
     out = []
     for label, m, rows_t, blocks in (("stacked", nc + nu, (nc, nu), both), ("cond only", nc, (nc,), len(DIT["skip"]))):
         tag = f" [{label}]"
-        # fused_residual: the o and ffn_down GEMMs add into the f32 stream in their epilogues
-        # (CoreOps::linear_residual: the stream read and written, 8 bytes an element, instead of a
-        # bf16 product stored), so both norms only read it (norm_modulate).
-        fr = conf.get("fused_residual")
-        norm_kind = "norm_modulate" if fr else "add_norm_modulate"
-        eb_res = 8 if fr else 2
-        out.append(model_rows(t, f"{norm_kind} norm1" + tag, norm_kind, m, d, blocks))
+        out.append(model_rows(t, "add_norm_modulate norm1" + tag, "add_norm_modulate", m, d, blocks))
         for p in ("q", "k", "v"):
             out.append(model_gemm(t, g, f"gemm proj.{p}" + tag, m, d, d, blocks, rows=rows))
         out.append(model_rows(t, "norm_rope q,k" + tag, "norm_rope", m, d, 2 * blocks))
@@ -766,12 +757,12 @@ def dit_step(t, conf, rows, tc, tu, size=1024):
             if not conf.get("kv_in_place"):
                 out.append(model_rows(t, f"attention_pack T{tr}" + tag, "attention_pack", tr, d, blocks))
             out.append(model_attention(t, att, f"attention T{tr}" + tag, tr, tr, h, hd, blocks, rows=rows))
-        out.append(model_gemm(t, g, "gemm proj.o" + tag, m, d, d, blocks, eb_y=eb_res, rows=rows))
-        out.append(model_rows(t, f"{norm_kind} norm2" + tag, norm_kind, m, d, blocks))
+        out.append(model_gemm(t, g, "gemm proj.o" + tag, m, d, d, blocks, rows=rows))
+        out.append(model_rows(t, "add_norm_modulate norm2" + tag, "add_norm_modulate", m, d, blocks))
         out.append(model_gemm(t, g, "gemm ffn_up_gate" + tag, m, 2 * f, d, blocks, rows=rows))
         if not conf.get("fused_unit"):
             out.append(model_rows(t, "gated_unit situ" + tag, "gated_unit", m, f, blocks))
-        out.append(model_gemm(t, g, "gemm ffn_down" + tag, m, d, f, blocks, eb_y=eb_res, rows=rows))
+        out.append(model_gemm(t, g, "gemm ffn_down" + tag, m, d, f, blocks, rows=rows))
     # per step: timestep embedding and modulation (1 row), video_embedder, head (per row)
     for nm, n, k in (("time_embedding.0", d, 256), ("time_embedding.2", d, d), ("shared_block_modulation", 6 * d, d),
                      ("video_head_modulation", 2 * d, d)):

@@ -25,8 +25,7 @@
 // blocks of a thread-block cluster (GemmPlan::split) whose partial tiles are summed through
 // distributed shared memory in a fixed order: the weights stream through enough blocks to keep
 // HBM busy, bit-reproducibly, with no workspace.
-// All three share one epilogue: bias, then the store (converted to y's dtype; the Leaf and Portable
-// kernels can add it into a residual stream instead, GemmOperands::residual); the Wgmma kernel
+// All three share one epilogue: bias, then the store (converted to y's dtype); the Wgmma kernel
 // stores through shared memory and the copy engine when y allows it. The Wgmma kernel and the
 // Portable kernel's wide tiles can apply a gated unit to the product's two halves in their
 // epilogue (GemmOperands::gated; the Portable kernel stages hidden and gate weight rows side by
@@ -65,16 +64,6 @@ struct GemmOperands {
   // n here is y's width.
   bool gated = false;
   GatedUnit unit = GatedUnit::Situ;
-  // The gated residual epilogue (CoreOps::linear_residual; the Leaf and Portable kernels with bf16
-  // weights, see gemm_fuses_residual): each element of the product, plus bias, is rounded to y_type as a store
-  // to y would round it, and added into the f32 residual stream instead of being stored:
-  // residual[row][col] += value·residual_gate[col] (the same fp32 operations as the row kernels'
-  // gated add, so the result is the unfused GEMM-then-add's to the bit). y is not written (it may
-  // be null). The DiT's attention output and FFN down projections: the f32 stream's read and write
-  // ride in the GEMM's epilogue, under its multiply, instead of a bandwidth-bound row pass.
-  float* residual = nullptr;  // [M, N] f32
-  int64_t ld_residual = 0;
-  const float* residual_gate = nullptr;  // [N] f32
   int64_t m = 0, n = 0, k = 0;
 };
 
@@ -137,11 +126,6 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
 // weights nor on the narrow one-wave tile that Auto picks below kPortableWideMinRows rows);
 // otherwise the caller computes the product and the unit apart. The one place that choice is made.
 bool gemm_fuses_unit(const GemmOperands& op, int multiprocessors, GemmPlan plan = {});
-
-// Whether gemm(op, ..., plan) takes op's gated residual (the Leaf and Portable kernels with bf16
-// weights: on AMD always, on NVIDIA under MOSSINFER_KERNELS=portable); otherwise the caller stores
-// the product and adds it apart. Never with a gated unit.
-bool gemm_fuses_residual(const GemmOperands& op, int multiprocessors, GemmPlan plan = {});
 
 // What gemm() runs for this problem and request (Auto resolved; for reports).
 GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan = {});

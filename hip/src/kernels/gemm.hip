@@ -46,9 +46,6 @@ KernelArgs<TA, TB> kernel_args(const GemmOperands& op) {
   a.y_bf16 = op.y_type == GemmType::BF16;
   const uintptr_t pair_bytes = a.y_bf16 ? 4 : 8;
   a.pair_stores = op.ldy % 2 == 0 && reinterpret_cast<uintptr_t>(op.y) % pair_bytes == 0;
-  a.residual = op.residual;
-  a.residual_gate = op.residual_gate;
-  a.ld_residual = op.ld_residual;
   return a;
 }
 
@@ -82,10 +79,10 @@ void launch_blocks(Kernel kernel, int bm, int bn, int threads, int smem_bytes, h
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
-template <class Cfg, class TA, class TB, bool kConvertX, bool kUnit = false, bool kResidual = false>
+template <class Cfg, class TA, class TB, bool kConvertX, bool kUnit = false>
 void launch_leaf(const GemmOperands& op, hipStream_t stream) {
   using P = Plan<Cfg, std::conditional_t<kConvertX, bf16, TA>, TB>;
-  auto kernel = gemm_kernel<Cfg, TA, TB, kConvertX, kUnit, kResidual>;
+  auto kernel = gemm_kernel<Cfg, TA, TB, kConvertX, kUnit>;
   static const bool opted_in = opt_in_shared_memory(kernel, P::kSmemBytes);
   (void)opted_in;
   launch_blocks(kernel, Cfg::BM, leaf_tile_cols<Cfg, kUnit>(), Cfg::kThreads, P::kSmemBytes, stream,
@@ -93,15 +90,11 @@ void launch_leaf(const GemmOperands& op, hipStream_t stream) {
 }
 
 // The configurations for op's dtypes, an f32 x converted to bf16 as it is staged: Cfg for bf16 x
-// bf16, CfgF32X for an f32 x on bf16 weights, CfgF32W for f32 weights. The residual epilogue
-// with bf16 weights only (gemm_fuses_residual): its kernels are built for those two.
+// bf16, CfgF32X for an f32 x on bf16 weights, CfgF32W for f32 weights.
 template <class Cfg, class CfgF32X, class CfgF32W>
 void launch_leaf_for_dtypes(const GemmOperands& op, hipStream_t stream) {
   const bool xb = op.x_type == GemmType::BF16, wb = op.w_type == GemmType::BF16;
-  if (op.residual) {
-    if (xb) launch_leaf<Cfg, bf16, bf16, false, false, true>(op, stream);
-    else launch_leaf<CfgF32X, float, bf16, true, false, true>(op, stream);
-  } else if (xb && wb) launch_leaf<Cfg, bf16, bf16, false>(op, stream);
+  if (xb && wb) launch_leaf<Cfg, bf16, bf16, false>(op, stream);
   else if (wb) launch_leaf<CfgF32X, float, bf16, true>(op, stream);
   else if (xb) launch_leaf<CfgF32W, bf16, float, false>(op, stream);
   else launch_leaf<CfgF32W, float, float, true>(op, stream);
@@ -264,12 +257,6 @@ bool gemm_fuses_unit(const GemmOperands& op, int multiprocessors, GemmPlan plan)
   return plan_fuses_unit(op, gemm_resolve(op, multiprocessors, plan));
 }
 
-bool gemm_fuses_residual(const GemmOperands& op, int multiprocessors, GemmPlan plan) {
-  if (op.gated || op.w_type != GemmType::BF16) return false;
-  const GemmKernel k = gemm_resolve(op, multiprocessors, plan).kernel;
-  return k == GemmKernel::Portable || k == GemmKernel::Leaf;
-}
-
 GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan) {
   if (portable_kernels() || plan.kernel == GemmKernel::Portable) {
     // Two shapes: Medium is the wide 4-wave tile, Small the narrow one-wave tile (Auto: by rows).
@@ -315,10 +302,7 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
   if (op.m < 1 || op.n < 1 || op.k < 1 || op.m > limit || op.n > limit || op.k > limit)
     throw failure("gemm: shape " + std::to_string(op.m) + "x" + std::to_string(op.n) + "x" + std::to_string(op.k) +
                   " is empty or too large");
-  if (!op.x || !op.w || (!op.y && !op.residual)) throw failure("gemm: null operand");
-  if (op.residual && (!op.residual_gate || op.ld_residual < op.n || op.gated || op.w_type != GemmType::BF16))
-    throw failure("gemm: the residual epilogue needs a gate, a row stride of at least n, bf16 weights and no gated "
-                  "unit");
+  if (!op.x || !op.w || !op.y) throw failure("gemm: null operand");
   if (op.k % kGemmKMultiple != 0 || !gemm_packed(op.x, op.ldx, op.x_type) || !gemm_packed(op.w, op.ldw, op.w_type))
     throw failure("gemm: operands must be packed (16-byte aligned rows, K a multiple of 8); got K " +
                   std::to_string(op.k) + ", ldx " + std::to_string(op.ldx) + ", ldw " + std::to_string(op.ldw));
@@ -330,9 +314,6 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
     throw failure(std::string("gemm: the gated-unit epilogue needs the wgmma kernel or the portable wide tiles with "
                               "bf16 weights, not ") + gemm_kernel_name(plan.kernel) + " " +
                   gemm_tiles_name(plan.tiles, plan.kernel) + " (see gemm_fuses_unit)");
-  if (op.residual && plan.kernel != GemmKernel::Portable && plan.kernel != GemmKernel::Leaf)
-    throw failure(std::string("gemm: the residual epilogue needs the leaf or portable kernel, not ") +
-                  gemm_kernel_name(plan.kernel) + " (see gemm_fuses_residual)");
   if (plan.kernel == GemmKernel::Portable) return launch_portable(op, plan.tiles == GemmTiles::Medium, stream);
 #if MOSS_PLATFORM_NVIDIA
   if (plan.kernel == GemmKernel::Wgmma) {

@@ -273,12 +273,9 @@ __device__ inline void leaf_unit_epilogue(const Args& args, const leaf::FragC (&
 }
 
 // kUnit: the gated-unit epilogue (GemmOperands::gated; w has 2n rows, see gemm_unit_rows.h).
-// kResidual: the gated residual epilogue (GemmOperands::residual). Both are template flags, not
-// runtime branches, so the kernels without them carry none of their arguments' registers.
-template <class Cfg, class TA, class TB, bool kConvertX, bool kUnit = false, bool kResidual = false>
+template <class Cfg, class TA, class TB, bool kConvertX, bool kUnit = false>
 __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> args) {
   static_assert(!kUnit || Cfg::TN % 2 == 0, "gated unit: a wave's leaf tiles come in (hidden, gate) pairs");
-  static_assert(!(kUnit && kResidual), "one epilogue: the gated unit or the residual add");
   using LoaderA = TileLoader<TA, Cfg::BM, Cfg::BK, Cfg::kThreads, kConvertX, Cfg::kHold>;
   using LoaderB = TileLoader<TB, Cfg::BN, Cfg::BK, Cfg::kThreads, false, Cfg::kHold, kUnit>;
   using SA = typename LoaderA::Staged;
@@ -359,8 +356,7 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
   }
   tile::wait_copies<0>();
 
-  // Epilogue: every element of the tile inside y written once (store_one), or added into the
-  // residual stream (add_residual_one).
+  // Epilogue: every element of the tile inside y written once (store_one).
   if constexpr (kUnit) {
     // WN even in leaf tiles (asserted above) puts every wave's first tile row on a pair boundary.
     switch (args.unit) {
@@ -376,9 +372,7 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
         const int rb = m0 + wm0 + 16 * i, cb = n0 + wn0 + 16 * j;
         leaf::store_c(acc[i][j], [&](int r, int c, float v) {
           const int row = rb + r, col = cb + c;
-          if (row >= m || col >= n) return;
-          if constexpr (kResidual) add_residual_one(args, row, col, v + bias_at(args, col));
-          else store_one(args, row, col, v + bias_at(args, col));
+          if (row < m && col < n) store_one(args, row, col, v + bias_at(args, col));
         });
       }
   }

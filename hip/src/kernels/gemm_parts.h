@@ -35,9 +35,6 @@ struct KernelArgs {
   GatedUnit unit;
   bool tma_store;   // Wgmma kernel: y written through shared memory by the copy engine
   bool pair_stores;  // y and ldy allow one aligned write per column pair (2 f32 or 2 bf16)
-  float* residual;  // GemmOperands::residual (the Leaf and Portable kernels), or null
-  const float* residual_gate;
-  int64_t ld_residual;
 };
 
 // ---- the epilogue (every kernel): bias, conversion, bounds ---------------------------------------
@@ -57,16 +54,6 @@ __device__ inline void store_one(const Args& a, int row, int col, float v) {
   } else {
     static_cast<float*>(a.y)[at] = v;
   }
-}
-// The element as store_one would leave it in y, added into the residual stream instead:
-// residual += round(v)·gate as one fused multiply-add, as the row kernels' gated adds write it
-// (kernels/rows.hip), so the fused and unfused paths agree to the bit.
-template <class Args>
-__device__ inline void add_residual_one(const Args& a, int row, int col, float v) {
-  if (row >= a.m || col >= a.n) return;
-  const float d = a.y_bf16 ? to_float(to_bf16(v)) : v;
-  float* r = a.residual + int64_t(row) * a.ld_residual + col;
-  *r = __builtin_fmaf(d, a.residual_gate[col], *r);
 }
 // The Mma and Wgmma kernels' accumulators come as column pairs (c, c+1) per row.
 // bias[col], bias[col+1] (zeros where absent or past n):

@@ -112,7 +112,7 @@ struct AddOp {
     load4(d, row, c, n, vec, dv);
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      if (j < n) xv[j] = gate.p ? __builtin_fmaf(dv[j], at(gate, c + j), xv[j]) : xv[j] + dv[j];  // x + d·gate, one rounding
+      if (j < n) xv[j] += gate.p ? dv[j] * at(gate, c + j) : dv[j];
     store4(x, row, c, n, vec, xv);
   }
 };
@@ -296,7 +296,7 @@ __global__ __launch_bounds__(W * kWaveSize) void norm_modulate_regs_kernel(Mat x
       float g[4];
       load4_at(gate.p, gate.bf16, c, true, g);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) v[k][j] = __builtin_fmaf(dv[k][j], g[j], v[k][j]);  // add's x + d·gate
+      for (int j = 0; j < 4; ++j) v[k][j] += dv[k][j] * g[j];  // add's x + d·gate
       store4_at(xout, x.bf16, c, v[k]);
     }
   }

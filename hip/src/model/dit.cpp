@@ -136,10 +136,9 @@ struct Dit::Modulation {
 
 // One row's place in the forward: its rows [offset, offset + n) of the stacked residual stream
 // (every row's [image; text] tokens one after another), and whether its last block left an
-// update pending. Unless the backend adds it in the GEMM (CoreOps::linear_residual_fused), a
-// block's ffn_down output is not added to x at once: the row's next block (or the head) adds it
-// inside its first norm (CoreOps::add_norm_modulate), so x is read and written once per update
-// instead of twice. The rows that run a block run it as one stacked matrix
+// update pending. A block's ffn_down output is not added to x at once: the row's next block (or
+// the head) adds it inside its first norm (CoreOps::add_norm_modulate), so x is read and written
+// once per update instead of twice. The rows that run a block run it as one stacked matrix
 // (Dit::Stack): one GEMM per projection for cond and uncond together, attention per row.
 struct Dit::RowState {
   int64_t offset = 0, n = 0;
@@ -287,23 +286,12 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
     Tensor out = ws.attn.slice_rows(o, m);
     attention(ws.q.slice_rows(o, m), ws.k.slice_rows(o, m), ws.v.slice_rows(o, m), out);
   }
-  // The gated residual updates. Where linear_residual is one pass (the portable kernels, AMD's:
-  // CoreOps::linear_residual_fused), the o and ffn_down GEMMs add into x in their epilogues,
-  // under their multiplies, and the norms only read x (docs/amd_kernels.md). Elsewhere (NVIDIA's
-  // native kernels: GEMM + add measured 0.151 ms against 0.181 ms for a fused residual epilogue at
-  // 4160 rows on the H200, bench/NOTES.md) the update rides on the next norm instead.
-  if (ops.linear_residual_fused()) {
-    ops.linear_residual(ws.attn, w.o, nullptr, gate_a, x);
-    ops.norm_modulate(x, w.norm2, kRmsEps, shift_f, scale_f, ws.y);
-  } else {
-    ops.linear(ws.attn, w.o, nullptr, ws.tmp);
-    ops.add_norm_modulate(x, ws.tmp, gate_a, w.norm2, kRmsEps, shift_f, scale_f, ws.y);
-  }
+  // The gated residual is not in the GEMM's epilogue: GEMM + add measured 0.151 ms against 0.181
+  // ms for a fused residual epilogue at 4160 rows on the H200 (bench/NOTES.md); it rides on the
+  // next norm instead.
+  ops.linear(ws.attn, w.o, nullptr, ws.tmp);
+  ops.add_norm_modulate(x, ws.tmp, gate_a, w.norm2, kRmsEps, shift_f, scale_f, ws.y);
   ops.linear_gated_unit(GatedUnit::Situ, ws.y, w.ffn_up_gate, nullptr, ws.gated);  // rows [hidden | gate]
-  if (ops.linear_residual_fused()) {
-    ops.linear_residual(ws.gated, w.ffn_down, nullptr, gate_f, x);
-    return;
-  }
   ops.linear(ws.gated, w.ffn_down, nullptr, delta);
   for (size_t r = first; r < first + count; ++r) rows[r].pending = true;
 }

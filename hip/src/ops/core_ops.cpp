@@ -50,21 +50,6 @@ void CoreOps::linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w
          [&] { do_linear_gated_unit(kind, x, w, bias, out); });
 }
 
-void CoreOps::linear_residual(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& gate,
-                              Tensor& residual) {
-  check_gemm("linear_residual", x, w, bias, residual, 1);
-  op_require(gate.numel() == residual.cols(), "linear_residual",
-             "gate " + gate.shape_str() + " is not [N] for the residual " + residual.shape_str());
-  // The scratch: the product [M, N] in x's dtype that a backend without the fused epilogue
-  // materialises (the HIP fallback).
-  run_op(hook_,
-         [&] {
-           return OpCall{"core.linear_residual " + op_dims(w) + " x:" + dtype_name(x.dtype), x.dtype,
-                         {residual.rows(), residual.cols()}};
-         },
-         [&] { do_linear_residual(x, w, bias, gate, residual); });
-}
-
 void CoreOps::rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) {
   op_require(group > 0 && x.cols() % group == 0, "rms_norm", "group must divide the columns");
   check_same_shape("rms_norm", x, "y", y);

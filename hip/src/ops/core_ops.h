@@ -37,20 +37,6 @@ class CoreOps : public OpFamily {
   void linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
                          Tensor& out);
 
-  // A projection added into the residual stream in one: residual[M, N] (f32) +=
-  // gate[N] · (x·wᵀ + bias), the product rounded to x's dtype first (the backend's GEMM input
-  // dtype, as a linear into such a tensor stores it). Defined as linear into a tensor of x's
-  // dtype, then add(residual, that, &gate): the same fp32 operations. A backend may add in the
-  // GEMM's epilogue (the product is then never stored) or materialise the product first.
-  void linear_residual(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& gate, Tensor& residual);
-
-  // Whether linear_residual runs here as one pass, the product never stored (the HIP backend on
-  // the portable kernels, and the host reference, which mirrors them). The DiT then adds each
-  // o and ffn_down projection into its residual stream at once and normalises with
-  // norm_modulate; elsewhere it keeps the update pending and adds it inside the next norm
-  // (add_norm_modulate), which reads and writes the stream once per update all the same.
-  virtual bool linear_residual_fused() const { return false; }
-
   // RMS norm over each run of `group` consecutive columns of each row (group = cols for a
   // whole-row norm, head_dim for per-head norms): n = x·rsqrt(mean(x²)+eps) in fp32, then
   // n·w (Mul) or n·(1+w) (OnePlus) with w of `group` elements, or n alone (None). y may be x.
@@ -116,8 +102,6 @@ class CoreOps : public OpFamily {
   virtual void do_linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) = 0;
   virtual void do_linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
                                     Tensor& out) = 0;
-  virtual void do_linear_residual(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& gate,
-                                  Tensor& residual) = 0;
   virtual void do_rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) = 0;
   virtual void do_norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
                                 Tensor& y) = 0;

@@ -449,67 +449,6 @@ void linear_gated_unit_case(Env& e, const UnitSpec& s) {
 }
 const kcheck::Op<UnitSpec> op_linear_gated_unit{"linear_gated_unit", linear_gated_unit_case};  // tolerance 1e-2
 
-// CoreOps::linear_residual on both backends: residual += gate·round(x·wᵀ + bias, x's dtype),
-// every element compared with the host's product rounded as the device rounds it; and, on the GPU,
-// the fused epilogue against the unfused GEMM then gated add (linear into x's dtype, then add), to
-// the bit (tolerance 0): the DiT's portable path takes the one where NVIDIA's native path takes the
-// other. Shapes: the DiT's o and ffn_down at few rows, tails (M, N, the last k-step), a K the GEMM
-// pads, a misaligned x slice, f32 x, bias, f32 weights (the unfused fallback through scratch).
-struct ResidualSpec {
-  std::string name;
-  int64_t m, k, n;
-  DType x = DType::BF16, w = DType::BF16;
-  bool bias = false;
-  int64_t x_offset = 0;
-};
-void linear_residual_case(Env& e, const ResidualSpec& s) {
-  const int64_t width = s.k + s.x_offset + (s.x_offset ? 3 : 0);
-  Pair xp = random_pair(e, s.x, {s.m, width});
-  Pair wp = random_pair(e, s.w, {s.n, s.k}, float(3.0 / std::sqrt(double(s.k))));
-  Pair bp = random_pair(e, s.w, {s.n}, 0.5f);
-  Pair gp = random_pair(e, DType::F32, {s.n}, 1.0f);
-  Pair rp = random_pair(e, DType::F32, {s.m, s.n}, 2.0f);
-  Tensor r2 = e.gpu.upload(rp.h);  // the same stream again, for the unfused composition
-  const Tensor xh = xp.h.slice_cols(s.x_offset, s.k), xd = xp.d.slice_cols(s.x_offset, s.k);
-  const Tensor wh = host_as(wp.h, s.w), bh = host_as(bp.h, s.w);
-  const Tensor* bias_d = s.bias ? &bp.d : nullptr;
-  e.gpu.core().linear_residual(xd, wp.d, bias_d, gp.d, rp.d);
-  const std::vector<float> got = fetch(e, rp.d);
-  // The unfused composition on the GPU: the product stored in x's dtype, then the gated add.
-  Tensor t = poisoned(e, s.x, {s.m, s.n});
-  e.gpu.core().linear(xd, wp.d, bias_d, t);
-  e.gpu.core().add(r2, t, &gp.d);
-  const std::vector<float> unfused = fetch(e, r2);
-  // The host: its f32 product rounded as the device stores it, then r + d·g.
-  Tensor th = host_tensor(DType::F32, {s.m, s.n});
-  e.host.core().linear(xh, wh, s.bias ? &bh : nullptr, th);
-  std::vector<float> want = to_f32_vector(rp.h);
-  const std::vector<float> prod = to_f32_vector(th), gate = to_f32_vector(gp.h);
-  for (int64_t i = 0; i < s.m * s.n; ++i) {
-    const float d = s.x == DType::BF16 ? round_bf16(prod[size_t(i)]) : prod[size_t(i)];
-    want[size_t(i)] += d * gate[size_t(i % s.n)];
-  }
-  const std::string shape = shape_of({s.m, s.k, s.n}) + (s.x == DType::BF16 ? " x:bf16" : " x:f32") +
-                            (s.w == DType::F32 ? " w:f32" : "") + (s.x_offset ? " x:slice" : "") +
-                            (s.bias ? " +b" : "");
-  report(e, "linear_residual " + s.name, shape, got, want, s.n, kBf16Tol);
-  report(e, "linear_residual " + s.name + " = linear, add", shape + " same bits", got, unfused, s.n, 0.0);
-}
-const kcheck::Op<ResidualSpec> op_linear_residual{"linear_residual", linear_residual_case};  // tolerance 1e-2
-
-void check_gemm_residual(Env& e) {
-  std::vector<Case> cases;
-  cases.push_back(op_linear_residual({"o", 300, kDim, kDim}));
-  cases.push_back(op_linear_residual({"ffn_down", 140, kFfn, kDim}));
-  cases.push_back(op_linear_residual({"tail", 129, 264, 200, DType::BF16, DType::BF16, true}));
-  cases.push_back(op_linear_residual({"few rows", 10, 256, 72}));
-  cases.push_back(op_linear_residual({"f32 x", 200, 192, 136, DType::F32, DType::BF16, true}));
-  cases.push_back(op_linear_residual({"K pad", 77, 100, 45}));  // K % 8 != 0: packed into scratch
-  cases.push_back(op_linear_residual({"slice", 130, 128, 256, DType::BF16, DType::BF16, false, 3}));
-  cases.push_back(op_linear_residual({"f32 w", 100, 96, 72, DType::F32, DType::F32, true}));
-  kcheck::run_cases(e, cases);
-}
-
 void check_gemm_gated_unit(Env& e) {
   std::vector<Case> cases;
   cases.push_back(op_linear_gated_unit({"ffn", 512, kDim, kFfn, DType::BF16, DType::BF16, DType::BF16}));
@@ -1040,7 +979,6 @@ void kcheck::dit_family(Table& table, const Options& o) {
   std::fflush(stdout);
   group(table, o, "dit", "gemm", [&] { check_gemms(env); });
   group(table, o, "dit", "gemm_gated_unit", [&] { check_gemm_gated_unit(env); });
-  group(table, o, "dit", "gemm_residual", [&] { check_gemm_residual(env); });
   group(table, o, "dit", "gemm_skinny", [&] { check_gemm_skinny(env); });
   group(table, o, "dit", "rows", [&] { check_rows(env); });
   group(table, o, "dit", "fused", [&] { check_fused(env); });

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "kernels/gemm.h"
-#include "kernels/kernel_path.h"
 #include "kernels/linear_f32.h"
 #include "kernels/rows.h"
 #include "ops/hip/attention_op.h"
@@ -63,7 +62,7 @@ class HipCoreOps : public CoreOps {
   explicit HipCoreOps(HipContext& ctx) : ctx_(ctx) {}
 
   void do_linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override {
-    gemm_op("linear", x, w, bias, nullptr, nullptr, y);
+    gemm_op("linear", x, w, bias, nullptr, y);
   }
 
   // The unit in the GEMM's epilogue where the kernel can (gemm_fuses_unit: NVIDIA Hopper with F a
@@ -71,53 +70,34 @@ class HipCoreOps : public CoreOps {
   // the product goes through scratch in out's dtype first.
   void do_linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
                             Tensor& out) override {
-    gemm_op("linear_gated_unit", x, w, bias, &kind, nullptr, out);
+    gemm_op("linear_gated_unit", x, w, bias, &kind, out);
   }
 
-  // The gated add in the GEMM's epilogue where the kernel takes it (gemm_fuses_residual: the
-  // portable kernels) and the stream and gate are f32; elsewhere the product goes through scratch
-  // in x's dtype, then the row kernels' gated add.
-  void do_linear_residual(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& gate,
-                          Tensor& residual) override {
-    const RowsVector g = device_vector(&gate, residual.cols(), "linear_residual", "gate");
-    gemm_op("linear_residual", x, w, bias, nullptr, &g, residual);
-  }
-
-  bool linear_residual_fused() const override { return portable_kernels(); }
-
-  // y = x·wᵀ + bias; with a unit y = unit(product's halves) (y then has half w's rows); with a
-  // residual gate y += gate·product (the product in x's dtype).
+  // y = x·wᵀ + bias, or with a unit y = unit(product's halves) (y then has half w's rows).
   void gemm_op(const char* name, const Tensor& x, const Tensor& w, const Tensor* bias, const GatedUnit* unit,
-               const RowsVector* residual_gate, Tensor& y) {
+               Tensor& y) {
     const RowsMatrix xm = device_matrix(x, name, "x"), wm = device_matrix(w, name, "weight");
-    const RowsMatrix ym = device_matrix(y, name, residual_gate ? "residual" : "y");
+    const RowsMatrix ym = device_matrix(y, name, "y");
     const int64_t M = xm.rows, K = xm.cols, N = wm.rows;
     const RowsVector b = device_vector(bias, N, name, "bias");
     if (M == 0 || N == 0) return;
     require(K > 0, name, "K is zero");
-    // The dtype the product is stored in (or rounded to, fused): y's, or with a residual x's.
-    const bool product_bf16 = residual_gate ? xm.bf16 : ym.bf16;
-    // The product itself: y, or with an unfused unit or residual scratch rows [M, N]
-    // (`product_bytes`, placed after the packed operands' scratch).
-    const size_t product_bytes =
-        unit || residual_gate ? round_up(size_t(M * N) * elem_bytes(product_bf16), 256) : 0;
-    auto product_at = [&](void* p) { return RowsMatrix{p, product_bf16, M, N, N}; };
-    auto finish = [&](const RowsMatrix& t) {  // the unfused unit or gated add, from the product t
-      if (residual_gate) {
-        rows_add(ym, t, *residual_gate, ctx_.stream());
-        return;
-      }
+    // The product itself: y, or with an unfused unit scratch rows [M, N] (`product_bytes`, placed
+    // after the packed operands' scratch).
+    const size_t product_bytes = unit ? round_up(size_t(M * N) * elem_bytes(ym.bf16), 256) : 0;
+    auto product_at = [&](void* p) { return RowsMatrix{p, ym.bf16, M, N, N}; };
+    auto apply_unit = [&](const RowsMatrix& t) {
       rows_gated_unit(*unit, {t.data, t.bf16, M, N / 2, t.ld},
                       {static_cast<char*>(t.data) + size_t(N / 2) * elem_bytes(t.bf16), t.bf16, M, N / 2, t.ld}, ym,
                       ctx_.stream());
     };
-    if (!wm.bf16 && !xm.bf16 && !product_bf16 && !b.bf16) {
+    if (!wm.bf16 && !xm.bf16 && !ym.bf16 && !b.bf16) {
       // fp32 weights (the VAE) keep fp32 operands: see kernels/linear_f32.h (no fused epilogue).
-      const RowsMatrix out = unit || residual_gate ? product_at(ctx_.scratch(product_bytes)) : ym;
+      const RowsMatrix out = unit ? product_at(ctx_.scratch(product_bytes)) : ym;
       linear_f32({static_cast<const float*>(xm.data), static_cast<const float*>(wm.data),
                   static_cast<const float*>(b.data), static_cast<float*>(out.data), M, N, K, xm.ld, wm.ld, out.ld},
                  ctx_.stream());
-      if (unit || residual_gate) finish(out);
+      if (unit) apply_unit(out);
       return;
     }
 
@@ -131,7 +111,7 @@ class HipCoreOps : public CoreOps {
     op.bias = b.data;
     op.bias_type = gemm_type(b.bf16);
     op.y = ym.data;
-    op.y_type = gemm_type(product_bf16);
+    op.y_type = gemm_type(ym.bf16);
     op.ldy = ym.ld;
     op.m = M;
     op.n = N;
@@ -148,21 +128,11 @@ class HipCoreOps : public CoreOps {
       fused = gemm_fuses_unit(gated, ctx_.multiprocessors());
       if (fused) op = gated;
     }
-    if (residual_gate) {  // likewise the gated add, into an f32 stream with an f32 gate
-      fused = !ym.bf16 && !residual_gate->bf16 && gemm_fuses_residual(op, ctx_.multiprocessors());
-      if (fused) {
-        op.residual = static_cast<float*>(ym.data);
-        op.ld_residual = ym.ld;
-        op.residual_gate = static_cast<const float*>(residual_gate->data);
-        op.y = nullptr;
-        op.ldy = N;
-      }
-    }
     const bool pack_x = Kp != K || !gemm_packed(xm.data, xm.ld, op.x_type);
     const bool pack_w = Kp != K || !gemm_packed(wm.data, wm.ld, op.w_type);
     const size_t x_bytes = pack_x ? round_up(size_t(M * Kp) * elem_bytes(xm.bf16), 256) : 0;
     const size_t w_bytes = pack_w ? round_up(size_t(N * Kp) * elem_bytes(wm.bf16), 256) : 0;
-    const size_t t_bytes = (unit || residual_gate) && !fused ? product_bytes : 0;
+    const size_t t_bytes = unit && !fused ? product_bytes : 0;
     char* scratch = x_bytes + w_bytes + t_bytes ? static_cast<char*>(ctx_.scratch(x_bytes + w_bytes + t_bytes)) : nullptr;
     if (pack_x || pack_w) {
       MOSS_HIP_CHECK(hipMemsetAsync(scratch, 0, x_bytes + w_bytes, ctx_.stream()));
@@ -180,7 +150,7 @@ class HipCoreOps : public CoreOps {
       op.y = t.data;
       op.ldy = t.ld;
       gemm(op, ctx_.stream(), ctx_.multiprocessors());
-      finish(t);
+      apply_unit(t);
       return;
     }
     gemm(op, ctx_.stream(), ctx_.multiprocessors());

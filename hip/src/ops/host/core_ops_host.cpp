@@ -83,18 +83,6 @@ class HostCoreOps : public CoreOps {
     gated_unit(kind, t.slice_cols(0, F), t.slice_cols(F, F), out);
   }
 
-  // Its definition, literally: linear (f32, the host's GEMM input dtype: no rounding) then the
-  // gated add. The host runs it wherever the portable kernels fuse it (linear_residual_fused), so
-  // the DiT takes the same path as on AMD.
-  void do_linear_residual(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& gate,
-                          Tensor& residual) override {
-    check_f32_matrix(x, "linear_residual", "x");
-    Tensor t = host_tensor(DType::F32, {residual.rows(), residual.cols()});
-    linear(x, w, bias, t);
-    add(residual, t, &gate);
-  }
-  bool linear_residual_fused() const override { return true; }
-
   // Its definition, literally: add then norm_modulate.
   void do_add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
                             const Tensor& shift, const Tensor& scale, Tensor& y) override {
