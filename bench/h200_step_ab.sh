@@ -8,7 +8,9 @@
 # table is printed last.
 #   SIZES (default "1024 512 1456"), RUNS (default 2), CHECKS (default "kernels-runtime kernels-dit
 #   dit e2e"), PROFILE_SIZE (default 1024), TE_LAYERS (default 2: the DiT step does not depend on
-#   the text encoder's depth, and a shallow one writes and loads in seconds)
+#   the text encoder's depth, and a shallow one writes and loads in seconds); KERNEL_PATHS (default
+#   native; "native portable" checks, times and profiles both, MOSSINFER_KERNELS); PHASES (default
+#   "checks timing": a change on both paths takes one call per phase, the model kept in /tmp).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=/tmp/ab
@@ -24,40 +26,55 @@ if [[ ! -f $model/.complete ]]; then
 fi
 echo "== model written in $(( $(date +%s) - t0 )) s"
 
-CHECK_TIMEOUT=${CHECK_TIMEOUT:-150} bash "$root/bench/h200_checks.sh" "$work/new/bin" "$work/logs" \
-  ${CHECKS:-kernels-runtime kernels-dit dit e2e} >"$work/logs/checks.out" 2>&1
-tail -n 12 "$work/logs/checks.out"
-# A failing or hung check stops the call here: the timings of a wrong build mean nothing, and a
-# hang would cost every run below its limit.
-if grep -E '^moss-check' "$work/logs/checks.out" | grep -vqE ': rc 0,'; then
+paths=${KERNEL_PATHS:-native}
+phases=" ${PHASES:-checks timing} "
+if [[ $phases == *" checks "* ]]; then
+  for k in $paths; do
+    MOSSINFER_KERNELS=$k CHECK_TIMEOUT=${CHECK_TIMEOUT:-150} bash "$root/bench/h200_checks.sh" "$work/new/bin" \
+      "$work/logs/checks-$k" ${CHECKS:-kernels-runtime kernels-dit dit e2e} >"$work/logs/checks-$k.out" 2>&1
+    echo "== checks, $k kernels"
+    tail -n 12 "$work/logs/checks-$k.out"
+    # A failing or hung check stops the call here: the timings of a wrong build mean nothing, and a
+    # hang would cost every run below its limit.
+    if grep -E '^moss-check' "$work/logs/checks-$k.out" | grep -vqE ': rc 0,'; then
+      tar -C "$work" -czf "$OUT/ab.tgz" logs
+      echo "== a check failed ($k kernels): no timings"
+      exit 3
+    fi
+  done
+fi
+if [[ $phases != *" timing "* ]]; then
   tar -C "$work" -czf "$OUT/ab.tgz" logs
-  echo "== a check failed: no timings"
-  exit 3
+  exit 0
 fi
 
-PATHS=native SIZES=${SIZES:-1024 512 1456} RUNS=${RUNS:-2} \
+PATHS=$paths SIZES=${SIZES:-1024 512 1456} RUNS=${RUNS:-2} \
   bash "$root/bench/h200_before_after.sh" "$work/old/bin" "$work/new/bin" "$model" "$work/ba" >/dev/null 2>&1
 cp "$work/ba/before-after.txt" "$work/logs/"
 
 prompt="A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
 size=${PROFILE_SIZE:-1024}
+for k in $paths; do
 for which in old new; do
   nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,utilization.gpu --format=csv -lms 100 \
-    >"$work/logs/clocks-$which.csv" 2>/dev/null &
+    >"$work/logs/clocks-$k-$which.csv" 2>/dev/null &
   smi=$!
-  MOSSINFER_PROFILE=1 timeout 300 "$work/$which/bin/moss-infer-hip" --model "$model" --prompt "$prompt" \
-    --size "${size}x$size" --steps 12 --seed 42 --cfg 3 --latent-out "$work/$which-profile.npy" \
-    >"$work/logs/profile-$which.log" 2>&1
+  MOSSINFER_KERNELS=$k MOSSINFER_PROFILE=1 timeout 300 "$work/$which/bin/moss-infer-hip" --model "$model" \
+    --prompt "$prompt" --size "${size}x$size" --steps 12 --seed 42 --cfg 3 --latent-out "$work/$which-profile.npy" \
+    >"$work/logs/profile-$k-$which.log" 2>&1
   kill "$smi" 2>/dev/null
   wait "$smi" 2>/dev/null
+done
 done
 tar -C "$work" -czf "$OUT/ab.tgz" logs
 echo "== before/after"
 cat "$work/logs/before-after.txt"
+for k in $paths; do
 for which in old new; do
-  echo "== profile $which ($size, per step = total / 12)"
-  grep -E "^core\.(linear_gated_unit|linear 3072x|attention BF16|add_norm_modulate|norm_rope)|^all ops" \
-    "$work/logs/profile-$which.log" | awk '{ printf "%s  %.2f ms/step\n", $0, $(NF-2) / 12 }'
+  echo "== profile $which, $k kernels ($size, per step = total / 12)"
+  grep -E "^core\.(linear|attention BF16|add_norm_modulate|norm_modulate|norm_rope|add )|^all ops" \
+    "$work/logs/profile-$k-$which.log" | awk '{ printf "%s  %.2f ms/step\n", $0, $(NF-2) / 12 }'
   awk -F', ' 'NR > 1 && $5 + 0 > 50 { c += $2; p += $3; n++ } END { if (n) printf "busy samples %d: mean SM clock %.0f MHz, mean power %.0f W\n", n, c / n, p / n }' \
-    "$work/logs/clocks-$which.csv"
+    "$work/logs/clocks-$k-$which.csv"
+done
 done
