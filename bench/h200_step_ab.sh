@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # h200_step_ab.sh: a kernel change's whole verdict in one call on the H200 (issue 19): the new
 # build's DiT and runtime kernel checks and GPU golden stages, then the old and the new build on
-# the same full-size random model (bench/h200_before_after.sh: native kernels, latents and pixels
-# compared, step times alternated), then one op profile of each at 1024 with the clocks and power
+# the same full-size random model (bench/h200_before_after.sh: latents and pixels compared, step
+# times alternated), each on the kernel paths of KERNEL_PATHS, then one op profile of each at 1024 with the clocks and power
 # sampled beside it. Carry [".carry"] holding bundle-old.tar.xz and bundle.tar.xz, each packed by
 # bench/make_carry.sh from one build (rename the first). Everything lands in $OUT/ab.tgz; a short
 # table is printed last.
@@ -15,6 +15,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=/tmp/ab
 mkdir -p "$work/old" "$work/new" "$work/logs"
+# The logs travel back however the call ends (a failed check, a finished phase, the last table).
+trap 'tar -C "$work" -czf "$OUT/ab.tgz" logs' EXIT
 tar -C "$work/new" -xJf "$root/.carry/bundle.tar.xz" || exit 2
 tar -C "$work/old" -xJf "$root/.carry/bundle-old.tar.xz" || exit 2
 export LD_LIBRARY_PATH=$work/new/lib
@@ -37,16 +39,12 @@ if [[ $phases == *" checks "* ]]; then
     # A failing or hung check stops the call here: the timings of a wrong build mean nothing, and a
     # hang would cost every run below its limit.
     if grep -E '^moss-check' "$work/logs/checks-$k.out" | grep -vqE ': rc 0,'; then
-      tar -C "$work" -czf "$OUT/ab.tgz" logs
       echo "== a check failed ($k kernels): no timings"
       exit 3
     fi
   done
 fi
-if [[ $phases != *" timing "* ]]; then
-  tar -C "$work" -czf "$OUT/ab.tgz" logs
-  exit 0
-fi
+[[ $phases == *" timing "* ]] || exit 0
 
 PATHS=$paths SIZES=${SIZES:-1024 512 1456} RUNS=${RUNS:-2} \
   bash "$root/bench/h200_before_after.sh" "$work/old/bin" "$work/new/bin" "$model" "$work/ba" >/dev/null 2>&1
@@ -55,26 +53,25 @@ cp "$work/ba/before-after.txt" "$work/logs/"
 prompt="A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
 size=${PROFILE_SIZE:-1024}
 for k in $paths; do
-for which in old new; do
-  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,utilization.gpu --format=csv -lms 100 \
-    >"$work/logs/clocks-$k-$which.csv" 2>/dev/null &
-  smi=$!
-  MOSSINFER_KERNELS=$k MOSSINFER_PROFILE=1 timeout 300 "$work/$which/bin/moss-infer-hip" --model "$model" \
-    --prompt "$prompt" --size "${size}x$size" --steps 12 --seed 42 --cfg 3 --latent-out "$work/$which-profile.npy" \
-    >"$work/logs/profile-$k-$which.log" 2>&1
-  kill "$smi" 2>/dev/null
-  wait "$smi" 2>/dev/null
+  for which in old new; do
+    nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,utilization.gpu --format=csv -lms 100 \
+      >"$work/logs/clocks-$k-$which.csv" 2>/dev/null &
+    smi=$!
+    MOSSINFER_KERNELS=$k MOSSINFER_PROFILE=1 timeout 300 "$work/$which/bin/moss-infer-hip" --model "$model" \
+      --prompt "$prompt" --size "${size}x$size" --steps 12 --seed 42 --cfg 3 --latent-out "$work/$which-profile.npy" \
+      >"$work/logs/profile-$k-$which.log" 2>&1
+    kill "$smi" 2>/dev/null
+    wait "$smi" 2>/dev/null
+  done
 done
-done
-tar -C "$work" -czf "$OUT/ab.tgz" logs
 echo "== before/after"
 cat "$work/logs/before-after.txt"
 for k in $paths; do
-for which in old new; do
-  echo "== profile $which, $k kernels ($size, per step = total / 12)"
-  grep -E "^core\.(linear|attention BF16|add_norm_modulate|norm_modulate|norm_rope|add )|^all ops" \
-    "$work/logs/profile-$k-$which.log" | awk '{ printf "%s  %.2f ms/step\n", $0, $(NF-2) / 12 }'
-  awk -F', ' 'NR > 1 && $5 + 0 > 50 { c += $2; p += $3; n++ } END { if (n) printf "busy samples %d: mean SM clock %.0f MHz, mean power %.0f W\n", n, c / n, p / n }' \
-    "$work/logs/clocks-$k-$which.csv"
-done
+  for which in old new; do
+    echo "== profile $which, $k kernels ($size, per step = total / 12)"
+    grep -E "^core\.(linear_gated_unit|linear 3072x|attention BF16|add_norm_modulate|norm_rope)|^all ops" \
+      "$work/logs/profile-$k-$which.log" | awk '{ printf "%s  %.2f ms/step\n", $0, $(NF-2) / 12 }'
+    awk -F', ' 'NR > 1 && $5 + 0 > 50 { c += $2; p += $3; n++ } END { if (n) printf "busy samples %d: mean SM clock %.0f MHz, mean power %.0f W\n", n, c / n, p / n }' \
+      "$work/logs/clocks-$k-$which.csv"
+  done
 done
