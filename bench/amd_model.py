@@ -321,6 +321,9 @@ CONFIGS = {
         "check_device_table": PORTABLE_TABLE,
         # SiTU in the wide tile's epilogue (gemm.hip plan_fuses_unit: the DiT's bf16 weights, >= 65 rows).
         "fused_unit": True,
+        # The direct tiling reads K's bf16 rows in place; only V is packed (transposed) first
+        # (attention_op.hip, AttentionKvLayout::k_in_place; since session 17).
+        "k_in_place": True,
         # The very kernels, run on the H200 (MOSSINFER_KERNELS=portable).
         "analogue": {"gemm": "gemm portable 128x64/4w 4160x3072x3072 x:bf16",
                      "attention": "attention[portable] T4173 h24x128 bf16"},
@@ -421,6 +424,7 @@ ROW_BYTES = {
     "norm_rope": 2 + 2,                  # in place, bf16; the f32 sin/cos rows are shared by 24 heads
     "gated_unit": 2 + 2 + 2,             # [h | g] bf16 in, bf16 out (AMD: not fused into the GEMM)
     "attention_pack": 2 * (2 + 2),       # K and V read, packed (V transposed) written
+    "attention_pack_v": 2 + 2,           # V alone read and written transposed (K read in place)
     "add": 4 + 4 + 4,
     "rms_norm": 4 + 4,
     "silu_gate": 4 + 4 + 4,
@@ -754,7 +758,9 @@ def dit_step(t, conf, rows, tc, tu, size=1024):
             out.append(model_gemm(t, g, f"gemm proj.{p}" + tag, m, d, d, blocks, rows=rows))
         out.append(model_rows(t, "norm_rope q,k" + tag, "norm_rope", m, d, 2 * blocks))
         for tr in rows_t:
-            if not conf.get("kv_in_place"):
+            if conf.get("k_in_place"):
+                out.append(model_rows(t, f"attention_pack V T{tr}" + tag, "attention_pack_v", tr, d, blocks))
+            elif not conf.get("kv_in_place"):
                 out.append(model_rows(t, f"attention_pack T{tr}" + tag, "attention_pack", tr, d, blocks))
             out.append(model_attention(t, att, f"attention T{tr}" + tag, tr, tr, h, hd, blocks, rows=rows))
         out.append(model_gemm(t, g, "gemm proj.o" + tag, m, d, d, blocks, rows=rows))

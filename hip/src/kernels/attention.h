@@ -10,9 +10,10 @@
 //   reference (AMD always; NVIDIA above 128 or on request): the matrix-leaf kernel with K packed
 //     as [kv_head][key][d] and V transposed as [kv_head][d][key] (kernels/attention_pack); on the
 //     portable configuration up to head dim 128 each wave reads its K and Vᵀ fragments straight
-//     from that pack (the direct tiling: no shared-memory K/V tile), and at head dim 256 it reads
-//     bf16 K and V rows in place instead (transposing V on its way into shared memory) when they
-//     are 16-byte aligned.
+//     from global memory (the direct tiling: no shared-memory K/V tile), K from the bf16
+//     activation rows themselves when they are 16-byte aligned (only Vᵀ packed: a fragment wants 8
+//     keys of one dim contiguous), and at head dim 256 it reads bf16 K and V rows in place
+//     (transposing V on its way into shared memory) when they are 16-byte aligned.
 // Q is read straight from the activation (f32 or bf16, any row stride).
 #pragma once
 
@@ -47,12 +48,15 @@ enum class AttentionTiling { Default, Flash, Wgmma, Reference, Portable };
 // are 16-byte aligned (row stride a multiple of 8, aligned base), so they need no pack; otherwise
 // (f32 K/V, unaligned rows) they are packed as d_pad and v_transposed say. flash (NVIDIA) is
 // always in place; the portable kernel (reference tiling on the AMD build's configuration) at head
-// dim 256 (kernels/attention.hip, portable_in_place).
+// dim 256 (kernels/attention.hip, portable_in_place). k_in_place: the kernel reads K's aligned
+// bf16 rows in place but wants V packed and transposed (AttentionParams::k_in_place): the
+// portable direct tiling, head dims up to 128 with d_pad == head_dim.
 struct AttentionKvLayout {
   int d_pad = 0;
   bool v_transposed = false;
   bool flash = false;
   bool in_place = false;
+  bool k_in_place = false;
 };
 AttentionKvLayout attention_kv_layout(int head_dim, AttentionTiling tiling);
 
@@ -72,6 +76,9 @@ struct AttentionParams {
   // K and V are the activations' [key][d] rows (tk of them, not padded; ld % 8 == 0, 16-byte
   // aligned), not a pack; only where attention_kv_layout says in_place.
   bool kv_in_place = false;
+  // K alone is the activations' rows (as above), V the transposed pack (tk_pad keys); only where
+  // attention_kv_layout says k_in_place.
+  bool k_in_place = false;
   void* out = nullptr;       // [tq, heads·head_dim] rows of ld_out elements
   bool out_bf16 = false;     // out is bf16 (else f32)
   int64_t ld_out = 0;

@@ -11,8 +11,9 @@
 // staged once, as bf16, in shared memory. K and V come from a pack (attention_pack), or on the
 // portable configuration at head dim 256 straight from bf16 activation rows, the next tile loaded
 // into registers during the current one's products (KvTileLoader). The portable configuration up
-// to head dim 128 stages no K/V tile at all: each wave reads its fragments from the pack (the
-// direct tiling, Stages 0). Per key tile each wave computes its scores (fp32 in registers),
+// to head dim 128 stages no K/V tile at all: each wave reads its fragments from global memory (the
+// direct tiling, Stages 0), K from the bf16 activation rows where they are aligned (kInPlace; else
+// from the pack), Vᵀ from the pack. Per key tile each wave computes its scores (fp32 in registers),
 // updates the running max and sum in base 2, rescales its output accumulators and adds P·V; at
 // the end it divides by the sum and stores.
 // Head dims above Dv run as several workgroups (blockIdx.z), each recomputing the scores for its
@@ -83,11 +84,14 @@ struct Tiling {
 // Fills an operand fragment from a bf16 tile in shared memory whose reduction index is contiguous:
 // element (outer, k) at tile[outer * ld + k], outer being the row of A or the column of B. Slots
 // 2p and 2p+1 are neighbours along k (attention_layout.h proves it), so one 32-bit read fills both.
-template <class Frag>
-__device__ inline void load_operand(Frag& f, const bf16* tile, int ld) {
+// kClamp: rows past outer_last re-read row outer_last (a tile whose last rows do not exist: keys
+// past tk read in place, whose scores are masked anyway).
+template <class Frag, bool kClamp = false>
+__device__ inline void load_operand(Frag& f, const bf16* tile, int ld, int outer_last = 0) {
   constexpr bool kIsA = std::is_same<Frag, leaf::FragA>::value;
   leaf::for_each_slot<kIsA ? leaf::Operand::A : leaf::Operand::B, 2>([&](int i, mma_layout::Elem e) {
-    const int outer = kIsA ? e.row : e.col, k = kIsA ? e.col : e.row;
+    const int row = kIsA ? e.row : e.col, outer = kClamp && row > outer_last ? outer_last : row;
+    const int k = kIsA ? e.col : e.row;
     const uint32_t w = *reinterpret_cast<const uint32_t*>(tile + outer * ld + k);
     f.x[i] = bf16_from_bits(uint16_t(w & 0xffffu));
     f.x[i + 1] = bf16_from_bits(uint16_t(w >> 16));
@@ -237,8 +241,12 @@ struct KvTileLoader {
   }
 };
 
+// kInPlace: K read from the activation rows (tk of them, unpadded), not the pack; with a shared
+// K/V tile (head dim 256) V too (AttentionParams::kv_in_place), in the direct tiling K alone
+// (AttentionParams::k_in_place: its Vᵀ fragments want 8 keys of one dim contiguous, the pack).
 template <class T, bool kInPlace>
 __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(const AttentionParams p) {
+  constexpr bool kStagedInPlace = kInPlace && !T::kDirect, kDirectKInPlace = kInPlace && T::kDirect;
   extern __shared__ Chunk16 attention_smem[];
   bf16* const qs = reinterpret_cast<bf16*>(attention_smem);  // [kQueryRows][kLdQ]
   bf16* const ks = qs + T::kQElems;                           // [Stages][KT][kLdK]
@@ -252,15 +260,15 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   const int dv0 = int(block_z()) * T::Dv;
   const bf16* const kg = p.k + int64_t(kv_head) * p.k_head_stride;
   // V at the workgroup's first output dim: a column of the activation rows, or a row of the pack.
-  const bf16* const vg = p.v + int64_t(kv_head) * p.v_head_stride + (kInPlace ? int64_t(dv0) : int64_t(dv0) * p.ldv);
+  const bf16* const vg = p.v + int64_t(kv_head) * p.v_head_stride + (kStagedInPlace ? int64_t(dv0) : int64_t(dv0) * p.ldv);
   int key_end = p.tk;
   if (p.causal && q0 + T::kQueryRows < key_end) key_end = q0 + T::kQueryRows;
   const int tiles = (key_end + T::KT - 1) / T::KT;
 
   // Copies key tile t (K rows and Vᵀ columns k0..k0+KT) into its buffer.
-  const KvTileLoader<T, kInPlace> loader{kg, vg, p.ldk, p.ldv, p.tk, tid};
+  const KvTileLoader<T, kStagedInPlace> loader{kg, vg, p.ldk, p.ldv, p.tk, tid};
   auto copy_tile = [&](int t) {
-    if constexpr (!kInPlace) loader.move(t * T::KT, ks + (t % T::kRing) * T::kKElems, vs + (t % T::kRing) * T::kVElems);
+    if constexpr (!kStagedInPlace) loader.move(t * T::KT, ks + (t % T::kRing) * T::kKElems, vs + (t % T::kRing) * T::kVElems);
   };
 
   // In place, tile t+1's K and V pieces are loaded into registers while tile t is multiplied and
@@ -268,10 +276,10 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   // asynchronous global-to-LDS copy). That needs one query tile per wave (head dim 256): with two,
   // the output accumulators left room for K only (measured at head dim 128 before the direct
   // tiling took it: V's 16 more registers spilled 31 VGPRs on gfx12).
-  static_assert(!kInPlace || (T::Stages == 1 && T::RowTiles == 1),
+  static_assert(!kStagedInPlace || (T::Stages == 1 && T::RowTiles == 1),
                 "in place: one buffer, one query tile a wave, the next tile in registers");
-  typename KvTileLoader<T, kInPlace>::Held held;
-  if constexpr (kInPlace) loader.fetch(held, 0);  // in flight while Q is staged
+  typename KvTileLoader<T, kStagedInPlace>::Held held;
+  if constexpr (kStagedInPlace) loader.fetch(held, 0);  // in flight while Q is staged
   if constexpr (T::Stages == 2) copy_tile(0);     // in flight while Q is staged
   (void)copy_tile;  // the direct tiling copies no tile
 
@@ -326,7 +334,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       attention_device::wait_copies();
       sync_workgroup();  // tile t visible to all; every wave is done with tile t-1's buffer
       if (t + 1 < tiles) copy_tile(t + 1);
-    } else if constexpr (kInPlace) {
+    } else if constexpr (kStagedInPlace) {
       sync_workgroup();  // every wave is done with tile t-1 (and Q is staged)
       loader.put(held, ks, vs);
       sync_workgroup();
@@ -345,6 +353,12 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
     const bf16* const kt_s = T::kDirect ? kg + int64_t(k0) * p.ldk : ks + (t % T::kRing) * T::kKElems;
     const bf16* const vt_s = T::kDirect ? vg + k0 : vs + (t % T::kRing) * T::kVElems;
     const int ldk = T::kDirect ? int(p.ldk) : T::kLdK, ldv = T::kDirect ? int(p.ldv) : T::kLdV;
+    // K fragment (key rows j*16.., dims ds*16..); read in place, the rows of a partial last tile
+    // past tk re-read row tk - 1 instead of memory past the tensor.
+    const int k_last = p.tk - 1 - k0;
+    auto load_k = [&](KFrag& kf, int j, int ds) {
+      load_operand<KFrag, kDirectKInPlace>(kf, kt_s + j * 16 * ldk + ds * 16, ldk, k_last - j * 16);
+    };
 
     // Scores: s[r][j] = Q rows of tile r · K rows j*16.. of this key tile.
     leaf::FragC s[T::RowTiles][T::KT / 16];
@@ -359,7 +373,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
         QFrag qf[T::RowTiles];
 #pragma unroll
         for (int r = 0; r < T::RowTiles; ++r) qf[r] = q_regs[r][ds];
-        row_tiles_mma<KFrag>(s, qf, [&](KFrag& kf, int j) { load_operand(kf, kt_s + j * 16 * ldk + ds * 16, ldk); });
+        row_tiles_mma<KFrag>(s, qf, [&](KFrag& kf, int j) { load_k(kf, j, ds); });
       }
     } else {
 #pragma unroll 2
@@ -367,7 +381,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
         QFrag qf[T::RowTiles];
 #pragma unroll
         for (int r = 0; r < T::RowTiles; ++r) load_operand(qf[r], qs + (wrow + r * 16) * T::kLdQ + ds * 16, T::kLdQ);
-        row_tiles_mma<KFrag>(s, qf, [&](KFrag& kf, int j) { load_operand(kf, kt_s + j * 16 * ldk + ds * 16, ldk); });
+        row_tiles_mma<KFrag>(s, qf, [&](KFrag& kf, int j) { load_k(kf, j, ds); });
       }
     }
 
@@ -500,10 +514,12 @@ using PortableTiling = std::conditional_t<
     std::conditional_t<(D <= 256), Tiling<D, out_chunk(D, 128), 32, 4, 1, 1>, Tiling<D, out_chunk(D, 128), 32, 2, 1, 1>>>;
 
 // The padded head dims whose portable kernel also reads K and V in place (bf16 activation rows,
-// no pack): the text encoder's 256. The direct tiling (up to 128, the DiT's) reads the pack, whose
-// keys are zero-padded to whole tiles and whose Vᵀ rows give each lane 16 contiguous bytes; the
-// others (192; 384: the VAE's one head, 2-wave workgroups) keep it too.
+// no pack): the text encoder's 256. The direct tiling (up to 128, the DiT's) reads K in place and
+// Vᵀ from the pack, whose rows give each lane 8 keys of one dim as 16 contiguous bytes
+// (portable_k_in_place); the others (192; 384: the VAE's one head, 2-wave workgroups) pack both.
 constexpr bool portable_in_place(int d) { return d == 256; }
+constexpr bool portable_k_in_place(int d) { return d <= 128; }
+static_assert(PortableTiling<128>::kDirect && !PortableTiling<192>::kDirect, "K in place where the tiling is direct");
 
 // Whether a request of this tiling runs the portable kernel (the AMD build always does).
 bool portable_tiling(AttentionTiling tiling) { return portable_kernels() || tiling == AttentionTiling::Portable; }
@@ -514,10 +530,14 @@ void launch_reference(const AttentionParams& p, hipStream_t stream) {
     if constexpr (portable_in_place(D)) {
       if (p.kv_in_place) return launch<PortableTiling<D>, true>(p, stream);
     }
-    if (p.kv_in_place) throw failure("attention: no in-place K/V kernel for head dim " + std::to_string(p.head_dim));
+    if constexpr (portable_k_in_place(D)) {
+      if (p.k_in_place) return launch<PortableTiling<D>, true>(p, stream);
+    }
+    if (p.kv_in_place || p.k_in_place)
+      throw failure("attention: no in-place K/V kernel for head dim " + std::to_string(p.head_dim));
     return launch<PortableTiling<D>>(p, stream);
   }
-  if (p.kv_in_place) throw failure("attention: the reference kernel reads packed K/V only");
+  if (p.kv_in_place || p.k_in_place) throw failure("attention: the reference kernel reads packed K/V only");
 #if MOSS_PLATFORM_NVIDIA
   // 32-key tiles; up to 192 output columns per workgroup. Head dims up to 128: two query tiles per
   // warp halve the shared-memory reads per matrix op (252 registers, two workgroups of 4 warps per
@@ -541,7 +561,9 @@ AttentionKvLayout attention_kv_layout(int head_dim, AttentionTiling tiling) {
   } else {
     layout.d_pad = attention_padded_head_dim(head_dim);
     layout.v_transposed = true;
-    layout.in_place = layout.d_pad == head_dim && portable_in_place(layout.d_pad) && portable_tiling(tiling);
+    const bool whole = layout.d_pad == head_dim && portable_tiling(tiling);
+    layout.in_place = whole && portable_in_place(layout.d_pad);
+    layout.k_in_place = whole && portable_k_in_place(layout.d_pad);
   }
   return layout;
 }
@@ -562,7 +584,8 @@ void attention_forward(const AttentionParams& p, hipStream_t stream) {
   if (p.heads > 65535) throw failure("attention: more than 65535 heads");
   if (p.tk <= 0) throw failure("attention: no keys");
   const AttentionKvLayout layout = attention_kv_layout(p.head_dim, p.tiling);
-  if (layout.flash || p.kv_in_place) {
+  if (p.kv_in_place && p.k_in_place) throw failure("attention: K/V in place and K alone in place both requested");
+  if (layout.flash || p.kv_in_place || p.k_in_place) {
     if (p.ldk % 8 != 0 || p.ldv % 8 != 0 || p.k_head_stride % 8 != 0 || p.v_head_stride % 8 != 0 ||
         reinterpret_cast<uintptr_t>(p.k) % 16 != 0 || reinterpret_cast<uintptr_t>(p.v) % 16 != 0)
       throw failure("attention: K/V rows are not 16-byte aligned (row strides " + std::to_string(p.ldk) + ", " +
@@ -570,6 +593,8 @@ void attention_forward(const AttentionParams& p, hipStream_t stream) {
   }
   if (p.kv_in_place && !layout.in_place)
     throw failure("attention: head dim " + std::to_string(p.head_dim) + " cannot read K/V in place on this tiling");
+  if (p.k_in_place && !layout.k_in_place)
+    throw failure("attention: head dim " + std::to_string(p.head_dim) + " cannot read K in place on this tiling");
 #if MOSS_PLATFORM_NVIDIA
   if (layout.flash) {
     if (p.tq <= 0) return;

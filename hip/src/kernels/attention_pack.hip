@@ -1,6 +1,7 @@
 // One workgroup per 32 keys x 32 head columns of one kv head: K goes straight through (converted
-// to bf16); V too, or, transposed, turns around in shared memory so both its reads (along
-// columns) and its writes (along keys) are coalesced.
+// to bf16; skipped when kp is null, for a kernel that reads K in place); V too, or, transposed,
+// turns around in shared memory so both its reads (along columns) and its writes (along keys) are
+// coalesced.
 #include "kernels/attention_pack.h"
 
 namespace moss {
@@ -24,7 +25,7 @@ __global__ __launch_bounds__(kWorkgroupSize) void attention_pack_kernel(const T*
   for (int r = 0; r < kTile; ++r) {
     const int key = k0 + r;
     const bool inside = key < tk && d < head_dim;
-    kp[row0 + int64_t(r) * d_pad] = to_bf16(inside ? to_float(k[int64_t(key) * ldk + col]) : 0.0f);
+    if (kp) kp[row0 + int64_t(r) * d_pad] = to_bf16(inside ? to_float(k[int64_t(key) * ldk + col]) : 0.0f);
     const float x = inside ? to_float(v[int64_t(key) * ldv + col]) : 0.0f;
     if (v_transposed) tile[r][lane] = x;
     else vt[row0 + int64_t(r) * d_pad] = to_bf16(x);

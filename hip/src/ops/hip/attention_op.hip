@@ -63,12 +63,13 @@ void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tens
   AttentionParams p;
   // K and V straight from bf16 activations when the kernel reads [key][d] rows and they are
   // 16-byte aligned at the kernel's head width (the flash kernels; the portable one at head dim
-  // 256); else packed into bf16 tiles (2 · kv_heads · tk_pad · d_pad elements of scratch).
+  // 256); K alone so where the kernel wants only V packed (the portable direct tiling); else
+  // packed into bf16 tiles (kv_heads · tk_pad · d_pad elements of scratch for each).
   auto aligned_rows = [](const Tensor& t, int64_t ld) {
     return ld % 8 == 0 && reinterpret_cast<uintptr_t>(t.data) % 16 == 0;
   };
-  if (layout.in_place && k.dtype == DType::BF16 && head_dim == layout.d_pad && aligned_rows(k, mk.ld) &&
-      aligned_rows(v, mv.ld)) {
+  const bool k_rows = k.dtype == DType::BF16 && head_dim == layout.d_pad && aligned_rows(k, mk.ld);
+  if (layout.in_place && k_rows && aligned_rows(v, mv.ld)) {
     p.k = static_cast<const bf16*>(k.data);
     p.v = static_cast<const bf16*>(v.data);
     p.ldk = mk.ld;
@@ -77,15 +78,23 @@ void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tens
     p.tk_pad = int(tk_pad);
     p.kv_in_place = true;
   } else {
+    const bool k_in_place = layout.k_in_place && k_rows;
     const size_t packed = size_t(kv_heads) * size_t(tk_pad) * size_t(layout.d_pad);
-    bf16* const kp = static_cast<bf16*>(ctx.scratch(2 * packed * sizeof(bf16)));
-    bf16* const vp = kp + packed;
+    bf16* const vp = static_cast<bf16*>(ctx.scratch((k_in_place ? 1 : 2) * packed * sizeof(bf16)));
+    bf16* const kp = k_in_place ? nullptr : vp + packed;
     attention_pack_kv(k.data, mk.ld, v.data, mv.ld, k.dtype == DType::BF16, int(mk.rows), int(kv_heads),
                       int(head_dim), layout.d_pad, int(tk_pad), layout.v_transposed, kp, vp, ctx.stream());
-    p.k = kp;
+    if (k_in_place) {
+      p.k = static_cast<const bf16*>(k.data);
+      p.ldk = mk.ld;
+      p.k_head_stride = head_dim;
+      p.k_in_place = true;
+    } else {
+      p.k = kp;
+      p.ldk = layout.d_pad;
+      p.k_head_stride = int64_t(tk_pad) * layout.d_pad;
+    }
     p.v = vp;
-    p.ldk = layout.d_pad;
-    p.k_head_stride = int64_t(tk_pad) * layout.d_pad;
     p.ldv = layout.v_transposed ? tk_pad : layout.d_pad;
     p.v_head_stride = int64_t(tk_pad) * layout.d_pad;
     p.tk_pad = int(tk_pad);
