@@ -39,7 +39,7 @@ DEFAULT_TABLE = os.path.join(HERE, "results", "2026-12-01-check-device-table.txt
 # The portable kernels on the ten targets of issue 31 (nine from clang-19, with occupancy; gfx1153,
 # which clang-19 does not know, is modelled by none of the device classes). The 2026-12-01 table
 # of the three first targets gives the same rows for them.
-PORTABLE_TABLE = os.path.join(HERE, "results", "2026-12-03-session15", "check-device-table-clang19.txt")
+PORTABLE_TABLE = os.path.join(HERE, "results", "2026-12-04-session17", "check-device-table-clang19.txt")
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 import amd_calibration  # noqa: E402  (published Radeon measurements; takes this module as an argument)
@@ -324,6 +324,9 @@ CONFIGS = {
         # The direct tiling reads K's bf16 rows in place; only V is packed (transposed) first
         # (attention_op.hip, AttentionKvLayout::k_in_place; since session 17).
         "k_in_place": True,
+        # q's RMS norm and RoPE applied while the attention stages Q (CoreOps::norm_rope_attention,
+        # attention.hip stage_q_norm_rope; since session 17): norm_rope runs over k alone.
+        "q_rope_in_attention": True,
         # The very kernels, run on the H200 (MOSSINFER_KERNELS=portable).
         "analogue": {"gemm": "gemm portable 128x64/4w 4160x3072x3072 x:bf16",
                      "attention": "attention[portable] T4173 h24x128 bf16"},
@@ -615,7 +618,10 @@ def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None
     return finish(t, name, family, calls, bounds, extra)
 
 
-def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=None, eb_q=2, eb_o=2):
+def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=None, eb_q=2, eb_o=2,
+                    q_tables=False):
+    """q_tables: Q is normalised and rotated while staged, so each workgroup also reads its rows'
+    f32 sin and cos (d each) and the DRAM sees the tables once (the heads share them)."""
     cfg = attention_variant(cfg, d)
     dv = min(cfg["dv"], d)
     chunks = d // dv
@@ -661,9 +667,9 @@ def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=
     resident, u, tail = latency_hiding(t, busy_all, cfg["prefetch"], waves_res_max, wgs * waves_wg)
     t_mma = flops_exec / peak_flops(t, frac) * (busy_all / busy)
     t_lat = t_mma / max(1e-9, u * tail)
-    l2_bytes = wgs * ktiles * l2_tile + tq * heads * d * (eb_q + eb_o)
+    l2_bytes = wgs * ktiles * l2_tile + tq * heads * d * (eb_q + eb_o) + (wgs * q_rows * d * 8 if q_tables else 0)
     lds_bytes = wgs * ktiles * (lds_write + lds_read)
-    dram_bytes = tq * heads * d * (eb_q + eb_o) + 2 * tk * heads * d * 2
+    dram_bytes = tq * heads * d * (eb_q + eb_o) + 2 * tk * heads * d * 2 + (tq * d * 8 if q_tables else 0)
     bounds = tile_bounds(t, t_mma, t_lat, l2_bytes, lds_bytes, dram_bytes)
     extra = dict(shape=f"T{tq}x{tk} h{heads}x{d}{' causal' if causal else ''}", flops=flops * calls,
                  tile=f"{q_rows}q x {kt}k /{waves_wg}w",
@@ -756,13 +762,16 @@ def dit_step(t, conf, rows, tc, tu, size=1024):
         out.append(model_rows(t, "add_norm_modulate norm1" + tag, "add_norm_modulate", m, d, blocks))
         for p in ("q", "k", "v"):
             out.append(model_gemm(t, g, f"gemm proj.{p}" + tag, m, d, d, blocks, rows=rows))
-        out.append(model_rows(t, "norm_rope q,k" + tag, "norm_rope", m, d, 2 * blocks))
+        q_rope = conf.get("q_rope_in_attention", False)
+        out.append(model_rows(t, ("norm_rope k" if q_rope else "norm_rope q,k") + tag, "norm_rope", m, d,
+                              (1 if q_rope else 2) * blocks))
         for tr in rows_t:
             if conf.get("k_in_place"):
                 out.append(model_rows(t, f"attention_pack V T{tr}" + tag, "attention_pack_v", tr, d, blocks))
             elif not conf.get("kv_in_place"):
                 out.append(model_rows(t, f"attention_pack T{tr}" + tag, "attention_pack", tr, d, blocks))
-            out.append(model_attention(t, att, f"attention T{tr}" + tag, tr, tr, h, hd, blocks, rows=rows))
+            out.append(model_attention(t, att, f"attention T{tr}" + tag, tr, tr, h, hd, blocks, rows=rows,
+                                       q_tables=q_rope))
         out.append(model_gemm(t, g, "gemm proj.o" + tag, m, d, d, blocks, rows=rows))
         out.append(model_rows(t, "add_norm_modulate norm2" + tag, "add_norm_modulate", m, d, blocks))
         out.append(model_gemm(t, g, "gemm ffn_up_gate" + tag, m, 2 * f, d, blocks, rows=rows))

@@ -60,10 +60,31 @@ struct AttentionKvLayout {
 };
 AttentionKvLayout attention_kv_layout(int head_dim, AttentionTiling tiling);
 
+// CoreOps::norm_rope's per-head RMS norm (·w) and RoPE applied to q on its way into the kernel, q
+// being the raw projection (CoreOps::norm_rope_attention): the rows kernel's lane arithmetic
+// (kernels/norm_rope_lane.h), so the staged bf16 Q holds the bits that a norm_rope pass writing bf16
+// would have stored. w: head_dim weights (bf16 or f32); sin, cos: f32 rows, row i for query i, ld
+// in elements; all 16-byte aligned (rows too: ld % 4 == 0), q's rows aligned for 4-element loads.
+// Only where attention_fuses_q_rope says.
+struct AttentionQRope {
+  const void* w = nullptr;  // null: q is used as it is
+  bool w_bf16 = false;
+  float eps = 0;
+  const float* sin = nullptr;
+  int64_t ld_sin = 0;
+  const float* cos = nullptr;
+  int64_t ld_cos = 0;
+};
+
+// Whether the kernel this tiling runs at head_dim can apply AttentionQRope: the portable direct
+// tiling (head dims 32, 64 and 128, whose head_dim / 8 lanes are a power of two).
+bool attention_fuses_q_rope(int head_dim, AttentionTiling tiling);
+
 struct AttentionParams {
   const void* q = nullptr;  // [tq, heads·head_dim] rows of ldq elements
   bool q_bf16 = false;      // q is bf16 (else f32)
   int64_t ldq = 0;
+  AttentionQRope q_rope;    // q's norm and RoPE, when q_rope.w is set
   // K (key j, dim d of kv head h) at k[h·k_head_stride + j·ldk + d]; V at v[h·v_head_stride +
   // j·ldv + d], or v[h·v_head_stride + d·ldv + j] when the layout says v_transposed. Reference
   // kernel: packed, zero up to tk_pad keys and d_pad dims. Flash: every row of the tk keys holds

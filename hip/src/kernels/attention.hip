@@ -32,6 +32,7 @@
 #include "kernels/attention_layout.h"
 #include "kernels/kernel_path.h"
 #include "kernels/matrix_leaf.h"
+#include "kernels/norm_rope_lane.h"
 
 namespace moss {
 namespace {
@@ -241,6 +242,47 @@ struct KvTileLoader {
   }
 };
 
+// Q staged with CoreOps::norm_rope applied on the way (AttentionQRope; the direct tiling at head
+// dims 32, 64, 128): each group of D/8 threads takes one query row at a time, lane s the columns
+// 4s..4s+3 and their rotation partners D/2 later, with the rows kernel's arithmetic
+// (norm_rope_lane.h). Rows past tq stage zeros; every thread runs every iteration, so the group
+// shuffles always see whole groups.
+template <class T>
+constexpr bool kStagesQRope = T::kDirect && (T::D == 32 || T::D == 64 || T::D == 128);
+template <class T>
+__device__ inline void stage_q_norm_rope(const AttentionParams& p, bf16* qs, int q0, int head, int tid) {
+  constexpr int kLanes = T::D / 8, kGroups = T::kThreads / kLanes, kHalf = T::D / 2;
+  static_assert(kLanes * 8 == T::D && (kLanes & (kLanes - 1)) == 0 && kLanes <= kWaveSize,
+                "a power-of-two group of lanes, inside one wave, per head");
+  static_assert(T::kQueryRows % kGroups == 0, "every group the same number of rows");
+  const AttentionQRope& r = p.q_rope;
+  const int group = tid / kLanes, i = (tid % kLanes) * 4;
+  norm_rope_lane::Coefficients coef;
+  norm_rope_lane::load4_at(r.w, r.w_bf16, i, true, coef.w0);
+  norm_rope_lane::load4_at(r.w, r.w_bf16, i + kHalf, true, coef.w1);
+  const int64_t col = int64_t(head) * p.head_dim + i;
+  // Two rows' loads in flight at a time (the compiler would otherwise unroll all of them).
+#pragma unroll 2
+  for (int it = 0; it < T::kQueryRows / kGroups; ++it) {
+    const int row = group + it * kGroups, query = q0 + row;
+    const bool inside = query < p.tq;
+    const int64_t qrow = inside ? query : 0;  // a row past tq is not read
+    norm_rope_lane::load4_at(r.sin + qrow * r.ld_sin, false, i, inside, coef.s0);
+    norm_rope_lane::load4_at(r.sin + qrow * r.ld_sin, false, i + kHalf, inside, coef.s1);
+    norm_rope_lane::load4_at(r.cos + qrow * r.ld_cos, false, i, inside, coef.c0);
+    norm_rope_lane::load4_at(r.cos + qrow * r.ld_cos, false, i + kHalf, inside, coef.c1);
+    float a[4], b[4], ya[4], yb[4];
+    norm_rope_lane::load4_at(p.q, p.q_bf16, qrow * p.ldq + col, inside, a);
+    norm_rope_lane::load4_at(p.q, p.q_bf16, qrow * p.ldq + col + kHalf, inside, b);
+    norm_rope_lane::apply(a, b, coef, kLanes, T::D, r.eps, ya, yb);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      qs[row * T::kLdQ + i + e] = to_bf16(inside ? ya[e] : 0.0f);
+      qs[row * T::kLdQ + i + kHalf + e] = to_bf16(inside ? yb[e] : 0.0f);
+    }
+  }
+}
+
 // kInPlace: K read from the activation rows (tk of them, unpadded), not the pack; with a shared
 // K/V tile (head dim 256) V too (AttentionParams::kv_in_place), in the direct tiling K alone
 // (AttentionParams::k_in_place: its Vᵀ fragments want 8 keys of one dim contiguous, the pack).
@@ -283,16 +325,26 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   if constexpr (T::Stages == 2) copy_tile(0);     // in flight while Q is staged
   (void)copy_tile;  // the direct tiling copies no tile
 
-  // Q as bf16, zero beyond tq and head_dim (zero columns add nothing to the scores).
-  const int64_t qcol0 = int64_t(head) * p.head_dim;
-  for (int idx = tid; idx < T::kQueryRows * T::D; idx += T::kThreads) {
-    const int r = idx / T::D, d = idx % T::D, query = q0 + r;
-    float x = 0.0f;
-    if (query < p.tq && d < p.head_dim) {
-      const int64_t at = int64_t(query) * p.ldq + qcol0 + d;
-      x = p.q_bf16 ? to_float(static_cast<const bf16*>(p.q)[at]) : static_cast<const float*>(p.q)[at];
+  // Q as bf16, zero beyond tq and head_dim (zero columns add nothing to the scores); normalised
+  // and rotated on the way where the request says (uniform across the workgroup).
+  bool q_staged = false;
+  if constexpr (kStagesQRope<T>) {
+    if (p.q_rope.w) {
+      stage_q_norm_rope<T>(p, qs, q0, head, tid);
+      q_staged = true;
     }
-    qs[r * T::kLdQ + d] = to_bf16(x);
+  }
+  if (!q_staged) {
+    const int64_t qcol0 = int64_t(head) * p.head_dim;
+    for (int idx = tid; idx < T::kQueryRows * T::D; idx += T::kThreads) {
+      const int r = idx / T::D, d = idx % T::D, query = q0 + r;
+      float x = 0.0f;
+      if (query < p.tq && d < p.head_dim) {
+        const int64_t at = int64_t(query) * p.ldq + qcol0 + d;
+        x = p.q_bf16 ? to_float(static_cast<const bf16*>(p.q)[at]) : static_cast<const float*>(p.q)[at];
+      }
+      qs[r * T::kLdQ + d] = to_bf16(x);
+    }
   }
 
   const int wrow = tid / kWaveSize * T::RowTiles * 16;  // this wave's first row in the block
@@ -568,6 +620,13 @@ AttentionKvLayout attention_kv_layout(int head_dim, AttentionTiling tiling) {
   return layout;
 }
 
+bool attention_fuses_q_rope(int head_dim, AttentionTiling tiling) {
+  static_assert(kStagesQRope<PortableTiling<128>> && kStagesQRope<PortableTiling<64>> &&
+                    kStagesQRope<PortableTiling<32>> && !kStagesQRope<PortableTiling<96>>,
+                "the portable tilings that stage Q through norm_rope_lane");
+  return portable_tiling(tiling) && (head_dim == 32 || head_dim == 64 || head_dim == 128);
+}
+
 int attention_padded_head_dim(int head_dim) {
   if (head_dim < 16 || head_dim % 16 != 0) return 0;
   for (int d : {32, 64, 96, 128, 192, 256, 384})
@@ -585,6 +644,8 @@ void attention_forward(const AttentionParams& p, hipStream_t stream) {
   if (p.tk <= 0) throw failure("attention: no keys");
   const AttentionKvLayout layout = attention_kv_layout(p.head_dim, p.tiling);
   if (p.kv_in_place && p.k_in_place) throw failure("attention: K/V in place and K alone in place both requested");
+  if (p.q_rope.w && !attention_fuses_q_rope(p.head_dim, p.tiling))
+    throw failure("attention: head dim " + std::to_string(p.head_dim) + " on this tiling cannot apply q's norm and RoPE");
   if (layout.flash || p.kv_in_place || p.k_in_place) {
     if (p.ldk % 8 != 0 || p.ldv % 8 != 0 || p.k_head_stride % 8 != 0 || p.v_head_stride % 8 != 0 ||
         reinterpret_cast<uintptr_t>(p.k) % 16 != 0 || reinterpret_cast<uintptr_t>(p.v) % 16 != 0)

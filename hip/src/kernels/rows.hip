@@ -13,6 +13,7 @@
 
 #include "kernels/gated_unit.h"
 #include "kernels/kernel_path.h"
+#include "kernels/norm_rope_lane.h"
 #include "kernels/tile_copy.h"
 
 namespace moss {
@@ -33,7 +34,8 @@ struct Mat {
   bool bf16;
 };
 
-__device__ inline float bf16_bits_to_float(uint32_t bits) { return __builtin_bit_cast(float, bits << 16); }
+using norm_rope_lane::bf16_bits_to_float;
+using norm_rope_lane::load4_at;
 __device__ inline uint32_t float_to_bf16_bits(float v) { return bf16_bits(to_bf16(v)); }
 
 __device__ inline float load1(const Mat& m, int64_t row, int64_t c) {
@@ -45,20 +47,6 @@ __device__ inline void store1(const Mat& m, int64_t row, int64_t c, float v) {
   else static_cast<float*>(m.p)[row * m.ld + c] = v;
 }
 
-// Four consecutive elements at element offset e of p (aligned for one 16-byte f32 or 8-byte
-// bf16 access), as f32; zeros (and no access) when !full.
-__device__ inline void load4_at(const void* p, bool bf16, int64_t e, bool full, float v[4]) {
-  if (bf16) {
-    uint64_t bits = 0;
-    if (full) bits = *reinterpret_cast<const uint64_t*>(static_cast<const uint16_t*>(p) + e);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) v[j] = bf16_bits_to_float(uint32_t(bits >> (16 * j)) & 0xffffu);
-  } else {
-    const tile::Chunk16 c = tile::load_chunk_or_zero(static_cast<const float*>(p) + e, full);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) v[j] = __builtin_bit_cast(float, c.w[j]);
-  }
-}
 __device__ inline void store4_at(void* p, bool bf16, int64_t e, const float v[4]) {
   if (bf16) {
     uint64_t bits = 0;
@@ -346,13 +334,13 @@ __global__ __launch_bounds__(W * kWaveSize) void norm_rope_regs_kernel(Mat x, Ma
   const int64_t row = block_x();
   const int lanes = 1 << lane_shift, groups = (W * kWaveSize) >> lane_shift;
   const int group = int(thread_x()) >> lane_shift, i = (int(thread_x()) & (lanes - 1)) * 4, half = head_dim / 2;
-  float s0[4], s1[4], c0[4], c1[4], w0[4], w1[4];
-  load4_at(sin + row * ld_sin, false, i, true, s0);
-  load4_at(sin + row * ld_sin, false, i + half, true, s1);
-  load4_at(cos + row * ld_cos, false, i, true, c0);
-  load4_at(cos + row * ld_cos, false, i + half, true, c1);
-  load4_at(w.p, w.bf16, i, true, w0);
-  load4_at(w.p, w.bf16, i + half, true, w1);
+  norm_rope_lane::Coefficients coef;
+  load4_at(sin + row * ld_sin, false, i, true, coef.s0);
+  load4_at(sin + row * ld_sin, false, i + half, true, coef.s1);
+  load4_at(cos + row * ld_cos, false, i, true, coef.c0);
+  load4_at(cos + row * ld_cos, false, i + half, true, coef.c1);
+  load4_at(w.p, w.bf16, i, true, coef.w0);
+  load4_at(w.p, w.bf16, i + half, true, coef.w1);
   const void* xrow = static_cast<const char*>(x.p) + row * x.ld * (x.bf16 ? 2 : 4);
   void* yrow = static_cast<char*>(y.p) + row * y.ld * (y.bf16 ? 2 : 4);
   for (int base = 0; base < heads; base += groups * kRopeBatch) {  // uniform across the block
@@ -366,21 +354,8 @@ __global__ __launch_bounds__(W * kWaveSize) void norm_rope_regs_kernel(Mat x, Ma
 #pragma unroll
     for (int j = 0; j < kRopeBatch; ++j) {
       const int h = base + group + j * groups;
-      float ss = 0.0f;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) ss += a[j][e] * a[j][e] + b[j][e] * b[j][e];
-      for (int m = lanes / 2; m > 0; m /= 2) ss += shfl_xor(ss, m);  // within the group
-      const float inv = 1.0f / sqrt_f(ss / float(head_dim) + eps);
       float ya[4], yb[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        // rms_norm's n = x·inv, n·w; then rope's x·cos + rotate_half(x)·sin, as the host replays.
-        float an = a[j][e] * inv, bn = b[j][e] * inv;
-        an *= w0[e];
-        bn *= w1[e];
-        ya[e] = an * c0[e] + (-bn) * s0[e];
-        yb[e] = bn * c1[e] + an * s1[e];
-      }
+      norm_rope_lane::apply(a[j], b[j], coef, lanes, head_dim, eps, ya, yb);
       if (h < heads) {
         store4_at(yrow, y.bf16, int64_t(h) * head_dim + i, ya);
         store4_at(yrow, y.bf16, int64_t(h) * head_dim + i + half, yb);

@@ -12,6 +12,9 @@ namespace moss {
 
 namespace {
 
+// Attention's softmax scale for heads of hd dims.
+float softmax_scale(int64_t hd) { return float(1.0 / std::sqrt(double(hd))); }
+
 constexpr float kRmsEps = 1e-6f;
 
 std::string dims_text(const Tensor& t) { return t.shape_str() + " " + dtype_name(t.dtype); }
@@ -171,7 +174,7 @@ Dit::Dit(Backend& be, std::unique_ptr<DitWeightSource> source, const DitConfig& 
 
 void Dit::attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) {
   const int64_t hd = cfg_.head_dim();
-  be_.core().attention(q, k, v, out, cfg_.heads, cfg_.heads, hd, float(1.0 / std::sqrt(double(hd))), false);
+  be_.core().attention(q, k, v, out, cfg_.heads, cfg_.heads, hd, softmax_scale(hd), false);
 }
 
 Dit::Text Dit::embed_text(const Tensor& states) {
@@ -269,7 +272,9 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   // Fused passes (CoreOps::norm_modulate, add_norm_modulate, norm_rope): the same fp32 operations
   // as add, rms_norm then modulate, rms_norm then rope; their outputs (ws.y, q, k, v, attn,
   // gated) are GEMM/attention inputs in the backend's gemm_input_dtype. The q and k projections
-  // land in ws.q / ws.k in that dtype too and are normalised and rotated in place.
+  // land in ws.q / ws.k in that dtype too; k is normalised and rotated in place, q inside each
+  // row's attention (CoreOps::norm_rope_attention: on the portable kernels on its way into the
+  // attention kernel, saving a pass).
   bool all_pending = true;
   for (size_t r = first; r < first + count; ++r) all_pending = all_pending && rows[r].pending;
   if (!all_pending)  // some row's first block: the others' updates go in on their own
@@ -277,14 +282,14 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   if (all_pending) ops.add_norm_modulate(x, delta, gate_f, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
   else ops.norm_modulate(x, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
   ops.linear(ws.y, w.q, nullptr, ws.q);
-  ops.norm_rope(ws.q, w.q_norm, kRmsEps, hd, sin, cos, ws.q);
   ops.linear(ws.y, w.k, nullptr, ws.k);
   ops.norm_rope(ws.k, w.k_norm, kRmsEps, hd, sin, cos, ws.k);
   ops.linear(ws.y, w.v, nullptr, ws.v);
   for (size_t r = first; r < first + count; ++r) {  // each row attends within itself
     const int64_t o = rows[r].offset - off, m = rows[r].n;
-    Tensor out = ws.attn.slice_rows(o, m);
-    attention(ws.q.slice_rows(o, m), ws.k.slice_rows(o, m), ws.v.slice_rows(o, m), out);
+    Tensor out = ws.attn.slice_rows(o, m), q = ws.q.slice_rows(o, m);
+    ops.norm_rope_attention(q, w.q_norm, kRmsEps, sin.slice_rows(o, m), cos.slice_rows(o, m), ws.k.slice_rows(o, m),
+                            ws.v.slice_rows(o, m), out, cfg_.heads, hd, softmax_scale(hd));
   }
   // The gated residual is not in the GEMM's epilogue: GEMM + add measured 0.151 ms against 0.181
   // ms for a fused residual epilogue at 4160 rows on the H200 (bench/NOTES.md); it rides on the

@@ -109,6 +109,18 @@ void CoreOps::attention(const Tensor& q, const Tensor& k, const Tensor& v, Tenso
          [&] { do_attention(q, k, v, out, heads, kv_heads, head_dim, scale, causal); });
 }
 
+void CoreOps::norm_rope_attention(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
+                                  const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t head_dim,
+                                  float scale) {
+  op_require(heads > 0 && head_dim > 0 && q.cols() == heads * head_dim, "norm_rope_attention",
+             "q " + q.shape_str() + " is not [T, " + std::to_string(heads) + " x " + std::to_string(head_dim) + "]");
+  op_require(sin.rows() == q.rows() && cos.rows() == q.rows(), "norm_rope_attention",
+             "table shape " + sin.shape_str() + " for q " + q.shape_str());
+  check_same_shape("norm_rope_attention", q, "out", out);
+  run_op(hook_, [&] { return OpCall{std::string("core.norm_rope_attention ") + dtype_name(q.dtype)}; },
+         [&] { do_norm_rope_attention(q, w, eps, sin, cos, k, v, out, heads, head_dim, scale); });
+}
+
 void CoreOps::embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) {
   op_require(out.rows() == int64_t(ids.size()) && out.cols() == table.cols(), "embedding",
              "out " + out.shape_str() + " is not [ids, table columns]");

@@ -88,6 +88,15 @@ class CoreOps : public OpFamily {
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
                  int64_t kv_heads, int64_t head_dim, float scale, bool causal);
 
+  // The DiT's q preparation and attention in one: norm_rope(q, w, eps, head_dim, sin, cos, q) then
+  // attention(q, k, v, out, heads, heads, head_dim, scale, bidirectional), the same operations in
+  // that order. q (the raw projection) is consumed: afterwards it holds the raw or the normalised
+  // values, as the backend chose (the HIP backend normalises and rotates q on its way into the
+  // attention kernel where that kernel can, so no pass writes it back).
+  void norm_rope_attention(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
+                           const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t head_dim,
+                           float scale);
+
   // out[i, :] = table[ids[i], :] (table on the host or this backend, bf16 or f32)
   void embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out);
 
@@ -115,6 +124,9 @@ class CoreOps : public OpFamily {
   virtual void do_rope(Tensor& x, const Tensor& sin, const Tensor& cos, int64_t head_dim, int64_t rot_dim) = 0;
   virtual void do_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
                             int64_t kv_heads, int64_t head_dim, float scale, bool causal) = 0;
+  virtual void do_norm_rope_attention(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
+                                      const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
+                                      int64_t head_dim, float scale) = 0;
   virtual void do_embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) = 0;
   virtual void do_copy(const Tensor& src, Tensor& dst) = 0;
 };

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -157,6 +158,37 @@ TEST(DitFusedOps, NormRopeIsPerHeadRmsNormThenRope) {
     be->core().norm_rope(x, w, 1e-6f, hd, sin, cos, x);
     expect_same_bits(x, want, cols);
   }
+}
+
+TEST(DitFusedOps, NormRopeAttentionIsNormRopeThenAttention) {
+  std::unique_ptr<Backend> be = make_host_backend();
+  const int64_t T = 9, heads = 3, hd = 16, cols = heads * hd;
+  Tensor q = random_tensor({T, cols}, 21, 2.0f), k = random_tensor({T, cols}, 22), v = random_tensor({T, cols}, 23);
+  Tensor w = random_tensor({hd}, 24, 0.5f), sin = random_tensor({T, hd}, 25), cos = random_tensor({T, hd}, 26);
+  Tensor q2 = host_tensor(DType::F32, {T, cols});
+  std::memcpy(q2.data, q.data, q.nbytes());
+  Tensor want = host_tensor(DType::F32, {T, cols}), got = host_tensor(DType::F32, {T, cols});
+  const float scale = 0.25f;
+  be->core().norm_rope(q, w, 1e-6f, hd, sin, cos, q);
+  be->core().attention(q, k, v, want, heads, heads, hd, scale, false);
+  be->core().norm_rope_attention(q2, w, 1e-6f, sin, cos, k, v, got, heads, hd, scale);
+  expect_same_bits(got, std::vector<float>(want.ptr<float>(), want.ptr<float>() + want.numel()), cols);
+  // Tables, out and head counts that do not fit q are refused, naming the op.
+  auto expect_refused = [](const char* what, const std::function<void()>& call) {
+    try {
+      call();
+      ADD_FAILURE() << what << " was accepted";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("norm_rope_attention"), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  Tensor short_sin = sin.slice_rows(0, T - 1), narrow_out = host_tensor(DType::F32, {T, cols - hd});
+  expect_refused("a table of T-1 rows",
+                 [&] { be->core().norm_rope_attention(q2, w, 1e-6f, short_sin, cos, k, v, got, heads, hd, scale); });
+  expect_refused("a narrower out",
+                 [&] { be->core().norm_rope_attention(q2, w, 1e-6f, sin, cos, k, v, narrow_out, heads, hd, scale); });
+  expect_refused("heads x head_dim other than q's width",
+                 [&] { be->core().norm_rope_attention(q2, w, 1e-6f, sin, cos, k, v, got, heads + 1, hd, scale); });
 }
 
 TEST(DitFusedOps, GemmInputDtypePerBackend) {

@@ -20,8 +20,23 @@ namespace moss {
 // 96, 128, 256, 384). Matrix operands are rounded to bf16; softmax statistics and sums stay fp32.
 // Uses ctx.scratch() for 4·kv_heads·Tk·hd bytes (rounded up to the kernel's tiles) when it packs.
 // tiling: a kernel tiling to time against the default (kernels/attention.h); callers leave it.
+// q_rope: q is the raw projection, normalised and rotated per head as CoreOps::norm_rope(q, w,
+// eps, head_dim, sin, cos) on its way into the kernel (CoreOps::norm_rope_attention); only where
+// hip_attention_fuses_q_rope holds.
+struct QNormRope {
+  const Tensor& w;  // [head_dim], f32 or bf16
+  float eps;
+  const Tensor& sin;  // f32 [Tq, >= head_dim]: row i for query i
+  const Tensor& cos;
+};
 void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
                    int64_t kv_heads, int64_t head_dim, float scale, bool causal,
-                   AttentionTiling tiling = AttentionTiling::Default);
+                   AttentionTiling tiling = AttentionTiling::Default, const QNormRope* q_rope = nullptr);
+
+// Whether hip_attention can take q_rope for this q at this tiling: the kernel stages Q through the
+// norm_rope rows kernel's arithmetic (kernels/attention.h attention_fuses_q_rope), and q, w, sin
+// and cos are device tensors laid out for its 16-byte loads (f32 tables; rows and bases aligned).
+bool hip_attention_fuses_q_rope(const Tensor& q, const QNormRope& r, int64_t head_dim,
+                                AttentionTiling tiling = AttentionTiling::Default);
 
 }  // namespace moss

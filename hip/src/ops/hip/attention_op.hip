@@ -31,10 +31,30 @@ MatrixView matrix_view(const Tensor& t, const char* what) {
 
 std::string n(int64_t x) { return std::to_string(x); }
 
+// A device f32 or bf16 matrix (rank 2, unit column stride) whose rows start on `bytes` boundaries.
+bool aligned_device_rows(const Tensor& t, size_t bytes) {
+  if (t.where != Where::Device || (t.dtype != DType::F32 && t.dtype != DType::BF16) || t.rank != 2) return false;
+  if (t.cols() > 1 && t.stride[1] != 1) return false;
+  return reinterpret_cast<uintptr_t>(t.data) % bytes == 0 && size_t(t.row_stride()) * dtype_size(t.dtype) % bytes == 0;
+}
+
 }  // namespace
 
+bool hip_attention_fuses_q_rope(const Tensor& q, const QNormRope& r, int64_t head_dim, AttentionTiling tiling) {
+  if (head_dim <= 0 || head_dim > 128 || !attention_fuses_q_rope(int(head_dim), tiling)) return false;
+  const size_t q_bytes = 4 * dtype_size(q.dtype), w_bytes = 4 * dtype_size(r.w.dtype);
+  const bool tables = r.sin.dtype == DType::F32 && r.cos.dtype == DType::F32 && aligned_device_rows(r.sin, 16) &&
+                      aligned_device_rows(r.cos, 16) && r.sin.rows() == q.rows() && r.cos.rows() == q.rows() &&
+                      r.sin.cols() >= head_dim && r.cos.cols() >= head_dim;
+  const bool weight = r.w.where == Where::Device && (r.w.dtype == DType::F32 || r.w.dtype == DType::BF16) &&
+                      r.w.numel() == head_dim && r.w.contiguous() &&
+                      reinterpret_cast<uintptr_t>(r.w.data) % w_bytes == 0;
+  return tables && weight && aligned_device_rows(q, q_bytes);
+}
+
 void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
-                   int64_t kv_heads, int64_t head_dim, float scale, bool causal, AttentionTiling tiling) {
+                   int64_t kv_heads, int64_t head_dim, float scale, bool causal, AttentionTiling tiling,
+                   const QNormRope* q_rope) {
   const MatrixView mq = matrix_view(q, "q"), mk = matrix_view(k, "k"), mv = matrix_view(v, "v"),
                    mo = matrix_view(out, "out");
   if (q.dtype != k.dtype || q.dtype != v.dtype)
@@ -102,6 +122,18 @@ void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tens
   p.q = q.data;
   p.q_bf16 = q.dtype == DType::BF16;
   p.ldq = mq.ld;
+  if (q_rope) {
+    if (!hip_attention_fuses_q_rope(q, *q_rope, head_dim, tiling))
+      throw failure("attention: q's norm and RoPE cannot be applied in this kernel (head dim " + n(head_dim) +
+                    ", q " + q.shape_str() + ", tables " + q_rope->sin.shape_str() + ")");
+    p.q_rope.w = q_rope->w.data;
+    p.q_rope.w_bf16 = q_rope->w.dtype == DType::BF16;
+    p.q_rope.eps = q_rope->eps;
+    p.q_rope.sin = static_cast<const float*>(q_rope->sin.data);
+    p.q_rope.ld_sin = q_rope->sin.row_stride();
+    p.q_rope.cos = static_cast<const float*>(q_rope->cos.data);
+    p.q_rope.ld_cos = q_rope->cos.row_stride();
+  }
   p.out = out.data;
   p.out_bf16 = out.dtype == DType::BF16;
   p.ld_out = mo.ld;

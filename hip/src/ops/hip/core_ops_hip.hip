@@ -225,6 +225,18 @@ class HipCoreOps : public CoreOps {
     hip_attention(ctx_, q, k, v, out, heads, kv_heads, head_dim, scale, causal);
   }
 
+  // q normalised and rotated on its way into the attention kernel where that kernel can (the
+  // portable direct tiling: no norm_rope pass over q), else the two ops.
+  void do_norm_rope_attention(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
+                              const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t head_dim,
+                              float scale) override {
+    const QNormRope rope{w, eps, sin, cos};
+    if (hip_attention_fuses_q_rope(q, rope, head_dim))
+      return hip_attention(ctx_, q, k, v, out, heads, heads, head_dim, scale, false, AttentionTiling::Default, &rope);
+    do_norm_rope(q, w, eps, head_dim, sin, cos, q);
+    do_attention(q, k, v, out, heads, heads, head_dim, scale, false);
+  }
+
   void do_embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) override {
     const RowsMatrix om = device_matrix(out, "embedding", "out");
     require(float_dtype(table.dtype) && two_d_readable(table), "embedding", "table must be an f32 or bf16 matrix");

@@ -136,6 +136,13 @@ class HostCoreOps : public CoreOps {
     rope(y, sin, cos, head_dim, head_dim);
   }
 
+  void do_norm_rope_attention(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
+                              const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t head_dim,
+                              float scale) override {
+    norm_rope(q, w, eps, head_dim, sin, cos, q);
+    attention(q, k, v, out, heads, heads, head_dim, scale, false);
+  }
+
   void do_add(Tensor& x, const Tensor& d, const Tensor* gate) override {
     check_f32_matrix(x, "add", "x");
     check_f32_matrix(d, "add", "d");

@@ -16,7 +16,8 @@
 //   flash 64-key tiles for head dims <= 128), attention[flash] (the mma.sync flash kernel, 64-key
 //   tiles, where the default is wgmma), attention[ref] (the reference kernel), attention[portable]
 //   (the reference kernel on the AMD tiling); rate = 4·Tq·Tk·hd·heads flops (halved when causal) per second, pack kernel
-//   included.
+//   included. Shapes ending in " q_rope": q is the raw projection, normalised and rotated inside the
+//   portable kernel (hip_attention's QNormRope), against the host's norm_rope then attention.
 // A failing case prints its first bad element (query, head, dim, got, want) before its row.
 #pragma once
 #include <algorithm>
@@ -47,12 +48,22 @@ struct Case {
   bool aligned;       // q|k|v at column 0 of the fused buffer (tq != tk: q and k|v at column 0 of
                       // their buffers), out at column 8
   bool out_f32;       // bf16 q, k, v but f32 out
+  bool q_rope = false;  // q is the raw projection, normalised and rotated inside the portable kernel
+                        // (hip_attention's QNormRope, CoreOps::norm_rope_attention): aligned only
 };
 
 inline Case make_case(int64_t tq, int64_t tk, int64_t heads, int64_t kv_heads, int64_t head_dim, bool causal,
                       bool bf16 = false, int sampled_rows = 0, int reps = 0, bool other_tiling = false,
                       bool aligned = false, bool out_f32 = false) {
   return Case{tq, tk, heads, kv_heads, head_dim, causal, bf16, sampled_rows, reps, other_tiling, aligned, out_f32};
+}
+
+// A bidirectional aligned case whose q is normalised and rotated on its way into the portable
+// kernel (the DiT's CoreOps::norm_rope_attention).
+inline Case q_rope_case(int64_t t, int64_t heads, int64_t head_dim, bool bf16, int sampled_rows = 0, int reps = 0) {
+  Case c = make_case(t, t, heads, heads, head_dim, false, bf16, sampled_rows, reps, false, true);
+  c.q_rope = true;
+  return c;
 }
 
 inline bool out_bf16(const Case& c) { return c.bf16 && !c.out_f32; }
@@ -172,7 +183,7 @@ inline std::string shape_text(const Case& c) {
   else
     std::snprintf(buf, sizeof buf, "q%lld k%lld h%sx%lld %s%s%s", (long long)c.tq, (long long)c.tk, heads.c_str(),
                   (long long)c.head_dim, c.causal ? "causal" : "bi", c.bf16 ? " bf16" : "", c.aligned ? " al" : "");
-  return buf;
+  return std::string(buf) + (c.q_rope ? " q_rope" : "");
 }
 
 inline const char* tiling_name(moss::AttentionTiling t) {
@@ -189,7 +200,7 @@ inline const char* tiling_name(moss::AttentionTiling t) {
 // (sustain_s: kcheck::time_sustained's).
 inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c, const moss::Tensor& q,
                      const moss::Tensor& k, const moss::Tensor& v, const std::vector<int64_t>& rows, const std::vector<float>& want, float scale,
-                     moss::AttentionTiling tiling, int sustain_s) {
+                     moss::AttentionTiling tiling, int sustain_s, const moss::QNormRope* q_rope = nullptr) {
   const int64_t width = c.heads * c.head_dim;
   // out: columns [3, 3 + width) of a [tq, width + 5] buffer (aligned: [8, 8 + width) of width + 16),
   // all of it NaN beforehand.
@@ -206,7 +217,7 @@ inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c,
   kcheck::Compare cmp;
   double ms = 0;
   try {
-    moss::hip_attention(ctx, q, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, c.causal, tiling);
+    moss::hip_attention(ctx, q, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, c.causal, tiling, q_rope);
     MOSS_HIP_CHECK(hipStreamSynchronize(ctx.stream()));
     std::vector<uint8_t> raw(out_bytes);
     MOSS_HIP_CHECK(hipMemcpy(raw.data(), buf.get(), out_bytes, hipMemcpyDeviceToHost));
@@ -253,7 +264,7 @@ inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c,
     if (c.reps > 0)
       ms = kcheck::time_sustained(
           ctx.stream(),
-          [&] { moss::hip_attention(ctx, q, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, c.causal, tiling); },
+          [&] { moss::hip_attention(ctx, q, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, c.causal, tiling, q_rope); },
           c.reps, sustain_s);
   } catch (const std::exception& e) {
     (void)hipGetLastError();
@@ -264,6 +275,8 @@ inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c,
   table.row(tiling_name(tiling), shape_text(c), cmp, 1e-2, ms, ms > 0 ? flops : 0);
   if (ms > 0) table.timings.push_back({tiling_name(tiling), shape_text(c), ms, flops, 0});
 }
+
+constexpr float kQRopeEps = 1e-6f;  // the DiT's RMS norm epsilon
 
 inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backend& host, const Case& c,
                        uint64_t seed, int sustain_s) {
@@ -303,6 +316,30 @@ inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backen
   values.shrink_to_fit();
 
   const std::vector<int64_t> rows = sample_rows(c.tq, c.sampled_rows);
+  if (c.q_rope) {
+    // q's norm weight (around 1) and [f | f] RoPE tables of random angles; the host normalises and
+    // rotates q (CoreOps::norm_rope) before its replay, the kernel on its way in. Only the portable
+    // tiling stages Q that way.
+    const int64_t hd = c.head_dim;
+    std::vector<float> wv(static_cast<size_t>(hd)), angles(static_cast<size_t>(c.tq * hd / 2)),
+        sv(static_cast<size_t>(c.tq * hd)), cv(static_cast<size_t>(c.tq * hd));
+    fill_uniform(wv, seed + 2, 0.3f);
+    for (float& x : wv) x += 1.0f;
+    fill_uniform(angles, seed + 3, 3.0f);
+    for (int64_t r = 0; r < c.tq; ++r)
+      for (int64_t i = 0; i < hd / 2; ++i)
+        for (int64_t j : {i, i + hd / 2}) {
+          sv[size_t(r * hd + j)] = std::sin(angles[size_t(r * hd / 2 + i)]);
+          cv[size_t(r * hd + j)] = std::cos(angles[size_t(r * hd / 2 + i)]);
+        }
+    const Twin w = make_twin(wv, 1, hd, c.bf16), sin = make_twin(sv, c.tq, hd, false), cos = make_twin(cv, c.tq, hd, false);
+    moss::Tensor q_ref = moss::host_tensor(moss::DType::F32, {c.tq, qc});
+    host.core().norm_rope(q_host, w.host, kQRopeEps, hd, sin.host, cos.host, q_ref);
+    const std::vector<float> want = host_replay(host, q_ref, k_host, v_host, c, rows, scale);
+    const moss::QNormRope rope{w.dev, kQRopeEps, sin.dev, cos.dev};
+    run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Portable, sustain_s, &rope);
+    return;
+  }
   const std::vector<float> want = host_replay(host, q_host, k_host, v_host, c, rows, scale);
   run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Default, sustain_s);
   if (wgmma_case(c) && c.other_tiling)
@@ -355,6 +392,16 @@ inline std::vector<Case> model_cases(const std::string& model) {
         make_case(200, 200, 24, 6, 128, false, true, 0, 0, false, true),   // GQA 4:1, tail
         make_case(100, 45, 24, 24, 128, false, true, 0, 0, false, true),   // Tq != Tk, tk < 64
         make_case(70, 160, 24, 8, 128, false, true, 0, 0, false, true),    // Tq != Tk, tk = 5 x 32
+        // q normalised and rotated inside the portable kernel (CoreOps::norm_rope_attention), the
+        // DiT's q path on AMD: partial and whole query blocks, bf16 and f32 q, the tiny model's 32,
+        // head dim 64, and the 1024² shape timed.
+        q_rope_case(12, 24, 128, true),
+        q_rope_case(77, 24, 128, false),
+        q_rope_case(257, 24, 128, true),
+        q_rope_case(1000, 24, 128, true),
+        q_rope_case(300, 4, 32, true),
+        q_rope_case(130, 4, 64, false),
+        q_rope_case(4173, 24, 128, true, 48, 10),
     };
   } else if (model == "te") {
     // Causal GQA: 16 query heads over 4 kv heads of 256 (tiny: 4 over 1 of 64).
