@@ -242,13 +242,16 @@ struct KvTileLoader {
   }
 };
 
+// The head dims whose D/8 lanes per row are a power of two: 32, 64, 128 (the direct tiling's).
+constexpr bool q_rope_head_dim(int d) { return d == 32 || d == 64 || d == 128; }
+template <class T>
+constexpr bool kStagesQRope = T::kDirect && q_rope_head_dim(T::D);
+
 // Q staged with CoreOps::norm_rope applied on the way (AttentionQRope; the direct tiling at head
 // dims 32, 64, 128): each group of D/8 threads takes one query row at a time, lane s the columns
 // 4s..4s+3 and their rotation partners D/2 later, with the rows kernel's arithmetic
 // (norm_rope_lane.h). Rows past tq stage zeros; every thread runs every iteration, so the group
 // shuffles always see whole groups.
-template <class T>
-constexpr bool kStagesQRope = T::kDirect && (T::D == 32 || T::D == 64 || T::D == 128);
 template <class T>
 __device__ inline void stage_q_norm_rope(const AttentionParams& p, bf16* qs, int q0, int head, int tid) {
   constexpr int kLanes = T::D / 8, kGroups = T::kThreads / kLanes, kHalf = T::D / 2;
@@ -624,7 +627,7 @@ bool attention_fuses_q_rope(int head_dim, AttentionTiling tiling) {
   static_assert(kStagesQRope<PortableTiling<128>> && kStagesQRope<PortableTiling<64>> &&
                     kStagesQRope<PortableTiling<32>> && !kStagesQRope<PortableTiling<96>>,
                 "the portable tilings that stage Q through norm_rope_lane");
-  return portable_tiling(tiling) && (head_dim == 32 || head_dim == 64 || head_dim == 128);
+  return portable_tiling(tiling) && q_rope_head_dim(head_dim);
 }
 
 int attention_padded_head_dim(int head_dim) {
