@@ -154,6 +154,32 @@ CASES.append(dict(
                 q_in_regs=True, kv_lds=False, p_lds=False, table=None, lds_est=0, vgpr_est={"gfx1201": 205}),
 ))
 
+# v139 (the same project's follow-up, PR #31 "lane A"): v39's kernel plus "K-load software pipelining in
+# QK^T + s_setprio wave-priority scheduling of the WMMA bursts -- pure issue-window levers, no extra
+# VGPR liveness" (its own words). The model does not see priorities or the load order, so it models
+# v139 as v39 (the same waves, tiles, bytes and registers); the ratio carries what they buy. The
+# portable attention has both since session 18: all 16 K fragments of a 32-key step issued before its
+# first score WMMA (the gfx1200 disassembly), and priorities 3 for the scores, 0 for the softmax, 1 for
+# P·V (attention.hip, wave_priority).
+OPUS_V139_COMMIT = "4898c2f4eff938b7cecf88f2cb43d32cf5778bd8"
+CASES.append(dict(
+    key="opus-attn-v139-gfx1201",
+    label="opus_attn v139 = v39 + K loads ahead of the score WMMAs + s_setprio, bf16 D128 H32 N2048 (RX 9070 XT)",
+    target="gfx1201", family="attention", op="attention", shape=(2048, 32, 128), eb=dict(eb_q=2, eb_o=2),
+    flops=attention_flops(32, 2048, 128), measured_tflops=91.0,
+    published="v139: 91.0 TFLOPS at b=1 h=32 n=2048 (verify on), 93.5 at b=4 h=32 n=4096 against v39's 86.4 and "
+              "86.6 in the same table, RX 9070 XT, ROCm 7.2.3, best of 7 (PR #31's table; PR #28: 92.8 best of 3)",
+    source="https://github.com/carlushuang/gcnasm/pull/31",
+    code="carlushuang/gcnasm opus_attn_gfx1201/attn_gfx1201_kernel_v139_template.hpp (commit " + OPUS_V139_COMMIT +
+         ") instantiated as opus_attn_traits<128, 32, 128>: v39's 8 waves of 16 queries, 32-key steps, K/V^T "
+         "fragments from global memory, no LDS; the next D-tile's K fragments loaded while the current one "
+         "multiplies; s_setprio 3 over the score WMMAs, 0 over the softmax, 1 over P·V",
+    structure="v39's structure (the portable attention's direct tiling) with the K loads issued ahead of the "
+              "score WMMAs and wave priorities by phase: the portable attention since session 18",
+    kernel=dict(kind="attention", q_rows=128, kt=32, dv=128, waves=8, row_tiles=1, stages=1, prefetch=0,
+                q_in_regs=True, kv_lds=False, p_lds=False, table=None, lds_est=0, vgpr_est={"gfx1201": 205}),
+))
+
 # The very cards' library GEMMs: PyTorch's bf16 matmul (hipBLASLt/Tensile) at 4096^3, reported to
 # zzc0721/torch-performance-test-data by their owners (the rate is 2 * 4096^3 / time, the
 # benchmark's own formula). The kernel each run picked is not named; it is modelled with the
@@ -202,7 +228,7 @@ SAME_CARD = {"gemm": {"gfx1100": "hipblaslt-bf16-4096-gfx1100", "gfx1200": "hipb
 # most like that config's kernel; the same generation where there is one). bench/amd_model.md 3b.
 RADEON_ANALOGUE = {
     "portable": {"gemm": {3: "ck-wmma-64x128-gfx1100", 4: "tensile-128x128x32-gfx1201"},
-                 "attention": {3: "opus-attn-v39-gfx1201", 4: "opus-attn-v39-gfx1201"}},
+                 "attention": {3: "opus-attn-v139-gfx1201", 4: "opus-attn-v139-gfx1201"}},
     "candidate": {"gemm": {3: "ck-wmma-64x128-gfx1100", 4: "tensile-128x128x32-gfx1201"},
                   "attention": {3: "opus-attn-v1-gfx1201", 4: "opus-attn-v1-gfx1201"}},
     "seed": {"gemm": {3: "ck-wmma-64x128-gfx1100", 4: "tensile-128x128x32-gfx1201"},

@@ -39,7 +39,7 @@ DEFAULT_TABLE = os.path.join(HERE, "results", "2026-12-01-check-device-table.txt
 # The portable kernels on the ten targets of issue 31 (nine from clang-19, with occupancy; gfx1153,
 # which clang-19 does not know, is modelled by none of the device classes). The 2026-12-01 table
 # of the three first targets gives the same rows for them.
-PORTABLE_TABLE = os.path.join(HERE, "results", "2026-12-04-session17", "check-device-table-clang19.txt")
+PORTABLE_TABLE = os.path.join(HERE, "results", "2026-12-05-session18", "check-device-table-clang19.txt")
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 import amd_calibration  # noqa: E402  (published Radeon measurements; takes this module as an argument)
@@ -327,6 +327,10 @@ CONFIGS = {
         # q's RMS norm and RoPE applied while the attention stages Q (CoreOps::norm_rope_attention,
         # attention.hip stage_q_norm_rope; since session 17): norm_rope runs over k alone.
         "q_rope_in_attention": True,
+        # The v projection's GEMM writes each row's zero-padded Vᵀ itself, in its epilogue
+        # (CoreOps::linear_transposed, gemm_leaf.h leaf_transposed_store; since session 18): one v
+        # GEMM per row, no attention_pack pass at all.
+        "v_transposed_by_gemm": True,
         # The very kernels, run on the H200 (MOSSINFER_KERNELS=portable).
         "analogue": {"gemm": "gemm portable 128x64/4w 4160x3072x3072 x:bf16",
                      "attention": "attention[portable] T4173 h24x128 bf16"},
@@ -760,13 +764,19 @@ def dit_step(t, conf, rows, tc, tu, size=1024):
     for label, m, rows_t, blocks in (("stacked", nc + nu, (nc, nu), both), ("cond only", nc, (nc,), len(DIT["skip"]))):
         tag = f" [{label}]"
         out.append(model_rows(t, "add_norm_modulate norm1" + tag, "add_norm_modulate", m, d, blocks))
-        for p in ("q", "k", "v"):
+        vt_gemm = conf.get("v_transposed_by_gemm", False)
+        for p in ("q", "k") if vt_gemm else ("q", "k", "v"):
             out.append(model_gemm(t, g, f"gemm proj.{p}" + tag, m, d, d, blocks, rows=rows))
+        if vt_gemm:  # one v GEMM per row (each row's Vᵀ its own matrix), the same bytes written
+            for tr in rows_t:
+                out.append(model_gemm(t, g, f"gemm proj.v T{tr} -> V^T" + tag, tr, d, d, blocks, rows=rows))
         q_rope = conf.get("q_rope_in_attention", False)
         out.append(model_rows(t, ("norm_rope k" if q_rope else "norm_rope q,k") + tag, "norm_rope", m, d,
                               (1 if q_rope else 2) * blocks))
         for tr in rows_t:
-            if conf.get("k_in_place"):
+            if vt_gemm:
+                pass  # K's rows in place, Vᵀ from the v GEMM: nothing to pack
+            elif conf.get("k_in_place"):
                 out.append(model_rows(t, f"attention_pack V T{tr}" + tag, "attention_pack_v", tr, d, blocks))
             elif not conf.get("kv_in_place"):
                 out.append(model_rows(t, f"attention_pack T{tr}" + tag, "attention_pack", tr, d, blocks))

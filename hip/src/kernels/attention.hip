@@ -415,6 +415,12 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       load_operand<KFrag, kDirectKInPlace>(kf, kt_s + j * 16 * ldk + ds * 16, ldk, k_last - j * 16);
     };
 
+    // Wave priorities (the direct tiling, whose 8 waves never wait for each other): the phases
+    // that feed the matrix unit go first -- the scores (3), then P·V (1) -- and the softmax
+    // (0) fills the issue slots they leave, so one wave's exp2 and shuffles run under another's
+    // WMMAs (opus_attn_gfx1201 v139's scheme: +5% over v39 at the same shape on an RX 9070 XT,
+    // bench/amd_calibration.py). A scheduling hint only: the results are the same bits.
+    if constexpr (T::kDirect) wave_priority<3>();
     // Scores: s[r][j] = Q rows of tile r · K rows j*16.. of this key tile.
     leaf::FragC s[T::RowTiles][T::KT / 16];
 #pragma unroll
@@ -441,6 +447,14 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
     }
 
     // Online softmax in base 2: s·scale·log2(e), masked to -inf past tk and above the diagonal.
+    if constexpr (T::kDirect) {
+#pragma unroll
+      for (int r = 0; r < T::RowTiles; ++r) {
+#pragma unroll
+        for (int j = 0; j < T::KT / 16; ++j) attention_device::computed_here(s[r][j]);
+      }
+      wave_priority<0>();
+    }
 #pragma unroll
     for (int r = 0; r < T::RowTiles; ++r) {
       const int rq0 = wq0 + r * 16;
@@ -493,6 +507,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
     }
 
     // Output: o[r][dv] += P (16 queries x 16 keys j) · V (keys j, dims dv).
+    if constexpr (T::kDirect) wave_priority<1>();
 #pragma unroll
     for (int j = 0; j < T::KT / 16; ++j) {
       QFrag pf[T::RowTiles];
@@ -501,6 +516,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       row_tiles_mma<KFrag>(o, pf,
                            [&](KFrag& vf, int dv) { load_operand(vf, vt_s + dv * 16 * ldv + j * 16, ldv); });
     }
+    if constexpr (T::kDirect) wave_priority<0>();
   }
 
   // Normalise by the row sums (reduced over the partner lanes now) and store.

@@ -54,5 +54,19 @@ __device__ inline float exp2_fast(float x) {
 #endif
 }
 
+// The values of `x` computed here, before what follows (AMD): the compiler may otherwise sink a
+// WMMA down to the first use of its result, past a wave_priority that was meant to cover it (the
+// scores' products ended up after the softmax's priority). An empty asm that reads and writes
+// each register pins them; no instruction is emitted. NVIDIA takes no priorities: nothing to pin.
+template <class Frag>
+__device__ inline void computed_here(Frag& x) {
+#if !MOSS_PLATFORM_NVIDIA
+#pragma unroll
+  for (auto& v : x.x) asm volatile("" : "+v"(v));
+#else
+  (void)x;
+#endif
+}
+
 }  // namespace attention_device
 }  // namespace moss

@@ -26,7 +26,10 @@
 // distributed shared memory in a fixed order: the weights stream through enough blocks to keep
 // HBM busy, bit-reproducibly, with no workspace.
 // All three share one epilogue: bias, then the store (converted to y's dtype); the Wgmma kernel
-// stores through shared memory and the copy engine when y allows it. The Wgmma kernel and the
+// stores through shared memory and the copy engine when y allows it. The Leaf kernel (Portable
+// included) can store the product transposed (GemmOperands::y_transposed): on gfx12, whose
+// accumulators give each lane 8 consecutive rows of one column, as one 16-byte store per
+// accumulator, where the row-major store takes 8. The Wgmma kernel and the
 // Portable kernel's wide tiles can apply a gated unit to the product's two halves in their
 // epilogue (GemmOperands::gated; the Portable kernel stages hidden and gate weight rows side by
 // side in its B tile, kernels/gemm_unit_rows.h, so a 128x64 tile yields 32 columns of y).
@@ -64,6 +67,12 @@ struct GemmOperands {
   // n here is y's width.
   bool gated = false;
   GatedUnit unit = GatedUnit::Situ;
+  // y transposed (CoreOps::linear_transposed; the Leaf and Portable kernels, gemm_resolve picks
+  // one): the product's column c is y's row c, element (r, c) at y[c·ldy + r], and the product's
+  // rows from m up to y_rows (past x's last row) are written as zeros: the zero-padded Vᵀ an
+  // attention kernel reads (kernels/attention.h). No gated unit. y_rows 0: m.
+  bool y_transposed = false;
+  int64_t y_rows = 0;
   int64_t m = 0, n = 0, k = 0;
 };
 

@@ -25,6 +25,9 @@ namespace moss {
 namespace {
 
 // ---- host side ---------------------------------------------------------------------------------
+// The product rows a transposed store writes: x's m, then zeros up to y_rows.
+int64_t transposed_rows(const GemmOperands& op) { return op.y_rows > op.m ? op.y_rows : op.m; }
+
 template <class TA, class TB>
 KernelArgs<TA, TB> kernel_args(const GemmOperands& op) {
   KernelArgs<TA, TB> a;
@@ -38,14 +41,17 @@ KernelArgs<TA, TB> kernel_args(const GemmOperands& op) {
   a.gated = op.gated;
   a.unit = op.unit;
   a.tma_store = false;
-  a.m = int(op.m);
+  a.x_rows = int(op.m);
+  a.m = int(op.y_transposed ? transposed_rows(op) : op.m);
   a.n = int(op.n);
   a.k = int(op.k);
   a.splits = 1;
   a.bias_bf16 = op.bias_type == GemmType::BF16;
   a.y_bf16 = op.y_type == GemmType::BF16;
   const uintptr_t pair_bytes = a.y_bf16 ? 4 : 8;
-  a.pair_stores = op.ldy % 2 == 0 && reinterpret_cast<uintptr_t>(op.y) % pair_bytes == 0;
+  a.pair_stores = !op.y_transposed && op.ldy % 2 == 0 && reinterpret_cast<uintptr_t>(op.y) % pair_bytes == 0;
+  a.y_transposed = op.y_transposed;
+  a.run_stores = op.y_transposed && a.y_bf16 && op.ldy % 8 == 0 && reinterpret_cast<uintptr_t>(op.y) % 16 == 0;
   return a;
 }
 
@@ -258,6 +264,16 @@ bool gemm_fuses_unit(const GemmOperands& op, int multiprocessors, GemmPlan plan)
 }
 
 GemmPlan gemm_resolve(const GemmOperands& op, int multiprocessors, GemmPlan plan) {
+  // A transposed y is the Leaf kernel's epilogue alone (on NVIDIA outside the portable path: the
+  // Leaf kernel's own tiles, which DiT runs never take: they ask for it only where the portable
+  // attention reads Vᵀ, CoreOps::attention_reads_transposed_v).
+  if (op.y_transposed && !portable_kernels() && plan.kernel != GemmKernel::Portable) {
+    plan.kernel = GemmKernel::Leaf;
+    if (plan.tiles == GemmTiles::Auto) plan.tiles = gemm_auto_tiles(op.m, op.n, multiprocessors);
+    if (plan.tiles == GemmTiles::Skinny) plan.tiles = GemmTiles::Small;
+    plan.split = 1;
+    return plan;
+  }
   if (portable_kernels() || plan.kernel == GemmKernel::Portable) {
     // Two shapes: Medium is the wide 4-wave tile, Small the narrow one-wave tile (Auto: by rows).
     // An f32 x is converted on its way in (the chunks pass through registers anyway).
@@ -306,9 +322,11 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
   if (op.k % kGemmKMultiple != 0 || !gemm_packed(op.x, op.ldx, op.x_type) || !gemm_packed(op.w, op.ldw, op.w_type))
     throw failure("gemm: operands must be packed (16-byte aligned rows, K a multiple of 8); got K " +
                   std::to_string(op.k) + ", ldx " + std::to_string(op.ldx) + ", ldw " + std::to_string(op.ldw));
-  if (op.ldx < op.k || op.ldw < op.k || op.ldy < op.n)
+  if (op.ldx < op.k || op.ldw < op.k || op.ldy < (op.y_transposed ? transposed_rows(op) : op.n))
     throw failure("gemm: a row stride is shorter than its row (ldx " + std::to_string(op.ldx) + ", ldw " +
                   std::to_string(op.ldw) + ", ldy " + std::to_string(op.ldy) + ")");
+  if (op.y_transposed && (op.gated || op.y_rows > limit))
+    throw failure("gemm: a transposed y takes no gated unit and at most 2^31-1 rows");
   plan = gemm_resolve(op, multiprocessors, plan);
   if (op.gated && !plan_fuses_unit(op, plan))
     throw failure(std::string("gemm: the gated-unit epilogue needs the wgmma kernel or the portable wide tiles with "

@@ -272,6 +272,32 @@ __device__ inline void leaf_unit_epilogue(const Args& args, const leaf::FragC (&
     }
 }
 
+// The transposed epilogue (GemmOperands::y_transposed): the block's column c is y's row c, and
+// rows past x's (args.x_rows) are zeros, the padding an attention's Vᵀ wants. Where a lane's slots
+// are one column's consecutive rows (gfx12, mma_layout::c_slots_are_column_runs) and y's runs are
+// aligned, the lane writes its 8 rows as one 16-byte store (the row-major epilogue needs 8 stores
+// there); elsewhere, and for a run that crosses y's last row, one element at a time.
+template <class Args>
+__device__ inline void leaf_transposed_store(const Args& args, const leaf::FragC& acc, int rb, int cb) {
+  auto value = [&](int row, int col, float v) { return row < args.x_rows ? v + bias_at(args, col) : 0.0f; };
+  if constexpr (mma_layout::c_slots_are_column_runs<leaf::Layout>()) {
+    const mma_layout::Elem e = leaf::Layout::c(int(lane_id()), 0);
+    const int row = rb + e.row, col = cb + e.col;
+    if (args.run_stores && col < args.n && row + leaf::Layout::kSlotsC <= args.m) {
+      static_assert(leaf::Layout::kSlotsC == 8, "a run is one 16-byte chunk of bf16");
+      tile::Chunk16 run;
+#pragma unroll
+      for (int p = 0; p < 4; ++p)
+        run.w[p] = tile::pack_bf16_pair(value(row + 2 * p, col, acc.x[2 * p]),
+                                        value(row + 2 * p + 1, col, acc.x[2 * p + 1]));
+      tile::store_chunk(static_cast<bf16*>(args.y) + int64_t(col) * args.ldy + row, run);
+      return;
+    }
+  }
+  leaf::store_c(acc,
+                 [&](int r, int c, float v) { store_one_transposed(args, rb + r, cb + c, value(rb + r, cb + c, v)); });
+}
+
 // kUnit: the gated-unit epilogue (GemmOperands::gated; w has 2n rows, see gemm_unit_rows.h).
 template <class Cfg, class TA, class TB, bool kConvertX, bool kUnit = false>
 __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> args) {
@@ -294,7 +320,7 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
   const int warp = tid / kWaveSize;
   const int wm0 = (warp / Cfg::kWarpsN) * Cfg::WM, wn0 = (warp % Cfg::kWarpsN) * Cfg::WN;
 
-  LoaderA load_a(args.x, args.ldx, m, k, m0, tid);
+  LoaderA load_a(args.x, args.ldx, args.x_rows, k, m0, tid);
   LoaderB load_b(args.w, args.ldw, n, k, n0, tid);
   auto stage_a = [&](int s) { return reinterpret_cast<SA*>(smem + s * P::kStageBytes); };
   auto stage_b = [&](int s) { return reinterpret_cast<SB*>(smem + s * P::kStageBytes + P::kStageA); };
@@ -364,6 +390,11 @@ __global__ __launch_bounds__(Cfg::kThreads) void gemm_kernel(KernelArgs<TA, TB> 
       case GatedUnit::SwiGlu: leaf_unit_epilogue<GatedUnit::SwiGlu, Cfg>(args, acc, m0, n0, wm0, wn0); break;
       default: leaf_unit_epilogue<GatedUnit::SigmoidGate, Cfg>(args, acc, m0, n0, wm0, wn0); break;
     }
+  } else if (args.y_transposed) {
+#pragma unroll
+    for (int i = 0; i < Cfg::TM; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::TN; ++j) leaf_transposed_store(args, acc[i][j], m0 + wm0 + 16 * i, n0 + wn0 + 16 * j);
   } else {
 #pragma unroll
     for (int i = 0; i < Cfg::TM; ++i)

@@ -35,6 +35,11 @@ struct KernelArgs {
   GatedUnit unit;
   bool tma_store;   // Wgmma kernel: y written through shared memory by the copy engine
   bool pair_stores;  // y and ldy allow one aligned write per column pair (2 f32 or 2 bf16)
+  // GemmOperands::y_transposed (the Leaf kernel): y[c·ldy + r]; m is then y_rows, the rows the
+  // grid covers and the epilogue writes, x_rows (<= m) the rows x has: rows past it are zeros.
+  bool y_transposed;
+  bool run_stores;  // transposed bf16 y whose 8-row runs are 16-byte aligned (ldy % 8, base)
+  int x_rows;
 };
 
 // ---- the epilogue (every kernel): bias, conversion, bounds ---------------------------------------
@@ -49,6 +54,17 @@ template <class Args>
 __device__ inline void store_one(const Args& a, int row, int col, float v) {
   if (row >= a.m || col >= a.n) return;
   const int64_t at = int64_t(row) * a.ldy + col;
+  if (a.y_bf16) {
+    static_cast<bf16*>(a.y)[at] = to_bf16(v);
+  } else {
+    static_cast<float*>(a.y)[at] = v;
+  }
+}
+// One element of a transposed y (the Leaf kernel, GemmOperands::y_transposed): y[col·ldy + row].
+template <class Args>
+__device__ inline void store_one_transposed(const Args& a, int row, int col, float v) {
+  if (row >= a.m || col >= a.n) return;
+  const int64_t at = int64_t(col) * a.ldy + row;
   if (a.y_bf16) {
     static_cast<bf16*>(a.y)[at] = to_bf16(v);
   } else {

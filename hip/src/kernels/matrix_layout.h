@@ -73,5 +73,22 @@ struct Nvidia {
   }
 };
 
+// Whether each lane's accumulator slots are kSlotsC consecutive rows of one column, slot i at row
+// c(lane, 0).row + i (gfx12 only: gfx11 interleaves the rows over the half-waves, NVIDIA gives a
+// lane two rows and two columns): a transposed store then writes them as one contiguous run
+// (kernels/gemm_leaf.h, GemmOperands::y_transposed). Checked for all three below.
+template <class L>
+MOSS_HOST_DEVICE constexpr bool c_slots_are_column_runs() {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < L::kSlotsC; ++i) {
+      const Elem first = L::c(lane, 0), e = L::c(lane, i);
+      if (e.col != first.col || e.row != first.row + i || first.row % L::kSlotsC != 0) return false;
+    }
+  return true;
+}
+static_assert(c_slots_are_column_runs<Gfx12>() && !c_slots_are_column_runs<Gfx11>() &&
+                  !c_slots_are_column_runs<Nvidia>(),
+              "matrix layouts: gfx12 alone keeps a lane's accumulator rows contiguous");
+
 }  // namespace mma_layout
 }  // namespace moss

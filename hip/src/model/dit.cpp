@@ -158,6 +158,9 @@ struct Dit::Stack {
 // Scratch matrices of one forward, shared by the blocks.
 struct Dit::Workspace {
   Tensor y, q, k, v, attn, gated;
+  // v's whole buffer, where the backend's attention reads V transposed (CoreOps::
+  // attention_reads_transposed_v): one row's Vᵀ [dim, keys padded to kTransposedVKeys] at a time.
+  Tensor v_buffer;
   // A projection's output (o, ffn_down) before its gated add into the f32 residual stream, in the
   // GEMM input dtype: bf16 on the GPU, as the official bf16 pipeline rounds it, which halves the
   // bytes the GEMM writes and the add reads; f32 on the host.
@@ -259,6 +262,16 @@ void Dit::apply_pending(Stack& st, RowState& row, const Modulation& mod) {
   row.pending = false;
 }
 
+namespace {
+// `buffer` read as a [dim, keys] matrix (a row's transposed V in the workspace).
+Tensor transposed_v(const Tensor& buffer, int64_t dim, int64_t keys) {
+  if (dim * keys > buffer.numel()) throw failure("dit: the transposed V does not fit its workspace");
+  Tensor t(buffer.data, buffer.dtype, {dim, keys}, buffer.where);
+  t.owner = buffer.owner;
+  return t;
+}
+}  // namespace
+
 void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowState>& rows, size_t first,
                      size_t count, const Modulation& mod, Workspace& ws) {
   CoreOps& ops = be_.core();
@@ -284,12 +297,20 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   ops.linear(ws.y, w.q, nullptr, ws.q);
   ops.linear(ws.y, w.k, nullptr, ws.k);
   ops.norm_rope(ws.k, w.k_norm, kRmsEps, hd, sin, cos, ws.k);
-  ops.linear(ws.y, w.v, nullptr, ws.v);
+  // V as the attention reads it: where that is transposed (AMD's portable attention), each row's
+  // v projection is written so by its GEMM's epilogue, which saves the attention's pass over V.
+  const bool v_transposed = ops.attention_reads_transposed_v(hd);
+  if (!v_transposed) ops.linear(ws.y, w.v, nullptr, ws.v);
   for (size_t r = first; r < first + count; ++r) {  // each row attends within itself
     const int64_t o = rows[r].offset - off, m = rows[r].n;
-    Tensor out = ws.attn.slice_rows(o, m), q = ws.q.slice_rows(o, m);
+    Tensor out = ws.attn.slice_rows(o, m), q = ws.q.slice_rows(o, m), v = ws.v.slice_rows(o, m);
+    if (v_transposed) {  // each row's Vᵀ in turn at the start of v's buffer (ops run in order)
+      const int64_t keys = (m + CoreOps::kTransposedVKeys - 1) / CoreOps::kTransposedVKeys * CoreOps::kTransposedVKeys;
+      v = transposed_v(ws.v_buffer, cfg_.dim, keys);
+      ops.linear_transposed(ws.y.slice_rows(o, m), w.v, v);
+    }
     ops.norm_rope_attention(q, w.q_norm, kRmsEps, sin.slice_rows(o, m), cos.slice_rows(o, m), ws.k.slice_rows(o, m),
-                            ws.v.slice_rows(o, m), out, cfg_.heads, hd, softmax_scale(hd));
+                            v, out, cfg_.heads, hd, softmax_scale(hd), v_transposed);
   }
   // The gated residual is not in the GEMM's epilogue: GEMM + add measured 0.151 ms against 0.181
   // ms for a fused residual epilogue at 4160 rows on the H200 (bench/NOTES.md); it rides on the
@@ -416,7 +437,9 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   // norm_rope reads; f32 on the host. The SiTU unit comes out of the up|gate GEMM's epilogue
   // where the backend can (CoreOps::linear_gated_unit), with no [N, 2·ffn] product in between.
   Workspace full;
-  for (Tensor* t : {&full.y, &full.q, &full.k, &full.v, &full.attn}) *t = be_.alloc(gemm_in, {total, d});
+  for (Tensor* t : {&full.y, &full.q, &full.k, &full.attn}) *t = be_.alloc(gemm_in, {total, d});
+  // v also holds a row's transposed V, its keys padded (Workspace::v_buffer).
+  full.v = be_.alloc(gemm_in, {total + CoreOps::kTransposedVKeys, d});
   full.gated = be_.alloc(gemm_in, {total, cfg_.ffn_dim});
   full.tmp = be_.alloc(gemm_in, {total, d});
   auto workspace_for = [&](int64_t N) {
@@ -424,6 +447,7 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
     Tensor* dst[] = {&ws.y, &ws.q, &ws.k, &ws.v, &ws.attn, &ws.gated, &ws.tmp};
     const Tensor* src[] = {&full.y, &full.q, &full.k, &full.v, &full.attn, &full.gated, &full.tmp};
     for (size_t i = 0; i < 7; ++i) *dst[i] = src[i]->slice_rows(0, N);
+    ws.v_buffer = full.v;
     return ws;
   };
 

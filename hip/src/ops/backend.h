@@ -102,7 +102,10 @@ inline void Backend::unpack_bf16(const PackedBf16& layout, const Tensor& packed,
   unpack_bf16_reference(layout, static_cast<const uint8_t*>(packed.data), static_cast<uint16_t*>(out.data));
 }
 
-std::unique_ptr<Backend> make_host_backend();
+// transposed_v: the host reference answers CoreOps::attention_reads_transposed_v with yes, so the
+// DiT runs the flow AMD's attention takes (v projected transposed, Vᵀ read as it is); the
+// results are the same bits either way, which the tests prove on the host.
+std::unique_ptr<Backend> make_host_backend(bool transposed_v = false);
 // The GPU backend on HIP device `device` (ops/hip). Builds without device code refuse.
 std::unique_ptr<Backend> make_hip_backend(int device);
 

@@ -38,6 +38,16 @@ void CoreOps::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tenso
          [&] { do_linear(x, w, bias, y); });
 }
 
+void CoreOps::linear_transposed(const Tensor& x, const Tensor& w, Tensor& yt) {
+  op_require(w.cols() == x.cols(), "linear_transposed", "weight " + w.shape_str() + " does not match x " + x.shape_str());
+  op_require(yt.rows() == w.rows() && yt.cols() >= x.rows(), "linear_transposed",
+             "yt " + yt.shape_str() + " is not [N, >= M] for x " + x.shape_str() + " and weight " + w.shape_str());
+  run_op(hook_, [&] { return OpCall{"core.linear_transposed " + op_dims(w) + " x:" + dtype_name(x.dtype)}; },
+         [&] { do_linear_transposed(x, w, yt); });
+}
+
+bool CoreOps::attention_reads_transposed_v(int64_t) const { return false; }
+
 void CoreOps::linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
   check_gemm("linear_gated_unit", x, w, bias, out, 2);
   // The scratch: the product [M, 2F] that a backend without the fused epilogue materialises (the
@@ -111,14 +121,23 @@ void CoreOps::attention(const Tensor& q, const Tensor& k, const Tensor& v, Tenso
 
 void CoreOps::norm_rope_attention(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
                                   const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t head_dim,
-                                  float scale) {
+                                  float scale, bool v_transposed) {
   op_require(heads > 0 && head_dim > 0 && q.cols() == heads * head_dim, "norm_rope_attention",
              "q " + q.shape_str() + " is not [T, " + std::to_string(heads) + " x " + std::to_string(head_dim) + "]");
   op_require(sin.rows() == q.rows() && cos.rows() == q.rows(), "norm_rope_attention",
              "table shape " + sin.shape_str() + " for q " + q.shape_str());
   check_same_shape("norm_rope_attention", q, "out", out);
-  run_op(hook_, [&] { return OpCall{std::string("core.norm_rope_attention ") + dtype_name(q.dtype)}; },
-         [&] { do_norm_rope_attention(q, w, eps, sin, cos, k, v, out, heads, head_dim, scale); });
+  if (v_transposed) {
+    const int64_t keys = (k.rows() + kTransposedVKeys - 1) / kTransposedVKeys * kTransposedVKeys;
+    op_require(v.rows() == heads * head_dim && v.cols() >= keys, "norm_rope_attention",
+               "transposed v " + v.shape_str() + " is not [" + std::to_string(heads * head_dim) + ", >= " +
+                   std::to_string(keys) + "] for k " + k.shape_str());
+  }
+  run_op(hook_,
+         [&] {
+           return OpCall{std::string("core.norm_rope_attention ") + dtype_name(q.dtype) + (v_transposed ? " vt" : "")};
+         },
+         [&] { do_norm_rope_attention(q, w, eps, sin, cos, k, v, out, heads, head_dim, scale, v_transposed); });
 }
 
 void CoreOps::embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) {

@@ -28,6 +28,12 @@ class CoreOps : public OpFamily {
   // y[M,N] = x[M,K] · w[N,K]ᵀ (+ bias[N]); fp32 accumulation.
   void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
 
+  // The product stored transposed: yt [N, P] (P >= M, any row stride) receives
+  // yt[c][r] = (x·wᵀ)[r][c] for r < M and 0 for M <= r < P; fp32 accumulation, no bias. The
+  // DiT's v projection written as the zero-padded Vᵀ its attention reads, where
+  // attention_reads_transposed_v says the backend's attention wants it so.
+  void linear_transposed(const Tensor& x, const Tensor& w, Tensor& yt);
+
   // A gated unit on a product's two halves in one: with w [2F, K] (bias [2F]) and
   // t = x·wᵀ + bias [M, 2F], out[M, F] = gated_unit(kind, t[:, :F], t[:, F:]) (the DiT's fused
   // ffn_up_gate weight: hidden rows, then gate rows). Defined as linear then gated_unit in fp32;
@@ -93,9 +99,21 @@ class CoreOps : public OpFamily {
   // that order. q (the raw projection) is consumed: afterwards it holds the raw or the normalised
   // values, as the backend chose (the HIP backend normalises and rotates q on its way into the
   // attention kernel where that kernel can, so no pass writes it back).
+  // v_transposed: v is Vᵀ, [heads·head_dim, P] with column j holding key j's values, P at least
+  // Tk rounded up to kTransposedVKeys and columns Tk..P-1 zero (linear_transposed writes it so);
+  // where attention_reads_transposed_v(head_dim) holds (the host reference takes it everywhere; the
+  // HIP backend elsewhere refuses it, naming the reason).
   void norm_rope_attention(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
                            const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t head_dim,
-                           float scale);
+                           float scale, bool v_transposed = false);
+
+  // Whether this backend's attention at head_dim reads a transposed V (norm_rope_attention's
+  // v_transposed) as it is, where V's rows would first be packed into that layout by a pass of
+  // their own: the HIP backend's portable direct tiling (AMD's DiT attention). Then the DiT writes
+  // its v projection transposed (linear_transposed) and saves the pass.
+  virtual bool attention_reads_transposed_v(int64_t head_dim) const;
+  // A transposed V's columns (keys) come in multiples of this (zeros past Tk).
+  static constexpr int64_t kTransposedVKeys = 64;
 
   // out[i, :] = table[ids[i], :] (table on the host or this backend, bf16 or f32)
   void embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out);
@@ -109,6 +127,7 @@ class CoreOps : public OpFamily {
   // checks have passed; a body checks only its own conditions (where the tensors live, the
   // dtypes its kernels take, storage).
   virtual void do_linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) = 0;
+  virtual void do_linear_transposed(const Tensor& x, const Tensor& w, Tensor& yt) = 0;
   virtual void do_linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
                                     Tensor& out) = 0;
   virtual void do_rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) = 0;
@@ -126,7 +145,7 @@ class CoreOps : public OpFamily {
                             int64_t kv_heads, int64_t head_dim, float scale, bool causal) = 0;
   virtual void do_norm_rope_attention(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
                                       const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
-                                      int64_t head_dim, float scale) = 0;
+                                      int64_t head_dim, float scale, bool v_transposed) = 0;
   virtual void do_embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) = 0;
   virtual void do_copy(const Tensor& src, Tensor& dst) = 0;
 };

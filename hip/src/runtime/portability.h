@@ -100,6 +100,9 @@ __device__ inline unsigned block_y() { return blockIdx.y; }
 __device__ inline unsigned block_z() { return blockIdx.z; }
 // Workgroup barrier with shared-memory visibility (__syncthreads).
 __device__ inline void sync_workgroup() { __syncthreads(); }
+// The wave's issue priority (AMD below); NVIDIA's warp schedulers take no such hint.
+template <int kLevel>
+__device__ inline void wave_priority() {}
 #else
 __device__ inline unsigned lane_id() { return __builtin_amdgcn_mbcnt_lo(~0u, 0u); }
 __device__ inline unsigned thread_x() { return __builtin_amdgcn_workitem_id_x(); }
@@ -111,6 +114,17 @@ __device__ inline void sync_workgroup() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
   __builtin_amdgcn_s_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+// s_setprio: among the waves of a SIMD ready to issue, those of higher priority (0-3) go first. A
+// hint to the hardware only: what a wave computes does not depend on it. The compiler would move
+// instructions across a bare s_setprio (the scores' WMMAs ended up after the softmax's priority),
+// so scheduling barriers on both sides keep each phase's instructions at its own priority.
+template <int kLevel>
+__device__ inline void wave_priority() {
+  static_assert(kLevel >= 0 && kLevel <= 3, "s_setprio takes 0..3");
+  __builtin_amdgcn_sched_barrier(0);
+  __builtin_amdgcn_s_setprio(kLevel);
+  __builtin_amdgcn_sched_barrier(0);
 }
 #endif
 

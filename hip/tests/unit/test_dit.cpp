@@ -150,6 +150,26 @@ TEST(Dit, ForwardShapeAndSkipRange) {
   EXPECT_THROW(dit.embed_text(host_tensor(DType::F32, {5, c.text_dim + 1})), Error);
 }
 
+// AMD's attention flow (each row's v projected transposed, CoreOps::linear_transposed, and read
+// as Vᵀ by the attention) gives the same bits as the rows flow: rows of different lengths (keys
+// padded differently), a block only one row runs (a run of one row) and runs of both.
+TEST(Dit, TransposedValueFlowIsTheRowsFlow) {
+  const DitConfig c = parse_dit_config(kTransformer + "/config.json");
+  const Tensor latent = ramp({c.latent_channels, 3, 4}, 13, 0.15f, -0.9f);
+  std::vector<std::vector<float>> results[2];
+  for (const bool transposed : {false, true}) {
+    const std::unique_ptr<Backend> be = make_host_backend(transposed);
+    EXPECT_EQ(be->core().attention_reads_transposed_v(c.head_dim()), transposed);
+    Dit dit(*be, WeightFiles::open_folder(kTransformer), c);
+    const Dit::Text cond = dit.embed_text(ramp({9, c.text_dim}, 5, 0.1f, -0.2f));
+    const Dit::Text uncond = dit.embed_text(ramp({2, c.text_dim}, 3, 0.2f, 0.1f));
+    const std::vector<Dit::Row> rows = {Dit::Row{&cond, {}}, Dit::Row{&uncond, {2}}};
+    for (const Tensor& t : dit.forward_rows(latent, rows, 300.0f)) results[transposed].push_back(to_f32_vector(t));
+  }
+  ASSERT_EQ(results[0].size(), 2u);
+  EXPECT_EQ(results[0], results[1]);
+}
+
 TEST(Dit, LatentTokensAreTheChannelsOfEachPositionInRowOrder) {
   const Tensor latent = ramp({3, 2, 4}, 24, 1.0f, 0.0f);  // C = 3 on a 2 x 4 grid, element i = i
   const Tensor tokens = latent_to_tokens(latent);

@@ -191,6 +191,75 @@ TEST(DitFusedOps, NormRopeAttentionIsNormRopeThenAttention) {
                  [&] { be->core().norm_rope_attention(q2, w, 1e-6f, sin, cos, k, v, got, heads + 1, hd, scale); });
 }
 
+// Vᵀ of v [T, C] as CoreOps::linear_transposed writes it: [C, P], zeros past T.
+Tensor transposed_with_zeros(const Tensor& v, int64_t P) {
+  Tensor t = host_tensor(DType::F32, {v.cols(), P});
+  for (int64_t c = 0; c < v.cols(); ++c)
+    for (int64_t j = 0; j < P; ++j) t.row<float>(c)[j] = j < v.rows() ? v.row<const float>(j)[c] : 0.0f;
+  return t;
+}
+
+TEST(DitFusedOps, NormRopeAttentionReadsTransposedV) {
+  std::unique_ptr<Backend> be = make_host_backend();
+  EXPECT_FALSE(be->core().attention_reads_transposed_v(128));  // the host reads V's rows fastest
+  for (const int64_t T : {9, 64, 70}) {
+    const int64_t heads = 3, hd = 16, cols = heads * hd;
+    const int64_t keys = (T + CoreOps::kTransposedVKeys - 1) / CoreOps::kTransposedVKeys * CoreOps::kTransposedVKeys;
+    Tensor q = random_tensor({T, cols}, 31, 2.0f), k = random_tensor({T, cols}, 32), v = random_tensor({T, cols}, 33);
+    Tensor w = random_tensor({hd}, 34, 0.5f), sin = random_tensor({T, hd}, 35), cos = random_tensor({T, hd}, 36);
+    Tensor q2 = host_tensor(DType::F32, {T, cols});
+    std::memcpy(q2.data, q.data, q.nbytes());
+    Tensor want = host_tensor(DType::F32, {T, cols}), got = host_tensor(DType::F32, {T, cols});
+    be->core().norm_rope_attention(q, w, 1e-6f, sin, cos, k, v, want, heads, hd, 0.25f);
+    const Tensor vt = transposed_with_zeros(v, keys);
+    be->core().norm_rope_attention(q2, w, 1e-6f, sin, cos, k, vt, got, heads, hd, 0.25f, true);
+    expect_same_bits(got, std::vector<float>(want.ptr<float>(), want.ptr<float>() + want.numel()), cols);
+    // A Vᵀ without its padded keys, or of another width, is refused, naming the op.
+    for (const Tensor& bad : {transposed_with_zeros(v, keys - 1), transposed_with_zeros(v.slice_cols(0, cols - hd), keys)}) {
+      try {
+        be->core().norm_rope_attention(q2, w, 1e-6f, sin, cos, k, bad, got, heads, hd, 0.25f, true);
+        ADD_FAILURE() << "transposed v " << bad.shape_str() << " was accepted for T " << T;
+      } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("norm_rope_attention"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
+TEST(DitFusedOps, LinearTransposedIsTheProductTransposed) {
+  std::unique_ptr<Backend> be = make_host_backend();
+  const int64_t M = 7, K = 24, N = 10, P = 16, ld = 20;
+  Tensor x = random_tensor({M, K}, 41), w = random_tensor({N, K}, 42, 0.2f);
+  Tensor y = host_tensor(DType::F32, {M, N});
+  be->core().linear(x, w, nullptr, y);
+  // yt: the first P columns of an [N, ld] buffer of NaN; the rest must stay NaN.
+  Tensor buf = host_tensor(DType::F32, {N, ld});
+  for (int64_t i = 0; i < buf.numel(); ++i) buf.ptr<float>()[i] = std::nanf("");
+  Tensor yt = buf.slice_cols(0, P);
+  be->core().linear_transposed(x, w, yt);
+  std::vector<float> want(size_t(N * P));
+  for (int64_t c = 0; c < N; ++c)
+    for (int64_t r = 0; r < P; ++r) want[size_t(c * P + r)] = r < M ? y.row<const float>(r)[c] : 0.0f;
+  expect_same_bits(yt, want, P);
+  for (int64_t c = 0; c < N; ++c)
+    for (int64_t r = P; r < ld; ++r) EXPECT_TRUE(std::isnan(buf.row<const float>(c)[r])) << c << ", " << r;
+  // Shapes that do not fit are refused, naming the op: fewer columns than x has rows, another
+  // row count than w's, a weight of another K.
+  Tensor short_yt = host_tensor(DType::F32, {N, M - 1}), tall_yt = host_tensor(DType::F32, {N + 1, P});
+  Tensor other_w = random_tensor({N, K + 8}, 43);
+  for (const auto& [what, call] : std::vector<std::pair<const char*, std::function<void()>>>{
+           {"M-1 columns", [&] { be->core().linear_transposed(x, w, short_yt); }},
+           {"N+1 rows", [&] { be->core().linear_transposed(x, w, tall_yt); }},
+           {"a weight of another K", [&] { be->core().linear_transposed(x, other_w, yt); }}}) {
+    try {
+      call();
+      ADD_FAILURE() << what << " was accepted";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("linear_transposed"), std::string::npos) << what << ": " << e.what();
+    }
+  }
+}
+
 TEST(DitFusedOps, GemmInputDtypePerBackend) {
   // The host reference keeps every activation f32 (its goldens); the memory planner's counting
   // backend stands for the GPU, whose GEMM inputs are bf16.

@@ -143,6 +143,48 @@ void linear_case(Env& e, const LinearSpec& s) {
 }
 const kcheck::Op<LinearSpec> op_linear{"linear", linear_case};  // tolerance 1e-2 (bf16 operands)
 
+// CoreOps::linear_transposed on both backends (the DiT's v projection on AMD: the GEMM's
+// transposed epilogue writing the attention's zero-padded Vᵀ): yt [n, p] as the first p columns of
+// an [n, p + ld_extra] buffer poisoned with NaN. Every element compared (the columns past m must
+// be exact zeros), and the columns past p must stay NaN. ld_extra 8 keeps yt's rows 16-byte
+// aligned (gfx12's one-store runs), 3 does not (element stores).
+struct TransposedSpec {
+  std::string name;
+  int64_t m, k, n, p;
+  DType x = DType::BF16, y = DType::BF16;
+  int64_t ld_extra = 8;
+};
+void linear_transposed_case(Env& e, const TransposedSpec& s) {
+  Pair xp = random_pair(e, s.x, {s.m, s.k});
+  Pair wp = random_pair(e, DType::BF16, {s.n, s.k}, float(1.0 / std::sqrt(double(s.k))));
+  Tensor yh = host_tensor(DType::F32, {s.n, s.p});
+  e.host.core().linear_transposed(xp.h, host_as(wp.h, DType::BF16), yh);
+  const int64_t ld = s.p + s.ld_extra;
+  Tensor whole = poisoned(e, s.y, {s.n, ld});
+  Tensor yd = whole.slice_cols(0, s.p);
+  e.gpu.core().linear_transposed(xp.d, wp.d, yd);
+  const std::vector<float> all = fetch(e, whole);
+  std::vector<float> got(size_t(s.n * s.p));
+  int64_t touched = 0, nonzero_pad = 0;
+  for (int64_t c = 0; c < s.n; ++c)
+    for (int64_t r = 0; r < ld; ++r) {
+      const float v = all[size_t(c * ld + r)];
+      if (r >= s.p) touched += !std::isnan(v);
+      else got[size_t(c * s.p + r)] = v;
+      if (r >= s.m && r < s.p) nonzero_pad += v != 0.0f;
+    }
+  const std::string shape = shape_of({s.m, s.k, s.n}) + " yt:" + std::to_string(s.p) + "/" + std::to_string(ld) +
+                            (s.x == DType::F32 ? " x:f32" : "") + (s.y == DType::F32 ? " y:f32" : "");
+  if (touched || nonzero_pad) {
+    std::printf("  linear_transposed %s: %lld elements past yt written, %lld padding elements not zero\n",
+                shape.c_str(), (long long)touched, (long long)nonzero_pad);
+    got[0] = std::nanf("");
+  }
+  const double ms = time_it(e, [&] { e.gpu.core().linear_transposed(xp.d, wp.d, yd); }, 3);
+  report(e, "linear_transposed " + s.name, shape, got, to_f32_vector(yh), s.p, kBf16Tol, ms, 2.0 * s.m * s.n * s.k);
+}
+const kcheck::Op<TransposedSpec> op_linear_transposed{"linear_transposed", linear_transposed_case};
+
 // "wgmma 128x256/2+1wg", "mma 128x256/8w", "leaf 128x128/4w", "mma 64x128/4w k/8".
 std::string plan_name(const GemmPlan& p, DType) {
   return std::string(gemm_kernel_name(p.kernel)) + " " + gemm_tiles_name(p.tiles, p.kernel) +
@@ -310,6 +352,16 @@ void check_gemms(Env& e) {
     op_linear({"bf16 x", 200, 3072, 136, DType::BF16}),
     op_linear({"f32 w (vae)", 256, 96, 288, DType::F32, DType::F32, DType::F32, true}),
     op_linear({"bf16 y", 100, 512, 96, DType::F32, DType::BF16, DType::BF16, true}),
+    // The v projection written transposed (AMD's DiT): wide tiles with a row tail and padding,
+    // a text row count, the narrow tile (< 65 rows), one row, f32 x and y, unaligned yt rows.
+    op_linear_transposed({"v", 523, kDim, kDim, 576}),
+    op_linear_transposed({"v text", 77, kDim, kDim, 128}),
+    op_linear_transposed({"v whole tiles", 256, kDim, 256, 256}),
+    op_linear_transposed({"narrow", 40, 256, 200, 64}),
+    op_linear_transposed({"one row", 1, 128, 96, 64}),
+    op_linear_transposed({"f32 x", 130, 264, 136, 192, DType::F32}),
+    op_linear_transposed({"f32 y", 100, 512, 96, 128, DType::BF16, DType::F32}),
+    op_linear_transposed({"unaligned yt", 70, 256, 72, 128, DType::BF16, DType::BF16, 3}),
   });
   // Every kernel instantiation on tail shapes (M, N and the last k-step partial); the Mma kernel
   // (NVIDIA, bf16 weights) also with fewer k-steps than its pipeline holds (K 24: one step).

@@ -23,6 +23,9 @@ namespace moss {
 // q_rope: q is the raw projection, normalised and rotated per head as CoreOps::norm_rope(q, w,
 // eps, head_dim, sin, cos) on its way into the kernel (CoreOps::norm_rope_attention); only where
 // hip_attention_fuses_q_rope holds.
+// v_transposed: v is Vᵀ, bf16 [kv_heads·hd, P] (16-byte aligned rows, P >= Tk rounded up to
+// kAttentionKeyPadding, zeros past Tk: CoreOps::linear_transposed's output), read as it is with no
+// pack; only where hip_attention_reads_transposed_v holds (and k is bf16 with aligned rows).
 struct QNormRope {
   const Tensor& w;  // [head_dim], f32 or bf16
   float eps;
@@ -31,7 +34,13 @@ struct QNormRope {
 };
 void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
                    int64_t kv_heads, int64_t head_dim, float scale, bool causal,
-                   AttentionTiling tiling = AttentionTiling::Default, const QNormRope* q_rope = nullptr);
+                   AttentionTiling tiling = AttentionTiling::Default, const QNormRope* q_rope = nullptr,
+                   bool v_transposed = false);
+
+// Whether the kernel this tiling runs at head_dim reads a transposed V as it is (the portable
+// direct tiling, which otherwise packs V into that very layout; kernels/attention.h
+// AttentionKvLayout::k_in_place).
+bool hip_attention_reads_transposed_v(int64_t head_dim, AttentionTiling tiling = AttentionTiling::Default);
 
 // Whether hip_attention can take q_rope for this q at this tiling: the kernel stages Q through the
 // norm_rope rows kernel's arithmetic (kernels/attention.h attention_fuses_q_rope), and q, w, sin

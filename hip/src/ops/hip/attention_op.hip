@@ -52,9 +52,15 @@ bool hip_attention_fuses_q_rope(const Tensor& q, const QNormRope& r, int64_t hea
   return tables && weight && aligned_device_rows(q, q_bytes);
 }
 
+bool hip_attention_reads_transposed_v(int64_t head_dim, AttentionTiling tiling) {
+  if (head_dim <= 0 || head_dim > 384 || attention_padded_head_dim(int(head_dim)) != head_dim) return false;
+  const AttentionKvLayout layout = attention_kv_layout(int(head_dim), tiling);
+  return layout.k_in_place && layout.v_transposed;
+}
+
 void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
                    int64_t kv_heads, int64_t head_dim, float scale, bool causal, AttentionTiling tiling,
-                   const QNormRope* q_rope) {
+                   const QNormRope* q_rope, bool v_transposed) {
   const MatrixView mq = matrix_view(q, "q"), mk = matrix_view(k, "k"), mv = matrix_view(v, "v"),
                    mo = matrix_view(out, "out");
   if (q.dtype != k.dtype || q.dtype != v.dtype)
@@ -68,13 +74,18 @@ void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tens
   if (mq.cols != heads * head_dim || mo.cols != heads * head_dim || mo.rows != mq.rows)
     throw failure("attention: q " + q.shape_str() + " / out " + out.shape_str() + " are not [Tq, " +
                   n(heads * head_dim) + "]");
-  if (mk.cols != kv_heads * head_dim || mv.cols != kv_heads * head_dim || mv.rows != mk.rows)
+  const int64_t tk_pad = (mk.rows + kAttentionKeyPadding - 1) / kAttentionKeyPadding * kAttentionKeyPadding;
+  if (v_transposed) {
+    if (mk.cols != kv_heads * head_dim || mv.rows != kv_heads * head_dim || mv.cols < tk_pad)
+      throw failure("attention: k " + k.shape_str() + " / transposed v " + v.shape_str() + " are not [Tk, " +
+                    n(kv_heads * head_dim) + "] / [" + n(kv_heads * head_dim) + ", >= " + n(tk_pad) + "]");
+  } else if (mk.cols != kv_heads * head_dim || mv.cols != kv_heads * head_dim || mv.rows != mk.rows) {
     throw failure("attention: k " + k.shape_str() + " / v " + v.shape_str() + " are not [Tk, " +
                   n(kv_heads * head_dim) + "]");
+  }
   if (causal && mq.rows != mk.rows)
     throw failure("attention: causal attention needs Tq == Tk (" + n(mq.rows) + " vs " + n(mk.rows) + ")");
   if (mk.rows == 0) throw failure("attention: no keys");
-  const int64_t tk_pad = (mk.rows + kAttentionKeyPadding - 1) / kAttentionKeyPadding * kAttentionKeyPadding;
   constexpr int64_t kIntMax = std::numeric_limits<int>::max();
   if (mq.rows > kIntMax || tk_pad > kIntMax || kv_heads * tk_pad * layout.d_pad > kIntMax || heads > 65535)
     throw failure("attention: shape too large (Tq " + n(mq.rows) + ", Tk " + n(mk.rows) + ", heads " + n(heads) + ")");
@@ -89,7 +100,20 @@ void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tens
     return ld % 8 == 0 && reinterpret_cast<uintptr_t>(t.data) % 16 == 0;
   };
   const bool k_rows = k.dtype == DType::BF16 && head_dim == layout.d_pad && aligned_rows(k, mk.ld);
-  if (layout.in_place && k_rows && aligned_rows(v, mv.ld)) {
+  if (v_transposed) {
+    // Vᵀ as the caller wrote it (CoreOps::linear_transposed), K's rows in place: no pack at all.
+    if (!hip_attention_reads_transposed_v(head_dim, tiling) || !k_rows || !aligned_rows(v, mv.ld))
+      throw failure("attention: this kernel cannot read a transposed v as it is (head dim " + n(head_dim) + ", k " +
+                    k.shape_str() + ", v " + v.shape_str() + "; see hip_attention_reads_transposed_v)");
+    p.k = static_cast<const bf16*>(k.data);
+    p.ldk = mk.ld;
+    p.k_head_stride = head_dim;
+    p.k_in_place = true;
+    p.v = static_cast<const bf16*>(v.data);
+    p.ldv = mv.ld;
+    p.v_head_stride = head_dim * mv.ld;
+    p.tk_pad = int(tk_pad);
+  } else if (layout.in_place && k_rows && aligned_rows(v, mv.ld)) {
     p.k = static_cast<const bf16*>(k.data);
     p.v = static_cast<const bf16*>(v.data);
     p.ldk = mk.ld;

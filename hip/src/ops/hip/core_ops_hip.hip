@@ -65,6 +65,16 @@ class HipCoreOps : public CoreOps {
     gemm_op("linear", x, w, bias, nullptr, y);
   }
 
+  // The GEMM's transposed epilogue (GemmOperands::y_transposed): the Portable kernel on AMD and
+  // under MOSSINFER_KERNELS=portable, NVIDIA's Leaf kernel otherwise.
+  void do_linear_transposed(const Tensor& x, const Tensor& w, Tensor& yt) override {
+    gemm_op("linear_transposed", x, w, nullptr, nullptr, yt, true);
+  }
+
+  bool attention_reads_transposed_v(int64_t head_dim) const override {
+    return hip_attention_reads_transposed_v(head_dim);
+  }
+
   // The unit in the GEMM's epilogue where the kernel can (gemm_fuses_unit: NVIDIA Hopper with F a
   // multiple of 128; the portable kernel, AMD's, on its wide tiles with bf16 weights); elsewhere
   // the product goes through scratch in out's dtype first.
@@ -73,9 +83,10 @@ class HipCoreOps : public CoreOps {
     gemm_op("linear_gated_unit", x, w, bias, &kind, out);
   }
 
-  // y = x·wᵀ + bias, or with a unit y = unit(product's halves) (y then has half w's rows).
+  // y = x·wᵀ + bias, or with a unit y = unit(product's halves) (y then has half w's rows), or
+  // transposed: y [N, P] = (x·wᵀ)ᵀ, zeros past M (CoreOps::linear_transposed).
   void gemm_op(const char* name, const Tensor& x, const Tensor& w, const Tensor* bias, const GatedUnit* unit,
-               Tensor& y) {
+               Tensor& y, bool transposed = false) {
     const RowsMatrix xm = device_matrix(x, name, "x"), wm = device_matrix(w, name, "weight");
     const RowsMatrix ym = device_matrix(y, name, "y");
     const int64_t M = xm.rows, K = xm.cols, N = wm.rows;
@@ -91,7 +102,7 @@ class HipCoreOps : public CoreOps {
                       {static_cast<char*>(t.data) + size_t(N / 2) * elem_bytes(t.bf16), t.bf16, M, N / 2, t.ld}, ym,
                       ctx_.stream());
     };
-    if (!wm.bf16 && !xm.bf16 && !ym.bf16 && !b.bf16) {
+    if (!transposed && !wm.bf16 && !xm.bf16 && !ym.bf16 && !b.bf16) {
       // fp32 weights (the VAE) keep fp32 operands: see kernels/linear_f32.h (no fused epilogue).
       const RowsMatrix out = unit ? product_at(ctx_.scratch(product_bytes)) : ym;
       linear_f32({static_cast<const float*>(xm.data), static_cast<const float*>(wm.data),
@@ -113,6 +124,8 @@ class HipCoreOps : public CoreOps {
     op.y = ym.data;
     op.y_type = gemm_type(ym.bf16);
     op.ldy = ym.ld;
+    op.y_transposed = transposed;
+    op.y_rows = transposed ? ym.cols : 0;
     op.m = M;
     op.n = N;
     // The kernel reads aligned 16-byte chunks with K a multiple of 8: other operands (odd K,
@@ -229,12 +242,14 @@ class HipCoreOps : public CoreOps {
   // portable direct tiling: no norm_rope pass over q), else the two ops.
   void do_norm_rope_attention(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
                               const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t head_dim,
-                              float scale) override {
+                              float scale, bool v_transposed) override {
     const QNormRope rope{w, eps, sin, cos};
     if (hip_attention_fuses_q_rope(q, rope, head_dim))
-      return hip_attention(ctx_, q, k, v, out, heads, heads, head_dim, scale, false, AttentionTiling::Default, &rope);
+      return hip_attention(ctx_, q, k, v, out, heads, heads, head_dim, scale, false, AttentionTiling::Default, &rope,
+                           v_transposed);
     do_norm_rope(q, w, eps, head_dim, sin, cos, q);
-    do_attention(q, k, v, out, heads, heads, head_dim, scale, false);
+    hip_attention(ctx_, q, k, v, out, heads, heads, head_dim, scale, false, AttentionTiling::Default, nullptr,
+                  v_transposed);
   }
 
   void do_embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) override {

@@ -33,7 +33,9 @@ inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 class HostCoreOps : public CoreOps {
  public:
-  explicit HostCoreOps(ThreadPool& pool) : pool_(pool) {}
+  HostCoreOps(ThreadPool& pool, bool transposed_v) : pool_(pool), transposed_v_(transposed_v) {}
+
+  bool attention_reads_transposed_v(int64_t) const override { return transposed_v_; }
 
   void do_linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override {
     check_f32_matrix(x, "linear", "x");
@@ -71,6 +73,18 @@ class HostCoreOps : public CoreOps {
         }
       }
     });
+  }
+
+  // Its definition, literally: the product, stored transposed, zeros past x's rows.
+  void do_linear_transposed(const Tensor& x, const Tensor& w, Tensor& yt) override {
+    check_f32_matrix(yt, "linear_transposed", "yt");
+    const int64_t M = x.rows(), N = w.rows(), P = yt.cols();
+    Tensor t = host_tensor(DType::F32, {M, N});
+    linear(x, w, nullptr, t);
+    for (int64_t c = 0; c < N; ++c) {
+      float* dst = yt.row<float>(c);
+      for (int64_t r = 0; r < P; ++r) dst[r] = r < M ? t.row<const float>(r)[c] : 0.0f;
+    }
   }
 
   // Its definition, literally: the reference stays bit-identical to linear then gated_unit.
@@ -138,9 +152,16 @@ class HostCoreOps : public CoreOps {
 
   void do_norm_rope_attention(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
                               const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t head_dim,
-                              float scale) override {
+                              float scale, bool v_transposed) override {
     norm_rope(q, w, eps, head_dim, sin, cos, q);
-    attention(q, k, v, out, heads, heads, head_dim, scale, false);
+    if (!v_transposed) return attention(q, k, v, out, heads, heads, head_dim, scale, false);
+    // Vᵀ's first Tk columns turned back into V's rows (the values, not rounded again).
+    check_f32_matrix(v, "norm_rope_attention", "v");
+    const int64_t Tk = k.rows(), C = v.rows();
+    Tensor rows = host_tensor(DType::F32, {Tk, C});
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t j = 0; j < Tk; ++j) rows.row<float>(j)[c] = v.row<const float>(c)[j];
+    attention(q, k, rows, out, heads, heads, head_dim, scale, false);
   }
 
   void do_add(Tensor& x, const Tensor& d, const Tensor* gate) override {
@@ -290,10 +311,13 @@ class HostCoreOps : public CoreOps {
 
  private:
   ThreadPool& pool_;
+  bool transposed_v_;
 };
 
 }  // namespace
 
-std::unique_ptr<CoreOps> make_host_core_ops(ThreadPool& pool) { return std::make_unique<HostCoreOps>(pool); }
+std::unique_ptr<CoreOps> make_host_core_ops(ThreadPool& pool, bool transposed_v) {
+  return std::make_unique<HostCoreOps>(pool, transposed_v);
+}
 
 }  // namespace moss

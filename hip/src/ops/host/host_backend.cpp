@@ -6,9 +6,9 @@ namespace {
 
 class HostBackend : public Backend {
  public:
-  HostBackend() {
+  explicit HostBackend(bool transposed_v) {
     ThreadPool& pool = ThreadPool::global();
-    core_ = make_host_core_ops(pool);
+    core_ = make_host_core_ops(pool, transposed_v);
     text_ = make_host_text_ops(pool);
     vae_ = make_host_vae_ops(pool);
   }
@@ -29,6 +29,6 @@ class HostBackend : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_host_backend() { return std::make_unique<HostBackend>(); }
+std::unique_ptr<Backend> make_host_backend(bool transposed_v) { return std::make_unique<HostBackend>(transposed_v); }
 
 }  // namespace moss

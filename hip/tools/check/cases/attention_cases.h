@@ -17,7 +17,8 @@
 //   tiles, where the default is wgmma), attention[ref] (the reference kernel), attention[portable]
 //   (the reference kernel on the AMD tiling); rate = 4·Tq·Tk·hd·heads flops (halved when causal) per second, pack kernel
 //   included. Shapes ending in " q_rope": q is the raw projection, normalised and rotated inside the
-//   portable kernel (hip_attention's QNormRope), against the host's norm_rope then attention.
+//   portable kernel (hip_attention's QNormRope), against the host's norm_rope then attention;
+//   " q_rope vt": V given as the zero-padded Vᵀ the DiT's v GEMM writes (no pack), NaN past it.
 // A failing case prints its first bad element (query, head, dim, got, want) before its row.
 #pragma once
 #include <algorithm>
@@ -50,6 +51,8 @@ struct Case {
   bool out_f32;       // bf16 q, k, v but f32 out
   bool q_rope = false;  // q is the raw projection, normalised and rotated inside the portable kernel
                         // (hip_attention's QNormRope, CoreOps::norm_rope_attention): aligned only
+  bool v_transposed = false;  // (q_rope cases) V given as the zero-padded Vᵀ the DiT's v GEMM
+                              // writes (CoreOps::linear_transposed), read with no pack
 };
 
 inline Case make_case(int64_t tq, int64_t tk, int64_t heads, int64_t kv_heads, int64_t head_dim, bool causal,
@@ -63,6 +66,14 @@ inline Case make_case(int64_t tq, int64_t tk, int64_t heads, int64_t kv_heads, i
 inline Case q_rope_case(int64_t t, int64_t heads, int64_t head_dim, bool bf16, int sampled_rows = 0, int reps = 0) {
   Case c = make_case(t, t, heads, heads, head_dim, false, bf16, sampled_rows, reps, false, true);
   c.q_rope = true;
+  return c;
+}
+
+// The DiT's whole AMD attention path: q_rope_case with V transposed by its GEMM (bf16 only: the
+// kernel reads K's rows in place).
+inline Case vt_case(int64_t t, int64_t heads, int64_t head_dim, int sampled_rows = 0, int reps = 0) {
+  Case c = q_rope_case(t, heads, head_dim, true, sampled_rows, reps);
+  c.v_transposed = true;
   return c;
 }
 
@@ -183,7 +194,7 @@ inline std::string shape_text(const Case& c) {
   else
     std::snprintf(buf, sizeof buf, "q%lld k%lld h%sx%lld %s%s%s", (long long)c.tq, (long long)c.tk, heads.c_str(),
                   (long long)c.head_dim, c.causal ? "causal" : "bi", c.bf16 ? " bf16" : "", c.aligned ? " al" : "");
-  return std::string(buf) + (c.q_rope ? " q_rope" : "");
+  return std::string(buf) + (c.q_rope ? " q_rope" : "") + (c.v_transposed ? " vt" : "");
 }
 
 inline const char* tiling_name(moss::AttentionTiling t) {
@@ -217,7 +228,8 @@ inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c,
   kcheck::Compare cmp;
   double ms = 0;
   try {
-    moss::hip_attention(ctx, q, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, c.causal, tiling, q_rope);
+    moss::hip_attention(ctx, q, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, c.causal, tiling, q_rope,
+                        c.v_transposed);
     MOSS_HIP_CHECK(hipStreamSynchronize(ctx.stream()));
     std::vector<uint8_t> raw(out_bytes);
     MOSS_HIP_CHECK(hipMemcpy(raw.data(), buf.get(), out_bytes, hipMemcpyDeviceToHost));
@@ -264,7 +276,10 @@ inline void run_case(kcheck::Table& table, moss::HipContext& ctx, const Case& c,
     if (c.reps > 0)
       ms = kcheck::time_sustained(
           ctx.stream(),
-          [&] { moss::hip_attention(ctx, q, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, c.causal, tiling, q_rope); },
+          [&] {
+            moss::hip_attention(ctx, q, k, v, out, c.heads, c.kv_heads, c.head_dim, scale, c.causal, tiling, q_rope,
+                                c.v_transposed);
+          },
           c.reps, sustain_s);
   } catch (const std::exception& e) {
     (void)hipGetLastError();
@@ -337,6 +352,23 @@ inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backen
     host.core().norm_rope(q_host, w.host, kQRopeEps, hd, sin.host, cos.host, q_ref);
     const std::vector<float> want = host_replay(host, q_ref, k_host, v_host, c, rows, scale);
     const moss::QNormRope rope{w.dev, kQRopeEps, sin.dev, cos.dev};
+    if (c.v_transposed) {
+      // Vᵀ [kc, keys] (zeros past tk) as the first keys columns of a [kc, keys + 64] buffer whose
+      // other columns are NaN: the kernel must read nothing past the padded keys.
+      const int64_t keys = (c.tk + moss::kAttentionKeyPadding - 1) / moss::kAttentionKeyPadding *
+                           moss::kAttentionKeyPadding, ld = keys + 64;
+      std::vector<uint16_t> bits(static_cast<size_t>(kc * ld), uint16_t(0x7fc0));  // bf16 NaN
+      for (int64_t d = 0; d < kc; ++d)
+        for (int64_t j = 0; j < keys; ++j)
+          bits[size_t(d * ld + j)] = j < c.tk ? moss::f32_to_bf16(v_host.row<const float>(j)[d]) : uint16_t(0);
+      std::shared_ptr<void> vbuf = device_buffer(bits.size() * 2);
+      MOSS_HIP_CHECK(hipMemcpy(vbuf.get(), bits.data(), bits.size() * 2, hipMemcpyHostToDevice));
+      moss::Tensor vt(vbuf.get(), moss::DType::BF16, {kc, ld}, moss::Where::Device);
+      vt.owner = vbuf;
+      run_case(table, ctx, c, q_dev, k_dev, vt.slice_cols(0, keys), rows, want, scale, moss::AttentionTiling::Portable,
+               sustain_s, &rope);
+      return;
+    }
     run_case(table, ctx, c, q_dev, k_dev, v_dev, rows, want, scale, moss::AttentionTiling::Portable, sustain_s, &rope);
     return;
   }
@@ -402,6 +434,17 @@ inline std::vector<Case> model_cases(const std::string& model) {
         q_rope_case(300, 4, 32, true),
         q_rope_case(130, 4, 64, false),
         q_rope_case(4173, 24, 128, true, 48, 10),
+        // ... and V given transposed by the v GEMM (CoreOps::linear_transposed), the DiT's whole
+        // AMD attention path: keys past tk in a partial tile (tk < 64, tk % 32 != 0), whole tiles,
+        // the tiny model's 32, head dim 64, and the 1024² shapes of cond and uncond timed.
+        vt_case(12, 24, 128),
+        vt_case(77, 24, 128),
+        vt_case(128, 24, 128),
+        vt_case(257, 24, 128),
+        vt_case(300, 4, 32),
+        vt_case(130, 4, 64),
+        vt_case(4173, 24, 128, 48, 10),
+        vt_case(4106, 24, 128, 48, 10),
     };
   } else if (model == "te") {
     // Causal GQA: 16 query heads over 4 kv heads of 256 (tiny: 4 over 1 of 64).
