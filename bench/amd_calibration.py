@@ -163,10 +163,10 @@ CASES.append(dict(
 # P·V (attention.hip, wave_priority).
 OPUS_V139_COMMIT = "4898c2f4eff938b7cecf88f2cb43d32cf5778bd8"
 CASES.append(dict(
+    CASES[-1],  # v39's case: its shape, flops and the kernel the model is given
     key="opus-attn-v139-gfx1201",
     label="opus_attn v139 = v39 + K loads ahead of the score WMMAs + s_setprio, bf16 D128 H32 N2048 (RX 9070 XT)",
-    target="gfx1201", family="attention", op="attention", shape=(2048, 32, 128), eb=dict(eb_q=2, eb_o=2),
-    flops=attention_flops(32, 2048, 128), measured_tflops=91.0,
+    measured_tflops=91.0,
     published="v139: 91.0 TFLOPS at b=1 h=32 n=2048 (verify on), 93.5 at b=4 h=32 n=4096 against v39's 86.4 and "
               "86.6 in the same table, RX 9070 XT, ROCm 7.2.3, best of 7 (PR #31's table; PR #28: 92.8 best of 3)",
     source="https://github.com/carlushuang/gcnasm/pull/31",
@@ -176,8 +176,6 @@ CASES.append(dict(
          "multiplies; s_setprio 3 over the score WMMAs, 0 over the softmax, 1 over P·V",
     structure="v39's structure (the portable attention's direct tiling) with the K loads issued ahead of the "
               "score WMMAs and wave priorities by phase: the portable attention since session 18",
-    kernel=dict(kind="attention", q_rows=128, kt=32, dv=128, waves=8, row_tiles=1, stages=1, prefetch=0,
-                q_in_regs=True, kv_lds=False, p_lds=False, table=None, lds_est=0, vgpr_est={"gfx1201": 205}),
 ))
 
 # The very cards' library GEMMs: PyTorch's bf16 matmul (hipBLASLt/Tensile) at 4096^3, reported to

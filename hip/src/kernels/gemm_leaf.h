@@ -294,8 +294,7 @@ __device__ inline void leaf_transposed_store(const Args& args, const leaf::FragC
       return;
     }
   }
-  leaf::store_c(acc,
-                 [&](int r, int c, float v) { store_one_transposed(args, rb + r, cb + c, value(rb + r, cb + c, v)); });
+  leaf::store_c(acc, [&](int r, int c, float v) { store_one<true>(args, rb + r, cb + c, value(rb + r, cb + c, v)); });
 }
 
 // kUnit: the gated-unit epilogue (GemmOperands::gated; w has 2n rows, see gemm_unit_rows.h).

@@ -49,22 +49,12 @@ __device__ inline float bias_at(const Args& a, int col) {
   if (!a.bias) return 0.0f;
   return a.bias_bf16 ? to_float(static_cast<const bf16*>(a.bias)[col]) : static_cast<const float*>(a.bias)[col];
 }
-// One element, only inside y.
-template <class Args>
+// One element, only inside y: y[row·ldy + col], or with kTransposed (the Leaf kernel,
+// GemmOperands::y_transposed) y[col·ldy + row].
+template <bool kTransposed = false, class Args>
 __device__ inline void store_one(const Args& a, int row, int col, float v) {
   if (row >= a.m || col >= a.n) return;
-  const int64_t at = int64_t(row) * a.ldy + col;
-  if (a.y_bf16) {
-    static_cast<bf16*>(a.y)[at] = to_bf16(v);
-  } else {
-    static_cast<float*>(a.y)[at] = v;
-  }
-}
-// One element of a transposed y (the Leaf kernel, GemmOperands::y_transposed): y[col·ldy + row].
-template <class Args>
-__device__ inline void store_one_transposed(const Args& a, int row, int col, float v) {
-  if (row >= a.m || col >= a.n) return;
-  const int64_t at = int64_t(col) * a.ldy + row;
+  const int64_t at = kTransposed ? int64_t(col) * a.ldy + row : int64_t(row) * a.ldy + col;
   if (a.y_bf16) {
     static_cast<bf16*>(a.y)[at] = to_bf16(v);
   } else {
