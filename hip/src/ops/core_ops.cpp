@@ -40,6 +40,7 @@ void CoreOps::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tenso
 
 void CoreOps::linear_transposed(const Tensor& x, const Tensor& w, Tensor& yt) {
   op_require(w.cols() == x.cols(), "linear_transposed", "weight " + w.shape_str() + " does not match x " + x.shape_str());
+  op_require(x.rows() > 0, "linear_transposed", "x " + x.shape_str() + " has no rows");
   op_require(yt.rows() == w.rows() && yt.cols() >= x.rows(), "linear_transposed",
              "yt " + yt.shape_str() + " is not [N, >= M] for x " + x.shape_str() + " and weight " + w.shape_str());
   run_op(hook_, [&] { return OpCall{"core.linear_transposed " + op_dims(w) + " x:" + dtype_name(x.dtype)}; },

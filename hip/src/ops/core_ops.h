@@ -28,7 +28,7 @@ class CoreOps : public OpFamily {
   // y[M,N] = x[M,K] · w[N,K]ᵀ (+ bias[N]); fp32 accumulation.
   void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
 
-  // The product stored transposed: yt [N, P] (P >= M, any row stride) receives
+  // The product stored transposed: yt [N, P] (P >= M >= 1, any row stride) receives
   // yt[c][r] = (x·wᵀ)[r][c] for r < M and 0 for M <= r < P; fp32 accumulation, no bias. The
   // DiT's v projection written as the zero-padded Vᵀ its attention reads, where
   // attention_reads_transposed_v says the backend's attention wants it so.

@@ -244,13 +244,14 @@ TEST(DitFusedOps, LinearTransposedIsTheProductTransposed) {
   for (int64_t c = 0; c < N; ++c)
     for (int64_t r = P; r < ld; ++r) EXPECT_TRUE(std::isnan(buf.row<const float>(c)[r])) << c << ", " << r;
   // Shapes that do not fit are refused, naming the op: fewer columns than x has rows, another
-  // row count than w's, a weight of another K.
+  // row count than w's, a weight of another K, an x of no rows.
   Tensor short_yt = host_tensor(DType::F32, {N, M - 1}), tall_yt = host_tensor(DType::F32, {N + 1, P});
-  Tensor other_w = random_tensor({N, K + 8}, 43);
+  Tensor other_w = random_tensor({N, K + 8}, 43), no_rows = host_tensor(DType::F32, {0, K});
   for (const auto& [what, call] : std::vector<std::pair<const char*, std::function<void()>>>{
            {"M-1 columns", [&] { be->core().linear_transposed(x, w, short_yt); }},
            {"N+1 rows", [&] { be->core().linear_transposed(x, w, tall_yt); }},
-           {"a weight of another K", [&] { be->core().linear_transposed(x, other_w, yt); }}}) {
+           {"a weight of another K", [&] { be->core().linear_transposed(x, other_w, yt); }},
+           {"an x of no rows", [&] { be->core().linear_transposed(no_rows, w, yt); }}}) {
     try {
       call();
       ADD_FAILURE() << what << " was accepted";
