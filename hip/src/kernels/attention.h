@@ -12,8 +12,10 @@
 //     portable configuration up to head dim 128 each wave reads its K and Vᵀ fragments straight
 //     from global memory (the direct tiling: no shared-memory K/V tile), K from the bf16
 //     activation rows themselves when they are 16-byte aligned (only Vᵀ packed: a fragment wants 8
-//     keys of one dim contiguous), and at head dim 256 it reads bf16 K and V rows in place
-//     (transposing V on its way into shared memory) when they are 16-byte aligned.
+//     keys of one dim contiguous; not even that where the caller hands Vᵀ over, as the DiT's v
+//     GEMM writes it, ops/hip/attention_op.h v_transposed), and at head dim 256 it reads bf16 K
+//     and V rows in place (transposing V on its way into shared memory) when they are 16-byte
+//     aligned.
 // Q is read straight from the activation (f32 or bf16, any row stride).
 #pragma once
 

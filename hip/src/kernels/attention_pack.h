@@ -3,7 +3,9 @@
 // transposed as [kv_head][d_pad][tk_pad] (the reference kernel, whose PV operand tile wants keys
 // contiguous), both zero beyond tk keys and head_dim columns, so every tile copy is a whole
 // 16-byte move. K is left out (kp null) where the kernel reads K's rows in place and only Vᵀ
-// needs the turn (the portable direct tiling, kernels/attention.h AttentionKvLayout::k_in_place).
+// needs the turn (the portable direct tiling, kernels/attention.h AttentionKvLayout::k_in_place);
+// the DiT's main blocks skip the pack altogether there (their v GEMM writes Vᵀ,
+// CoreOps::linear_transposed).
 #pragma once
 
 #include <cstdint>
