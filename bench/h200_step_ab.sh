@@ -69,7 +69,7 @@ cat "$work/logs/before-after.txt"
 for k in $paths; do
   for which in old new; do
     echo "== profile $which, $k kernels ($size, per step = total / 12)"
-    grep -E "^core\.(linear_gated_unit|linear 3072x|attention BF16|add_norm_modulate|norm_rope)|^all ops" \
+    grep -E "^core\.(linear_gated_unit|linear 3072x|linear_transposed|attention BF16|add_norm_modulate|norm_rope)|^all ops" \
       "$work/logs/profile-$k-$which.log" | awk '{ printf "%s  %.2f ms/step\n", $0, $(NF-2) / 12 }'
     awk -F', ' 'NR > 1 && $5 + 0 > 50 { c += $2; p += $3; n++ } END { if (n) printf "busy samples %d: mean SM clock %.0f MHz, mean power %.0f W\n", n, c / n, p / n }' \
       "$work/logs/clocks-$k-$which.csv"
