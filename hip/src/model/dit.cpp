@@ -305,8 +305,7 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
     const int64_t o = rows[r].offset - off, m = rows[r].n;
     Tensor out = ws.attn.slice_rows(o, m), q = ws.q.slice_rows(o, m), v = ws.v.slice_rows(o, m);
     if (v_transposed) {  // each row's Vᵀ in turn at the start of v's buffer (ops run in order)
-      const int64_t keys = (m + CoreOps::kTransposedVKeys - 1) / CoreOps::kTransposedVKeys * CoreOps::kTransposedVKeys;
-      v = transposed_v(ws.v_buffer, cfg_.dim, keys);
+      v = transposed_v(ws.v_buffer, cfg_.dim, CoreOps::transposed_v_keys(m));
       ops.linear_transposed(ws.y.slice_rows(o, m), w.v, v);
     }
     ops.norm_rope_attention(q, w.q_norm, kRmsEps, sin.slice_rows(o, m), cos.slice_rows(o, m), ws.k.slice_rows(o, m),
@@ -438,8 +437,9 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   // where the backend can (CoreOps::linear_gated_unit), with no [N, 2·ffn] product in between.
   Workspace full;
   for (Tensor* t : {&full.y, &full.q, &full.k, &full.attn}) *t = be_.alloc(gemm_in, {total, d});
-  // v also holds a row's transposed V, its keys padded (Workspace::v_buffer).
-  full.v = be_.alloc(gemm_in, {total + CoreOps::kTransposedVKeys, d});
+  // v also holds a row's transposed V, its keys padded (Workspace::v_buffer): as many rows as
+  // the longest row's padded keys, at most the padded total.
+  full.v = be_.alloc(gemm_in, {CoreOps::transposed_v_keys(total), d});
   full.gated = be_.alloc(gemm_in, {total, cfg_.ffn_dim});
   full.tmp = be_.alloc(gemm_in, {total, d});
   auto workspace_for = [&](int64_t N) {

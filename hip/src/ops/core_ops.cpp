@@ -129,7 +129,7 @@ void CoreOps::norm_rope_attention(Tensor& q, const Tensor& w, float eps, const T
              "table shape " + sin.shape_str() + " for q " + q.shape_str());
   check_same_shape("norm_rope_attention", q, "out", out);
   if (v_transposed) {
-    const int64_t keys = (k.rows() + kTransposedVKeys - 1) / kTransposedVKeys * kTransposedVKeys;
+    const int64_t keys = transposed_v_keys(k.rows());
     op_require(v.rows() == heads * head_dim && v.cols() >= keys, "norm_rope_attention",
                "transposed v " + v.shape_str() + " is not [" + std::to_string(heads * head_dim) + ", >= " +
                    std::to_string(keys) + "] for k " + k.shape_str());

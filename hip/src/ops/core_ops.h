@@ -112,8 +112,12 @@ class CoreOps : public OpFamily {
   // their own: the HIP backend's portable direct tiling (AMD's DiT attention). Then the DiT writes
   // its v projection transposed (linear_transposed) and saves the pass.
   virtual bool attention_reads_transposed_v(int64_t head_dim) const;
-  // A transposed V's columns (keys) come in multiples of this (zeros past Tk).
+  // A transposed V's columns (keys) come in multiples of this (zeros past Tk): for Tk keys,
+  // transposed_v_keys(Tk) of them.
   static constexpr int64_t kTransposedVKeys = 64;
+  static constexpr int64_t transposed_v_keys(int64_t tk) {
+    return (tk + kTransposedVKeys - 1) / kTransposedVKeys * kTransposedVKeys;
+  }
 
   // out[i, :] = table[ids[i], :] (table on the host or this backend, bf16 or f32)
   void embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out);

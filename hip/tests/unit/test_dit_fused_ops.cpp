@@ -204,7 +204,7 @@ TEST(DitFusedOps, NormRopeAttentionReadsTransposedV) {
   EXPECT_FALSE(be->core().attention_reads_transposed_v(128));  // the host reads V's rows fastest
   for (const int64_t T : {9, 64, 70}) {
     const int64_t heads = 3, hd = 16, cols = heads * hd;
-    const int64_t keys = (T + CoreOps::kTransposedVKeys - 1) / CoreOps::kTransposedVKeys * CoreOps::kTransposedVKeys;
+    const int64_t keys = CoreOps::transposed_v_keys(T);
     Tensor q = random_tensor({T, cols}, 31, 2.0f), k = random_tensor({T, cols}, 32), v = random_tensor({T, cols}, 33);
     Tensor w = random_tensor({hd}, 34, 0.5f), sin = random_tensor({T, hd}, 35), cos = random_tensor({T, hd}, 36);
     Tensor q2 = host_tensor(DType::F32, {T, cols});

@@ -71,6 +71,9 @@ class HipCoreOps : public CoreOps {
     gemm_op("linear_transposed", x, w, nullptr, nullptr, yt, true);
   }
 
+  // The op's padded Vᵀ must cover what the kernel reads: keys up to Tk rounded to its padding.
+  static_assert(CoreOps::kTransposedVKeys % kAttentionKeyPadding == 0,
+                "a transposed V padded as CoreOps says holds every key the attention kernel reads");
   bool attention_reads_transposed_v(int64_t head_dim) const override {
     return hip_attention_reads_transposed_v(head_dim);
   }

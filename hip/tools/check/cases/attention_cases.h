@@ -355,8 +355,7 @@ inline void check_case(kcheck::Table& table, moss::HipContext& ctx, moss::Backen
     if (c.v_transposed) {
       // Vᵀ [kc, keys] (zeros past tk) as the first keys columns of a [kc, keys + 64] buffer whose
       // other columns are NaN: the kernel must read nothing past the padded keys.
-      const int64_t keys = (c.tk + moss::kAttentionKeyPadding - 1) / moss::kAttentionKeyPadding *
-                           moss::kAttentionKeyPadding, ld = keys + 64;
+      const int64_t keys = moss::CoreOps::transposed_v_keys(c.tk), ld = keys + 64;
       std::vector<uint16_t> bits(static_cast<size_t>(kc * ld), uint16_t(0x7fc0));  // bf16 NaN
       for (int64_t d = 0; d < kc; ++d)
         for (int64_t j = 0; j < keys; ++j)
