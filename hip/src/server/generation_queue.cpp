@@ -9,7 +9,10 @@ GenerationQueue::Outcome GenerationQueue::run(const std::shared_ptr<Job>& job) {
   auto entry = std::make_shared<Entry>();
   entry->job = job;
   std::unique_lock<std::mutex> lock(m_);
-  if (closed_) return Outcome::Closed;
+  if (closed_) {
+    last_closed_refusal_ = std::chrono::steady_clock::now();
+    return Outcome::Closed;
+  }
   if (!has_room_locked()) return Outcome::Full;
   waiting_.push_back(entry);
   changed_.notify_all();
@@ -64,6 +67,7 @@ void GenerationQueue::serve(size_t engine) {
 void GenerationQueue::close() {
   std::lock_guard<std::mutex> lock(m_);
   closed_ = true;
+  last_closed_refusal_ = std::chrono::steady_clock::now();
 }
 
 void GenerationQueue::abort() {
@@ -78,6 +82,11 @@ void GenerationQueue::stop_engines() {
   std::lock_guard<std::mutex> lock(m_);
   engines_stopped_ = true;
   changed_.notify_all();
+}
+
+std::chrono::steady_clock::time_point GenerationQueue::last_closed_refusal() const {
+  std::lock_guard<std::mutex> lock(m_);
+  return last_closed_refusal_;
 }
 
 bool GenerationQueue::closed() const {

@@ -4,6 +4,7 @@
 // running one is cancelled. A drain closes the queue to new requests and lets it empty.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -60,6 +61,9 @@ class GenerationQueue {
   void abort();         // a stop: close, and the waiting requests end with an error
   void stop_engines();  // serve() returns once its running job is done
   bool closed() const;
+  // When the queue last turned someone away while closed: the later of close() and the latest
+  // request refused as Closed since (the drain stays until the balancer has stopped sending).
+  std::chrono::steady_clock::time_point last_closed_refusal() const;
   bool idle() const;    // nothing waits, nothing runs
   bool has_room() const;  // open, and a request now would not be refused as Full
 
@@ -84,6 +88,7 @@ class GenerationQueue {
   std::deque<std::shared_ptr<Entry>> waiting_;
   std::vector<std::shared_ptr<Entry>> running_;
   bool closed_ = false, engines_stopped_ = false;
+  std::chrono::steady_clock::time_point last_closed_refusal_{};
 };
 
 }  // namespace moss

@@ -21,6 +21,14 @@
 #include "util/thread_pool.h"
 
 namespace moss {
+namespace {
+
+// How long a drained server goes on refusing new requests before it closes its listener, counted
+// from the SIGTERM and again from each request refused since: longer than a balancer takes to
+// notice /ready 503 (docs/deploy/haproxy.cfg: checks every 500 ms, out after 2 failures).
+constexpr int kDrainQuietSeconds = 2;
+
+}  // namespace
 
 int serve_command(const std::vector<std::string>& args) {
   const ServeOptions options = parse_serve_args(args);
@@ -87,10 +95,15 @@ int serve_command(const std::vector<std::string>& args) {
                  options.drain_seconds);
       }
       if (draining && queue.idle()) {
-        drained = true;
-        break;
-      }
-      if (draining && Clock::now() >= deadline) {
+        // Emptied; the listener stays until the balancer has stopped sending here (each new
+        // request meanwhile is refused 503, which it sends elsewhere): closing it while one is on
+        // its way would end that one without an answer (HAProxy's 502, issue 32's deploy test).
+        const bool quiet = Clock::now() - queue.last_closed_refusal() >= std::chrono::seconds(kDrainQuietSeconds);
+        if (quiet || Clock::now() >= deadline) {
+          drained = true;
+          break;
+        }
+      } else if (draining && Clock::now() >= deadline) {
         rep.line("serve: the drain took longer than --drain-seconds %d; stopping what is left", options.drain_seconds);
         std::raise(SIGTERM);  // the second SIGTERM: an interrupt
         continue;

@@ -483,7 +483,7 @@ def main():
             sys.stdout.flush()
     finally:
         code = srv.stop()
-    c.check("sigterm-drains-exit-0", code == 0, code)  # idle: the drain ends at once
+    c.check("sigterm-drains-exit-0", code == 0, code)  # idle: the drain ends 2 s after the SIGTERM
     c.finish()
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The server as a deployment sees it (issue 32) and A1111's progress (issue 30): /health and
 /ready, the bounded queue (503 with Retry-After), SIGTERM's drain (running and queued requests
-finish, new ones are refused, exit 0), its deadline and the signals that stop at once, the
+finish, new ones are refused, exit 0 once none has come for 2 s), its deadline and the signals that stop at once, the
 progress of a 2-image request sampled every 50 ms, and an interrupt that answers with the image
 so far (the noise's decode when no step had finished). Usage: ops_test.py BINARY MODEL_DIR"""
 import http.client
@@ -175,6 +175,30 @@ def check_drain(c, binary, model):
     c.check("drain-exit-0", code == 0 and "drained" in out, (code, out[-400:]))
 
 
+def check_drain_stays_while_sent_to(c, binary, model):
+    """A drained server keeps its port open while requests still come (each refused 503, which a
+    balancer sends elsewhere) and closes it 2 s after the last: a request on its way when the
+    port closed would get no answer at all (issue 32's deploy test: HAProxy's 502)."""
+    srv = Server(binary, model)
+    srv.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: "draining" in srv.output(), timeout=10)  # the signal is acted on within 20 ms
+    refused, last = [], 0.0
+    for _ in range(8):  # 8 x 0.5 s: past the 2 s, so only the refusals keep it open
+        try:
+            status = srv.request("POST", "/sdapi/v1/txt2img", {"prompt": "x", "steps": 2}, timeout=10)[0]
+        except OSError as e:
+            status = repr(e)
+        refused.append(status)
+        last = time.time()
+        time.sleep(0.5)
+    c.check("drain-refuses-while-sent-to", refused == [503] * 8 and srv.proc.poll() is None, refused)
+    code = srv.proc.wait(timeout=60)
+    quiet = time.time() - last
+    out = srv.output()
+    os.unlink(srv.log.name)
+    c.check("drain-closes-2s-after-last", code == 0 and "drained" in out and 1.9 <= quiet <= 10, (code, quiet))
+
+
 def check_stops(c, binary, model):
     """What stops at once: the drain's deadline and a second SIGTERM (143), SIGINT (130), SIGHUP
     (129); the running request is answered 503."""
@@ -233,5 +257,6 @@ if __name__ == "__main__":
     check_health_queue_progress_interrupt(checks, binary, model)
     check_interrupt_before_first_step(checks, binary, model)
     check_drain(checks, binary, model)
+    check_drain_stays_while_sent_to(checks, binary, model)
     check_stops(checks, binary, model)
     checks.finish()
