@@ -331,6 +331,10 @@ CONFIGS = {
         # (CoreOps::linear_transposed, gemm_leaf.h leaf_transposed_store; since session 18): one v
         # GEMM per row, no attention_pack pass at all.
         "v_transposed_by_gemm": True,
+        # The second norm normalises x + o's update without storing it; the next block's first norm
+        # adds o's and ffn_down's updates and stores the sum, the head adds both and stores nothing
+        # (CoreOps::add_norm_modulate, SumTo::Nowhere; model/dit.cpp RowState; since session 21).
+        "deferred_attn_update": True,
         # The very kernels, run on the H200 (MOSSINFER_KERNELS=portable).
         "analogue": {"gemm": "gemm portable 128x64/4w 4160x3072x3072 x:bf16",
                      "attention": "attention[portable] T4173 h24x128 bf16"},
@@ -427,6 +431,11 @@ CONFIGS = {
 # in hip/src/kernels/rows.hip and hip/src/ops/hip/core_ops_hip.hip read and write them.
 ROW_BYTES = {
     "add_norm_modulate": 4 + 2 + 4 + 2,  # x f32 in/out, delta bf16 in, y bf16 out
+    # with the o update pending (deferred_attn_update): the first norm adds both updates and stores
+    # the sum, the second reads x and o's update and stores nothing, the head stores nothing
+    "add2_norm_modulate": 4 + 2 + 2 + 4 + 2,
+    "add_norm_modulate_unstored": 4 + 2 + 2,
+    "add2_norm_modulate_unstored": 4 + 2 + 2 + 2,
     "norm_modulate": 4 + 2,
     "norm_rope": 2 + 2,                  # in place, bf16; the f32 sin/cos rows are shared by 24 heads
     "gated_unit": 2 + 2 + 2,             # [h | g] bf16 in, bf16 out (AMD: not fused into the GEMM)
@@ -760,10 +769,14 @@ def dit_step(t, conf, rows, tc, tu, size=1024):
     n_img = (size // 16) ** 2
     nc, nu = n_img + tc, n_img + tu
     both = DIT["layers"] - len(DIT["skip"])
+    deferred = conf.get("deferred_attn_update", False)
+    norm1_op = "add2_norm_modulate" if deferred else "add_norm_modulate"
+    norm2_op = "add_norm_modulate_unstored" if deferred else "add_norm_modulate"
+    head_op = "add2_norm_modulate_unstored" if deferred else "add_norm_modulate"
     out = []
     for label, m, rows_t, blocks in (("stacked", nc + nu, (nc, nu), both), ("cond only", nc, (nc,), len(DIT["skip"]))):
         tag = f" [{label}]"
-        out.append(model_rows(t, "add_norm_modulate norm1" + tag, "add_norm_modulate", m, d, blocks))
+        out.append(model_rows(t, "add_norm_modulate norm1" + tag, norm1_op, m, d, blocks))
         vt_gemm = conf.get("v_transposed_by_gemm", False)
         for p in ("q", "k") if vt_gemm else ("q", "k", "v"):
             out.append(model_gemm(t, g, f"gemm proj.{p}" + tag, m, d, d, blocks, rows=rows))
@@ -783,7 +796,7 @@ def dit_step(t, conf, rows, tc, tu, size=1024):
             out.append(model_attention(t, att, f"attention T{tr}" + tag, tr, tr, h, hd, blocks, rows=rows,
                                        q_tables=q_rope))
         out.append(model_gemm(t, g, "gemm proj.o" + tag, m, d, d, blocks, rows=rows))
-        out.append(model_rows(t, "add_norm_modulate norm2" + tag, "add_norm_modulate", m, d, blocks))
+        out.append(model_rows(t, "add_norm_modulate norm2" + tag, norm2_op, m, d, blocks))
         out.append(model_gemm(t, g, "gemm ffn_up_gate" + tag, m, 2 * f, d, blocks, rows=rows))
         if not conf.get("fused_unit"):
             out.append(model_rows(t, "gated_unit situ" + tag, "gated_unit", m, f, blocks))
@@ -794,7 +807,7 @@ def dit_step(t, conf, rows, tc, tu, size=1024):
         out.append(model_gemm(t, g, "gemm " + nm + " (1 row)", 1, n, k, 1, eb_x=4, eb_y=4, rows=rows))
     out.append(model_gemm(t, g, "gemm video_embedder", n_img, d, DIT["latent"], 1, eb_x=4, eb_y=4, rows=rows))
     out.append(model_rows(t, "copy image/text rows", "copy", nc + nu, d, 1))
-    out.append(model_rows(t, "head add_norm_modulate", "add_norm_modulate", n_img, d, 2))
+    out.append(model_rows(t, "head add_norm_modulate", head_op, n_img, d, 2))
     out.append(model_gemm(t, g, "gemm final_linear_video", n_img, DIT["latent"], d, 2, eb_y=4, rows=rows))
     return out
 

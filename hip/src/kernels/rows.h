@@ -38,9 +38,16 @@ void rows_rms_norm(const RowsMatrix& x, RowsVector w, NormWeight mode, float eps
 // a bf16 y is the GEMM's input, rounded once.
 void rows_norm_modulate(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
                         const RowsMatrix& y, hipStream_t stream);
-// With d (CoreOps::add_norm_modulate): first x += d·gate per column (x f32 or bf16, written
-// back), then the norm of the updated rows; y must not be x.
-void rows_add_norm_modulate(const RowsMatrix& x, const RowsMatrix* d, RowsVector gate, RowsVector w, float eps,
+// With updates (CoreOps::add_norm_modulate): the norm of s = x + d[0]·gate[0] (+ d[1]·gate[1]),
+// added per column in that order as rows_add does; with `store`, s is written back into x (f32
+// or bf16), otherwise x is only read. y must not be x.
+struct RowsUpdates {
+  RowsMatrix d[2];
+  RowsVector gate[2];
+  int count = 0;  // 0 .. 2
+  bool store = true;
+};
+void rows_add_norm_modulate(const RowsMatrix& x, const RowsUpdates& updates, RowsVector w, float eps,
                             RowsVector shift, RowsVector scale, const RowsMatrix& y, hipStream_t stream);
 
 // Per head of head_dim columns: rms_norm·w (w of head_dim elements), then the split-half

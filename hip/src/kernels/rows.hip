@@ -90,6 +90,27 @@ __device__ inline float at(const Vec& v, int64_t i) {
   return v.bf16 ? bf16_bits_to_float(static_cast<const uint16_t*>(v.p)[i]) : static_cast<const float*>(v.p)[i];
 }
 
+// add_norm_modulate's pending updates as the kernels take them (rows.h RowsUpdates).
+struct Updates {
+  Mat d[2];
+  Vec gate[2];
+  int count;  // 0 .. 2
+  bool store;
+};
+// Columns c..c+n-1 of a row: v += d[i]·gate[i] for each update in order, as AddOp adds one. The
+// loop is unrolled over both slots (constant indices: the kernel arguments stay in registers).
+__device__ inline void add_updates(const Updates& u, int64_t row, int64_t c, int n, bool vec, float v[4]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    if (i >= u.count) break;
+    float dv[4];
+    load4(u.d[i], row, c, n, vec, dv);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (j < n) v[j] += dv[j] * at(u.gate[i], c + j);
+  }
+}
+
 // ---- elementwise kernels: one thread per 4 columns of a row ------------------------------------
 struct AddOp {
   Mat x, d;
@@ -156,31 +177,39 @@ __global__ __launch_bounds__(W * kWaveSize) void elementwise_kernel(Op op, int64
 
 // ---- RMS norm: one wave per (row, group) ---------------------------------------------------------
 // kModulate: then ·(1 + scale) + shift per column (norm_modulate; shift and scale are indexed
-// by the row's column).
+// by the row's column), of x plus its updates (add_norm_modulate: added in both passes, the
+// same bits each time, and with u.store written back in the second).
 template <int W, bool kModulate>
 __global__ __launch_bounds__(W * kWaveSize) void rms_norm_kernel(Mat x, Mat y, Vec w, NormWeight mode, float eps,
                                                             int64_t group, int64_t groups_per_row, int64_t items,
-                                                            bool vec, Vec shift, Vec scale) {
+                                                            bool vec, Vec shift, Vec scale, Updates u) {
   const int64_t item = int64_t(block_x()) * W + thread_x() / kWaveSize;
   if (item >= items) return;  // whole waves leave together
   const int64_t row = item / groups_per_row, g0 = (item % groups_per_row) * group;
   const int64_t lane = lane_id();
   float ss = 0.0f;
-  // Unrolled so that several 16-byte loads per lane are in flight (whole-row norms: 24 each).
-#pragma unroll 4
+  // Unrolled so that several 16-byte loads per lane are in flight (whole-row norms: 24 each);
+  // twice with the updates' operands (four times they run out of scalar registers on AMD).
+  constexpr int kUnroll = kModulate ? 2 : 4;
+#pragma unroll kUnroll
   for (int64_t c = lane * 4; c < group; c += kWaveSize * 4) {
     const int n = group - c < 4 ? int(group - c) : 4;
     float v[4];
     load4(x, row, g0 + c, n, vec && n == 4, v);
+    if constexpr (kModulate) add_updates(u, row, g0 + c, n, vec && n == 4, v);
     ss += v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3];
   }
   ss = wave_sum(ss);
   const float inv = 1.0f / sqrt_f(ss / float(group) + eps);
-#pragma unroll 4
+#pragma unroll kUnroll
   for (int64_t c = lane * 4; c < group; c += kWaveSize * 4) {
     const int n = group - c < 4 ? int(group - c) : 4;
     float v[4];
     load4(x, row, g0 + c, n, vec && n == 4, v);
+    if constexpr (kModulate) {
+      add_updates(u, row, g0 + c, n, vec && n == 4, v);
+      if (u.store) store4(x, row, g0 + c, n, vec && n == 4, v);
+    }
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       v[j] *= inv;
@@ -265,27 +294,37 @@ __device__ inline void load_row_chunks(const Mat& m, int64_t row, int tid, int c
 // aligned); the sum of squares is reduced over the wave, then over the block's waves through
 // shared memory. A block per row (not a wave) keeps few values per thread, so many rows' loads
 // are in flight on each multiprocessor: these passes are bound by HBM.
-// With d.p set (add_norm_modulate) the row is first updated, x += d·gate, and written back.
+// With updates (add_norm_modulate) the row is first updated, x + d[i]·gate[i] in order, and with
+// u.store written back. Each update's row is loaded whole into the same registers after the one
+// before is added, so two updates take no more registers than one.
 template <int W, int kChunks>
 __global__ __launch_bounds__(W * kWaveSize) void norm_modulate_regs_kernel(Mat x, Mat y, Vec w, float eps, int cols,
-                                                                      Vec shift, Vec scale, Mat d, Vec gate) {
+                                                                      Vec shift, Vec scale, Updates u) {
   const int64_t row = block_x();
   const int tid = int(thread_x());
   float v[kChunks][4];
   load_row_chunks<W>(x, row, tid, cols, v);
-  if (d.p) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    if (i >= u.count) break;
     float dv[kChunks][4];
-    load_row_chunks<W>(d, row, tid, cols, dv);
-    void* xout = static_cast<char*>(x.p) + row * x.ld * (x.bf16 ? 2 : 4);
+    load_row_chunks<W>(u.d[i], row, tid, cols, dv);
 #pragma unroll
     for (int k = 0; k < kChunks; ++k) {
       const int c = (k * W * kWaveSize + tid) * 4;
       if (c >= cols) continue;
       float g[4];
-      load4_at(gate.p, gate.bf16, c, true, g);
+      load4_at(u.gate[i].p, u.gate[i].bf16, c, true, g);
 #pragma unroll
       for (int j = 0; j < 4; ++j) v[k][j] += dv[k][j] * g[j];  // add's x + d·gate
-      store4_at(xout, x.bf16, c, v[k]);
+    }
+  }
+  if (u.count > 0 && u.store) {
+    void* xout = static_cast<char*>(x.p) + row * x.ld * (x.bf16 ? 2 : 4);
+#pragma unroll
+    for (int k = 0; k < kChunks; ++k) {
+      const int c = (k * W * kWaveSize + tid) * 4;
+      if (c < cols) store4_at(xout, x.bf16, c, v[k]);
     }
   }
   float ss = 0.0f;
@@ -408,10 +447,9 @@ unsigned blocks_for(int64_t items, int64_t per_block, const char* kernel) {
 
 template <int W, int kChunks>
 void launch_norm_modulate_regs(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
-                               const RowsMatrix& y, const Mat& d, Vec gate, hipStream_t stream) {
+                               const RowsMatrix& y, const Updates& u, hipStream_t stream) {
   hipLaunchKernelGGL((norm_modulate_regs_kernel<W, kChunks>), dim3(blocks_for(x.rows, 1, "norm_modulate")),
-                     dim3(W * kWaveSize), 0, stream, mat(x), mat(y), vec(w), eps, int(x.cols), vec(shift), vec(scale), d,
-                     gate);
+                     dim3(W * kWaveSize), 0, stream, mat(x), mat(y), vec(w), eps, int(x.cols), vec(shift), vec(scale), u);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
@@ -431,17 +469,17 @@ void rows_rms_norm(const RowsMatrix& x, RowsVector w, NormWeight mode, float eps
     constexpr int W = decltype(waves)::value;
     hipLaunchKernelGGL((rms_norm_kernel<W, false>), dim3(blocks_for(items, W, "rms_norm")), dim3(W * kWaveSize), 0,
                        stream, mat(x), mat(y), vec(w), mode, eps, group, x.cols / group, items, v, Vec{nullptr, false},
-                       Vec{nullptr, false});
+                       Vec{nullptr, false}, Updates{});
   });
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
 void rows_norm_modulate(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
                         const RowsMatrix& y, hipStream_t stream) {
-  rows_add_norm_modulate(x, nullptr, {}, w, eps, shift, scale, y, stream);
+  rows_add_norm_modulate(x, RowsUpdates{}, w, eps, shift, scale, y, stream);
 }
 
-void rows_add_norm_modulate(const RowsMatrix& x, const RowsMatrix* d, RowsVector gate, RowsVector w, float eps,
+void rows_add_norm_modulate(const RowsMatrix& x, const RowsUpdates& updates, RowsVector w, float eps,
                             RowsVector shift, RowsVector scale, const RowsMatrix& y, hipStream_t stream) {
   require_matrix(x, "norm_modulate", "x");
   require_matrix(y, "norm_modulate", "y");
@@ -449,37 +487,45 @@ void rows_add_norm_modulate(const RowsMatrix& x, const RowsMatrix* d, RowsVector
   require(w.data && shift.data && scale.data, "norm_modulate", "weight, shift and scale are required");
   require(x.data != y.data || (x.bf16 == y.bf16 && x.ld == y.ld), "norm_modulate",
           "y may be x only with the same dtype and row stride");
-  if (d) {
-    require_matrix(*d, "add_norm_modulate", "d");
-    require(d->rows == x.rows && d->cols == x.cols, "add_norm_modulate", "d shape");
-    require(gate.data, "add_norm_modulate", "the gate is required");
-    require(x.data != y.data, "add_norm_modulate", "y must not be x");
+  require(updates.count >= 0 && updates.count <= 2, "add_norm_modulate", "0 to 2 updates");
+  Updates u{};
+  u.count = updates.count;
+  u.store = updates.store;
+  bool d_aligned = true, gates_aligned = true;
+  for (int i = 0; i < updates.count; ++i) {
+    const RowsMatrix& d = updates.d[i];
+    require_matrix(d, "add_norm_modulate", "d");
+    require(d.rows == x.rows && d.cols == x.cols, "add_norm_modulate", "d shape");
+    require(updates.gate[i].data, "add_norm_modulate", "the gate is required");
+    u.d[i] = mat(d);
+    u.gate[i] = vec(updates.gate[i]);
+    d_aligned = d_aligned && aligned4(d);
+    gates_aligned = gates_aligned && aligned4(updates.gate[i].data, updates.gate[i].bf16);
   }
+  if (updates.count > 0) require(x.data != y.data, "add_norm_modulate", "y must not be x");
   if (x.rows == 0 || x.cols == 0) return;
-  const bool v = x.cols % 4 == 0 && aligned4(x) && aligned4(y) && (!d || aligned4(*d));
-  if (v && aligned4(w.data, w.bf16) && aligned4(shift.data, shift.bf16) && aligned4(scale.data, scale.bf16) &&
-      (!d || aligned4(gate.data, gate.bf16))) {
+  const bool v = x.cols % 4 == 0 && aligned4(x) && aligned4(y) && d_aligned;
+  if (v && gates_aligned && aligned4(w.data, w.bf16) && aligned4(shift.data, shift.bf16) &&
+      aligned4(scale.data, scale.bf16)) {
     // The register-resident kernel for rows of up to 4·threads·kChunks columns (the smallest fit).
-    const Mat dm = d ? mat(*d) : Mat{nullptr, 0, false};
-    const Vec gv = d ? vec(gate) : Vec{nullptr, false};
     bool launched = false;
     with_waves([&](auto waves) {
       constexpr int W = decltype(waves)::value, kThreads = W * kWaveSize;
       const int64_t chunks = (x.cols + 4 * kThreads - 1) / (4 * kThreads);
       launched = chunks <= 24;
-      if (chunks <= 2) launch_norm_modulate_regs<W, 2>(x, w, eps, shift, scale, y, dm, gv, stream);
-      else if (chunks <= 8) launch_norm_modulate_regs<W, 8>(x, w, eps, shift, scale, y, dm, gv, stream);
-      else if (chunks <= 24) launch_norm_modulate_regs<W, 24>(x, w, eps, shift, scale, y, dm, gv, stream);
+      if (chunks <= 2) launch_norm_modulate_regs<W, 2>(x, w, eps, shift, scale, y, u, stream);
+      else if (chunks <= 8) launch_norm_modulate_regs<W, 8>(x, w, eps, shift, scale, y, u, stream);
+      else if (chunks <= 24) launch_norm_modulate_regs<W, 24>(x, w, eps, shift, scale, y, u, stream);
     });
     if (launched) return;
   }
-  // Any other shape: the update and the norm as two passes (the same operations in order).
-  if (d) rows_add(x, *d, gate, stream);
+  // Any other shape: the wave-per-row kernel, which adds the updates in both of its passes over
+  // the row (the same operations in order).
   with_waves([&](auto waves) {
     constexpr int W = decltype(waves)::value;
     hipLaunchKernelGGL((rms_norm_kernel<W, true>), dim3(blocks_for(x.rows, W, "norm_modulate")), dim3(W * kWaveSize),
                        0, stream, mat(x), mat(y), vec(w), NormWeight::Mul, eps, x.cols, int64_t(1), x.rows, v,
-                       vec(shift), vec(scale));
+                       vec(shift), vec(scale), u);
   });
   MOSS_HIP_CHECK(hipGetLastError());
 }

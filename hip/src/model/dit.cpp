@@ -132,27 +132,35 @@ struct Dit::Modulation {
   Tensor head;   // [1, 2·dim]
   int64_t dim = 0;
   Tensor block_row(int k) const { return block.slice_cols(k * dim, dim); }
-  // gate_f: every pending ffn_down update's gate (the rows are shared by every block)
-  Tensor update_gate() const { return block_row(5); }
+  // The gates of the pending updates, gate_a (o's) and gate_f (ffn_down's): every block's, since
+  // the rows are shared by every block.
+  Tensor attn_gate() const { return block_row(2); }
+  Tensor ffn_gate() const { return block_row(5); }
   Tensor head_row(int k) const { return head.slice_cols(k * dim, dim); }
 };
 
 // One row's place in the forward: its rows [offset, offset + n) of the stacked residual stream
-// (every row's [image; text] tokens one after another), and whether its last block left an
-// update pending. A block's ffn_down output is not added to x at once: the row's next block (or
-// the head) adds it inside its first norm (CoreOps::add_norm_modulate), so x is read and written
-// once per update instead of twice. The rows that run a block run it as one stacked matrix
-// (Dit::Stack): one GEMM per projection for cond and uncond together, attention per row.
+// (every row's [image; text] tokens one after another), and whether its last block left its
+// updates pending. A block's two updates are not added to x as they come: its second norm
+// normalises x + o's update without storing the sum, and the row's next block (or the head)
+// adds both, o's then ffn_down's, inside its first norm (CoreOps::add_norm_modulate, the same
+// fp32 operations as two adds), so the stream is written once per block instead of twice. The
+// rows that run a block run it as one stacked matrix (Dit::Stack): one GEMM per projection for
+// cond and uncond together, attention per row.
 struct Dit::RowState {
   int64_t offset = 0, n = 0;
   bool pending = false;
 };
 
 // The stacked tensors of a forward, every row's rows in row order.
+// The pending updates are the projections' outputs in the GEMM input dtype: bf16 on the GPU, as
+// the official bf16 pipeline rounds them, which halves the bytes the GEMMs write and the norms
+// read; f32 on the host.
 struct Dit::Stack {
-  Tensor x;         // f32 [ΣN, dim], the residual streams
-  Tensor delta;     // [ΣN, dim] in the GEMM input dtype: pending updates (ffn_down outputs)
-  Tensor sin, cos;  // f32 [ΣN, head_dim], each row's RoPE tables
+  Tensor x;            // f32 [ΣN, dim], the residual streams
+  Tensor attn_update;  // [ΣN, dim]: pending o outputs (gate_a)
+  Tensor ffn_update;   // [ΣN, dim]: pending ffn_down outputs (gate_f)
+  Tensor sin, cos;     // f32 [ΣN, head_dim], each row's RoPE tables
 };
 
 // Scratch matrices of one forward, shared by the blocks.
@@ -161,10 +169,6 @@ struct Dit::Workspace {
   // v's whole buffer, where the backend's attention reads V transposed (CoreOps::
   // attention_reads_transposed_v): one row's Vᵀ [dim, keys padded to kTransposedVKeys] at a time.
   Tensor v_buffer;
-  // A projection's output (o, ffn_down) before its gated add into the f32 residual stream, in the
-  // GEMM input dtype: bf16 on the GPU, as the official bf16 pipeline rounds it, which halves the
-  // bytes the GEMM writes and the add reads; f32 on the host.
-  Tensor tmp;
 };
 
 Dit::Dit(Backend& be, const WeightFiles& weights, const DitConfig& cfg)
@@ -257,8 +261,9 @@ Dit::Modulation Dit::timestep_modulation(float timestep) {
 void Dit::apply_pending(Stack& st, RowState& row, const Modulation& mod) {
   if (!row.pending) return;
   Tensor x = st.x.slice_rows(row.offset, row.n);
-  const Tensor gate = mod.update_gate();
-  be_.core().add(x, st.delta.slice_rows(row.offset, row.n), &gate);
+  const Tensor ga = mod.attn_gate(), gf = mod.ffn_gate();
+  be_.core().add(x, st.attn_update.slice_rows(row.offset, row.n), &ga);
+  be_.core().add(x, st.ffn_update.slice_rows(row.offset, row.n), &gf);
   row.pending = false;
 }
 
@@ -277,10 +282,11 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   CoreOps& ops = be_.core();
   const int64_t hd = cfg_.head_dim();
   const int64_t off = rows[first].offset, n = rows[first + count - 1].offset + rows[first + count - 1].n - off;
-  Tensor x = st.x.slice_rows(off, n), delta = st.delta.slice_rows(off, n);
+  Tensor x = st.x.slice_rows(off, n);
+  Tensor attn_update = st.attn_update.slice_rows(off, n), ffn_update = st.ffn_update.slice_rows(off, n);
   const Tensor sin = st.sin.slice_rows(off, n), cos = st.cos.slice_rows(off, n);
-  const Tensor shift_a = mod.block_row(0), scale_a = mod.block_row(1), gate_a = mod.block_row(2);
-  const Tensor shift_f = mod.block_row(3), scale_f = mod.block_row(4), gate_f = mod.update_gate();
+  const Tensor shift_a = mod.block_row(0), scale_a = mod.block_row(1), gate_a = mod.attn_gate();
+  const Tensor shift_f = mod.block_row(3), scale_f = mod.block_row(4), gate_f = mod.ffn_gate();
 
   // Fused passes (CoreOps::norm_modulate, add_norm_modulate, norm_rope): the same fp32 operations
   // as add, rms_norm then modulate, rms_norm then rope; their outputs (ws.y, q, k, v, attn,
@@ -292,8 +298,11 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   for (size_t r = first; r < first + count; ++r) all_pending = all_pending && rows[r].pending;
   if (!all_pending)  // some row's first block: the others' updates go in on their own
     for (size_t r = first; r < first + count; ++r) apply_pending(st, rows[r], mod);
-  if (all_pending) ops.add_norm_modulate(x, delta, gate_f, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
-  else ops.norm_modulate(x, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
+  if (all_pending)  // the last block's two updates go into x here
+    ops.add_norm_modulate(x, GatedUpdates().then(attn_update, gate_a).then(ffn_update, gate_f), SumTo::X, w.norm1,
+                          kRmsEps, shift_a, scale_a, ws.y);
+  else
+    ops.norm_modulate(x, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
   ops.linear(ws.y, w.q, nullptr, ws.q);
   ops.linear(ws.y, w.k, nullptr, ws.k);
   ops.norm_rope(ws.k, w.k_norm, kRmsEps, hd, sin, cos, ws.k);
@@ -314,10 +323,12 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   // The gated residual is not in the GEMM's epilogue: GEMM + add measured 0.151 ms against 0.181
   // ms for a fused residual epilogue at 4160 rows on the H200 (bench/NOTES.md); it rides on the
   // next norm instead.
-  ops.linear(ws.attn, w.o, nullptr, ws.tmp);
-  ops.add_norm_modulate(x, ws.tmp, gate_a, w.norm2, kRmsEps, shift_f, scale_f, ws.y);
+  ops.linear(ws.attn, w.o, nullptr, attn_update);
+  // x + o's update, normalised; the sum is not stored (it stays pending, see RowState).
+  ops.add_norm_modulate(x, GatedUpdates().then(attn_update, gate_a), SumTo::Nowhere, w.norm2, kRmsEps, shift_f,
+                        scale_f, ws.y);
   ops.linear_gated_unit(GatedUnit::Situ, ws.y, w.ffn_up_gate, nullptr, ws.gated);  // rows [hidden | gate]
-  ops.linear(ws.gated, w.ffn_down, nullptr, delta);
+  ops.linear(ws.gated, w.ffn_down, nullptr, ffn_update);
   for (size_t r = first; r < first + count; ++r) rows[r].pending = true;
 }
 
@@ -405,7 +416,8 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   st.sin = tables.slice_rows(0, total);
   st.cos = tables.slice_rows(total, total);
   st.x = be_.alloc(DType::F32, {total, d});
-  st.delta = be_.alloc(gemm_in, {total, d});
+  st.attn_update = be_.alloc(gemm_in, {total, d});
+  st.ffn_update = be_.alloc(gemm_in, {total, d});
   // The image rows are the same for every row: the latent's tokens through video_embedder, into
   // the first row's place and copied to the others'.
   const Tensor image_rows = st.x.slice_rows(state[0].offset, n_img);
@@ -441,12 +453,11 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   // the longest row's padded keys, at most the padded total.
   full.v = be_.alloc(gemm_in, {CoreOps::transposed_v_keys(total), d});
   full.gated = be_.alloc(gemm_in, {total, cfg_.ffn_dim});
-  full.tmp = be_.alloc(gemm_in, {total, d});
   auto workspace_for = [&](int64_t N) {
     Workspace ws;
-    Tensor* dst[] = {&ws.y, &ws.q, &ws.k, &ws.v, &ws.attn, &ws.gated, &ws.tmp};
-    const Tensor* src[] = {&full.y, &full.q, &full.k, &full.v, &full.attn, &full.gated, &full.tmp};
-    for (size_t i = 0; i < 7; ++i) *dst[i] = src[i]->slice_rows(0, N);
+    Tensor* dst[] = {&ws.y, &ws.q, &ws.k, &ws.v, &ws.attn, &ws.gated};
+    const Tensor* src[] = {&full.y, &full.q, &full.k, &full.v, &full.attn, &full.gated};
+    for (size_t i = 0; i < 6; ++i) *dst[i] = src[i]->slice_rows(0, N);
     ws.v_buffer = full.v;
     return ws;
   };
@@ -490,10 +501,13 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
     Tensor y = full.y.slice_rows(0, n_img);
     outs.push_back(be_.alloc(DType::F32, {n_img, C}));
     Tensor img = st.x.slice_rows(row.offset, n_img);
-    if (row.pending)
-      ops.add_norm_modulate(img, st.delta.slice_rows(row.offset, n_img), mod.update_gate(), norm, kRmsEps, mod.head_row(0),
-                            mod.head_row(1), y);
-    else
+    if (row.pending) {  // the stream ends here: its last sum needs no store
+      const Tensor attn_update = st.attn_update.slice_rows(row.offset, n_img);
+      const Tensor ffn_update = st.ffn_update.slice_rows(row.offset, n_img);
+      const Tensor ga = mod.attn_gate(), gf = mod.ffn_gate();
+      ops.add_norm_modulate(img, GatedUpdates().then(attn_update, ga).then(ffn_update, gf), SumTo::Nowhere, norm,
+                            kRmsEps, mod.head_row(0), mod.head_row(1), y);
+    } else
       ops.norm_modulate(img, norm, kRmsEps, mod.head_row(0), mod.head_row(1), y);
     ops.linear(y, final_linear, nullptr, outs.back());
   }

@@ -74,11 +74,27 @@ void CoreOps::norm_modulate(const Tensor& x, const Tensor& w, float eps, const T
   run_op(hook_, "core.norm_modulate", [&] { do_norm_modulate(x, w, eps, shift, scale, y); });
 }
 
-void CoreOps::add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+GatedUpdates& GatedUpdates::then(const Tensor& di, const Tensor& gi) {
+  op_require(count < kMax, "add_norm_modulate", "at most " + std::to_string(kMax) + " pending updates");
+  d[count] = &di;
+  gate[count] = &gi;
+  ++count;
+  return *this;
+}
+
+void CoreOps::add_norm_modulate(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w, float eps,
                                 const Tensor& shift, const Tensor& scale, Tensor& y) {
   check_same_shape("add_norm_modulate", x, "y", y);
-  check_same_shape("add_norm_modulate", x, "d", d);
-  run_op(hook_, "core.add_norm_modulate", [&] { do_add_norm_modulate(x, d, gate, w, eps, shift, scale, y); });
+  op_require(updates.count >= 1 && updates.count <= GatedUpdates::kMax, "add_norm_modulate",
+             "1 to " + std::to_string(GatedUpdates::kMax) + " updates, got " + std::to_string(updates.count));
+  for (int i = 0; i < updates.count; ++i) {
+    op_require(updates.d[i] && updates.gate[i], "add_norm_modulate", "an update without its tensor or gate");
+    check_same_shape("add_norm_modulate", x, "d", *updates.d[i]);
+    op_require(updates.gate[i]->numel() == x.cols(), "add_norm_modulate", "gate size");
+  }
+  op_require(x.data != y.data, "add_norm_modulate", "y must not be x");
+  run_op(hook_, sum == SumTo::X ? "core.add_norm_modulate" : "core.add_norm_modulate (sum not stored)",
+         [&] { do_add_norm_modulate(x, updates, sum, w, eps, shift, scale, y); });
 }
 
 void CoreOps::norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin,

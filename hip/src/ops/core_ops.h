@@ -22,6 +22,20 @@
 
 namespace moss {
 
+// A residual stream's pending gated updates, x + d₀·gate₀ (+ d₁·gate₁), added in that order,
+// each as CoreOps::add computes x + d·gate (the DiT's o and ffn_down outputs; model/dit.cpp
+// RowState). Holds pointers: the tensors must outlive it.
+struct GatedUpdates {
+  static constexpr int kMax = 2;
+  const Tensor* d[kMax] = {nullptr, nullptr};
+  const Tensor* gate[kMax] = {nullptr, nullptr};
+  int count = 0;
+  GatedUpdates& then(const Tensor& di, const Tensor& gi);  // one more, after the others
+};
+
+// Where CoreOps::add_norm_modulate puts x plus its updates: back into x, or nowhere.
+enum class SumTo { X, Nowhere };
+
 class CoreOps : public OpFamily {
  public:
 
@@ -57,10 +71,13 @@ class CoreOps : public OpFamily {
   void norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
                      Tensor& y);
 
-  // The DiT's gated residual update and the next pre-GEMM pass in one: add(x, d, &gate) then
-  // norm_modulate(x, w, eps, shift, scale, y), the same fp32 operations in that order; x (the
-  // residual stream) is updated in place and read once. y must not be x.
-  void add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+  // The DiT's pending gated residual updates and the next pre-GEMM pass in one: s = x, then
+  // add(s, d, &gate) for each update in order, then norm_modulate(s, w, eps, shift, scale, y),
+  // the same fp32 operations in that order. SumTo::X stores s in x (the residual stream,
+  // updated in place, read and written once); SumTo::Nowhere leaves x as it was, only read, so
+  // the updates stay pending and a later pass that adds them again gets the same bits (one
+  // write of the stream fewer). y must not be x.
+  void add_norm_modulate(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w, float eps,
                          const Tensor& shift, const Tensor& scale, Tensor& y);
 
   // Per-head q/k preparation in one: rms_norm(x, w, Mul, eps, group = head_dim) then
@@ -137,7 +154,7 @@ class CoreOps : public OpFamily {
   virtual void do_rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) = 0;
   virtual void do_norm_modulate(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
                                 Tensor& y) = 0;
-  virtual void do_add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+  virtual void do_add_norm_modulate(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w, float eps,
                                     const Tensor& shift, const Tensor& scale, Tensor& y) = 0;
   virtual void do_norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin,
                             const Tensor& cos, Tensor& y) = 0;

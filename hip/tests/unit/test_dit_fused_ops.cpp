@@ -98,28 +98,69 @@ TEST(DitFusedOps, NormModulateInPlace) {
   expect_same_bits(x, values(y), 40);
 }
 
-TEST(DitFusedOps, AddNormModulateIsAddThenNormModulate) {
+// add_norm_modulate with one or two updates, the sum stored or not, against its definition:
+// the adds in order, then norm_modulate (bits); x a column slice of a wider stream whose other
+// columns stay untouched.
+TEST(DitFusedOps, AddNormModulateIsTheAddsThenNormModulate) {
   std::unique_ptr<Backend> be = make_host_backend();
   const int64_t rows = 4, cols = 37;
-  // x (updated in place) is a column slice of a wider stream; its other columns stay untouched.
   const Tensor wide = random_tensor({rows, cols + 3}, 8, 2.0f);
-  const Tensor d = random_tensor({rows, cols}, 9), gate = random_tensor({cols}, 10, 0.5f);
+  const Tensor d0 = random_tensor({rows, cols}, 9), g0 = random_tensor({cols}, 10, 0.5f);
+  const Tensor d1 = random_tensor({rows, cols}, 14), g1 = random_tensor({cols}, 15, 0.5f);
   const Tensor w = random_tensor({cols}, 11, 0.5f), shift = random_tensor({cols}, 12), scale = random_tensor({cols}, 13);
+  auto copy_of = [](const Tensor& t) {
+    Tensor c = host_tensor(DType::F32, t.dims());
+    std::memcpy(c.data, t.data, t.nbytes());
+    return c;
+  };
+  for (int count : {1, 2})
+    for (SumTo sum : {SumTo::X, SumTo::Nowhere}) {
+      SCOPED_TRACE(std::to_string(count) + (sum == SumTo::X ? " updates, stored" : " updates, not stored"));
+      Tensor want_wide = copy_of(wide), sum_wide = copy_of(wide);
+      Tensor want_sum = sum_wide.slice_cols(1, cols), want_y = host_tensor(DType::F32, {rows, cols});
+      be->core().add(want_sum, d0, &g0);
+      if (count == 2) be->core().add(want_sum, d1, &g1);
+      be->core().norm_modulate(want_sum, w, 1e-6f, shift, scale, want_y);
+      if (sum == SumTo::X) want_wide = copy_of(sum_wide);
 
-  Tensor want_wide = host_tensor(DType::F32, wide.dims());
-  std::memcpy(want_wide.data, wide.data, wide.nbytes());
-  Tensor want_x = want_wide.slice_cols(1, cols), want_y = host_tensor(DType::F32, {rows, cols});
-  be->core().add(want_x, d, &gate);
-  be->core().norm_modulate(want_x, w, 1e-6f, shift, scale, want_y);
+      Tensor got_wide = copy_of(wide);
+      Tensor got_x = got_wide.slice_cols(1, cols), got_y = host_tensor(DType::F32, {rows, cols});
+      GatedUpdates u;
+      u.then(d0, g0);
+      if (count == 2) u.then(d1, g1);
+      be->core().add_norm_modulate(got_x, u, sum, w, 1e-6f, shift, scale, got_y);
+      expect_same_bits(got_wide, values(want_wide), cols + 3);
+      expect_same_bits(got_y, values(want_y), cols);
+      if (sum == SumTo::X) EXPECT_NE(values(got_wide), values(wide));  // x really was updated
+    }
+}
 
-  Tensor got_wide = host_tensor(DType::F32, wide.dims());
-  std::memcpy(got_wide.data, wide.data, wide.nbytes());
-  Tensor got_x = got_wide.slice_cols(1, cols), got_y = host_tensor(DType::F32, {rows, cols});
-  be->core().add_norm_modulate(got_x, d, gate, w, 1e-6f, shift, scale, got_y);
-  expect_same_bits(got_wide, values(want_wide), cols + 3);
-  expect_same_bits(got_y, values(want_y), cols);
-  EXPECT_NE(values(got_wide), values(wide));  // x really was updated
-  EXPECT_THROW(be->core().add_norm_modulate(got_x, d, gate, w, 1e-6f, shift, scale, got_x), std::exception);
+// Misfit operands are refused naming the op, before anything is written.
+TEST(DitFusedOps, AddNormModulateRefusesMisfits) {
+  std::unique_ptr<Backend> be = make_host_backend();
+  const int64_t rows = 3, cols = 16;
+  Tensor x = random_tensor({rows, cols}, 20), y = host_tensor(DType::F32, {rows, cols});
+  const Tensor d = random_tensor({rows, cols}, 21), g = random_tensor({cols}, 22);
+  const Tensor d_short = random_tensor({rows - 1, cols}, 23), g_long = random_tensor({cols + 1}, 24);
+  const Tensor w = random_tensor({cols}, 25), shift = random_tensor({cols}, 26), scale = random_tensor({cols}, 27);
+  const std::vector<float> x_before = values(x);
+  auto refused = [&](const GatedUpdates& u, Tensor& out, const char* why) {
+    SCOPED_TRACE(why);
+    try {
+      be->core().add_norm_modulate(x, u, SumTo::X, w, 1e-6f, shift, scale, out);
+      ADD_FAILURE() << "accepted";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("add_norm_modulate"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(values(x), x_before);
+  };
+  refused(GatedUpdates(), y, "no update");
+  refused(GatedUpdates().then(d_short, g), y, "d of other rows");
+  refused(GatedUpdates().then(d, g_long), y, "a gate of other columns");
+  refused(GatedUpdates().then(d, g), x, "y is x");
+  GatedUpdates two;
+  two.then(d, g).then(d, g);
+  EXPECT_THROW(two.then(d, g), std::exception);  // a third
 }
 
 TEST(DitFusedOps, NormRopeIsPerHeadRmsNormThenRope) {

@@ -838,40 +838,56 @@ void norm_modulate_case(Env& e, const NormModulateCase& c) {
 // tolerance 1e-5, bf16 out 1e-3 (against the rounded reference)
 const kcheck::Op<NormModulateCase> op_norm_modulate{"norm_modulate", norm_modulate_case};
 
-// CoreOps::add_norm_modulate: x (f32, updated in place) += d (dtype `din`) · gate, then the norm
-// into y (dtype `out`); both x and y compared with the host's add then norm_modulate.
-void add_norm_modulate_case(Env& e, int64_t rows, int64_t cols, DType din, DType out, int64_t offset = 0,
-                            bool timed = false) {
+// CoreOps::add_norm_modulate: the norm of x (f32) + d₀·gate₀ (+ d₁·gate₁) (d of dtype `din`)
+// into y (dtype `out`), the sum stored in x or not; x and y compared with the host's (x left
+// as it was, bit for bit, when the sum is not stored).
+struct AddNormModulateCase {
+  int64_t rows, cols;
+  DType din, out;
+  int64_t offset = 0;
+  bool timed = false;
+  int updates = 1;
+  SumTo sum = SumTo::X;
+};
+void add_norm_modulate_case(Env& e, const AddNormModulateCase& c) {
+  const int64_t rows = c.rows, cols = c.cols, offset = c.offset;
   const int64_t width = cols + offset + (offset ? 5 : 0);
   Pair xp = random_pair(e, DType::F32, {rows, width}, 2.0f);
-  Pair dp = random_pair(e, din, {rows, cols}, 1.0f);
+  Pair dp[2] = {random_pair(e, c.din, {rows, cols}, 1.0f), random_pair(e, c.din, {rows, cols}, 1.0f)};
   Pair wp = random_pair(e, DType::BF16, {cols}, 0.5f);
   Pair mod = random_pair(e, DType::F32, {1, 6 * cols}, 0.5f);
   Tensor xh = xp.h.slice_cols(offset, cols), xd = xp.d.slice_cols(offset, cols);
-  const Tensor wh = host_as(wp.h, DType::BF16), dh = dp.h;  // the host's add takes an f32 d
-  const Tensor sh_h = mod.h.slice_cols(0, cols), sc_h = mod.h.slice_cols(cols, cols), g_h = mod.h.slice_cols(2 * cols, cols);
-  const Tensor sh_d = mod.d.slice_cols(0, cols), sc_d = mod.d.slice_cols(cols, cols), g_d = mod.d.slice_cols(2 * cols, cols);
+  const std::vector<float> x_before = to_f32_vector(xh);
+  const Tensor wh = host_as(wp.h, DType::BF16);  // the host's add takes an f32 d
+  const Tensor sh_h = mod.h.slice_cols(0, cols), sc_h = mod.h.slice_cols(cols, cols);
+  const Tensor sh_d = mod.d.slice_cols(0, cols), sc_d = mod.d.slice_cols(cols, cols);
+  const Tensor g_h[2] = {mod.h.slice_cols(2 * cols, cols), mod.h.slice_cols(5 * cols, cols)};
+  const Tensor g_d[2] = {mod.d.slice_cols(2 * cols, cols), mod.d.slice_cols(5 * cols, cols)};
+  GatedUpdates uh, ud;
+  for (int i = 0; i < c.updates; ++i) {
+    uh.then(dp[i].h, g_h[i]);
+    ud.then(dp[i].d, g_d[i]);
+  }
   Tensor yh = host_tensor(DType::F32, {rows, cols});
-  Tensor yd = poisoned(e, out, {rows, cols});
-  e.host.core().add_norm_modulate(xh, dh, g_h, wh, 1e-6f, sh_h, sc_h, yh);
-  e.gpu.core().add_norm_modulate(xd, dp.d, g_d, wp.d, 1e-6f, sh_d, sc_d, yd);
-  const std::string shape = shape_of({rows, cols}) + " d:" + dtype_name(din) + " ->" + dtype_name(out) +
-                            (offset ? " slice" : "");
+  Tensor yd = poisoned(e, c.out, {rows, cols});
+  e.host.core().add_norm_modulate(xh, uh, c.sum, wh, 1e-6f, sh_h, sc_h, yh);
+  e.gpu.core().add_norm_modulate(xd, ud, c.sum, wp.d, 1e-6f, sh_d, sc_d, yd);
+  const std::string shape = shape_of({rows, cols}) + " d:" + dtype_name(c.din) + " ->" + dtype_name(c.out) +
+                            (offset ? " slice" : "") + (c.updates == 2 ? " 2 updates" : "") +
+                            (c.sum == SumTo::X ? "" : " sum not stored");
   const std::vector<float> got_x = fetch(e, xd), got_y = fetch(e, yd);
-  // Timed after the results are fetched (every timed run updates x again): x read and written,
-  // d read, y written.
-  const double bytes = double(rows * cols) * double(4 + 4 + dtype_size(din) + dtype_size(out));
+  // Timed after the results are fetched (a timed run with the sum stored updates x again): x
+  // read (and written), each d read, y written.
+  const double bytes = double(rows * cols) * double(4 + (c.sum == SumTo::X ? 4 : 0) +
+                                                    c.updates * dtype_size(c.din) + dtype_size(c.out));
   double ms = 0;
-  if (timed) ms = time_it(e, [&] { e.gpu.core().add_norm_modulate(xd, dp.d, g_d, wp.d, 1e-6f, sh_d, sc_d, yd); });
-  report(e, "add_norm_modulate x", shape, got_x, to_f32_vector(xh), cols, kF32Tol);
-  report(e, "add_norm_modulate y", shape, got_y, rounded_as(yh, out), cols, fused_tol(out), ms, 0, bytes);
-  if (timed) record(e, "add_norm_modulate", shape, ms, 0, bytes);
+  if (c.timed) ms = time_it(e, [&] { e.gpu.core().add_norm_modulate(xd, ud, c.sum, wp.d, 1e-6f, sh_d, sc_d, yd); });
+  if (c.sum == SumTo::X) report(e, "add_norm_modulate x", shape, got_x, to_f32_vector(xh), cols, kF32Tol);
+  else report(e, "add_norm_modulate x (unchanged)", shape, got_x, x_before, cols, 0.0);
+  report(e, "add_norm_modulate y", shape, got_y, rounded_as(yh, c.out), cols, fused_tol(c.out), ms, 0, bytes);
+  if (c.timed) record(e, "add_norm_modulate", shape, ms, 0, bytes);
 }
-struct AddNormModulateCase { int64_t rows, cols; DType din, out; int64_t offset = 0; bool timed = false; };
-void add_norm_modulate_case(Env& e, const AddNormModulateCase& c) {
-  add_norm_modulate_case(e, c.rows, c.cols, c.din, c.out, c.offset, c.timed);
-}
-// tolerance x 1e-5; y 1e-5, bf16 out 1e-3 (rounded reference)
+// tolerance x 1e-5 (0 when not stored: the bits); y 1e-5, bf16 out 1e-3 (rounded reference)
 const kcheck::Op<AddNormModulateCase> op_add_norm_modulate{"add_norm_modulate", add_norm_modulate_case};
 
 // The projection output x (dtype `in`; a column slice at `offset` of a wider matrix, like q of a
@@ -950,6 +966,8 @@ void check_fused(Env& e) {
     // f32-input forms (MOSSINFER_DIT_F32_PROJECTIONS=1) for comparison.
     op_norm_modulate({kRows, kDim, DType::BF16, 0, false, true}),
     op_add_norm_modulate({kRows, kDim, DType::BF16, DType::BF16, 0, true}),
+    op_add_norm_modulate({kRows, kDim, DType::BF16, DType::BF16, 0, true, 2}),  // the DiT's first norm
+    op_add_norm_modulate({kRows, kDim, DType::BF16, DType::BF16, 0, true, 1, SumTo::Nowhere}),  // its second
     op_norm_rope({kRows, kDim, kHeadDim, DType::BF16, 0, true, true, DType::BF16}),
     op_gated_unit_bf16({kRows, kFfn, true, DType::BF16}),
     op_norm_rope({kRows, kDim, kHeadDim, DType::BF16, 0, false, true}),
@@ -974,6 +992,13 @@ void check_fused(Env& e) {
     op_add_norm_modulate({17, 260, DType::BF16, DType::BF16}),             // a partial last chunk
     op_add_norm_modulate({9, 101, DType::F32, DType::BF16, 1}),            // misaligned: two passes
     op_add_norm_modulate({5, 4096, DType::BF16, DType::BF16}),             // wider than the register kernel
+    // two updates, the sum stored or not, on both kernels (register; misaligned or too wide)
+    op_add_norm_modulate({300, kDim, DType::F32, DType::F32, 0, false, 2}),
+    op_add_norm_modulate({17, 260, DType::BF16, DType::BF16, 0, false, 2, SumTo::Nowhere}),
+    op_add_norm_modulate({9, 101, DType::F32, DType::BF16, 1, false, 2}),
+    op_add_norm_modulate({9, 101, DType::F32, DType::BF16, 1, false, 2, SumTo::Nowhere}),
+    op_add_norm_modulate({5, 4096, DType::BF16, DType::BF16, 0, false, 2, SumTo::Nowhere}),
+    op_add_norm_modulate({5, 4096, DType::BF16, DType::BF16, 0, false, 1, SumTo::Nowhere}),
     op_gated_unit_bf16({31, 77}),
     op_gated_unit_bf16({31, 77, false, DType::BF16}),
   });

@@ -186,14 +186,20 @@ class HipCoreOps : public CoreOps {
                        device_vector(&scale, xm.cols, "norm_modulate", "scale"), ym, ctx_.stream());
   }
 
-  void do_add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+  void do_add_norm_modulate(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w, float eps,
                             const Tensor& shift, const Tensor& scale, Tensor& y) override {
     const char* name = "add_norm_modulate";
-    const RowsMatrix xm = device_matrix(x, name, "x"), dm = device_matrix(d, name, "d");
-    const RowsMatrix ym = device_matrix(y, name, "y");
-    rows_add_norm_modulate(xm, &dm, device_vector(&gate, xm.cols, name, "gate"), device_vector(&w, xm.cols, name, "weight"),
-                           eps, device_vector(&shift, xm.cols, name, "shift"),
-                           device_vector(&scale, xm.cols, name, "scale"), ym, ctx_.stream());
+    const RowsMatrix xm = device_matrix(x, name, "x"), ym = device_matrix(y, name, "y");
+    RowsUpdates u;
+    u.count = updates.count;
+    u.store = sum == SumTo::X;
+    for (int i = 0; i < updates.count; ++i) {
+      u.d[i] = device_matrix(*updates.d[i], name, "d");
+      u.gate[i] = device_vector(updates.gate[i], xm.cols, name, "gate");
+    }
+    rows_add_norm_modulate(xm, u, device_vector(&w, xm.cols, name, "weight"), eps,
+                           device_vector(&shift, xm.cols, name, "shift"), device_vector(&scale, xm.cols, name, "scale"),
+                           ym, ctx_.stream());
   }
 
   void do_norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin, const Tensor& cos,

@@ -97,12 +97,17 @@ class HostCoreOps : public CoreOps {
     gated_unit(kind, t.slice_cols(0, F), t.slice_cols(F, F), out);
   }
 
-  // Its definition, literally: add then norm_modulate.
-  void do_add_norm_modulate(Tensor& x, const Tensor& d, const Tensor& gate, const Tensor& w, float eps,
+  // Its definition, literally: the adds in order (on a copy of x when the sum goes nowhere),
+  // then norm_modulate.
+  void do_add_norm_modulate(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w, float eps,
                             const Tensor& shift, const Tensor& scale, Tensor& y) override {
-    op_require(x.data != y.data, "add_norm_modulate", "y must not be x");
-    add(x, d, &gate);
-    norm_modulate(x, w, eps, shift, scale, y);
+    Tensor s = x;
+    if (sum == SumTo::Nowhere) {
+      s = host_tensor(DType::F32, x.dims());
+      copy(x, s);
+    }
+    for (int i = 0; i < updates.count; ++i) add(s, *updates.d[i], updates.gate[i]);
+    norm_modulate(s, w, eps, shift, scale, y);
   }
 
   void do_rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) override {
