@@ -92,7 +92,6 @@ void CoreOps::add_norm_modulate(Tensor& x, const GatedUpdates& updates, SumTo su
     check_same_shape("add_norm_modulate", x, "d", *updates.d[i]);
     op_require(updates.gate[i]->numel() == x.cols(), "add_norm_modulate", "gate size");
   }
-  op_require(x.data != y.data, "add_norm_modulate", "y must not be x");
   run_op(hook_, sum == SumTo::X ? "core.add_norm_modulate" : "core.add_norm_modulate (sum not stored)",
          [&] { do_add_norm_modulate(x, updates, sum, w, eps, shift, scale, y); });
 }

@@ -113,13 +113,15 @@ TEST(DitFusedOps, AddNormModulateIsTheAddsThenNormModulate) {
     std::memcpy(c.data, t.data, t.nbytes());
     return c;
   };
-  for (int count : {1, 2})
+  for (int count : {1, 2}) {
     for (SumTo sum : {SumTo::X, SumTo::Nowhere}) {
       SCOPED_TRACE(std::to_string(count) + (sum == SumTo::X ? " updates, stored" : " updates, not stored"));
       Tensor want_wide = copy_of(wide), sum_wide = copy_of(wide);
       Tensor want_sum = sum_wide.slice_cols(1, cols), want_y = host_tensor(DType::F32, {rows, cols});
       be->core().add(want_sum, d0, &g0);
-      if (count == 2) be->core().add(want_sum, d1, &g1);
+      if (count == 2) {
+        be->core().add(want_sum, d1, &g1);
+      }
       be->core().norm_modulate(want_sum, w, 1e-6f, shift, scale, want_y);
       if (sum == SumTo::X) want_wide = copy_of(sum_wide);
 
@@ -127,12 +129,17 @@ TEST(DitFusedOps, AddNormModulateIsTheAddsThenNormModulate) {
       Tensor got_x = got_wide.slice_cols(1, cols), got_y = host_tensor(DType::F32, {rows, cols});
       GatedUpdates u;
       u.then(d0, g0);
-      if (count == 2) u.then(d1, g1);
+      if (count == 2) {
+        u.then(d1, g1);
+      }
       be->core().add_norm_modulate(got_x, u, sum, w, 1e-6f, shift, scale, got_y);
       expect_same_bits(got_wide, values(want_wide), cols + 3);
       expect_same_bits(got_y, values(want_y), cols);
-      if (sum == SumTo::X) EXPECT_NE(values(got_wide), values(wide));  // x really was updated
+      if (sum == SumTo::X) {
+        EXPECT_NE(values(got_wide), values(wide));  // x really was updated
+      }
     }
+  }
 }
 
 // Misfit operands are refused naming the op, before anything is written.

@@ -101,6 +101,7 @@ class HostCoreOps : public CoreOps {
   // then norm_modulate.
   void do_add_norm_modulate(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w, float eps,
                             const Tensor& shift, const Tensor& scale, Tensor& y) override {
+    op_require(x.data != y.data, "add_norm_modulate", "y must not be x");
     Tensor s = x;
     if (sum == SumTo::Nowhere) {
       s = host_tensor(DType::F32, x.dims());
