@@ -97,18 +97,18 @@ struct Updates {
   int count;  // 0 .. 2
   bool store;
 };
-// Columns c..c+n-1 of a row: v += d[i]·gate[i] for each update in order, as AddOp adds one. The
-// loop is unrolled over both slots (constant indices: the kernel arguments stay in registers).
+// Columns c..c+n-1 of a row: v += d·gate, as AddOp adds it.
+__device__ inline void add_update(const Mat& d, const Vec& gate, int64_t row, int64_t c, int n, bool vec, float v[4]) {
+  float dv[4];
+  load4(d, row, c, n, vec, dv);
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (j < n) v[j] += dv[j] * at(gate, c + j);
+}
+// Each update in order (the slots named, not indexed: the arguments stay where the kernel has them).
 __device__ inline void add_updates(const Updates& u, int64_t row, int64_t c, int n, bool vec, float v[4]) {
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    if (i >= u.count) break;
-    float dv[4];
-    load4(u.d[i], row, c, n, vec, dv);
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (j < n) v[j] += dv[j] * at(u.gate[i], c + j);
-  }
+  if (u.count > 0) add_update(u.d[0], u.gate[0], row, c, n, vec, v);
+  if (u.count > 1) add_update(u.d[1], u.gate[1], row, c, n, vec, v);
 }
 
 // ---- elementwise kernels: one thread per 4 columns of a row ------------------------------------
@@ -289,37 +289,74 @@ __device__ inline void load_row_chunks(const Mat& m, int64_t row, int tid, int c
   }
 }
 
+// Row `row` of a bf16 matrix as its raw bits, 4 columns (8 bytes) a chunk in load_row_chunks'
+// layout; columns past cols read as zero bits.
+template <int W, int kChunks>
+__device__ inline void load_row_bits(const Mat& m, int64_t row, int tid, int cols, uint64_t (&b)[kChunks]) {
+  const uint16_t* mrow = static_cast<const uint16_t*>(m.p) + row * m.ld;
+#pragma unroll
+  for (int k = 0; k < kChunks; ++k) {
+    const int c = (k * W * kWaveSize + tid) * 4;
+    b[k] = c < cols ? *reinterpret_cast<const uint64_t*>(mrow + c) : 0;
+  }
+}
+
+// v += d·gate per column of the thread's chunks, as AddOp adds it: d as f32 values, or as bf16 bits.
+template <int W, int kChunks>
+__device__ inline void add_row_update(float (&v)[kChunks][4], const float (&dv)[kChunks][4], const Vec& gate, int tid,
+                                      int cols) {
+#pragma unroll
+  for (int k = 0; k < kChunks; ++k) {
+    const int c = (k * W * kWaveSize + tid) * 4;
+    if (c >= cols) continue;
+    float g[4];
+    load4_at(gate.p, gate.bf16, c, true, g);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[k][j] += dv[k][j] * g[j];
+  }
+}
+template <int W, int kChunks>
+__device__ inline void add_row_update_bits(float (&v)[kChunks][4], const uint64_t (&b)[kChunks], const Vec& gate,
+                                           int tid, int cols) {
+#pragma unroll
+  for (int k = 0; k < kChunks; ++k) {
+    const int c = (k * W * kWaveSize + tid) * 4;
+    if (c >= cols) continue;
+    float g[4];
+    load4_at(gate.p, gate.bf16, c, true, g);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[k][j] += bf16_bits_to_float(uint32_t(b[k] >> (16 * j)) & 0xffffu) * g[j];
+  }
+}
+
 // norm_modulate, one block per row, the whole row in registers: thread t holds columns
 // 4(t + k·threads) .. +3 for k < kChunks (cols <= 4·threads·kChunks, cols % 4 == 0, rows
 // aligned); the sum of squares is reduced over the wave, then over the block's waves through
 // shared memory. A block per row (not a wave) keeps few values per thread, so many rows' loads
 // are in flight on each multiprocessor: these passes are bound by HBM.
-// With updates (add_norm_modulate) the row is first updated, x + d[i]·gate[i] in order, and with
-// u.store written back. Each update's row is loaded whole into the same registers after the one
-// before is added, so two updates take no more registers than one.
-template <int W, int kChunks>
+// With kUpdates (add_norm_modulate) the row is first updated, x + d₀·gate₀ (+ d₁·gate₁) in order,
+// and with kStore written back. Every row is loaded at once, so the loads are in flight together:
+// one update's as f32 values; two updates' (bf16, as the DiT's are) as their raw bits, half the
+// registers, so the three rows take no more than x and one f32 update do.
+template <int W, int kChunks, int kUpdates, bool kStore>
 __global__ __launch_bounds__(W * kWaveSize) void norm_modulate_regs_kernel(Mat x, Mat y, Vec w, float eps, int cols,
                                                                       Vec shift, Vec scale, Updates u) {
   const int64_t row = block_x();
   const int tid = int(thread_x());
   float v[kChunks][4];
   load_row_chunks<W>(x, row, tid, cols, v);
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    if (i >= u.count) break;
+  if constexpr (kUpdates == 1) {
     float dv[kChunks][4];
-    load_row_chunks<W>(u.d[i], row, tid, cols, dv);
-#pragma unroll
-    for (int k = 0; k < kChunks; ++k) {
-      const int c = (k * W * kWaveSize + tid) * 4;
-      if (c >= cols) continue;
-      float g[4];
-      load4_at(u.gate[i].p, u.gate[i].bf16, c, true, g);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) v[k][j] += dv[k][j] * g[j];  // add's x + d·gate
-    }
+    load_row_chunks<W>(u.d[0], row, tid, cols, dv);
+    add_row_update<W>(v, dv, u.gate[0], tid, cols);
+  } else if constexpr (kUpdates == 2) {
+    uint64_t b0[kChunks], b1[kChunks];
+    load_row_bits<W>(u.d[0], row, tid, cols, b0);
+    load_row_bits<W>(u.d[1], row, tid, cols, b1);
+    add_row_update_bits<W>(v, b0, u.gate[0], tid, cols);
+    add_row_update_bits<W>(v, b1, u.gate[1], tid, cols);
   }
-  if (u.count > 0 && u.store) {
+  if constexpr (kUpdates > 0 && kStore) {
     void* xout = static_cast<char*>(x.p) + row * x.ld * (x.bf16 ? 2 : 4);
 #pragma unroll
     for (int k = 0; k < kChunks; ++k) {
@@ -445,11 +482,20 @@ unsigned blocks_for(int64_t items, int64_t per_block, const char* kernel) {
   return unsigned(blocks);
 }
 
+template <int W, int kChunks, int kUpdates, bool kStore>
+void launch_norm_modulate_regs_as(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
+                                  const RowsMatrix& y, const Updates& u, hipStream_t stream) {
+  hipLaunchKernelGGL((norm_modulate_regs_kernel<W, kChunks, kUpdates, kStore>), dim3(blocks_for(x.rows, 1, "norm_modulate")),
+                     dim3(W * kWaveSize), 0, stream, mat(x), mat(y), vec(w), eps, int(x.cols), vec(shift), vec(scale), u);
+}
 template <int W, int kChunks>
 void launch_norm_modulate_regs(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
                                const RowsMatrix& y, const Updates& u, hipStream_t stream) {
-  hipLaunchKernelGGL((norm_modulate_regs_kernel<W, kChunks>), dim3(blocks_for(x.rows, 1, "norm_modulate")),
-                     dim3(W * kWaveSize), 0, stream, mat(x), mat(y), vec(w), eps, int(x.cols), vec(shift), vec(scale), u);
+  if (u.count == 0) launch_norm_modulate_regs_as<W, kChunks, 0, true>(x, w, eps, shift, scale, y, u, stream);
+  else if (u.count == 1 && u.store) launch_norm_modulate_regs_as<W, kChunks, 1, true>(x, w, eps, shift, scale, y, u, stream);
+  else if (u.count == 1) launch_norm_modulate_regs_as<W, kChunks, 1, false>(x, w, eps, shift, scale, y, u, stream);
+  else if (u.store) launch_norm_modulate_regs_as<W, kChunks, 2, true>(x, w, eps, shift, scale, y, u, stream);
+  else launch_norm_modulate_regs_as<W, kChunks, 2, false>(x, w, eps, shift, scale, y, u, stream);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
@@ -505,7 +551,9 @@ void rows_add_norm_modulate(const RowsMatrix& x, const RowsUpdates& updates, Row
   if (updates.count > 0) require(x.data != y.data, "add_norm_modulate", "y must not be x");
   if (x.rows == 0 || x.cols == 0) return;
   const bool v = x.cols % 4 == 0 && aligned4(x) && aligned4(y) && d_aligned;
-  if (v && gates_aligned && aligned4(w.data, w.bf16) && aligned4(shift.data, shift.bf16) &&
+  // Two updates go through the register kernel as bf16 bits (the DiT's); f32 ones take the other.
+  const bool bits = updates.count < 2 || (updates.d[0].bf16 && updates.d[1].bf16);
+  if (v && bits && gates_aligned && aligned4(w.data, w.bf16) && aligned4(shift.data, shift.bf16) &&
       aligned4(scale.data, scale.bf16)) {
     // The register-resident kernel for rows of up to 4·threads·kChunks columns (the smallest fit).
     bool launched = false;
