@@ -1,28 +1,82 @@
 #!/usr/bin/env bash
-# Set up, build and make an image from the bundled tiny model: on a supported GPU when one is
-# present, otherwise on the host reference backend (and it says so).
+# Set up, build and make a first image from the bundled tiny model, for the machine this runs on:
+# a Radeon with ROCm 7 gets the AMD build for its architecture, a machine with nvcc the NVIDIA
+# build, any other the host build (the CPU reference backend, slow; it says so). Where there is a
+# supported GPU it runs the kernel self-test first.
+#
+# Environment: HIP_TARGET overrides what was detected (gfx1101, "gfx1100;gfx1201", nvidia, host);
+# ROCM_PATH names the ROCm install to prefer; MOSSINFER_BUILD_DIR the build folder (default
+# build; an existing one is reused as it is configured); MOSSINFER_QUICKSTART_NO_INSTALL=1 installs
+# no packages; MOSSINFER_QUICKSTART_OUT the tiny image's path (default tiny-moss.png). The
+# detection's own variables: scripts/lib/detect_machine.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
-  apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    cmake make g++ pkg-config clang-19 lld-19 llvm-19 libpcre2-dev libutf8proc-dev nlohmann-json3-dev \
-    libpng-dev zlib1g-dev libgtest-dev libcpp-httplib-dev >/dev/null
+say() { echo "quickstart: $*"; }
+source scripts/lib/detect_machine.sh
+
+detect_machine
+while IFS= read -r line; do [[ -z $line ]] || say "$line"; done <<<"$DETECTED_NOTES"
+target=$DETECTED_TARGET
+if [[ -n ${HIP_TARGET:-} ]]; then
+  target=$HIP_TARGET
+  say "HIP_TARGET=$HIP_TARGET given: building that instead"
 fi
-export PATH=/usr/local/cuda/bin:$PATH
-target=${HIP_TARGET:-nvidia}
-command -v nvcc >/dev/null || [[ $target != nvidia ]] || target=host
-cmake -S hip -B build -DHIP_TARGET="$target"
-cmake --build build -j2
-build/moss-infer-hip --version
-build/moss-infer-hip --list-devices
-if build/moss-infer-hip --list-devices | grep -q ': supported$'; then
+build=${MOSSINFER_BUILD_DIR:-build}
+out=${MOSSINFER_QUICKSTART_OUT:-tiny-moss.png}
+amd=0
+[[ $target == gfx* ]] && amd=1
+
+# Debian's packages (the AMD build's ROCm itself is not among them: see the README).
+packages=(cmake make g++ pkg-config clang-19 lld-19 llvm-19 libpcre2-dev libutf8proc-dev nlohmann-json3-dev
+  libpng-dev zlib1g-dev libgtest-dev libcpp-httplib-dev)
+((amd)) && packages+=(ninja-build)
+if [[ -z ${MOSSINFER_QUICKSTART_NO_INSTALL:-} ]] && command -v apt-get >/dev/null; then
+  if [[ $(id -u) -eq 0 ]]; then
+    say "installing Debian packages: ${packages[*]}"
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${packages[@]}" >/dev/null
+  else
+    missing=$(dpkg-query -W -f='${Package} ${Status}\n' "${packages[@]}" 2>/dev/null | awk '$NF != "installed" {print $1}' || true)
+    [[ -z $missing ]] || say "not root: not installing $(echo $missing) (sudo apt-get install $(echo $missing))"
+  fi
+fi
+
+configure=(cmake -S hip -B "$build" "-DHIP_TARGET=$target")
+if ((amd)); then
+  rocm=${ROCM_PATH:-${DETECTED_ROCM:-/opt/rocm}}
+  configure+=("-DROCM_PATH=$rocm")
+  if [[ ! -e $build/CMakeCache.txt ]]; then
+    command -v ninja >/dev/null || { say "the AMD build needs ninja: sudo apt-get install ninja-build"; exit 1; }
+    configure+=(-G Ninja)
+  fi
+  say "building for $target with ROCm at $rocm (a few minutes)"
+elif [[ $target == nvidia ]]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+  say "building for NVIDIA (sm_90a; several minutes)"
+else
+  say "building the host configuration (no GPU code)"
+fi
+"${configure[@]}"
+cmake --build "$build" -j"$(nproc)"
+bin=$build/moss-infer-hip
+"$bin" --version
+"$bin" --list-devices
+
+if [[ $target != host ]] && "$bin" --list-devices | grep -q ': supported$'; then
   backend=hip
+  say "running the kernel self-test on the GPU (seconds)"
+  if ! "$bin" self-test; then
+    say "the self-test failed: please open an issue with its output above"
+    exit 1
+  fi
 else
   backend=host
-  echo "quickstart: no supported GPU found: running the host reference backend (MOSSINFER_BACKEND=host)"
+  say "no supported GPU found: running the host reference backend (MOSSINFER_BACKEND=host) on the CPU;"
+  say "seconds for the tiny model, hours for a full-size image"
 fi
-MOSSINFER_BACKEND=$backend build/moss-infer-hip --model hip/tests/data/tiny-moss \
+# The tiny model has 4 DiT blocks (0 to 3): --skip-layers 2, as its goldens were made with.
+MOSSINFER_BACKEND=$backend "$bin" --model hip/tests/data/tiny-moss \
   --prompt "a red apple on a wooden table" --size 96x64 --steps 4 --cfg 3 --shift 5 --seed 42 --skip-layers 2 \
-  -o tiny-moss.png
-echo "quickstart: wrote tiny-moss.png"
+  -o "$out"
+say "wrote $out (random weights: an image of noise-like colours, not an apple)"
+say "next: scripts/get_model.sh sft DIR downloads the real model (about 27 GiB); README \"First image\""

@@ -18,6 +18,7 @@
 #include "pipeline/record.h"
 #include "runtime/devices.h"
 #include "server/serve.h"
+#include "util/backend_env.h"
 #include "util/error.h"
 
 using namespace moss;
@@ -73,6 +74,9 @@ int main(int argc, char** argv) {
     set_device_gate(self_test_gate);
     const std::string sub = argc > 1 ? argv[1] : "";
     const std::vector<std::string> rest(argv + std::min(argc, 2), argv + argc);
+    // MOSSINFER_BACKEND and MOSSINFER_KERNELS: a misspelt value is refused by name before any
+    // command runs, on every backend (a host run would otherwise ignore MOSSINFER_KERNELS).
+    if (sub == "serve" || sub == "self-test" || sub == "bench") check_backend_environment();
     if (sub == "serve") return serve_command(rest);
     if (sub == "self-test") return self_test_command(rest);
     if (sub == "bench") return bench_command(rest);
@@ -92,7 +96,9 @@ int main(int argc, char** argv) {
         list_devices_command();
         finish_stdout();
         return 0;
-      case Action::Run: return run_generation(args.run);
+      case Action::Run:
+        check_backend_environment();
+        return run_generation(args.run);
     }
   } catch (const Error& e) {
     const Error blamed = replay.blame(e);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/batch.h"
+#include "frontend/a1111_request.h"
 #include "frontend/jobs_file.h"
 #include "io/files.h"
 #include "io/mapping_faults.h"
@@ -33,6 +34,19 @@ std::vector<OutputPath> output_paths(const std::vector<GenerationRequest>& image
   return out;
 }
 
+// What the model cannot run, refused before any compute and named by where the request came from:
+// a jobs line as FILE:LINE and its field ("j.jsonl:3: skip_layers 22: block 22 does not exist
+// ..."), the command line by its flag, or as the default when the flag was not given.
+void check_with_model(const Engine& engine, const GenerationRequest& r, const RunOptions& o,
+                      const std::vector<std::string>& origins, size_t i) {
+  if (origins.empty()) return engine.check(r, o.given.count(RequestField::SkipLayers) > 0);
+  try {
+    engine.check(r);
+  } catch (const Error& e) {
+    throw Error(e.code(), origins[i] + ": " + request_error(e).what());
+  }
+}
+
 }  // namespace
 
 int run_generation(const RunOptions& o) {
@@ -50,7 +64,8 @@ int run_generation(const RunOptions& o) {
   // files, then (with the model open) what the model cannot run.
   const HostThreads threads = host_threads_from_env();  // a bad MOSSINFER_THREADS: exit 2, on any backend
   if (!threads.note.empty()) rep.warning("%s", threads.note.c_str());
-  const std::vector<GenerationRequest> images = o.jobs_file.empty() ? batch_requests(o) : read_jobs_file(o);
+  std::vector<std::string> origins;  // a jobs file's images: "FILE:LINE"
+  const std::vector<GenerationRequest> images = o.jobs_file.empty() ? batch_requests(o) : read_jobs_file(o, &origins);
   if (!o.jobs_file.empty())
     for (size_t i = 0; i < images.size(); ++i)
       if (images[i].seed_drawn) report_drawn_seed(rep, images[i].seed, "; image " + std::to_string(i + 1));
@@ -66,7 +81,7 @@ int run_generation(const RunOptions& o) {
   EnginePool pool(settings, devices, rep);
   test_pause("model");
   check_interrupted();
-  for (const GenerationRequest& r : images) pool.engine(0).check(r);
+  for (size_t i = 0; i < images.size(); ++i) check_with_model(pool.engine(0), images[i], o, origins, i);
 
   // Each image's outputs are committed together when it is finished (Engine::generate, through
   // io/output_files.h): a stopped or failed image leaves none of its files; the images of a

@@ -199,7 +199,7 @@ std::string usage_line() {
          "       moss-infer-hip --model DIR --from-png IMAGE.png -o FILE.png [options that override the record]\n"
          "       moss-infer-hip serve --model DIR [--host 127.0.0.1] [--port 7860] [options as request defaults]\n"
          "       moss-infer-hip self-test [--device N] [--full]\n"
-         "       moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB]\n"
+         "       moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB] [--stages-only]\n"
          "       moss-infer-hip --list-devices | --version | --help";
 }
 
@@ -239,7 +239,9 @@ std::string help_text() {
          "                         the model loaded once; other flags are the lines' defaults\n"
          "  --list-devices         list HIP devices, supported or not, and why\n"
          "  --version              version and the GPU architectures built in\n"
-         "  --help                 this text\n\n"
+         "  --help                 this text; also serve --help, self-test --help, bench --help\n\n"
+         "Environment: MOSSINFER_BACKEND=host runs on the CPU's host reference backend (no GPU needed;\n"
+         "slow), MOSSINFER_THREADS=N its threads, MOSSINFER_KERNELS=native|portable (NVIDIA builds).\n\n"
          "Exit status: 0 success, 2 usage error or unsupported request, 1 any other failure,\n"
          "128 + the signal when stopped by one (SIGINT 130, SIGTERM 143, SIGHUP 129, SIGPIPE 141).\n"
          "A failed or stopped run leaves no output.\n";
@@ -328,7 +330,11 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
   }
 
   // Before anything else is checked, as the record's values are then the command line's.
-  if (!replay_flag.empty()) out.replay = apply_replay_record(o, replay_flag, replay_path, given_settings(seen));
+  o.given = given_settings(seen);
+  if (!replay_flag.empty()) {
+    out.replay = apply_replay_record(o, replay_flag, replay_path, o.given);
+    o.given.insert(out.replay.fields.begin(), out.replay.fields.end());
+  }
   if (size_given && (seen.count("--width") || seen.count("--height"))) throw usage_error("--size and --width/--height given together");
   if (actions.size() > 1) throw usage_error(actions[0] + " and " + actions[1] + " given together");
   if (!actions.empty()) {

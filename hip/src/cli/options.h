@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct RunOptions : GenerationRequest {
   std::string negative_file;       // --negative-file FILE ("-": stdin)
   std::string jobs_file;           // --jobs FILE.jsonl: one request per line, the model loaded once
   bool progress_json = false;      // --progress json: one JSON object per event on stderr
+  // The request settings the command line (or a --from-png record) set; the others are the
+  // defaults, and a refusal of a default names it as such, never as a flag the user gave.
+  std::set<RequestField> given;
 };
 
 struct ParsedArgs {

@@ -11,7 +11,7 @@ namespace moss {
 int bench_command(const std::vector<std::string>& args) {
   const BenchOptions o = parse_bench_args(args);
   if (o.help) {
-    std::printf("%s\n", kBenchUsage);
+    std::fputs(kBenchHelp, stdout);
     return 0;
   }
   const DeviceInfo d = choose_device(o.device);

@@ -9,6 +9,29 @@ const char* const kSelfTestUsage = "usage: moss-infer-hip self-test [--device N]
 const char* const kBenchUsage =
     "usage: moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB] [--stages-only]";
 
+// What --help prints: every flag with its range and default (docs/usage.md holds the same table;
+// ctest `help_matches_docs` compares them).
+const char* const kSelfTestHelp =
+    "usage: moss-infer-hip self-test [--device N] [--full]\n\n"
+    "Runs every kernel the device would run against its host replay; exit 0 when every family\n"
+    "passed, 1 when one failed or there is no supported device, 2 for a bad flag.\n\n"
+    "  --device N     HIP device index (0 to 255)                       default: first supported\n"
+    "  --full         also the model's real shapes and the VAE's golden decode (a minute or two)\n"
+    "  --help         this text\n";
+const char* const kBenchHelp =
+    "usage: moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB] [--stages-only]\n\n"
+    "Checks and times every kernel at the model's real shapes, then the whole stages (text encoder,\n"
+    "DiT step resident and streamed, VAE decode) on random weights in host memory (about 26 GiB),\n"
+    "and ends with a summary block to paste into an issue.\n\n"
+    "  --device N        HIP device index (0 to 255)                    default: first supported\n"
+    "  --size WxH        image size of the stages; sides 16 to 4096,     default: 1024x1024\n"
+    "                    multiples of 16\n"
+    "  --steps N         denoise steps timed (2 to 100)                 default: 4\n"
+    "  --vram-budget GiB the streamed step's memory plan (above 0, at most 4096)\n"
+    "                                                                   default: half the blocks streamed\n"
+    "  --stages-only     skip the kernel checks and rates; time the stages only\n"
+    "  --help            this text\n";
+
 namespace {
 
 Error bad_value(const char* usage, const std::string& flag, const std::string& value, const std::string& why) {

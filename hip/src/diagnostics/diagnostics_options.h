@@ -29,5 +29,7 @@ BenchOptions parse_bench_args(const std::vector<std::string>& args);
 
 extern const char* const kSelfTestUsage;
 extern const char* const kBenchUsage;
+extern const char* const kSelfTestHelp;  // --help: every flag, its range and default
+extern const char* const kBenchHelp;
 
 }  // namespace moss

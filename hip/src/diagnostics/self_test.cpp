@@ -87,7 +87,7 @@ std::string self_test_cache_dir() {
 int self_test_command(const std::vector<std::string>& args) {
   const SelfTestOptions o = parse_self_test_args(args);
   if (o.help) {
-    std::printf("%s\n", kSelfTestUsage);
+    std::fputs(kSelfTestHelp, stdout);
     return 0;
   }
   const DeviceInfo d = choose_device(o.device);

@@ -28,7 +28,7 @@ std::string title_before_load(const std::string& folder) {
 
 }  // namespace
 
-std::vector<GenerationRequest> read_jobs_file(const RunOptions& o) {
+std::vector<GenerationRequest> read_jobs_file(const RunOptions& o, std::vector<std::string>* origins) {
   const std::string text = read_input_text("--jobs", o.jobs_file, kJobsFileLimit);
   RequestContext context;
   context.defaults = o;  // the command line's settings, less the run's own options
@@ -55,6 +55,7 @@ std::vector<GenerationRequest> read_jobs_file(const RunOptions& o) {
         if (r.output_png.empty()) unnamed.push_back(images.size());
         else line_outputs.push_back({r.output_png, where + "output"});
         images.push_back(std::move(r));
+        if (origins) origins->push_back(o.jobs_file + ":" + std::to_string(number));
       }
     } catch (const RequestError& e) {
       std::string message = e.what();

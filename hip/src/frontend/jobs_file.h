@@ -4,6 +4,7 @@
 // lines' defaults; a line without "output" takes -o, numbered over the whole file. Every line is
 // read and checked before anything runs: a bad one is refused (exit 2) as FILE:LINE: field: why.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "cli/options.h"
@@ -11,6 +12,8 @@
 
 namespace moss {
 
-std::vector<GenerationRequest> read_jobs_file(const RunOptions& o);
+// `origins`, when given, gets each image's line as "FILE:LINE" (what a later refusal of that
+// image, by the engine with the model open, is named by).
+std::vector<GenerationRequest> read_jobs_file(const RunOptions& o, std::vector<std::string>* origins = nullptr);
 
 }  // namespace moss

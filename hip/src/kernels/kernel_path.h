@@ -10,25 +10,16 @@
 // starts, before any work. Kernel launchers ask portable_kernels() at dispatch.
 #pragma once
 
-#include <cstdlib>
-#include <cstring>
-#include <string>
 #include <type_traits>
 
 #include "runtime/portability.h"
+#include "util/backend_env.h"
 
 namespace moss {
 
-// The value of MOSSINFER_KERNELS checked: true for "portable", false for "native" or unset.
-inline bool parse_kernel_path(const char* v) {
-  if (v == nullptr || std::strcmp(v, "native") == 0) return false;
-  if (std::strcmp(v, "portable") == 0) return true;
-  throw usage_error(std::string("MOSSINFER_KERNELS: '") + v + "' is neither 'native' nor 'portable'");
-}
-
 inline bool portable_kernels() {
   if (!kPlatformNvidia) return true;  // AMD has no other configuration
-  static const bool portable = parse_kernel_path(std::getenv("MOSSINFER_KERNELS"));
+  static const bool portable = portable_kernels_requested();  // util/backend_env.h: one parser
   return portable;
 }
 

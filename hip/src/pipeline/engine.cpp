@@ -21,6 +21,7 @@
 #include "runtime/devices.h"
 #include "tokenizer/prompt.h"
 #include "tokenizer/tokenizer.h"
+#include "util/backend_env.h"
 #include "util/cancel.h"
 #include "util/error.h"
 #include "util/interrupt.h"
@@ -49,7 +50,7 @@ std::unique_ptr<Backend> choose_backend(int device, const Reporter& rep, std::st
     rep.line("device: host reference backend (%d threads; MOSSINFER_BACKEND=host)", ThreadPool::global().size());
     return make_host_backend();
   }
-  const DeviceInfo picked = choose_device(device);
+  const DeviceInfo picked = choose_device(device, true);
   const DeviceInfo* chosen = &picked;
   std::string kernels;
   for (const std::string& k : chosen->kernels) kernels += (kernels.empty() ? "" : ", ") + k;
@@ -69,13 +70,7 @@ std::unique_ptr<Backend> choose_backend(int device, const Reporter& rep, std::st
 
 }  // namespace
 
-bool host_backend_chosen() {
-  const char* env = std::getenv("MOSSINFER_BACKEND");
-  const std::string want = env ? env : "";
-  if (!want.empty() && want != "hip" && want != "host")
-    throw usage_error("MOSSINFER_BACKEND=" + want + ": expected 'hip' or 'host'");
-  return want == "host";
-}
+bool host_backend_chosen() { return host_backend_requested(); }
 
 // What stays open between images. Declaration order is destruction order in reverse: the
 // models go before the backend they live on.
@@ -112,11 +107,18 @@ Engine::~Engine() = default;
 const std::string& Engine::model_identity() const { return s_->model.identity; }
 const std::string& Engine::model_folder() const { return s_->model.folder; }
 
-void Engine::check(const GenerationRequest& r) const {
-  for (int layer : r.skip_layers)
-    if (layer >= s_->model.dit_config.layers)
-      throw usage_error("--skip-layers " + r.skip_layers_text + ": block " + std::to_string(layer) +
-                        " does not exist (the DiT has " + std::to_string(s_->model.dit_config.layers) + " blocks)");
+void Engine::check(const GenerationRequest& r, bool skip_layers_given) const {
+  const int blocks = s_->model.dit_config.layers;
+  const std::string exist = "the DiT has " + std::to_string(blocks) + " blocks, 0 to " + std::to_string(blocks - 1);
+  for (int layer : r.skip_layers) {
+    if (layer < blocks) continue;
+    if (!skip_layers_given)
+      throw usage_error("the default --skip-layers \"" + r.skip_layers_text + "\" skips block " + std::to_string(layer) +
+                        ", which this model does not have (" + exist + "): give --skip-layers with blocks from 0 to " +
+                        std::to_string(blocks - 1) + ", or --skip-layers \"\" to skip none");
+    throw usage_error("--skip-layers " + r.skip_layers_text + ": block " + std::to_string(layer) + " does not exist (" +
+                      exist + ")");
+  }
 }
 
 DeviceMemoryUse Engine::device_memory() const {
@@ -317,8 +319,11 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
       const double eta = elapsed / double(step + 1) * double(total - step - 1);
       char text[64];
       std::snprintf(text, sizeof text, "denoise %d/%d %.3f", step + 1, total, sec);
-      rep.event(text, {{"event", "step"}, {"stage", "denoise"}, {"step", step + 1}, {"steps", total},
-                       {"seconds", sec}, {"elapsed", elapsed}, {"eta", eta}});
+      nlohmann::ordered_json event = {{"event", "step"}, {"stage", "denoise"}, {"step", step + 1}, {"steps", total},
+                                      {"seconds", sec}, {"elapsed", elapsed}, {"eta", eta}};
+      const std::string& device = settings_.device_label;
+      if (!device.empty()) event["device"] = device;
+      rep.event(device.empty() ? std::string(text) : std::string(text) + " (device " + device + ")", event);
       checkpoint({"denoise", step + 1, total, sec, eta});
     });
     record.times.denoise_s = since(t_loop);
@@ -367,7 +372,10 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
                 record.times.text_encoder_s, te_times.load_s, te_times.encode_s, te_residency_name(te_residency),
                 te_tokens.c_str(), record.times.dit_load_s, record.times.denoise_s, record.steps_run, record.times.vae_s,
                 record.times.total_s, (unsigned long long)o.seed, record.resident_blocks, record.total_blocks);
-  rep.event(done, {{"event", "image"}, {"seed", o.seed}, {"steps", o.steps}, {"steps_run", record.steps_run},
+  // The files this image wrote, named on its line: a batch stopped later keeps these.
+  std::string done_text = done;
+  for (size_t k = 0; k < out.paths.size(); ++k) done_text += (k ? ", " : "; wrote ") + out.paths[k];
+  rep.event(done_text, {{"event", "image"}, {"seed", o.seed}, {"steps", o.steps}, {"steps_run", record.steps_run},
                    {"paths", out.paths},
                    {"timings", {{"text_encoder", record.times.text_encoder_s}, {"text_encoder_load", te_times.load_s},
                                 {"dit_load", record.times.dit_load_s}, {"denoise", record.times.denoise_s},

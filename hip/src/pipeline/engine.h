@@ -28,6 +28,9 @@ struct EngineSettings {
   // the plan holds them beside each other and the decode (always on the host backend). Off (one
   // image): each is freed before the next stage, the smallest peak.
   bool keep_loaded = false;
+  // Several engines (--device 0,1): this one's device as logs name it ("1"), carried by its step
+  // events so that interleaved progress says which engine it belongs to. Empty with one engine.
+  std::string device_label;
 };
 
 // What a caller follows (the server's /progress, its cancellation): the stage that starts
@@ -65,8 +68,11 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Refuses (exit 2) what this model cannot run, before any compute: skip layers beyond its blocks.
-  void check(const GenerationRequest& r) const;
+  // Refuses (exit 2) what this model cannot run, before any compute: skip layers beyond its
+  // blocks, named with the blocks that exist. `skip_layers_given` false: the request's skip
+  // layers are the default (no --skip-layers), and the message says so instead of naming a flag
+  // the user did not give.
+  void check(const GenerationRequest& r, bool skip_layers_given = true) const;
   // Makes the image; decodes when the request writes a PNG or `decode` asks for the image anyway
   // (the server). The backend is chosen on the first call, on the calling thread (a HIP device
   // is bound to it): call every method of one engine from one thread.

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "runtime/device_choice.h"
 #include "util/error.h"
 
 namespace moss {
@@ -17,8 +18,9 @@ std::vector<int> engine_devices(const DeviceList& list) {
   for (const DeviceInfo& d : devices)
     if (d.supported) supported.push_back(d.index);
   if (supported.empty())
-    throw failure(devices.empty() ? "--device all: no HIP devices found (see --list-devices)"
-                                  : "--device all: no supported HIP device found (see --list-devices)");
+    throw failure(std::string(devices.empty() ? "--device all: no HIP devices found (see --list-devices); "
+                                              : "--device all: no supported HIP device found (see --list-devices); ") +
+                  kHostBackendHint);
   return supported;
 }
 
@@ -29,6 +31,7 @@ EnginePool::EnginePool(const EngineSettings& settings, const std::vector<int>& d
   for (int d : devices) {
     EngineSettings s = settings;
     s.device = d;
+    if (devices.size() > 1) s.device_label = device_label(d);
     engines_.push_back(std::make_unique<Engine>(s, rep));
   }
 }

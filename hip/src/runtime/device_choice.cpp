@@ -7,7 +7,8 @@
 
 namespace moss {
 
-DeviceInfo choose_device(int device) {
+DeviceInfo choose_device(int device, bool host_hint) {
+  const std::string hint = host_hint ? std::string("; ") + kHostBackendHint : "";
   const std::vector<DeviceInfo> devices = list_devices();
   const DeviceInfo* chosen = nullptr;
   for (const DeviceInfo& d : devices) {
@@ -21,11 +22,11 @@ DeviceInfo choose_device(int device) {
                       std::to_string(devices.size()) + " found; see --list-devices)");
   if (devices.empty())
     throw failure("no supported device: no HIP devices found (this build: " + built_architectures() +
-                  "; see --list-devices)");
+                  "; see --list-devices)" + hint);
   if (chosen && !chosen->supported)
     throw usage_error("--device " + std::to_string(chosen->index) + " (" + chosen->name + ", " + chosen->arch +
                       "): not supported: " + chosen->reason);
-  if (!chosen) throw failure("no supported device: no supported HIP device found (see --list-devices)");
+  if (!chosen) throw failure("no supported device: no supported HIP device found (see --list-devices)" + hint);
   return *chosen;
 }
 

@@ -27,7 +27,8 @@ std::string serve_help_text() {
          "  --steps, --cfg, --shift, --seed, --size, --skip-layers, --max-seq, --negative, ...:\n"
          "                the defaults of requests that do not set them (see moss-infer-hip --help);\n"
          "                without --seed a request without a seed draws a random one\n"
-         "  --vram-budget, --quiet, --progress json, --no-metadata: as for one run\n";
+         "  --vram-budget, --quiet, --progress json, --no-metadata: as for one run\n"
+         "  --help        this text\n";
 }
 
 ServeOptions parse_serve_args(const std::vector<std::string>& args) {

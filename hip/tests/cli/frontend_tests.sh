@@ -143,7 +143,7 @@ jobs_refusal sampler 'sampler_name: not supported' '{"prompt": "x", "sampler_nam
 jobs_refusal sampler-index 'sampler_index: not supported' '{"prompt": "x", "sampler_index": "Euler a"}'
 jobs_refusal hires 'enable_hr: not supported: hires fix' '{"prompt": "x", "enable_hr": true}'
 jobs_refusal lora 'prompt: not supported: extra networks' '{"prompt": "x <lora:style:1>"}'
-jobs_refusal skip-beyond '--skip-layers 9: block 9 does not exist' '{"prompt": "x", "skip_layers": [9]}'
+jobs_refusal skip-beyond 'bad.jsonl:1: skip_layers 9: block 9 does not exist \(the DiT has 4 blocks, 0 to 3\)' '{"prompt": "x", "skip_layers": [9]}'
 jobs_refusal too-many 'at most 64 per request' '{"prompt": "x", "batch_size": 8, "n_iter": 9}'
 printf '{"prompt": "x", "output": "same.png"}\n{"prompt": "y", "output": "same.png"}\n' >"$WORK/same.jsonl"
 expect_refusal jobs-same-file 2 'two images would write same.png' --jobs ../same.jsonl
@@ -188,6 +188,8 @@ check batch-stopped-second-status test "$rc" -eq 130
 check batch-stopped-second-keeps-first test "$(ls -A "$WORK/stop-second" | tr '\n' ' ')" = "i1.npy i1.png "
 run --prompt x "${small[@]}" --steps 1 --seed 42 -o whole1.png --quiet
 check batch-stopped-second-first-complete pixels_equal stop-second/i1.png whole1.png
+# The text `done:` line of the finished image names the files it wrote (they stay).
+check batch-stopped-second-done-names-files grep -Eq '^done: .*; wrote i1\.npy, i1\.png$' "$WORK/stop-second.err"
 
 # --- the drawn seed: printed once, even with --quiet; a batch prints its first image's seed ----
 out=$(run --prompt x "${small[@]}" --steps 1 --seed -1 --batch-count 2 -o 'drawn%d.png' --quiet 2>&1)

@@ -1,0 +1,9 @@
+# A newcomer's first hour (issue 51): the program's first messages (no device, the backend
+# variables, the default --skip-layers on a small model, jobs refusals by FILE:LINE, done lines,
+# step events per device), quickstart's machine detection on fake ROCm layouts, quickstart itself
+# on this build (no second build: it reuses this folder), and --help against the flag tables.
+add_test(NAME first_hour_messages COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/first_hour_tests.sh
+         $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
+add_test(NAME quickstart_detection COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/quickstart_detect_test.sh)
+add_test(NAME get_model_check COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/get_model_test.sh
+         $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
