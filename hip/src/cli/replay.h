@@ -3,7 +3,8 @@
 // tier) fill the request from their JSON values through the one table of request settings
 // (pipeline/request_fields.h), as a jobs line or a server body does; a setting the command line
 // gives wins over the record's. No value passes through text: a record's cfg or shift is the
-// same float again, and the same request on the same model makes the same image, byte for byte.
+// same float again, and the same request on the same model makes the same pixels (the files differ
+// only in the record's timings).
 //
 // Only the record is read from the PNG, never its pixels (io/png_text.h): at most
 // kRecordLimit bytes, whatever size the image claims. A setting counts as given when the command

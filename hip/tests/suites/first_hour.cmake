@@ -7,3 +7,5 @@ add_test(NAME first_hour_messages COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/f
 add_test(NAME quickstart_detection COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/quickstart_detect_test.sh)
 add_test(NAME get_model_check COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/get_model_test.sh
          $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
+add_test(NAME help_matches_docs COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/help_tables_test.py
+         $<TARGET_FILE:moss-infer-hip> ${PROJECT_SOURCE_DIR}/..)
