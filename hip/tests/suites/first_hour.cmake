@@ -9,3 +9,9 @@ add_test(NAME get_model_check COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/get_m
          $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
 add_test(NAME help_matches_docs COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/help_tables_test.py
          $<TARGET_FILE:moss-infer-hip> ${PROJECT_SOURCE_DIR}/..)
+add_test(NAME readme_commands COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/readme_commands_test.py
+         $<TARGET_FILE:moss-infer-hip> ${PROJECT_SOURCE_DIR}/..)
+set_tests_properties(readme_commands PROPERTIES TIMEOUT 300)
+add_test(NAME quickstart_host COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/quickstart_host_test.sh
+         ${CMAKE_BINARY_DIR} ${HIP_TARGET})
+set_tests_properties(quickstart_host PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
