@@ -44,7 +44,8 @@ fi
 configure=(cmake -S hip -B "$build" "-DHIP_TARGET=$target")
 if ((amd)); then
   rocm=${ROCM_PATH:-${DETECTED_ROCM:-/opt/rocm}}
-  configure+=("-DROCM_PATH=$rocm")
+  # A build folder already configured keeps its ROCm unless ROCM_PATH names one.
+  [[ -e $build/CMakeCache.txt && -z ${ROCM_PATH:-} ]] || configure+=("-DROCM_PATH=$rocm")
   if [[ ! -e $build/CMakeCache.txt ]]; then
     command -v ninja >/dev/null || { say "the AMD build needs ninja: sudo apt-get install ninja-build"; exit 1; }
     configure+=(-G Ninja)

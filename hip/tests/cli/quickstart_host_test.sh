@@ -2,10 +2,14 @@
 # scripts/quickstart.sh for real on this build (issue 51): its detection's notes, the configure
 # and build of THIS build folder with its own HIP_TARGET (up to date: nothing is compiled twice),
 # --version and --list-devices, and the tiny-model image, on the host backend where there is no
-# supported GPU (CI) saying so. No packages are installed. Usage: quickstart_host_test.sh BUILD_DIR HIP_TARGET
+# supported GPU (CI) saying so. No packages are installed. An AMD build folder is skipped (77):
+# hip/ci/amd.sh runs its suites inside a build root, where configuring again is its own business.
+# Usage: quickstart_host_test.sh BUILD_DIR
 set -uo pipefail
 BUILD=$1
-TARGET=$2
+TARGET=$(sed -n 's/^HIP_TARGET:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
+[[ -n $TARGET ]] || { echo "FAIL no HIP_TARGET in $BUILD/CMakeCache.txt"; exit 1; }
+[[ $TARGET == gfx* ]] && { echo "skipped: an AMD build ($TARGET)"; exit 77; }
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

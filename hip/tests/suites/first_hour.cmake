@@ -13,5 +13,5 @@ add_test(NAME readme_commands COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/re
          $<TARGET_FILE:moss-infer-hip> ${PROJECT_SOURCE_DIR}/..)
 set_tests_properties(readme_commands PROPERTIES TIMEOUT 300)
 add_test(NAME quickstart_host COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/quickstart_host_test.sh
-         ${CMAKE_BINARY_DIR} ${HIP_TARGET})
-set_tests_properties(quickstart_host PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+         ${CMAKE_BINARY_DIR})
+set_tests_properties(quickstart_host PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
