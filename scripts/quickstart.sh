@@ -61,9 +61,10 @@ fi
 cmake --build "$build" -j"$(nproc)"
 bin=$build/moss-infer-hip
 "$bin" --version
-"$bin" --list-devices
+devices=$("$bin" --list-devices)
+echo "$devices"
 
-if [[ $target != host ]] && "$bin" --list-devices | grep -q ': supported$'; then
+if [[ $target != host ]] && grep -q ': supported$' <<<"$devices"; then
   backend=hip
   say "running the kernel self-test on the GPU (seconds)"
   if ! "$bin" self-test; then

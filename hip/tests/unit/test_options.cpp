@@ -95,3 +95,21 @@ TEST(Options, Refusals) {
   EXPECT_NE(refusal({"--model", "m", "-o", "x.png"}).find("--prompt is required"), std::string::npos);
   EXPECT_NE(refusal({"--help", "--version"}).find("together"), std::string::npos);
 }
+
+// Which request settings the command line named (issue 51): a refusal of a default names it as the
+// default, never as a flag the user did not type.
+TEST(Options, GivenSettingsAreTheNamedOnes) {
+  const RunOptions plain = parse({"--model", "m", "--prompt", "p", "-o", "x.png"}).run;
+  EXPECT_EQ(plain.given.count(RequestField::SkipLayers), 0u);
+  EXPECT_EQ(plain.given.count(RequestField::Steps), 0u);
+  EXPECT_EQ(plain.given.count(RequestField::Prompt), 1u);
+  const RunOptions named = parse({"--model", "m", "--prompt", "p", "-o", "x.png", "--skip-layers", "", "--steps=3",
+                                  "--size", "32x32"}).run;
+  for (RequestField f : {RequestField::SkipLayers, RequestField::Steps, RequestField::Width, RequestField::Height})
+    EXPECT_EQ(named.given.count(f), 1u);
+  EXPECT_EQ(named.given.count(RequestField::Cfg), 0u);
+  // A value that looks like an option is a value: --negative "--skip-layers" names --negative only.
+  const RunOptions value = parse({"--model", "m", "--prompt", "p", "-o", "x.png", "--negative", "--skip-layers"}).run;
+  EXPECT_EQ(value.given.count(RequestField::SkipLayers), 0u);
+  EXPECT_EQ(value.given.count(RequestField::Negative), 1u);
+}
