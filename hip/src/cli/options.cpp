@@ -239,7 +239,7 @@ std::string help_text() {
          "                         the model loaded once; other flags are the lines' defaults\n"
          "  --list-devices         list HIP devices, supported or not, and why\n"
          "  --version              version and the GPU architectures built in\n"
-         "  --help                 this text; also serve --help, self-test --help, bench --help\n\n"
+         "  --help, -h             this text; also serve --help, self-test --help, bench --help\n\n"
          "Environment: MOSSINFER_BACKEND=host runs on the CPU's host reference backend (no GPU needed;\n"
          "slow), MOSSINFER_THREADS=N its threads, MOSSINFER_KERNELS=native|portable (NVIDIA builds).\n\n"
          "Exit status: 0 success, 2 usage error or unsupported request, 1 any other failure,\n"

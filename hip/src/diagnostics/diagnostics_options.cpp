@@ -17,7 +17,7 @@ const char* const kSelfTestHelp =
     "passed, 1 when one failed or there is no supported device, 2 for a bad flag.\n\n"
     "  --device N     HIP device index (0 to 255)                       default: first supported\n"
     "  --full         also the model's real shapes and the VAE's golden decode (a minute or two)\n"
-    "  --help         this text\n";
+    "  --help, -h     this text\n";
 const char* const kBenchHelp =
     "usage: moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB] [--stages-only]\n\n"
     "Checks and times every kernel at the model's real shapes, then the whole stages (text encoder,\n"
@@ -30,7 +30,7 @@ const char* const kBenchHelp =
     "  --vram-budget GiB the streamed step's memory plan (above 0, at most 4096)\n"
     "                                                                   default: half the blocks streamed\n"
     "  --stages-only     skip the kernel checks and rates; time the stages only\n"
-    "  --help            this text\n";
+    "  --help, -h        this text\n";
 
 namespace {
 

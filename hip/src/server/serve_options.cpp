@@ -28,7 +28,7 @@ std::string serve_help_text() {
          "                the defaults of requests that do not set them (see moss-infer-hip --help);\n"
          "                without --seed a request without a seed draws a random one\n"
          "  --vram-budget, --quiet, --progress json, --no-metadata: as for one run\n"
-         "  --help        this text\n";
+         "  --help, -h    this text\n";
 }
 
 ServeOptions parse_serve_args(const std::vector<std::string>& args) {

@@ -26,7 +26,8 @@ expect() {
   fi
 }
 HOST=MOSSINFER_BACKEND=host
-run=(--model "$MODEL" --prompt "a red apple" --size 32x32 --steps 1)
+base=(--model "$MODEL" --prompt "a red apple" --size 32x32)
+run=("${base[@]}" --steps 1)
 
 # --- no device: the error says how to run without one ------------------------------------------
 if "$BIN" --list-devices | grep -qx 'no HIP devices'; then
@@ -91,12 +92,12 @@ grep -q -- '--skip-layers' <<<"$out" && { failed=$((failed + 1)); echo "FAIL job
 
 # --- done: lines name the files; step events name the device with several engines ------------
 expect done-names-files 0 '^done: .*; wrote d\.npy, d\.png$' $HOST -- "${run[@]}" --skip-layers 2 -o d.png --latent-out d.npy
-out=$(cd "$WORK" && MOSSINFER_BACKEND=host "$BIN" "${run[@]}" --skip-layers 2 --steps 2 --batch-count 2 -o 'n%d.png' 2>&1)
+out=$(cd "$WORK" && MOSSINFER_BACKEND=host "$BIN" "${base[@]}" --skip-layers 2 --steps 2 --batch-count 2 -o 'n%d.png' 2>&1)
 for i in 1 2; do
   grep -Eq "^done: .*; wrote n$i\.png$" <<<"$out" && { passed=$((passed + 1)); echo "PASS batch done line $i names n$i.png"; } ||
     { failed=$((failed + 1)); echo "FAIL batch done line $i: $out"; }
 done
-(cd "$WORK" && MOSSINFER_BACKEND=host "$BIN" "${run[@]}" --skip-layers 2 --steps 2 --batch-count 2 -o 'm%d.png' \
+(cd "$WORK" && MOSSINFER_BACKEND=host "$BIN" "${base[@]}" --skip-layers 2 --steps 2 --batch-count 2 -o 'm%d.png' \
   --device 0,1 --progress json 2>"$WORK/devices.jsonl")
 if python3 - "$WORK/devices.jsonl" <<'PY'
 import json, sys
@@ -107,10 +108,10 @@ assert all(e.get("device") in ("0", "1") for e in steps), steps
 # Each image's steps carry the device its image event names.
 PY
 then passed=$((passed + 1)); echo "PASS step events carry the device"; else failed=$((failed + 1)); echo "FAIL step events"; fi
-out=$(cd "$WORK" && MOSSINFER_BACKEND=host "$BIN" "${run[@]}" --skip-layers 2 --steps 2 --batch-count 2 -o 'k%d.png' --device 0,1 2>&1)
+out=$(cd "$WORK" && MOSSINFER_BACKEND=host "$BIN" "${base[@]}" --skip-layers 2 --steps 2 --batch-count 2 -o 'k%d.png' --device 0,1 2>&1)
 [[ $(grep -Ec '^denoise [12]/2 [0-9.]+ \(device [01]\)$' <<<"$out") -eq 4 ]] &&
   { passed=$((passed + 1)); echo "PASS text step lines name the device"; } || { failed=$((failed + 1)); echo "FAIL text steps: $out"; }
-(cd "$WORK" && MOSSINFER_BACKEND=host "$BIN" "${run[@]}" --skip-layers 2 --steps 2 -o one.png --progress json 2>"$WORK/one.jsonl")
+(cd "$WORK" && MOSSINFER_BACKEND=host "$BIN" "${base[@]}" --skip-layers 2 --steps 2 -o one.png --progress json 2>"$WORK/one.jsonl")
 python3 -c 'import json,sys; s=[json.loads(l) for l in open(sys.argv[1])]; assert all("device" not in e for e in s if e["event"] == "step") and any(e["event"] == "step" for e in s)' "$WORK/one.jsonl" &&
   { passed=$((passed + 1)); echo "PASS one engine: no device in steps"; } || { failed=$((failed + 1)); echo "FAIL one engine's steps"; }
 
