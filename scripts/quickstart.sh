@@ -80,5 +80,5 @@ fi
 MOSSINFER_BACKEND=$backend "$bin" --model hip/tests/data/tiny-moss \
   --prompt "a red apple on a wooden table" --size 96x64 --steps 4 --cfg 3 --shift 5 --seed 42 --skip-layers 2 \
   -o "$out"
-say "wrote $out (random weights: an image of noise-like colours, not an apple)"
+say "wrote $out (96x64; the tiny model has random weights: a noise-like pattern, not an apple)"
 say "next: scripts/get_model.sh sft DIR downloads the real model (about 27 GiB); README \"First image\""

@@ -2,7 +2,7 @@
 #   DETECTED_TARGET   the HIP_TARGET to build: gfx... (one or more, ';'-separated), nvidia or host
 #   DETECTED_ROCM     the ROCm 7 install found (its root: /opt/rocm, /usr, ...), or empty
 #   DETECTED_NOTES    what was found and why this target, one sentence a line, for the person
-# It reads the machine only through these roots, so the tests can give it a fake one:
+# Safe under `set -euo pipefail` (quickstart's). It reads the machine only through these roots, so the tests can give it a fake one:
 #   MOSSINFER_ROCM_CANDIDATES  ROCm roots to try, in order (default: $ROCM_PATH, /opt/rocm,
 #                              /opt/rocm-* newest first, /usr)
 #   MOSSINFER_SYSFS_ROOT       where sysfs is (default /sys): the amdgpu driver's KFD topology
@@ -21,7 +21,7 @@ rocm_version_at() {
     v=$(awk '/#define HIP_VERSION_MAJOR/ {M=$3} /#define HIP_VERSION_MINOR/ {m=$3} END {if (M != "") print M "." m}' \
       "$root/include/hip/hip_version.h")
   fi
-  [[ $v =~ ^([0-9]+)\.([0-9]+) ]] && echo "${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+  if [[ $v =~ ^([0-9]+)\.([0-9]+) ]]; then echo "${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"; fi
 }
 
 # The gfx architectures of the GPUs the amdgpu driver reports under sysfs root $1 (KFD topology:
@@ -52,7 +52,10 @@ detect_machine() {
   if [[ -n ${MOSSINFER_ROCM_CANDIDATES:-} ]]; then
     read -r -a candidates <<<"$MOSSINFER_ROCM_CANDIDATES"
   else
-    candidates=(${ROCM_PATH:+"$ROCM_PATH"} /opt/rocm $(ls -d /opt/rocm-* 2>/dev/null | sort -rV) /usr)
+    local versioned=() d
+    for d in /opt/rocm-*; do [[ -d $d ]] && versioned+=("$d"); done
+    ((${#versioned[@]} == 0)) || mapfile -t versioned < <(printf '%s\n' "${versioned[@]}" | sort -rV)
+    candidates=(${ROCM_PATH:+"$ROCM_PATH"} /opt/rocm "${versioned[@]}" /usr)
   fi
   for root in "${candidates[@]}"; do
     version=$(rocm_version_at "$root")

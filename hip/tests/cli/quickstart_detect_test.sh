@@ -58,7 +58,7 @@ check() {
   got=$(cd "$WORK" && env -i PATH="$M/path:/usr/bin:/bin" HOME="$WORK" \
     MOSSINFER_ROCM_CANDIDATES="${CANDIDATES:-$M/opt/rocm $M/usr}" MOSSINFER_SYSFS_ROOT="$M/sys" \
     MOSSINFER_DEV_ROOT="$M/dev" MOSSINFER_NVCC="${NVCC:-none}" \
-    bash -c 'source "$1/scripts/lib/detect_machine.sh" && detect_machine &&
+    bash -c 'set -euo pipefail; source "$1/scripts/lib/detect_machine.sh"; detect_machine;
              printf "%s\n%s\n%s" "$DETECTED_TARGET" "$DETECTED_ROCM" "$DETECTED_NOTES"' _ "$HERE")
   count=$((count + 1))
   local target rocm_found notes
