@@ -36,8 +36,11 @@ if [[ -z ${MOSSINFER_QUICKSTART_NO_INSTALL:-} ]] && command -v apt-get >/dev/nul
     apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${packages[@]}" >/dev/null
   else
-    missing=$(dpkg-query -W -f='${Package} ${Status}\n' "${packages[@]}" 2>/dev/null | awk '$NF != "installed" {print $1}' || true)
-    [[ -z $missing ]] || say "not root: not installing $(echo $missing) (sudo apt-get install $(echo $missing))"
+    missing=()
+    for p in "${packages[@]}"; do
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q ' installed$' || missing+=("$p")
+    done
+    ((${#missing[@]} == 0)) || say "not root, so not installing what is missing: sudo apt-get install ${missing[*]}"
   fi
 fi
 
