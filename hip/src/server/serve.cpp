@@ -50,6 +50,16 @@ int serve_command(const std::vector<std::string>& args) {
   settings.keep_loaded = true;  // the point of a server: weights stay between requests
   // One engine per device, each on a thread of its own, all taking requests from one queue.
   EnginePool pool(settings, engine_devices(options.run.devices), rep);
+  // The requests' defaults against the model: a --skip-layers given that names a block the model
+  // lacks is refused before listening (exit 2); the built-in default on a smaller model (the tiny
+  // test model) is a warning, as requests that give their own skip_layers still run.
+  const bool skip_layers_given = options.run.given.count(RequestField::SkipLayers) > 0;
+  try {
+    pool.engine(0).check(options.run, skip_layers_given);
+  } catch (const Error& e) {
+    if (skip_layers_given || e.code() != ExitCode::Usage) throw;
+    rep.warning("%s; until then requests without \"skip_layers\" are refused (422)", e.what());
+  }
   std::vector<std::string> device_labels;
   for (size_t e = 0; e < pool.size(); ++e) device_labels.push_back(device_label(pool.device(e)));
   Metrics metrics(device_labels);

@@ -73,6 +73,17 @@ done
 [[ ! -e $WORK/out.png && ! -e $WORK/b1.png ]] && { passed=$((passed + 1)); echo "PASS skip refusals wrote nothing"; } ||
   { failed=$((failed + 1)); echo "FAIL a skip refusal wrote an image"; }
 
+# serve: a --skip-layers given that the model lacks stops it before it listens (exit 2); the
+# default on the tiny model is a warning naming the blocks, and the server runs.
+out=$(cd "$WORK" && MOSSINFER_BACKEND=host timeout 30 "$BIN" serve --model "$MODEL" --skip-layers 9 --port 1 2>&1)
+rc=$?
+[[ $rc -eq 2 ]] && grep -q '^moss-infer-hip: --skip-layers 9: block 9 does not exist (the DiT has 4 blocks, 0 to 3)$' <<<"$out" &&
+  { passed=$((passed + 1)); echo "PASS serve --skip-layers 9 refused"; } || { failed=$((failed + 1)); echo "FAIL serve --skip-layers 9: $rc $out"; }
+out=$(cd "$WORK" && MOSSINFER_BACKEND=host timeout -s TERM 4 "$BIN" serve --model "$MODEL" --port $((20000 + RANDOM % 20000)) 2>&1)
+grep -q 'warning: the default --skip-layers "22" skips block 22, which this model does not have (the DiT has 4 blocks, 0 to 3).*requests without "skip_layers" are refused (422)' <<<"$out" &&
+  grep -q '^listening on' <<<"$out" && { passed=$((passed + 1)); echo "PASS serve warns of the default"; } ||
+  { failed=$((failed + 1)); echo "FAIL serve default warning: $out"; }
+
 # --- a jobs line the model refuses: FILE:LINE and the field, never a flag --------------------
 printf '%s\n' '{"prompt": "a", "skip_layers": [2], "width": 32, "height": 32, "steps": 1, "output": "j1.png"}' \
   '' '{"prompt": "b", "skip_layers": [7], "output": "j2.png"}' >"$WORK/skip.jsonl"
