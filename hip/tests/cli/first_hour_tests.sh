@@ -79,7 +79,14 @@ out=$(cd "$WORK" && MOSSINFER_BACKEND=host timeout 30 "$BIN" serve --model "$MOD
 rc=$?
 [[ $rc -eq 2 ]] && grep -q '^moss-infer-hip: --skip-layers 9: block 9 does not exist (the DiT has 4 blocks, 0 to 3)$' <<<"$out" &&
   { passed=$((passed + 1)); echo "PASS serve --skip-layers 9 refused"; } || { failed=$((failed + 1)); echo "FAIL serve --skip-layers 9: $rc $out"; }
-out=$(cd "$WORK" && MOSSINFER_BACKEND=host timeout -s TERM 4 "$BIN" serve --model "$MODEL" --port $((20000 + RANDOM % 20000)) 2>&1)
+# (Stopped with SIGTERM once it listens; at most 60 s.)
+(cd "$WORK" && MOSSINFER_BACKEND=host exec timeout -s TERM 60 "$BIN" serve --model "$MODEL" --port $((20000 + RANDOM % 20000)) \
+  2>"$WORK/serve.err") &
+serve_pid=$!
+for _ in $(seq 600); do grep -q '^listening on' "$WORK/serve.err" 2>/dev/null && break; sleep 0.1; done
+kill -TERM "$serve_pid" 2>/dev/null
+wait "$serve_pid"
+out=$(cat "$WORK/serve.err")
 grep -q 'warning: the default --skip-layers "22" skips block 22, which this model does not have (the DiT has 4 blocks, 0 to 3).*requests without "skip_layers" are refused (422)' <<<"$out" &&
   grep -q '^listening on' <<<"$out" && { passed=$((passed + 1)); echo "PASS serve warns of the default"; } ||
   { failed=$((failed + 1)); echo "FAIL serve default warning: $out"; }
