@@ -8,6 +8,7 @@
 
 #include "cli/replay.h"
 #include "runtime/devices.h"
+#include "pipeline/model_files.h"
 #include "pipeline/request.h"
 
 namespace moss {
@@ -17,7 +18,7 @@ enum class Action { Run, Help, Version, ListDevices };
 // The request the flags describe (its settings set through pipeline/request_fields.h), and the
 // run's own options around it.
 struct RunOptions : GenerationRequest {
-  std::string model;
+  ModelPaths model;          // --model and the component flags (docs/model_files.md)
   std::optional<double> vram_budget_gib;
   DeviceList devices;        // --device N[,N...] | all
   bool quiet = false;

@@ -103,6 +103,7 @@ struct Engine::Loaded {
 
 Engine::Engine(const EngineSettings& settings, const Reporter& rep) : settings_(settings), rep_(rep) {
   MossModel model = open_moss_model(settings.model);
+  rep_.line("model files: %s", model_files_text(model).c_str());
   Tokenizer tokenizer = Tokenizer::load(model.tokenizer_json);
   s_.reset(new Loaded{std::move(model), std::move(tokenizer), {}, nullptr, nullptr, nullptr, nullptr, -1, 0, {}});
 }
@@ -176,6 +177,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
   record.request = o;
   record.steps_run = steps_run;
   record.model_identity = model.identity;
+  for (const ComponentFile& f : model.files) record.model_files.push_back({component_name(f.component), f.file, f.fingerprint, f.note});
   record.backend = L.backend_name;
   record.total_blocks = int(model.dit_config.layers);
   record.resident_blocks = record.total_blocks;
