@@ -208,6 +208,15 @@ MossModel open_moss_model(const ModelPaths& p) {
                         " FILE, or --model with a MOSS-Image folder or all-in-one file");
     }
   }
+  if (!p.tokenizer.empty()) m.tokenizer_json = p.tokenizer;
+  else if (folder) m.tokenizer_json = p.path + "/tokenizer/tokenizer.json";
+  else if (!p.model_config.empty() && file_exists(p.model_config + "/tokenizer/tokenizer.json"))
+    m.tokenizer_json = p.model_config + "/tokenizer/tokenizer.json";
+  else
+    throw usage_error("no tokenizer: give --tokenizer FILE, the tokenizer.json of the official folder "
+                      "(OpenMOSS-Team/MOSS-Image-SFT, tokenizer/tokenizer.json; docs/model_files.md)");
+  require_regular_file(m.tokenizer_json);
+
   auto config_of = [&](const char* sub, ComponentFile& f) {
     const std::string path = config_path(p, sub);
     f.config = path.empty() ? "built-in" : path;
@@ -218,12 +227,15 @@ MossModel open_moss_model(const ModelPaths& p) {
   m.dit_config = dit_cfg.empty() ? dit_config_from_json(full_size_dit_config(int(dit_layers ? dit_layers : kFullSizeDitLayers)),
                                                         "built-in MOSS-Image transformer config")
                                  : parse_dit_config(dit_cfg);
+  check_tensors(m.dit_weights, dit_expected_tensors(m.dit_config));
   const std::string te_cfg = config_of("text_encoder", m.files[1]);
   const int64_t te_layers = count_layers(m.te_weights, std::string(kCanonicalTextEncoderPrefix) + "layers.");
   m.te_config = te_cfg.empty() ? text_encoder_config_from_json(
                                      full_size_text_encoder_config(int(te_layers ? te_layers : kFullSizeTextEncoderLayers)),
                                      "built-in Qwen3.5-9B text encoder config")
                                : parse_text_encoder_config(te_cfg);
+  check_tensors(m.te_weights, text_encoder_expected_tensors(m.te_config, text_encoder_prefix(m.te_weights)),
+                text_encoder_ignored_prefixes());
   const std::string vae_cfg = config_of("vae", m.files[2]);
   m.vae_config = vae_cfg.empty() ? vae_config_from_json(built_in_vae_config(m.vae_weights), "built-in FLUX.2 VAE config")
                                  : parse_vae_config(vae_cfg);
@@ -234,19 +246,6 @@ MossModel open_moss_model(const ModelPaths& p) {
     m.vae_weights.add_in_memory("bn.running_var", flux2_published_running_var(m.vae_config.batch_norm_eps));
     m.files[2].note = "latent statistics: built-in FLUX.2 values";
   }
-
-  if (!p.tokenizer.empty()) m.tokenizer_json = p.tokenizer;
-  else if (folder) m.tokenizer_json = p.path + "/tokenizer/tokenizer.json";
-  else if (!p.model_config.empty() && file_exists(p.model_config + "/tokenizer/tokenizer.json"))
-    m.tokenizer_json = p.model_config + "/tokenizer/tokenizer.json";
-  else
-    throw usage_error("no tokenizer: give --tokenizer FILE, the tokenizer.json of the official folder "
-                      "(OpenMOSS-Team/MOSS-Image-SFT, tokenizer/tokenizer.json; docs/model_files.md)");
-  require_regular_file(m.tokenizer_json);
-
-  check_tensors(m.te_weights, text_encoder_expected_tensors(m.te_config, text_encoder_prefix(m.te_weights)),
-                text_encoder_ignored_prefixes());
-  check_tensors(m.dit_weights, dit_expected_tensors(m.dit_config));
   check_tensors(m.vae_weights, vae_expected_tensors(m.vae_config), vae_ignored_prefixes());
   check_components_agree(m);
   std::string name = !p.diffusion_model.empty() ? base_name(p.diffusion_model) : base_name(p.path);
