@@ -177,7 +177,8 @@ MossModel open_moss_model(const ModelPaths& p) {
   const std::string all_in_one = !p.path.empty() && !folder ? p.path : "";
   if (!all_in_one.empty() && !file_exists(all_in_one)) {
     const std::string kind = file_kind(all_in_one);
-    throw usage_error("--model " + all_in_one + ": " + (kind.empty() ? "no such file or folder" : "is " + kind));
+    throw usage_error("--model " + all_in_one + ": not a folder or a .safetensors file (" +
+                      (kind.empty() ? std::string("it does not exist") : "it is " + kind) + ")");
   }
   if (!p.model_config.empty() && !dir_exists(p.model_config))
     throw usage_error("--model-config " + p.model_config + ": not a folder");

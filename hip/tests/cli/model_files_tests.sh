@@ -114,7 +114,7 @@ expect_refusal refuse-no-vae 2 "no VAE: give --vae FILE" \
   --diffusion-model "$L/dit_comfy.safetensors" --text-encoder "$L/te_model.safetensors" "${CFG[@]}"
 expect_refusal refuse-wrong-component 2 "--vae .*dit_comfy.safetensors: holds no MOSS-Image VAE \(it holds the diffusion model\)" \
   --model "$MODEL" --vae "$L/dit_comfy.safetensors"
-expect_refusal refuse-missing-model-file 2 "--model .*nothing.safetensors: no such file or folder" --model "$WORK/nothing.safetensors"
+expect_refusal refuse-missing-model-file 2 "--model .*nothing.safetensors: not a folder or a .safetensors file \\(it does not exist\\)" --model "$WORK/nothing.safetensors"
 expect_refusal refuse-llm-and-text-encoder 2 "--text-encoder given twice" \
   --model "$MODEL" --llm "$L/te_none.safetensors" --text-encoder "$L/te_none.safetensors"
 expect_refusal refuse-model-config-not-folder 2 "--model-config .*: not a folder" \
