@@ -151,7 +151,7 @@ ComponentLayout map_text_encoder_names(const Stored& stored) {
   }
   if (!found) return out;
   static const std::vector<NameRule> rules = {
-      rule(R"((visual|mtp)\..*|lm_head\.weight)", {}, Take::Unused),
+      rule(R"((.*\.)?(visual|mtp)\..*|(.*\.)?lm_head\.weight)", {}, Take::Unused),
       rule(R"(((layers\.\d+\.)?[A-Za-z_0-9.]+))", {std::string(kCanonicalTextEncoderPrefix) + "$1"}),
   };
   apply_rules(stored, prefix, rules, 0, out);
