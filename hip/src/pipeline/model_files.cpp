@@ -4,6 +4,7 @@
 #include <regex>
 
 #include "io/files.h"
+#include "io/gguf_summary.h"
 #include "util/error.h"
 
 namespace moss {
@@ -76,8 +77,10 @@ std::string name_list(const std::vector<std::string>& names, size_t shown) {
 }
 
 ExaminedFile examine_weights_file(const std::string& path) {
-  if (ends_with(path, ".gguf") || ends_with(path, ".GGUF"))
-    throw usage_error(path + ": GGUF files are not supported; use the bf16 .safetensors files (docs/model_files.md)");
+  require_regular_file(path);
+  if (ends_with(path, ".gguf") || ends_with(path, ".GGUF") || is_gguf_file(path))
+    throw usage_error(path + ": GGUF files are not supported (" + gguf_summary(path) +
+                      "); use the bf16 .safetensors files (docs/model_files.md)");
   ExaminedFile out;
   out.path = path;
   out.file = SafetensorsFile::open(path);  // GGUF by its magic, truncation, a malformed header

@@ -185,7 +185,7 @@ MossModel open_moss_model(const ModelPaths& p) {
   if (folder) refuse_gguf(p.path);
 
   MossModel m;
-  m.folder = p.path;
+  m.folder = !p.path.empty() ? p.path : p.diffusion_model;  // A1111's model_name: the folder's or the DiT file's
   struct Part {
     Component c;
     const std::string& file;

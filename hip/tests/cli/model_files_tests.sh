@@ -102,10 +102,20 @@ expect_refusal refuse-other-text-encoder 2 "bad_other_te.safetensors: not a MOSS
   --model "$MODEL" --text-encoder "$L/bad_other_te.safetensors"
 head -c 100000 "$L/dit_comfy.safetensors" >"$WORK/truncated.safetensors"
 expect_refusal refuse-truncated 1 "truncated.safetensors: tensor .* beyond the file" --model "$MODEL" --diffusion-model "$WORK/truncated.safetensors"
-{ printf 'GGUF\003\000\000\000'; head -c 64 /dev/zero; } >"$WORK/model.gguf"
+# A GGUF header (gguf.md): version 3, three tensors (two Q4_K, one BF16), general.architecture.
+python3 - "$WORK/model.gguf" <<'PY'
+import struct, sys
+s = lambda t: struct.pack("<Q", len(t)) + t.encode()
+kv = s("general.architecture") + struct.pack("<I", 8) + s("moss_image")
+tensors = b"".join(s(n) + struct.pack("<IQI Q".replace(" ", ""), 1, 256, t, 0) for n, t in (("a", 12), ("b", 12), ("c", 30)))
+open(sys.argv[1], "wb").write(b"GGUF" + struct.pack("<IQQ", 3, 3, 1) + kv + tensors + bytes(64))
+PY
 cp "$WORK/model.gguf" "$WORK/gguf_named.safetensors"
-expect_refusal refuse-gguf-name 2 "model.gguf: GGUF files are not supported" --model "$MODEL" --diffusion-model "$WORK/model.gguf"
-expect_refusal refuse-gguf-magic 2 "gguf_named.safetensors: GGUF files are not supported" --model "$MODEL" --diffusion-model "$WORK/gguf_named.safetensors"
+head -c 40 "$WORK/model.gguf" >"$WORK/cut.gguf"
+expect_refusal refuse-gguf-name 2 "model.gguf: GGUF files are not supported \(GGUF v3, architecture 'moss_image', 3 tensors: 2 Q4_K, 1 BF16\)" \
+  --model "$MODEL" --diffusion-model "$WORK/model.gguf"
+expect_refusal refuse-gguf-magic 2 "gguf_named.safetensors: GGUF files are not supported \(GGUF v3" --model "$MODEL" --diffusion-model "$WORK/gguf_named.safetensors"
+expect_refusal refuse-gguf-cut 2 "cut.gguf: GGUF files are not supported \(an unreadable GGUF header\)" --model "$MODEL" --vae "$WORK/cut.gguf"
 expect_refusal refuse-shape-vs-built-in-config 1 "dit_comfy.safetensors: tensor '.*' has shape .*the config implies" \
   --diffusion-model "$L/dit_comfy.safetensors" --text-encoder "$L/te_model.safetensors" --vae "$L/vae_ldm.safetensors" --tokenizer "$TOK"
 expect_refusal refuse-no-tokenizer 2 "no tokenizer: give --tokenizer" \
