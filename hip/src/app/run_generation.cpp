@@ -67,6 +67,7 @@ int run_generation(const RunOptions& o) {
   test_pause("model");
   check_interrupted();
   for (const GenerationRequest& r : images) pool.engine(0).check(r);
+  for (const std::string& d : replay_file_differences(o.replay, pool.engine(0).model_files())) rep.warning("%s", d.c_str());
 
   // Each image's outputs are committed together when it is finished (Engine::generate, through
   // io/output_files.h): a stopped or failed image leaves none of its files; the images of a

@@ -349,7 +349,7 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
   }
 
   // Before anything else is checked, as the record's values are then the command line's.
-  if (!replay_flag.empty()) out.replay = apply_replay_record(o, replay_flag, replay_path, given_settings(seen));
+  if (!replay_flag.empty()) out.replay = o.replay = apply_replay_record(o, replay_flag, replay_path, given_settings(seen));
   if (size_given && (seen.count("--width") || seen.count("--height"))) throw usage_error("--size and --width/--height given together");
   if (actions.size() > 1) throw usage_error(actions[0] + " and " + actions[1] + " given together");
   if (!actions.empty()) {

@@ -28,6 +28,7 @@ struct RunOptions : GenerationRequest {
   std::string negative_file;       // --negative-file FILE ("-": stdin)
   std::string jobs_file;           // --jobs FILE.jsonl: one request per line, the model loaded once
   bool progress_json = false;      // --progress json: one JSON object per event on stderr
+  ReplaySource replay;             // --from-png's record (its model files are compared once the model opens)
 };
 
 struct ParsedArgs {

@@ -113,6 +113,12 @@ Engine::~Engine() = default;
 const std::string& Engine::model_identity() const { return s_->model.identity; }
 const std::string& Engine::model_folder() const { return s_->model.folder; }
 
+std::vector<RecordedFile> Engine::model_files() const {
+  std::vector<RecordedFile> out;
+  for (const ComponentFile& f : s_->model.files) out.push_back({component_name(f.component), f.file, f.fingerprint, f.note});
+  return out;
+}
+
 void Engine::check(const GenerationRequest& r) const {
   for (int layer : r.skip_layers)
     if (layer >= s_->model.dit_config.layers)
@@ -177,7 +183,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
   record.request = o;
   record.steps_run = steps_run;
   record.model_identity = model.identity;
-  for (const ComponentFile& f : model.files) record.model_files.push_back({component_name(f.component), f.file, f.fingerprint, f.note});
+  record.model_files = model_files();
   record.backend = L.backend_name;
   record.total_blocks = int(model.dit_config.layers);
   record.resident_blocks = record.total_blocks;

@@ -80,6 +80,7 @@ class Engine {
 
   const std::string& model_identity() const;
   const std::string& model_folder() const;
+  std::vector<RecordedFile> model_files() const;  // each component's file and hash, as the record names them
 
  private:
   struct Loaded;

@@ -71,6 +71,12 @@ import json, sys
 a = json.loads(sys.argv[1])["model_files"][2]["hash"]; b = json.loads(sys.argv[2])["model_files"][2]["hash"]
 assert a != b, (a, b)' "$gen" "$(python3 "$HERE/png_tool.py" text "$WORK/nostats.png" generation)"
 check record-model-hash grep -q 'Model hash: ' <<<"$(python3 "$HERE/png_tool.py" text "$WORK/comfy.png" parameters)"
+# --from-png says when the files differ from the record's (and not when they are the same).
+warn=$(run --from-png comfy.png --model "$MODEL" -o replay-folder.png 2>&1)
+check replay-other-files grep -q "the record's diffusion model is dit_comfy.safetensors ([0-9a-f]*), this run's is transformer/diffusion_pytorch_model.safetensors" <<<"$warn"
+check replay-other-files-same-image python3 "$HERE/png_tool.py" same-pixels "$WORK/comfy.png" "$WORK/replay-folder.png"
+warn=$(run --from-png folder.png --model "$MODEL" -o replay-same.png 2>&1)
+check replay-same-files bash -c "! grep -q \"the record's\" <<<\"\$1\"" _ "$warn"
 # A jobs file takes the component flags as its defaults.
 printf '{"prompt": "a lighthouse at dusk", "negative_prompt": "blurry", "width": 48, "height": 32, "steps": 2, "seed": 5, "output": "job.png"}\n' >"$WORK/jobs.jsonl"
 run --diffusion-model "$L/dit_comfy.safetensors" --model "$MODEL" --jobs jobs.jsonl --skip-layers 2 --quiet
