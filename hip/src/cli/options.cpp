@@ -210,6 +210,7 @@ std::string usage_line() {
          "       moss-infer-hip --model DIR --jobs FILE.jsonl [-o PATTERN.png] [options]\n"
          "       moss-infer-hip --model DIR --from-png IMAGE.png -o FILE.png [options that override the record]\n"
          "       moss-infer-hip serve --model DIR [--host 127.0.0.1] [--port 7860] [options as request defaults]\n"
+         "       moss-infer-hip inspect FILE... (what model files hold; docs/model_files.md)\n"
          "       moss-infer-hip self-test [--device N] [--full]\n"
          "       moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB]\n"
          "       moss-infer-hip --list-devices | --version | --help";

@@ -27,7 +27,7 @@ static void refuse_gguf(const std::string& folder) {
 // The shapes one component passes another: the text encoder's width is the DiT's text_dim, the
 // DiT's latent channels the VAE's packed channels. Files of different models (or of different
 // sizes) are refused here rather than fail mid-run.
-static void check_components_agree(const MossModel& m) {
+void check_components_agree(const MossModel& m) {
   if (m.dit_config.text_dim != m.te_config.hidden)
     throw failure("the components disagree: the diffusion model takes " + std::to_string(m.dit_config.text_dim) +
                   "-wide text features, the text encoder (" + m.te_config.file + ") gives " +

@@ -41,6 +41,9 @@ MossModel open_moss_model(const std::string& folder);
 // from --model-config, the folder, or built in (MOSS-Image's own, checked against the shapes).
 // Every refusal comes here, before the text encoder runs.
 MossModel open_moss_model(const ModelPaths& paths);
+// The shapes the components pass each other agree (the DiT's text_dim is the text encoder's
+// width, its latent channels the VAE's packed channels); exit 1 naming both otherwise.
+void check_components_agree(const MossModel& m);
 // "diffusion model moss_image_sft_bf16.safetensors (a1b2c3d4e5f6), text encoder ..." for
 // the record and `info`.
 std::string model_files_text(const MossModel& m);

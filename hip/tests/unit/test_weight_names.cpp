@@ -10,6 +10,7 @@
 #include "model/dit_streaming.h"
 #include "model/weight_names.h"
 #include "pipeline/model_files.h"
+#include "pipeline/moss_model.h"
 #include "util/error.h"
 
 using namespace moss;
@@ -187,4 +188,27 @@ TEST(WeightNames, AViewThatDoesNotFitItsTensorIsRefusedNamingTheFile) {
     }
   }
   ::unlink(path.c_str());
+}
+
+TEST(WeightNames, ComponentsThatDisagreeAreRefusedNamingBoth) {
+  MossModel m = open_moss_model(kModel);
+  EXPECT_NO_THROW(check_components_agree(m));
+  MossModel wide = m;
+  wide.te_config.hidden = m.dit_config.text_dim * 2;
+  try {
+    check_components_agree(wide);
+    ADD_FAILURE() << "a text encoder of another width was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::Failure);
+    EXPECT_NE(std::string(e.what()).find("the components disagree: the diffusion model takes 256-wide text features"),
+              std::string::npos) << e.what();
+  }
+  MossModel other_vae = m;
+  other_vae.vae_config.latent_channels = 16;
+  try {
+    check_components_agree(other_vae);
+    ADD_FAILURE() << "a VAE of other latents was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("128-channel latents, the VAE"), std::string::npos) << e.what();
+  }
 }
