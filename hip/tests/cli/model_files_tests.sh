@@ -82,6 +82,37 @@ printf '{"prompt": "a lighthouse at dusk", "negative_prompt": "blurry", "width":
 run --diffusion-model "$L/dit_comfy.safetensors" --model "$MODEL" --jobs jobs.jsonl --skip-layers 2 --quiet
 check jobs-component-files python3 "$HERE/png_tool.py" same-pixels "$WORK/folder.png" "$WORK/job.png"
 
+# serve takes the component flags too: its image is the folder's, its info names the DiT's hash
+# (in builds with the server).
+if "$BIN" serve --help >/dev/null 2>&1; then
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$BIN" serve --port "$port" --diffusion-model "$L/dit_comfy.safetensors" --text-encoder "$L/te_model.safetensors" \
+  --vae "$L/vae_ldm.safetensors" "${CFG[@]}" --skip-layers 2 >"$WORK/serve.log" 2>&1 &
+serve_pid=$!
+check serve-component-files python3 - "$port" "$WORK/served.png" "$WORK/comfy.png" <<'PY'
+import base64, json, sys, time, urllib.request
+port, out, comfy = sys.argv[1:]
+base = f"http://127.0.0.1:{port}"
+for _ in range(100):
+    try:
+        urllib.request.urlopen(base + "/health", timeout=1); break
+    except Exception:
+        time.sleep(0.1)
+body = {"prompt": "a lighthouse at dusk", "negative_prompt": "blurry", "width": 48, "height": 32, "steps": 2, "seed": 5}
+req = urllib.request.Request(base + "/sdapi/v1/txt2img", json.dumps(body).encode(), {"Content-Type": "application/json"})
+reply = json.loads(urllib.request.urlopen(req, timeout=60).read())
+open(out, "wb").write(base64.b64decode(reply["images"][0]))
+info = json.loads(reply["info"])
+files = info["generation"][0]["model_files"]
+assert files[0]["file"] == "dit_comfy.safetensors" and info["sd_model_hash"] == files[0]["hash"], info
+models = json.loads(urllib.request.urlopen(base + "/sdapi/v1/sd-models", timeout=5).read())
+assert models[0]["model_name"] == "dit_comfy.safetensors", models
+PY
+kill "$serve_pid" 2>/dev/null
+wait "$serve_pid" 2>/dev/null
+check serve-same-pixels python3 "$HERE/png_tool.py" same-pixels "$WORK/folder.png" "$WORK/served.png"
+fi
+
 # expect_refusal NAME STATUS PATTERN ARGS...: exits STATUS, says PATTERN, writes nothing.
 expect_refusal() {
   local name=$1 status=$2 pattern=$3
