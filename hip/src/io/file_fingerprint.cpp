@@ -23,7 +23,23 @@ struct Fnv {
   }
 };
 
+std::string hex12(uint64_t h) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(hex, 12);
+}
+
 }  // namespace
+
+std::string combined_fingerprint(const std::vector<std::string>& paths) {
+  if (paths.size() == 1) return file_fingerprint(paths[0]);
+  Fnv f;
+  for (const std::string& p : paths) {
+    const std::string h = file_fingerprint(p);
+    f.add(h.data(), h.size());
+  }
+  return hex12(f.h);
+}
 
 std::string file_fingerprint(const std::string& path) {
   const int fd = open_regular_file(path);
@@ -51,9 +67,7 @@ std::string file_fingerprint(const std::string& path) {
   if (size > kHead)
     for (uint64_t i = 0; i < kPieces; ++i) read_at(kHead + (size - kHead) / kPieces * i, kPiece);
   ::close(fd);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(f.h));
-  return std::string(hex, 12);
+  return hex12(f.h);
 }
 
 }  // namespace moss

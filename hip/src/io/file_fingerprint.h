@@ -5,10 +5,13 @@
 // spread evenly over the rest; a change elsewhere goes unseen (docs/model_files.md).
 #pragma once
 #include <string>
+#include <vector>
 
 namespace moss {
 
 // 12 hex digits (FNV-1a 64, the top 48 bits); throws moss::Error naming an unreadable file.
 std::string file_fingerprint(const std::string& path);
+// One fingerprint for several files (a sharded component): the hash of theirs in order.
+std::string combined_fingerprint(const std::vector<std::string>& paths);
 
 }  // namespace moss

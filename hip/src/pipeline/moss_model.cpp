@@ -88,13 +88,13 @@ std::string base_name(std::string path) {
 // The folder component's files, for the record: "transformer/diffusion_pytorch_model.safetensors".
 ComponentFile folder_component(Component c, const std::string& folder, const std::string& sub) {
   ComponentFile f{c, sub, "", "diffusers folder", folder + "/" + sub + "/config.json", ""};
-  std::string hashes;
+  std::vector<std::string> shards;
   for (const std::string& e : list_dir(folder + "/" + sub))
     if (ends_with(e, ".safetensors")) {
-      f.file = f.file == sub ? sub + "/" + e : sub + "/*.safetensors";
-      hashes += file_fingerprint(folder + "/" + sub + "/" + e);
+      f.file = shards.empty() ? sub + "/" + e : sub + "/*.safetensors";
+      shards.push_back(folder + "/" + sub + "/" + e);
     }
-  f.fingerprint = hashes.size() > 12 ? hashes.substr(0, 12) : hashes;  // sharded: the first shard's
+  f.fingerprint = combined_fingerprint(shards);  // sorted names: the same order every load
   return f;
 }
 
