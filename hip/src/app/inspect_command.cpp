@@ -42,6 +42,22 @@ void print_component(const ExaminedFile& x, const ComponentLayout& l) {
   std::printf("\n");
 }
 
+// A loaded component's dtypes and parameters (its canonical tensors, views counted once each).
+std::string weights_summary(const WeightFiles& w) {
+  std::set<std::string> dtypes;
+  int64_t params = 0;
+  for (const std::string& n : w.names()) {
+    const TensorInfo& info = w.info(n);
+    dtypes.insert(info.dtype_name);
+    int64_t e = 1;
+    for (int64_t d : info.shape) e *= d;
+    params += e;
+  }
+  std::string types;
+  for (const std::string& d : dtypes) types += (types.empty() ? "" : "/") + d;
+  return types + ", " + parameters_text(params) + " parameters";
+}
+
 }  // namespace
 
 int inspect_command(const std::vector<std::string>& args) {
@@ -99,9 +115,13 @@ int inspect_command(const std::vector<std::string>& args) {
     try {
       const MossModel m = open_moss_model(paths);
       std::printf("generation: possible: %s\n", m.identity.c_str());
-      for (const ComponentFile& f : m.files)
-        std::printf("  %s: %s (%s), config %s%s%s\n", component_name(f.component), f.file.c_str(), f.fingerprint.c_str(),
-                    f.config.c_str(), f.note.empty() ? "" : "; ", f.note.c_str());
+      const WeightFiles* weights[] = {&m.dit_weights, &m.te_weights, &m.vae_weights};
+      for (size_t i = 0; i < m.files.size() && i < 3; ++i) {
+        const ComponentFile& f = m.files[i];
+        std::printf("  %s: %s (%s), %s; %s, config %s%s%s\n", component_name(f.component), f.file.c_str(),
+                    f.fingerprint.c_str(), f.layout.c_str(), weights_summary(*weights[i]).c_str(), f.config.c_str(),
+                    f.note.empty() ? "" : "; ", f.note.c_str());
+      }
       std::printf("  tokenizer: %s\n", m.tokenizer_json.c_str());
     } catch (const Error& e) {
       if (e.code() != ExitCode::Usage && e.code() != ExitCode::Failure) throw;
