@@ -50,6 +50,7 @@ layout te-model-language-model --model "$MODEL" --llm "$L/te_model_language_mode
 layout te-no-prefix --model "$MODEL" --text-encoder "$L/te_none.safetensors"
 layout vae-diffusers-file --model "$MODEL" --vae "$MODEL/vae/diffusion_pytorch_model.safetensors"
 layout all-in-one --model "$L/all_in_one.safetensors" "${CFG[@]}"
+layout all-in-one-dit-overridden --model "$L/all_in_one.safetensors" --diffusion-model "$L/dit_prefixed_split.safetensors" "${CFG[@]}"
 # A VAE file without statistics decodes with the published FLUX.2 values: the same latents, the
 # image of a file holding those values, not the folder's (whose own statistics differ).
 run --model "$MODEL" --vae "$L/vae_ldm_nostats.safetensors" "${small[@]}" -o nostats.png --latent-out nostats.npy
