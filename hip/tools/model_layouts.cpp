@@ -80,7 +80,8 @@ std::vector<Out> dit_tensors(const WeightFiles& w, const std::string& prefix, bo
     std::smatch m;
     if (fused && std::regex_match(n, m, q)) {
       const std::string p = "layers." + m[1].str() + ".proj.";
-      out.push_back({prefix + p + "qkv.weight", {w.get(p + "q.weight"), w.get(p + "k.weight"), w.get(p + "v.weight")}, {}, ""});
+      out.push_back(
+          {prefix + p + "qkv.weight", {w.get(p + "q.weight"), w.get(p + "k.weight"), w.get(p + "v.weight")}, {}, ""});
     } else if (!(fused && std::regex_match(n, std::regex(R"(layers\.\d+\.proj\.[kv]\.weight)")))) {
       out.push_back(same(prefix + n, w.get(n)));
     }
@@ -90,7 +91,8 @@ std::vector<Out> dit_tensors(const WeightFiles& w, const std::string& prefix, bo
 
 // The text encoder under `prefix` (its folder's own prefix replaced), with unused tensors of
 // the kinds real files carry beside it when `extras`.
-std::vector<Out> te_tensors(const WeightFiles& w, const std::string& prefix, bool extras, const std::string& outer = "") {
+std::vector<Out> te_tensors(const WeightFiles& w, const std::string& prefix, bool extras,
+                            const std::string& outer = "") {
   std::vector<Out> out;
   std::string own = w.has("model.language_model.embed_tokens.weight") ? "model.language_model." : "language_model.";
   for (const std::string& n : w.names())
@@ -114,7 +116,8 @@ std::vector<Out> vae_ldm_tensors(const WeightFiles& w, const std::string& prefix
       {std::regex(R"(decoder\.mid_block\.attentions\.0\.group_norm\.(.*))"), "decoder.mid.attn_1.norm.$1"},
       {std::regex(R"(decoder\.mid_block\.attentions\.0\.to_([qkv])\.(.*))"), "decoder.mid.attn_1.$1.$2"},
       {std::regex(R"(decoder\.mid_block\.attentions\.0\.to_out\.0\.(.*))"), "decoder.mid.attn_1.proj_out.$1"},
-      {std::regex(R"(decoder\.up_blocks\.(\d+)\.resnets\.(\d+)\.conv_shortcut\.(.*))"), "decoder.up.L$1.block.$2.nin_shortcut.$3"},
+      {std::regex(R"(decoder\.up_blocks\.(\d+)\.resnets\.(\d+)\.conv_shortcut\.(.*))"),
+       "decoder.up.L$1.block.$2.nin_shortcut.$3"},
       {std::regex(R"(decoder\.up_blocks\.(\d+)\.resnets\.(\d+)\.(.*))"), "decoder.up.L$1.block.$2.$3"},
       {std::regex(R"(decoder\.up_blocks\.(\d+)\.upsamplers\.0\.(.*))"), "decoder.up.L$1.upsample.$2"},
       {std::regex(R"(decoder\.conv_norm_out\.(.*))"), "decoder.norm_out.$1"},
@@ -129,7 +132,8 @@ std::vector<Out> vae_ldm_tensors(const WeightFiles& w, const std::string& prefix
       const size_t l = name.find(".L");
       if (l != std::string::npos) {
         const size_t end = name.find('.', l + 1);
-        name = name.substr(0, l + 1) + std::to_string(levels - 1 - std::stoi(name.substr(l + 2, end - l - 2))) + name.substr(end);
+        name = name.substr(0, l + 1) + std::to_string(levels - 1 - std::stoi(name.substr(l + 2, end - l - 2))) +
+               name.substr(end);
       }
       break;
     }
@@ -197,8 +201,10 @@ int main(int argc, char** argv) {
     // Refusals.
     std::vector<Out> dit_comfy = dit_tensors(dit, "", true);
     write_file(dir + "/bad_missing.safetensors", without(dit_comfy, "layers.1.proj.o.weight"));
-    write_file(dir + "/bad_duplicated.safetensors", plus(dit_comfy, {same("layers.0.proj.q.weight", dit.get("layers.0.proj.q.weight"))}));
-    write_file(dir + "/bad_unplaced.safetensors", plus(dit_comfy, {same("layers.0.proj.lora_up.weight", dit.get("layers.0.norm1.weight"))}));
+    write_file(dir + "/bad_duplicated.safetensors",
+               plus(dit_comfy, {same("layers.0.proj.q.weight", dit.get("layers.0.proj.q.weight"))}));
+    write_file(dir + "/bad_unplaced.safetensors",
+               plus(dit_comfy, {same("layers.0.proj.lora_up.weight", dit.get("layers.0.norm1.weight"))}));
     const Tensor norm = dit.get("layers.0.norm1.weight");
     Tensor bytes = host_tensor(DType::U8, {int64_t(norm.nbytes())});
     std::memcpy(bytes.data, norm.data, norm.nbytes());
@@ -208,7 +214,8 @@ int main(int argc, char** argv) {
     write_file(dir + "/bad_quantized.safetensors",
                plus(without(dit_comfy, "layers.0.proj.o.weight"),
                     {{"layers.0.proj.o.weight", {bytes}, {}, "I8"}, same("layers.0.proj.o.comfy_quant", quant)}));
-    write_file(dir + "/bad_flux.safetensors", {same("double_blocks.0.img_attn.qkv.weight", norm), same("img_in.weight", norm)});
+    write_file(dir + "/bad_flux.safetensors",
+               {same("double_blocks.0.img_attn.qkv.weight", norm), same("img_in.weight", norm)});
     write_file(dir + "/bad_qwen_image.safetensors",
                {same("transformer_blocks.0.img_mod.1.weight", norm), same("img_in.weight", norm)});
     write_file(dir + "/bad_other_te.safetensors",

@@ -13,9 +13,12 @@ namespace {
 
 std::string parameters_text(int64_t n) {
   char buf[32];
-  if (n >= 1000000000) std::snprintf(buf, sizeof buf, "%.2f B", double(n) / 1e9);
-  else if (n >= 1000000) std::snprintf(buf, sizeof buf, "%.2f M", double(n) / 1e6);
-  else std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(n));
+  if (n >= 1000000000)
+    std::snprintf(buf, sizeof buf, "%.2f B", double(n) / 1e9);
+  else if (n >= 1000000)
+    std::snprintf(buf, sizeof buf, "%.2f M", double(n) / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(n));
   return buf;
 }
 
@@ -62,9 +65,10 @@ std::string weights_summary(const WeightFiles& w) {
 
 int inspect_command(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::printf("usage: moss-infer-hip inspect PATH... [--model-config DIR] [--tokenizer FILE]\n"
-                "  each PATH a .safetensors file, a MOSS-Image folder or a tokenizer.json; says what each holds\n"
-                "  and whether a generation could run from them together (exit 0) or not (exit 2)\n");
+    std::printf(
+        "usage: moss-infer-hip inspect PATH... [--model-config DIR] [--tokenizer FILE]\n"
+        "  each PATH a .safetensors file, a MOSS-Image folder or a tokenizer.json; says what each holds\n"
+        "  and whether a generation could run from them together (exit 0) or not (exit 2)\n");
     finish_stdout();
     return args.empty() ? 2 : 0;
   }

@@ -61,8 +61,8 @@ ReplaySource apply_replay_record(GenerationRequest& request, const std::string& 
   const auto files = record.find("model_files");
   if (files != record.end() && files->is_array())
     for (const nlohmann::json& f : *files)
-      if (f.is_object() && f.value("component", nlohmann::json()).is_string() && f.value("file", nlohmann::json()).is_string() &&
-          f.value("hash", nlohmann::json()).is_string())
+      if (f.is_object() && f.value("component", nlohmann::json()).is_string() &&
+          f.value("file", nlohmann::json()).is_string() && f.value("hash", nlohmann::json()).is_string())
         source.model_files.push_back({f["component"].get<std::string>(), f["file"].get<std::string>(),
                                       f["hash"].get<std::string>(), ""});
   for (const FieldNames& f : request_fields()) {

@@ -13,12 +13,11 @@ namespace {
 // ggml's tensor type numbers (ggml.h, enum ggml_type) and their names.
 const char* ggml_type_name(uint32_t t) {
   static const std::map<uint32_t, const char*> names = {
-      {0, "F32"},      {1, "F16"},      {2, "Q4_0"},    {3, "Q4_1"},    {6, "Q5_0"},    {7, "Q5_1"},
-      {8, "Q8_0"},     {9, "Q8_1"},     {10, "Q2_K"},   {11, "Q3_K"},   {12, "Q4_K"},   {13, "Q5_K"},
-      {14, "Q6_K"},    {15, "Q8_K"},    {16, "IQ2_XXS"}, {17, "IQ2_XS"}, {18, "IQ3_XXS"}, {19, "IQ1_S"},
-      {20, "IQ4_NL"},  {21, "IQ3_S"},   {22, "IQ2_S"},  {23, "IQ4_XS"}, {24, "I8"},     {25, "I16"},
-      {26, "I32"},     {27, "I64"},     {28, "F64"},    {29, "IQ1_M"},  {30, "BF16"},   {34, "TQ1_0"},
-      {35, "TQ2_0"},   {39, "MXFP4"}};
+      {0, "F32"},      {1, "F16"},     {2, "Q4_0"},     {3, "Q4_1"},   {6, "Q5_0"},    {7, "Q5_1"},   {8, "Q8_0"},
+      {9, "Q8_1"},     {10, "Q2_K"},   {11, "Q3_K"},    {12, "Q4_K"},  {13, "Q5_K"},   {14, "Q6_K"},  {15, "Q8_K"},
+      {16, "IQ2_XXS"}, {17, "IQ2_XS"}, {18, "IQ3_XXS"}, {19, "IQ1_S"}, {20, "IQ4_NL"}, {21, "IQ3_S"}, {22, "IQ2_S"},
+      {23, "IQ4_XS"},  {24, "I8"},     {25, "I16"},     {26, "I32"},   {27, "I64"},    {28, "F64"},   {29, "IQ1_M"},
+      {30, "BF16"},    {34, "TQ1_0"},  {35, "TQ2_0"},   {39, "MXFP4"}};
   auto it = names.find(t);
   return it == names.end() ? "unknown" : it->second;
 }
@@ -58,7 +57,8 @@ struct Reader {
       const uint32_t inner = get<uint32_t>();
       const uint64_t n = get<uint64_t>();
       if (depth > 2 || n > left) throw std::runtime_error("bad");
-      if (inner != 8 && inner != 9 && inner <= 12) skip(n * sizes[inner]);
+      if (inner != 8 && inner != 9 && inner <= 12)
+        skip(n * sizes[inner]);
       else
         for (uint64_t i = 0; i < n; ++i) skip_value(inner, depth + 1);
     } else if (type <= 12) {
@@ -89,8 +89,10 @@ std::string gguf_summary(const std::string& path) {
     for (uint64_t i = 0; i < kvs; ++i) {
       const std::string key = r.str();
       const uint32_t type = r.get<uint32_t>();
-      if (key == "general.architecture" && type == 8) arch = r.str();
-      else r.skip_value(type);
+      if (key == "general.architecture" && type == 8)
+        arch = r.str();
+      else
+        r.skip_value(type);
     }
     std::map<std::string, uint64_t> types;
     for (uint64_t i = 0; i < tensors; ++i) {
@@ -106,7 +108,8 @@ std::string gguf_summary(const std::string& path) {
     std::sort(order.rbegin(), order.rend());
     std::string s = "GGUF v" + std::to_string(version) + (arch.empty() ? "" : ", architecture '" + arch + "'") + ", " +
                     std::to_string(tensors) + " tensors";
-    for (size_t i = 0; i < order.size(); ++i) s += (i ? ", " : ": ") + std::to_string(order[i].first) + " " + order[i].second;
+    for (size_t i = 0; i < order.size(); ++i)
+      s += (i ? ", " : ": ") + std::to_string(order[i].first) + " " + order[i].second;
     return s;
   } catch (const std::exception&) {
     return "an unreadable GGUF header";

@@ -42,7 +42,8 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::renamed(const std::map<std::st
   return f;
 }
 
-WeightFiles WeightFiles::of_files(const std::string& label, const std::vector<std::shared_ptr<SafetensorsFile>>& files) {
+WeightFiles WeightFiles::of_files(const std::string& label,
+                                  const std::vector<std::shared_ptr<SafetensorsFile>>& files) {
   WeightFiles w;
   w.folder_ = label;
   for (const auto& file : files) {

@@ -35,8 +35,8 @@ bool starts_with(const std::string& s, const std::string& p) { return s.compare(
 
 // Applies `rules` (first match wins) to the stored names under `prefix`; names no rule matches
 // are not consumed (check_tensors or inspect report them with the file's leftovers).
-void apply_rules(const Stored& stored, const std::string& prefix, const std::vector<NameRule>& rules,
-                 int64_t levels, ComponentLayout& out) {
+void apply_rules(const Stored& stored, const std::string& prefix, const std::vector<NameRule>& rules, int64_t levels,
+                 ComponentLayout& out) {
   for (const auto& [name, info] : stored) {
     if (!starts_with(name, prefix)) continue;
     const std::string local = name.substr(prefix.size());
@@ -55,7 +55,8 @@ void apply_rules(const Stored& stored, const std::string& prefix, const std::vec
       }
       for (std::string& t : to) {
         t = m.format(t);
-        if (out.names.count(t)) out.duplicates.push_back("'" + t + "' (from '" + out.names[t].stored + "' and '" + name + "')");
+        if (out.names.count(t))
+          out.duplicates.push_back("'" + t + "' (from '" + out.names[t].stored + "' and '" + name + "')");
       }
       if (r.take == Take::SplitRows3) {
         const int64_t rows = info.shape.empty() ? 0 : info.shape[0] / 3;
@@ -109,7 +110,8 @@ const std::vector<std::string>& vae_prefixes() {
 ComponentLayout map_dit_names(const Stored& stored) {
   ComponentLayout out;
   out.component = Component::Dit;
-  const std::string* prefix = find_prefix(stored, dit_prefixes(), {"video_embedder.weight", "text_embedder.proj.weight"});
+  const std::string* prefix =
+      find_prefix(stored, dit_prefixes(), {"video_embedder.weight", "text_embedder.proj.weight"});
   if (!prefix) return out;
   // The official names are the canonical ones; only the fused attention differs (Comfy-Org).
   static const std::vector<NameRule> rules = {
@@ -180,7 +182,8 @@ ComponentLayout map_vae_names(const Stored& stored) {
     for (const auto& [name, info] : stored) {
       std::smatch m;
       const std::string local = name.substr(0, prefix->size()) == *prefix ? name.substr(prefix->size()) : "";
-      if (std::regex_match(local, m, up) && m[1].length() < 3) levels = std::max(levels, int64_t(std::stoll(m[1].str())) + 1);
+      if (std::regex_match(local, m, up) && m[1].length() < 3)
+        levels = std::max(levels, int64_t(std::stoll(m[1].str())) + 1);
     }
   }
   // LDM (BFL, ComfyUI) -> diffusers names: sd.cpp name_conversion.cpp and ComfyUI
@@ -192,8 +195,8 @@ ComponentLayout map_vae_names(const Stored& stored) {
       rule(R"(decoder\.mid\.attn_1\.([qkv])\.(.*))", {"decoder.mid_block.attentions.0.to_$1.$2"}, Take::SqueezeConv),
       rule(R"(decoder\.mid\.attn_1\.proj_out\.(.*))", {"decoder.mid_block.attentions.0.to_out.0.$1"},
            Take::SqueezeConv),
-      rule(R"(decoder\.up\.(\d+)\.block\.(\d+)\.nin_shortcut\.(.*))", {"decoder.up_blocks.$1.resnets.$2.conv_shortcut.$3"},
-           Take::Same, true),
+      rule(R"(decoder\.up\.(\d+)\.block\.(\d+)\.nin_shortcut\.(.*))",
+           {"decoder.up_blocks.$1.resnets.$2.conv_shortcut.$3"}, Take::Same, true),
       rule(R"(decoder\.up\.(\d+)\.block\.(\d+)\.(.*))", {"decoder.up_blocks.$1.resnets.$2.$3"}, Take::Same, true),
       rule(R"(decoder\.up\.(\d+)\.upsample\.(.*))", {"decoder.up_blocks.$1.upsamplers.0.$2"}, Take::Same, true),
       rule(R"(decoder\.norm_out\.(.*))", {"decoder.conv_norm_out.$1"}),
@@ -202,12 +205,13 @@ ComponentLayout map_vae_names(const Stored& stored) {
       rule(R"((encoder|quant_conv)\..*)", {}, Take::Unused),
   };
   static const std::vector<NameRule> diffusers_rules = {
-      rule(R"((decoder\..*|post_quant_conv\.(weight|bias)|bn\.(running_mean|running_var|num_batches_tracked)))", {"$1"}),
+      rule(R"((decoder\..*|post_quant_conv\.(weight|bias)|bn\.(running_mean|running_var|num_batches_tracked)))",
+           {"$1"}),
       rule(R"((encoder|quant_conv)\..*)", {}, Take::Unused),
   };
   apply_rules(stored, *prefix, ldm ? ldm_rules : diffusers_rules, levels, out);
-  out.layout = std::string(ldm ? "LDM (BFL / ComfyUI)" : "diffusers") +
-               (prefix->empty() ? "" : ", prefix '" + *prefix + "'");
+  out.layout =
+      std::string(ldm ? "LDM (BFL / ComfyUI)" : "diffusers") + (prefix->empty() ? "" : ", prefix '" + *prefix + "'");
   return out;
 }
 

@@ -22,11 +22,11 @@ const char* component_name(Component c);  // "diffusion model", "text encoder", 
 // What a mapper made of a file's names (of the part of the file that holds the component).
 struct ComponentLayout {
   Component component = Component::Dit;
-  std::string layout;                          // e.g. "Comfy-Org (fused qkv)", "diffusers", "LDM"
-  std::map<std::string, TensorSource> names;   // canonical name -> stored tensor (a view of it)
-  std::set<std::string> consumed;              // stored names placed or deliberately unused
-  size_t unused = 0;                           // of those, unused (vision tower, lm_head, encoder)
-  std::vector<std::string> duplicates;         // canonical names two stored tensors both give
+  std::string layout;                         // e.g. "Comfy-Org (fused qkv)", "diffusers", "LDM"
+  std::map<std::string, TensorSource> names;  // canonical name -> stored tensor (a view of it)
+  std::set<std::string> consumed;             // stored names placed or deliberately unused
+  size_t unused = 0;                          // of those, unused (vision tower, lm_head, encoder)
+  std::vector<std::string> duplicates;        // canonical names two stored tensors both give
   bool found() const { return !names.empty(); }
 };
 

@@ -20,7 +20,8 @@ struct ForeignModel {
 const std::vector<ForeignModel>& foreign_models() {
   static const std::vector<ForeignModel> table = {
       {std::regex(R"((^|.*\.)double_blocks\.\d+\..*)"), "a FLUX diffusion model (double_blocks / single_blocks)"},
-      {std::regex(R"((^|.*\.)transformer_blocks\.\d+\.img_mod\..*)"), "a Qwen-Image diffusion model (img_mod / txt_mod blocks)"},
+      {std::regex(R"((^|.*\.)transformer_blocks\.\d+\.img_mod\..*)"),
+       "a Qwen-Image diffusion model (img_mod / txt_mod blocks)"},
       {std::regex(R"((^|.*\.)(noise_refiner|context_refiner)\.\d+\..*)"), "a Z-Image / Lumina 2 diffusion model"},
       {std::regex(R"((^|.*\.)input_blocks\.\d+\..*)"), "a Stable Diffusion UNet"},
       {std::regex(R"((^|.*\.)text_model\.encoder\.layers\..*)"), "a CLIP text encoder"},
@@ -97,13 +98,13 @@ ExaminedFile examine_weights_file(const std::string& path) {
     if (l.found()) out.components.push_back(std::move(l));
   for (const ComponentLayout& l : out.components)
     if (!l.duplicates.empty())
-      throw failure(path + ": " + component_name(l.component) + " tensor " + l.duplicates[0] +
-                    " is given twice");
+      throw failure(path + ": " + component_name(l.component) + " tensor " + l.duplicates[0] + " is given twice");
   if (const ComponentLayout* te = out.find(Component::TextEncoder)) {
     bool deltanet = false;
     for (const auto& [name, src] : te->names) deltanet = deltanet || name.find(".linear_attn.") != std::string::npos;
     if (!deltanet)
-      throw usage_error(path + ": not a MOSS-Image file: its text encoder has no Gated DeltaNet (linear_attn) layers, "
+      throw usage_error(path +
+                        ": not a MOSS-Image file: its text encoder has no Gated DeltaNet (linear_attn) layers, "
                         "so it is another model's (Qwen2.5-VL, Qwen3 or Mistral, as Qwen-Image, Z-Image and FLUX.2 "
                         "use), not Qwen3.5");
   }

@@ -102,7 +102,8 @@ ComponentFile folder_component(Component c, const std::string& folder, const std
 int64_t count_layers(const WeightFiles& w, const std::string& prefix) {
   std::set<std::string> seen;
   for (const std::string& n : w.names())
-    if (n.compare(0, prefix.size(), prefix) == 0) seen.insert(n.substr(prefix.size(), n.find('.', prefix.size()) - prefix.size()));
+    if (n.compare(0, prefix.size(), prefix) == 0)
+      seen.insert(n.substr(prefix.size(), n.find('.', prefix.size()) - prefix.size()));
   return int64_t(seen.size());
 }
 
@@ -117,7 +118,8 @@ FileComponent open_file_component(Component c, const std::string& path, const st
   const ComponentLayout* l = x.find(c);
   if (!l) {
     std::string holds;
-    for (const ComponentLayout& o : x.components) holds += std::string(holds.empty() ? "" : ", ") + component_name(o.component);
+    for (const ComponentLayout& o : x.components)
+      holds += std::string(holds.empty() ? "" : ", ") + component_name(o.component);
     throw usage_error(flag + " " + path + ": holds no MOSS-Image " + component_name(c) +
                       (holds.empty() ? "" : " (it holds the " + holds + ")"));
   }
@@ -160,8 +162,9 @@ nlohmann::json built_in_vae_config(const WeightFiles& w) {
 }  // namespace
 
 MossModel open_moss_model(const ModelPaths& p) {
-  if (p.empty()) throw usage_error("--model is required (a MOSS-Image folder or all-in-one file), or --diffusion-model, "
-                                   "--text-encoder and --vae");
+  if (p.empty())
+    throw usage_error("--model is required (a MOSS-Image folder or all-in-one file), or --diffusion-model, "
+                      "--text-encoder and --vae");
   const bool folder = !p.path.empty() && dir_exists(p.path);
   if (folder && !p.any_component_file() && p.model_config.empty()) {
     MossModel m = open_moss_model(p.path);
@@ -225,21 +228,23 @@ MossModel open_moss_model(const ModelPaths& p) {
   };
   const std::string dit_cfg = config_of("transformer", m.files[0]);
   const int64_t dit_layers = count_layers(m.dit_weights, "layers.");
-  m.dit_config = dit_cfg.empty() ? dit_config_from_json(full_size_dit_config(int(dit_layers ? dit_layers : kFullSizeDitLayers)),
-                                                        "built-in MOSS-Image transformer config")
-                                 : parse_dit_config(dit_cfg);
+  m.dit_config = dit_cfg.empty()
+                     ? dit_config_from_json(full_size_dit_config(int(dit_layers ? dit_layers : kFullSizeDitLayers)),
+                                            "built-in MOSS-Image transformer config")
+                     : parse_dit_config(dit_cfg);
   check_tensors(m.dit_weights, dit_expected_tensors(m.dit_config));
   const std::string te_cfg = config_of("text_encoder", m.files[1]);
   const int64_t te_layers = count_layers(m.te_weights, std::string(kCanonicalTextEncoderPrefix) + "layers.");
-  m.te_config = te_cfg.empty() ? text_encoder_config_from_json(
-                                     full_size_text_encoder_config(int(te_layers ? te_layers : kFullSizeTextEncoderLayers)),
-                                     "built-in Qwen3.5-9B text encoder config")
+  const int te_built_in_layers = int(te_layers ? te_layers : kFullSizeTextEncoderLayers);
+  m.te_config = te_cfg.empty() ? text_encoder_config_from_json(full_size_text_encoder_config(te_built_in_layers),
+                                                               "built-in Qwen3.5-9B text encoder config")
                                : parse_text_encoder_config(te_cfg);
   check_tensors(m.te_weights, text_encoder_expected_tensors(m.te_config, text_encoder_prefix(m.te_weights)),
                 text_encoder_ignored_prefixes());
   const std::string vae_cfg = config_of("vae", m.files[2]);
-  m.vae_config = vae_cfg.empty() ? vae_config_from_json(built_in_vae_config(m.vae_weights), "built-in FLUX.2 VAE config")
-                                 : parse_vae_config(vae_cfg);
+  m.vae_config = vae_cfg.empty()
+                     ? vae_config_from_json(built_in_vae_config(m.vae_weights), "built-in FLUX.2 VAE config")
+                     : parse_vae_config(vae_cfg);
   // FLUX.2's latent statistics: the file's own, else the published values (a single LDM file).
   if (!m.vae_weights.has("bn.running_mean") && !m.vae_weights.has("bn.running_var") &&
       m.vae_config.packed_channels() == kFlux2PackedChannels) {

@@ -32,7 +32,9 @@ std::map<std::string, TensorInfo> infos(const std::vector<std::pair<std::string,
   return out;
 }
 
-std::string temp_file(const std::string& name) { return ::testing::TempDir() + "/weight_names_" + std::to_string(getpid()) + "_" + name; }
+std::string temp_file(const std::string& name) {
+  return ::testing::TempDir() + "/weight_names_" + std::to_string(getpid()) + "_" + name;
+}
 
 }  // namespace
 
@@ -201,7 +203,8 @@ TEST(WeightNames, ComponentsThatDisagreeAreRefusedNamingBoth) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::Failure);
     EXPECT_NE(std::string(e.what()).find("the components disagree: the diffusion model takes 256-wide text features"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
   MossModel other_vae = m;
   other_vae.vae_config.latent_channels = 16;
