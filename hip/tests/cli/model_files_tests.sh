@@ -82,6 +82,11 @@ check replay-same-files bash -c "! grep -q \"the record's\" <<<\"\$1\"" _ "$warn
 printf '{"prompt": "a lighthouse at dusk", "negative_prompt": "blurry", "width": 48, "height": 32, "steps": 2, "seed": 5, "output": "job.png"}\n' >"$WORK/jobs.jsonl"
 run --diffusion-model "$L/dit_comfy.safetensors" --model "$MODEL" --jobs jobs.jsonl --skip-layers 2 --quiet
 check jobs-component-files python3 "$HERE/png_tool.py" same-pixels "$WORK/folder.png" "$WORK/job.png"
+# A line naming the checkpoint as a server on these files lists it (its DiT file's name) is accepted.
+printf '{"prompt": "a lighthouse at dusk", "negative_prompt": "blurry", "width": 48, "height": 32, "steps": 2, "seed": 5, "output": "job2.png", "override_settings": {"sd_model_checkpoint": "dit_comfy.safetensors"}}\n' >"$WORK/jobs2.jsonl"
+run --diffusion-model "$L/dit_comfy.safetensors" --text-encoder "$L/te_model.safetensors" --vae "$L/vae_ldm.safetensors" \
+  "${CFG[@]}" --jobs jobs2.jsonl --skip-layers 2 --quiet
+check jobs-single-files-checkpoint-name python3 "$HERE/png_tool.py" same-pixels "$WORK/folder.png" "$WORK/job2.png"
 
 # serve takes the component flags too: its image is the folder's, its info names the DiT's hash
 # (in builds with the server).
