@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/inspect_command.h"
 #include "app/run_generation.h"
 #include "cli/options.h"
 #include "cli/replay.h"
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
     if (sub == "serve") return serve_command(rest);
     if (sub == "self-test") return self_test_command(rest);
     if (sub == "bench") return bench_command(rest);
+    if (sub == "inspect") return inspect_command(rest);
     ParsedArgs args = parse_args(std::vector<std::string>(argv + 1, argv + argc));
     replay = args.replay;
     switch (args.action) {

@@ -82,6 +82,7 @@ int run_generation(const RunOptions& o) {
   test_pause("model");
   check_interrupted();
   for (size_t i = 0; i < images.size(); ++i) check_with_model(pool.engine(0), images[i], o, origins, i);
+  for (const std::string& d : replay_file_differences(o.replay, pool.engine(0).model_files())) rep.warning("%s", d.c_str());
 
   // Each image's outputs are committed together when it is finished (Engine::generate, through
   // io/output_files.h): a stopped or failed image leaves none of its files; the images of a

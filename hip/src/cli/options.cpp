@@ -155,6 +155,17 @@ std::set<RequestField> given_settings(const std::map<std::string, std::string>& 
   return given;
 }
 
+// The ModelPaths field a model flag sets, or nullptr for another flag.
+std::string* model_path_of(ModelPaths& m, const std::string& flag) {
+  if (flag == "--model") return &m.path;
+  if (flag == "--diffusion-model") return &m.diffusion_model;
+  if (flag == "--text-encoder") return &m.text_encoder;
+  if (flag == "--vae") return &m.vae;
+  if (flag == "--tokenizer") return &m.tokenizer;
+  if (flag == "--model-config") return &m.model_config;
+  return nullptr;
+}
+
 bool has_suffix(const std::string& s, const std::string& suf) {
   return s.size() > suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
 }
@@ -163,7 +174,8 @@ bool has_suffix(const std::string& s, const std::string& suf) {
 
 bool option_takes_value(const std::string& option) {
   // The run's own valued options; the request's settings are pipeline/request_fields.h's flags.
-  static const std::set<std::string> kValued = {"--model", "-o", "--latent-out", "--size", "--vram-budget",
+  static const std::set<std::string> kValued = {"--model", "--diffusion-model", "--text-encoder", "--llm", "--vae",
+                                                "--tokenizer", "--model-config", "-o", "--latent-out", "--size", "--vram-budget",
                                                 "--device", "--batch-count", "--prompt-file", "--negative-file",
                                                 "--jobs", "--progress", "--from-png", "--replay"};
   return kValued.count(option) > 0 || find_field_by_flag(option) != nullptr;
@@ -198,6 +210,7 @@ std::string usage_line() {
          "       moss-infer-hip --model DIR --jobs FILE.jsonl [-o PATTERN.png] [options]\n"
          "       moss-infer-hip --model DIR --from-png IMAGE.png -o FILE.png [options that override the record]\n"
          "       moss-infer-hip serve --model DIR [--host 127.0.0.1] [--port 7860] [options as request defaults]\n"
+         "       moss-infer-hip inspect FILE... (what model files hold; docs/model_files.md)\n"
          "       moss-infer-hip self-test [--device N] [--full]\n"
          "       moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB] [--stages-only]\n"
          "       moss-infer-hip --list-devices | --version | --help";
@@ -207,7 +220,15 @@ std::string help_text() {
   return usage_line() +
          "\n\n"
          "Text to image with MOSS-Image (Base or SFT, the official bf16 diffusers folders).\n\n"
-         "  --model DIR            MOSS-Image model folder (diffusers tree)             required\n"
+         "  --model PATH           MOSS-Image model folder (diffusers tree), or an      required\n"
+         "                         all-in-one .safetensors checkpoint (docs/model_files.md)\n"
+         "  --diffusion-model FILE the DiT from its own file (Comfy-Org's                overrides --model's\n"
+         "                         diffusion_models/moss_image_*_bf16.safetensors)\n"
+         "  --text-encoder FILE    the Qwen3.5 text encoder's file (also --llm)         overrides --model's\n"
+         "  --vae FILE             the FLUX.2 VAE's file (e.g. vae/flux2-vae.safetensors) overrides --model's\n"
+         "  --tokenizer FILE       tokenizer.json; needed without a model folder\n"
+         "  --model-config DIR     transformer/, text_encoder/, vae/ config.json files   default: the folder's,\n"
+         "                         for single files                                     else built in\n"
          "  --prompt TEXT          prompt                                               required\n"
          "  --negative TEXT        negative prompt                                      default: empty\n"
          "  -o FILE.png            write the image (with its generation record)\n"
@@ -286,14 +307,15 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
       if (i + 1 >= argv.size()) throw usage_error(arg + " needs a value");
       value = argv[++i];
     }
+    if (arg == "--llm") arg = "--text-encoder";  // stable-diffusion.cpp's name for it
     if (seen.count(arg)) throw usage_error(arg + " given twice");
     seen[arg] = value;
 
     if (const FieldNames* field = find_field_by_flag(arg)) {
       set_request_field(o, *field, value, arg);
-    } else if (arg == "--model") {
+    } else if (std::string* path = model_path_of(o.model, arg)) {
       if (value.empty()) throw bad_value(arg, value, "empty path");
-      o.model = value;
+      *path = value;
     } else if (arg == "-o") {
       if (!has_suffix(value, ".png") && !has_suffix(value, ".PNG"))
         throw bad_value(arg, value, "the image is written as PNG: give a .png file name");
@@ -332,7 +354,7 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
   // Before anything else is checked, as the record's values are then the command line's.
   o.given = given_settings(seen);
   if (!replay_flag.empty()) {
-    out.replay = apply_replay_record(o, replay_flag, replay_path, o.given);
+    out.replay = o.replay = apply_replay_record(o, replay_flag, replay_path, o.given);
     o.given.insert(out.replay.fields.begin(), out.replay.fields.end());
   }
   if (size_given && (seen.count("--width") || seen.count("--height"))) throw usage_error("--size and --width/--height given together");
@@ -342,7 +364,8 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
     out.action = (a == "--help" || a == "-h") ? Action::Help : a == "--version" ? Action::Version : Action::ListDevices;
     return out;
   }
-  if (o.model.empty()) throw usage_error("--model is required\n" + usage_line());
+  if (o.model.empty())
+    throw usage_error("--model is required (or --diffusion-model, --text-encoder and --vae)\n" + usage_line());
   check_prompt_sources(seen, o);
   if (purpose == ArgsFor::Run) {
     if (!seen.count("--prompt") && !out.replay.supplied(RequestField::Prompt) && o.prompt_file.empty() &&

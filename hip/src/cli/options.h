@@ -9,6 +9,7 @@
 
 #include "cli/replay.h"
 #include "runtime/devices.h"
+#include "pipeline/model_files.h"
 #include "pipeline/request.h"
 
 namespace moss {
@@ -18,7 +19,7 @@ enum class Action { Run, Help, Version, ListDevices };
 // The request the flags describe (its settings set through pipeline/request_fields.h), and the
 // run's own options around it.
 struct RunOptions : GenerationRequest {
-  std::string model;
+  ModelPaths model;          // --model and the component flags (docs/model_files.md)
   std::optional<double> vram_budget_gib;
   DeviceList devices;        // --device N[,N...] | all
   bool quiet = false;
@@ -31,6 +32,7 @@ struct RunOptions : GenerationRequest {
   // The request settings the command line (or a --from-png record) set; the others are the
   // defaults, and a refusal of a default names it as such, never as a flag the user gave.
   std::set<RequestField> given;
+  ReplaySource replay;             // --from-png's record (its model files are compared once the model opens)
 };
 
 struct ParsedArgs {

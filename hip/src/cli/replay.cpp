@@ -57,7 +57,14 @@ Error ReplaySource::blame(const Error& e) const {
 ReplaySource apply_replay_record(GenerationRequest& request, const std::string& flag, const std::string& path,
                                  const std::set<RequestField>& given) {
   const nlohmann::json record = read_record(flag, path);
-  ReplaySource source{flag, path, {}};
+  ReplaySource source{flag, path, {}, {}};
+  const auto files = record.find("model_files");
+  if (files != record.end() && files->is_array())
+    for (const nlohmann::json& f : *files)
+      if (f.is_object() && f.value("component", nlohmann::json()).is_string() &&
+          f.value("file", nlohmann::json()).is_string() && f.value("hash", nlohmann::json()).is_string())
+        source.model_files.push_back({f["component"].get<std::string>(), f["file"].get<std::string>(),
+                                      f["hash"].get<std::string>(), ""});
   for (const FieldNames& f : request_fields()) {
     if (given.count(f.field)) continue;
     const auto value = record.find(f.record);
@@ -70,6 +77,16 @@ ReplaySource apply_replay_record(GenerationRequest& request, const std::string& 
     }
   }
   return source;
+}
+
+std::vector<std::string> replay_file_differences(const ReplaySource& replay, const std::vector<RecordedFile>& loaded) {
+  std::vector<std::string> out;
+  for (const RecordedFile& was : replay.model_files)
+    for (const RecordedFile& now : loaded)
+      if (now.component == was.component && (now.file != was.file || now.hash != was.hash))
+        out.push_back(replay.flag + " " + replay.path + ": the record's " + was.component + " is " + was.file + " (" +
+                      was.hash + "), this run's is " + now.file + " (" + now.hash + ")");
+  return out;
 }
 
 }  // namespace moss

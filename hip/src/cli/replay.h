@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/record.h"
 #include "pipeline/request.h"
 #include "pipeline/request_fields.h"
 #include "util/error.h"
@@ -32,6 +33,7 @@ bool is_replay_flag(const std::string& option);  // --from-png, --replay
 struct ReplaySource {
   std::string flag, path;             // "--from-png", the PNG; empty without replay
   std::vector<RequestField> fields;  // the settings the record supplied
+  std::vector<RecordedFile> model_files;  // the record's model files (docs/model_files.md), if it names them
   bool supplied(RequestField field) const;
   // `e` with its message rewritten when it starts with the flag of a setting the record
   // supplied: "--steps '0': ..." -> "--from-png FILE: the record's steps '0': ...". Otherwise
@@ -45,5 +47,9 @@ struct ReplaySource {
 // no intact generation record, and naming the record's field when a value is refused.
 ReplaySource apply_replay_record(GenerationRequest& request, const std::string& flag, const std::string& path,
                                  const std::set<RequestField>& given);
+
+// One line per component whose file differs from the record's (name or hash), naming both: the
+// replay then runs other weights than the record's and may not give its image.
+std::vector<std::string> replay_file_differences(const ReplaySource& replay, const std::vector<RecordedFile>& loaded);
 
 }  // namespace moss

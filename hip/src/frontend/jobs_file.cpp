@@ -35,7 +35,9 @@ std::vector<GenerationRequest> read_jobs_file(const RunOptions& o, std::vector<s
   context.defaults.prompt.clear();  // each line gives its own
   context.defaults.output_png.clear();  // a line names its own, or takes -o numbered below
   context.defaults.latent_out.clear();
-  context.settings = a1111_settings(title_before_load(o.model), model_folder_name(o.model), !o.no_metadata);
+  // The names a server on these files answers to: the folder's (or all-in-one file's), else the DiT file's.
+  const std::string& model_path = o.model.path.empty() ? o.model.diffusion_model : o.model.path;
+  context.settings = a1111_settings(title_before_load(o.model.path), model_folder_name(model_path), !o.no_metadata);
   context.allow_output = true;
   std::vector<GenerationRequest> images;
   std::vector<size_t> unnamed;  // images of lines without "output": they take -o

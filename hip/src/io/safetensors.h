@@ -20,6 +20,17 @@ struct TensorInfo {
   uint64_t begin = 0, end = 0;  // byte offsets into the data section
 };
 
+// A tensor of a file under another name (io/weight_views.cpp): the stored tensor `stored`, or
+// rows [row_begin, row_begin + shape[0]) of its first dimension (rows > 0 of a split, e.g. a
+// fused qkv's q, k or v), seen with `shape` (the same bytes per row; a [C, C, 1, 1] conv as
+// [C, C]). Rows of a row-major tensor are contiguous, so every such tensor is a view into the
+// mapping: nothing is copied.
+struct TensorSource {
+  std::string stored;
+  int64_t row_begin = 0;
+  std::vector<int64_t> shape;  // empty: the stored shape
+};
+
 class SafetensorsFile {
  public:
   // Throws moss::Error (exit 1) for unreadable or malformed files.
@@ -32,6 +43,10 @@ class SafetensorsFile {
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   const TensorInfo& info(const std::string& name) const;  // throws when missing
   Tensor get(const std::string& name) const;               // host view into the mapping
+  // The same mapping seen under other names (io/weight_views.cpp): holds exactly the tensors of
+  // `names` (canonical name -> source), each a view; throws moss::Error naming the file when a
+  // source is missing or a view does not fit it.
+  std::shared_ptr<SafetensorsFile> renamed(const std::map<std::string, TensorSource>& names) const;
 
  private:
   SafetensorsFile() = default;
@@ -61,6 +76,13 @@ class WeightFiles {
   // weights: every loader and streamer reads them as it reads mapped files, with no file written).
   // `label` stands for the folder in messages.
   static WeightFiles in_memory(const std::string& label, const std::map<std::string, Tensor>& tensors);
+  // A component read from files of other layouts (io/weight_views.cpp): `files` already renamed
+  // to the canonical names (SafetensorsFile::renamed); `label` stands for the component in
+  // messages. A name held by two files is refused naming both.
+  static WeightFiles of_files(const std::string& label, const std::vector<std::shared_ptr<SafetensorsFile>>& files);
+  // Adds a host tensor under `name` (a value the file lacks and the program supplies, e.g. the
+  // published FLUX.2 latent statistics).
+  void add_in_memory(const std::string& name, const Tensor& t);
   bool has(const std::string& name) const;
   const TensorInfo& info(const std::string& name) const;
   Tensor get(const std::string& name) const;

@@ -98,6 +98,7 @@ struct Engine::Loaded {
 
 Engine::Engine(const EngineSettings& settings, const Reporter& rep) : settings_(settings), rep_(rep) {
   MossModel model = open_moss_model(settings.model);
+  rep_.line("model files: %s", model_files_text(model).c_str());
   Tokenizer tokenizer = Tokenizer::load(model.tokenizer_json);
   s_.reset(new Loaded{std::move(model), std::move(tokenizer), {}, nullptr, nullptr, nullptr, nullptr, -1, 0, {}});
 }
@@ -106,6 +107,12 @@ Engine::~Engine() = default;
 
 const std::string& Engine::model_identity() const { return s_->model.identity; }
 const std::string& Engine::model_folder() const { return s_->model.folder; }
+
+std::vector<RecordedFile> Engine::model_files() const {
+  std::vector<RecordedFile> out;
+  for (const ComponentFile& f : s_->model.files) out.push_back({component_name(f.component), f.file, f.fingerprint, f.note});
+  return out;
+}
 
 void Engine::check(const GenerationRequest& r, bool skip_layers_given) const {
   const int blocks = s_->model.dit_config.layers;
@@ -178,6 +185,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
   record.request = o;
   record.steps_run = steps_run;
   record.model_identity = model.identity;
+  record.model_files = model_files();
   record.backend = L.backend_name;
   record.total_blocks = int(model.dit_config.layers);
   record.resident_blocks = record.total_blocks;

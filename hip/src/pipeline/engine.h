@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/model_files.h"
 #include "pipeline/record.h"
 #include "pipeline/reporter.h"
 #include "pipeline/request.h"
@@ -21,7 +22,7 @@ namespace moss {
 struct MossModel;
 
 struct EngineSettings {
-  std::string model;                     // folder
+  ModelPaths model;                      // folder, all-in-one file, component files
   std::optional<double> vram_budget_gib;
   int device = -1;                       // -1: first supported device
   // Several images per load: keep the text encoder's and the DiT's weights between images when
@@ -85,6 +86,7 @@ class Engine {
 
   const std::string& model_identity() const;
   const std::string& model_folder() const;
+  std::vector<RecordedFile> model_files() const;  // each component's file and hash, as the record names them
 
  private:
   struct Loaded;

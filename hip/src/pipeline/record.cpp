@@ -21,6 +21,16 @@ static std::string num(double v) {
   return buf;
 }
 
+static nlohmann::ordered_json model_files_json(const RunRecord& r) {
+  nlohmann::ordered_json files = nlohmann::ordered_json::array();
+  for (const RecordedFile& f : r.model_files) {
+    nlohmann::ordered_json e = {{"component", f.component}, {"file", f.file}, {"hash", f.hash}};
+    if (!f.note.empty()) e["note"] = f.note;
+    files.push_back(e);
+  }
+  return files;
+}
+
 std::string record_json(const RunRecord& r) {
   const GenerationRequest& o = r.request;
   // An ordered object: the keys stay in this order in the record.
@@ -28,7 +38,7 @@ std::string record_json(const RunRecord& r) {
       {"prompt", o.prompt}, {"negative", o.negative}, {"seed", o.seed}, {"steps", o.steps},
       {"steps_run", r.steps_run}, {"cfg", o.cfg}, {"shift", o.shift}, {"skip_layers", o.skip_layers},
       {"width", o.width}, {"height", o.height}, {"max_seq", o.max_seq}, {"tier", o.tier}, {"sampler", "euler"},
-      {"model", r.model_identity}, {"engine", engine_version()}, {"backend", r.backend},
+      {"model", r.model_identity}, {"model_files", model_files_json(r)}, {"engine", engine_version()}, {"backend", r.backend},
       {"noise_layout", "torch-cpu-randn/c128hw"}, {"resident_blocks", r.resident_blocks},
       {"total_blocks", r.total_blocks},
       {"timings_s",
@@ -44,7 +54,9 @@ std::string a1111_parameters(const RunRecord& r) {
   s += "\nSteps: " + std::to_string(o.steps) + ", Steps run: " + std::to_string(r.steps_run) +
        ", Sampler: Euler, Schedule type: MOSS-Image, CFG scale: " + num(o.cfg) +
        ", Seed: " + std::to_string(o.seed) + ", Size: " + std::to_string(o.width) + "x" + std::to_string(o.height) +
-       ", Model: " + r.model_identity + ", Shift: " + num(o.shift) + ", Skip layers: \"" + o.skip_layers_text +
+       ", Model: " + r.model_identity +
+       (r.model_files.empty() ? "" : ", Model hash: " + r.model_files[0].hash) + ", Shift: " + num(o.shift) +
+       ", Skip layers: \"" + o.skip_layers_text +
        "\", Max seq: " + std::to_string(o.max_seq) + ", Tier: " + o.tier + ", Backend: " + r.backend +
        ", Version: " + engine_version();
   return s;

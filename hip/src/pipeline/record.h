@@ -13,6 +13,14 @@ struct StageTimes {
   double text_encoder_s = 0, dit_load_s = 0, denoise_s = 0, vae_s = 0, total_s = 0;
 };
 
+// One component's weights file as the record names it (docs/model_files.md): base name and a
+// short content hash, so a replay can tell the files apart.
+struct RecordedFile {
+  std::string component;  // "diffusion model", "text encoder", "VAE"
+  std::string file, hash;
+  std::string note;       // e.g. "latent statistics: built-in FLUX.2 values"
+};
+
 struct RunRecord {
   GenerationRequest request;
   int steps_run = 0;             // after snapping to the training grid (request.steps: asked for)
@@ -20,6 +28,7 @@ struct RunRecord {
   std::string backend;           // "hip gfx1100", "hip nvidia sm_90", "host"
   StageTimes times;
   int resident_blocks = 0, total_blocks = 0;
+  std::vector<RecordedFile> model_files;  // DiT, text encoder, VAE
 };
 
 std::string engine_version();                      // "moss-infer-hip 0.1.0 (git abc123)"

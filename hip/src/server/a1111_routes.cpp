@@ -209,7 +209,10 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
                {"width", first.width}, {"height", first.height}, {"sampler_name", "Euler"},
                {"scheduler", "automatic"}, {"cfg_scale", first.cfg}, {"steps", first.steps},
                {"batch_size", request.batch_size}, {"restore_faces", false},
-               {"sd_model_name", engine_.model_identity()}, {"sd_model_hash", nullptr},
+               {"sd_model_name", engine_.model_identity()},
+               {"sd_model_hash", made.empty() || made.front().record.model_files.empty()
+                                    ? json(nullptr)
+                                    : json(made.front().record.model_files[0].hash)},  // the DiT file's
                {"seed_resize_from_w", -1}, {"seed_resize_from_h", -1}, {"denoising_strength", 0},
                {"extra_generation_params",
                 {{"Shift", first.shift}, {"Skip layers", first.skip_layers_text}, {"Max seq", first.max_seq}}},

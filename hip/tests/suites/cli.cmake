@@ -20,3 +20,8 @@ set_tests_properties(cli_e2e_host_check PROPERTIES FIXTURES_REQUIRED e2e_cli)
 add_test(NAME cli_frontends COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/frontend_tests.sh
          $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
 set_tests_properties(cli_frontends PROPERTIES TIMEOUT 600)
+# The files users hold (issue 45, docs/model_files.md): the tiny model in every layout gives the
+# folder's image; every refusal; inspect.
+add_test(NAME cli_model_files COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/model_files_tests.sh
+         $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL} $<TARGET_FILE:model_layouts>)
+set_tests_properties(cli_model_files PROPERTIES TIMEOUT 300)

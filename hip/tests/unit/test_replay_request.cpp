@@ -319,7 +319,7 @@ TEST(JobsOverride, TheModelAnswersToTheServersNames) {
   EXPECT_EQ(moss_model_title(folder + "/"), title);
   const auto jobs = [&](const std::string& checkpoint) {
     RunOptions o;
-    o.model = folder;
+    o.model.path = folder;
     o.jobs_file = temp_path("override.jsonl");
     o.output_png = temp_path("override-%d.png");
     write_text(o.jobs_file,
@@ -340,7 +340,7 @@ TEST(JobsOverride, TheModelAnswersToTheServersNames) {
   // A folder whose config cannot be read: the line is checked by the folder's name alone (the
   // folder itself is refused when the model opens).
   RunOptions o;
-  o.model = temp_path("no-such-model/tiny-moss");
+  o.model.path = temp_path("no-such-model/tiny-moss");
   o.jobs_file = temp_path("override2.jsonl");
   o.output_png = temp_path("override2-%d.png");
   write_text(o.jobs_file, R"({"prompt": "x", "override_settings": {"sd_model_checkpoint": "tiny-moss"}})" "\n");

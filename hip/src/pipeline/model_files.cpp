@@ -1,0 +1,128 @@
+#include "pipeline/model_files.h"
+
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "io/files.h"
+#include "io/gguf_summary.h"
+#include "util/error.h"
+
+namespace moss {
+namespace {
+
+// Names that mark another model's file, and what to call it. Checked before any mapping, so a
+// FLUX or Qwen-Image file is named for what it is rather than for the tensors it lacks.
+struct ForeignModel {
+  std::regex marker;
+  const char* looks_like;
+};
+
+const std::vector<ForeignModel>& foreign_models() {
+  static const std::vector<ForeignModel> table = {
+      {std::regex(R"((^|.*\.)double_blocks\.\d+\..*)"), "a FLUX diffusion model (double_blocks / single_blocks)"},
+      {std::regex(R"((^|.*\.)transformer_blocks\.\d+\.img_mod\..*)"),
+       "a Qwen-Image diffusion model (img_mod / txt_mod blocks)"},
+      {std::regex(R"((^|.*\.)(noise_refiner|context_refiner)\.\d+\..*)"), "a Z-Image / Lumina 2 diffusion model"},
+      {std::regex(R"((^|.*\.)input_blocks\.\d+\..*)"), "a Stable Diffusion UNet"},
+      {std::regex(R"((^|.*\.)text_model\.encoder\.layers\..*)"), "a CLIP text encoder"},
+      {std::regex(R"((^|.*\.)encoder\.block\.\d+\.layer\..*)"), "a T5 text encoder"},
+      {std::regex(R"((^|.*\.)decoder\.conv1\.weight)"), "a video VAE (Wan / Qwen-Image)"},
+  };
+  return table;
+}
+
+std::string dtype_of_quant(const TensorInfo& info) {
+  const std::string& n = info.dtype_name;
+  const bool quant_dtype = n == "I8" || n == "I4" || n == "U4" || n == "F4" || n.rfind("F8", 0) == 0;
+  return quant_dtype ? n : "";
+}
+
+// The quantization a file declares or shows: comfy_quant's JSON format (ComfyUI's quantized
+// layers), else a quantized dtype of a weight. Empty for a plain bf16/f32 file.
+std::string quantization_of(const SafetensorsFile& f) {
+  for (const auto& [name, info] : f.tensors()) {
+    if (name.size() < 12 || name.compare(name.size() - 12, 12, ".comfy_quant") != 0) continue;
+    std::string format = "comfy_quant";
+    try {
+      const Tensor t = f.get(name);
+      const std::string text(static_cast<const char*>(t.data), t.nbytes());
+      const nlohmann::json j = nlohmann::json::parse(text);
+      if (j.contains("format") && j["format"].is_string()) format = j["format"].get<std::string>();
+      if (j.value("convrot", false)) format += ", ConvRot";
+    } catch (const std::exception&) {
+    }
+    return "'" + format + "' (ComfyUI comfy_quant, tensor '" + name + "')";
+  }
+  for (const auto& [name, info] : f.tensors()) {
+    const std::string q = dtype_of_quant(info);
+    const bool scale = name.find("weight_scale") != std::string::npos || name.find("scale_weight") != std::string::npos;
+    if (!q.empty() || scale)
+      return (q.empty() ? "with scales" : q + " weights") + std::string(" (tensor '") + name + "')";
+  }
+  return "";
+}
+
+}  // namespace
+
+const ComponentLayout* ExaminedFile::find(Component c) const {
+  for (const ComponentLayout& l : components)
+    if (l.component == c) return &l;
+  return nullptr;
+}
+
+std::string name_list(const std::vector<std::string>& names, size_t shown) {
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < shown; ++i) s += (i ? ", '" : "'") + names[i] + "'";
+  if (names.size() > shown) s += " (and " + std::to_string(names.size() - shown) + " more)";
+  return s;
+}
+
+ExaminedFile examine_weights_file(const std::string& path) {
+  require_regular_file(path);
+  if (ends_with(path, ".gguf") || ends_with(path, ".GGUF") || is_gguf_file(path))
+    throw usage_error(path + ": GGUF files are not supported (" + gguf_summary(path) +
+                      "); use the bf16 .safetensors files (docs/model_files.md)");
+  ExaminedFile out;
+  out.path = path;
+  out.file = SafetensorsFile::open(path);  // GGUF by its magic, truncation, a malformed header
+  const auto& stored = out.file->tensors();
+  const std::string quant = quantization_of(*out.file);
+  if (!quant.empty())
+    throw usage_error(path + ": quantized weights, format " + quant +
+                      ", are not supported; use the bf16 file (docs/model_files.md)");
+  for (const ForeignModel& m : foreign_models())
+    for (const auto& [name, info] : stored)
+      if (std::regex_match(name, m.marker))
+        throw usage_error(path + ": not a MOSS-Image file: it looks like " + m.looks_like + " (tensor '" + name + "')");
+  for (ComponentLayout l : {map_dit_names(stored), map_text_encoder_names(stored), map_vae_names(stored)})
+    if (l.found()) out.components.push_back(std::move(l));
+  for (const ComponentLayout& l : out.components)
+    if (!l.duplicates.empty())
+      throw failure(path + ": " + component_name(l.component) + " tensor " + l.duplicates[0] + " is given twice");
+  if (const ComponentLayout* te = out.find(Component::TextEncoder)) {
+    bool deltanet = false;
+    for (const auto& [name, src] : te->names) deltanet = deltanet || name.find(".linear_attn.") != std::string::npos;
+    if (!deltanet)
+      throw usage_error(path +
+                        ": not a MOSS-Image file: its text encoder has no Gated DeltaNet (linear_attn) layers, "
+                        "so it is another model's (Qwen2.5-VL, Qwen3 or Mistral, as Qwen-Image, Z-Image and FLUX.2 "
+                        "use), not Qwen3.5");
+  }
+  if (const ComponentLayout* vae = out.find(Component::Vae)) {
+    auto it = vae->names.find("decoder.conv_in.weight");
+    if (it != vae->names.end()) {
+      const TensorInfo& conv_in = out.file->info(it->second.stored);
+      if (conv_in.shape.size() == 4 && conv_in.shape[1] != 32)
+        throw usage_error(path + ": not a MOSS-Image file: its VAE takes " + std::to_string(conv_in.shape[1]) +
+                          "-channel latents (FLUX.1 / SD3 / SDXL kind), FLUX.2's takes 32");
+    }
+  }
+  for (const auto& [name, info] : stored) {
+    bool placed = false;
+    for (const ComponentLayout& l : out.components) placed = placed || l.consumed.count(name);
+    if (!placed) out.unplaced.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace moss
