@@ -200,6 +200,7 @@ std::string usage_line() {
          "       moss-infer-hip serve --model DIR [--host 127.0.0.1] [--port 7860] [options as request defaults]\n"
          "       moss-infer-hip self-test [--device N] [--full]\n"
          "       moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB]\n"
+         "       moss-infer-hip quantize --model DIR --out FILE.safetensors [--format int8-convrot] [--group-size N]\n"
          "       moss-infer-hip --list-devices | --version | --help";
 }
 

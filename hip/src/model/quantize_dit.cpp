@@ -89,7 +89,10 @@ QuantizeReport quantize_dit(const QuantizeOptions& o) {
                         std::to_string(width) + " of " + l.name + " (the group must divide every quantized layer's width)");
   }
   const WeightFiles weights = WeightFiles::open_folder(folder);
-  check_tensors(weights, expected);  // a quantized DiT's I8 weights are refused here (exit 2)
+  for (const std::string& name : weights.names())
+    if (ends_with(name, ".comfy_quant"))
+      throw usage_error(weights.file_of(name) + ": " + name + ": this DiT is already quantized; quantize reads the bf16 weights");
+  check_tensors(weights, expected);  // any other non-float weight is refused here (exit 2)
 
   // The output's tensors in order: the input's names sorted, each quantized layer's three in the
   // place of its first source.
