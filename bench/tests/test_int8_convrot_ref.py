@@ -37,8 +37,9 @@ def test_hadamard_is_symmetric_orthogonal_and_regular(g):
     assert torch.equal(h, h.T)
     assert torch.allclose(h @ h.T, torch.eye(g, dtype=torch.float64), atol=1e-12)
     assert torch.all(h.abs() == 1 / math.sqrt(g))
-    # "Regular": every row sums to the same value (sqrt(g)), so a constant vector is kept.
-    assert torch.allclose(h.sum(dim=1), torch.full((g,), math.sqrt(g), dtype=torch.float64))
+    # "Regular": every row of the unnormalised matrix sums to sqrt(g), so every row here sums to 1
+    # and a constant vector is kept.
+    assert torch.equal(h.sum(dim=1), torch.ones(g, dtype=torch.float64))
 
 
 @pytest.mark.parametrize("g,groups", [(4, 3), (16, 1), (64, 2), (64, 6), (256, 2)])

@@ -48,7 +48,7 @@ void quantize_layer(const WeightFiles& weights, const QuantizedDitLayer& layer, 
   for (const std::string& src : layer.sources) {
     const Tensor w = weights.get(src);
     const int64_t rows = w.rows(), K = w.cols();
-    std::vector<float> row(size_t(K));
+    std::vector<float> row(static_cast<size_t>(K));
     const size_t base = q.size();
     q.resize(base + size_t(rows * K));
     for (int64_t r = 0; r < rows; ++r) {

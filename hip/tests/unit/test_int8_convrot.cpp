@@ -33,7 +33,7 @@ namespace {
 std::vector<float> random_row(int64_t n, uint32_t seed, float sd = 1.0f) {
   std::mt19937 gen(seed);
   std::normal_distribution<float> dist(0.0f, sd);
-  std::vector<float> v(size_t(n));
+  std::vector<float> v(static_cast<size_t>(n));
   for (float& f : v) f = dist(gen);
   return v;
 }
@@ -179,8 +179,8 @@ Tensor plain_linear_int8(const Tensor& x, const Tensor& qw, const Tensor& sw, co
   const int64_t M = x.rows(), K = x.cols(), N = qw.rows();
   const std::vector<float> b = bias ? to_f32_vector(*bias) : std::vector<float>();
   Tensor y = host_tensor(DType::F32, {M, N});
-  std::vector<float> row(size_t(K));
-  std::vector<int8_t> q(size_t(K));
+  std::vector<float> row(static_cast<size_t>(K));
+  std::vector<int8_t> q(static_cast<size_t>(K));
   for (int64_t m = 0; m < M; ++m) {
     std::memcpy(row.data(), x.row<const float>(m), size_t(K) * sizeof(float));
     convrot::rotate_groups(row.data(), K, g);
@@ -258,7 +258,7 @@ TEST(Int8ConvRot, HostOpIsCloseToTheFloatProduct) {
   const Tensor w = random_f32({N, K}, 8, 0.05f);
   Tensor qw = host_tensor(DType::I8, {N, K});
   Tensor sw = host_tensor(DType::F32, {N, 1});
-  std::vector<float> row(size_t(K));
+  std::vector<float> row(static_cast<size_t>(K));
   for (int64_t n = 0; n < N; ++n) {
     std::memcpy(row.data(), w.ptr<const float>() + n * K, size_t(K) * sizeof(float));
     convrot::rotate_groups(row.data(), K, 64);
@@ -318,8 +318,8 @@ TEST(Int8ConvRot, HostOpIsThePyTorchReference) {
     const Tensor x_rot = f->get(p + "x_rot"), q_x = f->get(p + "q_x"), s_x = f->get(p + "s_x"), want = f->get(p + "y");
     const int64_t M = x.rows(), N = qw.rows();
     ASSERT_EQ(x.cols(), K);
-    std::vector<float> row(size_t(K));
-    std::vector<int8_t> q(size_t(K));
+    std::vector<float> row(static_cast<size_t>(K));
+    std::vector<int8_t> q(static_cast<size_t>(K));
     for (int64_t m = 0; m < M; ++m) {
       std::memcpy(row.data(), x.row<const float>(m), size_t(K) * sizeof(float));
       convrot::rotate_groups(row.data(), K, 64);

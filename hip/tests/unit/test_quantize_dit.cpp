@@ -107,8 +107,8 @@ TEST(QuantizeDit, WritesTheComfyLayoutBitForBit) {
         const Tensor w = src.get(p + part + ".weight");
         const int64_t K = w.cols();
         ASSERT_EQ(q.cols(), K);
-        std::vector<float> v(size_t(K));
-        std::vector<int8_t> want(size_t(K));
+        std::vector<float> v(static_cast<size_t>(K));
+        std::vector<int8_t> want(static_cast<size_t>(K));
         for (int64_t r0 = 0; r0 < w.rows(); ++r0, ++row) {
           for (int64_t k = 0; k < K; ++k) v[size_t(k)] = bf16_to_f32(w.ptr<const uint16_t>()[r0 * K + k]);
           convrot::rotate_groups(v.data(), K, 64);

@@ -88,9 +88,9 @@ class HostCoreOps : public CoreOps {
     op_require(q_w.contiguous() && w_scale.contiguous(), "linear_int8", "weight and weight_scale must be contiguous");
     const int64_t M = x.rows(), K = x.cols(), N = q_w.rows();
     std::vector<int8_t> qx(size_t(M * K));
-    std::vector<float> sx(size_t(M));
+    std::vector<float> sx(static_cast<size_t>(M));
     pool_.parallel_for(M, [&](int64_t r0, int64_t r1) {
-      std::vector<float> row(size_t(K));
+      std::vector<float> row(static_cast<size_t>(K));
       for (int64_t r = r0; r < r1; ++r) {
         std::copy_n(x.row<const float>(r), K, row.data());
         convrot::rotate_groups(row.data(), K, group);
