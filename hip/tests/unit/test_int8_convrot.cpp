@@ -217,7 +217,7 @@ TEST(Int8ConvRot, HostOpIsThePlainLoopsAtTheTinyWidths) {
     Tensor bias16 = host_tensor(DType::BF16, {N});
     const Tensor bias32 = random_f32({N}, ++seed);
     for (int64_t i = 0; i < N; ++i) bias16.ptr<uint16_t>()[i] = f32_to_bf16(bias32.ptr<const float>()[i]);
-    for (const Tensor* bias : {(const Tensor*)nullptr, &bias16, &bias32}) {
+    for (const Tensor* bias : std::vector<const Tensor*>{nullptr, &bias16, &bias32}) {
       for (const Tensor& scale : {sw, sw.reshape({N, 1})}) {
         Tensor y = host_tensor(DType::F32, {M, N});
         be->core().linear_int8(x, qw, scale, bias, 64, y);
