@@ -3,6 +3,10 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+
 namespace moss::convrot {
 
 bool valid_group_size(int64_t g) {
@@ -54,6 +58,32 @@ float quantize_row(const float* v, int64_t n, int8_t* q) {
 
 std::string comfy_quant_json(int64_t g) {
   return "{\"format\": \"int8_tensorwise\", \"convrot\": true, \"convrot_groupsize\": " + std::to_string(g) + "}";
+}
+
+int64_t comfy_quant_group(const std::string& record, const std::string& where) {
+  const nlohmann::json j = nlohmann::json::parse(record, nullptr, false);
+  if (!j.is_object()) throw failure(where + ": comfy_quant is not a JSON object");
+  const nlohmann::json params = j.contains("params") && j["params"].is_object() ? j["params"] : nlohmann::json::object();
+  // A key at the top level, else inside "params" (ComfyUI's comfy/ops.py reads both).
+  auto key = [&](const char* name) -> const nlohmann::json* {
+    if (j.contains(name)) return &j[name];
+    if (params.contains(name)) return &params[name];
+    return nullptr;
+  };
+  const nlohmann::json* format = key("format");
+  if (!format || !format->is_string()) throw failure(where + ": comfy_quant has no format");
+  const std::string f = format->get<std::string>();
+  if (f != "int8_tensorwise")
+    throw usage_error(where + ": quantization format '" + f +
+                      "' is not supported (this engine runs int8_tensorwise with convrot: docs/int8_convrot.md)");
+  const nlohmann::json* rot = key("convrot");
+  if (!rot || !rot->is_boolean() || !rot->get<bool>())
+    throw usage_error(where + ": int8_tensorwise without convrot is not supported (docs/int8_convrot.md)");
+  const nlohmann::json* g = key("convrot_groupsize");
+  if (!g) return kDefaultGroupSize;
+  if (!g->is_number_integer() || !valid_group_size(g->get<int64_t>()))
+    throw failure(where + ": comfy_quant convrot_groupsize " + g->dump() + " is not a power of 4");
+  return g->get<int64_t>();
 }
 
 }  // namespace moss::convrot

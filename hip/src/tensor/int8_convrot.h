@@ -31,4 +31,12 @@ float quantize_row(const float* v, int64_t n, int8_t* q);
 // writes it: {"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": 256}
 std::string comfy_quant_json(int64_t g);
 
+// The group size of a layer's comfy_quant record (its bytes as text), as ComfyUI reads it: the
+// keys at the top level or inside a "params" object, convrot_groupsize 256 when absent. `where`
+// names the record in messages. Refused (moss::Error): exit 2 for what this engine does not run,
+// named (a format other than int8_tensorwise, such as convrot_w4a4 or float8_e4m3fn; an
+// int8_tensorwise layer without convrot); exit 1 for a malformed record (not a JSON object, no
+// format, a group size that is not a power of 4).
+int64_t comfy_quant_group(const std::string& record, const std::string& where);
+
 }  // namespace moss::convrot

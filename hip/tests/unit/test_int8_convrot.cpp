@@ -21,11 +21,13 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "io/safetensors.h"
 #include "ops/backend.h"
 #include "tensor/int8_convrot.h"
+#include "util/error.h"
 
 namespace moss {
 namespace {
@@ -334,6 +336,45 @@ TEST(Int8ConvRot, HostOpIsThePyTorchReference) {
     ++cases;
   }
   EXPECT_EQ(cases, 3);
+}
+
+}  // namespace
+}  // namespace moss
+
+namespace moss {
+namespace {
+
+// comfy_quant records as ComfyUI reads them (keys flat or under "params", group 256 by default),
+// and every refusal with its exit status and the thing it names.
+TEST(Int8ConvRot, ComfyQuantRecordsReadAsComfyUIReadsThem) {
+  EXPECT_EQ(convrot::comfy_quant_group(convrot::comfy_quant_json(64), "r"), 64);
+  EXPECT_EQ(convrot::comfy_quant_group(R"({"format":"int8_tensorwise","convrot":true})", "r"), 256);
+  EXPECT_EQ(convrot::comfy_quant_group(R"({"format":"int8_tensorwise","params":{"convrot":true,"convrot_groupsize":16}})", "r"), 16);
+  EXPECT_EQ(convrot::comfy_quant_group(R"({"params":{"format":"int8_tensorwise","convrot":true}})", "r"), 256);
+  const std::vector<std::tuple<std::string, int, std::string>> refused = {
+      {R"({"format": "convrot_w4a4", "convrot_groupsize": 64})", 2, "r: quantization format 'convrot_w4a4' is not supported"},
+      {R"({"format": "float8_e4m3fn"})", 2, "format 'float8_e4m3fn' is not supported"},
+      {R"({"format": "asym_w4a8_int8", "convrot": true})", 2, "format 'asym_w4a8_int8' is not supported"},
+      {R"({"format": "int8_tensorwise"})", 2, "r: int8_tensorwise without convrot is not supported"},
+      {R"({"format": "int8_tensorwise", "convrot": false})", 2, "without convrot"},
+      {R"({"format": "int8_tensorwise", "convrot": "yes"})", 2, "without convrot"},
+      {R"({"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": 100})", 1, "convrot_groupsize 100 is not a power of 4"},
+      {R"({"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": "256"})", 1, "convrot_groupsize \"256\" is not"},
+      {R"({"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": 2.5})", 1, "is not a power of 4"},
+      {R"({"convrot": true})", 1, "r: comfy_quant has no format"},
+      {R"([1, 2])", 1, "r: comfy_quant is not a JSON object"},
+      {"{\"format\": \"int8_tens", 1, "is not a JSON object"},
+      {"", 1, "is not a JSON object"},
+  };
+  for (const auto& [record, code, message] : refused) {
+    try {
+      convrot::comfy_quant_group(record, "r");
+      ADD_FAILURE() << "accepted " << record;
+    } catch (const Error& e) {
+      EXPECT_EQ(int(e.code()), code) << record;
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

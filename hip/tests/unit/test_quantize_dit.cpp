@@ -7,6 +7,7 @@
 // - refusals, each leaving no output and no temporary: an unknown format, group sizes that are
 //   not powers of 4 or do not divide a layer's width (the layer named), a weight with a NaN (the
 //   tensor and row named, exit 1), a DiT that is already quantized, a folder that is not one.
+// - check_int8_convrot_dit, the loader's check to come, against the file and broken copies of it.
 // (The comparison with the PyTorch reference on the tiny model: bench/tests/test_int8_convrot_ref.py.)
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 #include <tuple>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -24,6 +26,7 @@
 #include "io/files.h"
 #include "io/safetensors.h"
 #include "model/dit.h"
+#include "model/int8_convrot_layers.h"
 #include "model/quantize_dit.h"
 #include "model/random_weights.h"
 #include "tensor/int8_convrot.h"
@@ -186,6 +189,93 @@ TEST(QuantizeDit, RefusesAnAlreadyQuantizedDit) {
   EXPECT_EQ(code, 2);
   EXPECT_NE(msg.find("this DiT is already quantized"), std::string::npos) << msg;
   expect_nothing_written(out);
+}
+
+}  // namespace
+}  // namespace moss
+
+namespace moss {
+namespace {
+
+// check_int8_convrot_dit (model/int8_convrot_layers.h), the loader's check to come: it accepts
+// what quantize writes (every layer's group read back), and refuses, naming the tensor, each
+// class of bad layout: a missing weight_scale, a scale of the wrong shape or dtype, a weight of
+// the wrong dtype or shape, another format, int8 without convrot, a group that does not divide
+// the width, a layer quantized that must stay bf16.
+class CheckInt8ConvRot : public testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string model = make_folder("check_src");
+    dir_ = testing::TempDir() + "check_int8";
+    ASSERT_EQ(std::system(("rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "'").c_str()), 0);
+    quantize_dit(options(model, dir_ + "/good.safetensors"));
+    good_ = SafetensorsFile::open(dir_ + "/good.safetensors");
+  }
+  // The good file's tensors with `edit` applied, written alone into a folder and checked.
+  template <class Edit> std::pair<int, std::string> check_edited(Edit edit) {
+    std::map<std::string, Tensor> t;
+    for (const auto& [name, info] : good_->tensors()) t[name] = good_->get(name);
+    edit(t);
+    const std::string folder = dir_ + "/case" + std::to_string(++cases_);
+    EXPECT_EQ(std::system(("mkdir -p '" + folder + "'").c_str()), 0);
+    write_safetensors(folder + "/model.safetensors", std::vector<std::pair<std::string, Tensor>>(t.begin(), t.end()));
+    const WeightFiles w = WeightFiles::open_folder(folder);
+    return outcome_of([&] { check_int8_convrot_dit(w, tiny_config()); });
+  }
+  static Tensor bytes(const std::string& s) {
+    Tensor t = host_tensor(DType::U8, {int64_t(s.size())});
+    std::memcpy(t.data, s.data(), s.size());
+    return t;
+  }
+  std::string dir_;
+  std::shared_ptr<SafetensorsFile> good_;
+  int cases_ = 0;
+};
+
+TEST_F(CheckInt8ConvRot, AcceptsWhatQuantizeWrites) {
+  const WeightFiles w = WeightFiles::open_folder(dir_);
+  const std::map<std::string, int64_t> groups = check_int8_convrot_dit(w, tiny_config());
+  EXPECT_EQ(groups.size(), 8u);
+  for (const auto& [layer, g] : groups) EXPECT_EQ(g, 64) << layer;
+  EXPECT_EQ(groups.count("layers.1.proj.ffn_down"), 1u);
+}
+
+TEST_F(CheckInt8ConvRot, RefusesEachBadLayoutNamingTheTensor) {
+  const std::string o = "layers.1.proj.o.";
+  struct Case {
+    std::function<void(std::map<std::string, Tensor>&)> edit;
+    int code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {[&](auto& t) { t.erase(o + "weight_scale"); }, 1, "missing tensor layers.1.proj.o.weight_scale"},
+      {[&](auto& t) { t[o + "weight_scale"] = host_tensor(DType::F32, {192, 2}); }, 1,
+       "layers.1.proj.o.weight_scale: F32 [192, 2], expected F32 [192] or [192, 1]"},
+      {[&](auto& t) { t[o + "weight_scale"] = host_tensor(DType::F32, {191}); }, 1, "F32 [191], expected"},
+      {[&](auto& t) { t[o + "weight_scale"] = host_tensor(DType::BF16, {192, 1}); }, 1, "BF16 [192, 1], expected F32"},
+      {[&](auto& t) { t[o + "weight_scale"] = host_tensor(DType::F32, {192}); }, -1, ""},  // [out] is accepted
+      {[&](auto& t) { t[o + "weight"] = host_tensor(DType::BF16, {192, 192}); }, 1,
+       "layers.1.proj.o.weight: BF16 [192, 192], expected I8 [192, 192]"},
+      {[&](auto& t) { t["layers.0.proj.qkv.weight"] = host_tensor(DType::I8, {192, 192}); }, 1, "expected I8 [576, 192]"},
+      {[&](auto& t) { t[o + "comfy_quant"] = bytes(R"({"format": "convrot_w4a4", "convrot_groupsize": 64})"); }, 2,
+       "layers.1.proj.o.comfy_quant: quantization format 'convrot_w4a4' is not supported"},
+      {[&](auto& t) { t[o + "comfy_quant"] = bytes(R"({"format": "int8_tensorwise"})"); }, 2, "without convrot"},
+      {[&](auto& t) { t[o + "comfy_quant"] = bytes(convrot::comfy_quant_json(256)); }, 1,
+       "layers.1.proj.o.comfy_quant: convrot_groupsize 256 does not divide the input width 192"},
+      {[&](auto& t) {
+         t["text_embedder.blocks.0.qkv.weight"] = host_tensor(DType::I8, {576, 192});
+         t["text_embedder.blocks.0.qkv.weight_scale"] = host_tensor(DType::F32, {576, 1});
+         t["text_embedder.blocks.0.qkv.comfy_quant"] = bytes(convrot::comfy_quant_json(64));
+       },
+       2, "text_embedder.blocks.0.qkv.comfy_quant: quantized, but this layer stays bf16"},
+      {[&](auto& t) { t["final_linear_video.weight"] = host_tensor(DType::I8, {128, 192}); }, 2,
+       "final_linear_video.weight: quantized, but this layer stays bf16"},
+  };
+  for (const Case& c : cases) {
+    const auto [code, message] = check_edited(c.edit);
+    EXPECT_EQ(code, c.code) << c.message << " | " << message;
+    EXPECT_NE(message.find(c.message), std::string::npos) << message;
+  }
 }
 
 }  // namespace
