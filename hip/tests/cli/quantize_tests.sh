@@ -3,9 +3,9 @@
 # model: the run at group 64 (exit 0, its summary line, a safetensors file), --help, and every
 # refusal with its exit status and message: group sizes (the default 256 does not divide the
 # width 128, not powers of 4, not integers), formats, missing, repeated, unknown and value-less
-# flags, an output path in a folder that does not exist, a DiT that is already quantized. No
-# refused run leaves a file or a temporary. (What the file holds: unit tests QuantizeDit.* and
-# bench/tests/test_int8_convrot_ref.py.)
+# flags, an output path in a folder that does not exist, a DiT that is already quantized; a
+# SIGTERM just before the rename (exit 143). No refused or stopped run leaves a file or a
+# temporary. (What the file holds: unit tests QuantizeDit.* and bench/tests/test_int8_convrot_ref.py.)
 set -u
 exe=$1
 model=$2
@@ -55,7 +55,25 @@ cp "$model/transformer/config.json" "$again/transformer/"
 cp "$good" "$again/transformer/diffusion_pytorch_model.safetensors"
 expect 2 "layers.0.proj.ffn_down.comfy_quant: this DiT is already quantized" --model "$again" --out "$bad" --group-size 64
 
-left=$(cd "$tmp" && ls -A | grep -v -x -e tiny_int8.safetensors -e again)
+# A signal once the whole temporary is written (MOSSINFER_TEST_PAUSE, util/test_pause.h): exit
+# 128 + 15, and neither the output nor the temporary is left.
+stopped=$tmp/stopped
+mkdir -p "$stopped"
+MOSSINFER_TEST_PAUSE=write:20 "$exe" quantize --model "$model" --out "$stopped/int8.safetensors" --group-size 64 \
+  2>"$tmp/stopped.err" >/dev/null &
+pid=$!
+for _ in $(seq 200); do grep -q "pause at write" "$tmp/stopped.err" 2>/dev/null && break; sleep 0.1; done
+kill -TERM $pid
+wait $pid
+rc=$?
+if [[ $rc != 143 || -n $(ls -A "$stopped") ]]; then
+  echo "FAIL: SIGTERM at the write pause -> exit $rc, left: $(ls -A "$stopped") $(cat "$tmp/stopped.err")"
+  fails=$((fails + 1))
+else
+  echo "ok: SIGTERM at the write pause -> 143, nothing left"
+fi
+
+left=$(cd "$tmp" && ls -A | grep -v -x -e tiny_int8.safetensors -e again -e stopped -e stopped.err)
 if [[ -n $left ]]; then
   echo "FAIL: refused runs left: $left"
   fails=$((fails + 1))
