@@ -12,6 +12,8 @@ and the GPU kernels to come are judged by. Written from the formulas of docs/int
   clamped to [-128, 127]; a row holding a non-finite value gets s = NaN and q = 0.
 - quantize_weight / dequantize_weight / int8_linear: the format's layer, offline and at run time.
 - quantize_dit(state_dict, layers, g): a MOSS-Image DiT state dict in the Comfy-Org layout.
+- int8_dit(dit, quantized, g): moss_ref's DiT with its block projections run in INT8 ConvRot (the
+  fidelity reference of the INT8 path: its distance to the float DiT is the format's own error).
 
 Command line: `--write-cases FILE` writes the host op's test cases
 (hip/tests/data/int8_convrot_cases.safetensors); `--quantize-dit DIR OUT [--group-size N]`
@@ -154,6 +156,35 @@ def quantize_dit(sd, layers, g=DEFAULT_GROUP):
         out[layer + ".weight_scale"] = s
         out[layer + ".comfy_quant"] = comfy_quant(g)
     return out
+
+
+class Int8ConvRotLinear(torch.nn.Module):
+    """A quantized layer in place of an nn.Linear without bias: int8_linear over the last axis."""
+
+    def __init__(self, q_w, s_w, g):
+        super().__init__()
+        self.q_w, self.s_w, self.g = q_w, s_w.to(torch.float32).reshape(-1, 1), g
+
+    def forward(self, x):
+        y = int8_linear(x.reshape(-1, x.shape[-1]).to(torch.float32), self.q_w, self.s_w, None, self.g)[0]
+        return y.reshape(*x.shape[:-1], self.q_w.shape[0])
+
+
+def int8_dit(dit, quantized, g):
+    """A moss_ref MossDiT (hip/tests/data/reference/moss_ref.py) with every main block's
+    projections replaced by the INT8 ConvRot layers of `quantized` (a quantize_dit state dict,
+    or the file `moss-infer-hip quantize` writes): qkv's rows split back into q, k and v (each row
+    is quantized on its own, so the split is exact). The rest keeps the model's float weights."""
+    for n, block in enumerate(dit.layers):
+        p = f"layers.{n}.proj."
+        q, s = quantized[p + "qkv.weight"], quantized[p + "qkv.weight_scale"]
+        rows = q.shape[0] // 3
+        for i, name in enumerate(("q", "k", "v")):
+            block.proj[name] = Int8ConvRotLinear(q[i * rows:(i + 1) * rows], s[i * rows:(i + 1) * rows], g)
+        for name in ("o", "ffn_up_gate", "ffn_down"):
+            block.proj[name] = Int8ConvRotLinear(quantized[p + name + ".weight"],
+                                                 quantized[p + name + ".weight_scale"], g)
+    return dit
 
 
 def write_cases(path):
