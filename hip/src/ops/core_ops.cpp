@@ -51,7 +51,13 @@ void CoreOps::linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_sc
   op_require(convrot::valid_group_size(group) && x.cols() % group == 0, "linear_int8",
              "group size " + std::to_string(group) + " is not a power of 4 dividing the width " +
                  std::to_string(x.cols()));
-  run_op(hook_, [&] { return OpCall{"core.linear_int8 " + op_dims(q_w) + " g" + std::to_string(group)}; },
+  // The scratch: x's rows rotated and quantized (int8, plus a 4-byte scale per row), which a
+  // backend holds between the quantization and the product.
+  run_op(hook_,
+         [&] {
+           return OpCall{"core.linear_int8 " + op_dims(q_w) + " g" + std::to_string(group), DType::I8,
+                         {x.rows(), x.cols() + 4}};
+         },
          [&] { do_linear_int8(x, q_w, w_scale, bias, group, y); });
 }
 

@@ -379,3 +379,32 @@ TEST(Int8ConvRot, ComfyQuantRecordsReadAsComfyUIReadsThem) {
 
 }  // namespace
 }  // namespace moss
+
+namespace moss {
+namespace {
+
+// What a hook (the profiler, the measuring backend's memory count) sees of the op: its name with
+// the weight's shape and group, and its scratch, the quantized rows and their scales.
+TEST(Int8ConvRot, HookSeesTheOpAndItsScratch) {
+  struct Hook : OpHook {
+    std::vector<OpCall> calls;
+    bool begin(const OpCall& c) override {
+      calls.push_back(c);
+      return true;
+    }
+    void end() override {}
+  } hook;
+  std::unique_ptr<Backend> be = make_host_backend();
+  be->core().set_hook(&hook);
+  const Tensor x = random_f32({5, 192}, 1);
+  Tensor y = host_tensor(DType::F32, {5, 8});
+  be->core().linear_int8(x, random_i8(8, 192, 2), random_f32({8}, 3), nullptr, 64, y);
+  be->core().set_hook(nullptr);
+  ASSERT_EQ(hook.calls.size(), 1u);
+  EXPECT_EQ(hook.calls[0].name, "core.linear_int8 8x192 g64");
+  EXPECT_EQ(hook.calls[0].scratch_dtype, DType::I8);
+  EXPECT_EQ(hook.calls[0].scratch_dims, (std::vector<int64_t>{5, 196}));
+}
+
+}  // namespace
+}  // namespace moss
