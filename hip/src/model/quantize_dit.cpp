@@ -15,20 +15,19 @@
 #include "model/int8_convrot_layers.h"
 #include "util/error.h"
 #include "util/interrupt.h"
+#include "util/thread_pool.h"
 
 namespace moss {
 namespace {
 
-// Row r of a float weight as f32 (the tensor check admits bf16 and f32 weights).
+// Row r of a bf16 or f32 weight as f32.
 void row_f32(const Tensor& w, int64_t r, float* dst) {
   const int64_t K = w.cols();
   if (w.dtype == DType::BF16) {
     const uint16_t* src = w.ptr<const uint16_t>() + r * K;
     for (int64_t k = 0; k < K; ++k) dst[k] = bf16_to_f32(src[k]);
-  } else if (w.dtype == DType::F32) {
-    std::copy_n(w.ptr<const float>() + r * K, K, dst);
   } else {
-    throw usage_error(std::string("quantize: weight of dtype ") + dtype_name(w.dtype) + " is not bf16 or f32");
+    std::copy_n(w.ptr<const float>() + r * K, K, dst);
   }
 }
 
@@ -39,28 +38,37 @@ struct OutputTensor {
   enum class Part { Copy, Weight, Scale, Record } part = Part::Copy;
 };
 
-// The quantized layer's int8 rows and scales, [rows, K] and [rows]; throws naming the source
-// tensor and row of a non-finite value.
+// The quantized layer's int8 rows and scales, [rows, K] and [rows], the rows threaded over the
+// host pool (each row on its own: the same bytes for any split); throws naming the source tensor
+// and the first row holding a non-finite value.
 void quantize_layer(const WeightFiles& weights, const QuantizedDitLayer& layer, int64_t group, std::vector<int8_t>& q,
                     std::vector<float>& scales) {
   q.clear();
   scales.clear();
   for (const std::string& src : layer.sources) {
     const Tensor w = weights.get(src);
+    if (w.dtype != DType::BF16 && w.dtype != DType::F32)
+      throw usage_error(weights.file_of(src) + ": " + src + ": dtype " + dtype_name(w.dtype) + " is not bf16 or f32");
     const int64_t rows = w.rows(), K = w.cols();
-    std::vector<float> row(static_cast<size_t>(K));
-    const size_t base = q.size();
-    q.resize(base + size_t(rows * K));
-    for (int64_t r = 0; r < rows; ++r) {
-      if (r % 256 == 0) check_interrupted();
-      row_f32(w, r, row.data());
-      convrot::rotate_groups(row.data(), K, group);
-      const float s = convrot::quantize_row(row.data(), K, q.data() + base + size_t(r * K));
-      if (std::isnan(s))
+    const size_t first_row = scales.size();
+    q.resize(q.size() + size_t(rows * K));
+    scales.resize(first_row + size_t(rows));
+    int8_t* qs = q.data() + first_row * size_t(K);
+    float* ss = scales.data() + first_row;
+    ThreadPool::global().parallel_for(rows, [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(static_cast<size_t>(K));
+      for (int64_t r = r0; r < r1; ++r) {
+        if (pending_signal()) return;  // checked below, on this thread
+        row_f32(w, r, row.data());
+        convrot::rotate_groups(row.data(), K, group);
+        ss[r] = convrot::quantize_row(row.data(), K, qs + r * K);
+      }
+    }, 16);
+    check_interrupted();
+    for (int64_t r = 0; r < rows; ++r)
+      if (std::isnan(ss[r]))
         throw failure(weights.file_of(src) + ": " + src + ": row " + std::to_string(r) +
                       " holds a NaN or an infinity; refusing to quantize it");
-      scales.push_back(s);
-    }
   }
 }
 
