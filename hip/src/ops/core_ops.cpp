@@ -48,6 +48,11 @@ void CoreOps::linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_sc
                  (w_scale.rank == 1 || (w_scale.rank == 2 && w_scale.cols() == 1)),
              "linear_int8", "weight_scale " + w_scale.shape_str() + " " + dtype_name(w_scale.dtype) +
                                 " is not F32 [N] or [N, 1] for weight " + q_w.shape_str());
+  // |q_x| <= 127 and |q_w| <= 128: the int32 sum cannot overflow below this width.
+  constexpr int64_t kMaxWidth = (int64_t(1) << 31) / (127 * 128);
+  op_require(x.cols() <= kMaxWidth, "linear_int8",
+             "width " + std::to_string(x.cols()) + " could overflow the int32 sum (at most " +
+                 std::to_string(kMaxWidth) + ")");
   op_require(convrot::valid_group_size(group) && x.cols() % group == 0, "linear_int8",
              "group size " + std::to_string(group) + " is not a power of 4 dividing the width " +
                  std::to_string(x.cols()));

@@ -302,6 +302,11 @@ TEST(Int8ConvRot, HostOpRefusals) {
   EXPECT_NE(refusal(x, qw, random_f32({8, 2}, 4), 64, y).find("weight_scale [8, 2]"), std::string::npos);
   EXPECT_NE(refusal(x, qw, host_tensor(DType::BF16, {8}), 64, y).find("is not F32"), std::string::npos);
   EXPECT_NE(refusal(x, random_i8(8, 128, 5), sw, 64, y).find("does not match x"), std::string::npos);
+  // 132104 = 2^31 / (127 · 128) is the widest the int32 sum holds; the next group is refused.
+  const Tensor wide_x = host_tensor(DType::F32, {1, 132160}), wide_w = host_tensor(DType::I8, {1, 132160});
+  Tensor wide_y = host_tensor(DType::F32, {1, 1});
+  EXPECT_NE(refusal(wide_x, wide_w, random_f32({1}, 4), 64, wide_y).find("width 132160 could overflow the int32 sum (at most 132104)"),
+            std::string::npos);
   Tensor y_bad = host_tensor(DType::F32, {3, 7});
   EXPECT_NE(refusal(x, qw, sw, 64, y_bad).find("is not [M, N]"), std::string::npos);
 }
