@@ -11,6 +11,7 @@
 #include "app/inspect_command.h"
 #include "app/run_generation.h"
 #include "cli/options.h"
+#include "cli/quantize.h"
 #include "cli/replay.h"
 #include "diagnostics/bench.h"
 #include "diagnostics/self_test.h"
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
     if (sub == "self-test") return self_test_command(rest);
     if (sub == "bench") return bench_command(rest);
     if (sub == "inspect") return inspect_command(rest);
+    if (sub == "quantize") return quantize_command(rest);
     ParsedArgs args = parse_args(std::vector<std::string>(argv + 1, argv + argc));
     replay = args.replay;
     switch (args.action) {

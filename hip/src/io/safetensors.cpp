@@ -238,21 +238,36 @@ std::vector<std::string> WeightFiles::names() const {
   return n;
 }
 
-void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+std::string safetensors_header(const std::vector<TensorInfo>& tensors, const std::map<std::string, std::string>& metadata) {
   json h = json::object();
   if (!metadata.empty()) h["__metadata__"] = metadata;
   uint64_t off = 0;
-  for (auto& [name, t] : tensors) {
-    h[name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.dims()}, {"data_offsets", {off, off + t.nbytes()}}};
-    off += t.nbytes();
+  for (const TensorInfo& t : tensors) {
+    int64_t numel = 1;
+    for (int64_t d : t.shape) numel *= d;
+    const uint64_t bytes = uint64_t(numel) * dtype_size(t.dtype);
+    h[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {off, off + bytes}}};
+    off += bytes;
   }
   std::string header = h.dump();
   while (header.size() % 8) header += ' ';
   std::string out(8, '\0');
   uint64_t n = header.size();
   for (int i = 0; i < 8; ++i) out[size_t(i)] = char((n >> (8 * i)) & 0xff);
-  out += header;
+  return out + header;
+}
+
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorInfo> infos;
+  for (auto& [name, t] : tensors) {
+    TensorInfo i;
+    i.name = name;
+    i.dtype = t.dtype;
+    i.shape = t.dims();
+    infos.push_back(i);
+  }
+  std::string out = safetensors_header(infos, metadata);
   for (auto& [name, t] : tensors) {
     if (!t.contiguous()) throw std::invalid_argument("write_safetensors: tensor '" + name + "' is not contiguous");
     out.append(static_cast<const char*>(t.data), t.nbytes());

@@ -97,6 +97,12 @@ class WeightFiles {
   std::map<std::string, std::pair<TensorInfo, Tensor>> memory_;  // in_memory(): name -> (info, host tensor)
 };
 
+// The start of a safetensors file holding `tensors` (name, dtype, shape) in this order: the
+// 8-byte length and the JSON header (offsets assigned in list order, padded to 8 bytes). The
+// tensors' bytes follow it, in the same order (write_safetensors; model/quantize_dit.h streams them).
+std::string safetensors_header(const std::vector<TensorInfo>& tensors,
+                               const std::map<std::string, std::string>& metadata = {});
+
 // Writer (tests, tools): tensors given as host views, written contiguously in order.
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});

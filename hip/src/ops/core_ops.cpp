@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "tensor/int8_convrot.h"
+
 namespace moss {
 namespace {
 
@@ -36,6 +38,36 @@ void CoreOps::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tenso
   // GEMM got bf16 activations.
   run_op(hook_, [&] { return OpCall{"core.linear " + op_dims(w) + " x:" + dtype_name(x.dtype)}; },
          [&] { do_linear(x, w, bias, y); });
+}
+
+void CoreOps::linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias,
+                          int64_t group, Tensor& y) {
+  check_gemm("linear_int8", x, q_w, bias, y, 1);
+  op_require(q_w.dtype == DType::I8, "linear_int8", std::string("weight must be I8, not ") + dtype_name(q_w.dtype));
+  op_require(w_scale.dtype == DType::F32 && w_scale.numel() == q_w.rows() &&
+                 (w_scale.rank == 1 || (w_scale.rank == 2 && w_scale.cols() == 1)),
+             "linear_int8", "weight_scale " + w_scale.shape_str() + " " + dtype_name(w_scale.dtype) +
+                                " is not F32 [N] or [N, 1] for weight " + q_w.shape_str());
+  // |q_x| <= 127 and |q_w| <= 128: the int32 sum cannot overflow below this width.
+  constexpr int64_t kMaxWidth = (int64_t(1) << 31) / (127 * 128);
+  op_require(x.cols() <= kMaxWidth, "linear_int8",
+             "width " + std::to_string(x.cols()) + " could overflow the int32 sum (at most " +
+                 std::to_string(kMaxWidth) + ")");
+  op_require(convrot::valid_group_size(group) && x.cols() % group == 0, "linear_int8",
+             "group size " + std::to_string(group) + " is not a power of 4 dividing the width " +
+                 std::to_string(x.cols()));
+  // The scratch: x's rows rotated and quantized (int8, plus a 4-byte scale per row), which a
+  // backend holds between the quantization and the product.
+  run_op(hook_,
+         [&] {
+           return OpCall{"core.linear_int8 " + op_dims(q_w) + " g" + std::to_string(group), DType::I8,
+                         {x.rows(), x.cols() + 4}};
+         },
+         [&] { do_linear_int8(x, q_w, w_scale, bias, group, y); });
+}
+
+void CoreOps::do_linear_int8(const Tensor&, const Tensor&, const Tensor&, const Tensor*, int64_t, Tensor&) {
+  op_require(false, "linear_int8", "this backend has no int8 kernels yet (issue 49); the host backend has the reference");
 }
 
 void CoreOps::linear_transposed(const Tensor& x, const Tensor& w, Tensor& yt) {

@@ -42,6 +42,16 @@ class CoreOps : public OpFamily {
   // y[M,N] = x[M,K] · w[N,K]ᵀ (+ bias[N]); fp32 accumulation.
   void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
 
+  // The INT8 ConvRot linear (docs/int8_convrot.md section 4): every row of x rotated by
+  // convrot::rotate_groups over groups of `group` columns and quantized by convrot::quantize_row
+  // (q_x, s_x[r]); then A = q_x·q_wᵀ in int32, exact, and y[r, o] = float(A[r, o])·(s_x[r]·
+  // w_scale[o]) + bias[o], in that order. q_w: I8 [N, K], the rotated weight quantized per row;
+  // w_scale: f32, N elements ([N] or ComfyUI's [N, 1]); bias: bf16 or f32 [N], or none; group: a
+  // power of 4 dividing K; K at most 132104 (the int32 sum cannot overflow). Only the host
+  // reference has a body yet; other backends refuse.
+  void linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias, int64_t group,
+                   Tensor& y);
+
   // The product stored transposed: yt [N, P] (P >= M >= 1, any row stride) receives
   // yt[c][r] = (x·wᵀ)[r][c] for r < M and 0 for M <= r < P; fp32 accumulation, no bias. The
   // DiT's v projection written as the zero-padded Vᵀ its attention reads, where
@@ -149,6 +159,10 @@ class CoreOps : public OpFamily {
   // dtypes its kernels take, storage).
   virtual void do_linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) = 0;
   virtual void do_linear_transposed(const Tensor& x, const Tensor& w, Tensor& yt) = 0;
+  // Not pure: a backend without int8 kernels inherits the refusal (ops/core_ops.cpp).
+  virtual void do_linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias,
+                              int64_t group, Tensor& y);
+
   virtual void do_linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
                                     Tensor& out) = 0;
   virtual void do_rms_norm(const Tensor& x, const Tensor* w, NormWeight mode, float eps, int64_t group, Tensor& y) = 0;

@@ -9,6 +9,7 @@
 
 #include "ops/host/host_factories.h"
 #include "ops/host/host_op_parts.h"
+#include "tensor/int8_convrot.h"
 #include "util/cancel.h"
 
 namespace moss {
@@ -73,6 +74,46 @@ class HostCoreOps : public CoreOps {
         }
       }
     });
+  }
+
+  // Rows of x rotated and quantized (convrot::, the format's one definition), then the int32
+  // products, each converted to fp32 and scaled by (s_x·s_w) before the bias, as the document's
+  // section 4 orders it.
+  void do_linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias, int64_t group,
+                      Tensor& y) override {
+    check_f32_matrix(x, "linear_int8", "x");
+    check_f32_matrix(y, "linear_int8", "y");
+    check_host(q_w, "linear_int8", "weight");
+    check_host(w_scale, "linear_int8", "weight_scale");
+    op_require(q_w.contiguous() && w_scale.contiguous(), "linear_int8", "weight and weight_scale must be contiguous");
+    const int64_t M = x.rows(), K = x.cols(), N = q_w.rows();
+    std::vector<int8_t> qx(size_t(M * K));
+    std::vector<float> sx(static_cast<size_t>(M));
+    pool_.parallel_for(M, [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(static_cast<size_t>(K));
+      for (int64_t r = r0; r < r1; ++r) {
+        std::copy_n(x.row<const float>(r), K, row.data());
+        convrot::rotate_groups(row.data(), K, group);
+        sx[size_t(r)] = convrot::quantize_row(row.data(), K, qx.data() + r * K);
+      }
+    });
+    const float* sw = w_scale.ptr<const float>();
+    std::vector<float> b = bias ? vec_f32(*bias) : std::vector<float>();
+    const int8_t* qw = q_w.ptr<const int8_t>();
+    pool_.parallel_for(N, [&](int64_t n0, int64_t n1) {
+      for (int64_t m = 0; m < M; ++m) {
+        if (m % 64 == 0 && cancel_requested()) return;  // util/cancel.h: the caller throws
+        const int8_t* xr = qx.data() + m * K;
+        float* yr = y.row<float>(m);
+        for (int64_t n = n0; n < n1; ++n) {
+          const int8_t* wr = qw + n * K;
+          int32_t acc = 0;
+          for (int64_t k = 0; k < K; ++k) acc += int32_t(xr[k]) * int32_t(wr[k]);
+          const float v = float(acc) * (sx[size_t(m)] * sw[n]);
+          yr[n] = bias ? v + b[size_t(n)] : v;
+        }
+      }
+    }, 16);
   }
 
   // Its definition, literally: the product, stored transposed, zeros past x's rows.

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""INT8 ConvRot in plain PyTorch: the reference the C++ host arithmetic, `moss-infer-hip quantize`
+and the GPU kernels to come are judged by. Written from the formulas of docs/int8_convrot.md
+(sections 2-5), torch ops only, no code of the format's other implementations.
+
+- hadamard(g): H_g, the Kronecker power of H4 / 2 (the definition).
+- rotate_dense(x, g): every run of g features times H_g, in float64 (the definition).
+- rotate_fast(x, g): the same in float32, in the operation order the document fixes (radix-4
+  stages, lowest digit first, each output 0.5 * the H4 row's signed sum added left to right):
+  bit for bit what the C++ convrot::rotate_groups computes.
+- quantize_rows(v): per-row scale s = max(absmax * fl(1/127), 1e-30), q = round-half-even(v / s)
+  clamped to [-128, 127]; a row holding a non-finite value gets s = NaN and q = 0.
+- quantize_weight / dequantize_weight / int8_linear: the format's layer, offline and at run time.
+- quantize_dit(state_dict, layers, g): a MOSS-Image DiT state dict in the Comfy-Org layout.
+- int8_dit(dit, quantized, g): moss_ref's DiT with its block projections run in INT8 ConvRot (the
+  fidelity reference of the INT8 path: its distance to the float DiT is the format's own error).
+
+Command line: `--write-cases FILE` writes the host op's test cases
+(hip/tests/data/int8_convrot_cases.safetensors); `--quantize-dit DIR OUT [--group-size N]`
+writes quantize_dit of DIR/transformer, for comparisons with the C++ command.
+"""
+import argparse
+import json
+import os
+
+import torch
+
+H4 = [[1, 1, 1, -1], [1, 1, -1, 1], [1, -1, 1, 1], [-1, 1, 1, 1]]
+SCALE_FLOOR = 1e-30
+DEFAULT_GROUP = 256
+FORMAT = "int8_tensorwise"
+
+
+def valid_group_size(g):
+    """A power of 4, at least 4."""
+    if not isinstance(g, int) or g < 4:
+        return False
+    while g % 4 == 0:
+        g //= 4
+    return g == 1
+
+
+def _check_group(width, g):
+    if not valid_group_size(g):
+        raise ValueError(f"group size {g} is not a power of 4")
+    if width % g:
+        raise ValueError(f"group size {g} does not divide the width {width}")
+
+
+def hadamard(g, dtype=torch.float64):
+    """H_g = (H4 / 2) kron (H4 / 2) kron ...: symmetric and orthogonal."""
+    _check_group(g, g)
+    h4 = torch.tensor(H4, dtype=dtype) / 2
+    h = h4
+    while h.shape[0] < g:
+        h = torch.kron(h, h4)
+    return h
+
+
+def rotate_dense(x, g):
+    """x [..., K] -> every run of g features times H_g, float64."""
+    k = x.shape[-1]
+    _check_group(k, g)
+    xg = x.to(torch.float64).reshape(-1, k // g, g)
+    return (xg @ hadamard(g)).reshape(x.shape)
+
+
+def rotate_fast(x, g):
+    """The float32 fast transform in the document's operation order (bit-exact with the C++)."""
+    k = x.shape[-1]
+    _check_group(k, g)
+    v = x.to(torch.float32).reshape(-1, k // g, g).clone()
+    rows, groups = v.shape[0], v.shape[1]
+    s = 1
+    while s < g:
+        # index within a group = hi * 4s + digit * s + lo
+        q = v.reshape(rows, groups, g // (4 * s), 4, s)
+        a, b, c, d = q[:, :, :, 0], q[:, :, :, 1], q[:, :, :, 2], q[:, :, :, 3]
+        out = torch.stack([
+            0.5 * (((a + b) + c) - d),
+            0.5 * (((a + b) - c) + d),
+            0.5 * (((a - b) + c) + d),
+            0.5 * ((((-a) + b) + c) + d),
+        ], dim=3)
+        v = out.reshape(rows, groups, g)
+        s *= 4
+    return v.reshape(x.shape)
+
+
+def quantize_rows(v):
+    """v [R, K] float32 -> (q int8 [R, K], s float32 [R, 1])."""
+    v = v.to(torch.float32)
+    finite = torch.isfinite(v).all(dim=-1, keepdim=True)
+    absmax = torch.where(torch.isfinite(v), v.abs(), torch.zeros_like(v)).amax(dim=-1, keepdim=True)
+    inv127 = torch.tensor(1.0 / 127.0, dtype=torch.float32)
+    s = torch.clamp(absmax * inv127, min=SCALE_FLOOR)
+    q = torch.round(v / s).clamp(-128, 127)
+    q = torch.where(finite, q, torch.zeros_like(q)).to(torch.int8)
+    s = torch.where(finite, s, torch.full_like(s, float("nan")))
+    return q, s
+
+
+def quantize_weight(w, g=DEFAULT_GROUP):
+    """W [out, in] (any float dtype) -> (Q_w int8 [out, in], s_w float32 [out, 1]); W_rot = W R."""
+    return quantize_rows(rotate_fast(w.to(torch.float32), g))
+
+
+def dequantize_weight(q, s, g=DEFAULT_GROUP):
+    """Back to the unrotated basis (R is its own inverse), float64."""
+    return rotate_dense(q.to(torch.float64) * s.to(torch.float64).reshape(-1, 1), g)
+
+
+def int8_linear(x, q_w, s_w, bias, g=DEFAULT_GROUP):
+    """x [M, K] float32 -> y [M, N]: float(sum_i q_x q_w in int32) * (s_x * s_w) + bias."""
+    x_rot = rotate_fast(x, g)
+    q_x, s_x = quantize_rows(x_rot)
+    acc = (q_x.to(torch.int64) @ q_w.to(torch.int64).T)
+    assert acc.abs().max().item() < 2 ** 31, "int32 accumulator overflow"
+    y = acc.to(torch.int32).to(torch.float32) * (s_x * s_w.to(torch.float32).reshape(1, -1))
+    if bias is not None:
+        y = y + bias.to(torch.float32).reshape(1, -1)
+    return y, x_rot, q_x, s_x
+
+
+def comfy_quant(g):
+    """The layer's comfy_quant tensor: the bytes of the JSON as Python's json.dumps spells it."""
+    text = json.dumps({"format": FORMAT, "convrot": True, "convrot_groupsize": g})
+    return torch.tensor(list(text.encode("utf-8")), dtype=torch.uint8)
+
+
+def quantized_layers(layers):
+    """The Comfy-Org file's quantized layers (docs/int8_convrot.md section 5): name -> the official
+    weights whose rows it stacks."""
+    out = {}
+    for n in range(layers):
+        p = f"layers.{n}.proj."
+        out[p + "qkv"] = [p + "q.weight", p + "k.weight", p + "v.weight"]
+        out[p + "o"] = [p + "o.weight"]
+        out[p + "ffn_up_gate"] = [p + "ffn_up_gate.weight"]
+        out[p + "ffn_down"] = [p + "ffn_down.weight"]
+    return out
+
+
+def quantize_dit(sd, layers, g=DEFAULT_GROUP):
+    """An official-name DiT state dict -> the Comfy-Org INT8 ConvRot state dict."""
+    qlayers = quantized_layers(layers)
+    consumed = {w for ws in qlayers.values() for w in ws}
+    out = {name: t for name, t in sd.items() if name not in consumed}
+    for layer, sources in qlayers.items():
+        w = torch.cat([sd[s] for s in sources], dim=0)
+        _check_group(w.shape[1], g)
+        if not torch.isfinite(w.to(torch.float32)).all():
+            raise ValueError(f"{layer}: non-finite weight")
+        q, s = quantize_weight(w, g)
+        out[layer + ".weight"] = q
+        out[layer + ".weight_scale"] = s
+        out[layer + ".comfy_quant"] = comfy_quant(g)
+    return out
+
+
+class Int8ConvRotLinear(torch.nn.Module):
+    """A quantized layer in place of an nn.Linear without bias: int8_linear over the last axis."""
+
+    def __init__(self, q_w, s_w, g):
+        super().__init__()
+        self.q_w, self.s_w, self.g = q_w, s_w.to(torch.float32).reshape(-1, 1), g
+
+    def forward(self, x):
+        y = int8_linear(x.reshape(-1, x.shape[-1]).to(torch.float32), self.q_w, self.s_w, None, self.g)[0]
+        return y.reshape(*x.shape[:-1], self.q_w.shape[0])
+
+
+def int8_dit(dit, quantized, g):
+    """A moss_ref MossDiT (hip/tests/data/reference/moss_ref.py) with every main block's
+    projections replaced by the INT8 ConvRot layers of `quantized` (a quantize_dit state dict,
+    or the file `moss-infer-hip quantize` writes): qkv's rows split back into q, k and v (each row
+    is quantized on its own, so the split is exact). The rest keeps the model's float weights."""
+    for n, block in enumerate(dit.layers):
+        p = f"layers.{n}.proj."
+        q, s = quantized[p + "qkv.weight"], quantized[p + "qkv.weight_scale"]
+        rows = q.shape[0] // 3
+        for i, name in enumerate(("q", "k", "v")):
+            block.proj[name] = Int8ConvRotLinear(q[i * rows:(i + 1) * rows], s[i * rows:(i + 1) * rows], g)
+        for name in ("o", "ffn_up_gate", "ffn_down"):
+            block.proj[name] = Int8ConvRotLinear(quantized[p + name + ".weight"],
+                                                 quantized[p + name + ".weight_scale"], g)
+    return dit
+
+
+def write_cases(path):
+    """The host op's cases: widths 128, 192, 384 (the tiny models'), group 64."""
+    from safetensors.torch import save_file
+    gen = torch.Generator().manual_seed(49)
+    t = {}
+    for k in (128, 192, 384):
+        m, n = 8, 48
+        x = torch.randn(m, k, generator=gen) * 2
+        x[1, 5] = 40.0  # an outlier the rotation spreads over its group
+        x[2] = 0.0      # an all-zero row: scale 1e-30, output = bias
+        w = torch.randn(n, k, generator=gen) * 0.05
+        q_w, s_w = quantize_weight(w, 64)
+        bias = (torch.randn(n, generator=gen) * 0.1).to(torch.bfloat16)
+        y, x_rot, q_x, s_x = int8_linear(x, q_w, s_w, bias, 64)
+        p = f"K{k}."
+        t.update({p + "x": x, p + "q_w": q_w, p + "w_scale": s_w, p + "bias": bias,
+                  p + "x_rot": x_rot, p + "q_x": q_x, p + "s_x": s_x, p + "y": y})
+    save_file({name: v.contiguous() for name, v in t.items()}, path,
+              metadata={"made_by": "bench/int8_convrot_ref.py --write-cases"})
+
+
+def load_dit(model_dir):
+    import glob
+    from safetensors.torch import load_file
+    sd = {}
+    for f in sorted(glob.glob(os.path.join(model_dir, "transformer", "*.safetensors"))):
+        sd.update(load_file(f))
+    with open(os.path.join(model_dir, "transformer", "config.json")) as f:
+        layers = json.load(f)["num_layers"]
+    return sd, layers
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--write-cases", metavar="FILE")
+    ap.add_argument("--quantize-dit", nargs=2, metavar=("MODEL_DIR", "OUT"))
+    ap.add_argument("--group-size", type=int, default=DEFAULT_GROUP)
+    a = ap.parse_args()
+    if a.write_cases:
+        write_cases(a.write_cases)
+    if a.quantize_dit:
+        from safetensors.torch import save_file
+        sd, layers = load_dit(a.quantize_dit[0])
+        save_file(quantize_dit(sd, layers, a.group_size), a.quantize_dit[1])
+    if not (a.write_cases or a.quantize_dit):
+        ap.error("nothing to do: give --write-cases or --quantize-dit")
+
+
+if __name__ == "__main__":
+    main()

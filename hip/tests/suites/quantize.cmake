@@ -1,0 +1,8 @@
+# `moss-infer-hip quantize` (issue 49, docs/int8_convrot.md section 6) from the command line on
+# the tiny model: the run at group 64, --help, and every refusal's exit status and message
+# (hip/tests/cli/quantize_tests.sh). What the file holds is checked by the unit tests
+# (QuantizeDit.*, Int8ConvRot.*) and, against the PyTorch reference, by
+# bench/tests/test_int8_convrot_ref.py.
+add_test(NAME cli_quantize COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/quantize_tests.sh
+         $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
+set_tests_properties(cli_quantize PROPERTIES LABELS "cli;int8")
