@@ -61,6 +61,9 @@ class WeightFiles {
   // weights: every loader and streamer reads them as it reads mapped files, with no file written).
   // `label` stands for the folder in messages.
   static WeightFiles in_memory(const std::string& label, const std::map<std::string, Tensor>& tensors);
+  // These files with some tensors served from host memory instead (a LoRA's merged weights,
+  // model/lora.h): same names, dtypes and shapes; everything else still reads the mapping.
+  WeightFiles with_replaced(const std::map<std::string, Tensor>& tensors) const;
   bool has(const std::string& name) const;
   const TensorInfo& info(const std::string& name) const;
   Tensor get(const std::string& name) const;
