@@ -28,8 +28,8 @@ const Refusal kRefused[] = {
     {"--schedule", "other schedulers (only the official schedule runs)"},
     {"--sigmas", "custom sigma schedules"},
     {"--eta", "stochastic samplers"},
-    {"--lora*", "LoRAs"},
-    {"--loras", "LoRAs"},
+    {"--lora-model-dir", "this LoRA option (give --lora FILE[:WEIGHT] once per LoRA)"},
+    {"--loras", "this LoRA option (give --lora FILE[:WEIGHT] once per LoRA)"},
     {"--init-image", "img2img"},
     {"--init-img", "img2img"},
     {"--image", "img2img"},
@@ -224,6 +224,8 @@ std::string help_text() {
          "                         may be empty)\n"
          "  --max-seq N            templated tokens per prompt; longer prompts are cut  default: 4096\n"
          "  --tier reference       the only tier                                        default: reference\n"
+         "  --lora FILE[:WEIGHT]   merge a LoRA into the weights (repeatable, at most 16, default weight 1,\n"
+         "                         negative allowed; docs/loras.md)\n"
          "  --vram-budget GiB      cap on device memory for the VAE and the DiT         default: free memory\n"
          "  --device N[,N...]|all  HIP device index(es): one engine each, images spread  default: first supported\n"
          "  --no-metadata          no generation record in the PNG\n"
@@ -284,7 +286,7 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
       if (i + 1 >= argv.size()) throw usage_error(arg + " needs a value");
       value = argv[++i];
     }
-    if (seen.count(arg)) throw usage_error(arg + " given twice");
+    if (seen.count(arg) && arg != "--lora") throw usage_error(arg + " given twice");  // --lora adds one each
     seen[arg] = value;
 
     if (const FieldNames* field = find_field_by_flag(arg)) {

@@ -268,6 +268,9 @@ A1111Request parse_a1111_request(const json& body, const RequestContext& context
   check_override_settings(body, context.settings);
   if (!context.allow_output && !field(body, "output").is_null())
     throw refuse("output", "writing files on the server (the images come back in the answer)");
+  // A body's "lora" names files: a jobs line's (a local file) may, a client's may not.
+  if (!context.allow_output && !field(body, "lora").is_null())
+    throw refuse("lora", "LoRA files named by a client (the server reads no file a body names)");
 
   GenerationRequest request = context.defaults;
   try {

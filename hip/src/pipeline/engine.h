@@ -82,6 +82,8 @@ class Engine {
 
  private:
   struct Loaded;
+  // Merges the request's LoRA set unless it is the one merged now (exit 2 for a LoRA that does not fit).
+  void apply_loras(const std::vector<LoraChoice>& loras);
   GeneratedImage make_image(const GenerationRequest& r, bool decode, const ProgressHook& hook,
                             const std::atomic<bool>* stop_denoise);
   EngineSettings settings_;
