@@ -46,7 +46,7 @@ const std::pair<const char*, const char*> kUnsupported[] = {
 
 bool is_kohya_key(const std::string& key) {
   return starts_with_str(key, "lora_unet_") || starts_with_str(key, "lora_te") ||
-         starts_with_str(key, "lora_transformer_");
+         starts_with_str(key, "lora_transformer_") || starts_with_str(key, "lycoris_");
 }
 
 float scalar_value(const Tensor& t, const std::string& path, const std::string& name) {
@@ -309,9 +309,9 @@ BoundLora bind_lora(std::shared_ptr<const LoraFile> lora, const WeightFiles& dit
     else if (starts_with_str(name, "model.language_model.")) te_table.prefix = "model.language_model.";
   te_table.build(te);
   const std::vector<std::string> dit_prefixes = {"base_model.model.", "model.diffusion_model.", "diffusion_model.",
-                                                 "transformer.", "lora_unet_", "lora_transformer_"};
+                                                 "transformer.", "lora_unet_", "lora_transformer_", "lycoris_"};
   const std::vector<std::string> te_prefixes = {"base_model.model.", "text_encoders.", "text_encoder.",
-                                                "lora_te1_", "lora_te_", "model."};
+                                                "lora_te1_", "lora_te_", "model.", "language_model."};
   std::vector<const LoraModule*> unmatched;
   for (const LoraModule& m : lora->modules) {
     const bool kohya = m.format == LoraFormat::Kohya || is_kohya_key(m.key);
