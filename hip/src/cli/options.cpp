@@ -165,7 +165,7 @@ bool option_takes_value(const std::string& option) {
   // The run's own valued options; the request's settings are pipeline/request_fields.h's flags.
   static const std::set<std::string> kValued = {"--model", "-o", "--latent-out", "--size", "--vram-budget",
                                                 "--device", "--batch-count", "--prompt-file", "--negative-file",
-                                                "--jobs", "--progress", "--from-png", "--replay"};
+                                                "--jobs", "--progress", "--from-png", "--replay", "--lora-dir"};
   return kValued.count(option) > 0 || find_field_by_flag(option) != nullptr;
 }
 
@@ -226,6 +226,8 @@ std::string help_text() {
          "  --tier reference       the only tier                                        default: reference\n"
          "  --lora FILE[:WEIGHT]   merge a LoRA into the weights (repeatable, at most 16, default weight 1,\n"
          "                         negative allowed; docs/loras.md)\n"
+         "  --lora-dir DIR         where <lora:NAME:WEIGHT> prompt tags find NAME.safetensors\n"
+         "                         (jobs lines; serve lists it at /sdapi/v1/loras)\n"
          "  --vram-budget GiB      cap on device memory for the VAE and the DiT         default: free memory\n"
          "  --device N[,N...]|all  HIP device index(es): one engine each, images spread  default: first supported\n"
          "  --no-metadata          no generation record in the PNG\n"
@@ -323,6 +325,9 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
       if (value.empty()) throw usage_error(arg + ": empty path");
       replay_flag = arg;
       replay_path = value;
+    } else if (arg == "--lora-dir") {
+      if (!dir_exists(value)) throw bad_value(arg, value, "not a folder");
+      o.lora_dir = value;
     } else if (arg == "--progress") {
       if (value != "json" && value != "text") throw bad_value(arg, value, "expected json or text");
       o.progress_json = value == "json";
