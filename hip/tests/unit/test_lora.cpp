@@ -6,9 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 
+#include "frontend/a1111_request.h"
+#include "frontend/lora_library.h"
 #include "model/lora.h"
 #include "pipeline/record.h"
 #include "pipeline/request_fields.h"
@@ -339,4 +343,104 @@ TEST(Lora, RecordListsNameWeightAndHash) {
   RunRecord none;
   EXPECT_FALSE(nlohmann::json::parse(record_json(none)).contains("loras"));
   EXPECT_EQ(a1111_parameters(none).find("Lora"), std::string::npos);
+}
+
+TEST(Lora, PromptTagsTakenOut) {
+  struct Case {
+    std::string prompt, left;
+    std::vector<std::pair<std::string, float>> tags;
+  };
+  const std::vector<Case> cases = {
+      {"an apple <lora:style:0.8>", "an apple ", {{"style", 0.8f}}},
+      {"<lora:a><lyco:b:-1.5> x <lora:c:2>", " x ", {{"a", 1.0f}, {"b", -1.5f}, {"c", 2.0f}}},
+      {"no tags <lora", "no tags <lora", {}},
+      {"<LORA:x:1> stays (A1111's tags are lower case)", "<LORA:x:1> stays (A1111's tags are lower case)", {}},
+      {"ünïcode <lora:名前:0.5>!", "ünïcode !", {{"名前", 0.5f}}},
+  };
+  for (const Case& c : cases) {
+    std::string p = c.prompt;
+    const std::vector<LoraTag> tags = take_lora_tags(p);
+    EXPECT_EQ(p, c.left) << c.prompt;
+    ASSERT_EQ(tags.size(), c.tags.size()) << c.prompt;
+    for (size_t i = 0; i < tags.size(); ++i) {
+      EXPECT_EQ(tags[i].name, c.tags[i].first);
+      EXPECT_EQ(tags[i].weight, c.tags[i].second);
+    }
+  }
+  for (const std::string bad : {"<lora::1>", "<lora:a:x>", "<lora:a:1:2>", "<lora:a:101>", "<lora:a:>"}) {
+    std::string p = bad;
+    EXPECT_THROW(take_lora_tags(p), std::invalid_argument) << bad;
+  }
+}
+
+TEST(Lora, LibraryFindsListsAndRescans) {
+  const std::string dir = testing::TempDir() + "lora_library";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/sub");
+  std::mt19937 rng(5);
+  write_safetensors(dir + "/style.safetensors", {{"x.lora_A.weight", random_tensor({1, 2}, rng)}}, {{"ss_note", "hi"}});
+  write_safetensors(dir + "/sub/fix.safetensors", {{"x.lora_A.weight", random_tensor({1, 2}, rng)}});
+  std::ofstream(dir + "/readme.txt") << "not a LoRA";
+  LoraLibrary lib(dir);
+  EXPECT_EQ(lib.find("style"), dir + "/style.safetensors");
+  EXPECT_EQ(lib.find("fix"), dir + "/sub/fix.safetensors");
+  EXPECT_EQ(lib.find("readme"), "");
+  const nlohmann::json list = lib.a1111_list();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["name"], "fix");
+  EXPECT_EQ(list[0]["path"], "sub/fix.safetensors");  // relative: the server's folders stay its own
+  EXPECT_EQ(list[1]["alias"], "style");
+  EXPECT_EQ(list[1]["metadata"]["ss_note"], "hi");
+  std::filesystem::remove(dir + "/style.safetensors");
+  write_safetensors(dir + "/new.safetensors", {{"x.lora_A.weight", random_tensor({1, 2}, rng)}});
+  EXPECT_NE(lib.find("style"), "");  // until the rescan
+  lib.rescan();
+  EXPECT_EQ(lib.find("style"), "");
+  EXPECT_EQ(lib.find("new"), dir + "/new.safetensors");
+  EXPECT_EQ(error_of([&] { LoraLibrary none(dir + "/absent"); }).code(), ExitCode::Usage);
+}
+
+TEST(Lora, RequestBodiesTakeTagsFromTheLibrary) {
+  const std::string dir = testing::TempDir() + "lora_bodies";
+  std::filesystem::create_directories(dir);
+  std::mt19937 rng(9);
+  write_safetensors(dir + "/style.safetensors", {{"x.lora_A.weight", random_tensor({1, 2}, rng)}});
+  LoraLibrary lib(dir);
+  RequestContext server;
+  server.loras = &lib;
+  auto parse = [](const char* body, const RequestContext& c) { return parse_a1111_request(nlohmann::json::parse(body), c); };
+  const A1111Request ok = parse(R"({"prompt": "an apple <lora:style:0.8>", "negative_prompt": "blur <lora:style:1>"})", server);
+  const GenerationRequest& r = ok.images.at(0);
+  EXPECT_EQ(r.prompt, "an apple ");
+  EXPECT_EQ(r.negative, "blur ");
+  ASSERT_EQ(r.loras.size(), 1u);
+  EXPECT_EQ(r.loras[0].path, dir + "/style.safetensors");
+  EXPECT_EQ(r.loras[0].weight, 0.8f);
+  EXPECT_NE(ok.lora_note.find("negative prompt are ignored"), std::string::npos);
+  const A1111Request off = parse(R"({"prompt": "a <lora:style:1>", "disable_extra_networks": true})", server);
+  EXPECT_EQ(off.images.at(0).prompt, "a <lora:style:1>");
+  EXPECT_TRUE(off.images.at(0).loras.empty());
+  struct Refused {
+    const char* body;
+    const char* field;
+    const char* says;
+  };
+  for (const Refused& f : {Refused{R"({"prompt": "a <lora:other:1>"})", "prompt", "unknown LoRA 'other'"},
+                           Refused{R"({"prompt": "a <lora:style:9000>"})", "prompt", "between -100 and 100"},
+                           Refused{R"({"prompt": "a", "lora": ["/etc/passwd"]})", "lora", "LoRA files named by a client"},
+                           Refused{R"({"prompt": "a <hypernet:h:1>"})", "prompt", "not supported"}}) {
+    try {
+      parse(f.body, server);
+      ADD_FAILURE() << f.body;
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.status, 422) << f.body;
+      EXPECT_EQ(e.field, f.field) << f.body;
+      EXPECT_NE(std::string(e.what()).find(f.says), std::string::npos) << e.what();
+    }
+  }
+  RequestContext jobs;  // a jobs line may name files; its tags need --lora-dir
+  jobs.allow_output = true;
+  const A1111Request line = parse(R"({"prompt": "a", "lora": ["x.safetensors:0.5"]})", jobs);
+  EXPECT_EQ(line.images.at(0).loras.at(0).path, "x.safetensors");
+  EXPECT_THROW(parse(R"({"prompt": "a <lora:style:1>"})", jobs), RequestError);
 }
