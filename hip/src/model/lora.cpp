@@ -382,11 +382,12 @@ BoundLora bind_lora(std::shared_ptr<const LoraFile> lora, const WeightFiles& dit
 
 namespace {
 
-// c[o, i] = sum over k of a[o, k] * b[k, i], k ascending, fp32.
-void matmul_f32(const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& c, int64_t out,
-                int64_t rank, int64_t in) {
-  c.assign(size_t(out * in), 0.0f);
-  ThreadPool::global().parallel_for(out, [&](int64_t r0, int64_t r1) {
+// c[o - o0, i] = sum over k of a[o, k] * b[k, i] for rows o in [o0, o0 + rows), k ascending, fp32.
+std::vector<float> matmul_rows(const Tensor& at, const Tensor& bt, int64_t o0, int64_t rows) {
+  const int64_t rank = at.shape[1], in = bt.shape[1];
+  const std::vector<float> a = to_f32_vector(at.slice_rows(o0, rows)), b = to_f32_vector(bt);
+  std::vector<float> c(size_t(rows * in), 0.0f);
+  ThreadPool::global().parallel_for(rows, [&](int64_t r0, int64_t r1) {
     for (int64_t o = r0; o < r1; ++o) {
       float* row = c.data() + o * in;
       for (int64_t k = 0; k < rank; ++k) {
@@ -396,82 +397,88 @@ void matmul_f32(const std::vector<float>& a, const std::vector<float>& b, std::v
       }
     }
   });
+  return c;
 }
 
-std::vector<float> factor(const LoraModule& m, const char* full, const char* left, const char* right) {
-  if (m.parts.count(full)) return to_f32_vector(m.parts.at(full));
-  const Tensor &a = m.parts.at(left), &b = m.parts.at(right);
-  std::vector<float> c;
-  matmul_f32(to_f32_vector(a), to_f32_vector(b), c, a.shape[0], a.shape[1], b.shape[1]);
-  return c;
+// A LoKr factor: the full one, or the product of its two halves.
+std::vector<float> lokr_factor(const LoraModule& m, const char* full, const char* left, const char* right,
+                               int64_t& rows) {
+  if (m.parts.count(full)) {
+    rows = m.parts.at(full).shape[0];
+    return to_f32_vector(m.parts.at(full));
+  }
+  rows = m.parts.at(left).shape[0];
+  return matmul_rows(m.parts.at(left), m.parts.at(right), 0, rows);
 }
 
 }  // namespace
 
-std::vector<float> lora_delta(const BoundModule& b) {
+std::vector<float> lora_delta(const BoundModule& b, int64_t row0, int64_t rows) {
   const LoraModule& m = *b.module;
   switch (m.format) {
     case LoraFormat::Peft:
     case LoraFormat::Kohya:
-    case LoraFormat::Comfy: return factor(m, "", "up", "down");
+    case LoraFormat::Comfy: return matmul_rows(m.parts.at("up"), m.parts.at("down"), row0, rows);
     case LoraFormat::LoHa: {
-      std::vector<float> d = factor(m, "", "w1a", "w1b");
-      const std::vector<float> d2 = factor(m, "", "w2a", "w2b");
+      std::vector<float> d = matmul_rows(m.parts.at("w1a"), m.parts.at("w1b"), row0, rows);
+      const std::vector<float> d2 = matmul_rows(m.parts.at("w2a"), m.parts.at("w2b"), row0, rows);
       for (size_t i = 0; i < d.size(); ++i) d[i] *= d2[i];
       return d;
     }
     case LoraFormat::LoKr: {
-      // kron(w1 [a, b], w2 [c, d]) [a*c, b*d]: row i*c + k, column j*d + l = w1[i, j] * w2[k, l].
-      const std::vector<float> w1 = factor(m, "w1", "w1a", "w1b"), w2 = factor(m, "w2", "w2a", "w2b");
-      const int64_t c = m.parts.count("w2") ? m.parts.at("w2").shape[0] : m.parts.at("w2a").shape[0];
-      const int64_t d = int64_t(w2.size()) / c, a = b.out / c, bb = b.in / d;
-      std::vector<float> out(size_t(b.out * b.in));
-      for (int64_t i = 0; i < a; ++i)
+      // kron(w1 [a, bb], w2 [c, d]) [a*c, bb*d]: row i*c + k, column j*d + l = w1[i, j] * w2[k, l].
+      int64_t a, c;
+      const std::vector<float> w1 = lokr_factor(m, "w1", "w1a", "w1b", a),
+                               w2 = lokr_factor(m, "w2", "w2a", "w2b", c);
+      const int64_t bb = int64_t(w1.size()) / a, d = int64_t(w2.size()) / c;
+      std::vector<float> out(size_t(rows * b.in));
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = (row0 + r) / c, k = (row0 + r) % c;
         for (int64_t j = 0; j < bb; ++j)
-          for (int64_t k = 0; k < c; ++k)
-            for (int64_t l = 0; l < d; ++l)
-              out[size_t((i * c + k) * b.in + j * d + l)] = w1[size_t(i * bb + j)] * w2[size_t(k * d + l)];
+          for (int64_t l = 0; l < d; ++l) out[size_t(r * b.in + j * d + l)] = w1[size_t(i * bb + j)] * w2[size_t(k * d + l)];
+      }
       return out;
     }
-    case LoraFormat::FullDelta:
-      return m.parts.count("diff") ? to_f32_vector(m.parts.at("diff")) : std::vector<float>();
+    case LoraFormat::FullDelta: {
+      const std::vector<float> all = to_f32_vector(m.parts.at("diff"));
+      return std::vector<float>(all.begin() + row0 * b.in, all.begin() + (row0 + rows) * b.in);
+    }
   }
   return {};
 }
 
 MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras) {
-  // Every changed tensor as fp32, from the base weights; the LoRAs add in the order given.
-  std::map<std::string, std::vector<float>> acc[2];
-  for (const WeightedLora& wl : loras) {
-    for (const BoundModule& b : wl.lora->modules) {
-      const WeightFiles& w = b.text_encoder ? te : dit;
-      auto& sums = acc[b.text_encoder ? 1 : 0];
-      const float c = wl.weight * b.scale;
-      const std::vector<float> delta = lora_delta(b);
-      for (const LoraPiece& p : b.pieces) {
-        auto it = sums.find(p.target);
-        if (it == sums.end()) it = sums.emplace(p.target, to_f32_vector(w.get(p.target))).first;
-        std::vector<float>& x = it->second;
-        const std::vector<float> bias = p.bias ? to_f32_vector(b.module->parts.at("diff_b")) : std::vector<float>();
-        const std::vector<float>& d = p.bias ? bias : delta;
-        const size_t offset = p.bias ? 0 : size_t(p.row0 * b.in);
-        for (size_t i = 0; i < x.size(); ++i) x[i] += c * d[offset + i];
-      }
-    }
-  }
+  // What lands on each weight, in the order of the LoRAs given; each weight is then merged on its
+  // own (its fp32 sum lives only while it is merged: the peak is one weight, not the model).
+  struct Contribution {
+    const BoundModule* module;
+    const LoraPiece* piece;
+    float coef;
+  };
+  std::map<std::string, std::vector<Contribution>> targets[2];
+  for (const WeightedLora& wl : loras)
+    for (const BoundModule& b : wl.lora->modules)
+      for (const LoraPiece& p : b.pieces) targets[b.text_encoder ? 1 : 0][p.target].push_back({&b, &p, wl.weight * b.scale});
   MergedWeights out;
   std::map<std::string, Tensor> replaced[2];
   for (int part = 0; part < 2; ++part) {
     const WeightFiles& w = part ? te : dit;
-    for (auto& [name, x] : acc[part]) {
+    for (const auto& [name, contributions] : targets[part]) {
       const TensorInfo& info = w.info(name);
+      std::vector<float> x = to_f32_vector(w.get(name));
+      for (const Contribution& c : contributions) {
+        const std::vector<float> d = c.piece->bias ? to_f32_vector(c.module->module->parts.at("diff_b"))
+                                                   : lora_delta(*c.module, c.piece->row0, info.shape[0]);
+        for (size_t i = 0; i < x.size(); ++i) x[i] += c.coef * d[i];
+      }
       Tensor t = host_tensor(info.dtype, info.shape);
       if (info.dtype == DType::BF16) {
         for (size_t i = 0; i < x.size(); ++i) t.ptr<uint16_t>()[i] = f32_to_bf16(x[i]);
       } else if (info.dtype == DType::F32) {
         std::copy(x.begin(), x.end(), t.ptr<float>());
       } else {
-        throw usage_error(w.folder() + ": tensor '" + name + "' is " + info.dtype_name + "; LoRAs merge into BF16 or F32 weights");
+        throw usage_error(w.folder() + ": tensor '" + name + "' is " + info.dtype_name +
+                          "; LoRAs merge into BF16 or F32 weights");
       }
       replaced[part][name] = t;
     }

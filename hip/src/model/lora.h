@@ -66,8 +66,9 @@ struct BoundLora {
 // values. Throws moss::Error (exit 2) naming file and tensor for anything that does not fit.
 BoundLora bind_lora(std::shared_ptr<const LoraFile> lora, const WeightFiles& dit, const WeightFiles& te);
 
-// dW of one module as fp32 [out, in] (scale not applied).
-std::vector<float> lora_delta(const BoundModule& m);
+// Rows [row0, row0 + rows) of one module's dW as fp32 [rows, in] (scale not applied); each value
+// is formed as it would be in the whole dW (a sum over the rank, ascending).
+std::vector<float> lora_delta(const BoundModule& m, int64_t row0, int64_t rows);
 
 struct WeightedLora {
   const BoundLora* lora;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 
 #include "io/files.h"
@@ -95,7 +96,7 @@ struct Engine::Loaded {
   DeviceMemory device;          // the chosen device's pools (free_bytes unused: asked per plan)
   // The LoRA set merged into the weights the models load from (model/lora.h); kept until a
   // request asks for another set. Without one the models read the mapped files themselves.
-  std::string lora_key;                   // the set's files and weights, in order
+  std::string lora_key;                   // the set's files and weights, in order (Engine::lora_mutex_)
   std::vector<LoraChoice> loras_applied;  // with their hashes, for the record
   std::unique_ptr<MergedWeights> merged;
   const WeightFiles& dit_weights() const { return merged ? merged->dit : model.dit_weights; }
@@ -146,16 +147,21 @@ std::vector<BoundLora> bind_loras(const std::vector<LoraChoice>& loras, const Mo
 void Engine::apply_loras(const std::vector<LoraChoice>& loras) {
   Loaded& L = *s_;
   const std::string key = lora_set_key(loras);
-  if (key == L.lora_key) return;
+  {
+    std::lock_guard<std::mutex> lock(lora_mutex_);
+    if (key == L.lora_key) return;
+    L.lora_key.clear();
+  }
   // Another set: the loaded models go and load again from the base files or the new merge.
   L.te.reset();
   L.dit.reset();
   L.dit_resident = -1;
   L.merged.reset();
   L.loras_applied.clear();
-  L.lora_key.clear();
   if (loras.empty()) {
     rep_.line("loras: none; the base weights load from the model files");
+    std::lock_guard<std::mutex> lock(lora_mutex_);
+    L.lora_key = key;
     return;
   }
   const auto t0 = Clock::now();
@@ -177,11 +183,17 @@ void Engine::apply_loras(const std::vector<LoraChoice>& loras) {
   }
   rep_.line("loras: %s merged into %d DiT and %d text encoder tensors in %.3f s", names.c_str(), L.merged->dit_tensors,
             L.merged->te_tensors, since(t0));
+  std::lock_guard<std::mutex> lock(lora_mutex_);
   L.lora_key = key;
 }
 
 void Engine::check(const GenerationRequest& r) const {
-  if (lora_set_key(r.loras) != s_->lora_key) bind_loras(r.loras, s_->model);
+  bool merged_now;
+  {
+    std::lock_guard<std::mutex> lock(lora_mutex_);
+    merged_now = lora_set_key(r.loras) == s_->lora_key;
+  }
+  if (!merged_now) bind_loras(r.loras, s_->model);
   for (int layer : r.skip_layers)
     if (layer >= s_->model.dit_config.layers)
       throw usage_error("--skip-layers " + r.skip_layers_text + ": block " + std::to_string(layer) +

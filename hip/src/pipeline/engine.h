@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,6 +90,9 @@ class Engine {
   EngineSettings settings_;
   const Reporter& rep_;
   std::unique_ptr<Loaded> s_;
+  // Guards Loaded::lora_key, which check() reads on a server's request threads while the
+  // engine's thread may be changing the merged set.
+  mutable std::mutex lora_mutex_;
 };
 
 }  // namespace moss
