@@ -72,6 +72,8 @@ PeftConfig peft_config_beside(const std::string& path) {
   if (j.contains("lora_alpha") && j["lora_alpha"].is_number()) c.alpha = j["lora_alpha"].get<float>(), c.found = true;
   if (j.contains("r") && j["r"].is_number()) c.rank = j["r"].get<float>();
   if (j.contains("use_rslora") && j["use_rslora"].is_boolean()) c.rslora = j["use_rslora"].get<bool>();
+  for (const auto& [flag, what] : {std::pair<const char*, const char*>{"use_dora", "DoRA"}, {"lora_bias", "LoRA biases"}})
+    if (j.contains(flag) && j[flag] == true) throw usage_error(config + ": '" + flag + "' (" + what + ") is not supported");
   for (const char* pattern : {"alpha_pattern", "rank_pattern"})
     if (j.contains(pattern) && j[pattern].is_object() && !j[pattern].empty())
       throw usage_error(config + ": '" + pattern + "' (per-module ranks or alphas) is not supported");
