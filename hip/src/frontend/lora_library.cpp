@@ -57,7 +57,8 @@ nlohmann::json LoraLibrary::a1111_list() const {
   for (const auto& [name, rel] : files) {
     nlohmann::json metadata = nlohmann::json::object();
     try {
-      for (const auto& [k, v] : SafetensorsFile::open(dir_ + "/" + rel)->metadata()) metadata[k] = v;
+      const std::shared_ptr<SafetensorsFile> file = SafetensorsFile::open(dir_ + "/" + rel);
+      for (const auto& [k, v] : file->metadata()) metadata[k] = v;
     } catch (const Error&) {
       // A malformed file is still listed; its refusal comes when a request uses it.
     }
