@@ -34,8 +34,8 @@ BIN, CHECK, MODEL, REF = sys.argv[1:5]
 failures = []
 
 
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
+def check(ok, what, detail=""):
+    print(("ok   " if ok else "FAIL ") + what + ("" if ok or not detail else f": {detail}"))
     if not ok:
         failures.append(what)
 
@@ -222,7 +222,8 @@ def engine_cases(work, files):
     a = run(["--model", MODEL] + common + lora_args + ["-o", f"{work}/lora.png", "--latent-out", f"{work}/lora.npy"])
     b = run(["--model", merged_dir] + common + ["-o", f"{work}/offline.png", "--latent-out", f"{work}/offline.npy"])
     c = run(["--model", MODEL] + common + ["-o", f"{work}/base.png", "--latent-out", f"{work}/base.npy"])
-    check(a.returncode == 0 and b.returncode == 0 and c.returncode == 0, f"three host runs succeed {a.stderr[-400:]}{b.stderr[-400:]}")
+    check(a.returncode == 0 and b.returncode == 0 and c.returncode == 0, "three host runs succeed",
+          a.stderr[-400:] + b.stderr[-400:] + c.stderr[-400:])
     if failures:
         return
     same = open(f"{work}/lora.npy", "rb").read() == open(f"{work}/offline.npy", "rb").read()
@@ -250,7 +251,7 @@ def engine_cases(work, files):
             f.write(json.dumps(dict({"prompt": "a red apple", "width": 32, "height": 32, "steps": 2, "cfg_scale": 3,
                                      "seed": 7, "skip_layers": [1], "output": f"{work}/job{i}.png"}, **extra)) + "\n")
     r = run(["--model", MODEL, "--jobs", f"{work}/jobs.jsonl"])
-    check(r.returncode == 0, f"a jobs file switching LoRA sets runs {r.stderr[-400:]}")
+    check(r.returncode == 0, "a jobs file switching LoRA sets runs", r.stderr[-400:])
     if r.returncode == 0:
         pix = [png_chunks(f"{work}/job{i}.png")[1] for i in range(5)]
         _, pix_base = png_chunks(f"{work}/base.png")
