@@ -4,7 +4,8 @@
 # engine's "loras: ... merged ... in X s" line), the 1024x1024 image time of 8 steps at CFG 1
 # with that LoRA against 50 steps at CFG 3 without, and the restore's bit-identity (a jobs file
 # LoRA, none, LoRA in one engine: the middle image equals a fresh run without LoRA, the third the
-# first). Usage: bench/h200_lora.sh BIN_DIR OUT_DIR [MODEL_DIR]   (SIZE=WxH, RANK=N change them)
+# first). Usage: bench/h200_lora.sh BIN_DIR OUT_DIR [MODEL_DIR]   (SIZE=WxH, RANK=N change them;
+# EXTRA="flags" adds flags to every run: a quick try on the tiny model needs --skip-layers 1)
 set -uo pipefail
 BIN=$1
 OUT=$2
@@ -49,7 +50,7 @@ print(f"{len(shapes)} modules, rank {rank}, {offset / 2**20:.0f} MiB")
 PY
 log "LoRA: $(python3 -c "import os,sys; print(f'{os.path.getsize(sys.argv[1]) / 2**20:.0f} MiB')" "$LORA") at rank $RANK over every DiT linear"
 prompt="A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
-common=(--model "$MODEL" --prompt "$prompt" --size "$SIZE" --seed 1)
+common=(--model "$MODEL" --prompt "$prompt" --size "$SIZE" --seed 1 ${EXTRA:-})
 "$BIN/moss-infer-hip" "${common[@]}" --lora "$LORA" --steps 8 --cfg 1 -o "$OUT/distill8.png" 2>"$OUT/distill8.log" ||
   { log "FAIL 8 steps with the LoRA: $(tail -1 "$OUT/distill8.log")"; exit 1; }
 "$BIN/moss-infer-hip" "${common[@]}" --steps 50 --cfg 3 -o "$OUT/base50.png" 2>"$OUT/base50.log" ||
@@ -68,7 +69,7 @@ jobs=$OUT/jobs.jsonl
 for lora in "[\"$LORA\"]" "[]" "[\"$LORA\"]"; do
   echo "{\"prompt\": \"$prompt\", \"width\": ${SIZE%x*}, \"height\": ${SIZE#*x}, \"steps\": 8, \"cfg_scale\": 1, \"seed\": 1, \"lora\": $lora}" >>"$jobs"
 done
-"$BIN/moss-infer-hip" --model "$MODEL" --jobs "$jobs" -o "$OUT/job-%d.png" 2>"$OUT/jobs.log" ||
+"$BIN/moss-infer-hip" --model "$MODEL" ${EXTRA:-} --jobs "$jobs" -o "$OUT/job-%d.png" 2>"$OUT/jobs.log" ||
   { log "FAIL jobs: $(tail -1 "$OUT/jobs.log")"; exit 1; }
 "$BIN/moss-infer-hip" "${common[@]}" --steps 8 --cfg 1 -o "$OUT/fresh8.png" 2>"$OUT/fresh8.log" ||
   { log "FAIL fresh run: $(tail -1 "$OUT/fresh8.log")"; exit 1; }
