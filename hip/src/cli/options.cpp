@@ -28,8 +28,8 @@ const Refusal kRefused[] = {
     {"--schedule", "other schedulers (only the official schedule runs)"},
     {"--sigmas", "custom sigma schedules"},
     {"--eta", "stochastic samplers"},
-    {"--lora*", "LoRAs"},
-    {"--loras", "LoRAs"},
+    {"--lora-model-dir", "this LoRA option (give --lora FILE[:WEIGHT] once per LoRA)"},
+    {"--loras", "this LoRA option (give --lora FILE[:WEIGHT] once per LoRA)"},
     {"--init-image", "img2img"},
     {"--init-img", "img2img"},
     {"--image", "img2img"},
@@ -177,7 +177,7 @@ bool option_takes_value(const std::string& option) {
   static const std::set<std::string> kValued = {"--model", "--diffusion-model", "--text-encoder", "--llm", "--vae",
                                                 "--tokenizer", "--model-config", "-o", "--latent-out", "--size", "--vram-budget",
                                                 "--device", "--batch-count", "--prompt-file", "--negative-file",
-                                                "--jobs", "--progress", "--from-png", "--replay"};
+                                                "--jobs", "--progress", "--from-png", "--replay", "--lora-dir"};
   return kValued.count(option) > 0 || find_field_by_flag(option) != nullptr;
 }
 
@@ -246,6 +246,10 @@ std::string help_text() {
          "                         may be empty)\n"
          "  --max-seq N            templated tokens per prompt; longer prompts are cut  default: 4096\n"
          "  --tier reference       the only tier                                        default: reference\n"
+         "  --lora FILE[:WEIGHT]   merge a LoRA into the weights (repeatable, at most 16, default weight 1,\n"
+         "                         negative allowed; docs/loras.md)\n"
+         "  --lora-dir DIR         where <lora:NAME:WEIGHT> prompt tags find NAME.safetensors\n"
+         "                         (jobs lines; serve lists it at /sdapi/v1/loras)\n"
          "  --vram-budget GiB      cap on device memory for the VAE and the DiT         default: free memory\n"
          "  --device N[,N...]|all  HIP device index(es): one engine each, images spread  default: first supported\n"
          "  --no-metadata          no generation record in the PNG\n"
@@ -309,7 +313,7 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
       value = argv[++i];
     }
     if (arg == "--llm") arg = "--text-encoder";  // stable-diffusion.cpp's name for it
-    if (seen.count(arg)) throw usage_error(arg + " given twice");
+    if (seen.count(arg) && arg != "--lora") throw usage_error(arg + " given twice");  // --lora adds one each
     seen[arg] = value;
 
     if (const FieldNames* field = find_field_by_flag(arg)) {
@@ -346,6 +350,9 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
       if (value.empty()) throw usage_error(arg + ": empty path");
       replay_flag = arg;
       replay_path = value;
+    } else if (arg == "--lora-dir") {
+      if (!dir_exists(value)) throw bad_value(arg, value, "not a folder");
+      o.lora_dir = value;
     } else if (arg == "--progress") {
       if (value != "json" && value != "text") throw bad_value(arg, value, "expected json or text");
       o.progress_json = value == "json";

@@ -28,6 +28,7 @@ struct RunOptions : GenerationRequest {
   std::string prompt_file;         // --prompt-file FILE ("-": stdin); its text is the prompt
   std::string negative_file;       // --negative-file FILE ("-": stdin)
   std::string jobs_file;           // --jobs FILE.jsonl: one request per line, the model loaded once
+  std::string lora_dir;            // --lora-dir DIR: the LoRAs <lora:NAME:WEIGHT> tags name (docs/loras.md)
   bool progress_json = false;      // --progress json: one JSON object per event on stderr
   // The request settings the command line (or a --from-png record) set; the others are the
   // defaults, and a refusal of a default names it as such, never as a flag the user gave.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "cli/batch.h"
+#include "frontend/lora_library.h"
 #include "pipeline/request_fields.h"
 
 namespace moss {
@@ -187,17 +188,44 @@ void check_refiner(const json& body) {
   throw refuse("refiner_checkpoint", "refiners");
 }
 
-// Extra networks in the prompt (<lora:name:1>): A1111 reads them unless disable_extra_networks.
-void check_extra_networks(const json& body) {
-  if (field(body, "disable_extra_networks") == json(true)) return;
+// Extra networks in the prompt: A1111 reads them unless disable_extra_networks. <lora:NAME:WEIGHT>
+// (and <lyco:...>) tags are taken out of the prompt and name LoRAs of --lora-dir (an unknown one
+// is refused naming it); in the negative prompt they are removed and ignored, with a note, as
+// A1111 does. Hypernetworks are refused. Returns the prompt's LoRAs, in order.
+std::vector<LoraChoice> take_extra_networks(json& body, const RequestContext& context, A1111Request& out) {
+  std::vector<LoraChoice> chosen;
+  if (field(body, "disable_extra_networks") == json(true)) return chosen;
   for (const char* name : {"prompt", "negative_prompt"}) {
     const json v = field(body, name);
     if (!v.is_string()) continue;
-    const std::string text = lower(v.get<std::string>());
-    for (const char* tag : {"<lora:", "<lyco:", "<hypernet:"})
-      if (text.find(tag) != std::string::npos)
-        throw refuse(name, std::string("extra networks (") + tag + "...>: LoRAs)");
+    std::string text = v.get<std::string>();
+    if (lower(text).find("<hypernet:") != std::string::npos)
+      throw refuse(name, "extra networks (<hypernet:...>: hypernetworks)");
+    std::vector<LoraTag> tags;
+    try {
+      tags = take_lora_tags(text);
+    } catch (const std::invalid_argument& e) {
+      throw RequestError(422, name, std::string(name) + ": " + e.what());
+    }
+    if (tags.empty()) continue;
+    body[name] = text;
+    if (std::string(name) == "negative_prompt") {
+      std::string list;
+      for (const LoraTag& t : tags) list += (list.empty() ? "" : " ") + t.text;
+      out.lora_note = "LoRA tags in the negative prompt are ignored, as A1111 does: " + list;
+      continue;
+    }
+    for (const LoraTag& t : tags) {
+      const std::string path = context.loras ? context.loras->find(t.name) : "";
+      if (path.empty())
+        throw RequestError(422, name,
+                           std::string(name) + ": unknown LoRA '" + t.name + "' in " + t.text +
+                               (context.loras ? " (GET /sdapi/v1/loras lists those of --lora-dir)"
+                                              : " (no --lora-dir: this server has no LoRAs by name)"));
+      chosen.push_back({path, t.name, t.weight, ""});
+    }
   }
+  return chosen;
 }
 
 // Nothing can change here: an override is accepted only when it asks for what already holds.
@@ -264,14 +292,23 @@ A1111Request parse_a1111_request(const json& body, const RequestContext& context
   A1111Request out;
   out.sampler_note = check_samplers(body, context.sampler_fallback);
   check_refiner(body);
-  check_extra_networks(body);
+  json fields = body;  // the prompts less their LoRA tags
+  const std::vector<LoraChoice> tagged = take_extra_networks(fields, context, out);
   check_override_settings(body, context.settings);
   if (!context.allow_output && !field(body, "output").is_null())
     throw refuse("output", "writing files on the server (the images come back in the answer)");
+  // A body's "lora" names files: a jobs line's (a local file) may, a client's may not.
+  if (!context.allow_output && !field(body, "lora").is_null())
+    throw refuse("lora", "LoRA files named by a client (the server reads no file a body names)");
 
   GenerationRequest request = context.defaults;
   try {
-    for (const FieldNames& f : request_fields()) set_field(request, f.field, field(body, f.name));
+    for (const FieldNames& f : request_fields()) set_field(request, f.field, field(fields, f.name));
+    for (const LoraChoice& c : tagged) {
+      if (int(request.loras.size()) >= kMaxLoras)
+        throw FieldError(RequestField::Prompt, ": more than " + std::to_string(kMaxLoras) + " LoRAs");
+      request.loras.push_back(c);
+    }
     check_request(request);
   } catch (const FieldError& e) {
     throw RequestError(422, field_names(e.field).name, e.body);

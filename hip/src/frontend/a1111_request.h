@@ -23,6 +23,8 @@
 
 namespace moss {
 
+class LoraLibrary;  // frontend/lora_library.h
+
 // The most images one request may ask for (batch_size × n_iter).
 constexpr int64_t kMaxImagesPerRequest = 64;
 // The deepest nesting of arrays and objects a body may have: A1111's fields nest three levels.
@@ -45,6 +47,7 @@ struct RequestContext {
   A1111Settings settings;      // override_settings entries equal to these are accepted
   bool allow_output = false;   // a jobs line may name its PNG ("output"); a server body may not
   bool sampler_fallback = false;  // serve --sampler-fallback euler: other samplers run as Euler
+  const LoraLibrary* loras = nullptr;  // --lora-dir: the names <lora:NAME:WEIGHT> tags may use
 };
 
 struct A1111Request {
@@ -52,6 +55,7 @@ struct A1111Request {
   int64_t batch_size = 1;
   bool send_images = true;
   std::string sampler_note;   // set when another sampler or scheduler runs as Euler (the fallback)
+  std::string lora_note;      // set when the negative prompt's LoRA tags were dropped
   nlohmann::json parameters;  // the body's known fields, with the values that ran
 };
 

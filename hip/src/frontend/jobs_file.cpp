@@ -1,9 +1,12 @@
 #include "frontend/jobs_file.h"
 
+#include <optional>
+
 #include <sstream>
 
 #include "cli/batch.h"
 #include "frontend/a1111_request.h"
+#include "frontend/lora_library.h"
 #include "io/input_text.h"
 #include "io/json_text.h"
 #include "io/output_paths.h"
@@ -39,6 +42,8 @@ std::vector<GenerationRequest> read_jobs_file(const RunOptions& o, std::vector<s
   const std::string& model_path = o.model.path.empty() ? o.model.diffusion_model : o.model.path;
   context.settings = a1111_settings(title_before_load(o.model.path), model_folder_name(model_path), !o.no_metadata);
   context.allow_output = true;
+  std::optional<LoraLibrary> loras;
+  if (!o.lora_dir.empty()) context.loras = &loras.emplace(o.lora_dir);
   std::vector<GenerationRequest> images;
   std::vector<size_t> unnamed;  // images of lines without "output": they take -o
   std::vector<OutputPath> line_outputs;  // checked here, where their lines are known

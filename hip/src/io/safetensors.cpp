@@ -197,6 +197,11 @@ WeightFiles WeightFiles::open_folder(const std::string& folder) {
 WeightFiles WeightFiles::in_memory(const std::string& label, const std::map<std::string, Tensor>& tensors) {
   WeightFiles w;
   w.folder_ = label;
+  return w.with_replaced(tensors);
+}
+
+WeightFiles WeightFiles::with_replaced(const std::map<std::string, Tensor>& tensors) const {
+  WeightFiles w = *this;
   for (const auto& [name, t] : tensors) {
     if (!t.contiguous()) throw std::invalid_argument("WeightFiles::in_memory: tensor '" + name + "' is not contiguous");
     TensorInfo info;
@@ -234,7 +239,8 @@ std::string WeightFiles::file_of(const std::string& name) const {
 std::vector<std::string> WeightFiles::names() const {
   std::vector<std::string> n;
   for (auto& [k, v] : where_) n.push_back(k);
-  for (auto& [k, v] : memory_) n.push_back(k);
+  for (auto& [k, v] : memory_)
+    if (!where_.count(k)) n.push_back(k);
   return n;
 }
 

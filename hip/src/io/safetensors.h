@@ -83,6 +83,9 @@ class WeightFiles {
   // Adds a host tensor under `name` (a value the file lacks and the program supplies, e.g. the
   // published FLUX.2 latent statistics).
   void add_in_memory(const std::string& name, const Tensor& t);
+  // These files with some tensors served from host memory instead (a LoRA's merged weights,
+  // model/lora.h): same names, dtypes and shapes; everything else still reads the mapping.
+  WeightFiles with_replaced(const std::map<std::string, Tensor>& tensors) const;
   bool has(const std::string& name) const;
   const TensorInfo& info(const std::string& name) const;
   Tensor get(const std::string& name) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 
 #include "io/files.h"
@@ -11,6 +12,7 @@
 #include "model/image_u8.h"
 #include "ops/backend.h"
 #include "model/dit_streaming.h"
+#include "model/lora.h"
 #include "pipeline/device_gate.h"
 #include "pipeline/moss_model.h"
 #include "pipeline/noise.h"
@@ -25,6 +27,7 @@
 #include "util/cancel.h"
 #include "util/error.h"
 #include "util/interrupt.h"
+#include "util/sha256.h"
 #include "util/test_pause.h"
 #include "util/thread_pool.h"
 
@@ -86,6 +89,13 @@ struct Engine::Loaded {
   int dit_resident = -1;
   size_t free_before_load = 0;  // device memory free before the first image loaded anything
   DeviceMemory device;          // the chosen device's pools (free_bytes unused: asked per plan)
+  // The LoRA set merged into the weights the models load from (model/lora.h); kept until a
+  // request asks for another set. Without one the models read the mapped files themselves.
+  std::string lora_key;                   // the set's files and weights, in order (Engine::lora_mutex_)
+  std::vector<LoraChoice> loras_applied;  // with their hashes, for the record
+  std::unique_ptr<MergedWeights> merged;
+  const WeightFiles& dit_weights() const { return merged ? merged->dit : model.dit_weights; }
+  const WeightFiles& te_weights() const { return merged ? merged->te : model.te_weights; }
   // Dropped before the next stage of an image that cannot keep them (freeing the device memory
   // the plan of that image counts on).
   void drop_models() {
@@ -100,7 +110,7 @@ Engine::Engine(const EngineSettings& settings, const Reporter& rep) : settings_(
   MossModel model = open_moss_model(settings.model);
   rep_.line("model files: %s", model_files_text(model).c_str());
   Tokenizer tokenizer = Tokenizer::load(model.tokenizer_json);
-  s_.reset(new Loaded{std::move(model), std::move(tokenizer), {}, nullptr, nullptr, nullptr, nullptr, -1, 0, {}});
+  s_.reset(new Loaded{std::move(model), std::move(tokenizer), {}, nullptr, nullptr, nullptr, nullptr, -1, 0, {}, {}, {}, nullptr});
 }
 
 Engine::~Engine() = default;
@@ -114,7 +124,84 @@ std::vector<RecordedFile> Engine::model_files() const {
   return out;
 }
 
+namespace {
+
+std::string lora_set_key(const std::vector<LoraChoice>& loras) {
+  std::string key;
+  for (const LoraChoice& c : loras) key += c.path + '\n' + std::to_string(c.weight) + '\n';
+  return key;
+}
+
+std::vector<BoundLora> bind_loras(const std::vector<LoraChoice>& loras, const MossModel& model) {
+  std::vector<BoundLora> bound;
+  for (const LoraChoice& c : loras) {
+    if (c.path.empty()) throw usage_error("LoRA '" + c.name + "': no file (a name is looked up in --lora-dir)");
+    if (!file_exists(c.path))
+      throw usage_error("--lora " + c.path + ": no such file" +
+                        (c.hash.empty() ? "" : " (a record's LoRA '" + c.name + "', hash " + c.hash + ")"));
+    bound.push_back(bind_lora(std::make_shared<LoraFile>(read_lora(c.path)), model.dit_weights, model.te_weights));
+  }
+  return bound;
+}
+
+}  // namespace
+
+void Engine::apply_loras(const std::vector<LoraChoice>& loras) {
+  Loaded& L = *s_;
+  const std::string key = lora_set_key(loras);
+  {
+    std::lock_guard<std::mutex> lock(lora_mutex_);
+    if (key == L.lora_key) return;
+    L.lora_key.clear();
+  }
+  // Another set: the loaded models go and load again from the base files or the new merge.
+  L.te.reset();
+  L.dit.reset();
+  L.dit_resident = -1;
+  L.merged.reset();
+  L.loras_applied.clear();
+  if (loras.empty()) {
+    rep_.line("loras: none; the base weights load from the model files");
+    std::lock_guard<std::mutex> lock(lora_mutex_);
+    L.lora_key = key;
+    return;
+  }
+  // Timed apart: reading and checking the files, the merge itself, the files' hashes.
+  const auto t0 = Clock::now();
+  const std::vector<BoundLora> bound = bind_loras(loras, L.model);
+  std::vector<WeightedLora> weighted;
+  for (size_t i = 0; i < bound.size(); ++i) weighted.push_back({&bound[i], loras[i].weight});
+  const auto t1 = Clock::now();
+  L.merged = std::make_unique<MergedWeights>(merge_loras(L.model.dit_weights, L.model.te_weights, weighted));
+  const auto t2 = Clock::now();
+  std::string names;
+  for (LoraChoice c : loras) {
+    const std::string hash = sha256_file_hex(c.path).substr(0, 12);
+    if (!c.hash.empty() && c.hash != hash)
+      rep_.warning("LoRA %s: hash %s, the record's is %s (not the file the image was made with)", c.path.c_str(),
+                   hash.c_str(), c.hash.c_str());
+    c.hash = hash;
+    char w[32];
+    std::snprintf(w, sizeof w, "%g", double(c.weight));
+    names += (names.empty() ? "" : ", ") + c.name + ":" + w + " (" + c.hash + ")";
+    L.loras_applied.push_back(c);
+  }
+  const double read_s = std::chrono::duration<double>(t1 - t0).count();
+  const double merge_s = std::chrono::duration<double>(t2 - t1).count();
+  rep_.line("loras: %s merged into %d DiT and %d text encoder tensors in %.3f s (read and checked %.3f s, merge %.3f s, "
+            "hashes %.3f s)",
+            names.c_str(), L.merged->dit_tensors, L.merged->te_tensors, since(t0), read_s, merge_s, since(t2));
+  std::lock_guard<std::mutex> lock(lora_mutex_);
+  L.lora_key = key;
+}
+
 void Engine::check(const GenerationRequest& r, bool skip_layers_given) const {
+  bool merged_now;
+  {
+    std::lock_guard<std::mutex> lock(lora_mutex_);
+    merged_now = lora_set_key(r.loras) == s_->lora_key;
+  }
+  if (!merged_now) bind_loras(r.loras, s_->model);
   const int blocks = s_->model.dit_config.layers;
   const std::string exist = "the DiT has " + std::to_string(blocks) + " blocks, 0 to " + std::to_string(blocks - 1);
   for (int layer : r.skip_layers) {
@@ -161,6 +248,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     if (hook) hook(e);
   };
   check(o);
+  apply_loras(o.loras);
   const bool use_uncond = guided(o.cfg);
   PromptIds cond_ids = encode_prompt(L.tokenizer, o.prompt, size_t(o.max_seq));
   PromptIds uncond_ids;
@@ -183,6 +271,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
   GeneratedImage out;
   RunRecord& record = out.record;
   record.request = o;
+  record.request.loras = L.loras_applied;
   record.steps_run = steps_run;
   record.model_identity = model.identity;
   record.model_files = model_files();
@@ -261,7 +350,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
   TextEncoderTimes te_times;
   std::string te_tokens;  // "64+10": the prompts the encode stacked (cfg 1: the prompt alone)
   {
-    if (!L.te) L.te = std::make_unique<TextEncoder>(be, model.te_weights, model.te_config, te_residency);
+    if (!L.te) L.te = std::make_unique<TextEncoder>(be, L.te_weights(), model.te_config, te_residency);
     std::vector<std::vector<int32_t>> prompts = {cond_ids.ids};
     if (use_uncond) prompts.push_back(uncond_ids.ids);
     for (const std::vector<int32_t>& p : prompts)
@@ -297,8 +386,8 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
       const bool from_files = L.device.integrated && resident < int(model.dit_config.layers);
       L.dit = std::make_unique<Dit>(
           be,
-          from_files ? make_mapped_streaming_source(be, model.dit_weights, model.dit_config, resident)
-                     : make_resident_streaming_source(be, model.dit_weights, model.dit_config, resident),
+          from_files ? make_mapped_streaming_source(be, L.dit_weights(), model.dit_config, resident)
+                     : make_resident_streaming_source(be, L.dit_weights(), model.dit_config, resident),
           model.dit_config);
       L.dit_resident = resident;
     }

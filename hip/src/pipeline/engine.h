@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,11 +91,16 @@ class Engine {
 
  private:
   struct Loaded;
+  // Merges the request's LoRA set unless it is the one merged now (exit 2 for a LoRA that does not fit).
+  void apply_loras(const std::vector<LoraChoice>& loras);
   GeneratedImage make_image(const GenerationRequest& r, bool decode, const ProgressHook& hook,
                             const std::atomic<bool>* stop_denoise);
   EngineSettings settings_;
   const Reporter& rep_;
   std::unique_ptr<Loaded> s_;
+  // Guards Loaded::lora_key, which check() reads on a server's request threads while the
+  // engine's thread may be changing the merged set.
+  mutable std::mutex lora_mutex_;
 };
 
 }  // namespace moss

@@ -34,7 +34,7 @@ static nlohmann::ordered_json model_files_json(const RunRecord& r) {
 std::string record_json(const RunRecord& r) {
   const GenerationRequest& o = r.request;
   // An ordered object: the keys stay in this order in the record.
-  const nlohmann::ordered_json j = {
+  nlohmann::ordered_json j = {
       {"prompt", o.prompt}, {"negative", o.negative}, {"seed", o.seed}, {"steps", o.steps},
       {"steps_run", r.steps_run}, {"cfg", o.cfg}, {"shift", o.shift}, {"skip_layers", o.skip_layers},
       {"width", o.width}, {"height", o.height}, {"max_seq", o.max_seq}, {"tier", o.tier}, {"sampler", "euler"},
@@ -44,6 +44,13 @@ std::string record_json(const RunRecord& r) {
       {"timings_s",
        {{"text_encoder", r.times.text_encoder_s}, {"dit_load", r.times.dit_load_s}, {"denoise", r.times.denoise_s},
         {"vae", r.times.vae_s}, {"total", r.times.total_s}}}};
+  // The LoRAs merged, in order; --from-png replay applies them again (only when there were any).
+  if (!o.loras.empty()) {
+    nlohmann::ordered_json loras = nlohmann::ordered_json::array();
+    for (const LoraChoice& c : o.loras)
+      loras.push_back({{"name", c.name}, {"path", c.path}, {"weight", c.weight}, {"hash", c.hash}});
+    j["loras"] = loras;
+  }
   return j.dump();
 }
 
@@ -59,6 +66,15 @@ std::string a1111_parameters(const RunRecord& r) {
        ", Skip layers: \"" + o.skip_layers_text +
        "\", Max seq: " + std::to_string(o.max_seq) + ", Tier: " + o.tier + ", Backend: " + r.backend +
        ", Version: " + engine_version();
+  // A1111's spelling: each LoRA's weight as a prompt tag would give it, and its short hash.
+  if (!o.loras.empty()) {
+    std::string weights, hashes;
+    for (const LoraChoice& c : o.loras) {
+      weights += (weights.empty() ? "" : ", ") + c.name + ": " + num(c.weight);
+      hashes += (hashes.empty() ? "" : ", ") + c.name + ": " + c.hash;
+    }
+    s += ", Lora weights: \"" + weights + "\", Lora hashes: \"" + hashes + "\"";
+  }
   return s;
 }
 

@@ -8,6 +8,16 @@
 
 namespace moss {
 
+// A LoRA a request applies (model/lora.h, docs/loras.md): a file (the command line, a record) or a
+// name looked up in --lora-dir (a server's prompt tag), and its weight.
+struct LoraChoice {
+  std::string path;   // empty until a name is looked up
+  std::string name;   // the file name less .safetensors
+  float weight = 1.0f;
+  std::string hash;   // the first 12 hex digits of the file's SHA-256, once applied (the record's)
+};
+constexpr int kMaxLoras = 16;
+
 struct GenerationRequest {
   std::string prompt;
   std::string negative;
@@ -21,6 +31,7 @@ struct GenerationRequest {
   std::string skip_layers_text = "22";
   int64_t max_seq = 4096;
   std::string tier = "reference";
+  std::vector<LoraChoice> loras;   // in the order they merge
   // Where the outputs go; both empty: the image is only returned (the server).
   std::string output_png, latent_out;
   bool no_metadata = false;

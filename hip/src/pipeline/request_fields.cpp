@@ -12,7 +12,7 @@ namespace {
 
 using json = nlohmann::json;
 
-enum class Kind { Text, Side, Integer, Decimal, Seed, Layers, Tier };
+enum class Kind { Text, Side, Integer, Decimal, Seed, Layers, Tier, Lora };
 
 struct Spec {
   FieldNames names;
@@ -35,6 +35,8 @@ const Spec kSpecs[] = {
     {{RequestField::SkipLayers, "skip_layers", "--skip-layers", "skip_layers"}, Kind::Layers, 0, 1023},
     {{RequestField::MaxSeq, "max_seq", "--max-seq", "max_seq"}, Kind::Integer, 1, 32768},
     {{RequestField::Tier, "tier", "--tier", "tier"}, Kind::Tier},
+    // Repeatable: each value adds a LoRA (FILE[:WEIGHT]); a body's and a record's value is the list.
+    {{RequestField::Lora, "lora", "--lora", "loras"}, Kind::Lora, -100, 100, "must be between -100 and 100"},
 };
 
 const Spec& spec(RequestField f) {
@@ -119,6 +121,34 @@ void store_layer_list(GenerationRequest& r, const Spec& s, const std::string& te
   r.skip_layers_text = text;
 }
 
+void add_lora(GenerationRequest& r, const Spec& s, LoraChoice c, const std::string& shown_as) {
+  if (int(r.loras.size()) >= kMaxLoras)
+    throw FieldError(s.names.field, quoted(shown_as) + ": at most " + std::to_string(kMaxLoras) + " LoRAs a request");
+  if (c.path.empty() && c.name.empty()) throw FieldError(s.names.field, quoted(shown_as) + ": empty LoRA file name");
+  if (c.name.empty()) {
+    c.name = c.path.substr(c.path.find_last_of('/') + 1);
+    if (c.name.size() > 12 && c.name.compare(c.name.size() - 12, 12, ".safetensors") == 0) c.name.resize(c.name.size() - 12);
+  }
+  r.loras.push_back(std::move(c));
+}
+
+// "FILE[:WEIGHT]": the text after the last colon is the weight when it reads as a number.
+void store_lora_text(GenerationRequest& r, const Spec& s, const std::string& text) {
+  LoraChoice c;
+  c.path = text;
+  const size_t colon = text.find_last_of(':');
+  if (colon != std::string::npos && colon + 1 < text.size()) {
+    const std::string w = text.substr(colon + 1);
+    const ParsedDecimal p = parse_strict_decimal(w, s.lo, s.hi);
+    if (p.error == NumberError::OutOfRange) throw FieldError(s.names.field, quoted(text) + ": the weight " + s.range);
+    if (p.error == NumberError::None) {
+      c.path = text.substr(0, colon);
+      c.weight = float(p.value);
+    }
+  }
+  add_lora(r, s, std::move(c), text);
+}
+
 ParsedInt json_int(const json& v, int64_t lo, int64_t hi) {
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
@@ -168,6 +198,7 @@ void set_field(GenerationRequest& r, RequestField field, const std::string& text
     }
     case Kind::Layers: return store_layer_list(r, s, text);
     case Kind::Tier: return store_tier(r, text);
+    case Kind::Lora: return store_lora_text(r, s, text);
   }
 }
 
@@ -213,6 +244,33 @@ void set_field(GenerationRequest& r, RequestField field, const json& v) {
         list += (list.empty() ? "" : ",") + std::to_string(p.value);
       }
       return store_layer_list(r, s, list);
+    }
+    case Kind::Lora: {
+      // A list of "NAME[:WEIGHT]" strings or {"name"|"path", "weight", "hash"} objects (a record's).
+      if (!v.is_array()) throw wrong_type(s, "a list of LoRAs", v);
+      r.loras.clear();
+      for (const json& item : v) {
+        if (item.is_string()) {
+          store_lora_text(r, s, item.get<std::string>());
+          continue;
+        }
+        if (!item.is_object()) throw wrong_type(s, "LoRA names or objects", item);
+        LoraChoice c;
+        for (const char* key : {"name", "path", "hash"}) {
+          auto it = item.find(key);
+          if (it == item.end() || it->is_null()) continue;
+          if (!it->is_string()) throw wrong_type(s, "a string", *it);
+          (key[0] == 'n' ? c.name : key[0] == 'p' ? c.path : c.hash) = it->get<std::string>();
+        }
+        if (auto it = item.find("weight"); it != item.end() && !it->is_null()) {
+          if (!it->is_number()) throw wrong_type(s, "a number", *it);
+          const ParsedDecimal p = checked_decimal(it->get<double>(), s.lo, s.hi);
+          if (p.error != NumberError::None) throw FieldError(field, quoted(shown(*it)) + ": the weight " + s.range);
+          c.weight = float(p.value);
+        }
+        add_lora(r, s, std::move(c), shown(item));
+      }
+      return;
     }
   }
 }

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frontend/lora_library.h"
+
 namespace moss {
 namespace {
 
@@ -30,18 +32,30 @@ void memory(const httplib::Request&, httplib::Response& res) {
 
 }  // namespace
 
-void install_a1111_lists(GuardedServer& s) {
+void install_a1111_lists(GuardedServer& s, LoraLibrary* loras) {
   // A1111 lists "None" first (no upscaling), which SillyTavern's list keeps at index 0.
   s.Get("/sdapi/v1/upscalers", answer(json::array({{{"name", "None"}, {"model_name", nullptr},
                                                     {"model_path", nullptr}, {"model_url", nullptr},
                                                     {"scale", 4}}})));
-  for (const char* list : {"latent-upscale-modes", "sd-vae", "sd-modules", "loras", "prompt-styles",
+  if (loras) {
+    s.Get("/sdapi/v1/loras", [loras](const httplib::Request&, httplib::Response& res) {
+      res.set_content(loras->a1111_list().dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+    });
+    s.Post("/sdapi/v1/refresh-loras", [loras](const httplib::Request&, httplib::Response& res) {
+      loras->rescan();
+      res.set_content("null", "application/json");
+    });
+  } else {
+    s.Get("/sdapi/v1/loras", answer(json::array()));
+    s.Post("/sdapi/v1/refresh-loras", answer(nullptr));
+  }
+  for (const char* list : {"latent-upscale-modes", "sd-vae", "sd-modules", "prompt-styles",
                            "face-restorers", "hypernetworks", "realesrgan-models"})
     s.Get(std::string("/sdapi/v1/") + list, answer(json::array()));
   s.Get("/sdapi/v1/embeddings", answer({{"loaded", json::object()}, {"skipped", json::object()}}));
   s.Get("/sdapi/v1/memory", memory);
   s.Get("/sdapi/v1/cmd-flags", answer({{"api", true}, {"nowebui", true}}));
-  for (const char* refresh : {"refresh-checkpoints", "refresh-vae", "refresh-loras"})
+  for (const char* refresh : {"refresh-checkpoints", "refresh-vae"})
     s.Post(std::string("/sdapi/v1/") + refresh, answer(nullptr));
   s.Post("/sdapi/v1/skip", answer(json::object()));
   s.Get("/internal/ping", answer(json::object()));

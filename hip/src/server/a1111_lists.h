@@ -9,6 +9,10 @@
 
 namespace moss {
 
-void install_a1111_lists(GuardedServer& server);
+class LoraLibrary;
+
+// `loras`: serve --lora-dir's LoRAs (GET /sdapi/v1/loras lists them, POST /refresh-loras rescans);
+// null: an empty list.
+void install_a1111_lists(GuardedServer& server, LoraLibrary* loras = nullptr);
 
 }  // namespace moss

@@ -51,7 +51,8 @@ constexpr int kRetryAfterSeconds = 1;
 
 A1111Routes::A1111Routes(EnginePool& pool, GenerationQueue& queue, Metrics& metrics, const ServeOptions& options,
                          const Reporter& rep)
-    : pool_(pool), engine_(pool.engine(0)), queue_(queue), metrics_(metrics), options_(options), rep_(rep) {}
+    : pool_(pool), engine_(pool.engine(0)), queue_(queue), metrics_(metrics), options_(options), rep_(rep),
+      loras_(options.run.lora_dir.empty() ? nullptr : std::make_unique<LoraLibrary>(options.run.lora_dir)) {}
 
 void A1111Routes::install(GuardedServer& s) {
   s.Post("/sdapi/v1/txt2img", [this](const httplib::Request& req, httplib::Response& res) { txt2img(req, res); });
@@ -76,7 +77,7 @@ void A1111Routes::install(GuardedServer& s) {
   s.Get("/sdapi/v1/options",
         [this](const httplib::Request&, httplib::Response& res) { reply(res, 200, options_json()); });
   s.Post("/sdapi/v1/options", [this](const httplib::Request& req, httplib::Response& res) { set_options(req, res); });
-  install_a1111_lists(s);
+  install_a1111_lists(s, loras_.get());
   install_cors(s, options_.cors_origins);
   // Anything else, and the library's own refusals (405, 413 for a body above the limit), as JSON.
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
@@ -127,6 +128,7 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
     context.defaults = options_.run;
     context.settings = settings();
     context.sampler_fallback = options_.sampler_fallback;
+    context.loras = loras_.get();
     request = parse_a1111_request(body, context);
     for (const GenerationRequest& r : request.images) {
       try {
@@ -143,6 +145,7 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
     return reply_error(res, e.status, e.what(), e.field);
   }
   if (!request.sampler_note.empty()) rep_.line("txt2img: %s", request.sampler_note.c_str());
+  if (!request.lora_note.empty()) rep_.line("txt2img: %s", request.lora_note.c_str());
 
   ConnectionWatch watch(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
   auto job = std::make_shared<Job>();
@@ -219,6 +222,13 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
                {"index_of_first_image", 0}, {"infotexts", infotexts}, {"styles", json::array()},
                {"job_timestamp", job->progress.timestamp}, {"clip_skip", 1}, {"is_using_inpainting_conditioning", false},
                {"version", engine_version()}, {"interrupted", interrupted}, {"generation", records}};
+  if (!request.lora_note.empty()) info["lora_note"] = request.lora_note;
+  if (!made.empty() && !made.front().record.request.loras.empty()) {
+    std::string hashes;  // A1111's "Lora hashes" entry
+    for (const LoraChoice& c : made.front().record.request.loras)
+      hashes += (hashes.empty() ? "" : ", ") + c.name + ": " + c.hash;
+    info["extra_generation_params"]["Lora hashes"] = hashes;
+  }
   if (!request.sampler_note.empty()) {
     info["sampler_fallback"] = request.sampler_note;
     info["extra_generation_params"]["Sampler fallback"] = request.sampler_note;

@@ -15,11 +15,13 @@
 // the library, as JSON too, and the limits of server/guarded_server.h (405, 408, 413, 415, 431,
 // ...) from there.
 #pragma once
+#include <memory>
 #include <string>
 
 #include <httplib.h>
 
 #include "frontend/a1111_settings.h"
+#include "frontend/lora_library.h"
 #include "pipeline/engine_pool.h"
 #include "server/generation_queue.h"
 #include "server/guarded_server.h"
@@ -54,6 +56,7 @@ class A1111Routes {
   Metrics& metrics_;
   const ServeOptions& options_;
   const Reporter& rep_;
+  std::unique_ptr<LoraLibrary> loras_;  // serve --lora-dir (null without)
 };
 
 }  // namespace moss

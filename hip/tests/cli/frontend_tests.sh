@@ -142,7 +142,9 @@ jobs_refusal width 'bad.jsonl:1: width .30.: image sides must be multiples of 16
 jobs_refusal sampler 'sampler_name: not supported' '{"prompt": "x", "sampler_name": "DPM++ 2M"}'
 jobs_refusal sampler-index 'sampler_index: not supported' '{"prompt": "x", "sampler_index": "Euler a"}'
 jobs_refusal hires 'enable_hr: not supported: hires fix' '{"prompt": "x", "enable_hr": true}'
-jobs_refusal lora 'prompt: not supported: extra networks' '{"prompt": "x <lora:style:1>"}'
+jobs_refusal lora "prompt: unknown LoRA 'style' in <lora:style:1> .no --lora-dir" '{"prompt": "x <lora:style:1>"}'
+jobs_refusal lora-weight "prompt: <lora:style:x>: the weight 'x' must be a number" '{"prompt": "x <lora:style:x>"}'
+jobs_refusal hypernet 'prompt: not supported: extra networks' '{"prompt": "x <hypernet:h:1>"}'
 jobs_refusal skip-beyond 'bad.jsonl:1: skip_layers 9: block 9 does not exist \(the DiT has 4 blocks, 0 to 3\)' '{"prompt": "x", "skip_layers": [9]}'
 jobs_refusal too-many 'at most 64 per request' '{"prompt": "x", "batch_size": 8, "n_iter": 9}'
 printf '{"prompt": "x", "output": "same.png"}\n{"prompt": "y", "output": "same.png"}\n' >"$WORK/same.jsonl"

@@ -83,7 +83,7 @@ TEST(Options, Refusals) {
     return refusal(a);
   };
   EXPECT_NE(with({"--sampler", "dpm"}).find("--sampler: not supported"), std::string::npos);
-  EXPECT_NE(with({"--lora-model-dir", "x"}).find("--lora-model-dir: not supported: LoRAs"), std::string::npos);
+  EXPECT_NE(with({"--lora-model-dir", "x"}).find("--lora-model-dir: not supported: this LoRA option (give --lora FILE[:WEIGHT]"), std::string::npos);
   EXPECT_NE(with({"--hires-scale", "2"}).find("--hires-scale: not supported: hires"), std::string::npos);
   EXPECT_NE(with({"--control-image", "c.png"}).find("control adapters"), std::string::npos);
   EXPECT_NE(with({"--tier", "fast"}).find("--tier fast"), std::string::npos);

@@ -60,8 +60,14 @@ auto settings_of(const GenerationRequest& r) {
   uint32_t cfg, shift;
   std::memcpy(&cfg, &r.cfg, 4);
   std::memcpy(&shift, &r.shift, 4);
+  std::vector<std::tuple<std::string, std::string, uint32_t, std::string>> loras;
+  for (const LoraChoice& c : r.loras) {
+    uint32_t weight;
+    std::memcpy(&weight, &c.weight, 4);
+    loras.emplace_back(c.path, c.name, weight, c.hash);
+  }
   return std::make_tuple(r.prompt, r.negative, r.width, r.height, r.steps, cfg, shift, r.seed, r.seed_drawn,
-                         r.skip_layers, r.skip_layers_text, r.max_seq, r.tier);
+                         r.skip_layers, r.skip_layers_text, r.max_seq, r.tier, loras);
 }
 
 // A request with every setting away from its default, and its record as the engine writes it.
@@ -78,6 +84,7 @@ GenerationRequest sample_request() {
   r.skip_layers = {1, 3};
   r.skip_layers_text = "1,3";
   r.max_seq = 40;
+  r.loras = {{"/loras/style.safetensors", "style", 0.35f, "0123456789ab"}, {"fix.safetensors", "fix", -1.0f, "ba9876543210"}};
   return r;
 }
 
@@ -106,6 +113,9 @@ const std::map<RequestField, std::vector<json>>& refused_values() {
                                   "1,,2", "x", true, json::object()}},
       {RequestField::MaxSeq, {0, 32769, "40", -5, json::array()}},
       {RequestField::Tier, {"turbo", "", 1, json::array()}},
+      {RequestField::Lora, {"x.safetensors", 5, json::array({1}), json::array({json::object({{"weight", "1"}})}),
+                            json::array({json::object({{"path", "a"}, {"weight", 500}})}), json::array({""}),
+                            json::array({json::object({{"path", 7}})})}},
   };
   return values;
 }
@@ -119,6 +129,7 @@ const std::map<RequestField, std::string>& flag_values() {
       {RequestField::Shift, "2.25"},             {RequestField::Seed, "77"},
       {RequestField::SkipLayers, "0, 2"},        {RequestField::MaxSeq, "100"},
       {RequestField::Tier, "reference"},
+      {RequestField::Lora, "flag.safetensors:0.5"},
   };
   return values;
 }
@@ -168,6 +179,7 @@ TEST(ReplayRecord, AMissingOrNullFieldKeepsTheDefault) {
           break;
         case RequestField::MaxSeq: want.max_seq = defaults.max_seq; break;
         case RequestField::Tier: want.tier = defaults.tier; break;
+        case RequestField::Lora: want.loras = defaults.loras; break;
         case RequestField::Prompt: break;
       }
       EXPECT_EQ(settings_of(a.run), settings_of(want)) << f.record << (null ? " null" : " missing");
@@ -221,6 +233,7 @@ TEST(ReplayRecord, EveryFieldIsOverriddenByItsFlag) {
   for (const FieldNames& f : request_fields()) {
     const std::string value = flag_values().at(f.field);
     GenerationRequest want = replay(record_png("good", good.dump())).run;
+    if (f.field == RequestField::Lora) want.loras.clear();  // the flags' LoRAs replace the record's list
     set_field(want, f.field, value);
     for (const json& bad : refused_values().at(f.field)) {
       json record = good;

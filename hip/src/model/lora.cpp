@@ -1,0 +1,495 @@
+#include "model/lora.h"
+
+#include <cmath>
+#include <set>
+
+#include "io/files.h"
+#include "io/model_folder.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace moss {
+namespace {
+
+bool starts_with_str(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// A tensor name's ending: the role its tensor plays and the format that writes it.
+struct Suffix {
+  const char* text;
+  const char* role;
+  LoraFormat format;  // Comfy stands for "kohya or ComfyUI", told apart by the module's prefix
+};
+const Suffix kSuffixes[] = {
+    {".lora_A.default.weight", "down", LoraFormat::Peft}, {".lora_B.default.weight", "up", LoraFormat::Peft},
+    {".lora_A.weight", "down", LoraFormat::Peft},         {".lora_B.weight", "up", LoraFormat::Peft},
+    {".lora_down.weight", "down", LoraFormat::Comfy},     {".lora_up.weight", "up", LoraFormat::Comfy},
+    {".hada_w1_a", "w1a", LoraFormat::LoHa},              {".hada_w1_b", "w1b", LoraFormat::LoHa},
+    {".hada_w2_a", "w2a", LoraFormat::LoHa},              {".hada_w2_b", "w2b", LoraFormat::LoHa},
+    {".lokr_w1_a", "w1a", LoraFormat::LoKr},              {".lokr_w1_b", "w1b", LoraFormat::LoKr},
+    {".lokr_w2_a", "w2a", LoraFormat::LoKr},              {".lokr_w2_b", "w2b", LoraFormat::LoKr},
+    {".lokr_w1", "w1", LoraFormat::LoKr},                 {".lokr_w2", "w2", LoraFormat::LoKr},
+    {".diff_b", "diff_b", LoraFormat::FullDelta},         {".diff", "diff", LoraFormat::FullDelta},
+};
+
+// Endings of formats the reader knows and does not apply: named in the refusal.
+const std::pair<const char*, const char*> kUnsupported[] = {
+    {".dora_scale", "DoRA (weight-decomposed LoRA)"},
+    {".hada_t1", "LyCORIS LoHa with Tucker decomposition (conv layers)"},
+    {".lokr_t2", "LyCORIS LoKr with Tucker decomposition (conv layers)"},
+    {".oft_blocks", "LyCORIS OFT"},
+    {".oft_diag", "LyCORIS OFT"},
+    {".b_norm", "LyCORIS (IA)^3 / norm adapters"},
+    {".w_norm", "LyCORIS (IA)^3 / norm adapters"},
+    {".on_input", "LyCORIS (IA)^3"},
+    {".lora_mid.weight", "LoCon with a mid (Tucker) weight"},
+};
+
+bool is_kohya_key(const std::string& key) {
+  return starts_with_str(key, "lora_unet_") || starts_with_str(key, "lora_te") ||
+         starts_with_str(key, "lora_transformer_") || starts_with_str(key, "lycoris_");
+}
+
+float scalar_value(const Tensor& t, const std::string& path, const std::string& name) {
+  if (t.numel() != 1) throw usage_error(path + ": tensor '" + name + "': alpha must hold one value, has " + t.shape_str());
+  const std::vector<float> v = to_f32_vector(t);
+  if (!std::isfinite(v[0])) throw usage_error(path + ": tensor '" + name + "': alpha is not finite");
+  return v[0];
+}
+
+// PEFT's adapter_config.json beside adapter_model.safetensors: lora_alpha, r, use_rslora.
+struct PeftConfig {
+  bool found = false;
+  float alpha = 0, rank = 0;
+  bool rslora = false;
+};
+PeftConfig peft_config_beside(const std::string& path) {
+  PeftConfig c;
+  const size_t slash = path.find_last_of('/');
+  const std::string config = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "adapter_config.json";
+  if (!file_exists(config)) return c;
+  const nlohmann::json j = read_json_file(config);
+  if (!j.is_object()) return c;
+  if (j.contains("lora_alpha") && j["lora_alpha"].is_number()) c.alpha = j["lora_alpha"].get<float>(), c.found = true;
+  if (j.contains("r") && j["r"].is_number()) c.rank = j["r"].get<float>();
+  if (j.contains("use_rslora") && j["use_rslora"].is_boolean()) c.rslora = j["use_rslora"].get<bool>();
+  for (const auto& [flag, what] : {std::pair<const char*, const char*>{"use_dora", "DoRA"}, {"lora_bias", "LoRA biases"}})
+    if (j.contains(flag) && j[flag] == true) throw usage_error(config + ": '" + flag + "' (" + what + ") is not supported");
+  for (const char* pattern : {"alpha_pattern", "rank_pattern"})
+    if (j.contains(pattern) && j[pattern].is_object() && !j[pattern].empty())
+      throw usage_error(config + ": '" + pattern + "' (per-module ranks or alphas) is not supported");
+  return c;
+}
+
+// What a file whose modules match nothing here was made for, from names other models use.
+std::string looks_like(const std::vector<LoraModule>& modules) {
+  const std::pair<const char*, const char*> hints[] = {
+      {"double_blocks", "a FLUX.1 DiT"},       {"single_blocks", "a FLUX.1 DiT"},
+      {"single_transformer_blocks", "a FLUX DiT (diffusers names)"},
+      {"joint_blocks", "an SD3 MMDiT"},         {"img_mlp", "a Qwen-Image DiT"},
+      {"transformer_blocks", "a diffusers DiT (SD3, FLUX, Qwen-Image...)"},
+      {"input_blocks", "a Stable Diffusion 1.x/2.x/XL UNet"},
+      {"down_blocks", "a Stable Diffusion UNet (diffusers names)"},
+      {"lora_te1_", "Stable Diffusion XL's text encoders"},
+      {"lora_te_text_model", "a Stable Diffusion CLIP text encoder"},
+      {"blocks.0.self_attn", "a Wan video DiT"}};
+  for (const auto& [needle, model] : hints)
+    for (const LoraModule& m : modules)
+      if (m.key.find(needle) != std::string::npos) return std::string("; it looks like a LoRA for ") + model;
+  return "";
+}
+
+// The module names (weight names less ".weight") of one network's 2-D weights, also written with
+// underscores as kohya writes them; a name two weights share that way is left out (ambiguous).
+struct ModuleTable {
+  std::map<std::string, std::string> exact, underscored;  // -> the weight's name
+  std::string prefix;                                   // the text encoder's "language_model."
+  void build(const WeightFiles& w) {
+    std::set<std::string> clash;
+    for (const std::string& name : w.names()) {
+      if (!ends_with(name, ".weight") || w.info(name).shape.size() != 2) continue;
+      const std::string module = name.substr(0, name.size() - 7);
+      exact[module] = name;
+      std::vector<std::string> forms{module};
+      if (!prefix.empty() && starts_with_str(module, prefix)) forms.push_back(module.substr(prefix.size()));
+      for (std::string f : forms) {
+        exact[f] = name;
+        for (char& c : f) c = c == '.' ? '_' : c;
+        if (underscored.count(f) && underscored[f] != name) clash.insert(f);
+        underscored[f] = name;
+      }
+    }
+    for (const std::string& c : clash) underscored.erase(c);
+  }
+  std::string find(const std::string& module, bool kohya) const {
+    const auto& table = kohya ? underscored : exact;
+    auto it = table.find(module);
+    return it == table.end() ? "" : it->second;
+  }
+};
+
+std::string strip_any(std::string key, const std::vector<std::string>& prefixes) {
+  for (bool again = true; again;) {
+    again = false;
+    for (const std::string& p : prefixes)
+      if (starts_with_str(key, p)) key = key.substr(p.size()), again = true;
+  }
+  return key;
+}
+
+int64_t dim(const Tensor& t, int i) { return t.shape[i]; }
+
+}  // namespace
+
+const char* lora_format_name(LoraFormat f) {
+  switch (f) {
+    case LoraFormat::Peft: return "PEFT/diffusers";
+    case LoraFormat::Kohya: return "kohya";
+    case LoraFormat::Comfy: return "ComfyUI";
+    case LoraFormat::LoHa: return "LyCORIS LoHa";
+    case LoraFormat::LoKr: return "LyCORIS LoKr";
+    case LoraFormat::FullDelta: return "full delta";
+  }
+  return "?";
+}
+
+LoraFile read_lora(const std::string& path) {
+  LoraFile lora;
+  lora.path = path;
+  const size_t slash = path.find_last_of('/');
+  lora.name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (ends_with(lora.name, ".safetensors")) lora.name.resize(lora.name.size() - 12);
+  if (!ends_with(path, ".safetensors"))
+    throw usage_error(path + ": LoRAs are read from .safetensors files (.ckpt and .pt pickles are not supported)");
+  lora.file = SafetensorsFile::open(path);
+  std::map<std::string, LoraModule> by_key;
+  std::map<std::string, float> alphas;
+  for (const auto& [name, info] : lora.file->tensors()) {
+    for (const auto& [ending, what] : kUnsupported)
+      if (ends_with(name, ending))
+        throw usage_error(path + ": tensor '" + name + "': " + what + " is not supported");
+    if (ends_with(name, ".alpha")) {
+      alphas[name.substr(0, name.size() - 6)] = scalar_value(lora.file->get(name), path, name);
+      continue;
+    }
+    const Suffix* hit = nullptr;
+    for (const Suffix& s : kSuffixes)
+      if (ends_with(name, s.text)) {
+        hit = &s;
+        break;
+      }
+    if (!hit)
+      throw usage_error(path + ": tensor '" + name +
+                        "': not a LoRA tensor of a supported format (PEFT/diffusers lora_A/lora_B, kohya or ComfyUI "
+                        "lora_down/lora_up, LyCORIS LoHa hada_* or LoKr lokr_*, full .diff/.diff_b)");
+    const std::string key = name.substr(0, name.size() - std::string(hit->text).size());
+    if (info.dtype != DType::F32 && info.dtype != DType::BF16 && info.dtype != DType::F16)
+      throw usage_error(path + ": tensor '" + name + "': dtype " + info.dtype_name + " (LoRA tensors must be F32, BF16 or F16)");
+    LoraModule& m = by_key[key];
+    const LoraFormat format =
+        hit->format == LoraFormat::Comfy && is_kohya_key(key) ? LoraFormat::Kohya : hit->format;
+    if (m.key.empty()) {
+      m.key = key, m.format = format, m.first_tensor = name;
+    } else if (m.format != format) {
+      throw usage_error(path + ": tensor '" + name + "': module '" + key + "' mixes " + lora_format_name(m.format) +
+                        " and " + lora_format_name(format) + " tensors");
+    }
+    m.parts[hit->role] = lora.file->get(name);
+  }
+  for (const auto& [key, alpha] : alphas) {
+    auto it = by_key.find(key);
+    if (it == by_key.end()) throw usage_error(path + ": tensor '" + key + ".alpha': no LoRA weights for its module");
+    it->second.alpha = alpha;
+  }
+  if (by_key.empty()) throw usage_error(path + ": no LoRA tensors in the file");
+  // PEFT files keep alpha in adapter_config.json; rsLoRA's scale alpha/sqrt(r) is kept as the
+  // alpha that gives it under alpha/r.
+  const PeftConfig peft = peft_config_beside(path);
+  for (auto& [key, m] : by_key) {
+    if (m.format == LoraFormat::Peft && m.alpha == 0 && peft.found) {
+      const auto up = m.parts.find("down");
+      const float r = up != m.parts.end() ? float(up->second.shape[0]) : peft.rank;
+      m.alpha = peft.rslora ? peft.alpha * r / std::sqrt(r) : peft.alpha;
+    }
+    lora.modules.push_back(std::move(m));
+  }
+  return lora;
+}
+
+namespace {
+
+// The shape of dW a module makes, its rank (0: full) and the first misfit found.
+struct DeltaShape {
+  int64_t out = 0, in = 0, rank = 0;
+};
+
+DeltaShape delta_shape(const LoraModule& m, const std::string& path) {
+  auto need = [&](const char* role) -> const Tensor& {
+    auto it = m.parts.find(role);
+    if (it == m.parts.end())
+      throw usage_error(path + ": module '" + m.key + "' (" + lora_format_name(m.format) + "): its '" + role +
+                        "' tensor is missing");
+    if (it->second.rank != 2 && !(std::string(role) == "diff_b" && it->second.rank == 1))
+      throw usage_error(path + ": module '" + m.key + "': tensor '" + role + "' has shape " + it->second.shape_str() +
+                        " (2-D expected; conv LoRAs do not apply to this model)");
+    return it->second;
+  };
+  auto misfit = [&](const std::string& what) {
+    return usage_error(path + ": tensor '" + m.first_tensor + "': " + what);
+  };
+  DeltaShape s;
+  switch (m.format) {
+    case LoraFormat::Peft:
+    case LoraFormat::Kohya:
+    case LoraFormat::Comfy: {
+      const Tensor &up = need("up"), &down = need("down");
+      if (dim(up, 1) != dim(down, 0))
+        throw misfit("rank mismatch: up " + up.shape_str() + " against down " + down.shape_str());
+      s = {dim(up, 0), dim(down, 1), dim(down, 0)};
+      break;
+    }
+    case LoraFormat::LoHa: {
+      const Tensor &w1a = need("w1a"), &w1b = need("w1b"), &w2a = need("w2a"), &w2b = need("w2b");
+      if (dim(w1a, 1) != dim(w1b, 0) || dim(w2a, 1) != dim(w2b, 0) || dim(w1a, 0) != dim(w2a, 0) ||
+          dim(w1b, 1) != dim(w2b, 1))
+        throw misfit("LoHa factors do not fit: w1_a " + w1a.shape_str() + ", w1_b " + w1b.shape_str() + ", w2_a " +
+                     w2a.shape_str() + ", w2_b " + w2b.shape_str());
+      s = {dim(w1a, 0), dim(w1b, 1), dim(w1b, 0)};
+      break;
+    }
+    case LoraFormat::LoKr: {
+      int64_t a, b, c, d;
+      if (m.parts.count("w1")) {
+        a = dim(need("w1"), 0), b = dim(need("w1"), 1);
+      } else {
+        const Tensor &w1a = need("w1a"), &w1b = need("w1b");
+        if (dim(w1a, 1) != dim(w1b, 0)) throw misfit("LoKr w1 factors do not fit");
+        a = dim(w1a, 0), b = dim(w1b, 1), s.rank = dim(w1b, 0);
+      }
+      if (m.parts.count("w2")) {
+        c = dim(need("w2"), 0), d = dim(need("w2"), 1);
+      } else {
+        const Tensor &w2a = need("w2a"), &w2b = need("w2b");
+        if (dim(w2a, 1) != dim(w2b, 0)) throw misfit("LoKr w2 factors do not fit");
+        c = dim(w2a, 0), d = dim(w2b, 1), s.rank = dim(w2b, 0);
+      }
+      s.out = a * c, s.in = b * d;
+      break;
+    }
+    case LoraFormat::FullDelta: {
+      if (m.parts.count("diff")) {
+        const Tensor& diff = need("diff");
+        s = {dim(diff, 0), dim(diff, 1), 0};
+      } else {
+        s = {need("diff_b").numel(), 0, 0};
+      }
+      break;
+    }
+  }
+  return s;
+}
+
+void check_finite(const LoraModule& m, const std::string& path) {
+  for (const auto& [role, t] : m.parts) {
+    const std::vector<float> v = to_f32_vector(t);
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i]))
+        throw usage_error(path + ": module '" + m.key + "': its " + role + " tensor holds " +
+                          (std::isnan(v[i]) ? "NaN" : "Inf") + " (value " + std::to_string(i) + ")");
+  }
+}
+
+}  // namespace
+
+BoundLora bind_lora(std::shared_ptr<const LoraFile> lora, const WeightFiles& dit, const WeightFiles& te) {
+  BoundLora bound;
+  bound.file = lora;
+  const std::string& path = lora->path;
+  ModuleTable dit_table, te_table;
+  dit_table.build(dit);
+  for (const std::string& name : te.names())
+    if (starts_with_str(name, "language_model.")) te_table.prefix = "language_model.";
+    else if (starts_with_str(name, "model.language_model.")) te_table.prefix = "model.language_model.";
+  te_table.build(te);
+  const std::vector<std::string> dit_prefixes = {"base_model.model.", "model.diffusion_model.", "diffusion_model.",
+                                                 "transformer.", "lora_unet_", "lora_transformer_", "lycoris_"};
+  const std::vector<std::string> te_prefixes = {"base_model.model.", "text_encoders.", "text_encoder.",
+                                                "lora_te1_", "lora_te_", "model.", "language_model."};
+  std::vector<const LoraModule*> unmatched;
+  for (const LoraModule& m : lora->modules) {
+    const bool kohya = m.format == LoraFormat::Kohya || is_kohya_key(m.key);
+    const bool te_only = starts_with_str(m.key, "lora_te") || starts_with_str(m.key, "text_encoder");
+    BoundModule b;
+    b.module = &m;
+    std::string target;
+    if (!te_only) {
+      const std::string k = strip_any(m.key, dit_prefixes);
+      target = dit_table.find(k, kohya);
+      // A fused attention projection over a model that keeps q, k and v apart.
+      const std::string fused = kohya ? "_proj_qkv" : ".proj.qkv";
+      if (target.empty() && ends_with(k, fused)) {
+        const std::string stem = k.substr(0, k.size() - 3);
+        const std::string q = dit_table.find(stem + "q", kohya), kk = dit_table.find(stem + "k", kohya),
+                          v = dit_table.find(stem + "v", kohya);
+        if (!q.empty() && !kk.empty() && !v.empty()) {
+          const int64_t rows = dit.info(q).shape[0];
+          b.pieces = {{q, 0}, {kk, rows}, {v, 2 * rows}};
+        }
+      }
+    }
+    if (target.empty() && b.pieces.empty()) {
+      const std::string k = strip_any(m.key, te_prefixes);
+      target = te_table.find(k, kohya);
+      if (!target.empty()) b.text_encoder = true;
+    }
+    if (!target.empty()) b.pieces = {{target, 0}};
+    if (b.pieces.empty()) {
+      unmatched.push_back(&m);
+      continue;
+    }
+    const WeightFiles& w = b.text_encoder ? te : dit;
+    const DeltaShape s = delta_shape(m, path);
+    int64_t rows = 0, cols = w.info(b.pieces[0].target).shape[1];
+    for (const LoraPiece& p : b.pieces) rows += w.info(p.target).shape[0];
+    const bool only_bias = m.format == LoraFormat::FullDelta && !m.parts.count("diff");
+    if (!only_bias && (s.out != rows || s.in != cols))
+      throw usage_error(path + ": tensor '" + m.first_tensor + "': its update is [" + std::to_string(s.out) + ", " +
+                        std::to_string(s.in) + "] but " + (b.text_encoder ? "the text encoder's " : "the DiT's ") +
+                        b.pieces[0].target + (b.pieces.size() > 1 ? " (with k and v)" : "") + " is [" +
+                        std::to_string(rows) + ", " + std::to_string(cols) + "]");
+    if (m.parts.count("diff_b")) {
+      if (b.pieces.size() != 1) throw usage_error(path + ": module '" + m.key + "': a bias delta on a split qkv");
+      const std::string bias = b.pieces[0].target.substr(0, b.pieces[0].target.size() - 7) + ".bias";
+      if (!w.has(bias))
+        throw usage_error(path + ": tensor '" + m.key + ".diff_b': " + b.pieces[0].target + " has no bias");
+      if (m.parts.at("diff_b").numel() != rows)
+        throw usage_error(path + ": tensor '" + m.key + ".diff_b': " + std::to_string(m.parts.at("diff_b").numel()) +
+                          " values for a bias of " + std::to_string(rows));
+      if (only_bias) b.pieces.clear();
+      b.pieces.push_back({bias, 0, true});
+    }
+    b.out = s.out, b.in = s.in;
+    b.scale = m.alpha != 0 && s.rank > 0 ? m.alpha / float(s.rank) : 1.0f;
+    check_finite(m, path);
+    bound.modules.push_back(std::move(b));
+  }
+  if (bound.modules.empty())
+    throw usage_error(path + ": no module of this LoRA matches a weight of this model's DiT or text encoder (first: '" +
+                      lora->modules.front().first_tensor + "')" + looks_like(lora->modules));
+  if (!unmatched.empty())
+    throw usage_error(path + ": tensor '" + unmatched.front()->first_tensor + "': module '" + unmatched.front()->key +
+                      "' matches no weight of this model (" + std::to_string(unmatched.size()) + " of " +
+                      std::to_string(lora->modules.size()) + " modules do not)" + looks_like(lora->modules));
+  return bound;
+}
+
+namespace {
+
+// c[o - o0, i] = sum over k of a[o, k] * b[k, i] for rows o in [o0, o0 + rows), k ascending, fp32.
+std::vector<float> matmul_rows(const Tensor& at, const Tensor& bt, int64_t o0, int64_t rows) {
+  const int64_t rank = at.shape[1], in = bt.shape[1];
+  const std::vector<float> a = to_f32_vector(at.slice_rows(o0, rows)), b = to_f32_vector(bt);
+  std::vector<float> c(size_t(rows * in), 0.0f);
+  ThreadPool::global().parallel_for(rows, [&](int64_t r0, int64_t r1) {
+    for (int64_t o = r0; o < r1; ++o) {
+      float* row = c.data() + o * in;
+      for (int64_t k = 0; k < rank; ++k) {
+        const float x = a[size_t(o * rank + k)];
+        const float* brow = b.data() + k * in;
+        for (int64_t i = 0; i < in; ++i) row[i] += x * brow[i];
+      }
+    }
+  });
+  return c;
+}
+
+// A LoKr factor: the full one, or the product of its two halves.
+std::vector<float> lokr_factor(const LoraModule& m, const char* full, const char* left, const char* right,
+                               int64_t& rows) {
+  if (m.parts.count(full)) {
+    rows = m.parts.at(full).shape[0];
+    return to_f32_vector(m.parts.at(full));
+  }
+  rows = m.parts.at(left).shape[0];
+  return matmul_rows(m.parts.at(left), m.parts.at(right), 0, rows);
+}
+
+}  // namespace
+
+std::vector<float> lora_delta(const BoundModule& b, int64_t row0, int64_t rows) {
+  const LoraModule& m = *b.module;
+  switch (m.format) {
+    case LoraFormat::Peft:
+    case LoraFormat::Kohya:
+    case LoraFormat::Comfy: return matmul_rows(m.parts.at("up"), m.parts.at("down"), row0, rows);
+    case LoraFormat::LoHa: {
+      std::vector<float> d = matmul_rows(m.parts.at("w1a"), m.parts.at("w1b"), row0, rows);
+      const std::vector<float> d2 = matmul_rows(m.parts.at("w2a"), m.parts.at("w2b"), row0, rows);
+      for (size_t i = 0; i < d.size(); ++i) d[i] *= d2[i];
+      return d;
+    }
+    case LoraFormat::LoKr: {
+      // kron(w1 [a, bb], w2 [c, d]) [a*c, bb*d]: row i*c + k, column j*d + l = w1[i, j] * w2[k, l].
+      int64_t a, c;
+      const std::vector<float> w1 = lokr_factor(m, "w1", "w1a", "w1b", a),
+                               w2 = lokr_factor(m, "w2", "w2a", "w2b", c);
+      const int64_t bb = int64_t(w1.size()) / a, d = int64_t(w2.size()) / c;
+      std::vector<float> out(size_t(rows * b.in));
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = (row0 + r) / c, k = (row0 + r) % c;
+        for (int64_t j = 0; j < bb; ++j)
+          for (int64_t l = 0; l < d; ++l) out[size_t(r * b.in + j * d + l)] = w1[size_t(i * bb + j)] * w2[size_t(k * d + l)];
+      }
+      return out;
+    }
+    case LoraFormat::FullDelta: {
+      const std::vector<float> all = to_f32_vector(m.parts.at("diff"));
+      return std::vector<float>(all.begin() + row0 * b.in, all.begin() + (row0 + rows) * b.in);
+    }
+  }
+  return {};
+}
+
+MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras) {
+  // What lands on each weight, in the order of the LoRAs given; each weight is then merged on its
+  // own (its fp32 sum lives only while it is merged: the peak is one weight, not the model).
+  struct Contribution {
+    const BoundModule* module;
+    const LoraPiece* piece;
+    float coef;
+  };
+  std::map<std::string, std::vector<Contribution>> targets[2];
+  for (const WeightedLora& wl : loras)
+    for (const BoundModule& b : wl.lora->modules)
+      for (const LoraPiece& p : b.pieces) targets[b.text_encoder ? 1 : 0][p.target].push_back({&b, &p, wl.weight * b.scale});
+  MergedWeights out;
+  std::map<std::string, Tensor> replaced[2];
+  for (int part = 0; part < 2; ++part) {
+    const WeightFiles& w = part ? te : dit;
+    for (const auto& [name, contributions] : targets[part]) {
+      const TensorInfo& info = w.info(name);
+      std::vector<float> x = to_f32_vector(w.get(name));
+      for (const Contribution& c : contributions) {
+        const std::vector<float> d = c.piece->bias ? to_f32_vector(c.module->module->parts.at("diff_b"))
+                                                   : lora_delta(*c.module, c.piece->row0, info.shape[0]);
+        for (size_t i = 0; i < x.size(); ++i) x[i] += c.coef * d[i];
+      }
+      Tensor t = host_tensor(info.dtype, info.shape);
+      if (info.dtype == DType::BF16) {
+        for (size_t i = 0; i < x.size(); ++i) t.ptr<uint16_t>()[i] = f32_to_bf16(x[i]);
+      } else if (info.dtype == DType::F32) {
+        std::copy(x.begin(), x.end(), t.ptr<float>());
+      } else {
+        throw usage_error(w.folder() + ": tensor '" + name + "' is " + info.dtype_name +
+                          "; LoRAs merge into BF16 or F32 weights");
+      }
+      replaced[part][name] = t;
+    }
+  }
+  out.dit = dit.with_replaced(replaced[0]);
+  out.te = te.with_replaced(replaced[1]);
+  out.dit_tensors = int(replaced[0].size());
+  out.te_tensors = int(replaced[1].size());
+  return out;
+}
+
+}  // namespace moss

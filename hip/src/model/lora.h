@@ -1,0 +1,84 @@
+// LoRAs at run time (docs/loras.md): a LoRA file read whatever its format (PEFT/diffusers,
+// kohya, ComfyUI, LyCORIS LoHa and LoKr, full deltas), each of its modules mapped onto the
+// official weight names of the DiT or the text encoder, and the weights merged with it:
+//   W' = bf16(float(W) + sum over the LoRAs, in the order given, of weight * scale * dW)
+// in fp32 with one rounding per weight. The merged tensors replace the base ones in a
+// WeightFiles (io/safetensors.h, with_replaced), so every loader, the resident upload and the
+// pinned streaming images alike, reads them as it reads the mapped files; the base files stay
+// mapped and untouched, so going back to no LoRA is a fresh load of them, bit for bit.
+//
+// Everything that can be refused is refused by read_lora and bind_lora, before any compute: a
+// format the reader does not know (named), a module matching no weight of this model (with the
+// model it looks like when nothing matches), a rank or shape that does not fit, NaN or Inf.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+
+namespace moss {
+
+enum class LoraFormat { Peft, Kohya, Comfy, LoHa, LoKr, FullDelta };
+const char* lora_format_name(LoraFormat f);
+
+// One module of the file: its tensors and how they make dW ([out, in], the module's shape).
+struct LoraModule {
+  std::string key;                    // the module's name in the file, as written ("transformer.layers.0.proj.q")
+  LoraFormat format = LoraFormat::Peft;
+  std::map<std::string, Tensor> parts;  // by role: "up" "down" (low rank); "w1a" "w1b" "w2a" "w2b" (LoHa);
+                                        // "w1" "w1a" "w1b" "w2" "w2a" "w2b" (LoKr); "diff" "diff_b" (full)
+  float alpha = 0;                    // 0: none given (scale 1)
+  std::string first_tensor;           // a tensor of the module, named in messages
+};
+
+struct LoraFile {
+  std::string path;
+  std::string name;   // the file name without folder and .safetensors (what a prompt tag names)
+  std::vector<LoraModule> modules;
+  std::shared_ptr<SafetensorsFile> file;  // keeps the views alive
+};
+
+// Reads and parses the file (exit 1 when unreadable, exit 2 for a format it does not know).
+LoraFile read_lora(const std::string& path);
+
+// Where one module's dW goes: rows [row0, row0 + rows) of dW onto the whole of `target`
+// (a fused proj.qkv module over a model with separate q, k, v gives three pieces).
+struct LoraPiece {
+  std::string target;   // official tensor name ("layers.0.proj.q.weight", or a .bias for diff_b)
+  int64_t row0 = 0;
+  bool bias = false;    // the module's diff_b
+};
+struct BoundModule {
+  const LoraModule* module = nullptr;
+  bool text_encoder = false;   // else the DiT
+  std::vector<LoraPiece> pieces;
+  int64_t out = 0, in = 0;     // dW's shape
+  float scale = 1;             // alpha / rank, or 1
+};
+struct BoundLora {
+  std::shared_ptr<const LoraFile> file;
+  std::vector<BoundModule> modules;
+};
+
+// Maps every module of `lora` onto the DiT's and text encoder's weights and checks shapes and
+// values. Throws moss::Error (exit 2) naming file and tensor for anything that does not fit.
+BoundLora bind_lora(std::shared_ptr<const LoraFile> lora, const WeightFiles& dit, const WeightFiles& te);
+
+// Rows [row0, row0 + rows) of one module's dW as fp32 [rows, in] (scale not applied); each value
+// is formed as it would be in the whole dW (a sum over the rank, ascending).
+std::vector<float> lora_delta(const BoundModule& m, int64_t row0, int64_t rows);
+
+struct WeightedLora {
+  const BoundLora* lora;
+  float weight;
+};
+struct MergedWeights {
+  WeightFiles dit, te;
+  int dit_tensors = 0, te_tensors = 0;  // how many tensors changed
+};
+// The merge of the formula above over the base weights; the LoRAs in the order given.
+MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras);
+
+}  // namespace moss
