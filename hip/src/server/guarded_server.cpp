@@ -21,6 +21,8 @@ namespace {
 
 // The slot of the connection this thread serves (one thread per connection).
 thread_local SlotKind t_slot = SlotKind::Ordinary;
+// The stream of the connection this thread serves, for the status it answered itself.
+thread_local const DeadlineStream* t_stream = nullptr;
 
 // A thread per connection, at most `max` at once (the accepting loop waits beyond that: new
 // connections then wait in the kernel's backlog). ConnectionSlots bounds the connections that
@@ -154,6 +156,7 @@ httplib::Server::HandlerResponse GuardedServer::check_route(const httplib::Reque
     res.set_header("Retry-After", "1");
     return HandlerResponse::Handled;
   }
+  if (guard_ && refuse_request(*guard_, req, res)) return HandlerResponse::Handled;
   if (req.method == "OPTIONS" && options_routes_) return HandlerResponse::Unhandled;
   for (const Route& r : routes_) {
     if (!std::regex_match(req.path, r.matcher)) continue;
@@ -167,6 +170,17 @@ httplib::Server::HandlerResponse GuardedServer::check_route(const httplib::Reque
     return HandlerResponse::Handled;
   }
   return HandlerResponse::Unhandled;
+}
+
+std::string GuardedServer::route_label(const std::string& path) const {
+  for (const Route& r : routes_)
+    if (std::regex_match(path, r.matcher)) return r.pattern;
+  return "other";
+}
+
+int GuardedServer::status_sent(int library_status) {
+  const int wire = t_stream ? t_stream->refused_status() : 0;
+  return wire ? wire : library_status;
 }
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {
@@ -186,6 +200,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     strm.set_deadlines(reserve);
   }
   t_slot = slot.kind();
+  t_stream = &strm;
   bool ok = true;
   for (size_t left = keep_alive_max_count_; left > 0; --left) {
     if (!strm.next_request()) break;
@@ -194,10 +209,11 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     if (!ok || closed || !strm.reusable()) break;
   }
   strm.close_gracefully();
+  t_stream = nullptr;
   return ok;
 }
 
-void GuardedServer::listen_on(const std::string& host, int port, const Reporter& rep) {
+void GuardedServer::listen_on(const std::string& host, int port, bool authenticated, const Reporter& rep) {
   const std::string where = host + ":" + std::to_string(port);
   addrinfo hints = {}, *found = nullptr;
   hints.ai_family = AF_UNSPEC;
@@ -222,10 +238,11 @@ void GuardedServer::listen_on(const std::string& host, int port, const Reporter&
   // kernel and the clients' retransmissions arrive seconds later. Listening again only resizes
   // the queue of the same socket.
   ::listen(svr_sock_, SOMAXCONN);
-  if (!loopback)
+  if (!loopback && !authenticated)
     rep.warning("serve: %s is reachable from other machines and this server has no authentication: "
-                "anyone who can reach it can make images and read its settings (use --host 127.0.0.1, "
-                "or put it behind a proxy that authenticates)",
+                "anyone who can reach it can make images and read its settings (add credentials with "
+                "--api-auth USER:PASS or --api-auth-file FILE, use --host 127.0.0.1, or put it behind a "
+                "proxy that authenticates)",
                 where.c_str());
 }
 
