@@ -156,19 +156,21 @@ httplib::Server::HandlerResponse GuardedServer::check_route(const httplib::Reque
     res.set_header("Retry-After", "1");
     return HandlerResponse::Handled;
   }
-  if (guard_ && refuse_request(*guard_, req, res)) return HandlerResponse::Handled;
-  if (req.method == "OPTIONS" && options_routes_) return HandlerResponse::Unhandled;
-  for (const Route& r : routes_) {
-    if (!std::regex_match(req.path, r.matcher)) continue;
-    const std::vector<std::string>& methods = r.methods;
-    const std::string asked = req.method == "HEAD" ? "GET" : req.method;
-    if (std::find(methods.begin(), methods.end(), asked) != methods.end()) return HandlerResponse::Unhandled;
-    std::string allow;
-    for (const std::string& m : methods) allow += (allow.empty() ? "" : ", ") + m + (m == "GET" ? ", HEAD" : "");
-    json_error(res, 405, req.method + " " + req.path + ": method not allowed (allowed: " + allow + ")");
-    res.set_header("Allow", allow);
-    return HandlerResponse::Handled;
+  if (!(req.method == "OPTIONS" && options_routes_)) {
+    for (const Route& r : routes_) {
+      if (!std::regex_match(req.path, r.matcher)) continue;
+      const std::vector<std::string>& methods = r.methods;
+      const std::string asked = req.method == "HEAD" ? "GET" : req.method;
+      if (std::find(methods.begin(), methods.end(), asked) != methods.end()) break;
+      std::string allow;
+      for (const std::string& m : methods) allow += (allow.empty() ? "" : ", ") + m + (m == "GET" ? ", HEAD" : "");
+      json_error(res, 405, req.method + " " + req.path + ": method not allowed (allowed: " + allow + ")");
+      res.set_header("Allow", allow);
+      return HandlerResponse::Handled;
+    }
   }
+  // Every request that a route (or the 404) would answer passes the guard first.
+  if (guard_ && refuse_request(*guard_, req, res)) return HandlerResponse::Handled;
   return HandlerResponse::Unhandled;
 }
 
