@@ -33,7 +33,9 @@ std::string host_name(const std::string& host, bool& ip) {
   ip = false;
   if (!name.empty() && name[0] == '[') {
     const size_t close = name.find(']');
-    name = close == std::string::npos ? name : name.substr(1, close - 1);
+    // "[v6]" or "[v6]:port" only: "[::1].evil.example" is no address
+    if (close == std::string::npos || (close + 1 < name.size() && name[close + 1] != ':')) return lower(name);
+    name = name.substr(1, close - 1);
     in6_addr v6;
     ip = inet_pton(AF_INET6, name.c_str(), &v6) == 1;
     return lower(name);

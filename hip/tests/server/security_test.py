@@ -90,7 +90,7 @@ def state_changing(routes):
 def check_host(c, srv, routes):
     port = srv.port
     foreign = ["evil.example", f"evil.example:{port}", f"127.0.0.1.nip.io:{port}", "localhost.evil.example",
-               "xlocalhost", "", "evil.example.", f"[::1].evil.example:{port}", "127.0.0.1.", "0x7f.0.0.1"]
+               "xlocalhost", "evil.example.", f"[::1].evil.example:{port}", "[::1]evil", "0x7f.0.0.1", "127.1"]
     failures = []
     for method, path in routes:
         for host in foreign:
@@ -276,7 +276,7 @@ def check_numbers(c, srv, binary, model):
     work = tempfile.mkdtemp()
     run = lambda *args: subprocess.run([*WRAP, binary, "--model", model, *TINY_DEFAULTS, *args], env=env,
                                        capture_output=True, text=True, cwd=work, timeout=300)
-    r = run("--seed", str(top), "--batch-count", "2", "-o", os.path.join(work, "b.png"))
+    r = run("--prompt", "x", "--seed", str(top), "--batch-count", "2", "-o", os.path.join(work, "b.png"))
     c.check("cli-batch-seed-past-2^64-exit-2", r.returncode == 2 and "--seed" in r.stderr and
             "18446744073709551615" in r.stderr and not os.listdir(work), (r.returncode, r.stderr[-300:]))
     jobs = os.path.join(work, "jobs.jsonl")
@@ -408,28 +408,43 @@ def check_cors_values(c, binary, model):
 
 
 def main():
-    binary, model = sys.argv[1], sys.argv[2]
+    binary, model = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     c = Checks()
     routes = server_routes()
     c.check(f"routes-read-from-the-sources ({len(routes)})", len(routes) >= 25 and ("POST", "/sdapi/v1/txt2img") in routes,
             routes)
+    t0 = time.time()
+
+    def timed(name):
+        nonlocal t0
+        print(f"({name}: {time.time() - t0:.1f} s)")
+        t0 = time.time()
+
     srv = Server(binary, model, ["--allowed-host", "moss.lan", "--cors-origin", "http://localhost:3000"])
     try:
         check_host(c, srv, routes)
+        timed("host")
         check_origin(c, srv, routes)
         check_types(c, srv, routes)
         c.check("refused-nothing-computed", images_made(srv.port) == 0)
+        timed("origin, type")
         check_numbers(c, srv, binary, model)
         c.check("refused-numbers-nothing-computed", images_made(srv.port) == 0)
+        timed("numbers")
         check_metrics(c, srv, routes)
+        timed("metrics")
         check_half_close(c, srv)
         check_waiting(c, srv)
+        timed("half-close, waiting")
     finally:
         code = srv.stop()
     c.check("sigterm-drains-exit-0", code == 0, code)
     check_auth(c, binary, model, routes)
+    timed("auth")
     check_cors_values(c, binary, model)
+    timed("cors")
     check_log(c, binary, model)
+    timed("log")
     c.finish()
 
 
