@@ -109,6 +109,42 @@ def metrics(port):
     return counts, images
 
 
+def check_page_seeds(c, driver, port):
+    """The page keeps a typed seed as text: one past 2^53 reaches the server digit for digit; what
+    is not a decimal integer from -1 to 2^64-1 is refused on the page, with no request."""
+    from selenium.webdriver.common.by import By
+    box = driver.find_element(By.ID, "random-seed")
+    if box.is_selected():
+        box.click()
+    driver.find_element(By.ID, "prompt").send_keys("seed as text")
+    steps = driver.find_element(By.ID, "steps")
+    steps.clear()
+    steps.send_keys("1")
+    before, _ = metrics(port)
+    sent = lambda counts: sum(n for (r, _), n in counts.items() if r == "/sdapi/v1/txt2img")
+    for bad in ("0x10", "1e3", "18446744073709551616", "-2", "12.5", "٣"):
+        seed = driver.find_element(By.ID, "seed")
+        seed.clear()
+        seed.send_keys(bad)
+        driver.find_element(By.ID, "generate").click()
+        error = driver.find_element(By.ID, "error").text
+        c.check(f"page-seed-refused {bad!r}", "The seed must be a whole number" in error, error)
+    after, _ = metrics(port)
+    c.check("page-seed-refused-no-request", sent(after) == sent(before), (before, after))
+    big = "18446744073709551557"  # past 2^53: a JavaScript number would round it
+    seed = driver.find_element(By.ID, "seed")
+    seed.clear()
+    seed.send_keys(big)
+    driver.find_element(By.ID, "generate").click()
+    WebDriverWait(driver, 300, poll_frequency=0.1).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#history li") or d.find_element(By.ID, "error").text)
+    items = driver.find_elements(By.CSS_SELECTOR, "#history li")
+    c.check("page-seed-past-2^53-exact", items and f"seed {big}" in items[0].text,
+            [i.text for i in items] or driver.find_element(By.ID, "error").text)
+    record = driver.execute_script("return document.getElementById('record') && document.getElementById('record').textContent")
+    c.check("page-seed-record-exact", big in (record or ""), record)
+
+
 def main():
     binary, model = sys.argv[1], sys.argv[2]
     c = Checks()
@@ -142,6 +178,7 @@ def main():
             const done = arguments[arguments.length - 1];
             fetch("/sdapi/v1/interrupt", {method: "POST"}).then(r => done(r.status)).catch(e => done(String(e)));""")
         c.check("browser-own-page-interrupt-200", result == 200, result)
+        check_page_seeds(c, driver, srv.port)
     finally:
         driver.quit()
         other.shutdown()
