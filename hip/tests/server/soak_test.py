@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A soak of `serve` (issue 50): 24 clients for MOSSINFER_SOAK_SECONDS (default 20 in the default
+"""A soak of `serve` (issue 50): 16 clients for MOSSINFER_SOAK_SECONDS (default 20 in the default
 test run; the issue's soak is 3 minutes: MOSSINFER_SOAK_SECONDS=180 ctest -L stress -R soak) mix
 what a person's clients and a hostile page send: tiny generations, progress polls, interrupts,
 foreign Hosts and Origins, form bodies, bad JSON, out-of-range numbers, unknown and invalid-UTF-8
@@ -19,7 +19,10 @@ import time
 from harness import Server, Checks
 
 SECONDS = float(os.environ.get("MOSSINFER_SOAK_SECONDS", "20"))
-CLIENTS = 24
+# Below the server's 24 connections per address (README "Server limits"). An abandoned request
+# holds its connection's slot until the server sees it gone, and a client's next connection may
+# come first: those few are answered 503 busy, counted (at most 5%), not failed.
+CLIENTS = 16
 
 
 def exchange(port, raw, half_close=False, abandon=False):
@@ -83,7 +86,9 @@ def client(port, until, seed, tally, errors):
             status = f"error {e}"
         with tally["lock"]:
             tally[name] = tally.get(name, 0) + 1
-            if status not in allowed:
+            if status == 503 and 503 not in allowed:
+                tally["busy"] = tally.get("busy", 0) + 1
+            elif status not in allowed:
                 errors.append((name, status))
 
 
@@ -110,10 +115,12 @@ def main():
             t.join()
         time.sleep(2.5)  # abandoned requests end, connections close
         after = srv.resources()
+        busy = tally.pop("busy", 0)
         total = sum(v for k, v in tally.items() if k != "lock")
         print(f"soak: {total} requests from {CLIENTS} clients in {SECONDS:.0f} s (+ warm-up); "
               f"RSS {before[0]} -> {after[0]} KiB, descriptors {before[1]} -> {after[1]}")
         c.check(f"soak-every-answer-as-its-class ({total} requests)", not errors, errors[:5])
+        c.check(f"soak-busy-refusals-rare ({busy})", busy <= total // 20, busy)
         c.check("soak-every-class-sent", all(tally.get(name, 0) > 0 for name, *_ in CLASSES),
                 {k: v for k, v in tally.items() if k != "lock"})
         c.check("soak-descriptors-back", after[1] <= before[1] + 2, (before, after))
