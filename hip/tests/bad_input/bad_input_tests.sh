@@ -135,7 +135,7 @@ broken missing-optional-rope-bands 0 "done:" st_drop "$TF" rope.bands
 broken_file unexpected-tensor-dit 1 "$TF" ": unexpected tensor 'layers\.4\.norm1\.weight'" st_add layers.4.norm1.weight BF16 128 256
 broken_file unexpected-tensor-vae 1 "$VAE" ": unexpected tensor 'decoder\.extra\.weight'" st_add decoder.extra.weight F32 64 256
 broken ignored-tensor-te-mtp 0 "done:" st_add "$TE" mtp.layers.0.norm.weight BF16 128 256
-broken ignored-tensor-vae-encoder 0 "done:" st_add "$VAE" encoder.conv_in.bias F32 32 128
+broken ignored-tensor-vae-encoder 0 "done:" st_add "$VAE" encoder.extra_in.bias F32 32 128
 bad_entry shape-header-dit 1 "$TF" final_linear_video.weight ' has shape \[64, 256\], the config implies \[128, 128\]' "set_shape 64,256"
 # shape_from_config NAME FILE TENSOR SHAPE IMPLIED CONFIG SED_EXPR: CONFIG edited (sed -E) so
 # that it implies the shape IMPLIED for TENSOR of FILE, which holds SHAPE: the message names both.
