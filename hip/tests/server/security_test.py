@@ -22,6 +22,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -417,6 +418,49 @@ def check_cors_values(c, binary, model):
             headers.get("access-control-allow-origin") == "*", dict(headers))
 
 
+def check_output(c, binary, model):
+    """The output check before compute: another user's file in a sticky folder (run as nobody, where
+    this test runs as root), and the file system's free space (a 1 MiB tmpfs in a mount namespace
+    of its own, where unshare may mount one). Each case says SKIP where it cannot be set up."""
+    env = dict(os.environ, MOSSINFER_BACKEND="host")
+    cli = [binary, "--model", model, *TINY_DEFAULTS, "--prompt", "x", "--quiet"]
+    if os.geteuid() == 0 and shutil.which("setpriv") and not WRAP:
+        top = tempfile.mkdtemp()
+        os.chmod(top, 0o755)
+        sticky = os.path.join(top, "shared")
+        os.mkdir(sticky)
+        os.chmod(sticky, 0o1777)
+        theirs = os.path.join(sticky, "theirs.png")
+        open(theirs, "wb").write(b"root's")
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        r = subprocess.run([*nobody, *cli, "-o", theirs], env=dict(env, HOME=top), capture_output=True, text=True,
+                           timeout=300)
+        c.check("output-sticky-other-users-file-exit-2", r.returncode == 2 and "belongs to another user (uid 0)" in
+                r.stderr and "sticky" in r.stderr and open(theirs, "rb").read() == b"root's", (r.returncode, r.stderr))
+        r = subprocess.run([*nobody, *cli, "-o", os.path.join(sticky, "mine.png")], env=dict(env, HOME=top),
+                           capture_output=True, text=True, timeout=300)
+        c.check("output-sticky-own-new-file-ok", r.returncode == 0, (r.returncode, r.stderr))
+        r = subprocess.run([*nobody, *cli, "-o", os.path.join(sticky, "mine.png")], env=dict(env, HOME=top),
+                           capture_output=True, text=True, timeout=300)
+        c.check("output-sticky-own-file-replaced", r.returncode == 0, (r.returncode, r.stderr))
+    else:
+        print("SKIP output-sticky: needs root and setpriv to run as another user")
+    mnt = tempfile.mkdtemp()
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=1m none {mnt}"], capture_output=True)
+    if probe.returncode == 0 and shutil.which("unshare") and not WRAP:
+        script = (f'mount -t tmpfs -o size=1m none {mnt} && "$@" -o {mnt}/big.png --size 640x640; echo "rc=$?"; '
+                  f'"$@" -o {mnt}/small.png --size 32x32; echo "rc=$?"; ls {mnt}')
+        unsized = [binary, "--model", model, "--skip-layers", "2", "--steps", "2", "--prompt", "x", "--quiet"]
+        r = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", *unsized], env=env, capture_output=True,
+                           text=True, timeout=300)
+        c.check("output-free-space-before-compute", "rc=1" in r.stdout and "bytes free" in r.stderr and
+                "need up to" in r.stderr and "big.png" not in r.stdout.split("rc=")[-1], (r.stdout, r.stderr[-300:]))
+        c.check("output-free-space-enough-runs", r.stdout.count("rc=0") == 1 and "small.png" in r.stdout,
+                (r.stdout, r.stderr[-300:]))
+    else:
+        print("SKIP output-free-space: unshare cannot mount a tmpfs here")
+
+
 def main():
     binary, model = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     c = Checks()
@@ -455,6 +499,8 @@ def main():
     timed("cors")
     check_log(c, binary, model)
     timed("log")
+    check_output(c, binary, model)
+    timed("output")
     c.finish()
 
 
