@@ -388,6 +388,14 @@ def check_auth(c, binary, model, routes):
         c.check("auth-metrics-auth", status == 401 and status2 == 200 and status3 == 200, (status, status2, status3))
     finally:
         srv.stop()
+    # Beyond loopback: without credentials a warning that says how to add them; with them, none.
+    for extra, warned in ((["--host", "0.0.0.0"], True), (["--host", "0.0.0.0", "--api-auth", "a:b"], False)):
+        srv = Server(binary, model, extra)
+        time.sleep(0.2)
+        out = srv.output()
+        srv.stop()
+        says = "reachable from other machines" in out and "--api-auth USER:PASS" in out and "--api-auth-file" in out
+        c.check(f"auth-beyond-loopback-warning {'without' if warned else 'with'} credentials", says == warned, out[-400:])
     # Refused values: exit 2 naming the flag, never echoing the password.
     env = dict(os.environ, MOSSINFER_BACKEND="host")
     empty = os.path.join(work, "empty")
