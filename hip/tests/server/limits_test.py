@@ -104,7 +104,9 @@ def exchange(srv, raw, source="127.0.0.1", check_close=True):
 
 
 def head(method, path, fields=(), version="HTTP/1.1"):
-    lines = [f"{method} {path} {version}", "Host: localhost", *fields]
+    # A POST says its body is JSON (else 415 before its framing is read: docs/security.md).
+    typed = method == "POST" and not any(f.lower().startswith("content-type") for f in fields)
+    lines = [f"{method} {path} {version}", "Host: localhost", *fields, *(["Content-Type: application/json"] if typed else [])]
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
