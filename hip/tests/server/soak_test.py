@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A soak of `serve` (issue 50): 16 clients for MOSSINFER_SOAK_SECONDS (default 20 in the default
+"""A soak of `serve` (issue 50): 16 clients for MOSSINFER_SOAK_SECONDS (default 12 in the default
 test run; the issue's soak is 3 minutes: MOSSINFER_SOAK_SECONDS=180 ctest -L stress -R soak) mix
 what a person's clients and a hostile page send: tiny generations, progress polls, interrupts,
 foreign Hosts and Origins, form bodies, bad JSON, out-of-range numbers, unknown and invalid-UTF-8
@@ -18,7 +18,7 @@ import time
 
 from harness import Server, Checks
 
-SECONDS = float(os.environ.get("MOSSINFER_SOAK_SECONDS", "20"))
+SECONDS = float(os.environ.get("MOSSINFER_SOAK_SECONDS", "12"))
 # Below the server's 24 connections per address (README "Server limits"). An abandoned request
 # holds its connection's slot until the server sees it gone, and a client's next connection may
 # come first: those few are answered 503 busy, counted (at most 5%), not failed.

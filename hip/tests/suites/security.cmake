@@ -4,7 +4,7 @@
 # escaping, out-of-range JSON numbers and batch seeds, half-closed connections, the queue's
 # waiting count; and in headless Chromium, the cross-site forms and fetches a page can send
 # (skipped, 77, without chromium and chromedriver). server_soak (label stress): 16 clients of
-# every class at once, memory and descriptors before and after; 20 s in the default run, the
+# every class at once, memory and descriptors before and after; 12 s in the default run, the
 # issue's 3 minutes with MOSSINFER_SOAK_SECONDS=180 ctest --test-dir build -L stress -R soak.
 if(MOSSINFER_SERVER)
   foreach(suite security security_browser)
