@@ -432,7 +432,13 @@ def check_output(c, binary, model):
     of its own, where unshare may mount one). Each case says SKIP where it cannot be set up."""
     env = dict(os.environ, MOSSINFER_BACKEND="host")
     cli = [binary, "--model", model, *TINY_DEFAULTS, "--prompt", "x", "--quiet"]
-    if os.geteuid() == 0 and shutil.which("setpriv") and not WRAP:
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    def reachable():  # nobody can run the binary and read every file of the model
+        runs = subprocess.run([*nobody, binary, "--version"], capture_output=True).returncode == 0
+        unreadable = subprocess.run([*nobody, "find", model, "-not", "-readable", "-print", "-quit"],
+                                    capture_output=True, text=True)
+        return runs and unreadable.returncode == 0 and not unreadable.stdout.strip()
+    if os.geteuid() == 0 and shutil.which("setpriv") and not WRAP and reachable():
         top = tempfile.mkdtemp()
         os.chmod(top, 0o755)
         sticky = os.path.join(top, "shared")
@@ -440,7 +446,6 @@ def check_output(c, binary, model):
         os.chmod(sticky, 0o1777)
         theirs = os.path.join(sticky, "theirs.png")
         open(theirs, "wb").write(b"root's")
-        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
         r = subprocess.run([*nobody, *cli, "-o", theirs], env=dict(env, HOME=top), capture_output=True, text=True,
                            timeout=300)
         c.check("output-sticky-other-users-file-exit-2", r.returncode == 2 and "belongs to another user (uid 0)" in
@@ -452,7 +457,7 @@ def check_output(c, binary, model):
                            capture_output=True, text=True, timeout=300)
         c.check("output-sticky-own-file-replaced", r.returncode == 0, (r.returncode, r.stderr))
     else:
-        print("SKIP output-sticky: needs root and setpriv to run as another user")
+        print("SKIP output-sticky: needs root, setpriv, and the binary and model readable by nobody")
     mnt = tempfile.mkdtemp()
     probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=1m none {mnt}"], capture_output=True)
     if probe.returncode == 0 and shutil.which("unshare") and not WRAP:
