@@ -28,8 +28,15 @@ std::vector<OutputPath> output_paths(const std::vector<GenerationRequest>& image
   std::vector<OutputPath> out;
   for (size_t i = 0; i < images.size(); ++i) {
     const std::string image = images.size() > 1 ? " (image " + std::to_string(i + 1) + ")" : "";
-    if (!images[i].output_png.empty()) out.push_back({images[i].output_png, "-o" + image});
-    if (!images[i].latent_out.empty()) out.push_back({images[i].latent_out, "--latent-out" + image});
+    const GenerationRequest& r = images[i];
+    const uint64_t w = uint64_t(r.width), h = uint64_t(r.height);
+    // Upper bounds of the sizes (for the free-space check): a PNG no smaller than its raw rows
+    // (a filter byte a row; zlib's stored blocks add 5 bytes in 16 KiB) and its record (the
+    // prompts, JSON-escaped, and the settings); the latent as float32 npy, 2 bytes a pixel.
+    const uint64_t rows = h * (w * 3 + 1);
+    const uint64_t png = rows + rows / 16000 * 5 + 6 * (r.prompt.size() + r.negative.size()) + 64 * 1024;
+    if (!r.output_png.empty()) out.push_back({r.output_png, "-o" + image, png});
+    if (!r.latent_out.empty()) out.push_back({r.latent_out, "--latent-out" + image, w * h * 2 + 4096});
   }
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "pipeline/request_fields.h"
 #include "util/error.h"
 
 namespace moss {
@@ -81,6 +82,11 @@ std::string numbered_output(const std::string& flag, const std::string& path, in
 }
 
 std::vector<GenerationRequest> batch_requests(const RunOptions& o) {
+  try {
+    check_batch_seeds(o.seed, o.batch_count);  // before anything runs
+  } catch (const FieldError& e) {
+    throw usage_error(e.cli);
+  }
   std::vector<GenerationRequest> images;
   for (int64_t i = 0; i < o.batch_count; ++i) {
     GenerationRequest r = o;  // the options' request, without the run's own settings

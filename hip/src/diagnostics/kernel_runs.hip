@@ -101,7 +101,10 @@ int run_bench(const BenchOptions& o, int device) {
   std::printf("\n```\n# moss-infer-hip bench summary\n%s\n", engine_version().c_str());
   std::printf("device %d: %s, %s, %.1f GiB; %s; kernels %s\n", device, d.name.c_str(), d.arch.c_str(),
               double(d.total_bytes) / double(1ull << 30), runtime_versions().c_str(), kernels.c_str());
-  std::printf("ceilings: %.0f TFLOP/s dense bf16, %.2f TB/s (%s)\n", peak.tflops, peak.gbs / 1000, peak.source.c_str());
+  if (peak.tflops > 0 && peak.gbs > 0)
+    std::printf("ceilings: %.0f TFLOP/s dense bf16, %.2f TB/s (%s)\n", peak.tflops, peak.gbs / 1000, peak.source.c_str());
+  else
+    std::printf("ceilings: unknown (%s)\n", peak.source.c_str());
   bool ok = true;
   for (const kcheck::FamilyResult& r : families) {
     ok = ok && r.ok();

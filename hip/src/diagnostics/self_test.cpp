@@ -7,11 +7,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
+#include <sstream>
 
 #include "diagnostics/diagnostics_options.h"
 #include "diagnostics/kernel_runs.h"
+#include "io/private_files.h"
 #include "runtime/device_choice.h"
 #include "util/error.h"
 #include "pipeline/record.h"
@@ -40,29 +41,19 @@ std::string print_verdicts(const std::vector<FamilyVerdict>& results) {
   return failing;
 }
 
-bool make_dirs(const std::string& path) {
-  for (size_t p = 1; p <= path.size(); ++p)
-    if (p == path.size() || path[p] == '/') {
-      const std::string d = path.substr(0, p);
-      if (mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) return false;
-    }
-  return true;
-}
-
-// Runs fn with stdout sent to `log` (the gate keeps a generation's terminal clean; the log is what
-// a report attaches). Without a log file, stdout is left as it is.
-void with_stdout_to(const std::string& log, const std::function<void()>& fn) {
+// Runs fn with stdout sent to the descriptor `log` (the gate keeps a generation's terminal clean;
+// the log is what a report attaches), which it closes. With -1, stdout is left as it is.
+void with_stdout_to(int log, const std::function<void()>& fn) {
   std::fflush(stdout);
-  const int fd = log.empty() ? -1 : open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int saved = fd >= 0 ? dup(1) : -1;
-  if (saved >= 0) dup2(fd, 1);
+  const int saved = log >= 0 ? dup(1) : -1;
+  if (saved >= 0) dup2(log, 1);
   auto restore = [&] {
     std::fflush(stdout);
     if (saved >= 0) {
       dup2(saved, 1);
       close(saved);
     }
-    if (fd >= 0) close(fd);
+    if (log >= 0) close(log);
   };
   try {
     fn();
@@ -114,20 +105,30 @@ void self_test_gate(const DeviceInfo& d, const Reporter& rep) {
 #if MOSSINFER_HAVE_HIP
   const std::string key = engine_version() + " | device " + d.name + " " + d.arch + " | " + runtime_versions() +
                           " | kernels " + kernel_path_name();
+  // The cache (io/private_files.h): only the user's own directory and regular files, opened
+  // without following links or blocking; anything else is reported and the run goes on without.
   const std::string dir = self_test_cache_dir();
-  const std::string passed_file = dir.empty() ? "" : dir + "/self-test-passed.txt";
-  if (!passed_file.empty()) {
-    std::ifstream in(passed_file);
-    for (std::string line; std::getline(in, line);)
-      if (line == key) return;
+  std::string why = private_dir_refusal(dir);
+  const bool usable = why.empty();
+  const std::string passed_file = dir + "/self-test-passed.txt";
+  if (usable) {
+    std::string text;
+    if (read_private_file(passed_file, text, why)) {
+      std::istringstream lines(text);
+      for (std::string line; std::getline(lines, line);)
+        if (line == key) return;
+    }
   }
-  const bool writable = !dir.empty() && make_dirs(dir);
-  const std::string log = writable ? dir + "/self-test-device" + std::to_string(d.index) + ".log" : "";
+  if (!why.empty()) rep.warning("self-test cache: %s; the self-test runs without it", why.c_str());
+  const std::string log = usable ? dir + "/self-test-device" + std::to_string(d.index) + ".log" : "";
+  std::string log_why;
+  const int log_fd = usable ? open_private_file(log, WriteMode::Replace, log_why) : -1;
+  if (!log_why.empty()) rep.warning("self-test log: %s; its output goes to stdout", log_why.c_str());
   rep.line("kernel self-test on device %d (once per binary, device and runtime; a few seconds)", d.index);
   const auto t0 = std::chrono::steady_clock::now();
   std::string failing;
   int cases = 0;
-  with_stdout_to(log, [&] {
+  with_stdout_to(log_fd, [&] {
     const std::vector<FamilyVerdict> results = run_kernel_self_test(d.index, false);
     failing = print_verdicts(results);
     for (const FamilyVerdict& r : results) cases += r.passed + r.failed;
@@ -136,15 +137,18 @@ void self_test_gate(const DeviceInfo& d, const Reporter& rep) {
     throw failure("kernel self-test failed on device " + std::to_string(d.index) + " (" + d.name + ", " + d.arch +
                   "): the " + failing + " kernels compute wrong results here, so nothing runs on this device. " +
                   "Please open an issue with the output of `moss-infer-hip self-test --device " +
-                  std::to_string(d.index) + "`" + (log.empty() ? "" : " (this run's: " + log + ")"));
+                  std::to_string(d.index) + "`" + (log_fd < 0 ? "" : " (this run's: " + log + ")"));
   rep.line("kernel self-test passed: %d cases in %.1f s", cases,
            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  if (writable) {
-    std::ofstream out(passed_file, std::ios::app);
-    out << key << "\n";
-    if (!out) rep.warning("could not remember the self-test's pass in %s: it runs again next time", passed_file.c_str());
-  } else {
-    rep.warning("no cache folder (XDG_CACHE_HOME or HOME): the self-test runs before every run");
+  if (usable) {
+    std::string write_why;
+    const int fd = open_private_file(passed_file, WriteMode::Append, write_why);
+    const std::string line = key + "\n";
+    const bool written = fd >= 0 && write(fd, line.data(), line.size()) == ssize_t(line.size());
+    if (fd >= 0) close(fd);
+    if (!written)
+      rep.warning("could not remember the self-test's pass in %s%s: it runs again next time", passed_file.c_str(),
+                  write_why.empty() ? "" : (" (" + write_why + ")").c_str());
   }
 #else
   (void)d;

@@ -256,10 +256,18 @@ struct TooDeep {};
 }  // namespace
 
 json parse_request_json(const std::string& text) {
-  const json::parser_callback_t limit = [](int depth, json::parse_event_t event, json&) {
+  // The keys from the body down to the value being read: a number the library cannot hold (past
+  // a double's range, 1e400) is refused naming its field, not as the library's own error.
+  std::vector<std::string> path;
+  const json::parser_callback_t limit = [&path](int depth, json::parse_event_t event, json& parsed) {
     if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
         depth >= kMaxJsonDepth)
       throw TooDeep{};
+    if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) path.emplace_back();
+    if (event == json::parse_event_t::object_end || event == json::parse_event_t::array_end) {
+      if (!path.empty()) path.pop_back();
+    }
+    if (event == json::parse_event_t::key && !path.empty() && parsed.is_string()) path.back() = parsed.get<std::string>();
     return true;
   };
   try {
@@ -268,6 +276,14 @@ json parse_request_json(const std::string& text) {
     throw RequestError(400, "", "bad JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   } catch (const json::parse_error& e) {
     throw RequestError(400, "", std::string("bad JSON: ") + e.what());
+  } catch (const json::out_of_range&) {
+    // The field: the keys of the path, the innermost named one last ("override_settings.x").
+    std::string field;
+    for (const std::string& key : path)
+      if (!key.empty()) field += (field.empty() ? "" : ".") + key;
+    throw RequestError(422, field,
+                       (field.empty() ? std::string("a number") : field) +
+                           ": the number is out of range (beyond a double's ±1.8e308, or not finite)");
   }
 }
 
@@ -328,6 +344,11 @@ A1111Request parse_a1111_request(const json& body, const RequestContext& context
                                           std::to_string(kMaxImagesPerRequest) + " per request");
   if (!field(body, "send_images").is_null()) out.send_images = body["send_images"].get<bool>();
   draw_seed_if_asked(request);
+  try {
+    check_batch_seeds(request.seed, count);
+  } catch (const FieldError& e) {
+    throw RequestError(422, field_names(e.field).name, e.body);
+  }
 
   for (int64_t i = 0; i < count; ++i) {
     GenerationRequest r = request;

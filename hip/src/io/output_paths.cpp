@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -49,6 +50,42 @@ void probe_new_file(const std::string& source, const std::string& path, const st
   throw refused(source, path, "directory " + dir + " cannot hold a new file (" + std::strerror(err) + ")");
 }
 
+// The rename that commits an output replaces an existing entry; in a sticky folder (S_ISVTX,
+// such as /tmp) the kernel allows that only to the entry's owner, the folder's owner, or a
+// process with CAP_FOWNER (root here).
+void refuse_unreplaceable(const std::string& source, const std::string& path, const std::string& dir,
+                          const struct stat& dir_st) {
+  if (!(dir_st.st_mode & S_ISVTX)) return;
+  struct stat entry;
+  if (::lstat(path.c_str(), &entry) != 0) return;  // no entry: a new one is made
+  const uid_t me = ::geteuid();
+  if (me == 0 || entry.st_uid == me || dir_st.st_uid == me) return;
+  throw refused(source, path, "belongs to another user (uid " + std::to_string(entry.st_uid) + ") in the sticky directory " +
+                                  dir + ", where only its owner may replace it");
+}
+
+// Each file system's free space against the outputs it will hold.
+void check_free_space(const std::vector<OutputPath>& outputs) {
+  std::map<dev_t, std::pair<uint64_t, const OutputPath*>> need;  // device: bytes, an output on it
+  for (const OutputPath& o : outputs) {
+    struct stat st;
+    if (o.bytes == 0 || ::stat(parent_dir(o.path).c_str(), &st) != 0) continue;
+    auto& n = need[st.st_dev];
+    n.first += o.bytes;
+    if (!n.second) n.second = &o;
+  }
+  for (const auto& [dev, n] : need) {
+    const std::string dir = parent_dir(n.second->path);
+    struct statvfs fs;
+    if (::statvfs(dir.c_str(), &fs) != 0) continue;
+    const uint64_t free_bytes = uint64_t(fs.f_bavail) * uint64_t(fs.f_frsize);
+    if (free_bytes < n.first)
+      throw failure(n.second->source + ": " + shown(n.second->path) + ": the file system of " + dir + " has " +
+                    std::to_string(free_bytes) + " bytes free; this run's outputs there need up to " +
+                    std::to_string(n.first) + " bytes");
+  }
+}
+
 }  // namespace
 
 void check_output_path(const std::string& path, const std::string& source) {
@@ -78,6 +115,7 @@ void check_output_path(const std::string& path, const std::string& source) {
   if (name_max > 0 && name.size() > size_t(name_max))
     throw refused(source, path, "the file name has " + std::to_string(name.size()) + " bytes, the file system allows " +
                                     std::to_string(name_max));
+  refuse_unreplaceable(source, path, dir, st);
   probe_new_file(source, path, dir);
 }
 
@@ -100,6 +138,7 @@ void check_output_paths(const std::vector<OutputPath>& outputs) {
     folders.insert(dir);
   }
   for (const std::string& dir : folders) remove_stale_temporaries(dir);
+  check_free_space(outputs);
 }
 
 }  // namespace moss

@@ -85,9 +85,22 @@ void parse_safetensors_header(const std::string& path, const char* header, uint6
   }
   std::sort(spans.begin(), spans.end());
   auto range = [](const Span& s) { return "'" + s.name + "' [" + std::to_string(s.begin) + ", " + std::to_string(s.end) + ")"; };
-  for (size_t i = 1; i < spans.size(); ++i)
-    if (spans[i].begin < spans[i - 1].end)
+  // The tensors tile the data section exactly, as the format's own reader requires: no two share
+  // a byte, and no byte lies outside every tensor (data a loader would never check, or a header
+  // that does not describe the file it came with).
+  uint64_t covered = 0;  // the data section's bytes before this one are a tensor's
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (i > 0 && spans[i].begin < spans[i - 1].end)
       throw failure(path + ": tensors " + range(spans[i - 1]) + " and " + range(spans[i]) + " overlap in the data section");
+    if (spans[i].begin > covered)
+      throw failure(path + ": bytes [" + std::to_string(covered) + ", " + std::to_string(spans[i].begin) +
+                    ") of the data section belong to no tensor (a gap " +
+                    (i == 0 ? "before the first tensor " + range(spans[i]) : "after " + range(spans[i - 1])) + ")");
+    covered = std::max(covered, spans[i].end);
+  }
+  if (covered < data_size)
+    throw failure(path + ": bytes [" + std::to_string(covered) + ", " + std::to_string(data_size) +
+                  ") at the end of the data section belong to no tensor");
 }
 
 const TensorInfo& SafetensorsFile::info(const std::string& name) const {

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/log_text.h"
+
 namespace moss {
 
 enum class ProgressFormat { Text, Json };
@@ -62,14 +64,19 @@ class Reporter {
     return s;
   }
   // One stdio call per line: stdio locks the stream per call, so the lines of several engines'
-  // threads (--device lists) never mix.
+  // threads (--device lists) never mix. Every line is escaped (util/log_text.h): text a client
+  // sent (a sampler name, a prompt in a refusal) can neither start a line nor move the cursor.
   static void print(const std::string& text) {
-    std::fputs((text + "\n").c_str(), stderr);
+    write_line(log_escape(text));
+  }
+  static void write_line(const std::string& line) {
+    std::fputs((line + "\n").c_str(), stderr);
     std::fflush(stderr);
   }
   // Invalid UTF-8 (a prompt's bytes never are: they are checked) is replaced, never thrown on.
   static void emit(const nlohmann::ordered_json& j) {
-    print(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+    // JSON's own escaping already keeps the object on one line (control characters as \u00XX).
+    write_line(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
   }
 
   bool quiet_;

@@ -1,5 +1,7 @@
 #include "pipeline/request_fields.h"
 
+#include <cstdint>
+
 #include <cmath>
 #include <set>
 
@@ -284,6 +286,14 @@ void check_request(const GenerationRequest& r) {
     const size_t bad = find_invalid_utf8(f == RequestField::Prompt ? r.prompt : r.negative);
     if (bad != std::string::npos) throw FieldError(f, ": not valid UTF-8 (byte " + std::to_string(bad) + ")");
   }
+}
+
+void check_batch_seeds(uint64_t seed, int64_t count) {
+  if (count <= 1 || uint64_t(count - 1) <= UINT64_MAX - seed) return;
+  throw FieldError(RequestField::Seed, " '" + std::to_string(seed) + "': " + std::to_string(count) +
+                                           " images take the seeds " + std::to_string(seed) + " to " +
+                                           std::to_string(seed) + " + " + std::to_string(count - 1) +
+                                           ", past the largest seed 18446744073709551615");
 }
 
 void draw_seed_if_asked(GenerationRequest& r) {

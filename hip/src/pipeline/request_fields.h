@@ -45,6 +45,10 @@ void set_field(GenerationRequest& r, RequestField field, const nlohmann::json& v
 // What no single field decides: the size's area, prompts in UTF-8. Throws FieldError.
 void check_request(const GenerationRequest& r);
 
+// The seeds of `count` images made from `seed` (seed, seed + 1, ...: a batch, n_iter) all fit 64
+// bits; else FieldError(Seed) saying which would not (never wrapped to 0).
+void check_batch_seeds(uint64_t seed, int64_t count);
+
 // A request that asks for a random seed (seed -1, or none at a server without --seed) gets a
 // fresh one here, below 2^32 as A1111's (JavaScript clients read seeds as doubles).
 void draw_seed_if_asked(GenerationRequest& r);

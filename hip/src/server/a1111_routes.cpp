@@ -27,12 +27,6 @@ void reply_error(httplib::Response& res, int status, const std::string& message,
   reply(res, status, body);
 }
 
-// A client's text as one line of the log: invalid UTF-8 replaced, line ends and quotes escaped.
-std::string log_text(const std::string& text) {
-  const std::string quoted = json(text).dump(-1, ' ', false, json::error_handler_t::replace);
-  return quoted.substr(1, quoted.size() - 2);
-}
-
 const char* status_text(int status) {
   switch (status) {
     case 400: return "Bad Request";
@@ -138,9 +132,10 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
       }
     }
   } catch (const RequestError& e) {
-    // The operator sees every refusal (a client may show none of it: Open WebUI does not).
+    // The operator sees every refusal (a client may show none of it: Open WebUI does not); the
+    // client's text in it is escaped by the Reporter, as on every log line.
     const bool sampler = e.field == "sampler_name" || e.field == "sampler_index" || e.field == "scheduler";
-    rep_.line("txt2img: refused (%d): %s%s%s", e.status, log_text(e.what()).c_str(), sampler ? "; " : "",
+    rep_.line("txt2img: refused (%d): %s%s%s", e.status, e.what(), sampler ? "; " : "",
               sampler ? kSamplerFallbackHint : "");
     return reply_error(res, e.status, e.what(), e.field);
   }

@@ -113,7 +113,10 @@ void A1111Routes::progress(httplib::Response& res) const {
         {"sampling_steps", p.steps}}},
       // No live previews: the latents are decoded only at the end (README "The server").
       {"current_image", nullptr},
-      {"textinfo", active ? json(p.stage) : json(nullptr)}};
+      {"textinfo", active ? json(p.stage) : json(nullptr)},
+      // This server's own field (README "The server"): the requests waiting in the queue for an
+      // engine, not counting the running ones (job_count is the running request's images).
+      {"requests_waiting", queue_.waiting()}};
   res.status = 200;
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }

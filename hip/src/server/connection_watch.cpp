@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdlib>
 
 namespace moss {
@@ -64,10 +65,16 @@ bool ConnectionWatch::client_gone() const {
   if (fd_ < 0) return false;
   pollfd p = {fd_, short(POLLIN | POLLRDHUP), 0};
   if (poll(&p, 1, 0) <= 0) return false;
-  if (p.revents & (POLLHUP | POLLERR | POLLRDHUP)) return true;
+  if (p.revents & (POLLHUP | POLLERR)) return true;  // reset, or closed both ways
   char c;
   // Readable: either more data (a pipelined request: still there) or the end of the stream.
-  return (p.revents & POLLIN) && recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+  const bool ended = (p.revents & POLLRDHUP) || ((p.revents & POLLIN) && recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0);
+  if (!ended || probed_) return false;
+  probed_ = true;
+  static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+  // A write that fails at once (EPIPE: the peer's reset is already here) says it is gone.
+  return send(fd_, kContinue, sizeof kContinue - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN &&
+         errno != EWOULDBLOCK;
 }
 
 }  // namespace moss

@@ -17,11 +17,17 @@ class ConnectionWatch {
   // The connection local_addr:local_port <- remote_addr:remote_port; a watch that finds no such
   // socket never reports a disconnect.
   ConnectionWatch(const std::string& remote_addr, int remote_port, const std::string& local_addr, int local_port);
-  // True once the peer has closed its end (an orderly close or a reset).
+  // True once the peer has gone: a reset, or a close of both directions. The end of the client's
+  // stream alone (a FIN) may be a half-close after a complete request, which HTTP allows and
+  // whose answer the client still reads: the first time it is seen, the watch sends an interim
+  // "100 Continue" (RFC 9110: a client must accept and skip a 1xx it did not ask for). A client
+  // that has closed both ends answers it with a reset, seen by the next call; a half-closed one
+  // reads and skips it, and its request runs to its answer.
   bool client_gone() const;
 
  private:
   int fd_ = -1;
+  mutable bool probed_ = false;
 };
 
 }  // namespace moss

@@ -13,4 +13,12 @@ namespace moss {
 
 void install_cors(GuardedServer& server, const std::vector<std::string>& origins);
 
+// Whether `origin` (an Origin header's value) is one of `origins`, or they hold "*".
+bool origin_allowed(const std::vector<std::string>& origins, const std::string& origin);
+
+// Why a --cors-origin value is not one a browser can send (empty: it is): an origin is
+// scheme://host[:port] in lower case, http or https, with no path, query, user or trailing slash
+// ("*" is taken too).
+std::string cors_origin_refusal(const std::string& value);
+
 }  // namespace moss

@@ -179,6 +179,7 @@ void DeadlineStream::answer(int status, const std::string& message) {
     sent += size_t(n);
   }
   answered_ = true;
+  answered_status_ = status;
 }
 
 void DeadlineStream::close_gracefully() {

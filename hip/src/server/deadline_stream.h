@@ -55,6 +55,8 @@ class DeadlineStream : public httplib::Stream {
   // Sends a refusal as JSON {"error", "detail"} with Connection: close (also used before any
   // request is read, to refuse a connection).
   void answer(int status, const std::string& message);
+  // The status answer() sent; 0 when it sent none (the library answers the request).
+  int refused_status() const { return answered_ ? answered_status_ : 0; }
   // Half-closes, reads what the client still sends for a moment (so that its unread bytes do not
   // turn the close into a reset that loses the answer), then closes.
   void close_gracefully();
@@ -88,6 +90,7 @@ class DeadlineStream : public httplib::Stream {
   std::optional<RequestHeadCheck> head_;
   std::optional<RequestBodyCheck> body_;
   bool answered_ = false, broken_ = false;
+  int answered_status_ = 0;
 };
 
 }  // namespace moss

@@ -12,7 +12,8 @@
 //  - a wrong method on a known route is 405 with Allow, an unknown method 501;
 //  - the listening socket without SO_REUSEPORT: a port in use is an error.
 // The pre-routing handler is this class's (check_route): a route-level check belongs there, as
-// set_pre_routing_handler would replace it.
+// set_pre_routing_handler would replace it. It applies the rules of server/request_guard.h (Host,
+// credentials, Origin, Content-Type) to every request, whatever its route.
 #pragma once
 #include <regex>
 #include <string>
@@ -23,6 +24,7 @@
 #include "pipeline/reporter.h"
 #include "server/connection_slots.h"
 #include "server/deadline_stream.h"
+#include "server/request_guard.h"
 #include "server/request_head.h"
 
 namespace moss {
@@ -41,12 +43,25 @@ class GuardedServer : public httplib::Server {
   GuardedServer& Options(const std::string& pattern, Handler handler);
 
   // Binds host:port (no SO_REUSEPORT), or throws moss::Error (exit 1) "serve: cannot listen on
-  // HOST:PORT: REASON". Warns (rep) when the address is not a loopback one: no authentication.
-  void listen_on(const std::string& host, int port, const Reporter& rep);
+  // HOST:PORT: REASON". Warns (rep) when the address is not a loopback one and `authenticated`
+  // is false (no --api-auth), saying how to add credentials.
+  void listen_on(const std::string& host, int port, bool authenticated, const Reporter& rep);
 
   // GET /sdapi/v1/progress, GET /health, GET /ready, POST /sdapi/v1/interrupt: answered on a
   // reserve connection; nothing else is.
   static bool light_route(const std::string& method, const std::string& path);
+
+  // The rules every request passes (server/request_guard.h); none set: none applied.
+  void set_guard(const GuardRules& rules) { guard_ = &rules; }
+
+  // A request's route as a metrics label: the pattern of a route registered here that matches
+  // `path`, else "other" (a client cannot make new label values). Patterns are this program's
+  // own ASCII text.
+  std::string route_label(const std::string& path) const;
+  // The status this connection's last answer was sent with: the wire checks' own refusal (413,
+  // 415, 431, ...: server/deadline_stream.h) where there was one, else `library_status`, what
+  // cpp-httplib's response says. Called from the logger, on the connection's thread.
+  static int status_sent(int library_status);
 
  private:
   bool process_and_close_socket(socket_t sock) override;
@@ -63,6 +78,7 @@ class GuardedServer : public httplib::Server {
   };
   std::vector<Route> routes_;
   bool options_routes_ = false;
+  const GuardRules* guard_ = nullptr;
 };
 
 }  // namespace moss

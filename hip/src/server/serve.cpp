@@ -67,13 +67,14 @@ int serve_command(const std::vector<std::string>& args) {
   std::atomic<bool> draining{false};
 
   GuardedServer server;  // connection, head and body limits: server/guarded_server.h
+  server.set_guard(options.guard);  // Host, credentials, Origin, Content-Type: server/request_guard.h
   A1111Routes routes(pool, queue, metrics, options, rep);
   routes.install(server);
   ServiceRoutes service(queue, metrics, draining);
   service.install(server);
   install_web_page(server);
 
-  server.listen_on(options.host, options.port, rep);  // a port in use: exit 1
+  server.listen_on(options.host, options.port, options.guard.credentials.required(), rep);  // in use: exit 1
   std::vector<std::thread> engine_threads;
   for (size_t e = 0; e < pool.size(); ++e) engine_threads.emplace_back([&queue, e] { queue.serve(e); });
   std::string devices_text;

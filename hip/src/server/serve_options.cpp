@@ -1,5 +1,8 @@
 #include "server/serve_options.h"
 
+#include <cctype>
+
+#include "server/cors.h"
 #include "util/error.h"
 
 namespace moss {
@@ -24,14 +27,36 @@ std::string serve_help_text() {
          "  --sampler-fallback euler   run requests for other samplers and schedulers\n"
          "                (DDIM, DPM++, karras, ...) as Euler with the MOSS-Image schedule,\n"
          "                saying so in their info; default: refused (422)\n"
-         "  --cors-origin ORIGIN   answer browser preflights from ORIGIN (repeatable; * for\n"
-         "                any); default: no CORS headers\n"
+         "  --cors-origin ORIGIN   answer browser preflights from ORIGIN, scheme://host[:port]\n"
+         "                (repeatable; * for any); default: no CORS headers, and a page of\n"
+         "                another origin may not POST here\n"
+         "  --allowed-host NAME    a host name clients may reach this server by, besides its\n"
+         "                addresses, localhost and --host (repeatable; * for any); other\n"
+         "                Host headers are refused 421 (DNS rebinding)\n"
+         "  --api-auth USER:PASS[,USER:PASS...]   require HTTP Basic credentials (or\n"
+         "                Authorization: Bearer PASS) on every route but /health and /metrics\n"
+         "  --api-auth-file FILE   the same, one USER:PASS a line (# comments)\n"
+         "  --metrics-auth  /metrics needs the credentials too\n"
          "  --steps, --cfg, --shift, --seed, --size, --skip-layers, --max-seq, --negative, ...:\n"
          "                the defaults of requests that do not set them (see moss-infer-hip --help);\n"
          "                without --seed a request without a seed draws a random one\n"
          "  --vram-budget, --quiet, --progress json, --no-metadata: as for one run\n"
          "  --help, -h    this text\n";
 }
+
+namespace {
+
+// An --allowed-host value is a host name as a Host header carries it, without a port.
+std::string allowed_host_refusal(const std::string& value) {
+  if (value == "*") return "";
+  if (value.empty()) return "empty (give a host name, such as moss.example.org)";
+  for (char c : value)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_'))
+      return "a host name has only letters, digits, '.', '-' and '_' (no scheme, port or path)";
+  return "";
+}
+
+}  // namespace
 
 ServeOptions parse_serve_args(const std::vector<std::string>& args) {
   ServeOptions s;
@@ -48,8 +73,14 @@ ServeOptions parse_serve_args(const std::vector<std::string>& args) {
       s.help = true;
       return s;
     }
+    if (name == "--metrics-auth") {
+      if (inline_value) throw usage_error("--metrics-auth takes no value");
+      s.guard.metrics_auth = true;
+      continue;
+    }
     if (name == "--host" || name == "--port" || name == "--queue" || name == "--drain-seconds" ||
-        name == "--sampler-fallback" || name == "--cors-origin") {
+        name == "--sampler-fallback" || name == "--cors-origin" || name == "--allowed-host" || name == "--api-auth" ||
+        name == "--api-auth-file") {
       if (!inline_value) {
         if (i + 1 >= args.size()) throw usage_error(name + " needs a value");
         value = args[++i];
@@ -66,9 +97,22 @@ ServeOptions parse_serve_args(const std::vector<std::string>& args) {
       } else if (name == "--sampler-fallback") {
         if (value != "euler") throw usage_error("--sampler-fallback '" + value + "': the one fallback is euler");
         s.sampler_fallback = true;
-      } else {
+      } else if (name == "--cors-origin") {
         if (value.empty()) throw usage_error("--cors-origin: empty origin (give http://HOST:PORT, or *)");
+        const std::string why = cors_origin_refusal(value);
+        if (!why.empty()) throw usage_error("--cors-origin '" + value + "': " + why);
         s.cors_origins.push_back(value);
+      } else if (name == "--allowed-host") {
+        const std::string why = allowed_host_refusal(value);
+        if (!why.empty()) throw usage_error("--allowed-host '" + value + "': " + why);
+        std::string lower;
+        for (char c : value) lower += char(std::tolower(static_cast<unsigned char>(c)));
+        s.guard.allowed_hosts.push_back(lower);
+      } else if (name == "--api-auth") {
+        s.guard.credentials.add_list(value, "--api-auth");
+      } else {
+        if (value.empty()) throw usage_error("--api-auth-file: empty path");
+        s.guard.credentials.add_file(value);
       }
       continue;
     }
@@ -80,6 +124,8 @@ ServeOptions parse_serve_args(const std::vector<std::string>& args) {
   }
   // parse_args checks everything else, as the defaults of requests (which bring their prompts).
   s.run = parse_args(rest, ArgsFor::Serve).run;
+  s.guard.listen_host = s.host;
+  s.guard.cors_origins = s.cors_origins;
   return s;
 }
 

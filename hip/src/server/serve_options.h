@@ -1,11 +1,13 @@
 // The command line of `moss-infer-hip serve`: --host, --port, --queue, --drain-seconds,
-// --sampler-fallback, --cors-origin, and the CLI's own flags (model, memory, device, and the
+// --sampler-fallback, --cors-origin, --allowed-host, --api-auth, --api-auth-file, --metrics-auth,
+// and the CLI's own flags (model, memory, device, and the
 // generation flags, which become the defaults of every request).
 #pragma once
 #include <string>
 #include <vector>
 
 #include "cli/options.h"
+#include "server/request_guard.h"
 
 namespace moss {
 
@@ -18,6 +20,8 @@ struct ServeOptions {
                                    // defaults of requests (seed_drawn: each request draws a seed)
   bool sampler_fallback = false;   // --sampler-fallback euler: other samplers run as Euler
   std::vector<std::string> cors_origins;  // --cors-origin ORIGIN (repeatable; "*": any)
+  GuardRules guard;                // what every request passes (server/request_guard.h): --host,
+                                   // --allowed-host, --cors-origin, --api-auth(-file), --metrics-auth
   bool help = false;
 };
 

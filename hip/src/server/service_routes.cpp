@@ -25,10 +25,11 @@ void ServiceRoutes::install(GuardedServer& s) {
     now.draining = draining_;
     res.set_content(metrics_.render(now), "text/plain; version=0.0.4; charset=utf-8");
   });
-  // Every answer, counted once written. The route is the path only where a handler matched it
-  // (cpp-httplib fills `matches` then): a client cannot make new label values.
-  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    metrics_.count_request(req.matches.empty() ? "other" : req.path, res.status);
+  // Every answer, counted once written, with the status it was sent with. The route label is one
+  // of this server's route patterns or "other" (GuardedServer::route_label): a client cannot make
+  // new label values, nor invalid UTF-8 in them.
+  s.set_logger([this, &s](const httplib::Request& req, const httplib::Response& res) {
+    metrics_.count_request(s.route_label(req.path), GuardedServer::status_sent(res.status));
   });
 }
 

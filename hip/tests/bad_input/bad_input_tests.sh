@@ -80,6 +80,9 @@ bad_entry st-offsets-size-mismatch 1 "$TF" layers.0.norm1.weight ': byte size 25
 # layers.0.norm2.weight moved onto the bytes of layers.0.norm1.weight: both must be named.
 broken st-offsets-overlap 1 "$TF: .*layers\.0\.norm1\.weight.*layers\.0\.norm2\.weight|$TF: .*layers\.0\.norm2\.weight.*layers\.0\.norm1\.weight" \
   st_rewrite "$TF" "$(set_offsets layers.0.norm2.weight 33104,33360)"
+# Bytes after the last tensor (the tensors must tile the data section exactly).
+broken_file st-trailing-bytes 1 "$TF" ": bytes \[[0-9]+, [0-9]+\) at the end of the data section belong to no tensor" \
+  st_rewrite '' 16
 bad_entry st-unknown-dtype 1 "$TF" final_norm_video.weight ' has dtype XYZ, expected BF16' "set_dtype XYZ"
 make_dir_named() { rm -f -- "$1" && mkdir -- "$1"; }
 broken_file st-directory 1 "$VAE" ': not a regular file' make_dir_named
@@ -123,16 +126,16 @@ broken_file quantized-extra-scale 2 "$TF" ": tensor 'layers\.0\.proj\.q\.weight_
   st_add layers.0.proj.q.weight_scale F32 1 4
 # missing_tensor NAME FILE TENSOR: TENSOR dropped from FILE's header; the message names the
 # component (the folder of FILE) and the tensor.
-missing_tensor() { broken "$1" 1 "${2%%/*}: missing tensor '$(re "$3")'" st_rewrite "$2" "$(drop_tensor "$3")"; }
+missing_tensor() { broken "$1" 1 "${2%%/*}: missing tensor '$(re "$3")'" st_drop "$2" "$3"; }
 missing_tensor missing-tensor-dit "$TF" layers.0.norm2.weight
 missing_tensor missing-tensor-te "$TE" "${TEP}layers.3.self_attn.q_norm.weight"
 missing_tensor missing-tensor-vae "$VAE" decoder.conv_out.bias
-broken missing-embed-te 1 "text_encoder: no 'language_model\.embed_tokens\.weight'" st_rewrite "$TE" "$(drop_tensor "${TEP}embed_tokens.weight")"
-broken missing-optional-rope-bands 0 "done:" st_rewrite "$TF" 's/"rope\.bands":\{[^}]*\},//'
+broken missing-embed-te 1 "text_encoder: no 'language_model\.embed_tokens\.weight'" st_drop "$TE" "${TEP}embed_tokens.weight"
+broken missing-optional-rope-bands 0 "done:" st_drop "$TF" rope.bands
 broken_file unexpected-tensor-dit 1 "$TF" ": unexpected tensor 'layers\.4\.norm1\.weight'" st_add layers.4.norm1.weight BF16 128 256
 broken_file unexpected-tensor-vae 1 "$VAE" ": unexpected tensor 'decoder\.extra\.weight'" st_add decoder.extra.weight F32 64 256
 broken ignored-tensor-te-mtp 0 "done:" st_add "$TE" mtp.layers.0.norm.weight BF16 128 256
-broken ignored-tensor-vae-encoder 0 "done:" st_add "$VAE" encoder.conv_in.bias F32 32 128
+broken ignored-tensor-vae-encoder 0 "done:" st_add "$VAE" encoder.extra_in.bias F32 32 128
 bad_entry shape-header-dit 1 "$TF" final_linear_video.weight ' has shape \[64, 256\], the config implies \[128, 128\]' "set_shape 64,256"
 # shape_from_config NAME FILE TENSOR SHAPE IMPLIED CONFIG SED_EXPR: CONFIG edited (sed -E) so
 # that it implies the shape IMPLIED for TENSOR of FILE, which holds SHAPE: the message names both.

@@ -146,7 +146,24 @@ re() { sed -E 's#[]*^$+?(){}|\\.[]#\\&#g' <<<"$1"; }
 set_dtype() { echo "s/(\"$(re "$1")\":\\{\"dtype\":\")[^\"]*/\\1$2/"; }
 set_shape() { echo "s/(\"$(re "$1")\":\\{[^}]*\"shape\":\\[)[^]]*/\\1$2/"; }
 set_offsets() { echo "s/(\"$(re "$1")\":\\{[^}]*\"data_offsets\":\\[)[^]]*/\\1$2/"; }
-drop_tensor() { echo "s/,\"$(re "$1")\":\\{[^}]*\\}//"; }
+# st_drop FILE TENSOR: TENSOR taken out of FILE of the copy, its entry and its bytes (the tensors
+# after it move down), so that the rest still tiles the data section as the loader requires.
+st_drop() {
+  python3 - "$(readlink -f -- "$1")" "$1.new" "$2" <<'PY' && mv -f -- "$1.new" "$1"
+import json, struct, sys
+src, dst, name = sys.argv[1:4]
+blob = open(src, "rb").read()
+n = struct.unpack("<Q", blob[:8])[0]
+header, data = json.loads(blob[8:8 + n]), blob[8 + n:]
+begin, end = header.pop(name)["data_offsets"]
+for key, entry in header.items():
+    if key != "__metadata__" and entry["data_offsets"][0] >= end:
+        entry["data_offsets"] = [o - (end - begin) for o in entry["data_offsets"]]
+text = json.dumps(header, separators=(",", ":")).encode()
+text += b" " * (-len(text) % 8)
+open(dst, "wb").write(struct.pack("<Q", len(text)) + text + data[:begin] + data[end:])
+PY
+}
 # add_tensor NAME ENTRY: inserts a new entry first in the header.
 add_tensor() { echo "s/^\\{/{\"$1\":$2,/"; }
 

@@ -59,7 +59,7 @@ def check_server(c, binary, model):
         # The client goes away inside the step: the server is idle again within STOP_S.
         s = socket.create_connection(("127.0.0.1", srv.port))
         payload = json.dumps(BIG).encode()
-        s.sendall(b"POST /sdapi/v1/txt2img HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        s.sendall(b"POST /sdapi/v1/txt2img HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                   b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
         started = wait_denoising(srv)
         time.sleep(RUN_S)

@@ -194,7 +194,7 @@ def check_server(c, srv, binary, model):
     # job's own time, and the next one runs.
     sock = socket.create_connection(("127.0.0.1", srv.port))
     payload = json.dumps(long_body).encode()
-    sock.sendall(b"POST /sdapi/v1/txt2img HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    sock.sendall(b"POST /sdapi/v1/txt2img HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                  b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
     deadline = time.time() + 30
     while time.time() < deadline:

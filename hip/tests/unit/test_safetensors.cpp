@@ -49,6 +49,16 @@ TEST(Safetensors, RefusesMalformedHeaders) {
       {"overlap", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
        "12345678", "overlap"},
       {"negshape", R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", "", "non-negative"},
+      // The tensors must tile the data section: no bytes before, between or after them.
+      {"gap_first", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", "12345678",
+       "bytes [0, 4) of the data section belong to no tensor (a gap before the first tensor 'a' [4, 8))"},
+      {"gap_between", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+       "123456789abc", "bytes [4, 8) of the data section belong to no tensor (a gap after 'a' [0, 4))"},
+      {"gap_end", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "12345678",
+       "bytes [4, 8) at the end of the data section belong to no tensor"},
+      {"no_tensors_but_data", R"({"__metadata__":{"k":"v"}})", "1234", "bytes [0, 4) at the end"},
+      {"overlap_nested", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+       "123456789abc", "overlap"},
   };
   for (auto& c : cases) {
     std::string p = tmp_path(c.name);

@@ -24,13 +24,15 @@
 
 #include "ops/backend.h"
 #include "ops/hip/hip_context.h"
+#include "runtime/device_ceilings.h"
 #include "runtime/portability.h"
 #include "tensor/tensor.h"
 
 namespace kcheck {
 
 // The ceilings a timed kernel's rate is shown against: dense bf16 matrix rate and DRAM bandwidth.
-// H200 (sm_90): the figures measured there (790 TFLOP/s, 4.3 TB/s). AMD: from the device's own
+// NVIDIA: the table of runtime/device_ceilings.h, by the card's name (measured, or its datasheet,
+// said which); a card not in it has none (0, "unknown"), never another card's. AMD: from the device's own
 // properties, CUs x dense bf16 WMMA flops per CU and clock (RDNA3 512, RDNA4 1024:
 // bench/amd_model.md) x the peak clock, and 2 x memory clock x bus width (an estimate of the
 // board's figure; the card's datasheet may differ by its memory's data rate).
@@ -43,7 +45,8 @@ inline DevicePeaks device_peaks(int device) {
   MOSS_HIP_CHECK(hipGetDeviceProperties(&p, device));
   const std::string arch = moss::device_arch(p);
 #if MOSS_PLATFORM_NVIDIA
-  return {790.0, 4300.0, arch + " (H200), measured"};
+  const moss::KnownCeilings known = moss::nvidia_ceilings(p.name);
+  return {known.tflops, known.gbs, arch + ": " + known.source};
 #else
   const double flops_per_cu_clk = arch.rfind("gfx12", 0) == 0 ? 1024.0 : 512.0;
   DevicePeaks d;

@@ -140,10 +140,12 @@ void print_time_table(const std::vector<Timing>& timings, const DevicePeaks& pea
       const double tf = t.flops / (t.ms * 1e-3) / 1e12;
       std::snprintf(rate, sizeof rate, "%.1f TFLOP/s", tf);
       std::snprintf(share, sizeof share, "%.0f%%", 100 * tf / kPeakTflops);
+      if (kPeakTflops <= 0) std::snprintf(share, sizeof share, "-");  // an unknown card's ceilings
     } else {
       const double gbs = t.bytes / (t.ms * 1e-3) / 1e9;
       std::snprintf(rate, sizeof rate, "%.0f GB/s", gbs);
       std::snprintf(share, sizeof share, "%.0f%%", 100 * gbs / kPeakGBs);
+      if (kPeakGBs <= 0) std::snprintf(share, sizeof share, "-");
     }
     std::printf("%-34s %-26s %9.4f %12s %7s\n", t.kernel.c_str(), t.shape.c_str(), t.ms, rate, share);
   }
