@@ -53,6 +53,9 @@ struct A1111Request {
   bool send_images = true;
   std::string sampler_note;   // set when another sampler or scheduler runs as Euler (the fallback)
   nlohmann::json parameters;  // the body's known fields, with the values that ran
+  // What the body asked that changes nothing here, accepted and named in the reply's info
+  // ("override_settings.sd_hypernetwork", "styles.None").
+  std::vector<std::string> not_used;
 };
 
 // A body's text as JSON, nesting at most kMaxJsonDepth levels. Throws RequestError (400).

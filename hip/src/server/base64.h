@@ -1,9 +1,14 @@
-// Base64 (RFC 4648, with padding): the images of a txt2img answer.
+// Base64 (RFC 4648, with padding): the images of a txt2img answer, and the PNGs clients upload
+// (POST /sdapi/v1/png-info).
 #pragma once
+#include <optional>
 #include <string>
 
 namespace moss {
 
 std::string base64_encode(const std::string& bytes);
+// The bytes of `text` (padding optional, blanks and line ends skipped); nullopt when it holds any
+// other character or a length no encoding gives.
+std::optional<std::string> base64_decode(const std::string& text);
 
 }  // namespace moss

@@ -13,6 +13,7 @@
 #include "pipeline/engine_pool.h"
 #include "server/a1111_routes.h"
 #include "server/guarded_server.h"
+#include "server/openai_images.h"
 #include "server/serve_options.h"
 #include "server/web_page.h"
 #include "server/service_routes.h"
@@ -59,6 +60,8 @@ int serve_command(const std::vector<std::string>& args) {
   GuardedServer server;  // connection, head and body limits: server/guarded_server.h
   A1111Routes routes(pool, queue, metrics, options, rep);
   routes.install(server);
+  OpenAiImages openai(routes);
+  openai.install(server);
   ServiceRoutes service(queue, metrics, draining);
   service.install(server);
   install_web_page(server);
