@@ -41,6 +41,13 @@ std::string openai_param(const std::string& field) {
   return field;
 }
 
+// A refusal of the A1111 field that an OpenAI field became, named by the OpenAI field first:
+// "n: batch_size 0: must be an integer from 1 to 64".
+std::string worded(const std::string& message, const std::string& field) {
+  const std::string param = openai_param(field);
+  return param == field ? message : param + ": " + message;
+}
+
 std::string random_id() {
   static std::mutex mutex;
   static std::random_device device;
@@ -104,12 +111,13 @@ void OpenAiImages::generations(const httplib::Request& req, httplib::Response& r
     body = parse_request_json(req.body);
     request = a1111_.read_request(openai_to_a1111(body), "images/generations");
   } catch (const RequestError& e) {
-    return error(res, e.status == 422 ? 400 : e.status, e.what(), openai_param(e.field));
+    return error(res, e.status == 422 ? 400 : e.status, worded(e.what(), e.field), openai_param(e.field));
   }
   const bool url = body.value("response_format", json("url")) != "b64_json";
   const A1111Routes::Generated g = a1111_.generate(req, request, "images/generations");
   if (g.retry_after) res.set_header("Retry-After", "1");
-  if (g.status != 200) return error(res, g.status == 422 ? 400 : g.status, g.message, openai_param(g.field));
+  if (g.status != 200)
+    return error(res, g.status == 422 ? 400 : g.status, worded(g.message, g.field), openai_param(g.field));
   // The URL names this server as the client reached it (its Host header: the name it resolves).
   // (An HTTP/1.0 request may have none: then the address it reached.)
   std::string host = req.get_header_value("Host");
