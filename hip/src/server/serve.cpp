@@ -64,7 +64,7 @@ int serve_command(const std::vector<std::string>& args) {
   openai.install(server);
   ServiceRoutes service(queue, metrics, draining);
   service.install(server);
-  install_web_page(server);
+  install_web_page(server, options.run);
 
   server.listen_on(options.host, options.port, rep);  // a port in use: exit 1
   std::vector<std::thread> engine_threads;
