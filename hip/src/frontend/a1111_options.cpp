@@ -109,9 +109,12 @@ constexpr const char* kEngine = R"json({
 
 std::vector<A1111Option> build_table() {
   std::vector<A1111Option> table;
-  for (const auto& [text, use] : {std::pair{kNoMeaning, OptionUse::NoMeaning}, std::pair{kDefaultOnly, OptionUse::DefaultOnly},
-                                  std::pair{kEngine, OptionUse::Engine}})
-    for (const auto& [name, value] : json::parse(text).items()) table.push_back({name, value, use});
+  const std::pair<const char*, OptionUse> groups[] = {
+      {kNoMeaning, OptionUse::NoMeaning}, {kDefaultOnly, OptionUse::DefaultOnly}, {kEngine, OptionUse::Engine}};
+  for (const auto& [text, use] : groups) {
+    const json group = json::parse(text);  // kept alive while its items are read
+    for (const auto& [name, value] : group.items()) table.push_back({name, value, use});
+  }
   return table;
 }
 

@@ -24,7 +24,11 @@ import http.client
 import json
 import sys
 
-from harness import Checks, Server, b64png, png_pixels
+import os
+import subprocess
+import tempfile
+
+from harness import CHROOT, WRAP, Checks, Server, b64png, inside, png_pixels
 
 
 def decoded(c, name, status, reply, size, count=1):
@@ -70,6 +74,18 @@ def check_aiya(c, srv):
     c.check("aiya-styles-not-used", "styles.None" in info["not_used"], info["not_used"])
     c.check("aiya-clip-skip-not-used", "override_settings.CLIP_stop_at_last_layers" in info["not_used"],
             info["not_used"])
+    # The same image from the command line, which crops only with --crop-to-size.
+    out = os.path.join(tempfile.mkdtemp(dir=os.path.join(CHROOT, "tmp") if CHROOT else None), "cli.png")
+    made = subprocess.run([*WRAP, srv.binary, "--model", srv.model, "--skip-layers", "2", "--steps", "2",
+                           "--prompt", "a castle on a hill",
+                           "--seed", "1234", "--size", "40x40", "--cfg", "7", "--crop-to-size", "-o", inside(out),
+                           "--quiet"], env=dict(os.environ, MOSSINFER_BACKEND="host"), capture_output=True, text=True)
+    c.check("aiya-cli-crop-same-pixels", made.returncode == 0 and
+            png_pixels(open(out, "rb").read()) == png_pixels(b64png(reply["images"][0])), made.stderr[-300:])
+    refused = subprocess.run([*WRAP, srv.binary, "--model", srv.model, "--prompt", "x", "--size", "40x40", "-o",
+                              "/tmp/never-written.png"], capture_output=True, text=True)
+    c.check("cli-refuses-40-without-crop", refused.returncode == 2 and "--crop-to-size" in refused.stderr,
+            (refused.returncode, refused.stderr[-300:]))
     for image in reply["images"]:
         status, pnginfo, _ = srv.request("POST", "/sdapi/v1/png-info", {"image": "data:image/png;base64," + image})
         ok = status == 200 and pnginfo["info"].startswith("a castle on a hill\n") and "Seed: 1234" in pnginfo["info"]

@@ -203,15 +203,16 @@ TEST(Leniency, StylesAndOptionsThatChangeNothing) {
     EXPECT_NE(std::find(r.not_used.begin(), r.not_used.end(), "override_settings." + key), r.not_used.end()) << key;
   EXPECT_NE(std::find(r.not_used.begin(), r.not_used.end(), "styles.None"), r.not_used.end());
   // Options with no meaning here: any value (clip skip, saving, img2img, face restoration).
-  for (const auto& [key, value] : json{{"CLIP_stop_at_last_layers", 2}, {"samples_save", true},
-                                       {"img2img_fix_steps", true}, {"face_restoration_model", "GFPGAN"},
-                                       {"sd_hypernetwork", "anime"}, {"outdir_samples", "/tmp"}}.items()) {
+  const json no_meaning = {{"CLIP_stop_at_last_layers", 2}, {"samples_save", true}, {"img2img_fix_steps", true},
+                          {"face_restoration_model", "GFPGAN"}, {"sd_hypernetwork", "anime"}, {"outdir_samples", "/tmp"}};
+  for (const auto& [key, value] : no_meaning.items()) {
     EXPECT_TRUE(setting_refusal(c.settings, key, value).empty()) << key;
     EXPECT_FALSE(setting_used(key)) << key;
   }
   // Options whose other values ask for what this engine does not do: A1111's default only.
-  for (const auto& [key, value] : json{{"sd_vae", "anything.vae.pt"}, {"tiling", true}, {"k_sched_type", "karras"},
-                                       {"eta_noise_seed_delta", 31337}, {"token_merging_ratio", 0.5}}.items()) {
+  const json other_feature = {{"sd_vae", "anything.vae.pt"}, {"tiling", true}, {"k_sched_type", "karras"},
+                             {"eta_noise_seed_delta", 31337}, {"token_merging_ratio", 0.5}};
+  for (const auto& [key, value] : other_feature.items()) {
     EXPECT_NE(setting_refusal(c.settings, key, value).find("not supported"), std::string::npos) << key;
     EXPECT_EQ(refusal({{"prompt", "p"}, {"override_settings", {{key, value}}}}, c).field, "override_settings." + key);
   }
@@ -290,6 +291,40 @@ TEST(Seeds, ServerDefaults) {
 
 // override_settings and POST /options: every current value is accepted, the model by its title
 // or its name; any other value, or a setting this engine does not have, is refused naming it.
+// Sides that are multiples of 8 and not of 16 (AIYA's 520): the next multiple of 16 is generated
+// and centre-cropped to the size asked, at a server always and on the command line only with
+// --crop-to-size; other sides are refused everywhere.
+TEST(Leniency, SidesOfEightAreCropped) {
+  const A1111Request r = parse_a1111_request({{"prompt", "p"}, {"width", 520}, {"height", "40"}}, server());
+  EXPECT_EQ(r.images[0].width, 528);
+  EXPECT_EQ(r.images[0].height, 48);
+  EXPECT_EQ(r.images[0].output_width(), 520);
+  EXPECT_EQ(r.images[0].output_height(), 40);
+  EXPECT_EQ(r.parameters["width"], 520);
+  const A1111Request square = parse_a1111_request({{"prompt", "p"}, {"width", 64}, {"height", 64}}, server());
+  EXPECT_EQ(square.images[0].crop_width, 0);
+  EXPECT_EQ(square.images[0].output_width(), 64);
+  for (int side : {36, 44, 12, 8}) EXPECT_EQ(refusal({{"prompt", "p"}, {"width", side}}).field, "width") << side;
+  const std::vector<std::string> run = {"--model", "m", "--prompt", "p", "-o", "x.png", "--size", "520x512"};
+  try {
+    parse_args(run);
+    ADD_FAILURE() << "the command line accepted 520 without --crop-to-size";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::Usage);
+    EXPECT_NE(std::string(e.what()).find("--crop-to-size"), std::string::npos) << e.what();
+  }
+  std::vector<std::string> cropped = run;
+  cropped.push_back("--crop-to-size");
+  const ParsedArgs a = parse_args(cropped);
+  EXPECT_EQ(a.run.width, 528);
+  EXPECT_EQ(a.run.output_width(), 520);
+  EXPECT_EQ(a.run.output_height(), 512);
+  // A jobs line follows the command line's choice (its defaults are the run's).
+  RequestContext jobs;
+  jobs.defaults = parse_args({"--model", "m", "--prompt", "p", "-o", "x.png"}).run;
+  EXPECT_THROW(parse_a1111_request({{"prompt", "p"}, {"width", 520}}, jobs), RequestError);
+}
+
 TEST(Settings, OverridesEqualToCurrentAccepted) {
   const RequestContext c = server();
   for (const auto& [key, value] : c.settings.values.items()) {
