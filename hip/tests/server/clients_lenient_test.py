@@ -189,7 +189,7 @@ def main():
         status, err, headers = request(srv.port, "OPTIONS", "/sdapi/v1/txt2img",
                                        headers={"Origin": "http://localhost:5001",
                                                 "Access-Control-Request-Method": "POST"})
-        c.check("preflight-refusal-names-option", status == 403 and "--cors-origin" in err["error"] and
+        c.check("preflight-refusal-names-option", status == 405 and "--cors-origin" in err["error"] and
                 "access-control-allow-origin" not in headers, (status, err))
     finally:
         srv.stop()
