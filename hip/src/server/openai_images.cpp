@@ -95,8 +95,8 @@ json openai_to_a1111(const json& body) {
 void OpenAiImages::install(GuardedServer& s) {
   s.Post("/v1/images/generations",
          [this](const httplib::Request& req, httplib::Response& res) { generations(req, res); });
-  s.Get(R"(/v1/images/files/([0-9a-f]{32})\.png)",
-        [this](const httplib::Request& req, httplib::Response& res) { file(req, res); });
+  // The id is in the query, not the path: the route (a metrics label) stays one value.
+  s.Get("/v1/images/file", [this](const httplib::Request& req, httplib::Response& res) { file(req, res); });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     answer(res, 200, {{"object", "list"},
                       {"data", json::array({{{"id", a1111_.engine().model_identity()}, {"object", "model"},
@@ -125,7 +125,7 @@ void OpenAiImages::generations(const httplib::Request& req, httplib::Response& r
   json data = json::array();
   for (const GeneratedImage& image : g.made) {
     if (url)
-      data.push_back({{"url", "http://" + host + "/v1/images/files/" + keep(image.png) + ".png"}});
+      data.push_back({{"url", "http://" + host + "/v1/images/file?id=" + keep(image.png)}});
     else
       data.push_back({{"b64_json", base64_encode(image.png)}});
   }
@@ -141,7 +141,7 @@ std::string OpenAiImages::keep(const std::string& png) {
 }
 
 void OpenAiImages::file(const httplib::Request& req, httplib::Response& res) {
-  const std::string id = req.matches[1];
+  const std::string id = req.get_param_value("id");
   std::lock_guard<std::mutex> lock(mutex_);
   const auto now = std::chrono::steady_clock::now();
   while (!kept_.empty() && now - kept_.front().made > std::chrono::seconds(kUrlLifetimeSeconds)) kept_.pop_front();

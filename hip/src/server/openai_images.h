@@ -7,7 +7,7 @@
 //                                The request becomes an A1111 body (n images, the size) read by
 //                                the one request path, so it is checked and run exactly as a
 //                                txt2img body; answers {"created", "data": [{"b64_json"} | {"url"}]}
-//   GET  /v1/images/files/ID.png the image a "url" answer named, for kUrlLifetimeSeconds after it
+//   GET  /v1/images/file?id=ID   the image a "url" answer named, for kUrlLifetimeSeconds after it
 //                                was made; the newest kUrlImages are kept (older ones go first)
 //   GET  /v1/models              the loaded model, as OpenAI lists models
 // Errors in OpenAI's shape, {"error": {"message", "type", "param", "code"}}, so that the SDKs

@@ -69,7 +69,7 @@ def check_http(c, srv):
     c.check("http-url-shape", ok, (status, reply))
     if ok:
         url = reply["data"][0]["url"]
-        c.check("http-url-names-this-server", url.startswith(f"http://127.0.0.1:{port}/v1/images/files/"), url)
+        c.check("http-url-names-this-server", url.startswith(f"http://127.0.0.1:{port}/v1/images/file?id="), url)
         status, kind, data = fetch(url)
         c.check("http-url-download", status == 200 and kind == "image/png" and is_png(data), (status, kind))
     # size auto: the server's default size (32x32 here).
@@ -87,11 +87,15 @@ def check_http(c, srv):
     # An unknown or made-up image: 404 in OpenAI's shape.
     status = None
     try:
-        fetch(f"http://127.0.0.1:{port}/v1/images/files/{'0' * 32}.png")
+        fetch(f"http://127.0.0.1:{port}/v1/images/file?id={'0' * 32}")
     except urllib.error.HTTPError as e:
         status, err = e.code, json.loads(e.read())
         c.check("http-unknown-image-404", status == 404 and "expired" in err["error"]["message"], err)
     c.check("http-unknown-image-refused", status == 404, status)
+    # The image's id is no metrics label: one route, whatever the ids asked for.
+    metrics = fetch(f"http://127.0.0.1:{port}/metrics")[2].decode()
+    c.check("http-image-route-one-label", 'route="/v1/images/file"' in metrics and "0" * 32 not in metrics,
+            [line for line in metrics.splitlines() if "images" in line])
     # /v1/models lists the loaded model.
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     conn.request("GET", "/v1/models")
