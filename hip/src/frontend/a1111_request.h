@@ -3,11 +3,13 @@
 // settings are set through pipeline/request_fields.h, the checks the command line uses too, so a
 // body is refused exactly where the CLI would refuse the same setting.
 //
-// Every field A1111 knows has its JSON type checked (a wrong one is a 422 naming the field);
-// null is the field's default, as in A1111's optional fields. A1111's fields at values that
-// change nothing here are accepted (enable_hr false, empty styles and scripts, save_images,
-// override_settings equal to the current settings, ...); one that asks for what this engine does
-// not run (another sampler, hires fix, img2img, LoRA, a script, ...) is refused naming it.
+// Every field A1111 knows has its JSON type checked (a wrong one is a 422 naming the field), text
+// converted to numbers and booleans where A1111's pydantic 1 models convert it; null is the
+// field's default, as in A1111's optional fields. The leniency rule (docs/clients.md): a value
+// that changes nothing here is accepted (enable_hr false, style names, save_images, A1111 options
+// with no meaning here or at A1111's default, ...) and named in `not_used`; one that asks for
+// what this engine does not run (another sampler, hires fix, img2img, LoRA, a script, ...) is
+// refused naming it.
 // Fields A1111 itself ignores in txt2img (eta, hr_* without enable_hr, ...) are ignored, and
 // unknown fields too, as A1111 does; neither is echoed back.
 #pragma once
