@@ -1,6 +1,7 @@
 #include "server/png_info_route.h"
 
-#include <regex>
+#include <utility>
+#include <vector>
 
 #include "frontend/a1111_request.h"
 #include "io/png_text.h"
@@ -62,19 +63,60 @@ void png_info(const httplib::Request& req, httplib::Response& res) {
 
 }  // namespace
 
+namespace {
+
+// "Key: value, Key: "quoted, value", ..." as (key, value) pairs, quoted values unquoted; empty
+// when the line is not of that form (a prompt line). A piece between commas that is no "Key: "
+// belongs to the value before it (this engine's "Model: ... (dim 128, 4 blocks)" is not quoted).
+std::vector<std::pair<std::string, std::string>> infotext_pairs(const std::string& line) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  size_t p = 0;
+  while (p < line.size()) {
+    size_t start = p;
+    while (start < line.size() && line[start] == ' ') ++start;
+    const size_t colon = line.find(": ", start);
+    const size_t comma = line.find(',', start);
+    const bool keyed = colon != std::string::npos && colon > start && (comma == std::string::npos || colon < comma) &&
+                       line.find('"', start) >= colon;
+    if (!keyed) {  // the rest of the value before it
+      if (pairs.empty()) return {};
+      pairs.back().second += "," + line.substr(p, comma == std::string::npos ? std::string::npos : comma - p);
+      p = comma == std::string::npos ? line.size() : comma + 1;
+      continue;
+    }
+    const std::string key = line.substr(start, colon - start);
+    p = colon + 2;
+    std::string value;
+    if (p < line.size() && line[p] == '"') {  // a JSON string: to its closing quote
+      size_t end = p + 1;
+      while (end < line.size() && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
+      if (end >= line.size()) return {};
+      const json unquoted = json::parse(line.substr(p, end + 1 - p), nullptr, false);
+      value = unquoted.is_string() ? unquoted.get<std::string>() : line.substr(p, end + 1 - p);
+      p = line.find(',', end + 1);
+      p = p == std::string::npos ? line.size() : p + 1;
+    } else {
+      const size_t end = line.find(',', p);
+      value = line.substr(p, end == std::string::npos ? std::string::npos : end - p);
+      p = end == std::string::npos ? line.size() : end + 1;
+    }
+    pairs.emplace_back(key, value);
+  }
+  return pairs;
+}
+
+}  // namespace
+
 json infotext_fields(const std::string& infotext) {
   json fields = json::object();
   if (infotext.empty()) return fields;
-  // The last line holds "Key: value, Key: "quoted, value", ..."; the lines before it are the
-  // prompt, then from "Negative prompt: " on, the negative prompt.
+  // The last line holds the settings; the lines before it are the prompt, then from
+  // "Negative prompt: " on, the negative prompt.
   const size_t last_break = infotext.rfind('\n');
-  std::string last = last_break == std::string::npos ? infotext : infotext.substr(last_break + 1);
+  const std::string last = last_break == std::string::npos ? infotext : infotext.substr(last_break + 1);
+  auto pairs = infotext_pairs(last);
   std::string head = last_break == std::string::npos ? "" : infotext.substr(0, last_break);
-  static const std::regex pair(R"re(\s*([\w][\w \-/]*):\s*("(?:\\.|[^\\"])+"|[^,]*)(?:,|$))re");
-  std::vector<std::pair<std::string, std::string>> pairs;
-  for (auto it = std::sregex_iterator(last.begin(), last.end(), pair); it != std::sregex_iterator(); ++it)
-    pairs.emplace_back((*it)[1].str(), (*it)[2].str());
-  if (pairs.size() < 3) {  // not a parameters line: all of it is prompt
+  if (pairs.size() < 3) {  // not a settings line: all of it is prompt
     head = infotext;
     pairs.clear();
   }
@@ -83,14 +125,10 @@ json infotext_fields(const std::string& infotext) {
   const bool has_negative = negative != std::string::npos && (negative == 0 || head[negative - 1] == '\n');
   fields["Prompt"] = has_negative ? head.substr(0, negative == 0 ? 0 : negative - 1) : head;
   fields["Negative prompt"] = has_negative ? head.substr(negative + marker.size()) : "";
-  for (auto& [key, value] : pairs) {
-    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
-      const json unquoted = json::parse(value, nullptr, false);
-      if (unquoted.is_string()) value = unquoted.get<std::string>();
-    }
+  for (const auto& [key, value] : pairs) {
     fields[key] = value;
     const size_t x = value.find('x');
-    if (key == "Size" && x != std::string::npos) {
+    if (key == "Size" && x != std::string::npos) {  // A1111's two size fields
       fields["Size-1"] = value.substr(0, x);
       fields["Size-2"] = value.substr(x + 1);
     }

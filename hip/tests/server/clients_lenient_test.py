@@ -94,7 +94,9 @@ def check_aiya(c, srv):
             fields = pnginfo["parameters"]
             c.check("aiya-png-info-fields", fields.get("Prompt") == "a castle on a hill" and
                     fields.get("Seed") == "1234" and fields.get("Size-1") == "40" and fields.get("Size-2") == "40" and
-                    fields.get("Steps") == "2", fields)
+                    fields.get("Steps") == "2" and fields.get("Skip layers") == "2" and
+                    fields.get("Model", "").endswith("(dim 128, 4 blocks)") and fields.get("Negative prompt") == "",
+                    fields)
             c.check("aiya-png-info-record", json.loads(pnginfo["items"]["generation"])["seed"] == 1234,
                     pnginfo["items"])
     # A PNG without a record: info "" (A1111's answer); not base64 or not a PNG: 422 naming image.
