@@ -63,6 +63,15 @@ std::string random_id() {
 
 }  // namespace
 
+std::string response_format(const json& body) {
+  const json asked = body.value("response_format", json());
+  if (asked.is_string()) return asked.get<std::string>();
+  // OpenAI's default: url for DALL-E models, b64_json for the gpt-image ones (which return
+  // nothing else, so their clients send no response_format and read b64_json).
+  const json model = body.value("model", json());
+  return model.is_string() && model.get<std::string>().rfind("gpt-image", 0) == 0 ? "b64_json" : "url";
+}
+
 json openai_to_a1111(const json& body) {
   if (!body.is_object())
     throw RequestError(400, "", std::string("the body must be a JSON object, got ") + body.type_name());
@@ -113,7 +122,7 @@ void OpenAiImages::generations(const httplib::Request& req, httplib::Response& r
   } catch (const RequestError& e) {
     return error(res, e.status == 422 ? 400 : e.status, worded(e.what(), e.field), openai_param(e.field));
   }
-  const bool url = body.value("response_format", json("url")) != "b64_json";
+  const bool url = response_format(body) == "url";
   const A1111Routes::Generated g = a1111_.generate(req, request, "images/generations");
   if (g.retry_after) res.set_header("Retry-After", "1");
   if (g.status != 200)

@@ -1,7 +1,8 @@
 // The OpenAI Images API on the server's engines, for the clients that speak only it (Open WebUI's
 // "openai" engine, LibreChat's image tools, LiteLLM, the openai Python and Node SDKs):
 //   POST /v1/images/generations  {"prompt", "n", "size": "WxH" | "auto", "response_format":
-//                                "url" (OpenAI's default) | "b64_json", "output_format": "png"};
+//                                "url" | "b64_json" (OpenAI's default: b64_json for a "model"
+//                                gpt-image-*, else url), "output_format": "png"};
 //                                "model", "quality", "style", "background", "moderation",
 //                                "output_compression", "user" are accepted and change nothing.
 //                                The request becomes an A1111 body (n images, the size) read by
@@ -32,6 +33,10 @@ namespace moss {
 // How long, and how many, images a "url" answer keeps for its client to download.
 constexpr int kUrlLifetimeSeconds = 600;
 constexpr size_t kUrlImages = 64;
+
+// The answer's form: the body's response_format, else OpenAI's default for its model ("b64_json"
+// for a gpt-image model, else "url").
+std::string response_format(const nlohmann::json& body);
 
 // An OpenAI body as the A1111 body that asks for the same images (throws RequestError naming the
 // OpenAI field): prompt, n -> batch_size, size -> width and height ("auto": the server's size).

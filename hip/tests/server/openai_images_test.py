@@ -72,6 +72,9 @@ def check_http(c, srv):
         c.check("http-url-names-this-server", url.startswith(f"http://127.0.0.1:{port}/v1/images/file?id="), url)
         status, kind, data = fetch(url)
         c.check("http-url-download", status == 200 and kind == "image/png" and is_png(data), (status, kind))
+    # A gpt-image model's clients send no response_format and read b64_json, as OpenAI answers them.
+    status, reply = post(port, "/v1/images/generations", {"prompt": "x", "size": "32x32", "model": "gpt-image-1"})
+    c.check("http-gpt-image-default-b64", status == 200 and "b64_json" in reply["data"][0], (status, str(reply)[:200]))
     # size auto: the server's default size (32x32 here).
     status, reply = post(port, "/v1/images/generations", {"prompt": "x", "size": "auto", "response_format": "b64_json"})
     c.check("http-size-auto", status == 200 and is_png(base64.b64decode(reply["data"][0]["b64_json"])), status)
