@@ -253,6 +253,8 @@ std::string help_text() {
          "  --vram-budget GiB      cap on device memory for the VAE and the DiT         default: free memory\n"
          "  --device N[,N...]|all  HIP device index(es): one engine each, images spread  default: first supported\n"
          "  --no-metadata          no generation record in the PNG\n"
+         "  --crop-to-size         accept sides that are multiples of 8: generated at the next\n"
+         "                         multiple of 16 and centre-cropped (a server always does)\n"
          "  --quiet                no progress output\n"
          "  --progress json        one JSON object per event on stderr                  default: text\n"
          "  --from-png FILE.png    rerun the generation record of FILE.png (also --replay); flags\n"
@@ -277,7 +279,8 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
   ParsedArgs out;
   RunOptions& o = out.run;
   o.seed_drawn = purpose == ArgsFor::Serve;  // a server draws a seed per request, unless --seed
-  static const std::set<std::string> kSwitches = {"--no-metadata", "--quiet", "--list-devices", "--version", "--help",
+  o.crop_to_size = purpose == ArgsFor::Serve;  // a client's 520 is cropped; the command line's, if asked
+  static const std::set<std::string> kSwitches = {"--no-metadata", "--crop-to-size", "--quiet", "--list-devices", "--version", "--help",
                                                   "-h"};
   std::map<std::string, std::string> seen;
   bool size_given = false;
@@ -298,6 +301,7 @@ ParsedArgs parse_args(const std::vector<std::string>& argv, ArgsFor purpose) {
     if (kSwitches.count(arg)) {
       if (inline_value) throw usage_error(arg + " takes no value");
       if (arg == "--no-metadata") o.no_metadata = true;
+      else if (arg == "--crop-to-size") o.crop_to_size = true;
       else if (arg == "--quiet") o.quiet = true;
       else actions.push_back(arg);
       continue;

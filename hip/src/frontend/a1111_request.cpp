@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cfloat>
 #include <cmath>
+#include <cstdint>
 
 #include "cli/batch.h"
 #include "frontend/lora_library.h"
 #include "pipeline/request_fields.h"
+#include "util/numbers.h"
 
 namespace moss {
 namespace {
@@ -83,28 +86,80 @@ bool is_request_setting(const char* name) {
   return false;
 }
 
-// Every known field's type, before anything else is looked at; null is a field's default. An
-// integer field's fraction is refused here too, but for the request's settings, whose own
-// checks say it with their limits ("steps '7.5': not an integer").
-void check_types(const json& body) {
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+std::string trimmed(const std::string& text) {
+  const char* blanks = " \t\n\r\f\v";
+  const size_t a = text.find_first_not_of(blanks);
+  if (a == std::string::npos) return "";
+  return text.substr(a, text.find_last_not_of(blanks) - a + 1);
+}
+
+// A1111's API models are pydantic 1 models, which convert text to the field's type: "7.0" for a
+// float field, "-1" for an integer, "true" / "no" / 1 for a boolean (blanks around it and a '+'
+// allowed, as Python's int() and float() allow them). The same conversion here, with the one
+// number parser's refusals (util/numbers.h): text that is not a number, NaN and infinities, a
+// fraction where an integer goes. Returns the value converted, or null when `v` is not text to
+// convert; throws the field's 422 when it is text that does not convert.
+json converted(const Known& k, const json& v) {
+  if (v.is_string() && (k.type == Type::Integer || k.type == Type::Number)) {
+    std::string t = trimmed(v.get<std::string>());
+    if (!t.empty() && t[0] == '+') t.erase(0, 1);
+    const std::string shown_text = " '" + v.get<std::string>().substr(0, 60) + "'";
+    if (k.type == Type::Integer) {
+      if (!t.empty() && t[0] != '-') {
+        const ParsedUint u = parse_strict_uint(t);
+        if (u.error == NumberError::None) return json(u.value);
+      }
+      const ParsedInt i = parse_strict_int(t, INT64_MIN, INT64_MAX);
+      if (i.error == NumberError::None) return json(i.value);
+      throw RequestError(422, k.name, std::string(k.name) + shown_text + ": not an integer");
+    }
+    const ParsedDecimal d = parse_strict_decimal(t, -DBL_MAX, DBL_MAX);
+    if (d.error == NumberError::None) return json(d.value);
+    throw RequestError(422, k.name,
+                       std::string(k.name) + shown_text + ": not a decimal number (digits with an optional fraction)");
+  }
+  if (k.type == Type::Boolean && (v.is_string() || v.is_number_integer())) {
+    const std::string t = v.is_string() ? lower(trimmed(v.get<std::string>())) : v.dump();
+    for (const char* yes : {"1", "on", "t", "true", "y", "yes"})
+      if (t == yes) return json(true);
+    for (const char* no : {"0", "off", "f", "false", "n", "no"})
+      if (t == no) return json(false);
+  }
+  return json();
+}
+
+// Every known field's type, before anything else is looked at; null is a field's default. Text
+// converts as in A1111 (above). An integer field's fraction is refused here too, but for the
+// request's settings, whose own checks say it with their limits ("steps '7.5': not an integer").
+json checked_types(const json& original) {
+  json body = original;
   for (const Known& k : kKnown) {
     const auto it = body.find(k.name);
     if (it == body.end() || it->is_null()) continue;
+    const json conversion = converted(k, *it);
+    if (!conversion.is_null()) *it = conversion;
     if (!has_type(*it, k.type))
       throw RequestError(422, k.name, std::string(k.name) + ": expected " + type_words(k.type) + ", got " + shown(*it));
     if (k.type == Type::Integer && it->is_number_float() && !is_request_setting(k.name) &&
         it->get<double>() != std::trunc(it->get<double>()))
       throw RequestError(422, k.name, std::string(k.name) + ": expected an integer, got " + shown(*it));
   }
+  // styles: a list of names (A1111's List[str]); none exists here (GET /prompt-styles is empty),
+  // and A1111 skips a name it does not know, "None" included.
+  const json styles = body.value("styles", json());
+  if (styles.is_array())
+    for (const json& name : styles)
+      if (!name.is_string()) throw RequestError(422, "styles", "styles: expected a list of names, got " + shown(name));
+  return body;
 }
 
 RequestError refuse(const std::string& field, const std::string& why) {
   return RequestError(422, field, field + ": not supported: " + why);
-}
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return s;
 }
 
 // The field's value, null where the body has none (the types are checked already).
@@ -132,7 +187,6 @@ const Neutral kNeutral[] = {
     {"enable_hr", is_false, "hires fix"},
     {"restore_faces", is_false, "face restoration"},
     {"tiling", is_false, "tiling"},
-    {"styles", is_empty_value, "styles"},
     {"alwayson_scripts", is_empty_value, "scripts"},
     {"script_name", is_empty_value, "scripts"},
     {"script_args", is_empty_value, "scripts"},
@@ -229,13 +283,15 @@ std::vector<LoraChoice> take_extra_networks(json& body, const RequestContext& co
 }
 
 // Nothing can change here: an override is accepted only when it asks for what already holds.
-void check_override_settings(const json& body, const A1111Settings& settings) {
+// What the override names that this engine does not read goes to `not_used`.
+void check_override_settings(const json& body, const A1111Settings& settings, std::vector<std::string>& not_used) {
   const json v = field(body, "override_settings");
   if (v.is_null()) return;
   for (const auto& [key, value] : v.items()) {
     if (value.is_null()) continue;  // a client's unset entry (SillyTavern's sd_vae when none is chosen)
     const std::string why = setting_refusal(settings, key, value);
     if (!why.empty()) throw RequestError(422, "override_settings." + key, "override_settings." + why);
+    if (!setting_used(key)) not_used.push_back("override_settings." + key);
   }
 }
 
@@ -299,10 +355,10 @@ RequestError request_error(const Error& e) {
   return RequestError(422, "", msg);
 }
 
-A1111Request parse_a1111_request(const json& body, const RequestContext& context) {
-  if (!body.is_object())
-    throw RequestError(400, "", std::string("the body must be a JSON object, got ") + body.type_name());
-  check_types(body);
+A1111Request parse_a1111_request(const json& original, const RequestContext& context) {
+  if (!original.is_object())
+    throw RequestError(400, "", std::string("the body must be a JSON object, got ") + original.type_name());
+  const json body = checked_types(original);
   for (const Neutral& n : kNeutral)
     if (!n.neutral(field(body, n.name))) throw refuse(n.name, n.what);
   A1111Request out;
@@ -310,7 +366,9 @@ A1111Request parse_a1111_request(const json& body, const RequestContext& context
   check_refiner(body);
   json fields = body;  // the prompts less their LoRA tags
   const std::vector<LoraChoice> tagged = take_extra_networks(fields, context, out);
-  check_override_settings(body, context.settings);
+  check_override_settings(body, context.settings, out.not_used);
+  for (const json& style : field(body, "styles"))
+    out.not_used.push_back("styles." + style.get<std::string>().substr(0, 60));
   if (!context.allow_output && !field(body, "output").is_null())
     throw refuse("output", "writing files on the server (the images come back in the answer)");
   // A body's "lora" names files: a jobs line's (a local file) may, a client's may not.
@@ -370,8 +428,8 @@ A1111Request parse_a1111_request(const json& body, const RequestContext& context
   out.parameters["negative_prompt"] = request.negative;
   out.parameters["steps"] = request.steps;
   out.parameters["cfg_scale"] = request.cfg;
-  out.parameters["width"] = request.width;
-  out.parameters["height"] = request.height;
+  out.parameters["width"] = request.output_width();
+  out.parameters["height"] = request.output_height();
   out.parameters["seed"] = request.seed;
   out.parameters["sampler_name"] = "Euler";
   out.parameters["scheduler"] = "automatic";

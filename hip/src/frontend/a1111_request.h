@@ -3,11 +3,13 @@
 // settings are set through pipeline/request_fields.h, the checks the command line uses too, so a
 // body is refused exactly where the CLI would refuse the same setting.
 //
-// Every field A1111 knows has its JSON type checked (a wrong one is a 422 naming the field);
-// null is the field's default, as in A1111's optional fields. A1111's fields at values that
-// change nothing here are accepted (enable_hr false, empty styles and scripts, save_images,
-// override_settings equal to the current settings, ...); one that asks for what this engine does
-// not run (another sampler, hires fix, img2img, LoRA, a script, ...) is refused naming it.
+// Every field A1111 knows has its JSON type checked (a wrong one is a 422 naming the field), text
+// converted to numbers and booleans where A1111's pydantic 1 models convert it; null is the
+// field's default, as in A1111's optional fields. The leniency rule (docs/clients.md): a value
+// that changes nothing here is accepted (enable_hr false, style names, save_images, A1111 options
+// with no meaning here or at A1111's default, ...) and named in `not_used`; one that asks for
+// what this engine does not run (another sampler, hires fix, img2img, LoRA, a script, ...) is
+// refused naming it.
 // Fields A1111 itself ignores in txt2img (eta, hr_* without enable_hr, ...) are ignored, and
 // unknown fields too, as A1111 does; neither is echoed back.
 #pragma once
@@ -57,6 +59,9 @@ struct A1111Request {
   std::string sampler_note;   // set when another sampler or scheduler runs as Euler (the fallback)
   std::string lora_note;      // set when the negative prompt's LoRA tags were dropped
   nlohmann::json parameters;  // the body's known fields, with the values that ran
+  // What the body asked that changes nothing here, accepted and named in the reply's info
+  // ("override_settings.sd_hypernetwork", "styles.None").
+  std::vector<std::string> not_used;
 };
 
 // A body's text as JSON, nesting at most kMaxJsonDepth levels. Throws RequestError (400).

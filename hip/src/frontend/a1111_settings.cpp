@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "frontend/a1111_options.h"
+
 namespace moss {
 
 std::string model_folder_name(const std::string& folder) {
@@ -14,18 +16,23 @@ std::string model_folder_name(const std::string& folder) {
 
 A1111Settings a1111_settings(const std::string& model_title, const std::string& model_name, bool metadata) {
   A1111Settings s;
-  s.values = {{"sd_model_checkpoint", model_title.empty() ? model_name : model_title},
-              {"sd_checkpoint_hash", nullptr},
-              {"sd_vae", "Automatic"},
-              {"samples_format", "png"},
-              {"enable_pnginfo", metadata},
-              {"CLIP_stop_at_last_layers", 1},
-              {"eta_noise_seed_delta", 0},
-              {"samples_save", false},
-              {"grid_save", false}};
+  // Every A1111 setting at its A1111 default, then this engine's own values over them.
+  for (const A1111Option& o : a1111_options()) s.values[o.name] = o.a1111_default;
+  const nlohmann::json own = {{"sd_model_checkpoint", model_title.empty() ? model_name : model_title},
+                              {"sd_checkpoint_hash", nullptr},
+                              {"samples_format", "png"},
+                              {"enable_pnginfo", metadata},
+                              {"samples_save", false},
+                              {"grid_save", false}};
+  s.values.update(own);
   for (const std::string& name : {model_title, model_name})
     if (!name.empty()) s.model_names.push_back(name);
   return s;
+}
+
+bool setting_used(const std::string& key) {
+  const A1111Option* o = find_a1111_option(key);
+  return o && o->use == OptionUse::Engine;
 }
 
 std::string setting_refusal(const A1111Settings& settings, const std::string& key, const nlohmann::json& value) {
@@ -39,12 +46,19 @@ std::string setting_refusal(const A1111Settings& settings, const std::string& ke
     return key + ": " + dump(value) + " is not the loaded model (one model per server: " +
            (names.empty() ? std::string("the one given with --model") : names.front()) + ")";
   }
-  if (!settings.values.contains(key))
-    return key + ": not a setting of this engine (the settings are read-only here)";
+  const A1111Option* option = find_a1111_option(key);
+  if (!option) return key + ": not a setting of this engine nor of AUTOMATIC1111";
+  if (option->use == OptionUse::NoMeaning) return "";
   // JSON equality: 1 and 1.0 are the same value, as A1111's settings compare them.
-  if (settings.values[key] == value) return "";
-  return key + ": " + dump(value) + " is not the current value " + dump(settings.values[key]) +
-         " (the settings are read-only here)";
+  const nlohmann::json& current = settings.values.contains(key) ? settings.values[key] : option->a1111_default;
+  if (value == current) return "";
+  if (option->use == OptionUse::DefaultOnly) {
+    if (value == option->a1111_default) return "";
+    return key + ": not supported: " + dump(value) + " asks for what this engine does not do (accepted: " +
+           dump(option->a1111_default) + ", A1111's default)";
+  }
+  return key + ": " + dump(value) + " is not the current value " + dump(current) +
+         " (this engine's own; the settings are read-only here)";
 }
 
 }  // namespace moss

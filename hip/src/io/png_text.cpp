@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 
 #include "io/files.h"
 #include "util/error.h"
@@ -89,20 +90,19 @@ struct Fd {
   ~Fd() { ::close(fd); }
 };
 
-}  // namespace
+// Reads exactly n bytes at offset of the PNG; false when it ends first.
+using ReadAt = std::function<bool(uint64_t offset, void* out, size_t n)>;
 
-PngTextChunk read_png_text_chunk(const std::string& path, const std::string& keyword, size_t limit) {
-  const Fd file{open_regular_file(path)};
+// The walk over the chunks, for a file or bytes in memory (`path` names either in messages).
+PngTextChunk find_text_chunk(const ReadAt& read, uint64_t size, const std::string& path, const std::string& keyword,
+                             size_t limit) {
   unsigned char sig[8];
-  if (!read_at(file.fd, path, 0, sig, 8) || std::memcmp(sig, kSignature, 8) != 0)
-    throw failure(path + ": not a PNG file");
-  struct stat st;
-  const uint64_t size = ::fstat(file.fd, &st) == 0 ? uint64_t(st.st_size) : 0;
+  if (!read(0, sig, 8) || std::memcmp(sig, kSignature, 8) != 0) throw failure(path + ": not a PNG file");
   PngTextChunk result;  // Missing until a chunk with the keyword is seen
   uint64_t offset = 8;
   for (;;) {
     unsigned char head[8];
-    if (!read_at(file.fd, path, offset, head, 8))
+    if (!read(offset, head, 8))
       throw failure(path + ": the PNG file is cut short (it ends at byte " + std::to_string(size) +
                     ", before its IEND chunk)");
     const uint32_t length = be32(head);
@@ -119,7 +119,7 @@ PngTextChunk read_png_text_chunk(const std::string& path, const std::string& key
       // The keyword (1 to 79 bytes, then NUL) decides whether the rest is read.
       const size_t key_probe = std::min<size_t>(length, keyword.size() + 1);
       std::string key(key_probe, '\0');
-      if (!read_at(file.fd, path, data_at, key.data(), key_probe))
+      if (!read(data_at, key.data(), key_probe))
         throw failure(path + ": the PNG file is cut short (in its " + type + " chunk at byte " +
                       std::to_string(offset) + ")");
       if (key_probe == keyword.size() + 1 && key.compare(0, keyword.size(), keyword) == 0 && key.back() == '\0') {
@@ -128,8 +128,8 @@ PngTextChunk read_png_text_chunk(const std::string& path, const std::string& key
                         " bytes, more than the " + std::to_string(limit) + " read");
         std::string data(length, '\0');
         unsigned char crc_bytes[4];
-        if (!read_at(file.fd, path, data_at, data.data(), length) ||
-            !read_at(file.fd, path, data_at + length, crc_bytes, 4))
+        if (!read(data_at, data.data(), length) ||
+            !read(data_at + length, crc_bytes, 4))
           throw failure(path + ": the PNG file is cut short (in its " + type + " chunk '" + keyword + "')");
         uLong crc = crc32(0L, head + 4, 4);
         crc = crc32(crc, reinterpret_cast<const Bytef*>(data.data()), uInt(length));
@@ -147,6 +147,26 @@ PngTextChunk read_png_text_chunk(const std::string& path, const std::string& key
     }
     offset = next;
   }
+}
+
+}  // namespace
+
+PngTextChunk read_png_text_chunk(const std::string& path, const std::string& keyword, size_t limit) {
+  const Fd file{open_regular_file(path)};
+  struct stat st;
+  const uint64_t size = ::fstat(file.fd, &st) == 0 ? uint64_t(st.st_size) : 0;
+  return find_text_chunk([&](uint64_t offset, void* out, size_t n) { return read_at(file.fd, path, offset, out, n); },
+                         size, path, keyword, limit);
+}
+
+PngTextChunk png_text_chunk(const std::string& bytes, const std::string& name, const std::string& keyword,
+                            size_t limit) {
+  const auto read = [&](uint64_t offset, void* out, size_t n) {
+    if (offset > bytes.size() || n > bytes.size() - offset) return false;
+    std::memcpy(out, bytes.data() + offset, n);
+    return true;
+  };
+  return find_text_chunk(read, bytes.size(), name, keyword, limit);
 }
 
 }  // namespace moss

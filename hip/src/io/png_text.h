@@ -27,5 +27,8 @@ struct PngTextChunk {
 // Throws moss::Error (exit 1) naming `path` for a file that is not a PNG, is cut short before
 // IEND, or whose chunk with the keyword is larger than `limit`.
 PngTextChunk read_png_text_chunk(const std::string& path, const std::string& keyword, size_t limit);
+// The same over a PNG's bytes in memory (a client's upload); `name` stands for the path in messages.
+PngTextChunk png_text_chunk(const std::string& bytes, const std::string& name, const std::string& keyword,
+                            size_t limit);
 
 }  // namespace moss

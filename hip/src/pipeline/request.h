@@ -21,7 +21,14 @@ constexpr int kMaxLoras = 16;
 struct GenerationRequest {
   std::string prompt;
   std::string negative;
-  int64_t width = 1024, height = 1024;
+  int64_t width = 1024, height = 1024;  // the size generated: multiples of 16
+  // A side asked as a multiple of 8 and not of 16 (AIYA's 520): generated at the next multiple of
+  // 16 (width, height above) and centre-cropped to this; 0 when not cropped. Only where
+  // crop_to_size allows it (a server always; the command line with --crop-to-size).
+  int64_t crop_width = 0, crop_height = 0;
+  bool crop_to_size = false;
+  int64_t output_width() const { return crop_width ? crop_width : width; }
+  int64_t output_height() const { return crop_height ? crop_height : height; }
   int steps = 50;                  // requested; snapping to the training grid may run fewer
   float cfg = 3.0f, shift = 5.0f;
   uint64_t seed = 42;              // the seed that runs (a random one is drawn before it gets here)

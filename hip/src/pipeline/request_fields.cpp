@@ -64,11 +64,14 @@ FieldError wrong_type(const Spec& s, const char* wanted, const json& v) {
 void store_int(GenerationRequest& r, const Spec& s, const ParsedInt& p, const std::string& text) {
   const int64_t lo = int64_t(s.lo), hi = int64_t(s.hi);
   if (p.error != NumberError::None) throw FieldError(s.names.field, quoted(text) + ": " + integer_problem(p, lo, hi));
-  if (s.kind == Kind::Side && p.value % 16 != 0)
-    throw FieldError(s.names.field, quoted(text) + ": image sides must be multiples of 16");
+  if (s.kind == Kind::Side && p.value % 8 != 0)
+    throw FieldError(s.names.field, quoted(text) + ": image sides must be multiples of 16 (or of 8: centre-cropped)");
+  // A multiple of 8 and not of 16: the next multiple of 16, cropped (check_request decides
+  // whether this request may crop).
+  const int64_t generated = p.value % 16 ? p.value + 8 : p.value, crop = p.value % 16 ? p.value : 0;
   switch (s.names.field) {
-    case RequestField::Width: r.width = p.value; break;
-    case RequestField::Height: r.height = p.value; break;
+    case RequestField::Width: r.width = generated, r.crop_width = crop; break;
+    case RequestField::Height: r.height = generated, r.crop_height = crop; break;
     case RequestField::Steps: r.steps = int(p.value); break;
     case RequestField::MaxSeq: r.max_seq = p.value; break;
     default: throw std::logic_error("not an integer field");
@@ -278,6 +281,14 @@ void set_field(GenerationRequest& r, RequestField field, const json& v) {
 }
 
 void check_request(const GenerationRequest& r) {
+  for (RequestField f : {RequestField::Width, RequestField::Height}) {
+    const int64_t crop = f == RequestField::Width ? r.crop_width : r.crop_height;
+    const int64_t generated = f == RequestField::Width ? r.width : r.height;
+    if (crop && !r.crop_to_size)
+      throw FieldError(f, " '" + std::to_string(crop) + "': image sides must be multiples of 16 (--crop-to-size " +
+                              "generates " + std::to_string(generated) + " and centre-crops it to " +
+                              std::to_string(crop) + ")");
+  }
   if (r.width * r.height > 4200000) {
     const std::string size = "size " + std::to_string(r.width) + "x" + std::to_string(r.height) + ": above 4.2 megapixels";
     throw FieldError(RequestField::Width, size, "width, height: " + size);

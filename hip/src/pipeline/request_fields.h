@@ -42,7 +42,8 @@ void set_field(GenerationRequest& r, RequestField field, const std::string& text
 // JSON type is refused naming what it got.
 void set_field(GenerationRequest& r, RequestField field, const nlohmann::json& value);
 
-// What no single field decides: the size's area, prompts in UTF-8. Throws FieldError.
+// What no single field decides: the size's area, prompts in UTF-8, a side that is a multiple of 8
+// and not of 16 only where the request may crop (crop_to_size). Throws FieldError.
 void check_request(const GenerationRequest& r);
 
 // The seeds of `count` images made from `seed` (seed, seed + 1, ...: a batch, n_iter) all fit 64

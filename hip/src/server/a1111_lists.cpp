@@ -54,9 +54,18 @@ void install_a1111_lists(GuardedServer& s, LoraLibrary* loras) {
     s.Get(std::string("/sdapi/v1/") + list, answer(json::array()));
   s.Get("/sdapi/v1/embeddings", answer({{"loaded", json::object()}, {"skipped", json::object()}}));
   s.Get("/sdapi/v1/memory", memory);
-  s.Get("/sdapi/v1/cmd-flags", answer({{"api", true}, {"nowebui", true}}));
+  // The flags clients read: the API is on, there is no Gradio UI, no Gradio login; the folders a
+  // client might browse are not given (nothing of the server's disk is shown).
+  s.Get("/sdapi/v1/cmd-flags", answer({{"api", true}, {"nowebui", true}, {"gradio_auth", nullptr},
+                                       {"data_dir", ""}, {"models_dir", ""}, {"ckpt_dir", nullptr},
+                                       {"lora_dir", ""}, {"embeddings_dir", ""}, {"hypernetwork_dir", ""},
+                                       {"lowvram", false}, {"medvram", false}, {"no_half", false}}));
   for (const char* refresh : {"refresh-checkpoints", "refresh-vae"})
     s.Post(std::string("/sdapi/v1/") + refresh, answer(nullptr));
+  // A client's "free the GPU" and "load it again" (the Photoshop plugin's, AIYA's): the model
+  // stays loaded (one model per server), which the next request finds as the client expects.
+  for (const char* checkpoint : {"unload-checkpoint", "reload-checkpoint"})
+    s.Post(std::string("/sdapi/v1/") + checkpoint, answer(json::object()));
   s.Post("/sdapi/v1/skip", answer(json::object()));
   s.Get("/internal/ping", answer(json::object()));
 }

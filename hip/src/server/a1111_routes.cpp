@@ -8,6 +8,7 @@
 #include "server/connection_watch.h"
 #include "util/cancel.h"
 #include "server/cors.h"
+#include "server/png_info_route.h"
 
 namespace moss {
 namespace {
@@ -72,6 +73,7 @@ void A1111Routes::install(GuardedServer& s) {
         [this](const httplib::Request&, httplib::Response& res) { reply(res, 200, options_json()); });
   s.Post("/sdapi/v1/options", [this](const httplib::Request& req, httplib::Response& res) { set_options(req, res); });
   install_a1111_lists(s, loras_.get());
+  install_png_info(s);
   install_cors(s, options_.cors_origins);
   // Anything else, and the library's own refusals (405, 413 for a body above the limit), as JSON.
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
@@ -113,11 +115,9 @@ void A1111Routes::set_options(const httplib::Request& req, httplib::Response& re
   reply(res, 200, nullptr);
 }
 
-void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
-  json body;
+A1111Request A1111Routes::read_request(const json& body, const char* route) const {
   A1111Request request;
   try {
-    body = parse_request_json(req.body);
     RequestContext context;
     context.defaults = options_.run;
     context.settings = settings();
@@ -135,19 +135,22 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
     // The operator sees every refusal (a client may show none of it: Open WebUI does not); the
     // client's text in it is escaped by the Reporter, as on every log line.
     const bool sampler = e.field == "sampler_name" || e.field == "sampler_index" || e.field == "scheduler";
-    rep_.line("txt2img: refused (%d): %s%s%s", e.status, e.what(), sampler ? "; " : "",
+    rep_.line("%s: refused (%d): %s%s%s", route, e.status, e.what(), sampler ? "; " : "",
               sampler ? kSamplerFallbackHint : "");
-    return reply_error(res, e.status, e.what(), e.field);
+    throw;
   }
-  if (!request.sampler_note.empty()) rep_.line("txt2img: %s", request.sampler_note.c_str());
-  if (!request.lora_note.empty()) rep_.line("txt2img: %s", request.lora_note.c_str());
+  if (!request.sampler_note.empty()) rep_.line("%s: %s", route, request.sampler_note.c_str());
+  if (!request.lora_note.empty()) rep_.line("%s: %s", route, request.lora_note.c_str());
+  return request;
+}
 
+A1111Routes::Generated A1111Routes::generate(const httplib::Request& req, const A1111Request& request,
+                                             const char* route) {
+  Generated out;
   ConnectionWatch watch(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
   auto job = std::make_shared<Job>();
   job->client_gone = [&] { return watch.client_gone(); };
-  std::vector<GeneratedImage> made;
-  job->work = [&](size_t engine) { make_images(*job, engine, request.images, made); };
-  int status = 200;
+  job->work = [&](size_t engine) { make_images(*job, engine, request.images, out.made); };
   std::string failure_message;
   GenerationQueue::Outcome outcome = GenerationQueue::Outcome::Ran;
   bool client_gone = false;
@@ -161,34 +164,60 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
     client_gone = !job->interrupted;
   } catch (const Error& e) {
     // A signal stops the server; a usage error is this request's (a size the memory cannot hold).
-    status = int(e.code()) >= 128 ? 503 : e.code() == ExitCode::Usage ? 422 : 500;
+    out.status = int(e.code()) >= 128 ? 503 : e.code() == ExitCode::Usage ? 422 : 500;
     failure_message = int(e.code()) >= 128 ? std::string("the server is stopping: ") + e.what() : e.what();
   } catch (const std::bad_alloc&) {
-    status = 500;
+    out.status = 500;
     failure_message = "out of host memory";
   } catch (const std::exception& e) {
-    status = 500;
+    out.status = 500;
     failure_message = e.what();
   }
   // Refused before it ran: the client (or a balancer) may send it again, here later or elsewhere.
   if (outcome == GenerationQueue::Outcome::Full || outcome == GenerationQueue::Outcome::Closed) {
-    res.set_header("Retry-After", std::to_string(kRetryAfterSeconds));
-    return reply_error(res, 503, outcome == GenerationQueue::Outcome::Full
-                                     ? "busy: " + std::to_string(queue_.capacity()) + " requests are already waiting"
-                                     : std::string("the server is draining or stopping: send it elsewhere"));
+    out.status = 503;
+    out.retry_after = true;
+    out.message = outcome == GenerationQueue::Outcome::Full
+                      ? "busy: " + std::to_string(queue_.capacity()) + " requests are already waiting"
+                      : std::string("the server is draining or stopping: send it elsewhere");
+    return out;
   }
   if (outcome == GenerationQueue::Outcome::ClientGone || client_gone) {
-    rep_.line("txt2img: the client went away; its request stopped");
-    return reply_error(res, 499, "the client closed the connection");
+    rep_.line("%s: the client went away; its request stopped", route);
+    out.status = 499;
+    out.message = "the client closed the connection";
+    return out;
   }
-  if (status == 503) res.set_header("Retry-After", std::to_string(kRetryAfterSeconds));
-  if (status != 200) {
-    rep_.line("txt2img: %d %s", status, failure_message.c_str());
-    return status == 422 ? reply_error(res, 422, request_error(usage_error(failure_message)).what(),
-                                       request_error(usage_error(failure_message)).field)
-                         : reply_error(res, status, failure_message);
+  if (out.status == 503) out.retry_after = true;
+  if (out.status != 200) {
+    rep_.line("%s: %d %s", route, out.status, failure_message.c_str());
+    out.message = failure_message;
+    if (out.status == 422) {
+      const RequestError e = request_error(usage_error(failure_message));
+      out.message = e.what();
+      out.field = e.field;
+    }
+    return out;
   }
-  const bool interrupted = job->interrupted;
+  out.interrupted = job->interrupted;
+  out.timestamp = job->progress.timestamp;
+  rep_.line("%s: %zu of %zu images%s", route, out.made.size(), request.images.size(),
+            out.interrupted ? " (interrupted)" : "");
+  return out;
+}
+
+void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
+  A1111Request request;
+  try {
+    request = read_request(parse_request_json(req.body), "txt2img");
+  } catch (const RequestError& e) {
+    return reply_error(res, e.status, e.what(), e.field);
+  }
+  const Generated g = generate(req, request, "txt2img");
+  if (g.retry_after) res.set_header("Retry-After", std::to_string(kRetryAfterSeconds));
+  if (g.status != 200) return reply_error(res, g.status, g.message, g.field);
+  const std::vector<GeneratedImage>& made = g.made;
+  const bool interrupted = g.interrupted;
 
   // The answer A1111 gives: base64 PNGs, the request's parameters, and info as JSON text.
   json images = json::array(), infotexts = json::array(), seeds = json::array(), records = json::array();
@@ -204,7 +233,7 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
   json info = {{"prompt", first.prompt}, {"all_prompts", prompts}, {"negative_prompt", first.negative},
                {"all_negative_prompts", negatives}, {"seed", first.seed}, {"all_seeds", seeds},
                {"subseed", -1}, {"all_subseeds", json(made.size(), -1)}, {"subseed_strength", 0},
-               {"width", first.width}, {"height", first.height}, {"sampler_name", "Euler"},
+               {"width", first.output_width()}, {"height", first.output_height()}, {"sampler_name", "Euler"},
                {"scheduler", "automatic"}, {"cfg_scale", first.cfg}, {"steps", first.steps},
                {"batch_size", request.batch_size}, {"restore_faces", false},
                {"sd_model_name", engine_.model_identity()},
@@ -215,7 +244,7 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
                {"extra_generation_params",
                 {{"Shift", first.shift}, {"Skip layers", first.skip_layers_text}, {"Max seq", first.max_seq}}},
                {"index_of_first_image", 0}, {"infotexts", infotexts}, {"styles", json::array()},
-               {"job_timestamp", job->progress.timestamp}, {"clip_skip", 1}, {"is_using_inpainting_conditioning", false},
+               {"job_timestamp", g.timestamp}, {"clip_skip", 1}, {"is_using_inpainting_conditioning", false},
                {"version", engine_version()}, {"interrupted", interrupted}, {"generation", records}};
   if (!request.lora_note.empty()) info["lora_note"] = request.lora_note;
   if (!made.empty() && !made.front().record.request.loras.empty()) {
@@ -224,11 +253,16 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
       hashes += (hashes.empty() ? "" : ", ") + c.name + ": " + c.hash;
     info["extra_generation_params"]["Lora hashes"] = hashes;
   }
+  // What the body asked that changes nothing here (README, "Leniency"): accepted, and said.
+  info["not_used"] = request.not_used;
+  if (first.output_width() != first.width || first.output_height() != first.height)
+    info["size_note"] = "generated at " + std::to_string(first.width) + "x" + std::to_string(first.height) +
+                        " (sides are multiples of 16) and centre-cropped to " + std::to_string(first.output_width()) +
+                        "x" + std::to_string(first.output_height());
   if (!request.sampler_note.empty()) {
     info["sampler_fallback"] = request.sampler_note;
     info["extra_generation_params"]["Sampler fallback"] = request.sampler_note;
   }
-  rep_.line("txt2img: %zu of %zu images%s", made.size(), request.images.size(), interrupted ? " (interrupted)" : "");
   reply(res, 200, {{"images", images}, {"parameters", params}, {"info", dump(info)}});
 }
 

@@ -20,6 +20,7 @@
 
 #include <httplib.h>
 
+#include "frontend/a1111_request.h"
 #include "frontend/a1111_settings.h"
 #include "frontend/lora_library.h"
 #include "pipeline/engine_pool.h"
@@ -38,6 +39,24 @@ class A1111Routes {
               const Reporter& rep);
   void install(GuardedServer& server);
 
+  // A body read against the server's defaults and settings and checked by the engine (its
+  // memory); a refusal is logged under `route` and thrown (RequestError).
+  A1111Request read_request(const nlohmann::json& body, const char* route) const;
+  // The request's images, through the one queue: status 200 with what was made (interrupted:
+  // up to the interrupt), or the status and message of why not (503 with retry_after when the
+  // queue is full or closed, 499 when the client left, 422 naming a field, 500).
+  struct Generated {
+    int status = 200;
+    std::string message, field;
+    bool retry_after = false;
+    std::vector<GeneratedImage> made;
+    bool interrupted = false;
+    std::string timestamp;  // A1111's job_timestamp
+  };
+  Generated generate(const httplib::Request& req, const A1111Request& request, const char* route);
+  const Engine& engine() const { return engine_; }
+  A1111Settings settings() const;  // what GET /options reports, and what overrides must equal
+
  private:
   void txt2img(const httplib::Request& req, httplib::Response& res);
   // The request's images on engine `engine` (its own thread), following job's interrupt and
@@ -46,7 +65,6 @@ class A1111Routes {
                    std::vector<GeneratedImage>& made);
   void progress(httplib::Response& res) const;
   void interrupt(httplib::Response& res);
-  A1111Settings settings() const;  // what GET /options reports, and what overrides must equal
   nlohmann::json options_json() const;
   void set_options(const httplib::Request& req, httplib::Response& res) const;
 

@@ -24,33 +24,42 @@ std::string base64_encode(const std::string& bytes) {
   return out;
 }
 
-bool base64_decode(const std::string& text, std::string& bytes) {
-  if (text.size() % 4 != 0) return false;
-  bytes.clear();
-  for (size_t i = 0; i < text.size(); i += 4) {
-    unsigned v = 0;
-    int pad = 0;
-    for (size_t k = 0; k < 4; ++k) {
-      const char c = text[i + k];
-      int d = c >= 'A' && c <= 'Z'   ? c - 'A'
-              : c >= 'a' && c <= 'z' ? c - 'a' + 26
-              : c >= '0' && c <= '9' ? c - '0' + 52
-              : c == '+'             ? 62
-              : c == '/'             ? 63
-                                     : -1;
-      if (c == '=' && i + 4 == text.size() && k >= 2) {
-        ++pad;
-        d = 0;
-      } else if (d < 0 || pad) {
-        return false;  // not the alphabet, or data after padding
-      }
-      v = v << 6 | unsigned(d);
+std::optional<std::string> base64_decode(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  unsigned bits = 0, count = 0;
+  size_t padding = 0;
+  for (char c : text) {
+    int v;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '+' || c == '-') v = 62;  // '-' and '_': the URL-safe alphabet
+    else if (c == '/' || c == '_') v = 63;
+    else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    else if (c == '=') {
+      ++padding;
+      continue;
+    } else return std::nullopt;
+    if (padding) return std::nullopt;  // data after the padding
+    bits = bits << 6 | unsigned(v);
+    if (++count % 4 == 0) {
+      out += char((bits >> 16) & 255);
+      out += char((bits >> 8) & 255);
+      out += char(bits & 255);
+      bits = 0;
     }
-    bytes += char(v >> 16);
-    if (pad < 2) bytes += char((v >> 8) & 255);
-    if (pad < 1) bytes += char(v & 255);
   }
-  return true;
+  switch (count % 4) {
+    case 0: break;
+    case 1: return std::nullopt;
+    case 2: out += char((bits >> 4) & 255); break;
+    case 3:
+      out += char((bits >> 10) & 255);
+      out += char((bits >> 2) & 255);
+      break;
+  }
+  return out;
 }
 
 }  // namespace moss

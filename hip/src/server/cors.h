@@ -2,7 +2,8 @@
 // "*" allows any) answers preflights (OPTIONS, 204 with the allowed methods and headers) and
 // adds Access-Control-Allow-Origin to every answer to a request from an allowed Origin. A
 // request from another origin gets no CORS headers (the browser then refuses it), and its
-// preflight 403.
+// preflight 403. Without --cors-origin a preflight is a wrong method (405), whose message names
+// the option (server/guarded_server.cpp).
 #pragma once
 #include <string>
 #include <vector>

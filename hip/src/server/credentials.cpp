@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <fstream>
+#include <optional>
 
 #include "server/base64.h"
 #include "util/error.h"
@@ -70,8 +71,10 @@ bool Credentials::accepts(const std::string& authorization) const {
   std::string rest, user, password;
   bool basic = false;
   if (scheme(authorization, "basic", rest)) {
-    std::string decoded;
-    const size_t colon = base64_decode(rest, decoded) ? decoded.find(':') : std::string::npos;
+    // Only canonical padded base64 (RFC 7617): what decodes and encodes back to the same text.
+    const std::optional<std::string> bytes = base64_decode(rest);
+    const std::string decoded = bytes && base64_encode(*bytes) == rest ? *bytes : "";
+    const size_t colon = decoded.find(':');
     if (colon == std::string::npos) return false;
     user = decoded.substr(0, colon);
     password = decoded.substr(colon + 1);

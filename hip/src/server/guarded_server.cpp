@@ -165,7 +165,13 @@ httplib::Server::HandlerResponse GuardedServer::check_route(const httplib::Reque
       if (std::find(methods.begin(), methods.end(), asked) != methods.end()) break;
       std::string allow;
       for (const std::string& m : methods) allow += (allow.empty() ? "" : ", ") + m + (m == "GET" ? ", HEAD" : "");
-      json_error(res, 405, req.method + " " + req.path + ": method not allowed (allowed: " + allow + ")");
+      // OPTIONS here is a browser's CORS preflight at a server without --cors-origin (server/cors.h):
+      // the browser shows its page only "Failed to fetch"; its tools and a reader show this.
+      const std::string cors = req.method == "OPTIONS"
+                                   ? "; a browser's cross-origin request needs serve --cors-origin ORIGIN (or '*' "
+                                     "for any origin, as A1111's --cors-allow-origins=*)"
+                                   : "";
+      json_error(res, 405, req.method + " " + req.path + ": method not allowed (allowed: " + allow + ")" + cors);
       res.set_header("Allow", allow);
       return HandlerResponse::Handled;
     }

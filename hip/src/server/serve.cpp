@@ -13,6 +13,7 @@
 #include "pipeline/engine_pool.h"
 #include "server/a1111_routes.h"
 #include "server/guarded_server.h"
+#include "server/openai_images.h"
 #include "server/serve_options.h"
 #include "server/web_page.h"
 #include "server/service_routes.h"
@@ -70,9 +71,11 @@ int serve_command(const std::vector<std::string>& args) {
   server.set_guard(options.guard);  // Host, credentials, Origin, Content-Type: server/request_guard.h
   A1111Routes routes(pool, queue, metrics, options, rep);
   routes.install(server);
+  OpenAiImages openai(routes);
+  openai.install(server);
   ServiceRoutes service(queue, metrics, draining);
   service.install(server);
-  install_web_page(server);
+  install_web_page(server, options.run);
 
   server.listen_on(options.host, options.port, options.guard.credentials.required(), rep);  // in use: exit 1
   std::vector<std::thread> engine_threads;

@@ -4,7 +4,10 @@
 Debian's chromedriver, at a phone's width. Loads the page, generates with Ctrl+Enter, watches the
 progress move, compares the image (its <img> and its download link) with the CLI's pixels for the
 same settings, checks the record and the history, a random seed and its reuse, interrupt, and an
-invalid size showing the server's own message.
+invalid size showing the server's own message. Issue 46: the server's defaults in the fields'
+placeholders, the stage named with its own progress, no ETA before a step has run, the previous
+image marked while a new one runs, the result scrolled into view at a phone's width, and the steps
+that ran after an interrupt in the history.
 Exit 77 (ctest: skipped) only where chromium or chromedriver is absent. With MOSSINFER_TEST_CHROOT
 the server is the AMD release's binary inside the ROCm root (hip/ci/amd.sh).
 Usage: web_browser_test.py BINARY MODEL_DIR"""
@@ -90,7 +93,7 @@ def generate_watching(driver, start):
     while time.time() < deadline and not driver.find_element(By.ID, "generate").is_enabled():
         line = driver.find_element(By.ID, "progress-text").text
         lines.add(line)
-        m = re.match(r"step (\d+)/(\d+)", line)
+        m = re.search(r"step (\d+)/(\d+)", line)
         if m and (not seen or seen[-1] != (int(m[1]), int(m[2]))):
             seen.append((int(m[1]), int(m[2])))
         time.sleep(0.02)
@@ -113,6 +116,14 @@ def check_page(c, srv, binary, model):
         width = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
         c.check("phone-width-no-sideways-scroll", width[0] <= width[1], width)
         c.check("random-seed-by-default", driver.find_element(By.ID, "random-seed").is_selected())
+        # The server's defaults (the harness's serve --steps 2 --size 32x32) in the placeholders.
+        c.check("placeholder-steps", driver.find_element(By.ID, "steps").get_attribute("placeholder") ==
+                "server default: 2", driver.find_element(By.ID, "steps").get_attribute("placeholder"))
+        c.check("placeholder-cfg", driver.find_element(By.ID, "cfg").get_attribute("placeholder") ==
+                "server default: 3", driver.find_element(By.ID, "cfg").get_attribute("placeholder"))
+        c.check("placeholder-size", "32 × 32" in Select(driver.find_element(By.ID, "size")).first_selected_option.text)
+        c.check("placeholder-seed", driver.find_element(By.ID, "seed").get_attribute("placeholder") ==
+                "drawn at random")
 
         # Generate with Ctrl+Enter: fixed seed, custom size; progress moves; the CLI's pixels.
         driver.find_element(By.ID, "prompt").send_keys("a red apple")
@@ -126,7 +137,16 @@ def check_page(c, srv, binary, model):
             driver, lambda: driver.find_element(By.ID, "prompt").send_keys(Keys.CONTROL, Keys.ENTER))
         print(f"     progress steps seen: {seen}")
         c.check("progress-moves", len(seen) >= 2 and seen == sorted(seen) and all(n == STEPS for _, n in seen), seen)
-        c.check("progress-has-eta", any(re.search(rf"step \d+/{STEPS} · \d+% · ETA \d+\.\d s", x) for x in lines), lines)
+        c.check("progress-has-eta", any(re.search(rf"denoise · step \d+/{STEPS} · \d+% · ETA \d+\.\d s", x)
+                                            for x in lines), lines)
+        # No ETA until a step has run, and none while decoding; the stages are named.
+        c.check("no-eta-before-a-step", not any(re.search(r"step 0/|^(starting|text encoder|loading).*ETA", x)
+                                                 and "ETA" in x for x in lines), lines)
+        c.check("no-eta-while-decoding", not any(x.startswith("decoding") and "ETA" in x for x in lines), lines)
+        c.check("stages-named", any(x.startswith("denoise · step") for x in lines), lines)
+        # At a phone's width the finished image is scrolled into view.
+        top = driver.execute_script("return document.getElementById('result').getBoundingClientRect().top")
+        c.check("result-scrolled-into-view", 0 <= top < PHONE[1] / 2, top)
         c.check("progress-done", driver.find_element(By.ID, "progress-text").text == "done")
         img = driver.find_element(By.ID, "result-img")
         cli = cli_png(binary, model, work, "--prompt", "a red apple", "--negative", "blurry", "--seed", "6",
@@ -151,6 +171,8 @@ def check_page(c, srv, binary, model):
         set_value(driver, "steps", "")
         driver.find_element(By.ID, "generate").click()
         wait_idle(driver)
+        c.check("previous-mark-cleared", not driver.find_element(By.ID, "previous-note").is_displayed() and
+                driver.find_element(By.ID, "result").get_attribute("class") == "")
         drawn = driver.find_element(By.ID, "seed").get_attribute("value")
         c.check("random-seed-drawn-and-shown", drawn.isdigit() and shown_seed(driver) == int(drawn),
                 (drawn, shown_seed(driver)))
@@ -169,19 +191,26 @@ def check_page(c, srv, binary, model):
         set_value(driver, "steps", 400)
         driver.find_element(By.ID, "generate").click()
         WebDriverWait(driver, 60, poll_frequency=0.05).until(
-            lambda d: re.match(r"step [1-9]", d.find_element(By.ID, "progress-text").text))
+            lambda d: re.search(r"step [1-9]", d.find_element(By.ID, "progress-text").text))
+        # While it runs the image on display is marked as the previous one.
+        c.check("previous-image-marked", driver.find_element(By.ID, "previous-note").is_displayed() and
+                driver.find_element(By.ID, "result").get_attribute("class") == "previous")
         driver.find_element(By.ID, "interrupt").click()
         wait_idle(driver, 60)
         c.check("interrupt", "interrupted" in driver.find_element(By.ID, "progress-text").text,
                 driver.find_element(By.ID, "progress-text").text)
+        # The history records the steps that ran, not the 400 asked for.
+        caption = driver.find_elements(By.CSS_SELECTOR, "#history li")[0].text
+        m = re.search(r"(\d+) of 400 steps", caption)
+        c.check("interrupt-steps-ran-in-history", m is not None and 1 <= int(m[1]) < 400, caption)
 
         # An invalid size: the page shows the server's own message for that request.
-        custom_size(driver, 40, 40)
+        custom_size(driver, 36, 36)
         set_value(driver, "steps", 2)
         driver.find_element(By.ID, "generate").click()
         wait_idle(driver)
         status, err, _ = srv.request("POST", "/sdapi/v1/txt2img",
-                                     {"prompt": "a red apple", "width": 40, "height": 40, "steps": 2, "seed": 6})
+                                     {"prompt": "a red apple", "width": 36, "height": 36, "steps": 2, "seed": 6})
         shown = driver.find_element(By.ID, "error")
         c.check("invalid-size-server-message", status == 422 and shown.is_displayed() and
                 err["error"] in shown.text and "422" in shown.text, (status, err, shown.text))

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The web page at / of `serve`, over plain HTTP (no browser: web_browser_test.py drives it in
-Chromium): GET / answers the page (src/server/web/index.html, byte for byte) as UTF-8 HTML with a
+Chromium): GET / answers the page (src/server/web/index.html, byte for byte but for the server's
+defaults put in its {{...}} placeholders: serve --steps 2 --size 32x32 here) as UTF-8 HTML with a
 policy that forbids loading anything from elsewhere; the page names no other origin; every route it
 calls answers, and txt2img with the page's request body gives the CLI's image.
 Also run from the AMD release tarball (hip/ci/amd_package_check.sh): the shipped server.
@@ -35,7 +36,11 @@ def check_static(c):
 
 
 def check_server(c, srv, binary, model):
-    expected = open(PAGE, "rb").read()
+    page = open(PAGE, encoding="utf-8").read()
+    c.check("page-has-default-placeholders", all(t in page for t in ("{{steps}}", "{{cfg}}", "{{size}}", "{{seed}}")))
+    for token, value in [("{{steps}}", "2"), ("{{cfg}}", "3"), ("{{size}}", "32 × 32"), ("{{seed}}", "drawn at random")]:
+        page = page.replace(token, value)
+    expected = page.encode("utf-8")
     for method in ("GET", "HEAD"):
         status, _, body = srv.request(method, "/")
         c.check(f"{method}-root-200", status == 200, status)
@@ -94,7 +99,7 @@ def check_server(c, srv, binary, model):
     cli = cli_png(binary, model, tempfile.mkdtemp(), "--prompt", "a red apple", "--negative", "", "--seed", "7")
     c.check("page-defaults-cli-image", status == 200 and png_pixels(b64png(r["images"][0])) == png_pixels(cli),
             status if status != 200 else "pixels differ")
-    status, err, _ = srv.request("POST", "/sdapi/v1/txt2img", page_request(prompt="x", width=40, height=40, seed=1))
+    status, err, _ = srv.request("POST", "/sdapi/v1/txt2img", page_request(prompt="x", width=36, height=36, seed=1))
     c.check("page-bad-size-message", status == 422 and "multiple" in err.get("error", ""), (status, err))
 
 

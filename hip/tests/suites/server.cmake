@@ -6,10 +6,12 @@
 # prometheus_client's parser from PyPI: skipped where not installed), devices (several host
 # engines in the CLI and the server, the same pixels) and deploy (HAProxy from Debian in front of
 # three servers, 300 requests, a SIGTERM and a SIGKILL under load: skipped without haproxy).
-# clients: the request sequences of SillyTavern, Open WebUI and LibreChat.
+# clients: the request sequences of SillyTavern, Open WebUI and LibreChat. Issue 46: clients_lenient
+# (AIYA with png-info, text-generation-webui, KoboldAI Lite, the Photoshop plugin) and openai_images
+# (the OpenAI Images API through the openai SDK and LiteLLM from PyPI: skipped where not installed).
 # Each test starts its own servers on free ports.
 if(MOSSINFER_SERVER)
-  foreach(suite http stress webuiapi clients ops metrics devices deploy)
+  foreach(suite http stress webuiapi clients clients_lenient openai_images ops metrics devices deploy)
     add_test(NAME server_${suite}
              COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/server/${suite}_test.py $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
     set_tests_properties(server_${suite} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 LABELS server)

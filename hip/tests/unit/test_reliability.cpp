@@ -386,6 +386,24 @@ TEST(PngText, RecordsAreReadWithoutThePixels) {
             d + "/no.png: not a PNG file");
 }
 
+// The same reader over a PNG's bytes in memory (POST /sdapi/v1/png-info's upload): the same
+// answers, and the same errors naming what it was given.
+TEST(PngText, BytesInMemoryReadAsFiles) {
+  const std::string record = "{\"prompt\": \"caf\xc3\xa9\", \"seed\": 7}";
+  const std::string png = tiny_png({{"parameters", "ascii"}, {"generation", record}});
+  EXPECT_EQ(png_text_chunk(png, "image", "generation", 1 << 20).text, record);
+  EXPECT_EQ(png_text_chunk(png, "image", "parameters", 1 << 20).text, "ascii");
+  EXPECT_EQ(int(png_text_chunk(png, "image", "other", 1 << 20).status), int(PngTextStatus::Missing));
+  const size_t at = chunk_at(png, "iTXt");  // the record: a cut before its end is an error
+  ASSERT_NE(at, std::string::npos);
+  for (size_t cut : {size_t(4), size_t(20), at + 4, at + 12})
+    EXPECT_TRUE(contains(outcome_of([&] { png_text_chunk(png.substr(0, cut), "image", "generation", 1 << 20); }).second,
+                         "image: ")) << cut;
+  EXPECT_EQ(outcome_of([&] { png_text_chunk("GIF89a....", "image", "generation", 1 << 20); }).second,
+            "image: not a PNG file");
+  EXPECT_TRUE(contains(outcome_of([&] { png_text_chunk(png, "image", "generation", 10); }).second, "more than the 10"));
+}
+
 TEST(Replay, OptionValuesAreNeverReadAsOptions) {
   const std::string d = fresh_dir("replay");
   write_bytes(d + "/rec.png", tiny_png({{"generation", "{\"prompt\": \"p\", \"seed\": 7, \"steps\": 3}"}}));

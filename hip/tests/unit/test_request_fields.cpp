@@ -3,9 +3,11 @@
 // types, nulls, depth and settings rules (issue 35's request-parser items); drawn seeds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "cli/options.h"
+#include "frontend/a1111_options.h"
 #include "frontend/a1111_request.h"
 #include "pipeline/request_fields.h"
 #include "util/random_seed.h"
@@ -91,7 +93,8 @@ TEST(RequestFields, NegativeZeroIsASign) {
 }
 
 TEST(RequestFields, WrongJsonTypesNameTheField) {
-  const json wrong_for_number[] = {"5", true, json::array({1}), json::object({{"a", 1}})};
+  // (Numeric text converts as in A1111: Leniency below; text that is not a number does not.)
+  const json wrong_for_number[] = {"five", true, json::array({1}), json::object({{"a", 1}})};
   const json wrong_for_text[] = {5, 1.5, false, json::array(), json::object()};
   for (const FieldNames& f : request_fields()) {
     const bool text = f.field == RequestField::Prompt || f.field == RequestField::Negative ||
@@ -105,7 +108,8 @@ TEST(RequestFields, WrongJsonTypesNameTheField) {
       const RequestError e = refusal(body);
       EXPECT_EQ(e.status, 422) << f.name << " " << v.dump();
       EXPECT_EQ(e.field, f.name) << v.dump();
-      EXPECT_NE(std::string(e.what()).find("expected"), std::string::npos) << e.what();
+      const std::string why = e.what();
+      EXPECT_TRUE(why.find("expected") != std::string::npos || why.find("'five': not a") != std::string::npos) << why;
     }
   }
 }
@@ -136,19 +140,96 @@ TEST(RequestFields, NullIsTheDefaultEverywhere) {
 }
 
 TEST(RequestFields, KnownFieldsOfTheWrongTypeAre422) {
+  // Text converts where A1111's pydantic models convert it (below); what does not convert, and
+  // every other wrong type, is refused naming the field.
   const std::pair<const char*, json> cases[] = {
-      {"batch_size", "2"},        {"batch_size", 1.5},           {"n_iter", true},
-      {"send_images", "true"},    {"save_images", 1},            {"enable_hr", "no"},
+      {"batch_size", "two"},      {"batch_size", 1.5},           {"n_iter", true},
+      {"send_images", "maybe"},   {"save_images", 2},            {"enable_hr", "perhaps"},
       {"styles", "anime"},        {"override_settings", json::array()}, {"alwayson_scripts", 3},
-      {"sampler_name", 5},        {"scheduler", json::array()}, {"eta", "0"},
-      {"hr_scale", "2"},          {"comments", "x"},            {"subseed", 1.25},
-      {"do_not_save_grid", 0},    {"infotext", json::object()}, {"output", 5},
+      {"sampler_name", 5},        {"scheduler", json::array()}, {"eta", "zero"},
+      {"hr_scale", "2x"},         {"comments", "x"},            {"subseed", 1.25},
+      {"do_not_save_grid", 3},    {"infotext", json::object()}, {"output", 5},
+      {"styles", json::array({1})}, {"batch_size", "1.5"},      {"hr_scale", "nan"},
+      {"eta", "inf"},             {"n_iter", ""},               {"hr_scale", "1e3"},
   };
   for (const auto& [field, value] : cases) {
     const RequestError e = refusal({{"prompt", "p"}, {field, value}});
-    EXPECT_EQ(e.status, 422) << field;
+    EXPECT_EQ(e.status, 422) << field << " " << value.dump();
     EXPECT_EQ(e.field, field) << e.what();
   }
+}
+
+// A1111's models are pydantic 1 models: numeric text converts to the field's number (blanks and
+// a '+' allowed), boolean text ("true", "no", "1", ...) and 0 / 1 to booleans. The converted value
+// then meets the field's own checks, so limits hold for text as for numbers.
+TEST(Leniency, NumericTextConvertsAsInA1111) {
+  const RequestContext c = server();
+  // The clients' bodies: AIYA's cfg_scale "7.0", the Photoshop plugin's seed "-1",
+  // text-generation-webui's hr_scale "1.0".
+  const A1111Request r = parse_a1111_request(
+      {{"prompt", "p"}, {"cfg_scale", "7.0"}, {"seed", "-1"}, {"hr_scale", "1.0"}, {"steps", " 12 "},
+       {"width", "+64"}, {"height", "32"}, {"batch_size", "2"}, {"n_iter", "1"}, {"eta", "0"},
+       {"enable_hr", "false"}, {"send_images", "true"}, {"save_images", 1}, {"restore_faces", "no"}},
+      c);
+  ASSERT_EQ(r.images.size(), 2u);
+  EXPECT_EQ(r.images[0].cfg, 7.0f);
+  EXPECT_TRUE(r.images[0].seed_drawn);
+  EXPECT_EQ(r.images[0].steps, 12);
+  EXPECT_EQ(r.images[0].width, 64);
+  EXPECT_EQ(r.images[0].height, 32);
+  EXPECT_EQ(parse_a1111_request({{"prompt", "p"}, {"seed", "18446744073709551615"}}, c).images[0].seed,
+            18446744073709551615ull);
+  EXPECT_EQ(parse_a1111_request({{"prompt", "p"}, {"seed", "1234"}}, c).images[0].seed, 1234u);
+  // Converted text meets the same limits and refusals as a number: out of range, a fraction
+  // where an integer goes, not a number, NaN, infinities, exponents (which the one parser does
+  // not read).
+  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+           {"steps", "0"}, {"steps", "7.5"}, {"steps", "abc"}, {"cfg_scale", "nan"}, {"cfg_scale", "inf"},
+           {"cfg_scale", "-1"}, {"cfg_scale", "1e2"}, {"seed", "-2"}, {"seed", "18446744073709551616"},
+           {"width", "30"}, {"width", ""}, {"enable_hr", "true"}, {"restore_faces", "yes"}}) {
+    const RequestError e = refusal({{"prompt", "p"}, {name, text}}, c);
+    EXPECT_EQ(e.status, 422) << name << " " << text;
+    EXPECT_EQ(e.field, name) << e.what();
+  }
+}
+
+// A field whose value changes nothing here is accepted and named in not_used; one that asks for
+// what this engine does not do is refused naming it.
+TEST(Leniency, StylesAndOptionsThatChangeNothing) {
+  const RequestContext c = server();
+  // KoboldAI Lite's override_settings (A1111's defaults), AIYA's styles.
+  const json lite = {{"ddim_discretize", "uniform"}, {"img2img_fix_steps", false}, {"sd_hypernetwork", "None"},
+                     {"inpainting_mask_weight", 1.0}, {"initial_noise_multiplier", 1.0},
+                     {"comma_padding_backtrack", 20}};
+  const A1111Request r = parse_a1111_request(
+      {{"prompt", "p"}, {"override_settings", lite}, {"styles", {"None", "cinematic"}}}, c);
+  EXPECT_EQ(r.not_used.size(), lite.size() + 2);
+  for (const auto& [key, value] : lite.items())
+    EXPECT_NE(std::find(r.not_used.begin(), r.not_used.end(), "override_settings." + key), r.not_used.end()) << key;
+  EXPECT_NE(std::find(r.not_used.begin(), r.not_used.end(), "styles.None"), r.not_used.end());
+  // Options with no meaning here: any value (clip skip, saving, img2img, face restoration).
+  const json no_meaning = {{"CLIP_stop_at_last_layers", 2}, {"samples_save", true}, {"img2img_fix_steps", true},
+                          {"face_restoration_model", "GFPGAN"}, {"sd_hypernetwork", "anime"}, {"outdir_samples", "/tmp"}};
+  for (const auto& [key, value] : no_meaning.items()) {
+    EXPECT_TRUE(setting_refusal(c.settings, key, value).empty()) << key;
+    EXPECT_FALSE(setting_used(key)) << key;
+  }
+  // Options whose other values ask for what this engine does not do: A1111's default only.
+  const json other_feature = {{"sd_vae", "anything.vae.pt"}, {"tiling", true}, {"k_sched_type", "karras"},
+                             {"eta_noise_seed_delta", 31337}, {"token_merging_ratio", 0.5}};
+  for (const auto& [key, value] : other_feature.items()) {
+    EXPECT_NE(setting_refusal(c.settings, key, value).find("not supported"), std::string::npos) << key;
+    EXPECT_EQ(refusal({{"prompt", "p"}, {"override_settings", {{key, value}}}}, c).field, "override_settings." + key);
+  }
+  // Options this engine honours: only its value; an unknown name: refused.
+  EXPECT_FALSE(setting_refusal(c.settings, "samples_format", "jpg").empty());
+  EXPECT_TRUE(setting_refusal(c.settings, "samples_format", "png").empty());
+  EXPECT_TRUE(setting_used("samples_format"));
+  EXPECT_FALSE(setting_refusal(c.settings, "not_an_a1111_option", 1).empty());
+  // GET /options reports every option of the table: posting it all back changes nothing.
+  for (const A1111Option& o : a1111_options()) EXPECT_TRUE(c.settings.values.contains(o.name)) << o.name;
+  for (const auto& [key, value] : c.settings.values.items())
+    EXPECT_TRUE(setting_refusal(c.settings, key, value).empty()) << key;
 }
 
 TEST(RequestFields, JsonDepthIsBounded) {
@@ -215,11 +296,48 @@ TEST(Seeds, ServerDefaults) {
 
 // override_settings and POST /options: every current value is accepted, the model by its title
 // or its name; any other value, or a setting this engine does not have, is refused naming it.
+// Sides that are multiples of 8 and not of 16 (AIYA's 520): the next multiple of 16 is generated
+// and centre-cropped to the size asked, at a server always and on the command line only with
+// --crop-to-size; other sides are refused everywhere.
+TEST(Leniency, SidesOfEightAreCropped) {
+  const A1111Request r = parse_a1111_request({{"prompt", "p"}, {"width", 520}, {"height", "40"}}, server());
+  EXPECT_EQ(r.images[0].width, 528);
+  EXPECT_EQ(r.images[0].height, 48);
+  EXPECT_EQ(r.images[0].output_width(), 520);
+  EXPECT_EQ(r.images[0].output_height(), 40);
+  EXPECT_EQ(r.parameters["width"], 520);
+  const A1111Request square = parse_a1111_request({{"prompt", "p"}, {"width", 64}, {"height", 64}}, server());
+  EXPECT_EQ(square.images[0].crop_width, 0);
+  EXPECT_EQ(square.images[0].output_width(), 64);
+  for (int side : {36, 44, 12, 8}) EXPECT_EQ(refusal({{"prompt", "p"}, {"width", side}}).field, "width") << side;
+  const std::vector<std::string> run = {"--model", "m", "--prompt", "p", "-o", "x.png", "--size", "520x512"};
+  try {
+    parse_args(run);
+    ADD_FAILURE() << "the command line accepted 520 without --crop-to-size";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::Usage);
+    EXPECT_NE(std::string(e.what()).find("--crop-to-size"), std::string::npos) << e.what();
+  }
+  std::vector<std::string> cropped = run;
+  cropped.push_back("--crop-to-size");
+  const ParsedArgs a = parse_args(cropped);
+  EXPECT_EQ(a.run.width, 528);
+  EXPECT_EQ(a.run.output_width(), 520);
+  EXPECT_EQ(a.run.output_height(), 512);
+  // A jobs line follows the command line's choice (its defaults are the run's).
+  RequestContext jobs;
+  jobs.defaults = parse_args({"--model", "m", "--prompt", "p", "-o", "x.png"}).run;
+  EXPECT_THROW(parse_a1111_request({{"prompt", "p"}, {"width", 520}}, jobs), RequestError);
+}
+
 TEST(Settings, OverridesEqualToCurrentAccepted) {
   const RequestContext c = server();
   for (const auto& [key, value] : c.settings.values.items()) {
     EXPECT_TRUE(setting_refusal(c.settings, key, value).empty()) << key;
     EXPECT_NO_THROW(parse_a1111_request({{"prompt", "p"}, {"override_settings", {{key, value}}}}, c)) << key;
+    const A1111Option* option = find_a1111_option(key);
+    ASSERT_NE(option, nullptr) << key;
+    if (option->use == OptionUse::NoMeaning) continue;  // any value (Leniency tests)
     const json other = value.is_string() ? json(value.get<std::string>() + "x") : value.is_boolean()
                                                                                      ? json(!value.get<bool>())
                                                                                      : json(2);
@@ -228,9 +346,9 @@ TEST(Settings, OverridesEqualToCurrentAccepted) {
   }
   for (const char* name : {"MOSS-Image (tiny-moss, MOSSImagePipeline)", "tiny-moss"})
     EXPECT_TRUE(setting_refusal(c.settings, "sd_model_checkpoint", name).empty()) << name;
-  EXPECT_TRUE(setting_refusal(c.settings, "CLIP_stop_at_last_layers", 1.0).empty());  // 1 and 1.0 alike
+  EXPECT_TRUE(setting_refusal(c.settings, "eta_noise_seed_delta", 0.0).empty());  // 0 and 0.0 alike
   EXPECT_FALSE(setting_refusal(c.settings, "sd_model_checkpoint", "sd_xl_base_1.0.safetensors").empty());
-  EXPECT_FALSE(setting_refusal(c.settings, "CLIP_stop_at_last_layers", 2).empty());
+  EXPECT_FALSE(setting_refusal(c.settings, "eta_noise_seed_delta", 2).empty());
   EXPECT_FALSE(setting_refusal(c.settings, "not_a_setting", 1).empty());
   // SillyTavern's overrides: clip skip 1, no VAE chosen (null).
   EXPECT_NO_THROW(parse_a1111_request(
