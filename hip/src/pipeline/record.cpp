@@ -27,7 +27,8 @@ std::string record_json(const RunRecord& r) {
   const nlohmann::ordered_json j = {
       {"prompt", o.prompt}, {"negative", o.negative}, {"seed", o.seed}, {"steps", o.steps},
       {"steps_run", r.steps_run}, {"cfg", o.cfg}, {"shift", o.shift}, {"skip_layers", o.skip_layers},
-      {"width", o.width}, {"height", o.height}, {"max_seq", o.max_seq}, {"tier", o.tier}, {"sampler", "euler"},
+      {"width", o.width}, {"height", o.height}, {"max_seq", o.max_seq}, {"tier", o.tier}, {"sampler", o.sampler},
+      {"scheduler", o.scheduler},
       {"model", r.model_identity}, {"engine", engine_version()}, {"backend", r.backend},
       {"noise_layout", "torch-cpu-randn/c128hw"}, {"resident_blocks", r.resident_blocks},
       {"total_blocks", r.total_blocks},
@@ -42,7 +43,7 @@ std::string a1111_parameters(const RunRecord& r) {
   std::string s = o.prompt;
   if (!o.negative.empty()) s += "\nNegative prompt: " + o.negative;
   s += "\nSteps: " + std::to_string(o.steps) + ", Steps run: " + std::to_string(r.steps_run) +
-       ", Sampler: Euler, Schedule type: MOSS-Image, CFG scale: " + num(o.cfg) +
+       ", Sampler: " + o.sampler_label + ", Schedule type: " + o.scheduler_label + ", CFG scale: " + num(o.cfg) +
        ", Seed: " + std::to_string(o.seed) + ", Size: " + std::to_string(o.width) + "x" + std::to_string(o.height) +
        ", Model: " + r.model_identity + ", Shift: " + num(o.shift) + ", Skip layers: \"" + o.skip_layers_text +
        "\", Max seq: " + std::to_string(o.max_seq) + ", Tier: " + o.tier + ", Backend: " + r.backend +

@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pipeline/sampler.h"
+#include "pipeline/schedule.h"
+
 namespace moss {
 namespace {
 
@@ -28,6 +31,31 @@ void memory(const httplib::Request&, httplib::Response& res) {
                   "application/json");
 }
 
+// The samplers as A1111 lists them: its label as the name, its k-diffusion alias and ComfyUI's
+// name as aliases (each is accepted as sampler_name).
+json sampler_list() {
+  json list = json::array();
+  for (const SamplerName& n : sampler_names()) {
+    json aliases = json::array();
+    if (*n.alias) aliases.push_back(n.alias);
+    aliases.push_back(n.name);
+    list.push_back({{"name", n.label}, {"aliases", aliases}, {"options", json::object()}});
+  }
+  return list;
+}
+
+// The schedules as A1111 lists them: "automatic" is the MOSS-Image schedule.
+json schedule_list() {
+  json list = json::array();
+  for (const ScheduleName& n : schedule_names()) {
+    const bool moss = n.schedule == Schedule::Moss;
+    list.push_back({{"name", moss ? "automatic" : n.name}, {"label", n.label},
+                    {"aliases", moss ? json::array({"moss"}) : json(nullptr)},
+                    {"default_rho", n.schedule == Schedule::Karras ? 7 : -1}, {"need_inner_model", false}});
+  }
+  return list;
+}
+
 }  // namespace
 
 void install_a1111_lists(GuardedServer& s) {
@@ -40,6 +68,8 @@ void install_a1111_lists(GuardedServer& s) {
     s.Get(std::string("/sdapi/v1/") + list, answer(json::array()));
   s.Get("/sdapi/v1/embeddings", answer({{"loaded", json::object()}, {"skipped", json::object()}}));
   s.Get("/sdapi/v1/memory", memory);
+  s.Get("/sdapi/v1/samplers", answer(sampler_list()));
+  s.Get("/sdapi/v1/schedulers", answer(schedule_list()));
   s.Get("/sdapi/v1/cmd-flags", answer({{"api", true}, {"nowebui", true}}));
   for (const char* refresh : {"refresh-checkpoints", "refresh-vae", "refresh-loras"})
     s.Post(std::string("/sdapi/v1/") + refresh, answer(nullptr));

@@ -82,7 +82,11 @@ TEST(Options, Refusals) {
     a.insert(a.end(), extra.begin(), extra.end());
     return refusal(a);
   };
-  EXPECT_NE(with({"--sampler", "dpm"}).find("--sampler: not supported"), std::string::npos);
+  EXPECT_NE(with({"--sampler", "dpm"}).find("--sampler 'dpm': unknown sampler (known: euler, euler_ancestral"),
+            std::string::npos);
+  EXPECT_NE(with({"--scheduler", "uniform"}).find("--scheduler 'uniform': unknown scheduler (known: moss, simple"),
+            std::string::npos);
+  EXPECT_NE(with({"--sampling-method", "dpm"}).find("use --sampler NAME"), std::string::npos);
   EXPECT_NE(with({"--lora-model-dir", "x"}).find("--lora-model-dir: not supported: LoRAs"), std::string::npos);
   EXPECT_NE(with({"--hires-scale", "2"}).find("--hires-scale: not supported: hires"), std::string::npos);
   EXPECT_NE(with({"--control-image", "c.png"}).find("control adapters"), std::string::npos);

@@ -61,7 +61,7 @@ auto settings_of(const GenerationRequest& r) {
   std::memcpy(&cfg, &r.cfg, 4);
   std::memcpy(&shift, &r.shift, 4);
   return std::make_tuple(r.prompt, r.negative, r.width, r.height, r.steps, cfg, shift, r.seed, r.seed_drawn,
-                         r.skip_layers, r.skip_layers_text, r.max_seq, r.tier);
+                         r.skip_layers, r.skip_layers_text, r.max_seq, r.tier, r.sampler, r.scheduler);
 }
 
 // A request with every setting away from its default, and its record as the engine writes it.
@@ -78,6 +78,8 @@ GenerationRequest sample_request() {
   r.skip_layers = {1, 3};
   r.skip_layers_text = "1,3";
   r.max_seq = 40;
+  r.sampler = "dpmpp_2m";
+  r.scheduler = "karras";
   return r;
 }
 
@@ -106,6 +108,8 @@ const std::map<RequestField, std::vector<json>>& refused_values() {
                                   "1,,2", "x", true, json::object()}},
       {RequestField::MaxSeq, {0, 32769, "40", -5, json::array()}},
       {RequestField::Tier, {"turbo", "", 1, json::array()}},
+      {RequestField::Sampler, {"euler_b", "", "DPM++ 2M Karras", 2, json::array({"euler"}), json::object()}},
+      {RequestField::Scheduler, {"uniform", "", "kl_optimal", 0, true, json::array({"karras"})}},
   };
   return values;
 }
@@ -118,7 +122,8 @@ const std::map<RequestField, std::string>& flag_values() {
       {RequestField::Steps, "9"},                {RequestField::Cfg, "1.5"},
       {RequestField::Shift, "2.25"},             {RequestField::Seed, "77"},
       {RequestField::SkipLayers, "0, 2"},        {RequestField::MaxSeq, "100"},
-      {RequestField::Tier, "reference"},
+      {RequestField::Tier, "reference"},     {RequestField::Sampler, "lcm"},
+      {RequestField::Scheduler, "beta"},
   };
   return values;
 }
@@ -168,6 +173,8 @@ TEST(ReplayRecord, AMissingOrNullFieldKeepsTheDefault) {
           break;
         case RequestField::MaxSeq: want.max_seq = defaults.max_seq; break;
         case RequestField::Tier: want.tier = defaults.tier; break;
+        case RequestField::Sampler: want.sampler = defaults.sampler; break;
+        case RequestField::Scheduler: want.scheduler = defaults.scheduler; break;
         case RequestField::Prompt: break;
       }
       EXPECT_EQ(settings_of(a.run), settings_of(want)) << f.record << (null ? " null" : " missing");
