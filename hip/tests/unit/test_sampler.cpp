@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 
 #include "model/dit.h"
 #include "pipeline/noise.h"
 #include "pipeline/sampler.h"
 #include "pipeline/schedule.h"
+#include "util/cancel.h"
 #include "util/error.h"
 
 using namespace moss;
@@ -114,4 +116,68 @@ TEST(Sampler, GuidanceWithoutUnconditionalTextIsRefused) {
   SamplerSettings s{2.5f, {}};
   EXPECT_THROW(sample(*f.dit, f.cond, nullptr, f.noise, make_schedule(2, 5.0f), s), Error);
   EXPECT_EQ(f.passes(), 0);
+}
+
+namespace {
+// A denoiser that always answers `target`: every consistent sampler ends there (the ODE's
+// solution is a straight line to it), and the ones that add noise end there too (their last
+// step to sigma 0 returns D).
+std::vector<float> constant_target(size_t n) {
+  std::vector<float> t(n);
+  for (size_t i = 0; i < n; ++i) t[i] = 0.25f * float(i % 5) - 0.5f;
+  return t;
+}
+}  // namespace
+
+TEST(Samplers, EveryOneReachesAConstantDenoisersTarget) {
+  const std::vector<float> target = constant_target(32);
+  for (const SamplerName& n : sampler_names()) {
+    NoiseStream stream(3);
+    std::vector<float> x = stream.next(2, 4, 4);
+    int calls = 0;
+    auto model = [&](const std::vector<float>&, double) {
+      ++calls;
+      return target;
+    };
+    const std::vector<float> sigmas = make_schedule(Schedule::Karras, 5, 3.0f);
+    x = run_sampler(n.kind, model, x, sigmas, 3.0, [&]() { return stream.next(2, 4, 4); });
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], target[i], 2e-6) << n.name << " " << i;
+    EXPECT_EQ(calls, 5 * n.calls_per_step - (n.calls_per_step - 1)) << n.name;
+  }
+}
+
+// An interrupt inside a step (the denoiser throws Cancelled with the stop flag raised) keeps the
+// last finished step's latent; without the flag the cancellation goes on up. after_step returning
+// true ends the loop after that step.
+TEST(Samplers, StopKeepsTheLastFinishedStep) {
+  const std::vector<float> target = constant_target(32);
+  const std::vector<float> sigmas = make_schedule(Schedule::Simple, 4, 1.0f);
+  const std::vector<float> noise = initial_noise(5, 2, 4, 4);
+  for (const SamplerName& n : sampler_names()) {
+    std::atomic<bool> stop{true};
+    int calls = 0;
+    auto model = [&](const std::vector<float>& x, double) {
+      if (++calls > n.calls_per_step) throw Cancelled();
+      return target;
+    };
+    NoiseStream stream(5);
+    stream.next(2, 4, 4);
+    auto draw = [&]() { return stream.next(2, 4, 4); };
+    const std::vector<float> x = run_sampler(n.kind, model, noise, sigmas, 1.0, draw, {}, &stop);
+    // One step ran: the result is that step's latent, which a one-step run from the same start gives.
+    NoiseStream again(5);
+    again.next(2, 4, 4);
+    int calls2 = 0;
+    auto model2 = [&](const std::vector<float>&, double) {
+      ++calls2;
+      return target;
+    };
+    const std::vector<float> one = run_sampler(
+        n.kind, model2, noise, sigmas, 1.0, [&]() { return again.next(2, 4, 4); }, [](int) { return true; });
+    EXPECT_EQ(x, one) << n.name;
+    EXPECT_EQ(calls2, n.calls_per_step) << n.name;
+    stop = false;
+    calls = 0;
+    EXPECT_THROW(run_sampler(n.kind, model, noise, sigmas, 1.0, draw, {}, &stop), Cancelled) << n.name;
+  }
 }
