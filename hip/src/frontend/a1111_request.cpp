@@ -169,8 +169,9 @@ std::string set_sampler_fields(const json& body, bool fallback, GenerationReques
     }
   };
   const json scheduler = field(body, "scheduler");
-  const bool schedule_given = !is_empty_value(scheduler);
-  if (schedule_given && !set(RequestField::Scheduler, scheduler.get<std::string>())) {
+  // "automatic" with a combined name is A1111's legacy spelling: the name's schedule runs.
+  const bool schedule_given = !is_empty_value(scheduler) && lower(scheduler.get<std::string>()) != "automatic";
+  if (!is_empty_value(scheduler) && !set(RequestField::Scheduler, scheduler.get<std::string>())) {
     GenerationRequest probe;
     try {
       set_field(probe, RequestField::Scheduler, scheduler);

@@ -77,7 +77,7 @@ def check_sillytavern(c, binary, model):
         if decoded(c, "sillytavern-ddim", status, reply):
             info = json.loads(reply["info"])
             c.check("sillytavern-ddim-runs-as-asked", "sampler_fallback" not in info and
-                    "Sampler: DDIM, Schedule type: normal" in info["infotexts"][0], info["infotexts"])
+                    "Sampler: DDIM, Schedule type: Normal" in info["infotexts"][0], info["infotexts"])
         status, err, _ = srv.request("POST", "/sdapi/v1/txt2img", dict(sillytavern_body(srv.port), sampler_name="UniPC"))
         c.check("sillytavern-strict-refuses-unipc", status == 422 and err.get("field") == "sampler_name", (status, err))
         c.check("sillytavern-refusal-log-names-option", "--sampler-fallback euler" in srv.output(),

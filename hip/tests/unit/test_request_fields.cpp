@@ -281,6 +281,10 @@ TEST(Samplers, EveryNameOfEverySamplerAndSchedule) {
       const A1111Request w =
           parse_a1111_request({{"prompt", "p"}, {"sampler_name", combined}, {"scheduler", "beta"}}, server());
       EXPECT_EQ(w.images[0].scheduler, "beta") << combined;
+      // ... but not "automatic" (webuiapi sends it with every request): the combined name's runs.
+      const A1111Request au =
+          parse_a1111_request({{"prompt", "p"}, {"sampler_name", combined}, {"scheduler", "automatic"}}, server());
+      EXPECT_EQ(au.images[0].scheduler, sch.name) << combined;
     }
   }
   // automatic is the MOSS-Image schedule, echoed as A1111 names it.
