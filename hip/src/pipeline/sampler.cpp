@@ -80,13 +80,6 @@ std::pair<double, double> ancestral_step(double from, double to) {
 double half_log_snr(double s) { return std::log((1.0 - s) / s); }
 double snr_sigma(double lambda) { return 1.0 / (1.0 + std::exp(lambda)); }
 
-// The one step body of each sampler: x_{i+1} from x_i; a lambda per sampler keeps its history.
-struct Context {
-  const Denoiser& model;
-  const NoiseDraw& noise;
-  const std::vector<double>& s;  // the sigmas in double (the SNR samplers' first one offset)
-};
-
 }  // namespace
 
 std::vector<float> run_sampler(SamplerKind kind, const Denoiser& model, std::vector<float> x,
