@@ -156,34 +156,33 @@ const Neutral kNeutral[] = {
 // Euler (an unknown scheduler as the MOSS-Image schedule) and the returned note says so.
 std::string set_sampler_fields(const json& body, bool fallback, GenerationRequest& request) {
   std::string note;
-  auto unknown = [&](const std::string& f, const std::string& value, const std::string& problem) {
+  // A name the engine does not have: refused, or (the fallback) Euler / the MOSS-Image schedule.
+  auto unknown = [&](RequestField rf, const std::string& f, const std::string& value, const std::string& problem) {
     if (!fallback) throw RequestError(422, f, f + " '" + value + "': " + problem);
+    set_field(request, rf, json(rf == RequestField::Sampler ? "euler" : "moss"));
     note += (note.empty() ? "" : ", ") + f + " '" + value + "'";
   };
-  auto set = [&](RequestField rf, const std::string& value) {
+  // Sets the field; "" when it took the value, else the table's reason ("unknown scheduler (...)").
+  auto set = [&](RequestField rf, const std::string& value) -> std::string {
     try {
       set_field(request, rf, json(value));
-      return true;
-    } catch (const FieldError&) {
-      return false;
+      return "";
+    } catch (const FieldError& e) {
+      return e.body.substr(e.body.find("': ") + 3);
     }
   };
   const json scheduler = field(body, "scheduler");
   // "automatic" with a combined name is A1111's legacy spelling: the name's schedule runs.
   const bool schedule_given = !is_empty_value(scheduler) && lower(scheduler.get<std::string>()) != "automatic";
-  if (!is_empty_value(scheduler) && !set(RequestField::Scheduler, scheduler.get<std::string>())) {
-    GenerationRequest probe;
-    try {
-      set_field(probe, RequestField::Scheduler, scheduler);
-    } catch (const FieldError& e) {
-      unknown("scheduler", scheduler.get<std::string>(), e.body.substr(e.body.find(": ") + 2));
-    }
+  if (!is_empty_value(scheduler)) {
+    const std::string problem = set(RequestField::Scheduler, scheduler.get<std::string>());
+    if (!problem.empty()) unknown(RequestField::Scheduler, "scheduler", scheduler.get<std::string>(), problem);
   }
   for (const char* f : {"sampler_name", "sampler_index", "sampler"}) {
     const json v = field(body, f);
     if (is_empty_value(v)) continue;
     const std::string name = v.get<std::string>();
-    if (set(RequestField::Sampler, name)) break;
+    if (set(RequestField::Sampler, name).empty()) break;
     // "DPM++ 2M Karras": a known sampler, a space, a schedule's label.
     bool combined = false;
     for (size_t sp = name.rfind(' '); sp != std::string::npos && sp > 0 && !combined; sp = name.rfind(' ', sp - 1)) {
@@ -197,7 +196,7 @@ std::string set_sampler_fields(const json& body, bool fallback, GenerationReques
     if (combined) break;
     std::string known;
     for (const SamplerName& n : sampler_names()) known += std::string(known.empty() ? "" : "\", \"") + n.label;
-    unknown(f, name, "unknown sampler (known: \"" + known + "\", or their ComfyUI names, optionally followed by a schedule: \"DPM++ 2M Karras\")");
+    unknown(RequestField::Sampler, f, name, "unknown sampler (known: \"" + known + "\", or their ComfyUI names, optionally followed by a schedule: \"DPM++ 2M Karras\")");
     break;
   }
   if (note.empty()) return note;

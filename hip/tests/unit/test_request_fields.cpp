@@ -321,6 +321,13 @@ TEST(Samplers, UnknownNamesAreRefusedOrFallBackToEuler) {
   euler.erase("scheduler");
   EXPECT_EQ(settings_of(r.images[0]), settings_of(parse_a1111_request(euler, server()).images[0]));
   EXPECT_TRUE(parse_a1111_request(euler, server()).sampler_note.empty());
+  // The fallback runs Euler with the MOSS-Image schedule even where the server's defaults are others.
+  RequestContext other = server({"--sampler", "dpmpp_2m", "--scheduler", "karras"});
+  other.sampler_fallback = true;
+  EXPECT_EQ(parse_a1111_request({{"prompt", "p"}}, other).images[0].sampler, "dpmpp_2m");
+  const A1111Request fell = parse_a1111_request(body, other);
+  EXPECT_EQ(fell.images[0].sampler, "euler");
+  EXPECT_EQ(fell.images[0].scheduler, "moss");
   // A known sampler is not a fallback, with the flag or without.
   const A1111Request known = parse_a1111_request({{"prompt", "p"}, {"sampler_name", "DDIM"}}, fallback);
   EXPECT_TRUE(known.sampler_note.empty());
