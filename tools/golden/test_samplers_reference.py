@@ -264,8 +264,106 @@ def dpmpp_sde(model, x, sig, noise, shift):  # sample_dpmpp_sde, eta 1, r 1/2 (n
     return x
 
 
+# ---- uni_pc (comfy/extra_samplers/uni_pc.py, Comfy-Org/ComfyUI commit 0748e38f) ----
+# Transcribed from ComfyUI's own variables, not the engine's: the latent y in SigmaConvert's
+# variance-preserving form, alpha/std/lambda through its log and exp formulas (in float64 here),
+# the model wrapped as predict_eps_sigma does, the rhos from torch.linalg.solve.
+
+def sigma_convert(t):
+    """SigmaConvert: (alpha, std, lambda) of a sigma taken as a variance-exploding one."""
+    log_mean = 0.5 * math.log(1 / (t * t + 1))  # marginal_log_mean_coeff
+    alpha = math.exp(log_mean)  # marginal_alpha
+    std = math.sqrt(1.0 - math.exp(2.0 * log_mean))  # marginal_std
+    lam_t = log_mean - 0.5 * math.log(1.0 - math.exp(2.0 * log_mean))  # marginal_lambda
+    return alpha, std, lam_t
+
+
+def unipc_bh_update(data, y, model_prev, t_prev, t, order, variant, use_corrector):
+    """UniPC.multistep_uni_pc_bh_update with predict_x0=True; returns (x_t, model_t)."""
+    _, std_p0, lam_p0 = sigma_convert(t_prev[-1])
+    alpha_t, std_t, lam_t = sigma_convert(t)
+    m0 = model_prev[-1]
+    h = lam_t - lam_p0
+    rks, D1s = [], []
+    for i in range(1, order):
+        rk = (sigma_convert(t_prev[-(i + 1)])[2] - lam_p0) / h
+        rks.append(rk)
+        D1s.append((model_prev[-(i + 1)] - m0) / rk)
+    rks.append(1.0)
+    rks = torch.tensor(rks, dtype=torch.float64)
+    hh = -h
+    h_phi_1 = math.expm1(hh)
+    B_h = hh if variant == "bh1" else math.expm1(hh)
+    h_phi_k = math.expm1(hh) / hh - 1
+    factorial_i = 1
+    R, b = [], []
+    for i in range(1, order + 1):
+        R.append(torch.pow(rks, i - 1))
+        b.append(h_phi_k * factorial_i / B_h)
+        factorial_i *= i + 1
+        h_phi_k = h_phi_k / hh - 1 / factorial_i
+    R = torch.stack(R)
+    b = torch.tensor(b, dtype=torch.float64)
+    rhos_p = None
+    if D1s:
+        rhos_p = torch.tensor([0.5], dtype=torch.float64) if order == 2 else torch.linalg.solve(R[:-1, :-1], b[:-1])
+    x_t_ = std_t / std_p0 * y - alpha_t * h_phi_1 * m0
+    pred_res = sum(r * d for r, d in zip(rhos_p.tolist(), D1s)) if D1s else 0
+    x_t = x_t_ - alpha_t * B_h * pred_res
+    model_t = None
+    if use_corrector:
+        rhos_c = torch.tensor([0.5], dtype=torch.float64) if order == 1 else torch.linalg.solve(R, b)
+        model_t = data(x_t, t)
+        corr_res = sum(r * d for r, d in zip(rhos_c[:-1].tolist(), D1s)) if D1s else 0
+        x_t = x_t_ - alpha_t * B_h * (corr_res + float(rhos_c[-1]) * (model_t - m0))
+    return x_t, model_t
+
+
+def uni_pc(variant):  # sample_unipc(variant) -> UniPC.sample(method="multistep", lower_order_final=True)
+    def run(model, x, sig, noise, shift):
+        sigmas = list(sig)
+        timesteps = sigmas  # sample_unipc: timesteps = sigmas[:], a view: the 0.001 lands in sigmas too
+        if timesteps[-1] == 0:
+            timesteps[-1] = 0.001
+
+        def data(y, t):  # UniPC.data_prediction_fn over model_wrapper(predict_eps_sigma), model_type "noise"
+            alpha, std, _ = sigma_convert(t)
+            xin = y * (t ** 2 + 1.0) ** 0.5
+            eps = (xin - model(xin, t)) / t
+            return (y - std * eps) / alpha
+
+        y = x / math.sqrt(1.0 + timesteps[0] ** 2.0)
+        steps = len(timesteps) - 1
+        order = min(3, len(timesteps) - 2)
+        if order == 0:
+            raise AssertionError("one step: ComfyUI's loop leaves the noise; not a reference case")
+        for step_index in range(steps):
+            if step_index == 0:
+                model_prev, t_prev = [data(y, timesteps[0])], [timesteps[0]]
+            elif step_index < order:
+                y, model_x = unipc_bh_update(data, y, model_prev, t_prev, timesteps[step_index], step_index, variant, True)
+                model_prev.append(model_x)
+                t_prev.append(timesteps[step_index])
+            else:
+                extra_final_step = 1 if step_index == steps - 1 else 0
+                for step in range(step_index, step_index + 1 + extra_final_step):
+                    step_order = min(order, steps + 1 - step)
+                    use_corrector = step != steps
+                    y, model_x = unipc_bh_update(data, y, model_prev, t_prev, timesteps[step], step_order, variant,
+                                                 use_corrector)
+                    for i in range(order - 1):
+                        t_prev[i], model_prev[i] = t_prev[i + 1], model_prev[i + 1]
+                    t_prev[-1] = timesteps[step]
+                    if step < steps:
+                        model_prev[-1] = model_x
+        y = y / sigma_convert(timesteps[-1])[0]  # x /= ns.marginal_alpha(timesteps[-1])
+        return y / (1.0 - sigmas[-1])  # KSAMPLER: CONST.inverse_noise_scaling(sigmas[-1]), now 0.001
+    return run
+
+
 OWN = {"euler_ancestral": euler_ancestral_rf, "lcm": lcm, "res_multistep": res_multistep,
-       "dpmpp_2m_sde": dpmpp_multistep_sde(2), "dpmpp_3m_sde": dpmpp_multistep_sde(3), "dpmpp_sde": dpmpp_sde}
+       "dpmpp_2m_sde": dpmpp_multistep_sde(2), "dpmpp_3m_sde": dpmpp_multistep_sde(3), "dpmpp_sde": dpmpp_sde,
+       "uni_pc": uni_pc("bh1"), "uni_pc_bh2": uni_pc("bh2")}
 K_NAMES = {"euler": "sample_euler", "ddim": "sample_euler", "heun": "sample_heun", "dpm_2": "sample_dpm_2",
            "dpmpp_2m": "sample_dpmpp_2m"}
 
@@ -325,7 +423,7 @@ def test_every_sampler_and_schedule_on_the_toy(engine):
         err = (got - want).abs().max().item()
         worst[(case["sampler"], case["scheduler"])] = err
         assert err <= TOY_LIMIT, (case["sampler"], case["scheduler"], err)
-    assert len(worst) == 11 * 7
+    assert len(worst) == 13 * 7
     print("toy worst max|diff|:", max(worst.values()))
 
 
@@ -361,5 +459,5 @@ def test_every_sampler_and_schedule_on_the_tiny_dit(engine):
         rel = ((got - want).norm() / want.norm()).item()
         worst = max(worst, rel)
         assert rel <= DIT_LIMIT, (case["sampler"], case["scheduler"], rel)
-    assert len(dit_info["cases"]) == 11 * 7
+    assert len(dit_info["cases"]) == 13 * 7
     print("tiny DiT worst relative L2:", worst)

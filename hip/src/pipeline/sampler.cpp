@@ -4,8 +4,11 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
+#include "pipeline/sampler_mix.h"
+#include "pipeline/sampler_unipc.h"
 #include "pipeline/schedule.h"
 #include "util/cancel.h"
 #include "util/error.h"
@@ -28,6 +31,8 @@ const std::vector<SamplerName>& sampler_names() {
       {SamplerKind::Lcm, "lcm", "LCM", "k_lcm", 1, true},
       {SamplerKind::Ddim, "ddim", "DDIM", "", 1, false},
       {SamplerKind::ResMultistep, "res_multistep", "Res Multistep", "", 1, false},
+      {SamplerKind::UniPc, "uni_pc", "UniPC", "unipc", 1, false},
+      {SamplerKind::UniPcBh2, "uni_pc_bh2", "UniPC BH2", "", 1, false},
   };
   return names;
 }
@@ -57,18 +62,6 @@ const SamplerName& sampler_name(SamplerKind kind) {
 namespace {
 
 using Vec = std::vector<float>;
-
-// Σ coefficient·vector, per element in double, stored as float.
-Vec mix(std::initializer_list<std::pair<double, const Vec*>> terms) {
-  const size_t n = terms.begin()->second->size();
-  Vec out(n);
-  for (size_t i = 0; i < n; ++i) {
-    double acc = 0.0;
-    for (const auto& t : terms) acc += t.first * double((*t.second)[i]);
-    out[i] = float(acc);
-  }
-  return out;
-}
 
 // k-diffusion's get_ancestral_step at eta 1: the sigma to step down to and the noise to add.
 std::pair<double, double> ancestral_step(double from, double to) {
@@ -100,12 +93,19 @@ std::vector<float> run_sampler(SamplerKind kind, const Denoiser& model, std::vec
   double h_last = 0.0, h_before = 0.0;
   bool have_h_last = false, have_h_before = false;
   const int total = int(s.size()) - 1;
+  // UniPC calls the DiT at its predicted latent, not at x: it makes its own call (sampler_unipc.h).
+  std::optional<UniPc> unipc;
+  if (kind == SamplerKind::UniPc || kind == SamplerKind::UniPcBh2) unipc.emplace(s, kind == SamplerKind::UniPcBh2);
   for (int i = 0; i < total; ++i) {
     const double si = s[size_t(i)], sn = s[size_t(i) + 1];
     Vec next;
     try {
-      const Vec D = model(x, si);
+      const Vec D = unipc ? Vec() : model(x, si);
       switch (kind) {
+        case SamplerKind::UniPc:
+        case SamplerKind::UniPcBh2:
+          next = unipc->step(i, x, model);
+          break;
         case SamplerKind::Euler:
         case SamplerKind::Ddim: {  // sample_euler: x + d·(σ'−σ), d = (x − D)/σ
           const double dt = sn - si;

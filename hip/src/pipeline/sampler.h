@@ -8,7 +8,8 @@
 // update is Euler's).
 //
 // The other samplers follow ComfyUI's definitions for flow-matching (CONST) models
-// (comfy/k_diffusion/sampling.py), written once in plain C++ over host arrays against one
+// (comfy/k_diffusion/sampling.py; uni_pc: comfy/extra_samplers/uni_pc.py, sampler_unipc.h),
+// written once in plain C++ over host arrays against one
 // denoiser call (run_sampler below): the same guided DiT call as Euler's, its velocity turned
 // into the denoised estimate D = x − σ·v. The latent crosses to the host once per DiT call
 // (2 MB at 1024x1024, next to a DiT call of a tenth of a second or more).
@@ -27,7 +28,8 @@ namespace moss {
 inline bool guided(float cfg) { return cfg != 1.0f; }
 
 enum class SamplerKind {
-  Euler, EulerAncestral, Heun, Dpm2, Dpmpp2m, Dpmpp2mSde, Dpmpp3mSde, DpmppSde, Lcm, Ddim, ResMultistep
+  Euler, EulerAncestral, Heun, Dpm2, Dpmpp2m, Dpmpp2mSde, Dpmpp3mSde, DpmppSde, Lcm, Ddim, ResMultistep,
+  UniPc, UniPcBh2
 };
 
 struct SamplerName {
