@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "pipeline/sampler_mix.h"
@@ -49,6 +50,10 @@ UniPc::UniPc(std::vector<double> sigmas, bool bh2)
     tau_.back() = kFinalSigma;
     final_scale_ = 1.0 / (1.0 - kFinalSigma);  // CONST.inverse_noise_scaling at the written sigma
   }
+  // A step of h = 0 would divide by zero (ComfyUI's NaN); no schedule here repeats a sigma.
+  for (size_t i = 0; i + 1 < tau_.size(); ++i)
+    if (tau_[i] == tau_[i + 1])
+      throw usage_error("uni_pc: step " + std::to_string(i) + " does not move (sigma " + std::to_string(tau_[i]) + " twice)");
   order_ = std::min(3, steps_ - 1);  // sample_unipc: min(3, len(timesteps) − 2)
 }
 

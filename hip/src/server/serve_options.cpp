@@ -20,7 +20,7 @@ std::string serve_help_text() {
          "(Prometheus). SIGTERM drains (no new requests; exit 0 when done and none has come for 2 s);\n"
          "a second SIGTERM, SIGINT or SIGHUP stops at once (exit 143 / 130 / 129).\n"
          "  --sampler-fallback euler   run requests for samplers and schedulers this engine\n"
-         "                does not have (UniPC, PLMS, kl_optimal, ...; docs/samplers.md lists those it\n"
+         "                does not have (LMS, PLMS, kl_optimal, ...; docs/samplers.md lists those it\n"
          "                has) as Euler with the MOSS-Image schedule, saying so in their info;\n"
          "                default: refused (422)\n"
          "  --cors-origin ORIGIN   answer browser preflights from ORIGIN (repeatable; * for\n"

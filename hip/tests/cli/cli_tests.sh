@@ -51,7 +51,7 @@ for bad in 0 x 100000; do expect "max-seq-$bad" 2 "--max-seq '$bad'" -- "${base[
 for bad in 0 -3 x; do expect "vram-$bad" 2 "--vram-budget '$bad'" -- "${base[@]}" -o out.png --vram-budget "$bad"; done
 expect device-bad 2 "--device 'x'" -- "${base[@]}" -o out.png --device x
 expect tier 2 '--tier turbo: not supported' -- "${base[@]}" -o out.png --tier turbo
-for bad in dpm UniPC; do
+for bad in dpm LMS; do
   expect "sampler-$bad" 2 "^moss-infer-hip: --sampler '$bad': unknown sampler \\(known: euler, euler_ancestral" -- "${base[@]}" -o out.png --sampler "$bad"
 done
 expect scheduler-bad 2 "^moss-infer-hip: --scheduler 'uniform': unknown scheduler \\(known: moss" -- "${base[@]}" -o out.png --scheduler uniform

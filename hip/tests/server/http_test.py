@@ -29,7 +29,7 @@ A1111_BODY = {
 
 # Bodies refused with 422, and the field each refusal names.
 REFUSED = [
-    ({"sampler_name": "UniPC"}, "sampler_name"),
+    ({"sampler_name": "LMS"}, "sampler_name"),
     ({"sampler_name": "", "sampler_index": "PLMS"}, "sampler_index"),
     ({"scheduler": "kl_optimal"}, "scheduler"),
     ({"enable_hr": True}, "enable_hr"),

@@ -56,7 +56,7 @@ def check_server(c, srv, binary, model):
     random_seed = api.txt2img(prompt="a cat", width=32, height=32)  # webuiapi's default seed is -1
     c.check("random-seed", isinstance(random_seed.info["seed"], int) and random_seed.info["seed"] >= 0)
 
-    for name, kwargs in [("sampler", {"sampler_name": "UniPC"}), ("hires", {"enable_hr": True}),
+    for name, kwargs in [("sampler", {"sampler_name": "LMS"}), ("hires", {"enable_hr": True}),
                          ("faces", {"restore_faces": True}), ("steps", {"steps": 0})]:
         try:
             api.txt2img(prompt="x", width=32, height=32, **kwargs)

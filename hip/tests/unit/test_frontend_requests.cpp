@@ -83,7 +83,7 @@ TEST(A1111Request, RefusalsNameTheField) {
   EXPECT_EQ(refused({{"width", 30}}).field, "width");
   EXPECT_EQ(refused({{"width", 4096}, {"height", 4096}}).field, "width");
   EXPECT_EQ(refused({{"seed", -2}}).field, "seed");
-  EXPECT_EQ(refused({{"sampler_name", "UniPC"}}).field, "sampler_name");
+  EXPECT_EQ(refused({{"sampler_name", "LMS"}}).field, "sampler_name");
   EXPECT_EQ(refused({{"sampler_index", "PLMS"}}).field, "sampler_index");
   EXPECT_EQ(refused({{"scheduler", "kl_optimal"}}).field, "scheduler");
   EXPECT_EQ(refused({{"enable_hr", true}}).field, "enable_hr");
