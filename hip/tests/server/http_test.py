@@ -103,7 +103,8 @@ def check_server(c, srv, binary, model):
     status, samplers, _ = srv.request("GET", "/sdapi/v1/samplers")
     names = [s["name"] for s in samplers]
     c.check("samplers-listed", status == 200 and names[:2] == ["Euler", "Euler a"] and "DPM++ 2M" in names
-            and "DDIM" in names and len(names) == 11, samplers)
+            and "DDIM" in names and len(names) == 13
+            and {"name": "UniPC", "aliases": ["unipc", "uni_pc"], "options": {}} in samplers, samplers)
     status, schedulers, _ = srv.request("GET", "/sdapi/v1/schedulers")
     c.check("schedulers-listed", status == 200 and [s["name"] for s in schedulers] ==
             ["automatic", "simple", "normal", "karras", "exponential", "sgm_uniform", "beta"], schedulers)
