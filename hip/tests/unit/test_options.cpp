@@ -3,6 +3,8 @@
 #include <tuple>
 
 #include "cli/options.h"
+#include "pipeline/sampler.h"
+#include "pipeline/schedule.h"
 #include "util/error.h"
 
 using namespace moss;
@@ -98,4 +100,22 @@ TEST(Options, Refusals) {
   EXPECT_NE(refusal({"--model", "m", "--prompt", "p"}).find("-o FILE.png or --latent-out"), std::string::npos);
   EXPECT_NE(refusal({"--model", "m", "-o", "x.png"}).find("--prompt is required"), std::string::npos);
   EXPECT_NE(refusal({"--help", "--version"}).find("together"), std::string::npos);
+}
+
+// --help lists every sampler and schedule the engine has (its list is written by hand), and
+// --sampler takes each of them.
+TEST(Options, HelpNamesEverySamplerAndSchedule) {
+  const std::string help = help_text();
+  auto lists = [&](const std::string& name) {  // as a whole word: uni_pc is not uni_pc_bh2's prefix
+    for (size_t at = help.find(name); at != std::string::npos; at = help.find(name, at + 1)) {
+      const char after = at + name.size() < help.size() ? help[at + name.size()] : ' ';
+      if ((at == 0 || help[at - 1] == ' ') && (after == ',' || after == ' ' || after == '\n')) return true;
+    }
+    return false;
+  };
+  for (const SamplerName& n : sampler_names()) {
+    EXPECT_TRUE(lists(n.name)) << n.name;
+    EXPECT_EQ(parse({"--model", "m", "--prompt", "p", "-o", "o.png", "--sampler", n.name}).run.sampler, n.name);
+  }
+  for (const ScheduleName& n : schedule_names()) EXPECT_TRUE(lists(n.name)) << n.name;
 }
