@@ -9,6 +9,9 @@
   euler_ancestral (sample_euler_ancestral_RF), lcm (sample_lcm with CONST noise_scaling),
   res_multistep (res_multistep, eta 0), dpmpp_2m_sde (midpoint), dpmpp_3m_sde and dpmpp_sde
   (half log-SNR lambda = log((1-s)/s), the first sigma offset to percent_to_sigma(1e-4));
+- uni_pc and uni_pc_bh2 from comfy/extra_samplers/uni_pc.py (Comfy-Org/ComfyUI commit 0748e38f:
+  sample_unipc, SigmaConvert, predict_eps_sigma, UniPC.sample and multistep_uni_pc_bh_update),
+  written in ComfyUI's own variables, not the engine's closed form (sampler_unipc.h);
 - the schedules from comfy/samplers.py's formulas on ModelSamplingDiscreteFlow (shift applied as
   time_snr_shift), the MOSS-Image one from moss_ref.py.
 
