@@ -21,11 +21,9 @@ struct Refusal {
   const char* what;
 };
 const Refusal kRefused[] = {
-    {"--sampler", "other samplers (only the official euler sampler runs)"},
-    {"--sampling-method", "other samplers (only the official euler sampler runs)"},
-    {"--sample-method", "other samplers (only the official euler sampler runs)"},
-    {"--scheduler", "other schedulers (only the official schedule runs)"},
-    {"--schedule", "other schedulers (only the official schedule runs)"},
+    {"--sampling-method", "other samplers under this name (use --sampler NAME)"},
+    {"--sample-method", "other samplers under this name (use --sampler NAME)"},
+    {"--schedule", "schedules under this name (use --scheduler NAME)"},
     {"--sigmas", "custom sigma schedules"},
     {"--eta", "stochastic samplers"},
     {"--lora-model-dir", "this LoRA option (give --lora FILE[:WEIGHT] once per LoRA)"},
@@ -246,6 +244,12 @@ std::string help_text() {
          "                         may be empty)\n"
          "  --max-seq N            templated tokens per prompt; longer prompts are cut  default: 4096\n"
          "  --tier reference       the only tier                                        default: reference\n"
+         "  --sampler NAME         euler, euler_ancestral, heun, dpm_2, dpmpp_2m,        default: euler\n"
+         "                         dpmpp_2m_sde, dpmpp_3m_sde, dpmpp_sde, lcm, ddim, res_multistep,\n"
+         "                         uni_pc, uni_pc_bh2 (or A1111's names: \"Euler a\", \"DPM++ 2M\",\n"
+         "                         \"UniPC\"); docs/samplers.md\n"
+         "  --scheduler NAME       moss (the MOSS-Image schedule), simple, normal,       default: moss\n"
+         "                         karras, exponential, sgm_uniform, beta\n"
          "  --lora FILE[:WEIGHT]   merge a LoRA into the weights (repeatable, at most 16, default weight 1,\n"
          "                         negative allowed; docs/loras.md)\n"
          "  --lora-dir DIR         where <lora:NAME:WEIGHT> prompt tags find NAME.safetensors\n"

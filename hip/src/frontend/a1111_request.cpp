@@ -10,6 +10,8 @@
 #include "frontend/lora_library.h"
 #include "pipeline/request_fields.h"
 #include "util/numbers.h"
+#include "pipeline/sampler.h"
+#include "pipeline/schedule.h"
 
 namespace moss {
 namespace {
@@ -46,7 +48,7 @@ const Known kKnown[] = {
     {"alwayson_scripts", Type::Object}, {"infotext", Type::String},
     {"init_images", Type::Array}, {"mask", Type::String},
     {"shift", Type::Number}, {"skip_layers", Type::Layers}, {"max_seq", Type::Integer},
-    {"tier", Type::String}, {"output", Type::String},
+    {"tier", Type::String}, {"output", Type::String}, {"sampler", Type::String},
 };
 
 bool has_type(const json& v, Type t) {
@@ -202,35 +204,55 @@ const Neutral kNeutral[] = {
     {"infotext", is_empty_value, "infotext (send the fields it holds)"},
 };
 
-// The sampler and scheduler asked for other than Euler and the official schedule ("" when none);
-// A1111's precedence: sampler_name when given, else sampler_index.
-struct SamplerAsk {
-  std::string field, value;
-};
-std::vector<SamplerAsk> other_samplers(const json& body) {
-  std::vector<SamplerAsk> asks;
-  for (const char* f : {"sampler_name", "sampler_index"}) {
+// A1111's sampler_name (else sampler_index, its precedence), this engine's own "sampler", and
+// "scheduler", set on the request: a name, A1111 label or alias ("DPM++ 2M", "k_dpmpp_2m"), or a
+// combined name with its schedule ("DPM++ 2M Karras": the schedule when the body gives none).
+// An unknown name is refused with the known ones; with serve --sampler-fallback euler it runs as
+// Euler (an unknown scheduler as the MOSS-Image schedule) and the returned note says so.
+std::string set_sampler_fields(const json& body, bool fallback, GenerationRequest& request) {
+  std::string note;
+  // A name the engine does not have: refused, or (the fallback) Euler / the MOSS-Image schedule.
+  auto unknown = [&](RequestField rf, const std::string& f, const std::string& value, const std::string& problem) {
+    if (!fallback) throw RequestError(422, f, f + " '" + value + "': " + problem);
+    set_field(request, rf, json(rf == RequestField::Sampler ? "euler" : "moss"));
+    note += (note.empty() ? "" : ", ") + f + " '" + value + "'";
+  };
+  // Sets the field; "" when it took the value, else the table's reason ("unknown scheduler (...)").
+  auto set = [&](RequestField rf, const std::string& value) -> std::string {
+    try {
+      set_field(request, rf, json(value));
+      return "";
+    } catch (const FieldError& e) {
+      return e.body.substr(e.body.find("': ") + 3);
+    }
+  };
+  const json scheduler = field(body, "scheduler");
+  // "automatic" with a combined name is A1111's legacy spelling: the name's schedule runs.
+  const bool schedule_given = !is_empty_value(scheduler) && lower(scheduler.get<std::string>()) != "automatic";
+  if (!is_empty_value(scheduler)) {
+    const std::string problem = set(RequestField::Scheduler, scheduler.get<std::string>());
+    if (!problem.empty()) unknown(RequestField::Scheduler, "scheduler", scheduler.get<std::string>(), problem);
+  }
+  for (const char* f : {"sampler_name", "sampler_index", "sampler"}) {
     const json v = field(body, f);
     if (is_empty_value(v)) continue;
-    const std::string name = lower(v.get<std::string>());
-    if (name != "euler" && name != "k_euler") asks.push_back({f, v.get<std::string>()});
+    const std::string name = v.get<std::string>();
+    if (set(RequestField::Sampler, name).empty()) break;
+    // "DPM++ 2M Karras": a known sampler, a space, a schedule's label.
+    bool combined = false;
+    for (size_t sp = name.rfind(' '); sp != std::string::npos && sp > 0 && !combined; sp = name.rfind(' ', sp - 1)) {
+      const ScheduleName* sch = find_schedule(name.substr(sp + 1));
+      if (!sch || !find_sampler(name.substr(0, sp))) continue;
+      set(RequestField::Sampler, name.substr(0, sp));
+      request.sampler_label = name;
+      if (!schedule_given) set(RequestField::Scheduler, sch->label);
+      combined = true;
+    }
+    if (combined) break;
+    std::string known;
+    for (const SamplerName& n : sampler_names()) known += std::string(known.empty() ? "" : "\", \"") + n.label;
+    unknown(RequestField::Sampler, f, name, "unknown sampler (known: \"" + known + "\", or their ComfyUI names, optionally followed by a schedule: \"DPM++ 2M Karras\")");
     break;
-  }
-  const json scheduler = field(body, "scheduler");
-  if (!is_empty_value(scheduler) && lower(scheduler.get<std::string>()) != "automatic")
-    asks.push_back({"scheduler", scheduler.get<std::string>()});
-  return asks;
-}
-
-// Without the fallback an other sampler is refused; with it, the note the reply and log carry.
-std::string check_samplers(const json& body, bool fallback) {
-  std::string note;
-  for (const SamplerAsk& a : other_samplers(body)) {
-    if (!fallback)
-      throw a.field == "scheduler"
-          ? refuse(a.field, "scheduler \"" + a.value + "\" (only the official schedule runs: \"automatic\")")
-          : refuse(a.field, "sampler '" + a.value + "' (only Euler runs)");
-    note += (note.empty() ? "" : ", ") + a.field + " '" + a.value + "'";
   }
   if (note.empty()) return note;
   return note + " ran as Euler with the MOSS-Image schedule (serve --sampler-fallback euler)";
@@ -362,7 +384,6 @@ A1111Request parse_a1111_request(const json& original, const RequestContext& con
   for (const Neutral& n : kNeutral)
     if (!n.neutral(field(body, n.name))) throw refuse(n.name, n.what);
   A1111Request out;
-  out.sampler_note = check_samplers(body, context.sampler_fallback);
   check_refiner(body);
   json fields = body;  // the prompts less their LoRA tags
   const std::vector<LoraChoice> tagged = take_extra_networks(fields, context, out);
@@ -377,7 +398,10 @@ A1111Request parse_a1111_request(const json& original, const RequestContext& con
 
   GenerationRequest request = context.defaults;
   try {
-    for (const FieldNames& f : request_fields()) set_field(request, f.field, field(fields, f.name));
+    for (const FieldNames& f : request_fields())
+      if (f.field != RequestField::Sampler && f.field != RequestField::Scheduler)
+        set_field(request, f.field, field(fields, f.name));
+    out.sampler_note = set_sampler_fields(body, context.sampler_fallback, request);
     for (const LoraChoice& c : tagged) {
       if (int(request.loras.size()) >= kMaxLoras)
         throw FieldError(RequestField::Prompt, ": more than " + std::to_string(kMaxLoras) + " LoRAs");
@@ -431,8 +455,8 @@ A1111Request parse_a1111_request(const json& original, const RequestContext& con
   out.parameters["width"] = request.output_width();
   out.parameters["height"] = request.output_height();
   out.parameters["seed"] = request.seed;
-  out.parameters["sampler_name"] = "Euler";
-  out.parameters["scheduler"] = "automatic";
+  out.parameters["sampler_name"] = request.sampler_label;
+  out.parameters["scheduler"] = request.scheduler == "moss" ? "automatic" : request.scheduler;
   out.parameters["batch_size"] = out.batch_size;
   out.parameters["n_iter"] = count / out.batch_size;
   return out;

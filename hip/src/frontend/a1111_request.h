@@ -32,7 +32,7 @@ constexpr int64_t kMaxImagesPerRequest = 64;
 // The deepest nesting of arrays and objects a body may have: A1111's fields nest three levels.
 constexpr int kMaxJsonDepth = 64;
 // What the server's log adds to a sampler or scheduler refusal, for its operator.
-constexpr const char* kSamplerFallbackHint = "serve --sampler-fallback euler runs Euler for other samplers";
+constexpr const char* kSamplerFallbackHint = "serve --sampler-fallback euler runs Euler for samplers this engine does not have";
 
 // A refused request: `status` 400 (not JSON, nested too deep, not an object) or 422 (a field's
 // value), `field` the body field it concerns (empty when none).
@@ -48,7 +48,7 @@ struct RequestContext {
   GenerationRequest defaults;  // what the body does not set (seed_drawn: a seed is drawn per request)
   A1111Settings settings;      // override_settings entries equal to these are accepted
   bool allow_output = false;   // a jobs line may name its PNG ("output"); a server body may not
-  bool sampler_fallback = false;  // serve --sampler-fallback euler: other samplers run as Euler
+  bool sampler_fallback = false;  // serve --sampler-fallback euler: unknown samplers run as Euler
   const LoraLibrary* loras = nullptr;  // --lora-dir: the names <lora:NAME:WEIGHT> tags may use
 };
 
@@ -56,7 +56,7 @@ struct A1111Request {
   std::vector<GenerationRequest> images;  // batch_size × n_iter, seeds seed, seed+1, ...
   int64_t batch_size = 1;
   bool send_images = true;
-  std::string sampler_note;   // set when another sampler or scheduler runs as Euler (the fallback)
+  std::string sampler_note;   // set when an unknown sampler or scheduler runs as Euler (the fallback)
   std::string lora_note;      // set when the negative prompt's LoRA tags were dropped
   nlohmann::json parameters;  // the body's known fields, with the values that ran
   // What the body asked that changes nothing here, accepted and named in the reply's info

@@ -225,6 +225,8 @@ void Engine::check(const GenerationRequest& r, bool skip_layers_given) const {
     throw usage_error("--skip-layers " + r.skip_layers_text + ": block " + std::to_string(layer) + " does not exist (" +
                       exist + ")");
   }
+  if (!find_sampler(r.sampler)) throw usage_error("--sampler " + r.sampler + ": unknown sampler");
+  if (!find_schedule(r.scheduler)) throw usage_error("--scheduler " + r.scheduler + ": unknown scheduler");
 }
 
 DeviceMemoryUse Engine::device_memory() const {
@@ -275,7 +277,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
   if (!L.be) L.be = choose_backend(settings_.device, rep, L.backend_name, L.device);
   Backend& be = *L.be;
   be.set_low_peak(false);  // the loops reuse their blocks (an image before may have decoded)
-  const std::vector<float> sigmas = make_schedule(o.steps, o.shift);
+  const std::vector<float> sigmas = make_schedule(find_schedule(o.scheduler)->schedule, o.steps, o.shift);
   const int steps_run = int(sigmas.size()) - 1;
   if (steps_run != o.steps)
     rep.line("schedule: %d steps requested, %d distinct after snapping to the training grid", o.steps, steps_run);
@@ -408,10 +410,11 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     Dit::Text uncond;
     if (use_uncond) uncond = dit.embed_text(uncond_states);
     record.times.dit_load_s = since(t0);
-    std::vector<float> noise = initial_noise(o.seed, model.dit_config.latent_channels, gh, gw);
+    NoiseStream stream(o.seed);  // the initial noise, then the noise a sampler adds
+    std::vector<float> noise = stream.next(model.dit_config.latent_channels, gh, gw);
     Tensor x = host_tensor(DType::F32, {model.dit_config.latent_channels, gh, gw});
     std::copy(noise.begin(), noise.end(), x.ptr<float>());
-    SamplerSettings s{o.cfg, o.skip_layers, stop_denoise};
+    SamplerSettings s{o.cfg, o.skip_layers, stop_denoise, find_sampler(o.sampler)->kind, o.shift, &stream};
     test_pause("denoise");
     try {
       checkpoint({"denoise", 0, steps_run});

@@ -31,13 +31,19 @@ uint32_t Mt19937::next() {
   return y;
 }
 
+// torch's CPU generator keeps only the low 32 bits of the seed.
+NoiseStream::NoiseStream(uint64_t seed) : rng_(uint32_t(seed & 0xffffffffu)) {}
+
 std::vector<float> initial_noise(uint64_t seed, int64_t channels, int64_t gh, int64_t gw) {
+  return NoiseStream(seed).next(channels, gh, gw);
+}
+
+std::vector<float> NoiseStream::next(int64_t channels, int64_t gh, int64_t gw) {
+  Mt19937& rng = rng_;
   const int64_t n = channels * gh * gw;
   if (channels <= 0 || gh <= 0 || gw <= 0 || n % 16 != 0)
     throw usage_error("initial noise needs a positive element count that is a multiple of 16 (got " +
                       std::to_string(channels) + "x" + std::to_string(gh) + "x" + std::to_string(gw) + ")");
-  // torch's CPU generator keeps only the low 32 bits of the seed.
-  Mt19937 rng(uint32_t(seed & 0xffffffffu));
   std::vector<float> z(static_cast<size_t>(n));
   // Uniforms in [0, 1) from the low 24 bits of each 32-bit output, one per element, all first.
   for (float& u : z) u = float(rng.next() & 0xffffffu) * 0x1p-24f;

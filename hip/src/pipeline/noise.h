@@ -19,7 +19,21 @@ class Mt19937 {
   int index_;
 };
 
-// channels·gh·gw values (a multiple of 16, else usage_error), row-major [C, gh, gw].
+// Successive torch.randn((1, C, gh, gw)) draws of one CPU generator seeded with the seed: the
+// first is the initial noise; ancestral and SDE samplers take the noise they add from the
+// following draws, one per noise the sampler adds (docs/samplers.md), so a seed reproduces an
+// image and Python reproduces the stream with torch.Generator().manual_seed(seed).
+class NoiseStream {
+ public:
+  explicit NoiseStream(uint64_t seed);
+  // channels·gh·gw values (a multiple of 16, else usage_error), row-major [C, gh, gw].
+  std::vector<float> next(int64_t channels, int64_t gh, int64_t gw);
+
+ private:
+  Mt19937 rng_;
+};
+
+// The stream's first draw.
 std::vector<float> initial_noise(uint64_t seed, int64_t channels, int64_t gh, int64_t gw);
 
 }  // namespace moss

@@ -37,7 +37,8 @@ std::string record_json(const RunRecord& r) {
   nlohmann::ordered_json j = {
       {"prompt", o.prompt}, {"negative", o.negative}, {"seed", o.seed}, {"steps", o.steps},
       {"steps_run", r.steps_run}, {"cfg", o.cfg}, {"shift", o.shift}, {"skip_layers", o.skip_layers},
-      {"width", o.output_width()}, {"height", o.output_height()}, {"max_seq", o.max_seq}, {"tier", o.tier}, {"sampler", "euler"},
+      {"width", o.output_width()}, {"height", o.output_height()}, {"max_seq", o.max_seq}, {"tier", o.tier}, {"sampler", o.sampler},
+      {"scheduler", o.scheduler},
       {"model", r.model_identity}, {"model_files", model_files_json(r)}, {"engine", engine_version()}, {"backend", r.backend},
       {"noise_layout", "torch-cpu-randn/c128hw"}, {"resident_blocks", r.resident_blocks},
       {"total_blocks", r.total_blocks},
@@ -59,7 +60,7 @@ std::string a1111_parameters(const RunRecord& r) {
   std::string s = o.prompt;
   if (!o.negative.empty()) s += "\nNegative prompt: " + o.negative;
   s += "\nSteps: " + std::to_string(o.steps) + ", Steps run: " + std::to_string(r.steps_run) +
-       ", Sampler: Euler, Schedule type: MOSS-Image, CFG scale: " + num(o.cfg) +
+       ", Sampler: " + o.sampler_label + ", Schedule type: " + o.scheduler_label + ", CFG scale: " + num(o.cfg) +
        ", Seed: " + std::to_string(o.seed) + ", Size: " + std::to_string(o.output_width()) + "x" + std::to_string(o.output_height()) +
        ", Model: " + r.model_identity +
        (r.model_files.empty() ? "" : ", Model hash: " + r.model_files[0].hash) + ", Shift: " + num(o.shift) +

@@ -31,6 +31,10 @@ struct GenerationRequest {
   int64_t output_height() const { return crop_height ? crop_height : height; }
   int steps = 50;                  // requested; snapping to the training grid may run fewer
   float cfg = 3.0f, shift = 5.0f;
+  // The sampler and schedule by their names (pipeline/sampler.h, schedule.h): "euler", "moss";
+  // the labels as the request spelled them ("DDIM", "Karras"), for `info` and A1111's parameters.
+  std::string sampler = "euler", scheduler = "moss";
+  std::string sampler_label = "Euler", scheduler_label = "MOSS-Image";
   uint64_t seed = 42;              // the seed that runs (a random one is drawn before it gets here)
   bool seed_drawn = false;         // drawn at random (--seed -1, "seed": -1): printed even with --quiet;
                                    // in a server's defaults: each request without a seed draws one

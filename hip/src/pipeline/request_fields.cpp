@@ -5,6 +5,8 @@
 #include <cmath>
 #include <set>
 
+#include "pipeline/sampler.h"
+#include "pipeline/schedule.h"
 #include "tokenizer/utf8.h"
 #include "util/numbers.h"
 #include "util/random_seed.h"
@@ -14,7 +16,7 @@ namespace {
 
 using json = nlohmann::json;
 
-enum class Kind { Text, Side, Integer, Decimal, Seed, Layers, Tier, Lora };
+enum class Kind { Text, Side, Integer, Decimal, Seed, Layers, Tier, Choice, Lora };
 
 struct Spec {
   FieldNames names;
@@ -37,6 +39,8 @@ const Spec kSpecs[] = {
     {{RequestField::SkipLayers, "skip_layers", "--skip-layers", "skip_layers"}, Kind::Layers, 0, 1023},
     {{RequestField::MaxSeq, "max_seq", "--max-seq", "max_seq"}, Kind::Integer, 1, 32768},
     {{RequestField::Tier, "tier", "--tier", "tier"}, Kind::Tier},
+    {{RequestField::Sampler, "sampler", "--sampler", "sampler"}, Kind::Choice},
+    {{RequestField::Scheduler, "scheduler", "--scheduler", "scheduler"}, Kind::Choice},
     // Repeatable: each value adds a LoRA (FILE[:WEIGHT]); a body's and a record's value is the list.
     {{RequestField::Lora, "lora", "--lora", "loras"}, Kind::Lora, -100, 100, "must be between -100 and 100"},
 };
@@ -97,6 +101,29 @@ void store_seed(GenerationRequest& r, bool drawn, uint64_t seed) {
 void store_tier(GenerationRequest& r, const std::string& text) {
   if (text != "reference") throw FieldError(RequestField::Tier, " " + text + ": not supported: only tier reference runs");
   r.tier = text;
+}
+
+// A sampler or schedule by its name, A1111 label or alias (any case); an unknown one is
+// refused with the known names.
+void store_choice(GenerationRequest& r, RequestField field, const std::string& text) {
+  if (field == RequestField::Sampler) {
+    if (const SamplerName* n = find_sampler(text)) {
+      r.sampler = n->name;
+      r.sampler_label = text == n->name ? n->label : text;
+      return;
+    }
+    std::string known;
+    for (const SamplerName& n : sampler_names()) known += std::string(known.empty() ? "" : ", ") + n.name;
+    throw FieldError(field, quoted(text) + ": unknown sampler (known: " + known + ")");
+  }
+  if (const ScheduleName* n = find_schedule(text)) {
+    r.scheduler = n->name;
+    r.scheduler_label = text != n->name ? text : n->schedule == Schedule::Moss ? "MOSS-Image" : n->label;
+    return;
+  }
+  std::string known;
+  for (const ScheduleName& n : schedule_names()) known += std::string(known.empty() ? "" : ", ") + n.name;
+  throw FieldError(field, quoted(text) + ": unknown scheduler (known: " + known + "; automatic is moss)");
 }
 
 // "1, 2,3": the blocks in order, repeats dropped; an empty list (or only blanks) skips none.
@@ -204,6 +231,7 @@ void set_field(GenerationRequest& r, RequestField field, const std::string& text
     case Kind::Layers: return store_layer_list(r, s, text);
     case Kind::Tier: return store_tier(r, text);
     case Kind::Lora: return store_lora_text(r, s, text);
+    case Kind::Choice: return store_choice(r, field, text);
   }
 }
 
@@ -213,6 +241,7 @@ void set_field(GenerationRequest& r, RequestField field, const json& v) {
   switch (s.kind) {
     case Kind::Text:
     case Kind::Tier:
+    case Kind::Choice:
       if (!v.is_string()) throw wrong_type(s, "a string", v);
       return set_field(r, field, v.get<std::string>());
     case Kind::Side:

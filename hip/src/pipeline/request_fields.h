@@ -14,7 +14,7 @@
 
 namespace moss {
 
-enum class RequestField { Prompt, Negative, Width, Height, Steps, Cfg, Shift, Seed, SkipLayers, MaxSeq, Tier, Lora };
+enum class RequestField { Prompt, Negative, Width, Height, Steps, Cfg, Shift, Seed, SkipLayers, MaxSeq, Tier, Sampler, Scheduler, Lora };
 
 struct FieldNames {
   RequestField field;

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/lora_library.h"
+#include "pipeline/sampler.h"
+#include "pipeline/schedule.h"
 
 namespace moss {
 namespace {
@@ -28,6 +30,31 @@ void memory(const httplib::Request&, httplib::Response& res) {
   }
   res.set_content(json{{"ram", ram}, {"cuda", {{"error", "device memory is not reported by this server"}}}}.dump(),
                   "application/json");
+}
+
+// The samplers as A1111 lists them: its label as the name, its k-diffusion alias and ComfyUI's
+// name as aliases (each is accepted as sampler_name).
+json sampler_list() {
+  json list = json::array();
+  for (const SamplerName& n : sampler_names()) {
+    json aliases = json::array();
+    if (*n.alias) aliases.push_back(n.alias);
+    aliases.push_back(n.name);
+    list.push_back({{"name", n.label}, {"aliases", aliases}, {"options", json::object()}});
+  }
+  return list;
+}
+
+// The schedules as A1111 lists them: "automatic" is the MOSS-Image schedule.
+json schedule_list() {
+  json list = json::array();
+  for (const ScheduleName& n : schedule_names()) {
+    const bool moss = n.schedule == Schedule::Moss;
+    list.push_back({{"name", moss ? "automatic" : n.name}, {"label", n.label},
+                    {"aliases", moss ? json::array({"moss"}) : json(nullptr)},
+                    {"default_rho", n.schedule == Schedule::Karras ? 7 : -1}, {"need_inner_model", false}});
+  }
+  return list;
 }
 
 }  // namespace
@@ -56,6 +83,8 @@ void install_a1111_lists(GuardedServer& s, LoraLibrary* loras) {
   s.Get("/sdapi/v1/memory", memory);
   // The flags clients read: the API is on, there is no Gradio UI, no Gradio login; the folders a
   // client might browse are not given (nothing of the server's disk is shown).
+  s.Get("/sdapi/v1/samplers", answer(sampler_list()));
+  s.Get("/sdapi/v1/schedulers", answer(schedule_list()));
   s.Get("/sdapi/v1/cmd-flags", answer({{"api", true}, {"nowebui", true}, {"gradio_auth", nullptr},
                                        {"data_dir", ""}, {"models_dir", ""}, {"ckpt_dir", nullptr},
                                        {"lora_dir", ""}, {"embeddings_dir", ""}, {"hypernetwork_dir", ""},

@@ -59,13 +59,6 @@ void A1111Routes::install(GuardedServer& s) {
     reply(res, 200, json::array({{{"title", engine_.model_identity()}, {"model_name", name}, {"hash", nullptr},
                                   {"sha256", nullptr}, {"filename", name}, {"config", nullptr}}}));
   });
-  s.Get("/sdapi/v1/samplers", [](const httplib::Request&, httplib::Response& res) {
-    reply(res, 200, json::array({{{"name", "Euler"}, {"aliases", {"k_euler"}}, {"options", json::object()}}}));
-  });
-  s.Get("/sdapi/v1/schedulers", [](const httplib::Request&, httplib::Response& res) {
-    reply(res, 200, json::array({{{"name", "automatic"}, {"label", "Automatic"}, {"aliases", nullptr},
-                                  {"default_rho", -1}, {"need_inner_model", false}}}));
-  });
   s.Get("/sdapi/v1/scripts", [](const httplib::Request&, httplib::Response& res) {
     reply(res, 200, {{"txt2img", json::array()}, {"img2img", json::array()}});
   });
@@ -233,8 +226,8 @@ void A1111Routes::txt2img(const httplib::Request& req, httplib::Response& res) {
   json info = {{"prompt", first.prompt}, {"all_prompts", prompts}, {"negative_prompt", first.negative},
                {"all_negative_prompts", negatives}, {"seed", first.seed}, {"all_seeds", seeds},
                {"subseed", -1}, {"all_subseeds", json(made.size(), -1)}, {"subseed_strength", 0},
-               {"width", first.output_width()}, {"height", first.output_height()}, {"sampler_name", "Euler"},
-               {"scheduler", "automatic"}, {"cfg_scale", first.cfg}, {"steps", first.steps},
+               {"width", first.output_width()}, {"height", first.output_height()}, {"sampler_name", first.sampler_label},
+               {"scheduler", first.scheduler == "moss" ? "automatic" : first.scheduler}, {"cfg_scale", first.cfg}, {"steps", first.steps},
                {"batch_size", request.batch_size}, {"restore_faces", false},
                {"sd_model_name", engine_.model_identity()},
                {"sd_model_hash", made.empty() || made.front().record.model_files.empty()

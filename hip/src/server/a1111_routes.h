@@ -6,7 +6,7 @@
 //   POST /sdapi/v1/interrupt   ends the running requests' denoise within a second (inside a step);
 //                              each answers with its image as of its last finished step (decoded),
 //                              marked interrupted (none when no step had finished)
-//   GET  /sdapi/v1/sd-models, /samplers (Euler), /schedulers (automatic), /scripts (none)
+//   GET  /sdapi/v1/sd-models, /scripts (none)
 //   GET  /sdapi/v1/options     the settings; POST accepts only the values they already have
 //   the list routes clients probe at start (server/a1111_lists.h), and CORS when asked (server/cors.h)
 // Errors are JSON {"error": message, "field": name}: 400 for a body that is not JSON (or not an

@@ -18,7 +18,7 @@ struct ServeOptions {
   int drain_seconds = 60;          // --drain-seconds: how long SIGTERM's drain lets jobs finish
   RunOptions run;                  // --model, --vram-budget, ..., and as a GenerationRequest the
                                    // defaults of requests (seed_drawn: each request draws a seed)
-  bool sampler_fallback = false;   // --sampler-fallback euler: other samplers run as Euler
+  bool sampler_fallback = false;   // --sampler-fallback euler: unknown samplers run as Euler
   std::vector<std::string> cors_origins;  // --cors-origin ORIGIN (repeatable; "*": any)
   GuardRules guard;                // what every request passes (server/request_guard.h): --host,
                                    // --allowed-host, --cors-origin, --api-auth(-file), --metrics-auth

@@ -51,12 +51,16 @@ for bad in 0 x 100000; do expect "max-seq-$bad" 2 "--max-seq '$bad'" -- "${base[
 for bad in 0 -3 x; do expect "vram-$bad" 2 "--vram-budget '$bad'" -- "${base[@]}" -o out.png --vram-budget "$bad"; done
 expect device-bad 2 "--device 'x'" -- "${base[@]}" -o out.png --device x
 expect tier 2 '--tier turbo: not supported' -- "${base[@]}" -o out.png --tier turbo
-for opt in --sampler --sampling-method --scheduler --lora-model-dir --loras --init-image --init-img --image -i --mask \
+for bad in dpm LMS; do
+  expect "sampler-$bad" 2 "^moss-infer-hip: --sampler '$bad': unknown sampler \\(known: euler, euler_ancestral" -- "${base[@]}" -o out.png --sampler "$bad"
+done
+expect scheduler-bad 2 "^moss-infer-hip: --scheduler 'uniform': unknown scheduler \\(known: moss" -- "${base[@]}" -o out.png --scheduler uniform
+for opt in --sampling-method --lora-model-dir --loras --init-image --init-img --image -i --mask \
            --strength --hires-fix --hires-steps --control-net --control-image --ref-image --reference -r \
            --max-vram --stream-layers --offload-to-cpu --cpu-offload --vae-tiling --teacache --type; do
   expect "refuse$opt" 2 "^moss-infer-hip: $opt: not supported" -- "${base[@]}" -o out.png "$opt" x
 done
-expect refuse-equals 2 '--sampler: not supported' -- "${base[@]}" -o out.png --sampler=dpm
+expect refuse-equals 2 '--init-image: not supported' -- "${base[@]}" -o out.png --init-image=x.png
 expect lora-missing 2 '--lora style.safetensors: no such file' -- "${base[@]}" -o out.png --lora=style.safetensors:0.5
 expect lora-dir-missing 2 "--lora-dir '$WORK/nope': not a folder" -- "${base[@]}" -o out.png --lora-dir "$WORK/nope"
 expect no-model-folder 2 "--model $WORK/nope: not a folder" -- --model "$WORK/nope" --prompt x -o out.png

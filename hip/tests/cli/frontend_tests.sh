@@ -63,6 +63,9 @@ replay_case random-seed "${small[@]}" --steps 2 --seed -1
 replay_case cfg1 "${small[@]}" --steps 2 --cfg 1 --shift 3.7
 replay_case odd-floats --steps 3 --cfg 4.35 --shift 0.3 --size 48x32 --max-seq 40 --skip-layers 1,3
 replay_case no-skip --size 32x32 --steps 2 --skip-layers ""
+# Samplers that add noise from the seed's stream, and A1111's spellings (issue 48).
+replay_case ancestral-beta "${small[@]}" --steps 3 --sampler euler_ancestral --scheduler beta
+replay_case dpmpp-sde-karras "${small[@]}" --steps 2 --sampler "DPM++ SDE" --scheduler Karras
 # More digits than a float holds: the record's value is the float that ran, read back as it is.
 replay_case many-digits "${small[@]}" --steps 2 --cfg 2.718281828459045 --shift 0.000123456789
 # Flags on the command line override the record's fields.
@@ -141,8 +144,9 @@ jobs_refusal steps-type 'bad.jsonl:1: steps: expected a number' '{"prompt": "x",
 # Numeric text converts as in A1111 (docs/clients.md); text that is not a number is refused.
 jobs_refusal steps-text 'bad.jsonl:1: steps .many.: not an integer' '{"prompt": "x", "steps": "many"}'
 jobs_refusal width 'bad.jsonl:1: width .30.: image sides must be multiples of 16' '{"prompt": "x", "width": 30}'
-jobs_refusal sampler 'sampler_name: not supported' '{"prompt": "x", "sampler_name": "DPM++ 2M"}'
-jobs_refusal sampler-index 'sampler_index: not supported' '{"prompt": "x", "sampler_index": "Euler a"}'
+jobs_refusal sampler "sampler_name 'LMS': unknown sampler" '{"prompt": "x", "sampler_name": "LMS"}'
+jobs_refusal sampler-index "sampler_index 'PLMS': unknown sampler" '{"prompt": "x", "sampler_index": "PLMS"}'
+jobs_refusal scheduler "scheduler 'kl_optimal': unknown scheduler" '{"prompt": "x", "scheduler": "kl_optimal"}'
 jobs_refusal hires 'enable_hr: not supported: hires fix' '{"prompt": "x", "enable_hr": true}'
 jobs_refusal lora "prompt: unknown LoRA 'style' in <lora:style:1> .no --lora-dir" '{"prompt": "x <lora:style:1>"}'
 jobs_refusal lora-weight "prompt: <lora:style:x>: the weight 'x' must be a number" '{"prompt": "x <lora:style:x>"}'

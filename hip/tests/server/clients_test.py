@@ -65,14 +65,21 @@ def sillytavern_body(port):
 
 
 def check_sillytavern(c, binary, model):
-    # The default server refuses DDIM, naming the field, and its log names the option that helps.
+    # The default server runs SillyTavern's DDIM with the normal schedule (issue 48) and names them
+    # as asked; a sampler it does not have is refused, naming the field, and its log names the
+    # option that helps.
     srv = Server(binary, model)
     try:
         status, models, _ = srv.request("GET", "/sdapi/v1/sd-models")
         sillytavern_probes(c, srv, models[0]["title"])
         srv.request("GET", "/sdapi/v1/options")  # /generate reads the options first (forge_preset)
-        status, err, _ = srv.request("POST", "/sdapi/v1/txt2img", sillytavern_body(srv.port))
-        c.check("sillytavern-strict-refuses-ddim", status == 422 and err.get("field") == "sampler_name", (status, err))
+        status, reply, _ = srv.request("POST", "/sdapi/v1/txt2img", sillytavern_body(srv.port))
+        if decoded(c, "sillytavern-ddim", status, reply):
+            info = json.loads(reply["info"])
+            c.check("sillytavern-ddim-runs-as-asked", "sampler_fallback" not in info and
+                    "Sampler: DDIM, Schedule type: Normal" in info["infotexts"][0], info["infotexts"])
+        status, err, _ = srv.request("POST", "/sdapi/v1/txt2img", dict(sillytavern_body(srv.port), sampler_name="LMS"))
+        c.check("sillytavern-strict-refuses-lms", status == 422 and err.get("field") == "sampler_name", (status, err))
         c.check("sillytavern-refusal-log-names-option", "--sampler-fallback euler" in srv.output(),
                 srv.output()[-400:])
     finally:
@@ -85,13 +92,14 @@ def check_sillytavern(c, binary, model):
         seeds = []
         for attempt in range(2):  # a regenerate gives a new image
             srv.request("GET", "/sdapi/v1/options")
-            status, reply, _ = srv.request("POST", "/sdapi/v1/txt2img", sillytavern_body(srv.port))
+            body = dict(sillytavern_body(srv.port), sampler_name="LMS", scheduler="kl_optimal")
+            status, reply, _ = srv.request("POST", "/sdapi/v1/txt2img", body)
             if not decoded(c, f"sillytavern-{attempt}", status, reply):
                 return
             info = json.loads(reply["info"])
             seeds.append(info["seed"])
             c.check(f"sillytavern-{attempt}-info-says-fallback",
-                    "DDIM" in info.get("sampler_fallback", "") and "normal" in info["sampler_fallback"], info)
+                    "LMS" in info.get("sampler_fallback", "") and "kl_optimal" in info["sampler_fallback"], info)
             c.check(f"sillytavern-{attempt}-no-url-echo", "url" not in reply["parameters"] and
                     "auth" not in reply["parameters"], reply["parameters"])
         c.check("sillytavern-new-seed-each-time", seeds[0] != seeds[1] and all(0 <= s < 2**32 for s in seeds), seeds)

@@ -29,9 +29,9 @@ A1111_BODY = {
 
 # Bodies refused with 422, and the field each refusal names.
 REFUSED = [
-    ({"sampler_name": "DPM++ 2M Karras"}, "sampler_name"),
-    ({"sampler_name": "", "sampler_index": "Euler a"}, "sampler_index"),
-    ({"scheduler": "karras"}, "scheduler"),
+    ({"sampler_name": "LMS"}, "sampler_name"),
+    ({"sampler_name": "", "sampler_index": "PLMS"}, "sampler_index"),
+    ({"scheduler": "kl_optimal"}, "scheduler"),
     ({"enable_hr": True}, "enable_hr"),
     ({"restore_faces": True}, "restore_faces"),
     ({"tiling": True}, "tiling"),
@@ -72,7 +72,7 @@ SERVE_REFUSED = [
     (["--port", "0"], "--port '0'"), (["--port", "http"], "--port 'http'"), (["--port", "70000"], "--port '70000'"),
     (["--host", ""], "--host: empty"), (["-o", "x.png"], "-o does not apply"),
     (["--batch-count", "2"], "--batch-count"), (["--jobs", "j.jsonl"], "--jobs"), (["--steps", "0"], "--steps '0'"),
-    (["--sampler", "dpm"], "--sampler: not supported"),
+    (["--sampler", "dpm"], "--sampler 'dpm': unknown sampler (known: euler,"),
     (["--frobnicate"], "unknown option"),
 ]
 
@@ -101,7 +101,13 @@ def check_server(c, srv, binary, model):
     status, models, _ = srv.request("GET", "/sdapi/v1/sd-models")
     c.check("sd-models", status == 200 and len(models) == 1 and "tiny-moss" in models[0]["title"], models)
     status, samplers, _ = srv.request("GET", "/sdapi/v1/samplers")
-    c.check("samplers-euler-only", status == 200 and [s["name"] for s in samplers] == ["Euler"], samplers)
+    names = [s["name"] for s in samplers]
+    c.check("samplers-listed", status == 200 and names[:2] == ["Euler", "Euler a"] and "DPM++ 2M" in names
+            and "DDIM" in names and len(names) == 13
+            and {"name": "UniPC", "aliases": ["unipc", "uni_pc"], "options": {}} in samplers, samplers)
+    status, schedulers, _ = srv.request("GET", "/sdapi/v1/schedulers")
+    c.check("schedulers-listed", status == 200 and [s["name"] for s in schedulers] ==
+            ["automatic", "simple", "normal", "karras", "exponential", "sgm_uniform", "beta"], schedulers)
     status, options, _ = srv.request("GET", "/sdapi/v1/options")
     c.check("options", status == 200 and options["sd_model_checkpoint"] == models[0]["title"], options)
     status, _, _ = srv.request("POST", "/sdapi/v1/options", {"samples_format": "png"})

@@ -32,7 +32,8 @@ def check_static(c):
     c.check("page-phone-viewport", 'name="viewport" content="width=device-width' in html)
     routes = sorted(set(re.findall(r'fetch\("(/[^"]*)"', html)))
     c.check("page-calls-a1111-routes-only",
-            routes == ["/sdapi/v1/interrupt", "/sdapi/v1/progress", "/sdapi/v1/sd-models", "/sdapi/v1/txt2img"], routes)
+            routes == ["/sdapi/v1/interrupt", "/sdapi/v1/progress", "/sdapi/v1/samplers", "/sdapi/v1/schedulers",
+                       "/sdapi/v1/sd-models", "/sdapi/v1/txt2img"], routes)
 
 
 def check_server(c, srv, binary, model):
@@ -83,6 +84,9 @@ def check_server(c, srv, binary, model):
     # The routes the page calls, as it calls them.
     status, models, _ = srv.request("GET", "/sdapi/v1/sd-models")
     c.check("page-sd-models", status == 200 and "tiny-moss" in models[0]["title"], models)
+    for route, first in (("samplers", "Euler"), ("schedulers", "automatic")):  # the menus
+        status, items, _ = srv.request("GET", "/sdapi/v1/" + route)
+        c.check(f"page-{route}", status == 200 and items[0]["name"] == first and len(items) > 1, items)
     status, p, _ = srv.request("GET", "/sdapi/v1/progress")
     c.check("page-progress-idle", status == 200 and p["state"]["job"] == "" and p["progress"] == 0, p)
     status, _, _ = srv.request("POST", "/sdapi/v1/interrupt", raw=b"")

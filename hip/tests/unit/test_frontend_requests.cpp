@@ -83,9 +83,9 @@ TEST(A1111Request, RefusalsNameTheField) {
   EXPECT_EQ(refused({{"width", 30}}).field, "width");
   EXPECT_EQ(refused({{"width", 4096}, {"height", 4096}}).field, "width");
   EXPECT_EQ(refused({{"seed", -2}}).field, "seed");
-  EXPECT_EQ(refused({{"sampler_name", "DPM++ 2M"}}).field, "sampler_name");
-  EXPECT_EQ(refused({{"sampler_index", "Euler a"}}).field, "sampler_index");
-  EXPECT_EQ(refused({{"scheduler", "karras"}}).field, "scheduler");
+  EXPECT_EQ(refused({{"sampler_name", "LMS"}}).field, "sampler_name");
+  EXPECT_EQ(refused({{"sampler_index", "PLMS"}}).field, "sampler_index");
+  EXPECT_EQ(refused({{"scheduler", "kl_optimal"}}).field, "scheduler");
   EXPECT_EQ(refused({{"enable_hr", true}}).field, "enable_hr");
   EXPECT_EQ(refused({{"restore_faces", true}}).field, "restore_faces");
   EXPECT_EQ(refused({{"script_name", "x/y/z plot"}}).field, "script_name");

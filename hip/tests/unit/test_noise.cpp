@@ -52,3 +52,21 @@ TEST(Noise, RefusesCountsThatAreNotMultiplesOfSixteen) {
   EXPECT_THROW(initial_noise(1, 0, 4, 4), Error);
   EXPECT_NO_THROW(initial_noise(1, 128, 1, 1));
 }
+
+// The stream's first draw is the initial noise; the next draws continue the same generator
+// (what the ancestral and SDE samplers add), each different, and a second stream of the same
+// seed repeats them all.
+TEST(Noise, StreamStartsWithTheInitialNoiseAndContinuesTheGenerator) {
+  NoiseStream a(42), b(42);
+  const std::vector<float> first = a.next(2, 4, 4);
+  EXPECT_EQ(first, initial_noise(42, 2, 4, 4));
+  const std::vector<float> second = a.next(2, 4, 4), third = a.next(2, 4, 4);
+  EXPECT_NE(second, first);
+  EXPECT_NE(third, second);
+  EXPECT_EQ(b.next(2, 4, 4), first);
+  EXPECT_EQ(b.next(2, 4, 4), second);
+  // Continuing is drawing one long tensor: 32 + 32 elements are the first 64 of one draw.
+  std::vector<float> joined = first;
+  joined.insert(joined.end(), second.begin(), second.end());
+  EXPECT_EQ(joined, initial_noise(42, 4, 4, 4));
+}

@@ -3,6 +3,8 @@
 #include <tuple>
 
 #include "cli/options.h"
+#include "pipeline/sampler.h"
+#include "pipeline/schedule.h"
 #include "util/error.h"
 
 using namespace moss;
@@ -82,7 +84,11 @@ TEST(Options, Refusals) {
     a.insert(a.end(), extra.begin(), extra.end());
     return refusal(a);
   };
-  EXPECT_NE(with({"--sampler", "dpm"}).find("--sampler: not supported"), std::string::npos);
+  EXPECT_NE(with({"--sampler", "dpm"}).find("--sampler 'dpm': unknown sampler (known: euler, euler_ancestral"),
+            std::string::npos);
+  EXPECT_NE(with({"--scheduler", "uniform"}).find("--scheduler 'uniform': unknown scheduler (known: moss, simple"),
+            std::string::npos);
+  EXPECT_NE(with({"--sampling-method", "dpm"}).find("use --sampler NAME"), std::string::npos);
   EXPECT_NE(with({"--lora-model-dir", "x"}).find("--lora-model-dir: not supported: this LoRA option (give --lora FILE[:WEIGHT]"), std::string::npos);
   EXPECT_NE(with({"--hires-scale", "2"}).find("--hires-scale: not supported: hires"), std::string::npos);
   EXPECT_NE(with({"--control-image", "c.png"}).find("control adapters"), std::string::npos);
@@ -112,4 +118,22 @@ TEST(Options, GivenSettingsAreTheNamedOnes) {
   const RunOptions value = parse({"--model", "m", "--prompt", "p", "-o", "x.png", "--negative", "--skip-layers"}).run;
   EXPECT_EQ(value.given.count(RequestField::SkipLayers), 0u);
   EXPECT_EQ(value.given.count(RequestField::Negative), 1u);
+}
+
+// --help lists every sampler and schedule the engine has (its list is written by hand), and
+// --sampler takes each of them.
+TEST(Options, HelpNamesEverySamplerAndSchedule) {
+  const std::string help = help_text();
+  auto lists = [&](const std::string& name) {  // as a whole word: uni_pc is not uni_pc_bh2's prefix
+    for (size_t at = help.find(name); at != std::string::npos; at = help.find(name, at + 1)) {
+      const char after = at + name.size() < help.size() ? help[at + name.size()] : ' ';
+      if ((at == 0 || help[at - 1] == ' ') && (after == ',' || after == ' ' || after == '\n')) return true;
+    }
+    return false;
+  };
+  for (const SamplerName& n : sampler_names()) {
+    EXPECT_TRUE(lists(n.name)) << n.name;
+    EXPECT_EQ(parse({"--model", "m", "--prompt", "p", "-o", "o.png", "--sampler", n.name}).run.sampler, n.name);
+  }
+  for (const ScheduleName& n : schedule_names()) EXPECT_TRUE(lists(n.name)) << n.name;
 }

@@ -67,7 +67,7 @@ auto settings_of(const GenerationRequest& r) {
     loras.emplace_back(c.path, c.name, weight, c.hash);
   }
   return std::make_tuple(r.prompt, r.negative, r.width, r.height, r.steps, cfg, shift, r.seed, r.seed_drawn,
-                         r.skip_layers, r.skip_layers_text, r.max_seq, r.tier, loras);
+                         r.skip_layers, r.skip_layers_text, r.max_seq, r.tier, r.sampler, r.scheduler, loras);
 }
 
 // A request with every setting away from its default, and its record as the engine writes it.
@@ -85,6 +85,8 @@ GenerationRequest sample_request() {
   r.skip_layers_text = "1,3";
   r.max_seq = 40;
   r.loras = {{"/loras/style.safetensors", "style", 0.35f, "0123456789ab"}, {"fix.safetensors", "fix", -1.0f, "ba9876543210"}};
+  r.sampler = "dpmpp_2m";
+  r.scheduler = "karras";
   return r;
 }
 
@@ -116,6 +118,8 @@ const std::map<RequestField, std::vector<json>>& refused_values() {
       {RequestField::Lora, {"x.safetensors", 5, json::array({1}), json::array({json::object({{"weight", "1"}})}),
                             json::array({json::object({{"path", "a"}, {"weight", 500}})}), json::array({""}),
                             json::array({json::object({{"path", 7}})})}},
+      {RequestField::Sampler, {"euler_b", "", "DPM++ 2M Karras", 2, json::array({"euler"}), json::object()}},
+      {RequestField::Scheduler, {"uniform", "", "kl_optimal", 0, true, json::array({"karras"})}},
   };
   return values;
 }
@@ -130,6 +134,7 @@ const std::map<RequestField, std::string>& flag_values() {
       {RequestField::SkipLayers, "0, 2"},        {RequestField::MaxSeq, "100"},
       {RequestField::Tier, "reference"},
       {RequestField::Lora, "flag.safetensors:0.5"},
+      {RequestField::Sampler, "lcm"},            {RequestField::Scheduler, "beta"},
   };
   return values;
 }
@@ -180,6 +185,8 @@ TEST(ReplayRecord, AMissingOrNullFieldKeepsTheDefault) {
         case RequestField::MaxSeq: want.max_seq = defaults.max_seq; break;
         case RequestField::Tier: want.tier = defaults.tier; break;
         case RequestField::Lora: want.loras = defaults.loras; break;
+        case RequestField::Sampler: want.sampler = defaults.sampler; break;
+        case RequestField::Scheduler: want.scheduler = defaults.scheduler; break;
         case RequestField::Prompt: break;
       }
       EXPECT_EQ(settings_of(a.run), settings_of(want)) << f.record << (null ? " null" : " missing");

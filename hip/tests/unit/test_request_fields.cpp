@@ -10,6 +10,8 @@
 #include "frontend/a1111_options.h"
 #include "frontend/a1111_request.h"
 #include "pipeline/request_fields.h"
+#include "pipeline/sampler.h"
+#include "pipeline/schedule.h"
 #include "util/random_seed.h"
 
 using namespace moss;
@@ -39,7 +41,7 @@ RequestError refusal(const json& body, const RequestContext& c = server()) {
 // The fields a request sets, as one comparable tuple.
 auto settings_of(const GenerationRequest& r) {
   return std::make_tuple(r.prompt, r.negative, r.width, r.height, r.steps, r.cfg, r.shift, r.seed, r.seed_drawn,
-                         r.skip_layers, r.max_seq, r.tier);
+                         r.skip_layers, r.max_seq, r.tier, r.sampler, r.scheduler);
 }
 
 // Text values around every numeric field's limits, and malformed ones.
@@ -98,7 +100,8 @@ TEST(RequestFields, WrongJsonTypesNameTheField) {
   const json wrong_for_text[] = {5, 1.5, false, json::array(), json::object()};
   for (const FieldNames& f : request_fields()) {
     const bool text = f.field == RequestField::Prompt || f.field == RequestField::Negative ||
-                      f.field == RequestField::Tier;
+                      f.field == RequestField::Tier || f.field == RequestField::Sampler ||
+                      f.field == RequestField::Scheduler;
     for (const json& v : text ? std::vector<json>(std::begin(wrong_for_text), std::end(wrong_for_text))
                               : std::vector<json>(std::begin(wrong_for_number), std::end(wrong_for_number))) {
       if (f.field == RequestField::SkipLayers && (v.is_string() || v.is_array())) continue;  // its two forms
@@ -362,17 +365,76 @@ TEST(Settings, SaveImagesChangesNothing) {
     EXPECT_EQ(parse_a1111_request({{"prompt", "p"}, {"save_images", save}}, server()).images.size(), 1u);
 }
 
-// Other samplers: refused by default (naming the field); with --sampler-fallback euler they run
-// as Euler, the request otherwise the same, and the note names what was asked.
-TEST(Samplers, FallbackRunsEuler) {
-  const json body = {{"prompt", "p"}, {"sampler_name", "DDIM"}, {"scheduler", "normal"}, {"seed", 3}};
-  EXPECT_EQ(refusal(body).field, "sampler_name");
-  EXPECT_EQ(refusal({{"prompt", "p"}, {"scheduler", "normal"}}).field, "scheduler");
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Every sampler and schedule runs under each of its names (ComfyUI's, A1111's label, the
+// k-diffusion alias, any case) from sampler_name, sampler_index or "sampler"; the combined names
+// ("DPM++ 2M Karras") set both unless the body names a scheduler; parameters echo the request's
+// spelling.
+TEST(Samplers, EveryNameOfEverySamplerAndSchedule) {
+  for (const SamplerName& n : sampler_names()) {
+    std::vector<std::string> spellings = {n.name, n.label, lower(n.label)};
+    if (*n.alias) spellings.push_back(n.alias);
+    for (const std::string& spelling : spellings)
+      for (const char* f : {"sampler_name", "sampler_index", "sampler"}) {
+        const A1111Request r = parse_a1111_request({{"prompt", "p"}, {f, spelling}}, server());
+        EXPECT_EQ(r.images[0].sampler, n.name) << f << " " << spelling;
+        EXPECT_EQ(r.parameters["sampler_name"], r.images[0].sampler_label);
+        EXPECT_TRUE(r.sampler_note.empty());
+      }
+    for (const ScheduleName& sch : schedule_names()) {
+      for (const std::string& spelling : {std::string(sch.name), std::string(sch.label)}) {
+        const A1111Request r =
+            parse_a1111_request({{"prompt", "p"}, {"sampler_name", n.label}, {"scheduler", spelling}}, server());
+        EXPECT_EQ(r.images[0].scheduler, sch.name) << spelling;
+        EXPECT_EQ(r.images[0].sampler, n.name);
+      }
+      // "DPM++ 2M Karras": the label and the schedule's label.
+      const std::string combined = std::string(n.label) + " " + sch.label;
+      const A1111Request c = parse_a1111_request({{"prompt", "p"}, {"sampler_name", combined}}, server());
+      EXPECT_EQ(c.images[0].sampler, n.name) << combined;
+      EXPECT_EQ(c.images[0].scheduler, sch.name) << combined;
+      EXPECT_EQ(c.parameters["sampler_name"], combined);
+      // A scheduler the body gives wins over the combined name's.
+      const A1111Request w =
+          parse_a1111_request({{"prompt", "p"}, {"sampler_name", combined}, {"scheduler", "beta"}}, server());
+      EXPECT_EQ(w.images[0].scheduler, "beta") << combined;
+      // ... but not "automatic" (webuiapi sends it with every request): the combined name's runs.
+      const A1111Request au =
+          parse_a1111_request({{"prompt", "p"}, {"sampler_name", combined}, {"scheduler", "automatic"}}, server());
+      EXPECT_EQ(au.images[0].scheduler, sch.name) << combined;
+    }
+  }
+  // automatic is the MOSS-Image schedule, echoed as A1111 names it.
+  const A1111Request a = parse_a1111_request({{"prompt", "p"}, {"scheduler", "Automatic"}}, server());
+  EXPECT_EQ(a.images[0].scheduler, "moss");
+  EXPECT_EQ(a.parameters["scheduler"], "automatic");
+}
+
+// Names that do not exist: refused by default (naming the field and the known names); with
+// --sampler-fallback euler they run as Euler with the MOSS-Image schedule, the request otherwise
+// the same, and the note names what was asked.
+TEST(Samplers, UnknownNamesAreRefusedOrFallBackToEuler) {
+  for (const char* bad : {"LMS", "DPM adaptive", "PLMS", "Euler Karras Karras", "DPM++ 2M Uniform", " "}) {
+    const RequestError e = refusal({{"prompt", "p"}, {"sampler_name", bad}});
+    EXPECT_EQ(e.field, "sampler_name") << bad;
+    EXPECT_NE(std::string(e.what()).find("unknown sampler (known: \"Euler\", \"Euler a\""), std::string::npos)
+        << e.what();
+  }
+  for (const char* bad : {"uniform", "kl_optimal", "align_your_steps", "polyexponential"}) {
+    const RequestError e = refusal({{"prompt", "p"}, {"scheduler", bad}});
+    EXPECT_EQ(e.field, "scheduler") << bad;
+    EXPECT_NE(std::string(e.what()).find("unknown scheduler (known: moss, simple"), std::string::npos) << e.what();
+  }
+  const json body = {{"prompt", "p"}, {"sampler_name", "LMS"}, {"scheduler", "uniform"}, {"seed", 3}};
   RequestContext fallback = server();
   fallback.sampler_fallback = true;
   const A1111Request r = parse_a1111_request(body, fallback);
-  EXPECT_NE(r.sampler_note.find("DDIM"), std::string::npos) << r.sampler_note;
-  EXPECT_NE(r.sampler_note.find("normal"), std::string::npos) << r.sampler_note;
+  EXPECT_NE(r.sampler_note.find("LMS"), std::string::npos) << r.sampler_note;
+  EXPECT_NE(r.sampler_note.find("uniform"), std::string::npos) << r.sampler_note;
   EXPECT_NE(r.sampler_note.find("--sampler-fallback euler"), std::string::npos) << r.sampler_note;
   EXPECT_EQ(r.parameters["sampler_name"], "Euler");
   json euler = body;
@@ -380,6 +442,17 @@ TEST(Samplers, FallbackRunsEuler) {
   euler.erase("scheduler");
   EXPECT_EQ(settings_of(r.images[0]), settings_of(parse_a1111_request(euler, server()).images[0]));
   EXPECT_TRUE(parse_a1111_request(euler, server()).sampler_note.empty());
+  // The fallback runs Euler with the MOSS-Image schedule even where the server's defaults are others.
+  RequestContext other = server({"--sampler", "dpmpp_2m", "--scheduler", "karras"});
+  other.sampler_fallback = true;
+  EXPECT_EQ(parse_a1111_request({{"prompt", "p"}}, other).images[0].sampler, "dpmpp_2m");
+  const A1111Request fell = parse_a1111_request(body, other);
+  EXPECT_EQ(fell.images[0].sampler, "euler");
+  EXPECT_EQ(fell.images[0].scheduler, "moss");
+  // A known sampler is not a fallback, with the flag or without.
+  const A1111Request known = parse_a1111_request({{"prompt", "p"}, {"sampler_name", "DDIM"}}, fallback);
+  EXPECT_TRUE(known.sampler_note.empty());
+  EXPECT_EQ(known.images[0].sampler, "ddim");
   // The fallback covers samplers only: hires fix and the rest stay refused.
   json hires = body;
   hires["enable_hr"] = true;

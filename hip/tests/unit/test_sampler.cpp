@@ -1,11 +1,16 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <map>
 
 #include "model/dit.h"
 #include "pipeline/noise.h"
 #include "pipeline/sampler.h"
+#include "pipeline/sampler_unipc.h"
 #include "pipeline/schedule.h"
+#include "util/cancel.h"
 #include "util/error.h"
 
 using namespace moss;
@@ -114,4 +119,123 @@ TEST(Sampler, GuidanceWithoutUnconditionalTextIsRefused) {
   SamplerSettings s{2.5f, {}};
   EXPECT_THROW(sample(*f.dit, f.cond, nullptr, f.noise, make_schedule(2, 5.0f), s), Error);
   EXPECT_EQ(f.passes(), 0);
+}
+
+namespace {
+// A denoiser that always answers `target`: every consistent sampler ends there (the ODE's
+// solution is a straight line to it), and the ones that add noise end there too (their last
+// step to sigma 0 returns D). UniPC stops on that line at sigma 0.001 and divides by 1 − 0.001,
+// as ComfyUI (sampler_unipc.h): target + 0.001·(x0 − target)/σ0, over 0.999.
+std::vector<float> constant_target(size_t n) {
+  std::vector<float> t(n);
+  for (size_t i = 0; i < n; ++i) t[i] = 0.25f * float(i % 5) - 0.5f;
+  return t;
+}
+}  // namespace
+
+TEST(Samplers, EveryOneReachesAConstantDenoisersTarget) {
+  const std::vector<float> target = constant_target(32);
+  for (const SamplerName& n : sampler_names()) {
+    NoiseStream stream(3);
+    std::vector<float> x = stream.next(2, 4, 4);
+    int calls = 0;
+    auto model = [&](const std::vector<float>&, double) {
+      ++calls;
+      return target;
+    };
+    const std::vector<float> sigmas = make_schedule(Schedule::Karras, 5, 3.0f);
+    const std::vector<float> x0 = x;
+    x = run_sampler(n.kind, model, x, sigmas, 3.0, [&]() { return stream.next(2, 4, 4); });
+    const bool unipc = n.kind == SamplerKind::UniPc || n.kind == SamplerKind::UniPcBh2;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double end = unipc ? (target[i] + UniPc::kFinalSigma / sigmas[0] * (x0[i] - target[i])) /
+                                     (1.0 - UniPc::kFinalSigma)
+                               : target[i];
+      ASSERT_NEAR(x[i], end, 2e-6) << n.name << " " << i;
+    }
+    EXPECT_EQ(calls, 5 * n.calls_per_step - (n.calls_per_step - 1)) << n.name;
+  }
+}
+
+// An interrupt inside a step (the denoiser throws Cancelled with the stop flag raised) keeps the
+// last finished step's latent; without the flag the cancellation goes on up. after_step returning
+// true ends the loop after that step.
+TEST(Samplers, StopKeepsTheLastFinishedStep) {
+  const std::vector<float> target = constant_target(32);
+  const std::vector<float> sigmas = make_schedule(Schedule::Simple, 4, 1.0f);
+  const std::vector<float> noise = initial_noise(5, 2, 4, 4);
+  for (const SamplerName& n : sampler_names()) {
+    std::atomic<bool> stop{true};
+    int calls = 0;
+    auto model = [&](const std::vector<float>& x, double) {
+      if (++calls > n.calls_per_step) throw Cancelled();
+      return target;
+    };
+    NoiseStream stream(5);
+    stream.next(2, 4, 4);
+    auto draw = [&]() { return stream.next(2, 4, 4); };
+    const std::vector<float> x = run_sampler(n.kind, model, noise, sigmas, 1.0, draw, {}, &stop);
+    // One step ran: the result is that step's latent, which a one-step run from the same start gives.
+    NoiseStream again(5);
+    again.next(2, 4, 4);
+    int calls2 = 0;
+    auto model2 = [&](const std::vector<float>&, double) {
+      ++calls2;
+      return target;
+    };
+    const std::vector<float> one = run_sampler(
+        n.kind, model2, noise, sigmas, 1.0, [&]() { return again.next(2, 4, 4); }, [](int) { return true; });
+    EXPECT_EQ(x, one) << n.name;
+    EXPECT_EQ(calls2, n.calls_per_step) << n.name;
+    stop = false;
+    calls = 0;
+    EXPECT_THROW(run_sampler(n.kind, model, noise, sigmas, 1.0, draw, {}, &stop), Cancelled) << n.name;
+  }
+}
+
+// uni_pc with one step: ComfyUI's order would be min(3, 0) = 0 and its loop would return the
+// noise untouched; here the step is the final step's predictor (docs/samplers.md): one DiT call,
+// x·σ_end/σ0 + D·(1 − σ_end/σ0) at σ_end = 0.001, over 1 − 0.001. bh1 and bh2 agree there (the
+// predictor of order 1 has no B(h) term).
+TEST(Samplers, UniPcOneStepIsAnEulerStepToTheFinalSigma) {
+  const std::vector<float> x0 = initial_noise(9, 2, 4, 4);
+  for (SamplerKind kind : {SamplerKind::UniPc, SamplerKind::UniPcBh2}) {
+    for (const float s0 : {1.0f, 0.6f}) {
+      int calls = 0;
+      double seen = 0.0;
+      auto model = [&](const std::vector<float>& x, double sigma) {
+        ++calls;
+        seen = sigma;
+        std::vector<float> d(x.size());
+        for (size_t i = 0; i < x.size(); ++i) d[i] = 0.5f * x[i] + 0.1f;
+        return d;
+      };
+      const std::vector<float> x = run_sampler(kind, model, x0, {s0, 0.0f}, 1.0, {});
+      EXPECT_EQ(calls, 1);
+      EXPECT_EQ(seen, double(s0));
+      const double r = UniPc::kFinalSigma / s0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double d = double(0.5f * x0[i] + 0.1f);
+        ASSERT_NEAR(x[i], (r * x0[i] + (1.0 - r) * d) / (1.0 - UniPc::kFinalSigma), 1e-6) << i;
+      }
+    }
+  }
+}
+
+// The two variants differ from the first corrector on (B(h) = h against e^h − 1), and a schedule
+// with a repeated sigma is refused rather than divided by a zero step.
+TEST(Samplers, UniPcVariantsDifferAndAZeroStepIsRefused) {
+  const std::vector<float> x0 = initial_noise(4, 2, 4, 4);
+  auto model = [](const std::vector<float>& x, double sigma) {
+    std::vector<float> d(x.size());
+    for (size_t i = 0; i < x.size(); ++i) d[i] = float(std::tanh(x[i]) * (1.0 - sigma));
+    return d;
+  };
+  const std::vector<float> sigmas = make_schedule(Schedule::Simple, 5, 3.0f);
+  const std::vector<float> a = run_sampler(SamplerKind::UniPc, model, x0, sigmas, 3.0, {});
+  const std::vector<float> b = run_sampler(SamplerKind::UniPcBh2, model, x0, sigmas, 3.0, {});
+  double diff = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, double(std::fabs(a[i] - b[i])));
+  EXPECT_GT(diff, 1e-4);
+  EXPECT_THROW(run_sampler(SamplerKind::UniPc, model, x0, {1.0f, 0.5f, 0.5f, 0.0f}, 3.0, {}), std::exception);
 }

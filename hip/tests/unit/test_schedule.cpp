@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "io/safetensors.h"
@@ -85,4 +86,50 @@ TEST(Schedule, RefusesBadRequests) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::Usage);
   }
+}
+
+// Every schedule, at several lengths and shifts: steps + 1 values (the beta schedule's repeats
+// dropped), strictly descending, at most 1, ending in 0; refusals as the MOSS schedule's.
+TEST(Schedule, EveryScheduleDescendsToZero) {
+  for (const ScheduleName& s : schedule_names())
+    for (int steps : {1, 2, 5, 30, 1000})
+      for (float shift : {0.3f, 1.0f, 3.0f, 12.0f}) {
+        const std::vector<float> sig = make_schedule(s.schedule, steps, shift);
+        if (s.schedule != Schedule::Moss && s.schedule != Schedule::Beta) {
+          EXPECT_EQ(sig.size(), size_t(steps) + 1) << s.name << " " << steps;
+        }
+        EXPECT_LE(sig.front(), 1.0f) << s.name;
+        EXPECT_EQ(sig.back(), 0.0f) << s.name;
+        for (size_t i = 1; i < sig.size(); ++i) ASSERT_LT(sig[i], sig[i - 1]) << s.name << " " << steps << " " << i;
+      }
+  for (const ScheduleName& s : schedule_names()) {
+    EXPECT_THROW(make_schedule(s.schedule, 0, 5.0f), Error) << s.name;
+    EXPECT_THROW(make_schedule(s.schedule, 4, 0.0f), Error) << s.name;
+  }
+  EXPECT_EQ(make_schedule(Schedule::Moss, 7, 5.0f), make_schedule(7, 5.0f));
+}
+
+// Values ComfyUI's formulas give (worked by hand from comfy/samplers.py at shift 1, where the
+// table is i/1000): simple at 4 steps picks 1, 0.75, 0.5, 0.25; karras starts at 1 and ends at
+// 0.001; exponential's middle point is the geometric mean.
+TEST(Schedule, KnownValues) {
+  const std::vector<float> simple = make_schedule(Schedule::Simple, 4, 1.0f);
+  EXPECT_EQ(simple, (std::vector<float>{1.0f, 0.75f, 0.5f, 0.25f, 0.0f}));
+  const std::vector<float> karras = make_schedule(Schedule::Karras, 5, 1.0f);
+  EXPECT_FLOAT_EQ(karras.front(), 1.0f);
+  EXPECT_FLOAT_EQ(karras[4], 0.001f);
+  const std::vector<float> exp3 = make_schedule(Schedule::Exponential, 3, 1.0f);
+  EXPECT_NEAR(exp3[1], std::sqrt(0.001), 1e-7);
+  // The incomplete beta function: I_x(1, 1) = x, I_x(a, b) = 1 − I_{1−x}(b, a), the median of a
+  // symmetric beta is 1/2, and ppf inverts it.
+  EXPECT_NEAR(incomplete_beta(1, 1, 0.3), 0.3, 1e-13);
+  EXPECT_NEAR(incomplete_beta(0.6, 0.6, 0.5), 0.5, 1e-13);
+  EXPECT_NEAR(incomplete_beta(2, 3, 0.4), 1 - incomplete_beta(3, 2, 0.6), 1e-13);
+  EXPECT_NEAR(incomplete_beta(2, 3, 0.4), 0.5248, 1e-12);  // 1 − (1−x)^4 − 4x(1−x)^3 at 0.4
+  for (double q : {0.01, 0.2, 0.5, 0.9, 0.999}) EXPECT_NEAR(incomplete_beta(0.6, 0.6, beta_ppf(q, 0.6, 0.6)), q, 1e-12);
+  // Names: any case, A1111's labels, "automatic" for the MOSS-Image schedule.
+  EXPECT_EQ(find_schedule("Karras")->schedule, Schedule::Karras);
+  EXPECT_EQ(find_schedule("SGM Uniform")->schedule, Schedule::SgmUniform);
+  EXPECT_EQ(find_schedule("automatic")->schedule, Schedule::Moss);
+  EXPECT_EQ(find_schedule("uniform"), nullptr);
 }
