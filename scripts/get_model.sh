@@ -7,8 +7,9 @@
 #   sft    OpenMOSS-Team/MOSS-Image-SFT, the official bf16 diffusers folder (the default; the
 #          fine-tuned model for prompts as people write them), about 27 GiB
 #   base   OpenMOSS-Team/MOSS-Image-Base, the same layout, the pre-trained model
-#   comfy  Comfy-Org's single files (comfy-org/moss-image: the SFT DiT, the Qwen3.5 text encoder
-#          and the FLUX.2 small VAE, bf16), for a build that loads single files (--diffusion-model)
+#   comfy  Comfy-Org's single files (Comfy-Org/moss-image: the SFT DiT, the Qwen3.5 text encoder
+#          and the FLUX.2 VAE, bf16; docs/model_files.md), with the official folder's tokenizer.json
+#          beside them (single files carry none)
 #
 # The download uses the huggingface_hub Python package; when python3 cannot import it, it is
 # installed with pip into a private folder (MOSSINFER_HF_PYTHON, default
@@ -31,7 +32,7 @@ case $variant in
   sft) repo=OpenMOSS-Team/MOSS-Image-SFT gib=27 patterns="" kind=diffusers ;;
   base) repo=OpenMOSS-Team/MOSS-Image-Base gib=27 patterns="" kind=diffusers ;;
   comfy) repo=Comfy-Org/moss-image gib=28 kind=files
-    patterns="diffusion_models/moss_image_sft_bf16.safetensors text_encoders/qwen3.5_9b_bf16.safetensors vae/flux2-vae_small.safetensors" ;;
+    patterns="*diffusion_models/moss_image_sft_bf16.safetensors *text_encoders/qwen3.5_9b_bf16.safetensors *vae/flux2-vae.safetensors" ;;
 esac
 
 if ((!check_only)); then
@@ -55,6 +56,14 @@ from huggingface_hub import snapshot_download
 repo, folder, patterns = sys.argv[1], sys.argv[2], sys.argv[3:]
 snapshot_download(repo_id=repo, local_dir=folder, allow_patterns=patterns or None)
 PY
+  if [[ $kind == files ]]; then
+    say "downloading the tokenizer (tokenizer/tokenizer.json of OpenMOSS-Team/MOSS-Image-SFT) into $dir"
+    PYTHONPATH="$py${PYTHONPATH:+:$PYTHONPATH}" python3 - OpenMOSS-Team/MOSS-Image-SFT "$dir" <<'PY'
+import sys
+from huggingface_hub import snapshot_download
+snapshot_download(repo_id=sys.argv[1], local_dir=sys.argv[2], allow_patterns=["tokenizer/tokenizer.json"])
+PY
+  fi
 fi
 
 say "checking $dir"
@@ -68,8 +77,14 @@ bin=moss-infer-hip
 [[ -x $here/../build/moss-infer-hip ]] && bin=build/moss-infer-hip
 if [[ $kind == diffusers ]]; then
   say "ready: $bin --model $dir --prompt \"a lighthouse on a cliff at dusk\"$skip -o first.png"
-elif [[ -x $here/../build/moss-infer-hip ]] && "$here/../build/moss-infer-hip" --help | grep -q -- --diffusion-model; then
-  say "ready: files checked; see docs/usage.md for --diffusion-model and its companions"
 else
-  say "files checked, but this build does not load single files yet: use sft or base (a diffusers folder)"
+  # Where the files landed (Comfy-Org repositories may keep them under split_files/).
+  found() { find "$dir" -name "$1" -print -quit 2>/dev/null; }
+  dit=$(found 'moss_image_*_bf16.safetensors') te=$(found 'qwen3.5_9b_bf16.safetensors')
+  vae=$(found 'flux2-vae*.safetensors') tok=$(found tokenizer.json)
+  if [[ -n $dit && -n $te && -n $vae && -n $tok ]]; then
+    say "ready: $bin --diffusion-model $dit --text-encoder $te --vae $vae --tokenizer $tok --prompt \"a lighthouse on a cliff at dusk\"$skip -o first.png"
+  else
+    say "files checked; give them to $bin with --diffusion-model, --text-encoder, --vae and --tokenizer (docs/model_files.md)"
+  fi
 fi

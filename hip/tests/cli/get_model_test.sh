@@ -75,6 +75,14 @@ python3 -c 'import json,sys; json.dump({"weight_map": {"a": "diffusion_pytorch_m
 expect "shard missing" 1 "00002-of-00002\.safetensors: missing" "$d"
 expect "usage" 2 "usage|get_model\.sh" "" sft
 expect "comfy files check" 0 "ok transformer/diffusion_pytorch_model\.safetensors" "$MODEL" comfy
+# Files named as Comfy-Org's, under split_files/ as its repositories keep them, with the tokenizer:
+# the printed command names each of them.
+c=$WORK/comfy-named && mkdir -p "$c/split_files/diffusion_models" "$c/split_files/text_encoders" "$c/split_files/vae" "$c/tokenizer"
+ln -s "$MODEL/transformer/diffusion_pytorch_model.safetensors" "$c/split_files/diffusion_models/moss_image_sft_bf16.safetensors"
+ln -s "$MODEL/text_encoder/model.safetensors" "$c/split_files/text_encoders/qwen3.5_9b_bf16.safetensors"
+ln -s "$MODEL/vae/diffusion_pytorch_model.safetensors" "$c/split_files/vae/flux2-vae.safetensors"
+ln -s "$MODEL/tokenizer/tokenizer.json" "$c/tokenizer/tokenizer.json"
+expect "comfy command line" 0 "ready: .*--diffusion-model $c/split_files/diffusion_models/moss_image_sft_bf16\.safetensors --text-encoder $c/split_files/text_encoders/qwen3\.5_9b_bf16\.safetensors --vae $c/split_files/vae/flux2-vae\.safetensors --tokenizer $c/tokenizer/tokenizer\.json" "$c" comfy
 
 # The download path with a stand-in huggingface_hub (no network): its snapshot_download copies the
 # tiny model; the files are then checked and the command printed. Where the disk lacks the 28 GiB
@@ -99,7 +107,7 @@ fi && { passed=$((passed + 1)); echo "PASS download path (stand-in client; $free
   { failed=$((failed + 1)); echo "FAIL download path: $rc $out"; }
 
 # The printed command runs (on the host backend, at a small size and one step).
-cmd=$(bash "$GET" --check-only sft "$MODEL" | sed -n 's/^get_model: ready: moss-infer-hip //p')
+cmd=$(bash "$GET" --check-only sft "$MODEL" | sed -n -E 's#^get_model: ready: (build/)?moss-infer-hip ##p')
 if [[ -n $cmd ]] && (cd "$WORK" && eval "MOSSINFER_BACKEND=host \"\$BIN\" $cmd --size 32x32 --steps 1 --quiet") && [[ -s $WORK/first.png ]]; then
   passed=$((passed + 1)); echo "PASS the printed command runs"
 else
