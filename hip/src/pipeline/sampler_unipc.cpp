@@ -53,7 +53,8 @@ UniPc::UniPc(std::vector<double> sigmas, bool bh2)
   // A step of h = 0 would divide by zero (ComfyUI's NaN); no schedule here repeats a sigma.
   for (size_t i = 0; i + 1 < tau_.size(); ++i)
     if (tau_[i] == tau_[i + 1])
-      throw usage_error("uni_pc: step " + std::to_string(i) + " does not move (sigma " + std::to_string(tau_[i]) + " twice)");
+      throw usage_error("uni_pc: step " + std::to_string(i) + " does not move (sigma " + std::to_string(tau_[i]) +
+                        " twice)");
   order_ = std::min(3, steps_ - 1);  // sample_unipc: min(3, len(timesteps) − 2)
 }
 
@@ -63,7 +64,8 @@ UniPc::Vec UniPc::update(const Vec& x, double to, int order, bool corrector, con
   const double h = -std::log(to) - p0.lambda();
   // rks and D1s: the earlier points' λ offsets in units of h, and their D differences over them.
   std::vector<double> rks;
-  for (int j = 1; j < order; ++j) rks.push_back((history_[history_.size() - 1 - size_t(j)].lambda() - p0.lambda()) / h);
+  for (int j = 1; j < order; ++j)
+    rks.push_back((history_[history_.size() - 1 - size_t(j)].lambda() - p0.lambda()) / h);
   rks.push_back(1.0);
 
   const double hh = -h;  // predict_x0

@@ -66,6 +66,9 @@ replay_case no-skip --size 32x32 --steps 2 --skip-layers ""
 # Samplers that add noise from the seed's stream, and A1111's spellings (issue 48).
 replay_case ancestral-beta "${small[@]}" --steps 3 --sampler euler_ancestral --scheduler beta
 replay_case dpmpp-sde-karras "${small[@]}" --steps 2 --sampler "DPM++ SDE" --scheduler Karras
+# UniPC by its A1111 name: the record names uni_pc, and a replay runs it again.
+replay_case unipc-exponential "${small[@]}" --steps 3 --sampler UniPC --scheduler exponential
+check record-unipc python3 -c 'import json,sys; j=json.loads(sys.argv[1]); assert j["sampler"] == "uni_pc" and j["scheduler"] == "exponential", j' "$(text_chunk orig-unipc-exponential.png generation)"
 # More digits than a float holds: the record's value is the float that ran, read back as it is.
 replay_case many-digits "${small[@]}" --steps 2 --cfg 2.718281828459045 --shift 0.000123456789
 # Flags on the command line override the record's fields.

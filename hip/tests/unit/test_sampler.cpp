@@ -239,3 +239,33 @@ TEST(Samplers, UniPcVariantsDifferAndAZeroStepIsRefused) {
   EXPECT_GT(diff, 1e-4);
   EXPECT_THROW(run_sampler(SamplerKind::UniPc, model, x0, {1.0f, 0.5f, 0.5f, 0.0f}, 3.0, {}), std::exception);
 }
+
+// An interrupt inside a later UniPC step keeps the previous step's latent (at that step's sigma),
+// with the history the next steps would have used untouched: the result equals a run ended by
+// after_step there, for every step of a 5-step run and both variants.
+TEST(Samplers, UniPcStopInsideALaterStepKeepsTheStepBefore) {
+  const std::vector<float> x0 = initial_noise(6, 2, 4, 4);
+  const std::vector<float> sigmas = make_schedule(Schedule::Simple, 5, 3.0f);
+  auto denoise = [](const std::vector<float>& x, double sigma) {
+    std::vector<float> d(x.size());
+    for (size_t i = 0; i < x.size(); ++i) d[i] = float(std::tanh(x[i]) * (1.0 - 0.5 * sigma));
+    return d;
+  };
+  for (SamplerKind kind : {SamplerKind::UniPc, SamplerKind::UniPcBh2}) {
+    for (int stop_in = 1; stop_in < 5; ++stop_in) {  // the step whose DiT call is interrupted
+      std::atomic<bool> stop{true};
+      int calls = 0;
+      auto model = [&](const std::vector<float>& x, double s) {
+        if (++calls > stop_in) throw Cancelled();  // step i makes call i + 1
+        return denoise(x, s);
+      };
+      const std::vector<float> stopped = run_sampler(kind, model, x0, sigmas, 3.0, {}, {}, &stop);
+      const std::vector<float> ended =
+          run_sampler(kind, denoise, x0, sigmas, 3.0, {}, [&](int i) { return i == stop_in - 1; });
+      EXPECT_EQ(stopped, ended) << sampler_name(kind).name << " stopped in step " << stop_in;
+      if (stop_in > 1) {
+        EXPECT_NE(stopped, x0) << stop_in;  // the latent had moved
+      }
+    }
+  }
+}
