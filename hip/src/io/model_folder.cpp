@@ -73,7 +73,7 @@ void check_tensors(const WeightFiles& weights, const std::vector<ExpectedTensor>
       if (!ignored && (quantized_dtype_name(info.dtype_name) || name.find("qweight") != std::string::npos ||
                        name.find(".scales") != std::string::npos || name.find("weight_scale") != std::string::npos))
         throw usage_error(weights.file_of(name) + ": tensor '" + name + "' (" + info.dtype_name +
-                          ") is quantized; only the official bf16 folders are supported");
+                          ") is quantized; only bf16 weights are supported (docs/model_files.md)");
       if (!ignored) throw failure(weights.file_of(name) + ": unexpected tensor '" + name + "'");
       continue;
     }
