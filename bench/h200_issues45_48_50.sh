@@ -15,6 +15,10 @@ M=/tmp/moss-random-full
 R=$OUT/results
 mkdir -p "$R"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+# The scripts read GNU time's -v lines; a machine without it gets the stand-in (bench/time_v.py).
+if [[ ! -x /usr/bin/time ]]; then
+  cp bench/time_v.py /usr/bin/time 2>/dev/null || echo "no /usr/bin/time and it cannot be installed"
+fi
 if [[ ! -f $M/transformer/diffusion_pytorch_model.safetensors ]]; then
   start=$(date +%s.%N)
   timeout 200 tools/random_model.sh "$M" "$B" >"$R/model.log" 2>&1
