@@ -1,6 +1,7 @@
 // moss-infer-hip: argument handling and the mapping of errors to exit statuses
 // (0 success, 2 usage error or unsupported request, 1 any other failure).
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -87,16 +88,20 @@ int main(int argc, char** argv) {
     ParsedArgs args = parse_args(std::vector<std::string>(argv + 1, argv + argc));
     replay = args.replay;
     switch (args.action) {
-      // A printing command's output that cannot be written is an error (stdout closed, /dev/full).
+      // A printing command's output that cannot be written is an error (stdout closed, /dev/full);
+      // errno is cleared first so that finish_stdout names a write's own failure.
       case Action::Help:
+        errno = 0;
         std::fputs(help_text().c_str(), stdout);
         finish_stdout();
         return 0;
       case Action::Version:
+        errno = 0;
         std::printf("%s\narchitectures: %s\n", engine_version().c_str(), built_architectures().c_str());
         finish_stdout();
         return 0;
       case Action::ListDevices:
+        errno = 0;
         list_devices_command();
         finish_stdout();
         return 0;

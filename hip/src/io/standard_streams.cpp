@@ -59,9 +59,12 @@ std::string read_stdin(const std::string& what, size_t limit) {
 
 void finish_stdout() {
   if (g_closed[1]) throw failure("cannot write the output: stdout is closed");
+  // A text longer than stdout's buffer (--help) was partly written before this flush: the write
+  // that failed then left its errno (the callers clear errno before printing), the flush none.
+  const int earlier = errno;
   errno = 0;
   const bool flushed = std::fflush(stdout) == 0;
-  const int err = errno;
+  const int err = errno ? errno : earlier;
   if (!flushed || std::ferror(stdout))
     throw failure(std::string("cannot write the output to stdout (") + std::strerror(err ? err : EIO) + ")");
 }

@@ -74,11 +74,12 @@ def check_aiya(c, srv):
     c.check("aiya-styles-not-used", "styles.None" in info["not_used"], info["not_used"])
     c.check("aiya-clip-skip-not-used", "override_settings.CLIP_stop_at_last_layers" in info["not_used"],
             info["not_used"])
-    # The same image from the command line, which crops only with --crop-to-size.
+    # The same image from the command line (AIYA's "Euler a" is euler_ancestral there too), which
+    # crops only with --crop-to-size.
     out = os.path.join(tempfile.mkdtemp(dir=os.path.join(CHROOT, "tmp") if CHROOT else None), "cli.png")
     made = subprocess.run([*WRAP, srv.binary, "--model", srv.model, "--skip-layers", "2", "--steps", "2",
                            "--prompt", "a castle on a hill",
-                           "--seed", "1234", "--size", "40x40", "--cfg", "7", "--crop-to-size", "-o", inside(out),
+                           "--seed", "1234", "--size", "40x40", "--cfg", "7", "--sampler", "Euler a", "--crop-to-size", "-o", inside(out),
                            "--quiet"], env=dict(os.environ, MOSSINFER_BACKEND="host"), capture_output=True, text=True)
     c.check("aiya-cli-crop-same-pixels", made.returncode == 0 and
             png_pixels(open(out, "rb").read()) == png_pixels(b64png(reply["images"][0])), made.stderr[-300:])
