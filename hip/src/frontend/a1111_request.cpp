@@ -9,6 +9,7 @@
 #include "cli/batch.h"
 #include "frontend/lora_library.h"
 #include "pipeline/request_fields.h"
+#include "util/ascii_case.h"
 #include "util/numbers.h"
 #include "pipeline/sampler.h"
 #include "pipeline/schedule.h"
@@ -88,11 +89,6 @@ bool is_request_setting(const char* name) {
   return false;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return s;
-}
-
 std::string trimmed(const std::string& text) {
   const char* blanks = " \t\n\r\f\v";
   const size_t a = text.find_first_not_of(blanks);
@@ -126,7 +122,7 @@ json converted(const Known& k, const json& v) {
                        std::string(k.name) + shown_text + ": not a decimal number (digits with an optional fraction)");
   }
   if (k.type == Type::Boolean && (v.is_string() || v.is_number_integer())) {
-    const std::string t = v.is_string() ? lower(trimmed(v.get<std::string>())) : v.dump();
+    const std::string t = v.is_string() ? ascii_lowercase(trimmed(v.get<std::string>())) : v.dump();
     for (const char* yes : {"1", "on", "t", "true", "y", "yes"})
       if (t == yes) return json(true);
     for (const char* no : {"0", "off", "f", "false", "n", "no"})
@@ -228,7 +224,7 @@ std::string set_sampler_fields(const json& body, bool fallback, GenerationReques
   };
   const json scheduler = field(body, "scheduler");
   // "automatic" with a combined name is A1111's legacy spelling: the name's schedule runs.
-  const bool schedule_given = !is_empty_value(scheduler) && lower(scheduler.get<std::string>()) != "automatic";
+  const bool schedule_given = !is_empty_value(scheduler) && ascii_lowercase(scheduler.get<std::string>()) != "automatic";
   if (!is_empty_value(scheduler)) {
     const std::string problem = set(RequestField::Scheduler, scheduler.get<std::string>());
     if (!problem.empty()) unknown(RequestField::Scheduler, "scheduler", scheduler.get<std::string>(), problem);
@@ -260,7 +256,7 @@ std::string set_sampler_fields(const json& body, bool fallback, GenerationReques
 
 void check_refiner(const json& body) {
   const json v = field(body, "refiner_checkpoint");
-  if (is_empty_value(v) || lower(v.get<std::string>()) == "none") return;
+  if (is_empty_value(v) || ascii_lowercase(v.get<std::string>()) == "none") return;
   throw refuse("refiner_checkpoint", "refiners");
 }
 
@@ -275,7 +271,7 @@ std::vector<LoraChoice> take_extra_networks(json& body, const RequestContext& co
     const json v = field(body, name);
     if (!v.is_string()) continue;
     std::string text = v.get<std::string>();
-    if (lower(text).find("<hypernet:") != std::string::npos)
+    if (ascii_lowercase(text).find("<hypernet:") != std::string::npos)
       throw refuse(name, "extra networks (<hypernet:...>: hypernetworks)");
     std::vector<LoraTag> tags;
     try {

@@ -10,6 +10,7 @@
 #include "pipeline/sampler_mix.h"
 #include "pipeline/sampler_unipc.h"
 #include "pipeline/schedule.h"
+#include "util/ascii_case.h"
 #include "util/cancel.h"
 #include "util/error.h"
 #include "util/interrupt.h"
@@ -37,17 +38,10 @@ const std::vector<SamplerName>& sampler_names() {
   return names;
 }
 
-namespace {
-std::string lowered(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-}  // namespace
-
 const SamplerName* find_sampler(const std::string& name) {
-  const std::string n = lowered(name);
+  const std::string n = ascii_lowercase(name);
   for (const SamplerName& s : sampler_names())
-    if (n == s.name || n == lowered(s.label) || (*s.alias && n == s.alias)) return &s;
+    if (n == s.name || n == ascii_lowercase(s.label) || (*s.alias && n == s.alias)) return &s;
   return nullptr;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "util/ascii_case.h"
 #include "util/error.h"
 
 namespace moss {
@@ -20,17 +21,10 @@ const std::vector<ScheduleName>& schedule_names() {
   return names;
 }
 
-namespace {
-std::string lowered(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-}  // namespace
-
 const ScheduleName* find_schedule(const std::string& name) {
-  const std::string n = lowered(name);
+  const std::string n = ascii_lowercase(name);
   for (const ScheduleName& s : schedule_names())
-    if (n == s.name || n == lowered(s.label)) return &s;
+    if (n == s.name || n == ascii_lowercase(s.label)) return &s;
   if (n == "moss-image") return &schedule_names()[0];
   return nullptr;
 }

@@ -7,14 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "server/cors.h"
+#include "util/ascii_case.h"
 
 namespace moss {
 namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -34,18 +30,18 @@ std::string host_name(const std::string& host, bool& ip) {
   if (!name.empty() && name[0] == '[') {
     const size_t close = name.find(']');
     // "[v6]" or "[v6]:port" only: "[::1].evil.example" is no address
-    if (close == std::string::npos || (close + 1 < name.size() && name[close + 1] != ':')) return lower(name);
+    if (close == std::string::npos || (close + 1 < name.size() && name[close + 1] != ':')) return ascii_lowercase(name);
     name = name.substr(1, close - 1);
     in6_addr v6;
     ip = inet_pton(AF_INET6, name.c_str(), &v6) == 1;
-    return lower(name);
+    return ascii_lowercase(name);
   }
   const size_t colon = name.find(':');
   if (colon != std::string::npos) name = name.substr(0, colon);
   if (!name.empty() && name.back() == '.') name.pop_back();
   in_addr v4;
   ip = inet_pton(AF_INET, name.c_str(), &v4) == 1;
-  return lower(name);
+  return ascii_lowercase(name);
 }
 
 bool host_allowed(const GuardRules& rules, const std::string& host) {
@@ -69,14 +65,14 @@ bool changes_state(const std::string& method) { return method != "GET" && method
 // The Origin names this server when its host[:port] is the Host header's.
 bool same_origin(const std::string& origin, const std::string& host) {
   const size_t sep = origin.find("://");
-  return sep != std::string::npos && !host.empty() && lower(origin.substr(sep + 3)) == lower(host);
+  return sep != std::string::npos && !host.empty() && ascii_lowercase(origin.substr(sep + 3)) == ascii_lowercase(host);
 }
 
 // The media type of a Content-Type value: before any ';', trimmed, lower case.
 std::string media_type(const std::string& content_type) {
   std::string t = content_type.substr(0, content_type.find(';'));
   const size_t a = t.find_first_not_of(" \t"), b = t.find_last_not_of(" \t");
-  return a == std::string::npos ? "" : lower(t.substr(a, b - a + 1));
+  return a == std::string::npos ? "" : ascii_lowercase(t.substr(a, b - a + 1));
 }
 
 bool has_body(const httplib::Request& req) {

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstring>
 
+#include "util/ascii_case.h"
+
 namespace moss {
 namespace {
 
@@ -11,11 +13,6 @@ bool is_token(const std::string& s) {
   for (unsigned char c : s)
     if (!std::isalnum(c) && !std::strchr("!#$%&'*+-.^_`|~", c)) return false;
   return true;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 std::string trim_ows(const std::string& s) {
@@ -97,7 +94,7 @@ RequestHeadCheck::State RequestHeadCheck::header_line(const std::string& line) {
     return refuse(400, "a header line starts with white space (obsolete line folding)");
   const size_t colon = line.find(':');
   if (colon == std::string::npos) return refuse(400, "a header line without a colon: " + shown(line));
-  const std::string name = line.substr(0, colon), value = trim_ows(line.substr(colon + 1)), key = lower(name);
+  const std::string name = line.substr(0, colon), value = trim_ows(line.substr(colon + 1)), key = ascii_lowercase(name);
   if (!is_token(name))
     return refuse(400, "the header name " + shown(name) + " is not a token (no white space before the colon)");
   if (key == "content-length") {
@@ -107,10 +104,10 @@ RequestHeadCheck::State RequestHeadCheck::header_line(const std::string& line) {
     content_length_ = std::stoull(value);
   } else if (key == "transfer-encoding") {
     if (++transfer_encodings_ > 1) return refuse(400, "two Transfer-Encoding headers (ambiguous framing)");
-    if (lower(value) != "chunked")
+    if (ascii_lowercase(value) != "chunked")
       return refuse(501, "Transfer-Encoding " + shown(value) + " is not supported (only chunked)");
     chunked_ = true;
-  } else if (key == "content-encoding" && lower(value) != "identity") {
+  } else if (key == "content-encoding" && ascii_lowercase(value) != "identity") {
     return refuse(415, "Content-Encoding " + shown(value) +
                            " is not accepted: send the body uncompressed (the body limit of " +
                            std::to_string(limits_.max_body_bytes) + " bytes is on the body as sent)");

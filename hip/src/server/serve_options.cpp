@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "server/cors.h"
+#include "util/ascii_case.h"
 #include "util/error.h"
 
 namespace moss {
@@ -106,9 +107,7 @@ ServeOptions parse_serve_args(const std::vector<std::string>& args) {
       } else if (name == "--allowed-host") {
         const std::string why = allowed_host_refusal(value);
         if (!why.empty()) throw usage_error("--allowed-host '" + value + "': " + why);
-        std::string lower;
-        for (char c : value) lower += char(std::tolower(static_cast<unsigned char>(c)));
-        s.guard.allowed_hosts.push_back(lower);
+        s.guard.allowed_hosts.push_back(ascii_lowercase(value));
       } else if (name == "--api-auth") {
         s.guard.credentials.add_list(value, "--api-auth");
       } else {

@@ -16,7 +16,6 @@ Usage: security_browser_test.py BINARY MODEL_DIR"""
 import http.server
 import os
 import re
-import shutil
 import sys
 import threading
 import time
@@ -24,17 +23,8 @@ import urllib.request
 
 from harness import Server, Checks, free_port
 
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-if not CHROMIUM or not DRIVER:
-    print("skipped: Debian's chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)")
-    sys.exit(77)
-sys.path.insert(0, os.environ.get("MOSSINFER_CI_PYTHON", os.path.expanduser("~/.cache/mossinfer-ci-python")))
-try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.support.ui import WebDriverWait
-except ImportError as e:
-    sys.exit(f"chromium is installed but Selenium is not ({e}): pip install selenium (.ci/run does)")
+import chromium  # exits 77 (skipped) where chromium or chromedriver is absent
+from selenium.webdriver.support.ui import WebDriverWait
 
 REBIND = "rebind.example"  # resolved to 127.0.0.1 by the browser (--host-resolver-rules)
 
@@ -92,12 +82,7 @@ def serve_page(html):
 
 
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                f"--host-resolver-rules=MAP {REBIND} 127.0.0.1"):
-        options.add_argument(arg)
-    return webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
+    return chromium.browser(f"--host-resolver-rules=MAP {REBIND} 127.0.0.1")
 
 
 def metrics(port):

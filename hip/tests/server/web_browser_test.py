@@ -14,26 +14,16 @@ Usage: web_browser_test.py BINARY MODEL_DIR"""
 import base64
 import os
 import re
-import shutil
 import sys
 import tempfile
 import time
 
 from harness import run_server_test, cli_png, png_pixels
 
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-if not CHROMIUM or not DRIVER:
-    print("skipped: Debian's chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)")
-    sys.exit(77)
-sys.path.insert(0, os.environ.get("MOSSINFER_CI_PYTHON", os.path.expanduser("~/.cache/mossinfer-ci-python")))
-try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support.ui import Select, WebDriverWait
-except ImportError as e:
-    sys.exit(f"chromium is installed but Selenium is not ({e}): pip install selenium (.ci/run does)")
+import chromium  # exits 77 (skipped) where chromium or chromedriver is absent
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 PHONE = (390, 844)  # CSS pixels of a common phone
 # Steps of the watched generation: long enough (seconds on the tiny model) for the page's 250 ms
@@ -42,13 +32,7 @@ STEPS = 32
 
 
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                f"--window-size={PHONE[0]},{PHONE[1]}"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
+    return chromium.browser(f"--window-size={PHONE[0]},{PHONE[1]}", console_log=True)
 
 
 def fetch_bytes(driver, url):

@@ -8,22 +8,12 @@ fetch", as Lite shows) and the server's refusal of the preflight names --cors-or
 Exit 77 only where chromium or chromedriver is absent. Usage: web_cors_test.py BINARY MODEL_DIR"""
 import http.server
 import os
-import shutil
 import sys
 import threading
 
 from harness import Checks, Server, http_request
 
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-if not CHROMIUM or not DRIVER:
-    print("skipped: Debian's chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)")
-    sys.exit(77)
-sys.path.insert(0, os.environ.get("MOSSINFER_CI_PYTHON", os.path.expanduser("~/.cache/mossinfer-ci-python")))
-try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-except ImportError as e:
-    sys.exit(f"chromium is installed but Selenium is not ({e}): pip install selenium (.ci/run does)")
+import chromium  # exits 77 (skipped) where chromium or chromedriver is absent
 
 LITE_BODY = {"prompt": "a fox in the snow", "negative_prompt": "ugly, deformed", "sampler_name": "Euler",
              "batch_size": 1, "n_iter": 1, "steps": 2, "cfg_scale": 7, "width": 32, "height": 32,
@@ -50,11 +40,7 @@ class Page(http.server.BaseHTTPRequestHandler):
 
 
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(arg)
-    return webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
+    return chromium.browser()
 
 
 def post_from_page(driver, port):
