@@ -6,6 +6,7 @@
 # DiT (issue 49, CPU), then the full-size random model from its folder against the Comfy-Org single
 # files (issue 45: load time, peak host memory, latents bit for bit). PHASE=runs: the samplers'
 # image times (issue 48) and the LoRA merge, 8 against 50 steps and the restore (issue 47).
+# PHASE=layouts: the issue-45 measurement alone.
 # Every step has a time limit, so one that hangs costs its limit, not the call.
 set -u
 tar -C .carry -xJf .carry/bundle.tar.xz
@@ -20,16 +21,17 @@ if [[ ! -x /usr/bin/time ]]; then
   cp bench/time_v.py /usr/bin/time 2>/dev/null || echo "no /usr/bin/time and it cannot be installed"
 fi
 if [[ ! -f $M/transformer/diffusion_pytorch_model.safetensors ]]; then
-  start=$(date +%s.%N)
   timeout 200 tools/random_model.sh "$M" "$B" >"$R/model.log" 2>&1
-  echo "== random model rc $? in $(echo "$(date +%s.%N) - $start" | bc) s"
+  echo "== random model rc $?"
 fi
 case ${PHASE:-files} in
-  files)
+  files | layouts)
+    [[ ${PHASE:-files} == layouts ]] || {
     timeout 150 "$B/moss-infer-hip" bench --steps 2 --size 512x512 >"$R/bench.log" 2>&1
     echo "== bench rc $?"; grep -iE "ceiling|^device" "$R/bench.log" | head -5
     timeout 120 bash bench/int8_quantize_full.sh "$B" 2>&1 | tail -3
     echo "== quantize rc $?"
+    }
     RUNS=2 timeout 330 bash bench/h200_model_files.sh "$B" "$R/model_files" "$M" 4 >/dev/null 2>&1
     echo "== model_files rc $?"
     cat "$R/model_files/model_files.txt"

@@ -26,6 +26,9 @@ if [[ ! -f $LAYOUTS/vae_ldm.safetensors ]]; then
   "$BIN/model_layouts" --from "$MODEL" --out "$LAYOUTS" --comfy-only >"$OUT/layouts.log" 2>&1 ||
     { log "FAIL model_layouts: $(tail -1 "$OUT/layouts.log")"; exit 1; }
 fi
+# Both layouts' files written back to the disk before any run: dirty pages of the files just
+# written would otherwise be flushed during the timed runs of one layout and not the other.
+sync
 prompt="A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
 common=(--prompt "$prompt" --size "${SIZE:-1024x1024}" --steps "$STEPS" --seed 7 ${EXTRA:-})
 folder=(--model "$MODEL")
@@ -70,6 +73,9 @@ for name in ("folder", "files"):
     rows[name] = [statistics.median(c) for c in zip(*m)]
     w, rss, te, dl = rows[name]
     print(f"{name:7s} wall {w:7.2f} s  peak host RSS {rss:6.2f} GiB  text encoder {te:6.2f} s  dit load {dl:6.2f} s (median of {runs})")
+    for i in range(0, runs + 1):
+        t = record(f"{out}/{name}-{i}.png")["timings_s"]
+        print(f"  {name}-{i}: wall {measure(name, i)[0]:.2f} s, " + ", ".join(f"{k} {v:.3f}" for k, v in t.items() if isinstance(v, (int, float))))
 for k, label in ((0, "wall"), (1, "peak RSS"), (3, "dit load")):
     a, b = rows["folder"][k], rows["files"][k]
     print(f"files / folder {label}: {b / a:.3f}" + ("" if abs(b / a - 1) <= 0.10 else "  (more than 10% apart)"))
