@@ -37,9 +37,11 @@ sysfs_gfx_archs() {
   done | sort -u
 }
 
-# The gfx architectures rocminfo ($1) lists for its GPU agents, one a line, sorted, distinct.
+# The gfx architectures rocminfo ($1) lists for its GPU agents, one a line, sorted, distinct. A
+# rocminfo that fails (ROCm installed, but no GPU or no access to /dev/kfd) lists none: its status
+# must not end quickstart (set -e with pipefail), which then reads the driver's sysfs instead.
 rocminfo_gfx_archs() {
-  "$1" 2>/dev/null | awk '$1 == "Name:" && $2 ~ /^gfx[0-9a-f]+$/ {print $2}' | sort -u
+  { "$1" 2>/dev/null || true; } | awk '$1 == "Name:" && $2 ~ /^gfx[0-9a-f]+$/ {print $2}' | sort -u
 }
 
 detect_machine() {

@@ -75,21 +75,27 @@ done
 
 # serve: a --skip-layers given that the model lacks stops it before it listens (exit 2); the
 # default on the tiny model is a warning naming the blocks, and the server runs.
-out=$(cd "$WORK" && MOSSINFER_BACKEND=host timeout 30 "$BIN" serve --model "$MODEL" --skip-layers 9 --port 1 2>&1)
-rc=$?
-[[ $rc -eq 2 ]] && grep -q '^moss-infer-hip: --skip-layers 9: block 9 does not exist (the DiT has 4 blocks, 0 to 3)$' <<<"$out" &&
-  { passed=$((passed + 1)); echo "PASS serve --skip-layers 9 refused"; } || { failed=$((failed + 1)); echo "FAIL serve --skip-layers 9: $rc $out"; }
-# (Stopped with SIGTERM once it listens; at most 60 s.)
-(cd "$WORK" && MOSSINFER_BACKEND=host exec timeout -s TERM 60 "$BIN" serve --model "$MODEL" --port $((20000 + RANDOM % 20000)) \
-  2>"$WORK/serve.err") &
-serve_pid=$!
-for _ in $(seq 600); do grep -q '^listening on' "$WORK/serve.err" 2>/dev/null && break; sleep 0.1; done
-kill -TERM "$serve_pid" 2>/dev/null
-wait "$serve_pid"
-out=$(cat "$WORK/serve.err")
-grep -q 'warning: the default --skip-layers "22" skips block 22, which this model does not have (the DiT has 4 blocks, 0 to 3).*requests without "skip_layers" are refused (422)' <<<"$out" &&
-  grep -q '^listening on' <<<"$out" && { passed=$((passed + 1)); echo "PASS serve warns of the default"; } ||
-  { failed=$((failed + 1)); echo "FAIL serve default warning: $out"; }
+# A build without the server (no cpp-httplib: the AMD build's root) says so for `serve`; these
+# cases are then skipped (ctest server_unavailable_message checks that message).
+if "$BIN" serve --help >/dev/null 2>&1; then
+  out=$(cd "$WORK" && MOSSINFER_BACKEND=host timeout 30 "$BIN" serve --model "$MODEL" --skip-layers 9 --port 1 2>&1)
+  rc=$?
+  [[ $rc -eq 2 ]] && grep -q '^moss-infer-hip: --skip-layers 9: block 9 does not exist (the DiT has 4 blocks, 0 to 3)$' <<<"$out" &&
+    { passed=$((passed + 1)); echo "PASS serve --skip-layers 9 refused"; } || { failed=$((failed + 1)); echo "FAIL serve --skip-layers 9: $rc $out"; }
+  # (Stopped with SIGTERM once it listens; at most 60 s.)
+  (cd "$WORK" && MOSSINFER_BACKEND=host exec timeout -s TERM 60 "$BIN" serve --model "$MODEL" --port $((20000 + RANDOM % 20000)) \
+    2>"$WORK/serve.err") &
+  serve_pid=$!
+  for _ in $(seq 600); do grep -q '^listening on' "$WORK/serve.err" 2>/dev/null && break; sleep 0.1; done
+  kill -TERM "$serve_pid" 2>/dev/null
+  wait "$serve_pid"
+  out=$(cat "$WORK/serve.err")
+  grep -q 'warning: the default --skip-layers "22" skips block 22, which this model does not have (the DiT has 4 blocks, 0 to 3).*requests without "skip_layers" are refused (422)' <<<"$out" &&
+    grep -q '^listening on' <<<"$out" && { passed=$((passed + 1)); echo "PASS serve warns of the default"; } ||
+    { failed=$((failed + 1)); echo "FAIL serve default warning: $out"; }
+else
+  echo "SKIP serve cases: this build has no server"
+fi
 
 # --- a jobs line the model refuses: FILE:LINE and the field, never a flag --------------------
 printf '%s\n' '{"prompt": "a", "skip_layers": [2], "width": 32, "height": 32, "steps": 1, "output": "j1.png"}' \

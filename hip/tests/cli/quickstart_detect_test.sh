@@ -73,7 +73,14 @@ check() {
     echo "ok   $name: $target"
   fi
 }
-machine() { M=$WORK/$1; mkdir -p "$M/path" "$M/sys" "$M/dev"; CANDIDATES="" NVCC=""; }
+# Every machine's PATH has a rocminfo that fails as ROCm's does without a usable GPU ("ROCk
+# module is NOT loaded", status 1): it shadows a real one of the machine running the test (the
+# AMD build's root has Debian's), and the detection must go on past it to the driver's sysfs.
+machine() {
+  M=$WORK/$1; mkdir -p "$M/path" "$M/sys" "$M/dev"; CANDIDATES="" NVCC=""
+  printf '#!/bin/sh\necho "ROCk module is NOT loaded, possibly no GPU devices" >&2\nexit 1\n' >"$M/path/rocminfo"
+  chmod +x "$M/path/rocminfo"
+}
 
 machine rocm7-rocminfo
 rocm "$M/opt/rocm" 7.0.2 && rocminfo_stub "$M/opt/rocm" gfx1101

@@ -105,6 +105,11 @@ def main():
                 problem = None if r.returncode == 1 and "no supported device" in r.stderr else \
                     f"exit {r.returncode}: {r.stderr[-300:]}"
             elif sub == "serve":
+                served = subprocess.run([binary, "serve", "--help"], capture_output=True, text=True)
+                if served.returncode == 2 and "this build has no server" in served.stderr:
+                    print(f"skip  {cmd}\n      (this build has no server: ctest server_unavailable_message)")
+                    skipped += 1
+                    continue
                 problem = run_serve(argv, env, work)
             else:
                 if "--model" in argv:
