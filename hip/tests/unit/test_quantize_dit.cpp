@@ -205,8 +205,10 @@ namespace {
 class CheckInt8ConvRot : public testing::Test {
  protected:
   void SetUp() override {
-    const std::string model = make_folder("check_src");
-    dir_ = testing::TempDir() + "check_int8";
+    // A folder per test: ctest runs this fixture's tests at once (-j), each in its own process.
+    const std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
+    const std::string model = make_folder("check_src_" + test);
+    dir_ = testing::TempDir() + "check_int8_" + test;
     ASSERT_EQ(std::system(("rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "'").c_str()), 0);
     quantize_dit(options(model, dir_ + "/good.safetensors"));
     good_ = SafetensorsFile::open(dir_ + "/good.safetensors");
