@@ -5,7 +5,9 @@
 // real folders, so the engine accepts what this writes.
 //
 //   bench_random_model --out DIR --tokenizer qwen35/tokenizer.json [--dit-layers N] [--te-layers N]
-//                      [--no-text-encoder]
+//                      [--no-text-encoder] [--sparse]
+//   --sparse: headers only, every tensor's bytes a hole (zeros, no disk space): for timing what
+//   happens before any weight is read (bench/model_files_mapping.sh), never for a run.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 #include "io/files.h"
@@ -31,7 +34,7 @@ using nlohmann::json;
 namespace {
 
 void write_component(const std::string& path, const std::vector<ExpectedTensor>& tensors, bool zero_centred_norms,
-                     uint64_t salt0) {
+                     uint64_t salt0, bool sparse) {
   json h = json::object();
   uint64_t off = 0;
   std::vector<uint64_t> offsets;
@@ -51,6 +54,11 @@ void write_component(const std::string& path, const std::vector<ExpectedTensor>&
   uint64_t hl = header.size();
   std::fwrite(&hl, 8, 1, f);
   std::fwrite(header.data(), 1, header.size(), f);
+  if (sparse) {
+    if (std::fflush(f) != 0 || ::ftruncate(::fileno(f), off_t(8 + hl + off)) != 0) throw failure(path + ": write failed");
+    if (std::fclose(f) != 0) throw failure(path + ": write failed");
+    return;
+  }
   std::vector<char> buf;
   uint64_t salt = salt0;
   for (const ExpectedTensor& t : tensors) {
@@ -97,6 +105,7 @@ int main(int argc, char** argv) {
     const int te_layers =
         std::stoi(flag(argc, argv, "--te-layers", std::to_string(kFullSizeTextEncoderLayers).c_str()));
     const bool with_te = !has_flag(argc, argv, "--no-text-encoder");
+    const bool sparse = has_flag(argc, argv, "--sparse");
     for (const char* d : {"", "/transformer", "/text_encoder", "/vae", "/tokenizer", "/scheduler"})
       ::mkdir((out + d).c_str(), 0755);
 
@@ -117,15 +126,15 @@ int main(int argc, char** argv) {
 
     DitConfig dit = parse_dit_config(out + "/transformer/config.json");
     std::fprintf(stderr, "writing transformer (%d blocks)\n", dit_layers);
-    write_component(out + "/transformer/diffusion_pytorch_model.safetensors", dit_expected_tensors(dit), false, 1000);
+    write_component(out + "/transformer/diffusion_pytorch_model.safetensors", dit_expected_tensors(dit), false, 1000, sparse);
     VaeConfig vae = parse_vae_config(out + "/vae/config.json");
     std::fprintf(stderr, "writing vae\n");
-    write_component(out + "/vae/diffusion_pytorch_model.safetensors", vae_expected_tensors(vae), false, 2000);
+    write_component(out + "/vae/diffusion_pytorch_model.safetensors", vae_expected_tensors(vae), false, 2000, sparse);
     if (with_te) {
       TextEncoderConfig te = parse_text_encoder_config(out + "/text_encoder/config.json");
       std::fprintf(stderr, "writing text encoder (%d layers)\n", te_layers);
       write_component(out + "/text_encoder/model.safetensors", text_encoder_expected_tensors(te, "language_model."),
-                      true, 3000);
+                      true, 3000, sparse);
     }
     std::fprintf(stderr, "done: %s\n", out.c_str());
     return 0;

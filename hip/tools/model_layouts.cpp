@@ -6,8 +6,12 @@
 // files each refusal is tested with. Same tensor bytes throughout; only names, the fused qkv
 // and the VAE attention's 1x1-conv shapes change.
 //
-//   model_layouts --from FOLDER --out DIR [--comfy-only]
+//   model_layouts --from FOLDER --out DIR [--comfy-only] [--sparse]
+//   --sparse: headers only, the tensors' bytes left as holes (a sparse folder of
+//   bench_random_model --sparse in, for bench/model_files_mapping.sh): nothing is read or written
+//   but the names, shapes and offsets.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -36,7 +40,9 @@ struct Out {
 };
 
 // Streams the file (header, then each tensor's bytes), so a full-size component never sits in
-// memory twice.
+// memory twice. Sparse: the header, then a hole the size of the bytes.
+bool sparse_output = false;
+
 void write_file(const std::string& path, const std::vector<Out>& tensors) {
   json h = json::object();
   uint64_t off = 0;
@@ -64,8 +70,13 @@ void write_file(const std::string& path, const std::vector<Out>& tensors) {
   for (int i = 0; i < 8; ++i) len[i] = char((n >> (8 * i)) & 0xff);
   f.write(len, 8);
   f.write(header.data(), std::streamsize(header.size()));
-  for (const Out& t : tensors)
-    for (const Tensor& p : t.parts) f.write(static_cast<const char*>(p.data), std::streamsize(p.nbytes()));
+  if (sparse_output) {
+    f.close();
+    if (!f || ::truncate(path.c_str(), off_t(8 + n + off)) != 0) throw failure(path + ": write failed");
+  } else {
+    for (const Out& t : tensors)
+      for (const Tensor& p : t.parts) f.write(static_cast<const char*>(p.data), std::streamsize(p.nbytes()));
+  }
   if (!f) throw failure(path + ": write failed");
   std::printf("wrote %s (%zu tensors)\n", path.c_str(), tensors.size());
 }
@@ -168,11 +179,14 @@ int main(int argc, char** argv) {
     const char* from = flag(argc, argv, "--from");
     const char* out_dir = flag(argc, argv, "--out");
     if (!from || !out_dir) {
-      std::fprintf(stderr, "usage: model_layouts --from FOLDER --out DIR [--comfy-only]\n");
+      std::fprintf(stderr, "usage: model_layouts --from FOLDER --out DIR [--comfy-only] [--sparse]\n");
       return 2;
     }
     bool comfy_only = false;
-    for (int i = 1; i < argc; ++i) comfy_only = comfy_only || std::strcmp(argv[i], "--comfy-only") == 0;
+    for (int i = 1; i < argc; ++i) {
+      comfy_only = comfy_only || std::strcmp(argv[i], "--comfy-only") == 0;
+      sparse_output = sparse_output || std::strcmp(argv[i], "--sparse") == 0;
+    }
     const std::string dir = out_dir;
     ::mkdir(dir.c_str(), 0755);
     const WeightFiles dit = WeightFiles::open_folder(std::string(from) + "/transformer");
