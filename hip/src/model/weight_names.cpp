@@ -1,7 +1,8 @@
 #include "model/weight_names.h"
 
 #include <algorithm>
-#include <regex>
+
+#include "util/name_pattern.h"
 
 namespace moss {
 namespace {
@@ -17,46 +18,77 @@ enum class Take {
 };
 
 // One row of a mapper's table: a stored name (after the component's prefix) matching `from`
-// becomes `to` (std::regex_replace format: $1, $2 the captures). `to` lists three names for
-// SplitRows3. `reverse_level`: capture 1 is an LDM decoder level, counted from the other end
-// than diffusers' up_blocks.
+// (util/name_pattern.h) becomes `to` ($0 the whole name, $1, $2 the captures). `to` lists three
+// names for SplitRows3. `reverse_level`: capture 1 is an LDM decoder level, counted from the
+// other end than diffusers' up_blocks. `plain`: the name must also be only letters, digits, '_'
+// and '.' (a name with other characters is left unplaced, to be reported). `any_part`: `from`
+// may match from after any dot of the name (NamePattern::match_any_part; no captures).
 struct NameRule {
-  std::regex from;
+  NamePattern from;
   std::vector<std::string> to;
   Take take = Take::Same;
   bool reverse_level = false;
+  bool plain = false;
+  bool any_part = false;
 };
 
 NameRule rule(const char* from, std::vector<std::string> to, Take take = Take::Same, bool reverse = false) {
-  return {std::regex(from), std::move(to), take, reverse};
+  return {NamePattern(from), std::move(to), take, reverse, false, false};
 }
 
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+
+bool plain_name(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.'))
+      return false;
+  return true;
+}
+
+// A decoder level of at most 9 digits, or -1.
+int64_t level_of(std::string_view digits) {
+  if (digits.empty() || digits.size() > 9) return -1;
+  int64_t v = 0;
+  for (char c : digits) v = v * 10 + (c - '0');
+  return v;
+}
+
+// The text encoder's unused parts, wherever a file keeps them: a vision tower (visual.*), the
+// multi-token-prediction head (mtp.*), lm_head.
+bool unused_text_encoder_part(std::string_view name) {
+  static const NamePattern parts("{visual|mtp}.*"), head("lm_head.weight");
+  return parts.match_any_part(name) || head.match_any_part(name);
+}
 
 // Applies `rules` (first match wins) to the stored names under `prefix`; names no rule matches
 // are not consumed (check_tensors or inspect report them with the file's leftovers).
 void apply_rules(const Stored& stored, const std::string& prefix, const std::vector<NameRule>& rules, int64_t levels,
                  ComponentLayout& out) {
+  std::vector<std::string_view> m;
   for (const auto& [name, info] : stored) {
     if (!starts_with(name, prefix)) continue;
-    const std::string local = name.substr(prefix.size());
+    const std::string_view local = std::string_view(name).substr(prefix.size());
     for (const NameRule& r : rules) {
-      std::smatch m;
-      if (!std::regex_match(local, m, r.from)) continue;
+      if (r.any_part ? !r.from.match_any_part(local) : !r.from.match(local, &m)) continue;
+      if (r.plain && !plain_name(local)) continue;
+      std::string level;  // the reversed level, standing for $1
+      if (r.reverse_level) {
+        const int64_t l = level_of(m[1]);
+        if (l < 0) continue;  // not a level this program counts: left unplaced
+        level = std::to_string(levels - 1 - l);
+        m[1] = level;
+      }
       out.consumed.insert(name);
       if (r.take == Take::Unused) {
         ++out.unused;
         break;
       }
-      std::vector<std::string> to = r.to;
-      if (r.reverse_level) {
-        const std::string level = std::to_string(levels - 1 - int64_t(std::stoll(m[1].str())));
-        for (std::string& t : to) t = std::regex_replace(t, std::regex("\\$1"), level);
-      }
-      for (std::string& t : to) {
-        t = m.format(t);
-        if (out.names.count(t))
-          out.duplicates.push_back("'" + t + "' (from '" + out.names[t].stored + "' and '" + name + "')");
+      std::vector<std::string> to;
+      for (const std::string& t : r.to) {
+        to.push_back(expand_captures(t, m));
+        if (out.names.count(to.back()))
+          out.duplicates.push_back("'" + to.back() + "' (from '" + out.names[to.back()].stored + "' and '" + name + "')");
       }
       if (r.take == Take::SplitRows3) {
         const int64_t rows = info.shape.empty() ? 0 : info.shape[0] / 3;
@@ -115,16 +147,15 @@ ComponentLayout map_dit_names(const Stored& stored) {
   if (!prefix) return out;
   // The official names are the canonical ones; only the fused attention differs (Comfy-Org).
   static const std::vector<NameRule> rules = {
-      rule(R"(layers\.(\d+)\.proj\.qkv\.weight)",
-           {"layers.$1.proj.q.weight", "layers.$1.proj.k.weight", "layers.$1.proj.v.weight"}, Take::SplitRows3),
-      rule(R"((layers\.\d+\.(norm1|norm2|q_norm|k_norm)\.weight))", {"$1"}),
-      rule(R"((layers\.\d+\.proj\.(q|k|v|o|ffn_up_gate|ffn_down)\.weight))", {"$1"}),
-      rule(R"((text_embedder\.blocks\.\d+\.[a-z_0-9]+\.(weight|bias)))", {"$1"}),
-      rule(R"((text_embedder\.proj\.(weight|bias)))", {"$1"}),
-      rule(R"((time_embedding\.\d+\.(weight|bias)))", {"$1"}),
-      rule(R"(((video_embedder|video_head_modulation|shared_block_modulation|final_linear_video)\.(weight|bias)))",
-           {"$1"}),
-      rule(R"((final_norm_video\.weight|rope\.bands))", {"$1"}),
+      rule("layers.#.proj.qkv.weight", {"layers.$1.proj.q.weight", "layers.$1.proj.k.weight", "layers.$1.proj.v.weight"},
+           Take::SplitRows3),
+      rule("layers.#.{norm1|norm2|q_norm|k_norm}.weight", {"$0"}),
+      rule("layers.#.proj.{q|k|v|o|ffn_up_gate|ffn_down}.weight", {"$0"}),
+      rule("text_embedder.blocks.#.?.{weight|bias}", {"$0"}),
+      rule("text_embedder.proj.{weight|bias}", {"$0"}),
+      rule("time_embedding.#.{weight|bias}", {"$0"}),
+      rule("{video_embedder|video_head_modulation|shared_block_modulation|final_linear_video}.{weight|bias}", {"$0"}),
+      rule("{final_norm_video.weight|rope.bands}", {"$0"}),
   };
   apply_rules(stored, *prefix, rules, 0, out);
   const bool fused = std::any_of(out.names.begin(), out.names.end(),
@@ -139,13 +170,12 @@ ComponentLayout map_text_encoder_names(const Stored& stored) {
   out.component = Component::TextEncoder;
   // The language model's prefix: what stands before its embed_tokens (language_model.,
   // model.language_model., model., none, or an all-in-one file's text_encoders.<name>....).
-  static const std::regex unused_part(R"((^|.*\.)(visual|mtp)\..*|(^|.*\.)lm_head\.weight)");
   std::string prefix;
   bool found = false;
   for (const auto& [name, info] : stored) {
     const std::string tail = "embed_tokens.weight";
     if (name.size() < tail.size() || name.compare(name.size() - tail.size(), tail.size(), tail) != 0) continue;
-    if (std::regex_match(name, unused_part)) continue;
+    if (unused_text_encoder_part(name)) continue;
     const std::string p = name.substr(0, name.size() - tail.size());
     if (starts_with(p, "model.diffusion_model.") || starts_with(p, "first_stage_model.")) continue;
     if (!found || p.size() < prefix.size()) prefix = p;  // the outermost, if several
@@ -153,13 +183,14 @@ ComponentLayout map_text_encoder_names(const Stored& stored) {
   }
   if (!found) return out;
   static const std::vector<NameRule> rules = {
-      rule(R"((.*\.)?(visual|mtp)\..*|(.*\.)?lm_head\.weight)", {}, Take::Unused),
-      rule(R"(((layers\.\d+\.)?[A-Za-z_0-9.]+))", {std::string(kCanonicalTextEncoderPrefix) + "$1"}),
+      {NamePattern("{visual|mtp}.*"), {}, Take::Unused, false, false, true},
+      {NamePattern("lm_head.weight"), {}, Take::Unused, false, false, true},
+      {NamePattern("*"), {std::string(kCanonicalTextEncoderPrefix) + "$0"}, Take::Same, false, true, false},
   };
   apply_rules(stored, prefix, rules, 0, out);
   // The unused parts beside it (a vision tower, lm_head, mtp), wherever the file keeps them.
   for (const auto& [name, info] : stored)
-    if (!out.consumed.count(name) && std::regex_match(name, unused_part) &&
+    if (!out.consumed.count(name) && unused_text_encoder_part(name) &&
         !starts_with(name, "model.diffusion_model.") && !starts_with(name, "first_stage_model.")) {
       out.consumed.insert(name);
       ++out.unused;
@@ -178,36 +209,34 @@ ComponentLayout map_vae_names(const Stored& stored) {
   });
   int64_t levels = 0;
   if (ldm) {
-    static const std::regex up(R"(decoder\.up\.(\d+)\..*)");
-    for (const auto& [name, info] : stored) {
-      std::smatch m;
-      const std::string local = name.substr(0, prefix->size()) == *prefix ? name.substr(prefix->size()) : "";
-      if (std::regex_match(local, m, up) && m[1].length() < 3)
-        levels = std::max(levels, int64_t(std::stoll(m[1].str())) + 1);
-    }
+    static const NamePattern up("decoder.up.#.*");
+    std::vector<std::string_view> m;
+    for (const auto& [name, info] : stored)
+      if (starts_with(name, *prefix) && up.match(std::string_view(name).substr(prefix->size()), &m) && m[1].size() < 3)
+        levels = std::max(levels, level_of(m[1]) + 1);
   }
   // LDM (BFL, ComfyUI) -> diffusers names: sd.cpp name_conversion.cpp and ComfyUI
   // diffusers_convert.py hold the same table the other way round (docs/model_files.md).
   static const std::vector<NameRule> ldm_rules = {
-      rule(R"(decoder\.mid\.block_1\.(.*))", {"decoder.mid_block.resnets.0.$1"}),
-      rule(R"(decoder\.mid\.block_2\.(.*))", {"decoder.mid_block.resnets.1.$1"}),
-      rule(R"(decoder\.mid\.attn_1\.norm\.(.*))", {"decoder.mid_block.attentions.0.group_norm.$1"}),
-      rule(R"(decoder\.mid\.attn_1\.([qkv])\.(.*))", {"decoder.mid_block.attentions.0.to_$1.$2"}, Take::SqueezeConv),
-      rule(R"(decoder\.mid\.attn_1\.proj_out\.(.*))", {"decoder.mid_block.attentions.0.to_out.0.$1"},
-           Take::SqueezeConv),
-      rule(R"(decoder\.up\.(\d+)\.block\.(\d+)\.nin_shortcut\.(.*))",
-           {"decoder.up_blocks.$1.resnets.$2.conv_shortcut.$3"}, Take::Same, true),
-      rule(R"(decoder\.up\.(\d+)\.block\.(\d+)\.(.*))", {"decoder.up_blocks.$1.resnets.$2.$3"}, Take::Same, true),
-      rule(R"(decoder\.up\.(\d+)\.upsample\.(.*))", {"decoder.up_blocks.$1.upsamplers.0.$2"}, Take::Same, true),
-      rule(R"(decoder\.norm_out\.(.*))", {"decoder.conv_norm_out.$1"}),
-      rule(R"(((decoder\.conv_in|decoder\.conv_out|post_quant_conv)\.(weight|bias)))", {"$1"}),
-      rule(R"((bn\.(running_mean|running_var|num_batches_tracked)))", {"$1"}),
-      rule(R"((encoder|quant_conv)\..*)", {}, Take::Unused),
+      rule("decoder.mid.block_1.*", {"decoder.mid_block.resnets.0.$1"}),
+      rule("decoder.mid.block_2.*", {"decoder.mid_block.resnets.1.$1"}),
+      rule("decoder.mid.attn_1.norm.*", {"decoder.mid_block.attentions.0.group_norm.$1"}),
+      rule("decoder.mid.attn_1.{q|k|v}.*", {"decoder.mid_block.attentions.0.to_$1.$2"}, Take::SqueezeConv),
+      rule("decoder.mid.attn_1.proj_out.*", {"decoder.mid_block.attentions.0.to_out.0.$1"}, Take::SqueezeConv),
+      rule("decoder.up.#.block.#.nin_shortcut.*", {"decoder.up_blocks.$1.resnets.$2.conv_shortcut.$3"}, Take::Same,
+           true),
+      rule("decoder.up.#.block.#.*", {"decoder.up_blocks.$1.resnets.$2.$3"}, Take::Same, true),
+      rule("decoder.up.#.upsample.*", {"decoder.up_blocks.$1.upsamplers.0.$2"}, Take::Same, true),
+      rule("decoder.norm_out.*", {"decoder.conv_norm_out.$1"}),
+      rule("{decoder.conv_in|decoder.conv_out|post_quant_conv}.{weight|bias}", {"$0"}),
+      rule("bn.{running_mean|running_var|num_batches_tracked}", {"$0"}),
+      rule("{encoder|quant_conv}.*", {}, Take::Unused),
   };
   static const std::vector<NameRule> diffusers_rules = {
-      rule(R"((decoder\..*|post_quant_conv\.(weight|bias)|bn\.(running_mean|running_var|num_batches_tracked)))",
-           {"$1"}),
-      rule(R"((encoder|quant_conv)\..*)", {}, Take::Unused),
+      rule("decoder.*", {"$0"}),
+      rule("post_quant_conv.{weight|bias}", {"$0"}),
+      rule("bn.{running_mean|running_var|num_batches_tracked}", {"$0"}),
+      rule("{encoder|quant_conv}.*", {}, Take::Unused),
   };
   apply_rules(stored, *prefix, ldm ? ldm_rules : diffusers_rules, levels, out);
   out.layout =

@@ -1,32 +1,32 @@
 #include "pipeline/model_files.h"
 
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include "io/files.h"
 #include "io/gguf_summary.h"
 #include "util/error.h"
+#include "util/name_pattern.h"
 
 namespace moss {
 namespace {
 
 // Names that mark another model's file, and what to call it. Checked before any mapping, so a
-// FLUX or Qwen-Image file is named for what it is rather than for the tensors it lacks.
+// FLUX or Qwen-Image file is named for what it is rather than for the tensors it lacks. Each
+// pattern (util/name_pattern.h) may stand anywhere after a dot of a name (under any prefix).
 struct ForeignModel {
-  std::regex marker;
+  NamePattern marker;
   const char* looks_like;
 };
 
 const std::vector<ForeignModel>& foreign_models() {
   static const std::vector<ForeignModel> table = {
-      {std::regex(R"((^|.*\.)double_blocks\.\d+\..*)"), "a FLUX diffusion model (double_blocks / single_blocks)"},
-      {std::regex(R"((^|.*\.)transformer_blocks\.\d+\.img_mod\..*)"),
-       "a Qwen-Image diffusion model (img_mod / txt_mod blocks)"},
-      {std::regex(R"((^|.*\.)(noise_refiner|context_refiner)\.\d+\..*)"), "a Z-Image / Lumina 2 diffusion model"},
-      {std::regex(R"((^|.*\.)input_blocks\.\d+\..*)"), "a Stable Diffusion UNet"},
-      {std::regex(R"((^|.*\.)text_model\.encoder\.layers\..*)"), "a CLIP text encoder"},
-      {std::regex(R"((^|.*\.)encoder\.block\.\d+\.layer\..*)"), "a T5 text encoder"},
-      {std::regex(R"((^|.*\.)decoder\.conv1\.weight)"), "a video VAE (Wan / Qwen-Image)"},
+      {NamePattern("double_blocks.#.*"), "a FLUX diffusion model (double_blocks / single_blocks)"},
+      {NamePattern("transformer_blocks.#.img_mod.*"), "a Qwen-Image diffusion model (img_mod / txt_mod blocks)"},
+      {NamePattern("{noise_refiner|context_refiner}.#.*"), "a Z-Image / Lumina 2 diffusion model"},
+      {NamePattern("input_blocks.#.*"), "a Stable Diffusion UNet"},
+      {NamePattern("text_model.encoder.layers.*"), "a CLIP text encoder"},
+      {NamePattern("encoder.block.#.layer.*"), "a T5 text encoder"},
+      {NamePattern("decoder.conv1.weight"), "a video VAE (Wan / Qwen-Image)"},
   };
   return table;
 }
@@ -92,7 +92,7 @@ ExaminedFile examine_weights_file(const std::string& path) {
                       ", are not supported; use the bf16 file (docs/model_files.md)");
   for (const ForeignModel& m : foreign_models())
     for (const auto& [name, info] : stored)
-      if (std::regex_match(name, m.marker))
+      if (m.marker.match_any_part(name))
         throw usage_error(path + ": not a MOSS-Image file: it looks like " + m.looks_like + " (tensor '" + name + "')");
   for (ComponentLayout l : {map_dit_names(stored), map_text_encoder_names(stored), map_vae_names(stored)})
     if (l.found()) out.components.push_back(std::move(l));
