@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "io/read_ahead.h"
 #include "streaming/block_image.h"
 #include "streaming/block_names.h"
 #include "streaming/slots.h"
@@ -84,7 +85,20 @@ class ResidentStreaming : public DitWeightSource {
       });
     std::exception_ptr upload_error;
     try {
-      for (const std::string& name : resident_names) device_[name] = be_.upload(w.get(name));
+      // The uploads copy each tensor out of the mapping on this thread; a few threads make the
+      // mapping's page tables ahead of them (io/read_ahead.h), so the faults do not add up here.
+      // The host backend's upload reads nothing: nothing to read ahead.
+      std::vector<std::pair<const void*, size_t>> ranges;
+      if (be_.where() == Where::Device)
+        for (const std::string& name : resident_names) {
+          const Tensor t = w.get(name);
+          ranges.emplace_back(t.data, t.nbytes());
+        }
+      ReadAhead ahead(ranges, kReadAheadThreads, kReadAheadWindow);
+      for (size_t i = 0; i < resident_names.size(); ++i) {
+        device_[resident_names[i]] = be_.upload(w.get(resident_names[i]));
+        ahead.done(i);
+      }
     } catch (...) {
       upload_error = std::current_exception();
       next = to_build.size();
@@ -211,6 +225,11 @@ class ResidentStreaming : public DitWeightSource {
     be_.compute_wait(fences_[p]);
     reader_slot_ = int(slot);
   }
+
+  // The resident upload's read-ahead: threads, and how far past the upload they map (enough for
+  // several blocks, little beside the model's size when the page cache must read the file).
+  static constexpr size_t kReadAheadThreads = 4;
+  static constexpr size_t kReadAheadWindow = size_t(1) << 30;
 
   // Threads that build the streamed blocks' images: a few (page-locking is partly serialised by
   // the driver, packing and copying are not), never more than there are blocks.
