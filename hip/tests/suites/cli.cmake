@@ -25,3 +25,11 @@ set_tests_properties(cli_frontends PROPERTIES TIMEOUT 600)
 add_test(NAME cli_model_files COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/model_files_tests.sh
          $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL} $<TARGET_FILE:model_layouts>)
 set_tests_properties(cli_model_files PROPERTIES TIMEOUT 300)
+# bench/model_files_mapping.sh on the full-size model's headers (sparse files, no disk space): the
+# full-size folder and Comfy-Org single files open, pass every check and inspect; its times are
+# printed, never judged (issue 45).
+add_test(NAME bench_model_files_mapping
+         COMMAND bash -c "mkdir -p \"$2\" && out=$(TMPDIR=\"$2\" bash \"$0\" \"$1\" 1) && echo \"$out\" && \
+grep -q '^model opened and checked' <<<\"$out\" && grep -q '^inspect files: exit 0' <<<\"$out\""
+                 ${CMAKE_CURRENT_SOURCE_DIR}/../../bench/model_files_mapping.sh $<TARGET_FILE_DIR:bench_model_files>
+                 ${CMAKE_CURRENT_BINARY_DIR}/bench_model_files_mapping)
