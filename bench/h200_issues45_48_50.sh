@@ -35,7 +35,7 @@ case ${PHASE:-files} in
     RUNS=2 timeout 330 bash bench/h200_model_files.sh "$B" "$R/model_files" "$M" 4 >/dev/null 2>&1
     echo "== model_files rc $?"
     cat "$R/model_files/model_files.txt"
-    rm -rf "$R/model_files/layouts" "$R/model_files"/*.npy
+    rm -rf "$R/model_files/layouts" "$M-layouts" "$R/model_files"/*.npy
     ;;
   runs)
     timeout 200 bash bench/h200_samplers.sh "$B" "$R/samplers" "$M" >/dev/null 2>&1

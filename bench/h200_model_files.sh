@@ -2,10 +2,22 @@
 # Issue 45's closing measurement on a GPU machine: the full-size random-weight model loaded from
 # its diffusers folder and from the same weights as Comfy-Org's single files (fused-qkv DiT,
 # model.-prefixed text encoder, LDM-named VAE; written by model_layouts --comfy-only), built-in
-# configurations: wall time, the record's stage times (text encoder, DiT load) and peak host
-# memory (/usr/bin/time's maximum resident set) of each, and the latents compared bit for bit.
-# Each layout runs RUNS times alternately after one warm-up of each (the page cache then holds
-# both copies, so the comparison is of the loading code, not of the disk).
+# configurations: wall time, the record's stage times (text encoder, DiT load), the opening
+# (the `model files:` line's "opened and checked in"), the time outside the stages (wall less
+# the record's total: process start, opening, exit) and peak host memory (/usr/bin/time's
+# maximum resident set) of each, and the latents compared bit for bit.
+#
+# Both layouts must reach the loader alike, or the comparison measures the files' history
+# instead of the loading code. Reading a mapping costs page faults, and their cost depends on
+# the page cache's folio size, which depends on how and where the file was written: on the GPU
+# machines' kernel a file written in 2 MiB pieces is mapped 2 MiB a fault (copies from it at
+# 12 GB/s, unmapped at 0.01 s a GiB), one written through a pipe 4 KiB a fault (4 GB/s, 0.07 s a
+# GiB; bench/NOTES.md, 2026-12-07). So the layouts are written beside the model (the same file
+# system; LAYOUTS=DIR overrides), and before the runs every weights file of both is dropped from
+# the page cache (posix_fadvise DONTNEED, after sync) and read back by the same reader, in the
+# same order. The file systems and the page cache's huge-folio counters are logged.
+# Each layout runs RUNS times after one warm-up of each, the order alternating (folder first in
+# odd rounds, files first in even ones).
 # Usage: bench/h200_model_files.sh BIN_DIR OUT_DIR [MODEL_DIR] [STEPS]   (SIZE=WxH, RUNS=N;
 # a quick try on the tiny model: MOSSINFER_BACKEND=host SIZE=32x32 EXTRA="--skip-layers 2"
 # FILES_EXTRA="--model-config DIR")
@@ -15,20 +27,49 @@ OUT=$2
 MODEL=${3:-/tmp/moss-random-full}
 STEPS=${4:-4}
 RUNS=${RUNS:-2}
-LAYOUTS=$OUT/layouts
+LAYOUTS_GIVEN=${LAYOUTS:-}
+LAYOUTS=${LAYOUTS:-${MODEL%/}-layouts}
 mkdir -p "$OUT"
 log() { echo "$@" | tee -a "$OUT/model_files.txt"; }
 [[ -x /usr/bin/time ]] || { log "FAIL /usr/bin/time is missing (apt-get install time)"; exit 2; }
 if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
   tools/random_model.sh "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 || { log "FAIL writing the random model"; exit 1; }
 fi
+# Beside the model when its disk holds a second copy (26 GB), else under OUT_DIR, said in the log:
+# then the two layouts may sit on file systems that map them differently (see above).
+if [[ -z ${LAYOUTS_GIVEN:-} && ! -f $LAYOUTS/vae_ldm.safetensors ]]; then
+  need=$(( $(du -scb "$MODEL"/{transformer,text_encoder,vae}/*.safetensors | tail -1 | cut -f1) + (2 << 30) ))
+  avail=$(df -B1 --output=avail "$(dirname "$LAYOUTS")" | tail -1)
+  if (( avail < need )); then
+    log "WARNING: $(dirname "$LAYOUTS") has $(( avail >> 30 )) GiB free, the layouts need $(( need >> 30 )): written under $OUT"
+    LAYOUTS=$OUT/layouts
+  fi
+fi
 if [[ ! -f $LAYOUTS/vae_ldm.safetensors ]]; then
   "$BIN/model_layouts" --from "$MODEL" --out "$LAYOUTS" --comfy-only >"$OUT/layouts.log" 2>&1 ||
     { log "FAIL model_layouts: $(tail -1 "$OUT/layouts.log")"; exit 1; }
 fi
-# Both layouts' files written back to the disk before any run: dirty pages of the files just
-# written would otherwise be flushed during the timed runs of one layout and not the other.
+# Both layouts' files written back to the disk, dropped from the page cache and read back alike
+# (above). Dirty pages would otherwise be flushed during the timed runs of one layout only.
 sync
+weights=("$MODEL"/transformer/*.safetensors "$MODEL"/text_encoder/*.safetensors "$MODEL"/vae/*.safetensors
+         "$LAYOUTS"/dit_comfy.safetensors "$LAYOUTS"/te_model.safetensors "$LAYOUTS"/vae_ldm.safetensors)
+python3 - "${weights[@]}" <<'PY' | tee -a "$OUT/model_files.txt"
+import os, sys, time
+for path in sys.argv[1:]:
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    t = time.perf_counter(); n = 0
+    while True:
+        b = os.read(fd, 16 << 20)
+        if not b: break
+        n += len(b)
+    os.close(fd)
+    print(f"page cache: {path} dropped and read back, {n / 2**30:.2f} GiB in {time.perf_counter() - t:.2f} s")
+PY
+log "file systems: model $(stat -f -c %T "$MODEL"), layouts $(stat -f -c %T "$LAYOUTS")"
+log "$(grep -E '^(MemTotal|Cached|FileHugePages)' /proc/meminfo | tr -s ' ' | tr '\n' ';')" \
+    "THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
 prompt="A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
 common=(--prompt "$prompt" --size "${SIZE:-1024x1024}" --steps "$STEPS" --seed 7 ${EXTRA:-})
 folder=(--model "$MODEL")
@@ -48,8 +89,13 @@ one() {
 one folder 0 "${folder[@]}"
 one files 0 "${files[@]}"
 for i in $(seq 1 "$RUNS"); do
-  one folder "$i" "${folder[@]}"
-  one files "$i" "${files[@]}"
+  if (( i % 2 )); then
+    one folder "$i" "${folder[@]}"
+    one files "$i" "${files[@]}"
+  else
+    one files "$i" "${files[@]}"
+    one folder "$i" "${folder[@]}"
+  fi
 done
 python3 - "$OUT" "$RUNS" <<'PY' | tee -a "$OUT/model_files.txt"
 import json, re, statistics, struct, sys, zlib
@@ -66,17 +112,19 @@ def measure(name, i):
     h, m, s = wall.groups(); seconds = int(h or 0) * 3600 + int(m) * 60 + float(s)
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1)) / 1048576
     r = record(f"{out}/{name}-{i}.png")["timings_s"]
-    return seconds, rss, r["text_encoder"], r["dit_load"]
+    opened = re.search(r"opened and checked in ([\d.]+) s", open(f"{out}/{name}-{i}.log").read())
+    return seconds, rss, r["text_encoder"], r["dit_load"], float(opened.group(1)) if opened else float("nan"), seconds - r["total"]
 rows = {}
 for name in ("folder", "files"):
     m = [measure(name, i) for i in range(1, runs + 1)]
     rows[name] = [statistics.median(c) for c in zip(*m)]
-    w, rss, te, dl = rows[name]
-    print(f"{name:7s} wall {w:7.2f} s  peak host RSS {rss:6.2f} GiB  text encoder {te:6.2f} s  dit load {dl:6.2f} s (median of {runs})")
+    w, rss, te, dl, op, outside = rows[name]
+    print(f"{name:7s} wall {w:7.2f} s  peak host RSS {rss:6.2f} GiB  text encoder {te:6.2f} s  dit load {dl:6.2f} s  "
+          f"opening {op:6.3f} s  outside the stages {outside:5.2f} s (median of {runs})")
     for i in range(0, runs + 1):
         t = record(f"{out}/{name}-{i}.png")["timings_s"]
         print(f"  {name}-{i}: wall {measure(name, i)[0]:.2f} s, " + ", ".join(f"{k} {v:.3f}" for k, v in t.items() if isinstance(v, (int, float))))
-for k, label in ((0, "wall"), (1, "peak RSS"), (3, "dit load")):
+for k, label in ((0, "wall"), (1, "peak RSS"), (2, "text encoder"), (3, "dit load")):
     a, b = rows["folder"][k], rows["files"][k]
     print(f"files / folder {label}: {b / a:.3f}" + ("" if abs(b / a - 1) <= 0.10 else "  (more than 10% apart)"))
 PY

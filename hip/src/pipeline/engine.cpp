@@ -119,8 +119,11 @@ struct Engine::Loaded {
 };
 
 Engine::Engine(const EngineSettings& settings, const Reporter& rep) : settings_(settings), rep_(rep) {
+  // Opening maps every weights file and checks its names and shapes (no weight is read): timed,
+  // so a slow load can be told apart from a slow opening (bench/h200_model_files.sh).
+  const auto t0 = Clock::now();
   MossModel model = open_moss_model(settings.model);
-  rep_.line("model files: %s", model_files_text(model).c_str());
+  rep_.line("model files: %s; opened and checked in %.3f s", model_files_text(model).c_str(), since(t0));
   Tokenizer tokenizer = Tokenizer::load(model.tokenizer_json);
   s_.reset(new Loaded{std::move(model), std::move(tokenizer), {}, nullptr, nullptr, nullptr, nullptr, -1, 0, {}, {}, {}, nullptr});
 }
