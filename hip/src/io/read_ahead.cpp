@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <system_error>
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22  // Linux 5.14; older headers lack the name, older kernels answer EINVAL
@@ -56,7 +57,11 @@ ReadAhead::ReadAhead(std::vector<std::pair<const void*, size_t>> ranges, size_t 
   }
   if (!supported() || pieces_.empty()) return;
   threads = std::min(threads, pieces_.size());
-  for (size_t t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
+  try {
+    for (size_t t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
+  } catch (const std::system_error&) {
+    // No more threads to be had: the ones started go on (none: the reader takes its faults).
+  }
 }
 
 ReadAhead::~ReadAhead() {
