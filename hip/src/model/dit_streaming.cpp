@@ -87,7 +87,8 @@ class ResidentStreaming : public DitWeightSource {
     try {
       // The uploads copy each tensor out of the mapping on this thread; a few threads make the
       // mapping's page tables ahead of them (io/read_ahead.h), so the faults do not add up here.
-      // The host backend's upload reads nothing: nothing to read ahead.
+      // The host backend's upload reads nothing: nothing to read ahead (the measuring backend's
+      // does not either; only tests build this source on it, on the tiny model).
       std::vector<std::pair<const void*, size_t>> ranges;
       if (be_.where() == Where::Device)
         for (const std::string& name : resident_names) {
