@@ -14,6 +14,8 @@ mkdir -p "$stage/bin" "$stage/lib" "$root/.carry"
 cp "$build"/moss-infer-hip "$build"/moss-check "$build"/bench_random_model "$stage/bin/"
 # model_layouts writes a model in the other file layouts (bench/h200_model_files.sh).
 [[ -x $build/model_layouts ]] && cp "$build"/model_layouts "$stage/bin/"
+# bench_model_files times the opening of both layouts (bench/model_files_mapping.sh).
+[[ -x $build/bench_model_files ]] && cp "$build"/bench_model_files "$stage/bin/"
 strip "$stage"/bin/*
 # Every library the binaries link beyond the C/C++ runtime, zlib and OpenSSL (which GPU machine
 # images have, newer: shipping Debian 12's libstdc++ there would shadow it for Python too).
