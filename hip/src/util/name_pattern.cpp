@@ -1,5 +1,6 @@
 #include "util/name_pattern.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace moss {
@@ -63,10 +64,12 @@ bool NamePattern::match(std::string_view name, std::vector<std::string_view>* ca
 }
 
 bool NamePattern::match_any_part(std::string_view name) const {
+  // The parts before the start may hold no line break: '*' never crosses one either.
+  const size_t line_break = std::min(name.find('\n'), name.find('\r'));
   for (size_t start = 0;;) {
     if (match_from(pattern_, 0, name.substr(start), 0, nullptr)) return true;
     const size_t dot = name.find('.', start);
-    if (dot == std::string_view::npos) return false;
+    if (dot == std::string_view::npos || dot > line_break) return false;
     start = dot + 1;
   }
 }

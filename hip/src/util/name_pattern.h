@@ -22,8 +22,8 @@ class NamePattern {
   explicit NamePattern(std::string pattern);
   // `name` matched whole; `captures` (when given) gets $0, $1, ... as views into `name`.
   bool match(std::string_view name, std::vector<std::string_view>* captures = nullptr) const;
-  // The pattern matches `name` from its start or from just after any of its dots: a part of a
-  // longer path ("visual.*" matches "model.visual.blocks.0.norm1.weight").
+  // The pattern matches `name` from its start or from just after any of its dots (with no line
+  // break before it): a part of a longer path ("visual.*" matches "model.visual.blocks.0.norm1.weight").
   bool match_any_part(std::string_view name) const;
   const std::string& text() const { return pattern_; }
 

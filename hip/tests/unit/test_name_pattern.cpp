@@ -62,6 +62,9 @@ TEST(NamePattern, AnyPartMatchesFromTheStartOrAfterADotOnly) {
     EXPECT_TRUE(visual.match_any_part(yes)) << yes;
   for (const char* no : {"model.nonvisual.x", "visualx.y", "model.visual", "mtp", "", "x.mtp"})
     EXPECT_FALSE(visual.match_any_part(no)) << no;
+  // As the regex (^|.*\.)X did: no start after a line break.
+  EXPECT_FALSE(visual.match_any_part("a\nb.visual.x"));
+  EXPECT_FALSE(visual.match_any_part("a.visual.x\ny"));  // nor a '*' across one
   EXPECT_TRUE(NamePattern("lm_head.weight").match_any_part("model.lm_head.weight"));
   EXPECT_FALSE(NamePattern("lm_head.weight").match_any_part("model.xlm_head.weight"));
 }
@@ -113,7 +116,7 @@ std::vector<std::string> name_class() {
     base.insert(foreign);
   std::vector<std::string> out(base.begin(), base.end());
   std::mt19937 rng(45);
-  const std::string alphabet = "._0123456789qkvlayersupAZ-";
+  const std::string alphabet = std::string("._0123456789qkvlayersupAZ-\n");
   for (const std::string& b : std::vector<std::string>(base.begin(), base.end())) {
     for (int k = 0; k < 8; ++k) {
       std::string n = b;
