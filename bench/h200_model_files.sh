@@ -52,6 +52,34 @@ fi
 # Both layouts' files written back to the disk, dropped from the page cache and read back alike
 # (above). Dirty pages would otherwise be flushed during the timed runs of one layout only.
 sync
+# How each DiT file maps, as its pages came into the cache: one thread copying its first 4 GiB
+# out of a fresh mapping, the huge-folio mappings that made (FilePmdMapped), and the unmapping.
+# Run before and after the read-back: the evidence for or against the folio-size account.
+mapping_speed() {
+  python3 - "$1" "$MODEL"/transformer/diffusion_pytorch_model.safetensors "$LAYOUTS"/dit_comfy.safetensors <<'PY' |
+import mmap, os, sys, time
+def pmd():
+    for line in open("/proc/meminfo"):
+        if line.startswith("FilePmdMapped:"): return int(line.split()[1]) >> 10
+for path in sys.argv[2:]:
+    fd = os.open(path, os.O_RDONLY)
+    size = os.fstat(fd).st_size; n = min(size, 4 << 30)
+    before = pmd()
+    m = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+    view, buf = memoryview(m), bytearray(16 << 20)  # a slice assigned in place: one memcpy each
+    t = time.perf_counter()
+    for o in range(0, n, len(buf)):
+        k = min(len(buf), n - o); buf[:k] = view[o:o + k]
+    copy = time.perf_counter() - t; mapped = pmd() - before
+    view.release()
+    t = time.perf_counter(); m.close(); unmap = time.perf_counter() - t
+    os.close(fd)
+    print(f"mapping {sys.argv[1]}: {path}: {n / copy / 1e9:.1f} GB/s from a fresh mapping, "
+          f"{mapped} MiB of it in huge folios, unmapped in {unmap:.3f} s")
+PY
+    tee -a "$OUT/model_files.txt"
+}
+mapping_speed "as written"
 weights=("$MODEL"/transformer/*.safetensors "$MODEL"/text_encoder/*.safetensors "$MODEL"/vae/*.safetensors
          "$LAYOUTS"/dit_comfy.safetensors "$LAYOUTS"/te_model.safetensors "$LAYOUTS"/vae_ldm.safetensors)
 python3 - "${weights[@]}" <<'PY' | tee -a "$OUT/model_files.txt"
@@ -67,6 +95,7 @@ for path in sys.argv[1:]:
     os.close(fd)
     print(f"page cache: {path} dropped and read back, {n / 2**30:.2f} GiB in {time.perf_counter() - t:.2f} s")
 PY
+mapping_speed "read back"
 log "file systems: model $(stat -f -c %T "$MODEL"), layouts $(stat -f -c %T "$LAYOUTS")"
 log "$(grep -E '^(MemTotal|Cached|FileHugePages)' /proc/meminfo | tr -s ' ' | tr '\n' ';')" \
     "THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
