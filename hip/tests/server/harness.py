@@ -32,7 +32,8 @@ def free_port():
 
 def http_request(port, method, path, body=None, timeout=120, raw=None, headers=None):
     """One request to 127.0.0.1:port (body as JSON, or raw bytes): (status, parsed JSON or None,
-    raw bytes, the response's headers: lookups ignore case). Sent: Host 127.0.0.1:port, Content-Type
+    raw bytes (decompressed when the server compressed them for an Accept-Encoding the test sent),
+    the response's headers: lookups ignore case). Sent: Host 127.0.0.1:port, Content-Type
     application/json, Content-Length (0 on a POST, PUT or PATCH without a body), then `headers` over
     them, a None value leaving that header out (a request without Host, or a lying Content-Length,
     is sent as given). Raises OSError when the connection fails."""
@@ -52,6 +53,8 @@ def http_request(port, method, path, body=None, timeout=120, raw=None, headers=N
     resp = conn.getresponse()
     payload = resp.read()
     conn.close()
+    if resp.headers.get("Content-Encoding", "") in ("gzip", "deflate"):
+        payload = zlib.decompress(payload, zlib.MAX_WBITS | 32)  # either header, as a client reads it
     try:
         parsed = json.loads(payload)
     except ValueError:
