@@ -286,6 +286,8 @@ def check_refusals(c, srv):
 
 def main():
     binary, model = sys.argv[1], sys.argv[2]
+    for name, (repo, files, commit, *_) in SOURCES.items():
+        print(f"replaying {name}: {repo} at {commit}: {files}")
     c = Checks()
     # One server with what these clients need: other samplers run as Euler, any origin.
     srv = Server(binary, model, ["--sampler-fallback", "euler", "--cors-origin", "*"])

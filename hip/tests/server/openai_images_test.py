@@ -241,6 +241,8 @@ def check_litellm(c, srv):
 
 def main():
     binary, model = sys.argv[1], sys.argv[2]
+    for name, (repo, files, commit, *_) in SOURCES.items():
+        print(f"replaying {name}: {repo} at {commit}: {files}")
     c = Checks()
     srv = Server(binary, model)
     try:
