@@ -14,11 +14,10 @@ is sent as the client sends it, with the client's stored defaults.
 
 Also the A1111 list routes and CORS, which browser clients and these probes need.
 Usage: clients_test.py BINARY MODEL_DIR"""
-import http.client
 import json
 import sys
 
-from harness import Checks, Server, b64png, png_pixels
+from harness import Checks, Server, b64png, http_request, png_pixels
 
 SIDE = 32  # the clients' 512 and 1024, cut for the host backend
 
@@ -161,12 +160,9 @@ def check_librechat(c, binary, model):
 
 
 def cors_request(port, method, path, headers):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request(method, path, headers=headers)
-    resp = conn.getresponse()
-    resp.read()
-    conn.close()
-    return resp.status, {k.lower(): v for k, v in resp.getheaders()}
+    """(status, the answer's headers) of a request with only these headers besides Host."""
+    status, _, _, answer = http_request(port, method, path, timeout=60, headers={"Content-Type": None, **headers})
+    return status, answer
 
 
 def check_lists_and_cors(c, binary, model):

@@ -30,21 +30,37 @@ def free_port():
         return s.getsockname()[1]
 
 
-
-def http_request(port, method, path, body=None, timeout=120, raw=None):
+def http_request(port, method, path, body=None, timeout=120, raw=None, headers=None):
     """One request to 127.0.0.1:port (body as JSON, or raw bytes): (status, parsed JSON or None,
-    raw bytes, the response's headers). Raises OSError when the connection fails."""
+    raw bytes (decompressed when the server compressed them for an Accept-Encoding the test sent),
+    the response's headers: lookups ignore case). Sent: Host 127.0.0.1:port, Content-Type
+    application/json, Content-Length (0 on a POST, PUT or PATCH without a body), then `headers` over
+    them, a None value leaving that header out (a request without Host, or a lying Content-Length,
+    is sent as given). Raises OSError when the connection fails."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-    conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+    sent = {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json"}
+    if data is not None:
+        sent["Content-Length"] = str(len(data))
+    elif method in ("POST", "PUT", "PATCH"):
+        sent["Content-Length"] = "0"
+    sent.update(headers or {})
+    conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+    for name, value in sent.items():
+        if value is not None:
+            conn.putheader(name, value)
+    conn.endheaders(data)
     resp = conn.getresponse()
     payload = resp.read()
     conn.close()
+    if resp.headers.get("Content-Encoding", "") in ("gzip", "deflate"):
+        payload = zlib.decompress(payload, zlib.MAX_WBITS | 32)  # either header, as a client reads it
     try:
         parsed = json.loads(payload)
     except ValueError:
         parsed = None
     return resp.status, parsed, payload, resp.headers
+
 
 class Server:
     """Starts the server, waits until it listens, stops it with SIGTERM (a drain: status 0)."""
@@ -71,9 +87,9 @@ class Server:
         self.log.flush()
         return open(self.log.name).read()
 
-    def request(self, method, path, body=None, timeout=120, raw=None):
-        """Returns (status, parsed JSON or None, raw bytes)."""
-        return http_request(self.port, method, path, body, timeout, raw)[:3]
+    def request(self, method, path, body=None, timeout=120, raw=None, headers=None):
+        """Returns (status, parsed JSON or None, raw bytes); headers as http_request's."""
+        return http_request(self.port, method, path, body, timeout, raw, headers)[:3]
 
     def resources(self):
         """(resident set in KiB, open descriptors) of the server process."""

@@ -3,20 +3,24 @@
 SDK (PyPI `openai`; its client.images.generate and client.models.list) and LiteLLM (PyPI `litellm`;
 litellm.image_generation with an openai/ model and api_base), for response_format b64_json and url
 (OpenAI's default, which LibreChat's DALL-E tool downloads), and the same routes over plain HTTP for
-the answer's shape, OpenAI's error shape, the URL store's bounds and Authorization headers. Both
+the answer's shape, OpenAI's error shape, the URL store's bounds and Authorization headers. And three
+clients replayed from their sources (the table SOURCES: repository, file, commit read): Open WebUI's
+"openai" image engine, LibreChat's DALL-E 3 tool and the openai Node SDK it calls through, each with
+its headers, its body and its reading of the answer (sizes cut for the host backend). Both
 libraries come from $MOSSINFER_CI_PYTHON (default ~/.cache/mossinfer-ci-python); where one is not
-installed its checks are skipped (status 77 when neither is).
+installed its checks are skipped (status 77 when neither is and nothing else ran).
 Usage: openai_images_test.py BINARY MODEL_DIR"""
 import base64
-import http.client
 import json
 import os
+import re
 import sys
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.environ.get("MOSSINFER_CI_PYTHON", os.path.expanduser("~/.cache/mossinfer-ci-python")))
 
-from harness import Checks, Server, png_pixels  # noqa: E402
+from harness import Checks, Server, http_request, png_pixels  # noqa: E402
 
 try:
     import openai
@@ -29,14 +33,24 @@ except ImportError:
     litellm = None
 
 
+# What was read, and where. (LibreChat and Open WebUI are read through the code index, whose
+# stored version of a file may be one commit of many.)
+SOURCES = {
+    "open_webui": ("open-webui/open-webui", "backend/open_webui/routers/images.py (get_image_model, "
+                   "image_generations, get_image_data), backend/open_webui/config.py (IMAGE_SIZE, "
+                   "IMAGE_URL_RESPONSE_MODELS_REGEX_PATTERN)", "02530d501461"),
+    "librechat": ("danny-avila/LibreChat", "api/app/clients/tools/structured/DALLE3.js (_call), "
+                  "api/server/services/Files/images/parse.js (getImageBasename), "
+                  "api/server/services/Files/Local/crud.js (saveFileFromURL)", "37d31ec25f2a"),
+    "openai_node": ("openai/openai-node", "src/resources/images.ts (generate), src/client.ts (buildHeaders), "
+                    "src/internal/detect-platform.ts, src/core/error.ts (APIError.generate, makeMessage)",
+                    "7b7d6ca71130 (7.5.0)"),
+}
+
+
 def post(port, path, body, headers=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    conn.request("POST", path, body=json.dumps(body).encode(),
-                 headers={"Content-Type": "application/json", **(headers or {})})
-    resp = conn.getresponse()
-    payload = resp.read()
-    conn.close()
-    return resp.status, json.loads(payload)
+    status, parsed, _, _ = http_request(port, "POST", path, body, headers=headers)
+    return status, parsed
 
 
 def fetch(url):
@@ -100,12 +114,88 @@ def check_http(c, srv):
     c.check("http-image-route-one-label", 'route="/v1/images/file"' in metrics and "0" * 32 not in metrics,
             [line for line in metrics.splitlines() if "images" in line])
     # /v1/models lists the loaded model.
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request("GET", "/v1/models")
-    models = json.loads(conn.getresponse().read())
-    conn.close()
+    models = http_request(port, "GET", "/v1/models")[1]
     c.check("http-models", models["object"] == "list" and models["data"][0]["object"] == "model" and
             "MOSS-Image" in models["data"][0]["id"], models)
+
+
+def openai_node_headers(api_key):
+    """What openai-node 7.5.0 sends with every request under Node (buildHeaders, getPlatformHeaders)."""
+    return {"Accept": "application/json", "Content-Type": "application/json", "User-Agent": "OpenAI/JS 7.5.0",
+            "X-Stainless-Retry-Count": "0", "X-Stainless-Timeout": "600", "X-Stainless-Lang": "js",
+            "X-Stainless-Package-Version": "7.5.0", "X-Stainless-OS": "Linux", "X-Stainless-Arch": "x64",
+            "X-Stainless-Runtime": "node", "X-Stainless-Runtime-Version": "v22.12.0",
+            "Authorization": f"Bearer {api_key}"}
+
+
+def openai_node_error_message(status, body):
+    """APIError.generate / makeMessage: the answer's `error` object; its message after the status."""
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return f"{status} {message}" if isinstance(message, str) else None
+
+
+def check_openai_node(c, srv):
+    """images.generate(): POST {baseURL}/images/generations with the params as the body, as given."""
+    headers = openai_node_headers("sk-local")
+    status, reply = post(srv.port, "/v1/images/generations",
+                         {"prompt": "a paper boat", "size": "32x32", "response_format": "b64_json"}, headers)
+    c.check("node-sdk-b64-json", status == 200 and is_png(base64.b64decode(reply["data"][0]["b64_json"])), status)
+    status, reply = post(srv.port, "/v1/images/generations", {"prompt": "a paper boat", "size": "30x30"}, headers)
+    message = openai_node_error_message(status, reply)
+    error = reply.get("error", {})
+    c.check("node-sdk-error-read", status == 400 and message and message.startswith("400 ") and "size" in message and
+            error.get("param") == "size" and error.get("type") == "invalid_request_error" and "code" in error,
+            (status, reply))
+
+
+def check_librechat_dalle3(c, srv):
+    """The DALL-E 3 tool with its base URL (DALLE_REVERSE_PROXY) on this server: openai-node's
+    images.generate with the tool's defaults (quality standard, style vivid, size 1024x1024, here
+    cut to 32x32: the tool's schema allows only 1024x1024, 1792x1024 and 1024x1792), no
+    response_format, so OpenAI's default for DALL-E models, a url; then resp.data[0].url downloaded."""
+    prompt = 'A watercolor painting of a lighthouse on a cliff at dawn, "soft light"\nwaves below'
+    cleaned = re.sub(r"\r\n|\r|\n", " ", prompt).replace('"', "").strip()  # replaceUnwantedChars
+    status, reply = post(srv.port, "/v1/images/generations",
+                         {"model": "dall-e-3", "quality": "standard", "style": "vivid", "size": "32x32",
+                          "prompt": cleaned, "n": 1}, openai_node_headers("sk-librechat"))
+    url = reply["data"][0].get("url") if status == 200 else None
+    c.check("librechat-url-answer", isinstance(url, str) and url.startswith("http://"), (status, reply))
+    if not url:
+        return
+    # getImageBasename(): the URL path's last part when it ends in an image extension, else "";
+    # the file is then named img-<uuid>. and saveFileFromURL() puts the extension its bytes show.
+    basename = os.path.basename(urllib.parse.urlparse(url).path)
+    image_name = re.search(r"\.(jpg|jpeg|png|gif|bmp|tiff|svg)$", basename, re.I)
+    extension = os.path.splitext(basename)[1] if image_name else ""
+    c.check("librechat-basename", extension in ("", ".png"), basename)
+    # saveFileFromURL(): axios GET of the URL (responseType arraybuffer, axios's default headers).
+    parts = urllib.parse.urlparse(url)
+    status, _, data, headers = http_request(int(parts.port), "GET", parts.path + "?" + parts.query,
+                                            headers={"Accept": "application/json, text/plain, */*",
+                                                     "User-Agent": "axios/1.7.9", "Content-Type": None})
+    c.check("librechat-download", status == 200 and data[:8] == b"\x89PNG\r\n\x1a\n" and is_png(data),
+            (status, headers.get("content-type")))
+
+
+def check_open_webui(c, srv):
+    """Engine "openai" with the base URL http://127.0.0.1:PORT/v1 and an empty key (allowed): the
+    request of image_generations() through aiohttp, the answer read as it reads it."""
+    aiohttp_headers = {"Accept": "*/*", "Accept-Encoding": "gzip, deflate", "User-Agent": "Python/3.11 aiohttp/3.12.15"}
+    headers = {**aiohttp_headers, "Authorization": "Bearer ", "Content-Type": "application/json"}
+    # No model chosen: get_image_model() sends dall-e-2, and a model not matching ^gpt-image gets
+    # response_format b64_json; IMAGE_SIZE (default 512x512, cut) is sent as size.
+    for model, body in [("dall-e-2", {"model": "dall-e-2", "prompt": "a blue bicycle", "n": 1, "size": "32x32",
+                                      "response_format": "b64_json"}),
+                        # A ^gpt-image model gets no response_format: Open WebUI would fetch a url
+                        # through its SSRF check (which refuses 127.0.0.1), so the answer must be b64.
+                        ("gpt-image-1", {"model": "gpt-image-1", "prompt": "a blue bicycle", "n": 1, "size": "32x32"})]:
+        status, res = post(srv.port, "/v1/images/generations", body, headers)
+        images = []
+        for image in (res or {}).get("data", []) if status == 200 else []:
+            if not image.get("url"):  # get_image_data(image['b64_json']): no comma, so image/png
+                images.append(base64.b64decode(image["b64_json"]))
+        c.check(f"open-webui-{model}", status == 200 and len(images) == 1 and is_png(images[0]), (status, str(res)[:200]))
 
 
 def check_openai_sdk(c, srv):
@@ -151,17 +241,20 @@ def check_litellm(c, srv):
 
 def main():
     binary, model = sys.argv[1], sys.argv[2]
+    for name, (repo, files, commit, *_) in SOURCES.items():
+        print(f"replaying {name}: {repo} at {commit}: {files}")
     c = Checks()
     srv = Server(binary, model)
     try:
         check_http(c, srv)
+        for replay in (check_open_webui, check_librechat_dalle3, check_openai_node):
+            replay(c, srv)
         ran = [check_openai_sdk(c, srv), check_litellm(c, srv)]
     finally:
         code = srv.stop()
     c.check("sigterm-drains-exit-0", code == 0, code)
-    if not any(ran) and c.failed == 0:
-        print("neither openai nor litellm is installed: the clients' checks were skipped")
-        sys.exit(77)
+    if not any(ran):
+        print("neither openai nor litellm is installed: their checks were skipped")
     c.finish()
 
 

@@ -18,7 +18,6 @@ Nothing refused may compute: moss_images_total stays what the allowed requests m
 Usage: security_test.py BINARY MODEL_DIR"""
 import base64
 import glob
-import http.client
 import json
 import os
 import re
@@ -30,7 +29,7 @@ import tempfile
 import threading
 import time
 
-from harness import Server, Checks, TINY_DEFAULTS, WRAP, inside
+from harness import Server, Checks, TINY_DEFAULTS, WRAP, http_request, inside
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = os.path.join(HERE, "..", "..", "src", "server")
@@ -53,34 +52,17 @@ def server_routes():
 
 
 def send(port, method, path, headers=None, body=None, host="default", timeout=60):
-    """One request with exactly these headers (Host too, or none with host=None): (status,
-    headers, parsed JSON or None)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-    if host == "default":
-        host = f"127.0.0.1:{port}"
-    if host is not None:
-        conn.putheader("Host", host)
-    for k, v in (headers or {}).items():
-        conn.putheader(k, v)
-    if body is not None:
-        conn.putheader("Content-Length", str(len(body)))
-    conn.endheaders(body)
-    resp = conn.getresponse()
-    payload = resp.read()
-    conn.close()
-    try:
-        parsed = json.loads(payload)
-    except ValueError:
-        parsed = None
-    return resp.status, resp.headers, parsed
+    """One request with exactly these headers (Host too, or none with host=None; no Content-Type or
+    Content-Length unless given or a body is sent): (status, headers, parsed JSON or None)."""
+    exact = {"Content-Type": None, **({"Content-Length": None} if body is None else {}), **(headers or {})}
+    if host != "default":
+        exact["Host"] = host
+    status, parsed, _, got = http_request(port, method, path, raw=body, timeout=timeout, headers=exact)
+    return status, got, parsed
 
 
 def images_made(port, auth=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    conn.request("GET", "/metrics", headers={"Authorization": auth} if auth else {})
-    text = conn.getresponse().read().decode()
-    conn.close()
+    text = http_request(port, "GET", "/metrics", timeout=30, headers={"Authorization": auth})[2].decode()
     return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith("moss_images_total"))
 
 
@@ -200,10 +182,7 @@ def check_metrics(c, srv, routes):
     send(port, "POST", "/sdapi/v1/txt2img", {"Content-Type": "application/json", "Content-Length": str(2 << 20)})
     send(port, "POST", "/sdapi/v1/txt2img", {"Content-Type": "application/json", "Content-Encoding": "gzip"}, b"xx")
     send(port, "GET", "/sdapi/v1/options", host="evil.example")
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    conn.request("GET", "/metrics")
-    raw = conn.getresponse().read()
-    conn.close()
+    raw = http_request(port, "GET", "/metrics", timeout=30)[2]
     try:
         text = raw.decode("utf-8")
         utf8 = True

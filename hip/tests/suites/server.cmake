@@ -6,9 +6,11 @@
 # prometheus_client's parser from PyPI: skipped where not installed), devices (several host
 # engines in the CLI and the server, the same pixels) and deploy (HAProxy from Debian in front of
 # three servers, 300 requests, a SIGTERM and a SIGKILL under load: skipped without haproxy).
-# clients: the request sequences of SillyTavern, Open WebUI and LibreChat. Issue 46: clients_lenient
-# (AIYA with png-info, text-generation-webui, KoboldAI Lite, the Photoshop plugin) and openai_images
-# (the OpenAI Images API through the openai SDK and LiteLLM from PyPI: skipped where not installed).
+# clients: the request sequences of SillyTavern, Open WebUI and LibreChat. Issue 46, each client
+# replayed from its source at a named commit: clients_lenient (AIYA with png-info,
+# text-generation-webui, KoboldAI Lite, the Photoshop plugin) and openai_images (Open WebUI's openai
+# engine, LibreChat's DALL-E 3 tool, the openai Node SDK; the openai SDK and LiteLLM from PyPI called:
+# skipped where not installed).
 # Each test starts its own servers on free ports.
 if(MOSSINFER_SERVER)
   foreach(suite http stress webuiapi clients clients_lenient openai_images ops metrics devices deploy)
