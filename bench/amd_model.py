@@ -484,6 +484,48 @@ def variant_config(changes):
     return CONFIGS["portable"] if changes is None else dict(CONFIGS["int8"], **changes)
 
 
+def int8_memory_plan(vram_gib=8.0, desktop_gib=None):
+    """The 8 GB card with the INT8 DiT: its resident bytes and the 1024x1024 activation peak against the
+    card's usable memory, by the planner's rule (amd_streaming.resident_blocks). A block's projections
+    are 1 byte a weight plus one f32 scale an output row; the rest of the DiT (embedders, text blocks,
+    head: the planner's fixed part) stays bf16 as in the Comfy-Org files. The activations grow by the
+    int8 copies the design keeps beside the bf16 ones: the largest quantized activation (the SiTU
+    output, rows x ffn) and SageAttention's int8 K (rows x dim), for the stacked rows."""
+    st = amd_streaming.STAGES
+    desktop = amd_streaming.DESKTOP_GIB if desktop_gib is None else desktop_gib
+    d, f = DIT["dim"], DIT["ffn"]
+    gib = 2.0 ** 30
+    weights = 4 * d * d + 3 * f * d                      # qkv (3 d x d), o, ffn_up_gate (2f x d), ffn_down
+    scales = (3 * d + d + 2 * f + d) * 4
+    block_bf16 = weights * 2 / gib
+    block_int8 = (weights + scales) / gib
+    rows = 2 * (1024 // 16) ** 2 + 77 + 10
+    act_extra = (rows * f + rows * d) / gib
+    stages = dict(st, block_gib=block_int8, activation_gib=st["activation_gib"] + act_extra)
+    resident = amd_streaming.resident_blocks(vram_gib, desktop, stages)
+    need = (st["blocks"] * block_int8 + st["fixed_gib"] + stages["activation_gib"] + st["vae_gib"] +
+            st["reserve_gib"])
+    return dict(block_bf16_gib=block_bf16, block_int8_gib=block_int8, blocks=st["blocks"], resident=resident,
+                dit_int8_gib=st["blocks"] * block_int8 + st["fixed_gib"], activation_gib=stages["activation_gib"],
+                act_extra_gib=act_extra, need_gib=need, usable_gib=vram_gib - desktop, vram_gib=vram_gib,
+                bf16_resident=amd_streaming.resident_blocks(vram_gib, desktop))
+
+
+def int8_memory_lines():
+    out = []
+    for desktop in (amd_streaming.DESKTOP_GIB, 0.0):
+        p = int8_memory_plan(desktop_gib=desktop)
+        out.append(f"8 GB card, {p['usable_gib']:.1f} GiB usable ({desktop:.1f} GiB to the desktop): INT8 DiT "
+                   f"{p['dit_int8_gib']:.2f} GiB resident ({p['blocks']} blocks x {p['block_int8_gib']:.4f} GiB, bf16 "
+                   f"{p['block_bf16_gib']:.4f}; fixed bf16 part {amd_streaming.STAGES['fixed_gib']:.2f}) + activations "
+                   f"{p['activation_gib']:.2f} (int8 copies +{p['act_extra_gib']:.3f}) + VAE weights "
+                   f"{amd_streaming.STAGES['vae_gib']:.2f} + reserve {amd_streaming.STAGES['reserve_gib']:.2f} = "
+                   f"{p['need_gib']:.2f} GiB: {p['resident']} of {p['blocks']} blocks resident "
+                   f"({'all: fits' if p['resident'] == p['blocks'] else 'does NOT fit'}, "
+                   f"{p['usable_gib'] - p['need_gib']:+.2f} GiB spare; bf16: {p['bf16_resident']} of {p['blocks']})")
+    return out
+
+
 # Row (bandwidth) kernels: bytes moved per element of the [rows, cols] they walk, as the fused kernels
 # in hip/src/kernels/rows.hip and hip/src/ops/hip/core_ops_hip.hip read and write them.
 ROW_BYTES = {
@@ -1235,6 +1277,9 @@ def main(argv=None):
         for line in int8_table(rows, a.prompt_tokens, a.negative_tokens,
                                lambda t: amd_calibration.radeon_factors(me, "portable", t, radeon_rows)):
             out.write(line + "\n")
+        out.write("\n-- INT8 DiT on an 8 GB card at 1024x1024 (the planner's rule) --\n")
+        for line in int8_memory_lines():
+            out.write(line + "\n")
     out.write("\n-- calibration: the same model on the H200 kernels --\n")
     for r in cal_rows:
         out.write(f"{r['kernel'][:60]:60s} modelled {r['modelled_ms']:8.4f} ms  measured {r['measured_ms']:8.4f} ms"
@@ -1250,6 +1295,9 @@ def main(argv=None):
         out.write("\n-- streamed step on 8 GB cards, config portable (amd_streaming.py) --\n")
         for line in amd_streaming.report_lines(me, "portable", rows, a.prompt_tokens, a.negative_tokens,
                                                lambda t: amd_calibration.radeon_factors(me, "portable", t, radeon_rows)):
+            out.write(line + "\n")
+        out.write("\n-- INT8 DiT on an 8 GB card at 1024x1024 (the planner's rule) --\n")
+        for line in int8_memory_lines():
             out.write(line + "\n")
     if a.json:
         with open(a.json, "w") as f:

@@ -173,3 +173,15 @@ def test_cli_prints_the_int8_table():
         assert M.main(["--config", "int8", "--quiet"]) == 0
     text = buf.getvalue()
     assert "-- INT8 ConvRot" in text and "gfx1200 int8 step 1024x1024:" in text and "gfx1153: not modelled" in text
+
+
+def test_int8_memory_plan_on_8_gb():
+    p = M.int8_memory_plan()
+    # a block's projections: 113.2 M weights, half their bf16 bytes plus the f32 row scales
+    assert 0.5 < p["block_int8_gib"] / p["block_bf16_gib"] < 0.501
+    # the whole INT8 DiT is the Comfy-Org file's 5.41 GB (shared/spec/research/anchors.md), within 1%
+    assert abs(p["dit_int8_gib"] * 2 ** 30 / 1e9 - 5.41) < 0.055
+    assert p["resident"] == p["blocks"] == 42 and p["need_gib"] < p["usable_gib"]
+    assert p["bf16_resident"] < 42
+    # a card with less left over streams, by the same rule
+    assert M.int8_memory_plan(vram_gib=6.0)["resident"] < 42
