@@ -114,3 +114,11 @@ def test_moss_check_lines_and_progress_events_parse():
     log = "\n".join(["loading", ev(1, 9.0), ev(2, 0.5), '{"event": "stage", "stage": "vae"}', ev(3, 0.7), ev(4, 0.6)])
     assert F.step_seconds(log) == 0.6
     assert F.step_seconds(ev(1, 2.0)) is None and F.step_seconds("") is None
+
+
+def test_h200_int8_script_parses_and_prints_its_usage():
+    import subprocess
+    script = os.path.join(ROOT, "bench", "h200_int8.sh")
+    assert subprocess.run(["bash", "-n", script]).returncode == 0
+    r = subprocess.run(["bash", script], capture_output=True, text=True)
+    assert r.returncode == 2 and "h200_int8.sh BIN_DIR OUT_DIR" in r.stdout
