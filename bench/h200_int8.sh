@@ -23,9 +23,12 @@
 # command and its last output line; the rest still runs. Needs torch, transformers, safetensors and
 # diffusers' wheel in .whl/ (carry it). A size or part at a time fits the device's
 # 10 minutes a command: SIZES=512 PARTS=fidelity, then SIZES=1024 PARTS=fidelity, then PARTS=speed.
+# A dry run of the whole flow on the tiny model and the host build (what the engine lacks is skipped):
+#   SIZES=32 STEPS=2 SKIP=1 GROUP=64 BACKEND=host DEVICE=cpu SPEED_SIZE=32x32 MOSSINFER_BACKEND=host \
+#     bench/h200_int8.sh build-host /tmp/int8-dry hip/tests/data/tiny-moss
 set -uo pipefail
 if [[ $# -lt 2 || $1 == -h || $1 == --help ]]; then
-  sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 BIN=$1
@@ -34,9 +37,15 @@ MODEL=${3:-/tmp/moss-random-full}
 SIZES=${SIZES:-512 1024}
 STEPS=${STEPS:-4}
 PARTS=${PARTS:-fidelity speed}
+SKIP=${SKIP:-22}                # the uncond row's skipped layer (the pipeline's default)
+GROUP=${GROUP:-256}             # the rotation's group size (the tiny models' widths need 64)
+BACKEND=${BACKEND:-hip}         # moss-check's backend
+DEVICE=${DEVICE:-cuda}          # where the PyTorch references run
+SPEED_SIZE=${SPEED_SIZE:-1024x1024}
 root=$(cd "$(dirname "$0")/.." && pwd)
 py="python3 $root/bench/int8_fidelity.py"
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 log() { echo "$@" | tee -a "$OUT/int8.txt"; }
 last() { tail -1 "$1" 2>/dev/null | cut -c1-200; }
 PROMPTS=(
@@ -49,17 +58,18 @@ PROMPTS=(
 if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
   "$root/tools/random_model.sh" "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 || { log "FAIL writing the random model: $(last "$OUT/model.log")"; exit 1; }
 fi
+MODEL=$(cd "$MODEL" && pwd)  # the INT8 folder links to it
 
 # The INT8 file: the engine's quantize, else the PyTorch reference's (the same format).
 int8=$OUT/dit_int8.safetensors
 if [[ ! -f $int8 ]]; then
   t0=$(date +%s)
-  if "$BIN/moss-infer-hip" quantize --model "$MODEL" --out "$int8" --group-size 256 >"$OUT/quantize.log" 2>&1; then
+  if "$BIN/moss-infer-hip" quantize --model "$MODEL" --out "$int8" --group-size "$GROUP" >"$OUT/quantize.log" 2>&1; then
     log "quantize (engine): $(( $(date +%s) - t0 )) s, $(stat -c %s "$int8") bytes"
   else
     log "SKIP engine quantize: $(last "$OUT/quantize.log"); the INT8 file from bench/int8_convrot_ref.py instead"
     rm -f "$int8"
-    python3 "$root/bench/int8_convrot_ref.py" --quantize-dit "$MODEL" "$int8" --group-size 256 >>"$OUT/quantize.log" 2>&1 ||
+    python3 "$root/bench/int8_convrot_ref.py" --quantize-dit "$MODEL" "$int8" --group-size "$GROUP" >>"$OUT/quantize.log" 2>&1 ||
       { log "FAIL bench/int8_convrot_ref.py --quantize-dit: $(last "$OUT/quantize.log")"; exit 1; }
   fi
 fi
@@ -76,12 +86,12 @@ if [[ " $PARTS " == *" fidelity "* ]]; then
   for size in $SIZES; do
     dumps=()
     for i in 0 1 2 3; do
-      dump=/tmp/int8-fp32-$(basename "$MODEL")-$size-$STEPS-$i.safetensors
+      dump=/tmp/int8-fp32-$(basename "$MODEL")-$size-$STEPS-$SKIP-$i.safetensors
       if [[ ! -f $dump ]]; then
         t0=$(date +%s)
         python3 "$root/tools/golden/dump_official.py" --model "$MODEL" --pipeline-module "$root/tools/golden/standin_pipeline.py" \
-          --dtype float32 --prompt "${PROMPTS[$i]}" --negative "" --seed $((42 + i)) --height "$size" --width "$size" \
-          --steps "$STEPS" --cfg 3 --skip-layers 22 --wheels "$root/.whl" --out "$dump" >"$OUT/dump-$size-$i.log" 2>&1 ||
+          --dtype float32 --device "$DEVICE" --prompt "${PROMPTS[$i]}" --negative "" --seed $((42 + i)) --height "$size" --width "$size" \
+          --steps "$STEPS" --cfg 3 --skip-layers "$SKIP" --wheels "$root/.whl" --out "$dump" >"$OUT/dump-$size-$i.log" 2>&1 ||
           { log "FAIL fp32 dump $size prompt $i: $(last "$OUT/dump-$size-$i.log")"; exit 3; }
         log "fp32 dump $size prompt $i: $(( $(date +%s) - t0 )) s"
       fi
@@ -89,7 +99,7 @@ if [[ " $PARTS " == *" fidelity "* ]]; then
     done
     refs=$OUT/refs-$size.safetensors
     t0=$(date +%s)
-    $py refs --model "$MODEL" --int8 "$int8" --device cuda --out "$refs" "${dumps[@]}" >"$OUT/refs-$size.log" 2>&1 ||
+    $py refs --model "$MODEL" --int8 "$int8" --device "$DEVICE" --out "$refs" "${dumps[@]}" >"$OUT/refs-$size.log" 2>&1 ||
       { log "FAIL references $size: $(last "$OUT/refs-$size.log")"; exit 3; }
     log "references $size (bf16, INT8, INT8 + int8 QK^T): $(( $(date +%s) - t0 )) s"
     engine_args=()
@@ -99,10 +109,10 @@ if [[ " $PARTS " == *" fidelity "* ]]; then
         swapped=$OUT/dump-$size-$i-int8ref.safetensors
         [[ -f $swapped ]] || $py swap "${dumps[$i]}" "$refs" int8ref "$swapped" --index "$i"
         l=$OUT/engine-$path-$size-$i.log
-        MOSSINFER_KERNELS=$path timeout 300 "$BIN/moss-check" official --backend hip --model "$int8_model" --dump "$swapped" \
+        MOSSINFER_KERNELS=$path timeout 300 "$BIN/moss-check" official --backend "$BACKEND" --model "$int8_model" --dump "$swapped" \
           --stages dit >"$l" 2>&1
         rc=$?
-        grep -q "final_latent" "$l" || log "SKIP engine INT8 $path $size prompt $i (moss-check rc $rc): $(last "$l")"
+        grep -q "final_latent" "$l" || log "SKIP engine INT8 $path $size prompt $i (moss-check rc $rc): $($py why "$l")"
         logs+=("$l")
       done
       engine_args+=(--engine "$path=$(IFS=,; echo "${logs[*]}")")
@@ -113,7 +123,7 @@ if [[ " $PARTS " == *" fidelity "* ]]; then
 fi
 
 if [[ " $PARTS " == *" speed "* ]]; then
-  log "== step time 1024x1024, $((STEPS + 2)) steps (median, the first left out) =="
+  log "== step time $SPEED_SIZE, $((STEPS + 2)) steps (median, the first left out) =="
   for path in native portable; do
     declare -A sec=()
     for kind in bf16 int8; do
@@ -121,11 +131,11 @@ if [[ " $PARTS " == *" speed "* ]]; then
       [[ $kind == int8 ]] && extra=(--diffusion-model "$int8")
       l=$OUT/speed-$path-$kind.log
       MOSSINFER_KERNELS=$path timeout 300 "$BIN/moss-infer-hip" --model "$MODEL" "${extra[@]}" --prompt "${PROMPTS[0]}" \
-        --size 1024x1024 --steps $((STEPS + 2)) --seed 7 --latent-out "$OUT/speed-$path-$kind.npy" --progress json >"$l" 2>&1
+        --size "$SPEED_SIZE" --steps $((STEPS + 2)) --skip-layers "$SKIP" --seed 7 --latent-out "$OUT/speed-$path-$kind.npy" --progress json >"$l" 2>&1
       rc=$?
       s=$($py steps "$l")
       if [[ $rc -ne 0 || $s == none ]]; then
-        log "SKIP $path $kind run (rc $rc): $(grep -v '^{' "$l" | tail -1 | cut -c1-200)"
+        log "SKIP $path $kind run (rc $rc): $($py why "$l")"
         s=none
       fi
       sec[$kind]=$s

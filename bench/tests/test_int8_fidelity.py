@@ -90,17 +90,23 @@ def test_swap_puts_the_reference_in_the_dump(files):
 
 def test_table_judges_the_engine_against_half_bf16s_distance(files):
     refs = files["refs"]
-    bar = lambda key: F.BAR * F.distance(refs[key + "bf16"], refs[key + "fp32"])["rel_l2"]
+    bar = lambda key: F.BAR * F.distance(refs[key + "bf16"], refs[key + "int8ref"])["rel_l2"]
     keys = ["0.case0.", "0.case1."]
     good = {k: 0.9 * bar(k) for k in keys}
     bad = dict(good, **{"0.case1.": 1.1 * bar("0.case1.")})
     lines, ok = F.table(refs, [("native", good)])
-    assert ok and sum("engine native" in line and line.endswith("within") for line in lines) == 2
+    verdict = lambda line: line.split()[-5]  # "... rel_l2 VERDICT bar1 | VERDICT bar2"
+    assert ok and sum("engine native" in line and verdict(line) == "within" for line in lines) == 2
     lines, ok = F.table(refs, [("native", good), ("portable", bad)])
-    assert not ok and sum(line.endswith("OUTSIDE") and "portable" in line for line in lines) == 1
+    assert not ok and sum("engine portable" in line and verdict(line) == "OUTSIDE" for line in lines) == 1
     lines, ok = F.table(refs, [("portable", {})])  # what the engine refused: skipped, named
     assert ok and sum("SKIP" in line for line in lines) == 2
     assert sum("int8 QK^T" in line for line in lines) == 2
+    # both bars printed on a judged row, the deciding one first
+    row = next(line for line in F.table(refs, [("native", good)])[0] if "engine native" in line)
+    b1, b2 = float(row.split()[-4]), float(row.split()[-1])
+    assert b1 == pytest.approx(bar("0.case0."), rel=1e-3)
+    assert b2 == pytest.approx(F.BAR * F.distance(refs["0.case0.bf16"], refs["0.case0.fp32"])["rel_l2"], rel=1e-3)
 
 
 def test_moss_check_lines_and_progress_events_parse():
@@ -122,3 +128,13 @@ def test_h200_int8_script_parses_and_prints_its_usage():
     assert subprocess.run(["bash", "-n", script]).returncode == 0
     r = subprocess.run(["bash", script], capture_output=True, text=True)
     assert r.returncode == 2 and "h200_int8.sh BIN_DIR OUT_DIR" in r.stdout
+
+
+def test_why_names_the_refusal():
+    err = json.dumps({"event": "error", "message": "quantized weights are not supported", "exit_status": 2})
+    assert F.why('{"event":"info","message":"model files"}\n' + err + "\n") == "quantized weights are not supported"
+    assert F.why("moss-check official: x/config.json: missing file\nbackend: host\n== case 0\n") == \
+        "moss-check official: x/config.json: missing file"
+    assert F.why("m: x.safetensors: tensor 'a' (U8) is quantized; only bf16 weights\nbackend: host\n== case 0\n") == \
+        "m: x.safetensors: tensor 'a' (U8) is quantized; only bf16 weights"
+    assert F.why("one\ntwo\n") == "two" and F.why("") == "(no output)"
