@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Analytic cost model of moss-infer-hip's kernels on RDNA3/RDNA4 (and, for calibration, the H200).
 
-    python3 bench/amd_model.py [--config portable|candidate|seed|all] [--check-device-table FILE]
+    python3 bench/amd_model.py [--config portable|candidate|seed|int8|all] [--check-device-table FILE]
                                [--json OUT] [--prompt-tokens N] [--negative-tokens N] [--quiet]
 
 The default config is the code as it is (`portable`); `candidate` is a design that is not code and
-`seed` the kernels before the redesign (CONFIG_LABELS). Each step is printed plain, H200-calibrated
+`seed` the kernels before the redesign, `int8` the INT8 ConvRot design of issue 49 (CONFIG_LABELS;
+bench/amd_model.md section 6). Each step is printed plain, H200-calibrated
 (the same kernels measured on an H200) and Radeon-calibrated (published RDNA3/RDNA4 kernels of the
 same build: amd_calibration.py), and the streamed step of the 8 GB cards follows (amd_streaming.py).
 
