@@ -9,8 +9,8 @@ states, noise, sigmas and the fp32 final latent of each prompt), on the same inp
   int8ref   moss_ref's fp32 DiT with its block projections in INT8 ConvRot from the INT8 file
             (bench/int8_convrot_ref.py int8_dit): the format's reference
   int8sage  int8ref with the attention's QK^T in int8 (bench/sage_attention_fidelity.py: smoothed
-            K, per-block scales, P.V bf16): the attention idea of bench/amd_model.md section 6,
-            judged by the same bar as the engine
+            K, per-block scales; P.V left in fp32, so the row is what the int8 scores alone add):
+            the attention idea of bench/amd_model.md section 6, judged by the same bar as the engine
 The engine's latents come from `moss-check official --stages dit` on a dump whose final_latent is
 int8ref's (`swap`), so its final_latent line is engine-INT8 against the INT8 reference.
 
@@ -106,7 +106,8 @@ def sage_attention(R, S):
         n, d = q.shape
         q, k, v = (t.view(n, heads, d // heads) for t in (q, k, v))
         q, k = R.rotate(q, sin, cos), R.rotate(k, sin, cos)
-        o = S.attention_int8qk(*(t.transpose(0, 1).float() for t in (q, k, v)))
+        # the scores' quantization alone: the rest of this attention stays the INT8 reference's fp32
+        o = S.attention_int8qk(*(t.transpose(0, 1).float() for t in (q, k, v)), pv="fp32")
         return o.transpose(0, 1).reshape(n, d).to(v.dtype)
     return attention
 
@@ -115,6 +116,8 @@ def references(model_dir, int8_file, dumps, device="cpu", sage=True):
     """{f"{dump index}.{case prefix}{name}": latent} for every case of every dump (module docstring)."""
     import torch
     from safetensors.torch import load_file
+    torch.backends.cuda.matmul.allow_tf32 = False  # the fp32 references in fp32, not TF32
+    torch.backends.cudnn.allow_tf32 = False
     for p in (HERE, os.path.join(ROOT, "hip", "tests", "data", "reference")):
         if p not in sys.path:
             sys.path.insert(0, p)

@@ -75,6 +75,8 @@ def _softmax_pv(s, v, pv="bf16"):
     it), the product accumulated in fp32, then divided."""
     p = torch.exp(s - s.amax(dim=-1, keepdim=True))
     denom = p.sum(dim=-1, keepdim=True)
+    if pv == "fp32":  # the scores' error alone (the int8 reference's fp32 attention otherwise)
+        return (p @ v) / denom
     if pv == "fp8":
         p8 = (p * FP8_MAX).to(torch.float8_e4m3fn).to(torch.float32) / FP8_MAX
         sv = v.abs().amax(dim=-2, keepdim=True).clamp(min=1e-30) / FP8_MAX  # per channel (over keys)
@@ -112,7 +114,10 @@ def int8_scores(q, k, smooth=True, q_block=Q_BLOCK, k_block=K_BLOCK):
 
 
 def attention_int8qk(q, k, v, smooth=True, pv="bf16", q_block=Q_BLOCK, k_block=K_BLOCK):
-    return bf16(_softmax_pv(int8_scores(q, k, smooth, q_block, k_block), v, pv))
+    """pv: "bf16" (the design: P rounded, the output bf16), "fp8" (the variant) or "fp32" (no
+    rounding but the scores': what int8 QK^T alone adds to an fp32 attention)."""
+    o = _softmax_pv(int8_scores(q, k, smooth, q_block, k_block), v, pv)
+    return o if pv == "fp32" else bf16(o)
 
 
 METHODS = {

@@ -86,8 +86,10 @@ def test_the_methods_order_as_their_arithmetic(gain):
     assert 2e-4 < r["bf16"]["rel_l2"] < 6e-3
     # int8 has 127 levels a block: coarser than bf16, still a close attention
     assert r["bf16"]["rel_l2"] < r["int8qk"]["rel_l2"] < 0.1 and r["int8qk"]["cos"] > 0.99
-    # fp8 P.V adds its own rounding (3 mantissa bits) to the int8 scores'
+    # fp8 P.V adds its own rounding (3 mantissa bits) to the int8 scores'; fp32 P.V leaves the scores' alone
     assert r["int8qk-fp8pv"]["rel_l2"] > r["int8qk"]["rel_l2"]
+    alone = S.compare(q, k, v, {"fp32pv": lambda q, k, v: S.attention_int8qk(q, k, v, pv="fp32")})["fp32pv"]
+    assert 0 < alone["rel_l2"] < r["int8qk"]["rel_l2"]
     lines = S.table_lines([("synthetic", r)])
     assert len(lines) == 1 + len(S.METHODS) and lines[1].split()[1] == "bf16"
 
