@@ -1297,9 +1297,6 @@ def main(argv=None):
         for line in amd_streaming.report_lines(me, "portable", rows, a.prompt_tokens, a.negative_tokens,
                                                lambda t: amd_calibration.radeon_factors(me, "portable", t, radeon_rows)):
             out.write(line + "\n")
-        out.write("\n-- INT8 DiT on an 8 GB card at 1024x1024 (the planner's rule) --\n")
-        for line in int8_memory_lines():
-            out.write(line + "\n")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(report, f, indent=1)

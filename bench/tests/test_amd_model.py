@@ -173,6 +173,11 @@ def test_cli_prints_the_int8_table():
         assert M.main(["--config", "int8", "--quiet"]) == 0
     text = buf.getvalue()
     assert "-- INT8 ConvRot" in text and "gfx1200 int8 step 1024x1024:" in text and "gfx1153: not modelled" in text
+    assert "42 of 42 blocks resident (all: fits" in text
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert M.main(["--quiet"]) == 0
+    assert "INT8" not in buf.getvalue()  # the default is the code as it is
 
 
 def test_int8_memory_plan_on_8_gb():
