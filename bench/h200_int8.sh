@@ -13,7 +13,9 @@
 #       attention idea), judged by the same bar
 #   (d) the engine's INT8 DiT, native and MOSSINFER_KERNELS=portable: `moss-check official
 #       --stages dit` on the same inputs, on a folder whose transformer is the INT8 file and a dump
-#       whose final_latent is (c)'s, so its final_latent line is engine-INT8 against the INT8 reference
+#       whose final_latent is (c)'s, so its final_latent line is engine-INT8 against the INT8 reference;
+#       where moss-check refuses that folder, end to end through `--diffusion-model INT8.safetensors`
+#       (the engine's own text states: its bf16 folder's end-to-end distance to fp32 printed beside)
 #   The table prints per prompt: bf16 vs fp32, INT8-ref vs fp32 (the format's own error), the bar
 #   (0.5x bf16 vs fp32) and each row against the INT8 reference, "within" or "OUTSIDE".
 # Speed (1024x1024): median denoise step (`--progress json`, first step left out) of the bf16
@@ -28,7 +30,7 @@
 #     bench/h200_int8.sh build-host /tmp/int8-dry hip/tests/data/tiny-moss
 set -uo pipefail
 if [[ $# -lt 2 || $1 == -h || $1 == --help ]]; then
-  sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 BIN=$1
@@ -104,7 +106,7 @@ if [[ " $PARTS " == *" fidelity "* ]]; then
     log "references $size (bf16, INT8, INT8 + int8 QK^T): $(( $(date +%s) - t0 )) s"
     engine_args=()
     for path in native portable; do
-      logs=()
+      logs=() npys=() base=()
       for i in 0 1 2 3; do
         swapped=$OUT/dump-$size-$i-int8ref.safetensors
         [[ -f $swapped ]] || $py swap "${dumps[$i]}" "$refs" int8ref "$swapped" --index "$i"
@@ -112,10 +114,25 @@ if [[ " $PARTS " == *" fidelity "* ]]; then
         MOSSINFER_KERNELS=$path timeout 300 "$BIN/moss-check" official --backend "$BACKEND" --model "$int8_model" --dump "$swapped" \
           --stages dit >"$l" 2>&1
         rc=$?
-        grep -q "final_latent" "$l" || log "SKIP engine INT8 $path $size prompt $i (moss-check rc $rc): $($py why "$l")"
         logs+=("$l")
+        grep -q "final_latent" "$l" && continue
+        log "SKIP engine INT8 $path $size prompt $i (moss-check rc $rc): $($py why "$l")"
+        # End to end instead, through --diffusion-model: the text states are then the engine's own
+        # (bf16 text encoder), so its bf16 folder's run against fp32 is printed beside as a baseline.
+        run=("$BIN/moss-infer-hip" --model "$MODEL" --prompt "${PROMPTS[$i]}" --negative "" --seed $((42 + i))
+             --size "${size}x$size" --steps "$STEPS" --cfg 3 --skip-layers "$SKIP" --quiet)
+        e=$OUT/e2e-$path-$size-$i
+        MOSSINFER_KERNELS=$path timeout 300 "${run[@]}" --diffusion-model "$int8" --latent-out "$e.npy" >"$e.log" 2>&1 ||
+          log "SKIP engine INT8 $path $size prompt $i end to end: $($py why "$e.log")"
+        MOSSINFER_KERNELS=$path timeout 300 "${run[@]}" --latent-out "$e-bf16.npy" >"$e-bf16.log" 2>&1 ||
+          log "SKIP engine bf16 $path $size prompt $i end to end: $($py why "$e-bf16.log")"
+        npys+=("$e.npy") base+=("$e-bf16.npy")
       done
       engine_args+=(--engine "$path=$(IFS=,; echo "${logs[*]}")")
+      if [[ ${#npys[@]} -gt 0 ]]; then
+        engine_args+=(--engine-npy "$path e2e=$(IFS=,; echo "${npys[*]}")")
+        engine_args+=(--info-npy "$path bf16 e2e-fp32=fp32:$(IFS=,; echo "${base[*]}")")
+      fi
     done
     log "== fidelity ${size}x$size, $STEPS steps, 4 prompts (relative L2 of the final latents) =="
     $py table "$refs" "${engine_args[@]}" | tee -a "$OUT/int8.txt"

@@ -16,7 +16,8 @@ int8ref's (`swap`), so its final_latent line is engine-INT8 against the INT8 ref
 
   int8_fidelity.py refs --model DIR --int8 FILE --out REFS.safetensors DUMP... [--device cuda] [--no-sage]
   int8_fidelity.py swap DUMP REFS NAME OUT        (final_latent := REFS' NAME latent of that dump)
-  int8_fidelity.py table REFS [--engine LABEL=MOSS_CHECK_LOG ...]
+  int8_fidelity.py table REFS [--engine LABEL=MOSS_CHECK_LOG,...] [--engine-npy LABEL=NPY,...]
+                              [--info-npy LABEL=REF:NPY,...]
   int8_fidelity.py steps PROGRESS_LOG             (median seconds a denoise step, the first left out)
   int8_fidelity.py why LOG                        (the reason a run gave no result, for the SKIP lines)
 
@@ -211,12 +212,26 @@ def why(text):
     return lines[-1][:200] if lines else "(no output)"
 
 
-def table(refs, engines=()):
+def npy_rels(refs, files, name):
+    """{key: rel_l2} of engine latents (.npy, one per dump in the refs' order, that dump's first
+    case) against the refs' `name` latent; a missing file is left out (a SKIP row)."""
+    import numpy as np
+    import torch
+    out = {}
+    for i, f in enumerate(files):
+        key = f"{i}.case0."
+        if f and os.path.exists(f) and key + name in refs:
+            out[key] = distance(torch.from_numpy(np.load(f)).float(), refs[key + name])["rel_l2"]
+    return out
+
+
+def table(refs, engines=(), infos=()):
     """The fidelity lines: per dump case, the references' distances and each engine log's
     engine-INT8 vs int8ref, judged against two bars: BAR x (bf16 vs int8ref), the issue's words
     ("bf16 PyTorch's own distance to that reference"), which decides; and BAR x (bf16 vs fp32),
-    printed beside it. engines: [(label, {key: rel})] with key f"{dump index}.{case prefix}".
-    Returns (lines, every engine row within the deciding bar)."""
+    printed beside it. engines: [(label, {key: rel})] with key f"{dump index}.{case prefix}";
+    infos: the same, printed without a verdict (a baseline). Returns (lines, every engine row
+    within the deciding bar)."""
     keys = sorted({k.rsplit(".", 1)[0] + "." for k in refs})
     lines = [f"{'case':10s} {'bf16-fp32':>10s} {'bf16-int8':>10s} {'int8-fp32':>10s} {'row':26s} {'rel_l2':>10s} "
              f"verdict (bar {BAR} x bf16-int8ref | {BAR} x bf16-fp32)"]
@@ -231,11 +246,16 @@ def table(refs, engines=()):
             rows.append(("int8ref+int8 QK^T (idea)", distance(refs[key + "int8sage"], refs[key + "int8ref"])["rel_l2"]))
         for label, rels in engines:
             rows.append((f"engine {label}", rels.get(key)))
+        info_rows = {f"info {label}" for label, _ in infos}
+        for label, rels in infos:
+            rows.append((f"info {label}", rels.get(key)))
         if not rows:
             rows.append(("(no engine run)", None))
         for label, rel in rows:
             if rel is None:
                 verdict = "SKIP (no result)"
+            elif label in info_rows:
+                verdict = "info (a baseline, not judged)"
             else:
                 verdict = " | ".join(("within" if rel <= b else "OUTSIDE") + f" {b:.3e}" for b in bars)
                 ok = ok and (rel <= bars[0] or not label.startswith("engine"))
@@ -264,6 +284,10 @@ def main(argv=None):
     t.add_argument("refs")
     t.add_argument("--engine", action="append", default=[], metavar="LABEL=LOG[,LOG...]",
                    help="moss-check logs of one engine path, in the order of the dumps given to refs")
+    t.add_argument("--engine-npy", action="append", default=[], metavar="LABEL=FILE[,FILE...]",
+                   help="the engine's --latent-out files, one per dump, judged against the INT8 reference")
+    t.add_argument("--info-npy", action="append", default=[], metavar="LABEL=REF:FILE[,FILE...]",
+                   help="latent files printed against the reference REF (fp32, bf16, int8ref), not judged")
     s = sub.add_parser("steps")
     s.add_argument("log")
     y = sub.add_parser("why")
@@ -285,7 +309,16 @@ def main(argv=None):
                 text = open(log).read() if os.path.exists(log) else ""
                 rels.update({f"{i}.{k}": v for k, v in parse_moss_check(text).items()})
             engines.append((label, rels))
-        lines, ok = table(load_file(a.refs), engines)
+        refs = load_file(a.refs)
+        for spec in a.engine_npy:
+            label, files = spec.split("=", 1)
+            engines.append((label, npy_rels(refs, files.split(","), "int8ref")))
+        infos = []
+        for spec in a.info_npy:
+            label, rest = spec.split("=", 1)
+            name, files = rest.split(":", 1)
+            infos.append((label, npy_rels(refs, files.split(","), name)))
+        lines, ok = table(refs, engines, infos)
         print("\n".join(lines))
         return 0 if ok else 1
     elif a.cmd == "why":

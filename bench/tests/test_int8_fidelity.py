@@ -138,3 +138,20 @@ def test_why_names_the_refusal():
     assert F.why("m: x.safetensors: tensor 'a' (U8) is quantized; only bf16 weights\nbackend: host\n== case 0\n") == \
         "m: x.safetensors: tensor 'a' (U8) is quantized; only bf16 weights"
     assert F.why("one\ntwo\n") == "two" and F.why("") == "(no output)"
+
+
+def test_table_takes_the_engines_latent_files(files, tmp_path):
+    import numpy as np
+    refs = files["refs"]
+    good = tmp_path / "good.npy"
+    np.save(good, refs["0.case0.int8ref"].numpy() * 1.0001)
+    base = tmp_path / "bf16.npy"
+    np.save(base, refs["0.case0.bf16"].numpy())
+    rels = F.npy_rels(refs, [str(good), str(tmp_path / "missing.npy")], "int8ref")
+    assert list(rels) == ["0.case0."] and rels["0.case0."] == pytest.approx(1e-4, rel=1e-2)
+    info = F.npy_rels(refs, [str(base)], "fp32")
+    lines, ok = F.table(refs, [("native e2e", rels)], [("engine bf16 e2e vs fp32", info)])
+    assert ok
+    row = next(line for line in lines if "info engine bf16" in line and line.startswith("0.case0."))
+    assert row.endswith("info (a baseline, not judged)")
+    assert float(row.split()[-6]) == pytest.approx(F.distance(refs["0.case0.bf16"], refs["0.case0.fp32"])["rel_l2"], rel=1e-3)
