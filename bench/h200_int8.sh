@@ -24,13 +24,15 @@
 # What the engine refuses (no INT8 loader yet, an unknown flag) is skipped with one line naming the
 # command and its last output line; the rest still runs. Needs torch, transformers, safetensors and
 # diffusers' wheel in .whl/ (carry it). A size or part at a time fits the device's
-# 10 minutes a command: SIZES=512 PARTS=fidelity, then SIZES=1024 PARTS=fidelity, then PARTS=speed.
+# 10 minutes a command: SIZES=512 PARTS=fidelity, then SIZES=1024 PARTS=fidelity, then PARTS=speed
+# (PROMPT_IDS="0 1" then "2 3" halves a size's call; the fp32 dumps are kept in /tmp while the
+# machine stays warm).
 # A dry run of the whole flow on the tiny model and the host build (what the engine lacks is skipped):
 #   SIZES=32 STEPS=2 SKIP=1 GROUP=64 BACKEND=host DEVICE=cpu SPEED_SIZE=32x32 MOSSINFER_BACKEND=host \
 #     bench/h200_int8.sh build-host /tmp/int8-dry hip/tests/data/tiny-moss
 set -uo pipefail
 if [[ $# -lt 2 || $1 == -h || $1 == --help ]]; then
-  sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
+  awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 BIN=$1
@@ -44,6 +46,7 @@ GROUP=${GROUP:-256}             # the rotation's group size (the tiny models' wi
 BACKEND=${BACKEND:-hip}         # moss-check's backend
 DEVICE=${DEVICE:-cuda}          # where the PyTorch references run
 SPEED_SIZE=${SPEED_SIZE:-1024x1024}
+PROMPT_IDS=${PROMPT_IDS:-0 1 2 3}  # which of the 4 prompts (a call's share; the fp32 dumps stay in /tmp)
 root=$(cd "$(dirname "$0")/.." && pwd)
 py="python3 $root/bench/int8_fidelity.py"
 mkdir -p "$OUT"
@@ -86,8 +89,8 @@ fi
 
 if [[ " $PARTS " == *" fidelity "* ]]; then
   for size in $SIZES; do
-    dumps=()
-    for i in 0 1 2 3; do
+    dumps=() ids=()
+    for i in $PROMPT_IDS; do
       dump=/tmp/int8-fp32-$(basename "$MODEL")-$size-$STEPS-$SKIP-$i.safetensors
       if [[ ! -f $dump ]]; then
         t0=$(date +%s)
@@ -97,7 +100,7 @@ if [[ " $PARTS " == *" fidelity "* ]]; then
           { log "FAIL fp32 dump $size prompt $i: $(last "$OUT/dump-$size-$i.log")"; exit 3; }
         log "fp32 dump $size prompt $i: $(( $(date +%s) - t0 )) s"
       fi
-      dumps+=("$dump")
+      dumps+=("$dump") ids+=("$i")
     done
     refs=$OUT/refs-$size.safetensors
     t0=$(date +%s)
@@ -107,9 +110,10 @@ if [[ " $PARTS " == *" fidelity "* ]]; then
     engine_args=()
     for path in native portable; do
       logs=() npys=() base=()
-      for i in 0 1 2 3; do
+      for j in "${!dumps[@]}"; do
+        i=${ids[$j]}
         swapped=$OUT/dump-$size-$i-int8ref.safetensors
-        [[ -f $swapped ]] || $py swap "${dumps[$i]}" "$refs" int8ref "$swapped" --index "$i"
+        $py swap "${dumps[$j]}" "$refs" int8ref "$swapped" --index "$j"
         l=$OUT/engine-$path-$size-$i.log
         MOSSINFER_KERNELS=$path timeout 300 "$BIN/moss-check" official --backend "$BACKEND" --model "$int8_model" --dump "$swapped" \
           --stages dit >"$l" 2>&1
@@ -134,7 +138,7 @@ if [[ " $PARTS " == *" fidelity "* ]]; then
         engine_args+=(--info-npy "$path bf16 e2e-fp32=fp32:$(IFS=,; echo "${base[*]}")")
       fi
     done
-    log "== fidelity ${size}x$size, $STEPS steps, 4 prompts (relative L2 of the final latents) =="
+    log "== fidelity ${size}x$size, $STEPS steps, prompts $PROMPT_IDS as rows 0.. (relative L2 of the final latents) =="
     $py table "$refs" "${engine_args[@]}" | tee -a "$OUT/int8.txt"
   done
 fi
