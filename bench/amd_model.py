@@ -502,6 +502,22 @@ def variant_config(changes):
     return CONFIGS["portable"] if changes is None else dict(CONFIGS["int8"], **changes)
 
 
+def h200_int8_steps(tc=64, tu=10):
+    """The H200 build's step (wgmma GEMMs and attention, calibration's h_conf, with the deferred
+    update the code has since session 21) in bf16 and with the block projections as int8 wgmma
+    GEMMs (k-step 128 int8: the bf16 kernel's bytes), the quantization passes apart or fused; the
+    attention stays bf16 there. {name: modelled s}: what bench/h200_int8.sh's ratio is to be read
+    against (the issue's target: INT8 at most 0.7x bf16 on the native path)."""
+    conf = CONFIGS["h200"]
+    base = {"gemm": conf["gemm_wgmma"], "attention": conf["attention_wgmma"], "fused_unit": True,
+            "kv_in_place": True, "deferred_attn_update": True}
+    q8 = dict(base, int8_gemm=True, gemm_int8=dict(conf["gemm_wgmma"], bk=128, int8=True))
+    out = {"bf16": summarize(dit_step("h200", base, None, tc, tu))}
+    for quant in ("separate", "fused"):
+        out["int8 " + quant] = summarize(dit_step("h200", dict(q8, act_quant=quant), None, tc, tu))
+    return out
+
+
 def int8_memory_plan(vram_gib=8.0, desktop_gib=None):
     """The 8 GB card with the INT8 DiT: its resident bytes and the 1024x1024 activation peak against the
     card's usable memory, by the planner's rule (amd_streaming.resident_blocks). A block's projections
@@ -722,7 +738,8 @@ def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None
     lds_write = l2_step if cfg["lds"] == "ab" else 0
     dup = spec(t, "frag_dup")
     if cfg.get("wgmma"):
-        lds_read = (cfg["wm"] * 64 * bk * 2 + cfg["wm"] * bn * bk * 2)  # each consumer: its A rows and all of B
+        eb_frag = 1 if cfg.get("int8") else 2
+        lds_read = (cfg["wm"] * 64 * bk + cfg["wm"] * bn * bk) * eb_frag  # each consumer: its A rows and all of B
     else:
         lds_read = waves_wg * (tm + tn) * (bk // 16) * 512 * dup + (waves_wg * tm * (bk // 16) * 512 * dup if eb_x == 4 else 0)
         if cfg.get("int8"):
@@ -1295,6 +1312,11 @@ def main(argv=None):
         for line in int8_table(rows, a.prompt_tokens, a.negative_tokens,
                                lambda t: amd_calibration.radeon_factors(me, "portable", t, radeon_rows)):
             out.write(line + "\n")
+        h = h200_int8_steps()
+        out.write("h200 step 1024x1024 (modelled, wgmma; what h200_int8.sh measures): bf16 %.3f s, INT8 %.3f s with the "
+                  "quantization apart (x%.2f), %.3f s fused (x%.2f); target x0.70\n"
+                  % (h["bf16"], h["int8 separate"], h["int8 separate"] / h["bf16"], h["int8 fused"],
+                     h["int8 fused"] / h["bf16"]))
         out.write("\n-- INT8 DiT on an 8 GB card at 1024x1024 (the planner's rule) --\n")
         for line in int8_memory_lines():
             out.write(line + "\n")

@@ -190,3 +190,10 @@ def test_int8_memory_plan_on_8_gb():
     assert p["bf16_resident"] < 42
     # a card with less left over streams, by the same rule
     assert M.int8_memory_plan(vram_gib=6.0)["resident"] < 42
+
+
+def test_h200_int8_step_prediction():
+    h = M.h200_int8_steps()
+    # the GEMMs (most of the step) at twice the rate, attention and rows as they were
+    assert 0.5 < h["int8 fused"] / h["bf16"] <= h["int8 separate"] / h["bf16"] < 1.0
+    assert abs(h["bf16"] - M.calibrate()[1]["modelled_s"]) / h["bf16"] < 0.02  # the calibrated step's flow
