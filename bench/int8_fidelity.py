@@ -24,8 +24,8 @@ int8ref's (`swap`), so its final_latent line is engine-INT8 against the INT8 ref
 The issue's bar: engine-INT8 within 0.5x "bf16 PyTorch's own distance to that reference" (relative
 L2 of the final latents): read as bf16 against the INT8 reference, which decides; 0.5x bf16 against
 fp32 is printed beside it. A note: an engine that runs the rest of the DiT in bf16 differs from the
-fp32-based INT8 reference by about bf16's own error, so the second reading cannot be met by
-construction. The format's own error (int8ref against fp32) is reported beside both.
+fp32-based INT8 reference by about bf16's own error, so the second reading is unlikely to be met
+by construction. The format's own error (int8ref against fp32) is reported beside both.
 """
 import argparse
 import json
