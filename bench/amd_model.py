@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Analytic cost model of moss-infer-hip's kernels on RDNA3/RDNA4 (and, for calibration, the H200).
 
-    python3 bench/amd_model.py [--config portable|candidate|seed|all] [--check-device-table FILE]
+    python3 bench/amd_model.py [--config portable|candidate|seed|int8|all] [--check-device-table FILE]
                                [--json OUT] [--prompt-tokens N] [--negative-tokens N] [--quiet]
 
 The default config is the code as it is (`portable`); `candidate` is a design that is not code and
-`seed` the kernels before the redesign (CONFIG_LABELS). Each step is printed plain, H200-calibrated
+`seed` the kernels before the redesign, `int8` the INT8 ConvRot design of issue 49 (CONFIG_LABELS;
+bench/amd_model.md section 6). Each step is printed plain, H200-calibrated
 (the same kernels measured on an H200) and Radeon-calibrated (published RDNA3/RDNA4 kernels of the
 same build: amd_calibration.py), and the streamed step of the 8 GB cards follows (amd_streaming.py).
 
@@ -74,6 +75,12 @@ SOURCES = {
                 "(8 WGPs = 16 CUs, 2 MB L2, no Infinity Cache, LPDDR5(X)-7500 on a 128-bit bus = 120 GB/s shared with the CPU, "
                 "'the cut down variant of RDNA 3.5 with 128 KB vector register files'); 2.9 GHz boost: "
                 "https://fpsbench.com/compare/gpu/amd-radeon-890m-vs-amd-radeon-hd-6850-x2",
+    "amd-780m": "Radeon 780M (Phoenix, gfx1103): fpsbench https://fpsbench.com/compare/gpu/amd-radeon-780m-vs-intel-hd-graphics-p4600 "
+                "(12 CUs, 2700 MHz boost, 2 MB L2, no Infinity Cache, RDNA 3.0, memory system shared)",
+    "amd-860m": "Radeon 860M (Krackan Point, gfx1152): fpsbench https://fpsbench.com/compare/gpu/amd-radeon-rx-6650m-xt-vs-amd-radeon-860m "
+                "(8 CUs, 3000 MHz boost, 1 MB L2, no Infinity Cache, RDNA 3.5, memory system shared)",
+    "apu-dram-assumed": "ASSUMPTION: the laptop APUs' shared memory taken as the 890M's 128-bit LPDDR5X-7500, 120 GB/s "
+                        "(amd-890m); their spec pages say 'system dependent'",
     "apu-l2-assumed": "ASSUMPTION: Strix Halo's GPU L2 taken as Strix Point's 2 MB (amd-890m); no figure found in the search store",
     "llvm-vgprs-small": "1024 wave32 VGPRs per SIMD (128 KB) and allocation granule 16 on the gfx11 targets without "
                         "FeatureGFX11FullVGPRs (gfx1102, gfx1103, gfx1150, gfx1152, gfx1153): LLVM's AMDGPU.td gives the "
@@ -87,6 +94,21 @@ SOURCES = {
                   "no VALU co-execution (quoted in docs/matrix_layouts.md section 2.1)",
     "calc-rdna4": "AMD matrix instruction calculator, RDNA4 v_wmma_f32_16x16x16_bf16: 16 cycles, 2048 FLOPs/WGP/clk, "
                   "no VALU co-execution (docs/matrix_layouts.md section 3.1)",
+    "rdna3-iu8": "RDNA3 (gfx11) v_wmma_i32_16x16x16_iu8 issues at the bf16 WMMA's rate (32 cycles, 512 ops/CU/clk): "
+                 "shared/spec/research/moss_files.md (INT8 ConvRot section, last bullet); AMD's RDNA3 ISA lists the iu8 "
+                 "WMMA beside the f16/bf16 ones with the same 16x16x16 shape",
+    "rdna4-iu8": "RDNA4 (gfx12) int8 WMMA (v_wmma_i32_16x16x16_iu8) at twice the dense bf16 rate: RX 9070 XT 195 TFLOPS "
+                 "dense fp16 against 389 TOPS dense int8 (shared/spec/research/moss_files.md, INT8 ConvRot section); "
+                 "AMD GPUOpen, 'Using the Matrix Cores of AMD RDNA 4 architecture GPUs' (its FLOPS/clock/CU table by "
+                 "type; summarised at https://news.cgast.org/news/18287, the table itself not in the search store)",
+    "h200-int8": "NVIDIA H200 SXM: dense INT8 1979 TOPS against dense bf16 989 TFLOPS (Hopper datasheet figures, the same "
+                 "for H100 SXM): twice the rate",
+    "sageattention": "SageAttention (Zhang et al. 2024, https://arxiv.org/abs/2410.02367): QK^T in int8 with Q and K "
+                     "quantized per block of rows after K is smoothed (its mean over the tokens subtracted, which no "
+                     "softmax row sees), P.V kept in 16-bit floats; the idea bench/amd_model.md section 6 models",
+    "rdna4-fp8-assumed": "ASSUMPTION: RDNA4's fp8 WMMA (v_wmma_f32_16x16x16_fp8_fp8, gfx12 only: MLIR's AMDGPU dialect "
+                         "lists F8E4M3FN/F8E5M2 WMMA operands, https://github.com/llvm/llvm-project/pull/164920) at the "
+                         "int8 rate, twice bf16's; gfx11 has no fp8 WMMA",
     "layout-dup": "gfx11 wave32 WMMA needs A/B in both half-waves (8 VGPRs per operand), gfx12 does not (4 VGPRs): "
                   "docs/matrix_layouts.md sections 2-3; so a gfx11 fragment read moves 1024 bytes, a gfx12 one 512",
     "llvm-vgprs": "LLVM AMDGPU getTotalNumVGPRs: 1536 wave32 VGPRs per SIMD with FeatureGFX11FullVGPRs (gfx1100), "
@@ -132,12 +154,14 @@ RDNA_GENERATIONS = {
     3: {
         "mma_flops_per_unit_clk": (512, "calc-rdna3"),  # dense bf16 WMMA per CU
         "mma_clk": (32, "calc-rdna3"),                # cycles of one 16x16x16 WMMA on one SIMD
+        "int8_rate": (1, "rdna3-iu8"),                # iu8 WMMA ops per bf16 WMMA flop, per clock
         "frag_dup": (2, "layout-dup"),
         "simds_per_unit": (2, "calc-rdna3"),
     },
     4: {
         "mma_flops_per_unit_clk": (1024, "calc-rdna4"),
         "mma_clk": (16, "calc-rdna4"),
+        "int8_rate": (2, "rdna4-iu8"),
         "frag_dup": (1, "layout-dup"),
         "simds_per_unit": (2, "calc-rdna4"),
     },
@@ -153,7 +177,7 @@ RDNA_SHARED = {
     "launch_us": (4.0, "launch-assumed"),
 }
 # The order of an AMD target's figures (as --json writes them).
-RDNA_FIGURES = ("name", "units", "clock_ghz", "mma_flops_per_unit_clk", "mma_clk", "frag_dup", "simds_per_unit",
+RDNA_FIGURES = ("name", "units", "clock_ghz", "mma_flops_per_unit_clk", "mma_clk", "int8_rate", "frag_dup", "simds_per_unit",
                 "regs_per_simd", "reg_granule", "max_waves_per_simd", "lds_per_unit", "lds_bytes_per_unit_clk",
                 "valu_lanes_per_simd_clk", "l2_mb", "l2_bytes_per_clk", "mall_mb", "dram_gbs", "vram_gb",
                 "latency_clk", "launch_us")
@@ -197,6 +221,7 @@ SPECS = {
         "mma_peak_tflops": (745.2, "h200-peak-measured"),
         "mma_sync_fraction": (2.0 / 3.0, "fa3-mma-sync"),
         "mma_clk": (8, "h200-peak-measured"),        # one 16x16x16 per sub-partition: 8192 / (4096/4) clk
+        "int8_rate": (2, "h200-int8"),
         "frag_dup": (1, "h200-smem-bw"),
         "simds_per_unit": (4, "h200-nvidia"),
         "regs_per_simd": (512, "h200-nvidia"),        # 16384 registers per sub-partition / 32 lanes
@@ -215,6 +240,17 @@ SPECS = {
     },
 }
 AMD_TARGETS = ("gfx1100", "gfx1101", "gfx1102", "gfx1150", "gfx1151", "gfx1200", "gfx1201")
+# Two more release targets for the INT8 table (issue 49), not in the configs' tables: laptop APUs
+# whose figures come from one spec listing each and whose memory is an assumption.
+SPECS["gfx1103"] = rdna_target(3, "amd-780m", name="Radeon 780M (Phoenix)", units=12, clock_ghz=2.7, l2_mb=2,
+                               l2_bytes_per_clk=(256, "l2-bw-derived"), mall_mb=0,
+                               dram_gbs=(120, "apu-dram-assumed"), vram_gb=(16, "apu-dram-assumed"),
+                               regs_per_simd=(1024, "llvm-vgprs-small"), reg_granule=(16, "llvm-vgprs-small"))
+SPECS["gfx1152"] = rdna_target(3, "amd-860m", name="Radeon 860M (Krackan Point)", units=8, clock_ghz=3.0, l2_mb=1,
+                               l2_bytes_per_clk=(256, "l2-bw-derived"), mall_mb=0,
+                               dram_gbs=(120, "apu-dram-assumed"), vram_gb=(16, "apu-dram-assumed"),
+                               regs_per_simd=(1024, "llvm-vgprs-small"), reg_granule=(16, "llvm-vgprs-small"))
+INT8_TARGETS = ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1200", "gfx1201")
 # The device classes of issue 31 (each a row above): the steps bench/amd_model.md reports for them.
 NEW_DEVICE_CLASSES = ("gfx1101", "gfx1102", "gfx1151", "gfx1150")
 
@@ -426,6 +462,103 @@ CONFIGS = {
     },
 }
 
+# INT8 ConvRot (issue 49): a DESIGN, not code yet (the loader and the int8 GEMM kernels are being
+# written). The portable config with the DiT block's four projections as int8 GEMMs, the activations'
+# rotation and quantization fused into the ops that produce them, and the attention's QK^T in int8
+# (SageAttention). The int8 GEMM is modelled as the portable wide tile with a k-step of 64 int8
+# values: the same bytes a stage and the same registers a fragment set as the bf16 kernel's 32 bf16
+# values (a 16x16x16 iu8 operand is 2 VGPRs a lane on gfx12 where bf16 takes 4), so the bf16
+# kernel's check_device row stands in for its VGPRs until the int8 kernel has its own.
+INT8_GEMM = dict(leaf_gemm(128, 64, 2, 2, prefetch=1,
+                           mirrors="DESIGN: the portable wide tile (gemm_leaf.h PortableWide) on iu8 WMMA, k-step 64 "
+                                   "int8, int32 accumulators, the two scales (s_x per row, s_w per column) applied "
+                                   "in the epilogue; VGPRs from the bf16 kernel's row"),
+                 bk=64, int8=True)
+CONFIGS["int8"] = dict(CONFIGS["portable"], int8_gemm=True, gemm_int8=INT8_GEMM, act_quant="fused", int8_qk=True)
+# Calibrated on Radeons like the code it extends: each family by the portable kernels' cases (the
+# int8 GEMM reaching the same share of its peak as the card's bf16 library GEMM: an assumption).
+amd_calibration.RADEON_ANALOGUE.setdefault("int8", amd_calibration.RADEON_ANALOGUE["portable"])
+# The steps between the code and the int8 config, for the table `--config int8` prints: name -> the
+# int8 config's keys changed (None: the portable config itself).
+INT8_VARIANTS = (
+    ("bf16: the code as it is (portable)", None),
+    ("int8 GEMMs, quantization passes apart", dict(act_quant="separate", int8_qk=False)),
+    ("int8 GEMMs, quantization fused into the producers", dict(act_quant="fused", int8_qk=False)),
+    ("int8 GEMMs + int8 QK^T, passes apart", dict(act_quant="separate", int8_qk=True)),
+    ("int8 GEMMs + int8 QK^T, norms fused, attention-out and SiTU passes apart", dict(act_quant="norms", int8_qk=True)),
+    ("int8 GEMMs + int8 QK^T, all fused (config int8)", dict(act_quant="fused", int8_qk=True)),
+    # beyond the design: SageAttention2's fp8 P.V (gfx12 only; its rate an assumption)
+    ("config int8 + P.V in fp8 (variant; gfx12 only, rate ASSUMED)", dict(act_quant="fused", int8_qk=True, fp8_pv=True)),
+)
+INT8_DESIGN = len(INT8_VARIANTS) - 2  # the row of config int8 (the per-target lines report it)
+# The issue's goals for the int8 step at 1024x1024, Radeon-calibrated (s).
+INT8_GOALS = {"gfx1200": 1.0, "gfx1201": 0.55}
+# The ten release targets (docs/amd_targets.md); the model has figures for AMD_TARGETS only.
+RELEASE_TARGETS = ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153", "gfx1200",
+                   "gfx1201")
+
+
+def variant_config(changes):
+    return CONFIGS["portable"] if changes is None else dict(CONFIGS["int8"], **changes)
+
+
+def h200_int8_steps(tc=64, tu=10):
+    """The H200 build's step (wgmma GEMMs and attention, calibration's h_conf, with the deferred
+    update the code has since session 21) in bf16 and with the block projections as int8 wgmma
+    GEMMs (k-step 128 int8: the bf16 kernel's bytes), the quantization passes apart or fused; the
+    attention stays bf16 there. {name: modelled s}: what bench/h200_int8.sh's ratio is to be read
+    against (the issue's target: INT8 at most 0.7x bf16 on the native path)."""
+    conf = CONFIGS["h200"]
+    base = {"gemm": conf["gemm_wgmma"], "attention": conf["attention_wgmma"], "fused_unit": True,
+            "kv_in_place": True, "deferred_attn_update": True}
+    q8 = dict(base, int8_gemm=True, gemm_int8=dict(conf["gemm_wgmma"], bk=128, int8=True))
+    out = {"bf16": summarize(dit_step("h200", base, None, tc, tu))}
+    for quant in ("separate", "fused"):
+        out["int8 " + quant] = summarize(dit_step("h200", dict(q8, act_quant=quant), None, tc, tu))
+    return out
+
+
+def int8_memory_plan(vram_gib=8.0, desktop_gib=None):
+    """The 8 GB card with the INT8 DiT: its resident bytes and the 1024x1024 activation peak against the
+    card's usable memory, by the planner's rule (amd_streaming.resident_blocks). A block's projections
+    are 1 byte a weight plus one f32 scale an output row; the rest of the DiT (embedders, text blocks,
+    head: the planner's fixed part) stays bf16 as in the Comfy-Org files. The activations grow by the
+    int8 copies the design keeps beside the bf16 ones: the largest quantized activation (the SiTU
+    output, rows x ffn) and SageAttention's int8 K (rows x dim), for the stacked rows."""
+    st = amd_streaming.STAGES
+    desktop = amd_streaming.DESKTOP_GIB if desktop_gib is None else desktop_gib
+    d, f = DIT["dim"], DIT["ffn"]
+    gib = 2.0 ** 30
+    weights = 4 * d * d + 3 * f * d                      # qkv (3 d x d), o, ffn_up_gate (2f x d), ffn_down
+    scales = (3 * d + d + 2 * f + d) * 4
+    block_bf16 = weights * 2 / gib
+    block_int8 = (weights + scales) / gib
+    rows = 2 * (1024 // 16) ** 2 + 77 + 10
+    act_extra = (rows * f + rows * d) / gib
+    stages = dict(st, block_gib=block_int8, activation_gib=st["activation_gib"] + act_extra)
+    resident = amd_streaming.resident_blocks(vram_gib, desktop, stages)
+    need = (st["blocks"] * block_int8 + st["fixed_gib"] + stages["activation_gib"] + st["vae_gib"] +
+            st["reserve_gib"])
+    return dict(block_bf16_gib=block_bf16, block_int8_gib=block_int8, blocks=st["blocks"], resident=resident,
+                dit_int8_gib=st["blocks"] * block_int8 + st["fixed_gib"], activation_gib=stages["activation_gib"],
+                act_extra_gib=act_extra, need_gib=need, usable_gib=vram_gib - desktop, vram_gib=vram_gib,
+                bf16_resident=amd_streaming.resident_blocks(vram_gib, desktop))
+
+
+def int8_memory_lines():
+    out = []
+    for desktop in (amd_streaming.DESKTOP_GIB, 0.0):
+        p = int8_memory_plan(desktop_gib=desktop)
+        out.append(f"8 GB card, {p['usable_gib']:.1f} GiB usable ({desktop:.1f} GiB to the desktop): INT8 DiT "
+                   f"{p['dit_int8_gib']:.2f} GiB resident ({p['blocks']} blocks x {p['block_int8_gib']:.4f} GiB, bf16 "
+                   f"{p['block_bf16_gib']:.4f}; fixed bf16 part {amd_streaming.STAGES['fixed_gib']:.2f}) + activations "
+                   f"{p['activation_gib']:.2f} (int8 copies +{p['act_extra_gib']:.3f}) + VAE weights "
+                   f"{amd_streaming.STAGES['vae_gib']:.2f} + reserve {amd_streaming.STAGES['reserve_gib']:.2f} = "
+                   f"{p['need_gib']:.2f} GiB: {p['resident']} of {p['blocks']} blocks resident "
+                   f"({'all: fits' if p['resident'] == p['blocks'] else 'does NOT fit'}, "
+                   f"{p['usable_gib'] - p['need_gib']:+.2f} GiB spare; bf16: {p['bf16_resident']} of {p['blocks']})")
+    return out
+
 
 # Row (bandwidth) kernels: bytes moved per element of the [rows, cols] they walk, as the fused kernels
 # in hip/src/kernels/rows.hip and hip/src/ops/hip/core_ops_hip.hip read and write them.
@@ -437,6 +570,14 @@ ROW_BYTES = {
     "add_norm_modulate_unstored": 4 + 2 + 2,
     "add2_norm_modulate_unstored": 4 + 2 + 2 + 2,
     "norm_modulate": 4 + 2,
+    # INT8 ConvRot (issue 49): the norms rotate and quantize their output row themselves and write
+    # it as int8 (+ one f32 scale a row, not counted); apart, a pass reads the bf16 row and writes int8
+    "add2_norm_modulate_q8": 4 + 2 + 2 + 4 + 1,
+    "add_norm_modulate_unstored_q8": 4 + 2 + 1,
+    "rotate_quantize": 2 + 1,
+    # SageAttention's K: the bf16 k rows read (their mean over tokens summed by norm_rope's pass),
+    # smoothed, quantized per block of keys, written as int8
+    "smooth_quantize_k": 2 + 1,
     "norm_rope": 2 + 2,                  # in place, bf16; the f32 sin/cos rows are shared by 24 heads
     "gated_unit": 2 + 2 + 2,             # [h | g] bf16 in, bf16 out (AMD: not fused into the GEMM)
     "attention_pack": 2 * (2 + 2),       # K and V read, packed (V transposed) written
@@ -587,15 +728,22 @@ def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None
     flops = 2.0 * m * n * k
     flops_exec = 2.0 * tiles * bm * bn * ksteps * bk * products
     frac = spec(t, "mma_sync_fraction") if cfg.get("mma_sync") else 1.0
+    # an int8 GEMM (cfg int8: iu8 WMMA, int32 accumulation) issues its 16x16x16 products int8_rate
+    # times as fast as the bf16 ones: the same per-clock flops on gfx11, twice on gfx12
+    rate = spec(t, "int8_rate") if cfg.get("int8") else 1
+    frac *= rate
     mma_clk = spec(t, "mma_clk") / frac
     # per tile and k-step
     l2_step = (bm * eb_x + bn * eb_w) * bk
     lds_write = l2_step if cfg["lds"] == "ab" else 0
     dup = spec(t, "frag_dup")
     if cfg.get("wgmma"):
-        lds_read = (cfg["wm"] * 64 * bk * 2 + cfg["wm"] * bn * bk * 2)  # each consumer: its A rows and all of B
+        eb_frag = 1 if cfg.get("int8") else 2
+        lds_read = (cfg["wm"] * 64 * bk + cfg["wm"] * bn * bk) * eb_frag  # each consumer: its A rows and all of B
     else:
         lds_read = waves_wg * (tm + tn) * (bk // 16) * 512 * dup + (waves_wg * tm * (bk // 16) * 512 * dup if eb_x == 4 else 0)
+        if cfg.get("int8"):
+            lds_read //= 2  # a 16x16 int8 fragment is half a bf16 one's bytes
     # occupancy
     if t == "h200":
         waves_res_max, occ_src, limit = cfg["waves_per_simd"], "launch bounds (code)", "code"
@@ -632,9 +780,14 @@ def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None
 
 
 def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=None, eb_q=2, eb_o=2,
-                    q_tables=False):
+                    q_tables=False, int8_qk=False, fp8_pv=False):
     """q_tables: Q is normalised and rotated while staged, so each workgroup also reads its rows'
-    f32 sin and cos (d each) and the DRAM sees the tables once (the heads share them)."""
+    f32 sin and cos (d each) and the DRAM sees the tables once (the heads share them).
+    int8_qk: the scores come from int8 Q and K (SageAttention's idea, SOURCES 'sageattention'): the
+    QK^T WMMAs at the int8 rate, K read as 1 byte an element, one more VALU slot a score (the int32
+    score converted; the per-block scales fold into the softmax's existing scale), P.V unchanged.
+    fp8_pv: P.V in fp8 as SageAttention2 has it (a variant, not the design): at the int8 rate where
+    the target has fp8 WMMA (gfx12; SOURCES 'rdna4-fp8-assumed'), V read as 1 byte."""
     cfg = attention_variant(cfg, d)
     dv = min(cfg["dv"], d)
     chunks = d // dv
@@ -643,11 +796,16 @@ def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=
     wgs = qblocks * heads * chunks
     ktiles = math.ceil(tk / kt) * (0.5 if causal else 1.0)
     flops = 4.0 * tq * tk * heads * d * (0.5 if causal else 1.0)
-    flops_exec = wgs * ktiles * (2.0 * q_rows * kt * d + 2.0 * q_rows * kt * dv)
+    qk_rate = spec(t, "int8_rate") if int8_qk else 1
+    eb_k = 1 if int8_qk else 2
+    fp8 = fp8_pv and t.startswith("gfx12")
+    pv_rate, eb_v = (spec(t, "int8_rate"), 1) if fp8 else (1, 2)
+    # the flops count at the bf16 rate: int8 (fp8) ones are qk_rate (pv_rate) times cheaper
+    flops_exec = wgs * ktiles * (2.0 * q_rows * kt * d / qk_rate + 2.0 * q_rows * kt * dv / pv_rate)
     frac = spec(t, "mma_sync_fraction") if cfg.get("mma_sync") else 1.0
     mma_clk = spec(t, "mma_clk") / frac
     dup = spec(t, "frag_dup")
-    l2_tile = kt * d * 2 + kt * dv * 2
+    l2_tile = kt * d * eb_k + kt * dv * eb_v
     lds_write = l2_tile
     if cfg.get("wgmma"):
         lds_read = 2 * (kt * d * 2 + kt * dv * 2)  # each consumer warpgroup reads K and V once per tile
@@ -659,10 +817,11 @@ def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=
         # passes through LDS (written as scores, read back as the PV operand), unless the scores
         # already sit in the PV operand's layout (p_lds false)
         lds_write = lds_read = waves_wg * r * 16 * kt * 2 if cfg.get("p_lds", True) else 0
-    wmma_wave = r * (kt // 16) * (d // 16) + r * (kt // 16) * (dv // 16)
+    wmma_wave = r * (kt // 16) * (d // 16) / qk_rate + r * (kt // 16) * (dv // 16) / pv_rate
     # softmax: ~8 VALU issue slots per score per 32 lanes (scale-fma, max, exp2 at quarter rate, sum,
     # convert), and the O rescale; on RDNA they cannot co-issue with WMMA, on NVIDIA they overlap.
-    valu_wave = (r * 16 * kt * 8 + r * 16 * dv) / spec(t, "valu_lanes_per_simd_clk")
+    # int8 scores: one more slot (v_cvt_f32_i32).
+    valu_wave = (r * 16 * kt * (9 if int8_qk else 8) + r * 16 * dv) / spec(t, "valu_lanes_per_simd_clk")
     if t == "h200":
         busy = wmma_wave * mma_clk if not cfg.get("wgmma") else wmma_wave * mma_clk / 4
         valu_add = 0.0 if cfg.get("wgmma") else valu_wave * 0.5
@@ -682,7 +841,7 @@ def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=
     t_lat = t_mma / max(1e-9, u * tail)
     l2_bytes = wgs * ktiles * l2_tile + tq * heads * d * (eb_q + eb_o) + (wgs * q_rows * d * 8 if q_tables else 0)
     lds_bytes = wgs * ktiles * (lds_write + lds_read)
-    dram_bytes = tq * heads * d * (eb_q + eb_o) + 2 * tk * heads * d * 2 + (tq * d * 8 if q_tables else 0)
+    dram_bytes = tq * heads * d * (eb_q + eb_o) + tk * heads * d * (eb_k + eb_v) + (tq * d * 8 if q_tables else 0)
     bounds = tile_bounds(t, t_mma, t_lat, l2_bytes, lds_bytes, dram_bytes)
     extra = dict(shape=f"T{tq}x{tk} h{heads}x{d}{' causal' if causal else ''}", flops=flops * calls,
                  tile=f"{q_rows}q x {kt}k /{waves_wg}w",
@@ -773,19 +932,39 @@ def dit_step(t, conf, rows, tc, tu, size=1024):
     norm1_op = "add2_norm_modulate" if deferred else "add_norm_modulate"
     norm2_op = "add_norm_modulate_unstored" if deferred else "add_norm_modulate"
     head_op = "add2_norm_modulate_unstored" if deferred else "add_norm_modulate"
+    # INT8 ConvRot (issue 49; section 6 of bench/amd_model.md): the block's four projections (qkv, o,
+    # ffn_up_gate, ffn_down) run as int8 GEMMs on int8 weights and activations rotated and quantized
+    # per row; act_quant says where: "separate" (a row pass after each producer), "norms" (the two
+    # norm-modulate rows quantize their own output, the attention output and SiTU's take a pass) or
+    # "fused" (every producer writes int8: the norms, the attention's epilogue, SiTU's epilogue)
+    q8 = conf.get("int8_gemm", False)
+    quant = conf.get("act_quant", "separate") if q8 else None
+    norms_q8, outs_q8 = quant in ("norms", "fused"), quant == "fused"
+    assert not norms_q8 or deferred, "the int8 norms are modelled on the deferred-update flow"
+    gb = conf["gemm_int8"] if q8 else g
+    kb = dict(eb_x=1, eb_w=1) if q8 else {}
+    int8_qk = conf.get("int8_qk", False)
     out = []
+
+    def quant_pass(label, m, cols, blocks):
+        out.append(model_rows(t, "rotate_quantize " + label, "rotate_quantize", m, cols, blocks))
+
     for label, m, rows_t, blocks in (("stacked", nc + nu, (nc, nu), both), ("cond only", nc, (nc,), len(DIT["skip"]))):
         tag = f" [{label}]"
-        out.append(model_rows(t, "add_norm_modulate norm1" + tag, norm1_op, m, d, blocks))
+        out.append(model_rows(t, "add_norm_modulate norm1" + tag, norm1_op + ("_q8" if norms_q8 else ""), m, d, blocks))
+        if q8 and not norms_q8:
+            quant_pass("norm1 out" + tag, m, d, blocks)
         vt_gemm = conf.get("v_transposed_by_gemm", False)
         for p in ("q", "k") if vt_gemm else ("q", "k", "v"):
-            out.append(model_gemm(t, g, f"gemm proj.{p}" + tag, m, d, d, blocks, rows=rows))
+            out.append(model_gemm(t, gb, f"gemm proj.{p}" + tag, m, d, d, blocks, rows=rows, **kb))
         if vt_gemm:  # one v GEMM per row (each row's Vᵀ its own matrix), the same bytes written
             for tr in rows_t:
-                out.append(model_gemm(t, g, f"gemm proj.v T{tr} -> V^T" + tag, tr, d, d, blocks, rows=rows))
+                out.append(model_gemm(t, gb, f"gemm proj.v T{tr} -> V^T" + tag, tr, d, d, blocks, rows=rows, **kb))
         q_rope = conf.get("q_rope_in_attention", False)
         out.append(model_rows(t, ("norm_rope k" if q_rope else "norm_rope q,k") + tag, "norm_rope", m, d,
                               (1 if q_rope else 2) * blocks))
+        if int8_qk:
+            out.append(model_rows(t, "smooth_quantize_k" + tag, "smooth_quantize_k", m, d, blocks))
         for tr in rows_t:
             if vt_gemm:
                 pass  # K's rows in place, Vᵀ from the v GEMM: nothing to pack
@@ -794,13 +973,21 @@ def dit_step(t, conf, rows, tc, tu, size=1024):
             elif not conf.get("kv_in_place"):
                 out.append(model_rows(t, f"attention_pack T{tr}" + tag, "attention_pack", tr, d, blocks))
             out.append(model_attention(t, att, f"attention T{tr}" + tag, tr, tr, h, hd, blocks, rows=rows,
-                                       q_tables=q_rope))
-        out.append(model_gemm(t, g, "gemm proj.o" + tag, m, d, d, blocks, rows=rows))
-        out.append(model_rows(t, "add_norm_modulate norm2" + tag, norm2_op, m, d, blocks))
-        out.append(model_gemm(t, g, "gemm ffn_up_gate" + tag, m, 2 * f, d, blocks, rows=rows))
+                                       q_tables=q_rope, int8_qk=int8_qk, fp8_pv=conf.get("fp8_pv", False),
+                                       eb_o=1 if outs_q8 else 2))
+        if q8 and not outs_q8:
+            quant_pass("attention out" + tag, m, d, blocks)
+        out.append(model_gemm(t, gb, "gemm proj.o" + tag, m, d, d, blocks, rows=rows, **kb))
+        out.append(model_rows(t, "add_norm_modulate norm2" + tag, norm2_op + ("_q8" if norms_q8 else ""), m, d, blocks))
+        if q8 and not norms_q8:
+            quant_pass("norm2 out" + tag, m, d, blocks)
+        out.append(model_gemm(t, gb, "gemm ffn_up_gate" + tag, m, 2 * f, d, blocks, rows=rows,
+                              **dict(kb, eb_y=1 if outs_q8 else 2)))
         if not conf.get("fused_unit"):
             out.append(model_rows(t, "gated_unit situ" + tag, "gated_unit", m, f, blocks))
-        out.append(model_gemm(t, g, "gemm ffn_down" + tag, m, d, f, blocks, rows=rows))
+        if q8 and not outs_q8:
+            quant_pass("SiTU out" + tag, m, f, blocks)
+        out.append(model_gemm(t, gb, "gemm ffn_down" + tag, m, d, f, blocks, rows=rows, **kb))
     # per step: timestep embedding and modulation (1 row), video_embedder, head (per row)
     for nm, n, k in (("time_embedding.0", d, 256), ("time_embedding.2", d, d), ("shared_block_modulation", 6 * d, d),
                      ("video_head_modulation", 2 * d, d)):
@@ -989,6 +1176,41 @@ def calibration_factors(config_name, cal_rows):
     return {fam: ratios[k] for fam, k in CONFIGS[config_name].get("analogue", {}).items()}
 
 
+
+def int8_table(rows, tc, tu, radeon_factors):
+    """The lines of the INT8 table: each step of INT8_VARIANTS on the modelled targets, Radeon-calibrated
+    (radeon_factors(t): the portable kernels' factors on t), with the issue's goals met or missed."""
+    variants = [(name, {t: dit_step(t, variant_config(ch), rows, tc, tu) for t in INT8_TARGETS})
+                for name, ch in INT8_VARIANTS]
+    out = ["1024x1024 step, Radeon-calibrated (plain model in brackets), s; goal: " +
+           ", ".join(f"{t} <= {v} s" for t, v in INT8_GOALS.items())]
+    head = f"{'variant':74s}" + "".join(f" {t:>14s}" for t in INT8_TARGETS)
+    out.append(head)
+    for name, steps in variants:
+        cells = []
+        for t in INT8_TARGETS:
+            cells.append(f"{calibrated_step_s(steps[t], radeon_factors(t)):6.3f} ({summarize(steps[t]):5.3f})")
+        out.append(f"{name:74s}" + "".join(f" {c:>14s}" for c in cells))
+    final = variants[INT8_DESIGN][1]
+    for t in RELEASE_TARGETS:
+        if t not in INT8_TARGETS:
+            out.append(f"{t}: not modelled (no device class of the model has its figures; docs/amd_targets.md)")
+            continue
+        ks = final[t]
+        f = radeon_factors(t)
+        fam = {}
+        for k in ks:
+            fam[k["family"]] = fam.get(k["family"], 0.0) + k["total_ms"] * f.get(k["family"], 1.0) / 1e3
+        quant = sum(k["total_ms"] for k in ks if k["name"].startswith(("rotate_quantize", "smooth_quantize"))) / 1e3
+        step = calibrated_step_s(ks, f)
+        goal = INT8_GOALS.get(t)
+        verdict = "" if goal is None else (f"  goal <= {goal} s: " + ("met" if step <= goal else "MISSED"))
+        out.append(f"{t} int8 step 1024x1024: {step:.3f} s Radeon-calibrated (" +
+                   ", ".join(f"{k} {v:.3f}" for k, v in sorted(fam.items())) +
+                   f"; quantization passes {quant:.3f}){verdict}")
+    return out
+
+
 def calibrated_step_s(kernels, factors):
     return sum(k["total_ms"] * factors.get(k["family"], 1.0) for k in kernels) / 1e3
 
@@ -1031,6 +1253,7 @@ CONFIG_LABELS = {
     "portable": "the code as it is: what the AMD build runs, and NVIDIA under MOSSINFER_KERNELS=portable",
     "candidate": "a DESIGN, NOT code: fused SiTU, K/V read in place, register-prefetched 64-key attention, 4-wave conv",
     "seed": "history: the one-wave kernels before the redesign, no longer in the code",
+    "int8": "a DESIGN (issue 49), not code yet: portable + INT8 ConvRot GEMMs, quantization fused, int8 QK^T",
 }
 
 
@@ -1082,6 +1305,21 @@ def main(argv=None):
                                            step_radeon_calibrated_s=calibrated_step_s(res[t]["step"], radeon[t]),
                                            step_tflop=res[t]["step_flops"] / 1e12, step=res[t]["step"], te=res[t]["te"],
                                            vae=res[t]["vae"]) for t in AMD_TARGETS}
+    if "int8" in names:
+        table = a.check_device_table or CONFIGS["int8"].get("check_device_table", DEFAULT_TABLE)
+        rows = parse_check_device(table) if os.path.exists(table) else []
+        out.write("\n-- INT8 ConvRot (issue 49; bench/amd_model.md section 6): from the code to the int8 config --\n")
+        for line in int8_table(rows, a.prompt_tokens, a.negative_tokens,
+                               lambda t: amd_calibration.radeon_factors(me, "portable", t, radeon_rows)):
+            out.write(line + "\n")
+        h = h200_int8_steps()
+        out.write("h200 step 1024x1024 (modelled, wgmma; what h200_int8.sh measures): bf16 %.3f s, INT8 %.3f s with the "
+                  "quantization apart (x%.2f), %.3f s fused (x%.2f); target x0.70\n"
+                  % (h["bf16"], h["int8 separate"], h["int8 separate"] / h["bf16"], h["int8 fused"],
+                     h["int8 fused"] / h["bf16"]))
+        out.write("\n-- INT8 DiT on an 8 GB card at 1024x1024 (the planner's rule) --\n")
+        for line in int8_memory_lines():
+            out.write(line + "\n")
     out.write("\n-- calibration: the same model on the H200 kernels --\n")
     for r in cal_rows:
         out.write(f"{r['kernel'][:60]:60s} modelled {r['modelled_ms']:8.4f} ms  measured {r['measured_ms']:8.4f} ms"

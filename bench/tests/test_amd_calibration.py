@@ -169,5 +169,5 @@ def test_cli_all_prints_the_code_first_and_labels_the_design():
         assert M.main(["--quiet", "--config", "all"]) == 0
     text = out.getvalue()
     heads = re.findall(r"^-- summary, config (\w+) \((.*)\) --$", text, re.M)
-    assert [h[0] for h in heads] == ["portable", "candidate", "seed"]
-    assert "NOT code" in heads[1][1]
+    assert [h[0] for h in heads] == ["portable", "candidate", "seed", "int8"]
+    assert "NOT code" in heads[1][1] and "not code" in heads[3][1]

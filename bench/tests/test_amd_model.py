@@ -110,3 +110,90 @@ def test_device_classes_of_issue_31():
     step = {t: res[t]["step_s"] for t in M.AMD_TARGETS}
     assert step["gfx1100"] < step["gfx1101"] < step["gfx1102"] < step["gfx1150"]
     assert step["gfx1151"] < step["gfx1150"]
+
+
+def test_int8_gemm_rates_by_generation():
+    """iu8 WMMA: twice bf16's matrix-unit time saved on gfx12, none on gfx11; the bytes halve on both."""
+    r = rows()
+    bf16 = M.CONFIGS["portable"]["gemm"]
+    q8 = M.CONFIGS["int8"]["gemm_int8"]
+    for t, rate in (("gfx1200", 2), ("gfx1201", 2), ("gfx1100", 1), ("gfx1151", 1)):
+        a = M.model_gemm(t, bf16, "x", 8279, 3072, 3072, rows=r)
+        b = M.model_gemm(t, q8, "x", 8279, 3072, 3072, rows=r, eb_x=1, eb_w=1)
+        assert abs(b["bounds_ms"]["mma"] * rate - a["bounds_ms"]["mma"]) < 1e-9 * a["bounds_ms"]["mma"] + 1e-12
+        assert b["dram_bytes"] < a["dram_bytes"] and b["bounds_ms"]["l2"] < a["bounds_ms"]["l2"]
+        assert b["time_ms"] <= a["time_ms"] + 1e-12
+
+
+def test_int8_scores_save_matrix_time_only_where_int8_is_faster():
+    r = rows()
+    att = M.CONFIGS["portable"]["attention"]
+    for t in ("gfx1100", "gfx1200", "gfx1201"):
+        a = M.model_attention(t, att, "x", 4173, 4173, 24, 128, rows=r)
+        b = M.model_attention(t, att, "x", 4173, 4173, 24, 128, rows=r, int8_qk=True)
+        assert b["dram_bytes"] < a["dram_bytes"]
+        if t.startswith("gfx12"):
+            assert b["bounds_ms"]["mma"] < a["bounds_ms"]["mma"]
+        else:  # the same WMMA time, one more VALU slot a score
+            assert b["bounds_ms"]["mma"] > a["bounds_ms"]["mma"]
+        c = M.model_attention(t, att, "x", 4173, 4173, 24, 128, rows=r, int8_qk=True, fp8_pv=True)
+        assert (c["bounds_ms"]["mma"] < b["bounds_ms"]["mma"]) == t.startswith("gfx12")
+
+
+def test_int8_step_counts_the_quantization_where_the_variant_puts_it():
+    r = M.parse_check_device(M.PORTABLE_TABLE)
+    names = lambda conf: [k["name"] for k in M.dit_step("gfx1200", conf, r, 77, 10)]
+    apart = names(M.variant_config(dict(act_quant="separate", int8_qk=False)))
+    fused = names(M.variant_config(dict(act_quant="fused", int8_qk=False)))
+    norms = names(M.variant_config(dict(act_quant="norms", int8_qk=True)))
+    # four activations a block (norm1 out, attention out, norm2 out, SiTU out), for both block kinds
+    assert sum(n.startswith("rotate_quantize") for n in apart) == 8
+    assert not any(n.startswith(("rotate_quantize", "smooth_quantize")) for n in fused)
+    assert sum(n.startswith("rotate_quantize") for n in norms) == 4
+    assert sum(n.startswith("smooth_quantize_k") for n in norms) == 2
+    assert names(M.CONFIGS["portable"]) == names(M.variant_config(None))
+
+
+def test_int8_table_names_every_release_target_and_judges_the_goals():
+    r = M.parse_check_device(M.PORTABLE_TABLE)
+    lines = M.int8_table(r, 77, 10, lambda t: {"gemm": 1.5, "attention": 1.5})
+    for t in M.RELEASE_TARGETS:
+        assert any(line.startswith(t + " ") or line.startswith(t + ":") for line in lines), t
+    for line in lines:
+        if "goal <=" in line:
+            step = float(line.split("1024x1024: ")[1].split(" s")[0])
+            goal = float(line.split("goal <= ")[1].split(" s")[0])
+            assert line.endswith("met") == (step <= goal) and line.endswith("MISSED") == (step > goal)
+    assert sum("goal <=" in line for line in lines) == len(M.INT8_GOALS)
+
+
+def test_cli_prints_the_int8_table():
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert M.main(["--config", "int8", "--quiet"]) == 0
+    text = buf.getvalue()
+    assert "-- INT8 ConvRot" in text and "gfx1200 int8 step 1024x1024:" in text and "gfx1153: not modelled" in text
+    assert "42 of 42 blocks resident (all: fits" in text
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert M.main(["--quiet"]) == 0
+    assert "INT8" not in buf.getvalue()  # the default is the code as it is
+
+
+def test_int8_memory_plan_on_8_gb():
+    p = M.int8_memory_plan()
+    # a block's projections: 113.2 M weights, half their bf16 bytes plus the f32 row scales
+    assert 0.5 < p["block_int8_gib"] / p["block_bf16_gib"] < 0.501
+    # the whole INT8 DiT is the Comfy-Org file's 5.41 GB (shared/spec/research/anchors.md), within 1%
+    assert abs(p["dit_int8_gib"] * 2 ** 30 / 1e9 - 5.41) < 0.055
+    assert p["resident"] == p["blocks"] == 42 and p["need_gib"] < p["usable_gib"]
+    assert p["bf16_resident"] < 42
+    # a card with less left over streams, by the same rule
+    assert M.int8_memory_plan(vram_gib=6.0)["resident"] < 42
+
+
+def test_h200_int8_step_prediction():
+    h = M.h200_int8_steps()
+    # the GEMMs (most of the step) at twice the rate, attention and rows as they were
+    assert 0.5 < h["int8 fused"] / h["bf16"] <= h["int8 separate"] / h["bf16"] < 1.0
+    assert abs(h["bf16"] - M.calibrate()[1]["modelled_s"]) / h["bf16"] < 0.02  # the calibrated step's flow
