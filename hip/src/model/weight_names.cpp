@@ -20,15 +20,24 @@ enum class Take {
 // becomes `to` (std::regex_replace format: $1, $2 the captures). `to` lists three names for
 // SplitRows3. `reverse_level`: capture 1 is an LDM decoder level, counted from the other end
 // than diffusers' up_blocks.
+// `column`: a per-row vector (an INT8 ConvRot weight_scale, stored [rows] or [rows, 1]) always seen
+// as [rows, 1], so the loader checks one shape.
 struct NameRule {
   std::regex from;
   std::vector<std::string> to;
   Take take = Take::Same;
   bool reverse_level = false;
+  bool column = false;
 };
 
 NameRule rule(const char* from, std::vector<std::string> to, Take take = Take::Same, bool reverse = false) {
-  return {std::regex(from), std::move(to), take, reverse};
+  return {std::regex(from), std::move(to), take, reverse, false};
+}
+
+NameRule column_rule(const char* from, std::vector<std::string> to, Take take) {
+  NameRule r = rule(from, std::move(to), take);
+  r.column = true;
+  return r;
 }
 
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
@@ -61,6 +70,7 @@ void apply_rules(const Stored& stored, const std::string& prefix, const std::vec
       if (r.take == Take::SplitRows3) {
         const int64_t rows = info.shape.empty() ? 0 : info.shape[0] / 3;
         std::vector<int64_t> shape = info.shape;
+        if (r.column && shape.size() == 1) shape.push_back(1);
         if (rows > 0 && info.shape[0] % 3 == 0) {
           shape[0] = rows;
           for (int64_t i = 0; i < 3; ++i) out.names[to[size_t(i)]] = {name, i * rows, shape};
@@ -69,6 +79,8 @@ void apply_rules(const Stored& stored, const std::string& prefix, const std::vec
         }
       } else if (r.take == Take::SqueezeConv && info.shape.size() == 4 && info.shape[2] == 1 && info.shape[3] == 1) {
         out.names[to[0]] = {name, 0, {info.shape[0], info.shape[1]}};
+      } else if (r.column && info.shape.size() == 1 && info.shape[0] > 0) {
+        out.names[to[0]] = {name, 0, {info.shape[0], 1}};
       } else {
         out.names[to[0]] = {name, 0, {}};
       }
@@ -113,10 +125,20 @@ ComponentLayout map_dit_names(const Stored& stored) {
   const std::string* prefix =
       find_prefix(stored, dit_prefixes(), {"video_embedder.weight", "text_embedder.proj.weight"});
   if (!prefix) return out;
-  // The official names are the canonical ones; only the fused attention differs (Comfy-Org).
+  // The official names are the canonical ones; only the fused attention differs (Comfy-Org). An
+  // INT8 ConvRot file (docs/int8_convrot.md) adds a weight_scale per quantized layer, split like
+  // its weight (one scale per row: a row range of both is exact), and a comfy_quant record,
+  // which the loader reads from the file itself (model/int8_convrot_layers.h) and the model
+  // never loads. A weight_scale or record of any other layer is placed too, for the loader's
+  // check to refuse by name.
   static const std::vector<NameRule> rules = {
       rule(R"(layers\.(\d+)\.proj\.qkv\.weight)",
            {"layers.$1.proj.q.weight", "layers.$1.proj.k.weight", "layers.$1.proj.v.weight"}, Take::SplitRows3),
+      column_rule(R"(layers\.(\d+)\.proj\.qkv\.weight_scale)",
+                  {"layers.$1.proj.q.weight_scale", "layers.$1.proj.k.weight_scale", "layers.$1.proj.v.weight_scale"},
+                  Take::SplitRows3),
+      column_rule(R"((.*\.weight_scale))", {"$1"}, Take::Same),
+      rule(R"(.*\.comfy_quant)", {}, Take::Unused),
       rule(R"((layers\.\d+\.(norm1|norm2|q_norm|k_norm)\.weight))", {"$1"}),
       rule(R"((layers\.\d+\.proj\.(q|k|v|o|ffn_up_gate|ffn_down)\.weight))", {"$1"}),
       rule(R"((text_embedder\.blocks\.\d+\.[a-z_0-9]+\.(weight|bias)))", {"$1"}),
@@ -127,6 +149,7 @@ ComponentLayout map_dit_names(const Stored& stored) {
       rule(R"((final_norm_video\.weight|rope\.bands))", {"$1"}),
   };
   apply_rules(stored, *prefix, rules, 0, out);
+  out.prefix = *prefix;
   const bool fused = std::any_of(out.names.begin(), out.names.end(),
                                  [](const auto& n) { return n.second.stored.find("proj.qkv") != std::string::npos; });
   out.layout = std::string(fused ? "Comfy-Org (fused qkv)" : "official (split q, k, v)") +
