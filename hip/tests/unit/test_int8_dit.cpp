@@ -1,6 +1,6 @@
 // An INT8 ConvRot DiT file (docs/int8_convrot.md, "Running INT8 files") loaded as the command
 // line loads it (--model tiny-moss --diffusion-model FILE: open_moss_model) and run on the host
-// backend:
+// backend (also inside an all-in-one checkpoint given as --model FILE: the same forward):
 // - the tiny model quantized at group 64 by `quantize`'s own code, two forwards against the
 //   PyTorch reference (bench/int8_convrot_ref.py --write-dit-reference, which quantizes the same
 //   weights bit for bit: bench/tests/test_int8_convrot_ref.py);
@@ -69,6 +69,38 @@ TEST(Int8Dit, LoadsAsTheCommandLineDoes) {
   const std::vector<float> fused = to_f32_vector(SafetensorsFile::open(int8_file())->get("layers.1.proj.qkv.weight_scale"));
   const std::vector<float> vs = to_f32_vector(m.dit_weights.get("layers.1.proj.v.weight_scale"));
   EXPECT_EQ(vs, std::vector<float>(fused.begin() + 256, fused.end()));
+}
+
+// The same DiT inside an all-in-one checkpoint (ComfyUI's Load Checkpoint layout: the DiT under
+// model.diffusion_model., the text encoder and the VAE beside it) given as --model FILE.
+TEST(Int8Dit, LoadsFromAnAllInOneCheckpoint) {
+  std::vector<std::pair<std::string, Tensor>> all;
+  std::vector<std::shared_ptr<SafetensorsFile>> keep;
+  auto add = [&](const std::string& path, const std::string& prefix) {
+    keep.push_back(SafetensorsFile::open(path));
+    for (const auto& [name, info] : keep.back()->tensors()) all.emplace_back(prefix + name, keep.back()->get(name));
+  };
+  add(int8_file(), "model.diffusion_model.");
+  add(kModel + "/text_encoder/model.safetensors", "text_encoders.qwen35.");
+  add(kModel + "/vae/diffusion_pytorch_model.safetensors", "first_stage_model.");
+  const std::string aio = int8_file() + ".all_in_one.safetensors";
+  write_safetensors(aio, all);
+  ModelPaths p;
+  p.path = aio;
+  p.model_config = kModel;
+  p.tokenizer = kModel + "/tokenizer/tokenizer.json";
+  const MossModel m = open_moss_model(p), single = open_int8(int8_file());
+  EXPECT_EQ(m.dit_config.int8_groups, single.dit_config.int8_groups);
+  EXPECT_NE(m.files[0].layout.find("prefix 'model.diffusion_model.', int8 ConvRot"), std::string::npos) << m.files[0].layout;
+  auto be = make_host_backend();
+  Dit a(*be, m.dit_weights, m.dit_config), b(*be, single.dit_weights, single.dit_config);
+  Tensor latent = host_tensor(DType::F32, {128, 2, 2});
+  const std::vector<float> z = initial_noise(3, 128, 2, 2);
+  std::copy(z.begin(), z.end(), latent.ptr<float>());
+  Tensor states = host_tensor(DType::F32, {4, 256});
+  for (int64_t i = 0; i < states.numel(); ++i) states.ptr<float>()[i] = float(i % 7 - 3) * 0.1f;
+  EXPECT_EQ(to_f32_vector(a.forward(latent, a.embed_text(states), 500.0f, {})),
+            to_f32_vector(b.forward(latent, b.embed_text(states), 500.0f, {})));
 }
 
 // The comparison with the PyTorch reference, and why it is two limits. The host op and the
