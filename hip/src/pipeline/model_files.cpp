@@ -137,13 +137,15 @@ ExaminedFile examine_weights_file(const std::string& path) {
                           "-channel latents (FLUX.1 / SD3 / SDXL kind), FLUX.2's takes 32");
     }
   }
-  if (out.int8_convrot) {
+  if (out.int8_convrot) {  // only the DiT runs quantized (Comfy-Org also has an INT8 ConvRot text encoder)
     ComponentLayout* dit = nullptr;
     for (ComponentLayout& l : out.components)
       if (l.component == Component::Dit) dit = &l;
-    if (!dit)
-      throw usage_error(path + ": INT8 ConvRot layers outside a diffusion model; only the DiT runs quantized "
-                               "(docs/int8_convrot.md)");
+    for (const auto& [name, info] : stored)
+      if (ends_with(name, ".comfy_quant") && (!dit || !dit->consumed.count(name)))
+        throw usage_error(path + ": tensor '" + name + "': an INT8 ConvRot layer outside the diffusion model; only "
+                                 "the diffusion model runs in INT8 ConvRot: use the bf16 text encoder "
+                                 "(docs/int8_convrot.md section 8)");
     dit->layout += ", int8 ConvRot";
   }
   for (const auto& [name, info] : stored) {

@@ -103,6 +103,32 @@ TEST(Int8Dit, LoadsFromAnAllInOneCheckpoint) {
             to_f32_vector(b.forward(latent, b.embed_text(states), 500.0f, {})));
 }
 
+// An all-in-one file whose text encoder is INT8 ConvRot too (Comfy-Org publishes one): refused,
+// naming the tensor; only the DiT runs quantized.
+TEST(Int8Dit, RefusesAnInt8TextEncoder) {
+  const auto dit = SafetensorsFile::open(int8_file());
+  const auto te = SafetensorsFile::open(kModel + "/text_encoder/model.safetensors");
+  std::vector<std::pair<std::string, Tensor>> all;
+  for (const auto& [name, info] : dit->tensors()) all.emplace_back("model.diffusion_model." + name, dit->get(name));
+  for (const auto& [name, info] : te->tensors()) all.emplace_back("text_encoders.qwen35." + name, te->get(name));
+  const std::string record = R"({"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": 64})";
+  Tensor bytes = host_tensor(DType::U8, {int64_t(record.size())});
+  std::memcpy(bytes.data, record.data(), record.size());
+  const std::string te_layer = "text_encoders.qwen35.model.layers.0.mlp.down_proj.comfy_quant";
+  all.emplace_back(te_layer, bytes);
+  const std::string path = int8_file() + ".int8_te.safetensors";
+  write_safetensors(path, all);
+  ModelPaths p;
+  p.path = path;
+  p.model_config = kModel;
+  p.tokenizer = kModel + "/tokenizer/tokenizer.json";
+  const auto [code, message] = outcome_of([&] { open_moss_model(p); });
+  EXPECT_EQ(code, 2) << message;
+  EXPECT_NE(message.find("tensor '" + te_layer + "': an INT8 ConvRot layer outside the diffusion model"),
+            std::string::npos)
+      << message;
+}
+
 // The comparison with the PyTorch reference, and why it is two limits. The host op and the
 // reference take the same fp32 operations for a quantized layer (rotation, scale, rounding, the
 // exact int32 sum, the scales in the document's order), so a layer given the same input gives
