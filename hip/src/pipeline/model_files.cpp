@@ -47,16 +47,17 @@ std::string quantization_refused(const SafetensorsFile& f, bool& int8_convrot) {
   int8_convrot = false;
   for (const auto& [name, info] : f.tensors()) {
     if (!ends_with(name, ".comfy_quant")) continue;
+    const Tensor t = f.get(name);
+    const std::string text(static_cast<const char*>(t.data), t.nbytes());
+    try {
+      (void)convrot::comfy_quant_group(text, name);
+      int8_convrot = true;
+      continue;
+    } catch (const Error& e) {  // exit 2: another format, named below; exit 1: a malformed record
+      if (e.code() != ExitCode::Usage) throw failure(f.path() + ": " + e.what());
+    }
     std::string format = "comfy_quant";
     try {
-      const Tensor t = f.get(name);
-      const std::string text(static_cast<const char*>(t.data), t.nbytes());
-      try {
-        (void)convrot::comfy_quant_group(text, name);
-        int8_convrot = true;
-        continue;
-      } catch (const Error&) {
-      }
       const nlohmann::json j = nlohmann::json::parse(text);
       if (j.contains("format") && j["format"].is_string()) format = j["format"].get<std::string>();
       if (j.value("convrot", false)) format += ", ConvRot";

@@ -262,6 +262,13 @@ TEST(Int8Dit, RefusesEachClassOfBadFileByName) {
        "format 'convrot_w4a4, ConvRot'"},
       {"no-convrot", [&](auto& t) { t[o + "comfy_quant"] = bytes(R"({"format": "int8_tensorwise", "convrot": false})"); },
        2, "format 'int8_tensorwise'"},
+      {"group-100",
+       [&](auto& t) {
+         t[o + "comfy_quant"] = bytes(R"({"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": 100})");
+       },
+       1, "layers.1.proj.o.comfy_quant: comfy_quant convrot_groupsize 100 is not a power of 4"},
+      {"not-json", [&](auto& t) { t[o + "comfy_quant"] = bytes("{\"format\": \"int8_tens"); }, 1,
+       "layers.1.proj.o.comfy_quant: comfy_quant is not a JSON object"},
       {"scale-2-cols", [&](auto& t) { t[o + "weight_scale"] = host_tensor(DType::F32, {128, 2}); }, 1,
        "layers.1.proj.o.weight_scale: F32 [128, 2], expected F32 [128] or [128, 1]"},
       {"qkv-scale-short", [&](auto& t) { t[qkv + "weight_scale"] = host_tensor(DType::F32, {128, 1}); }, 1,
