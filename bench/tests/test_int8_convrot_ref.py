@@ -226,8 +226,8 @@ def test_committed_dit_reference_is_what_the_reference_computes():
     MatchesThePyTorchReference) is what dit_reference_cases gives today: the inputs bit for bit,
     the float DiT's velocity within 1e-5; the INT8 one with the C++ test's two limits, since
     another torch build may sum the float parts in another order and, rarely, flip one
-    activation's rounding (a case then moves by about 1e-2, below 3e-2; most cases stay within
-    1e-5)."""
+    activation's rounding (a case then moves by about 1e-2, below 3e-2; at least 3 of the 8
+    cases stay within 1e-5, as in the C++ test)."""
     from safetensors.torch import load_file
     committed = load_file(os.path.join(DATA, "int8_dit_reference.safetensors"))
     now = ref.dit_reference_cases(os.path.join(DATA, "tiny-moss"))
@@ -245,4 +245,4 @@ def test_committed_dit_reference_is_what_the_reference_computes():
         r = rel(now[p + "velocity_int8"], committed[p + "velocity_int8"])
         assert r < 3e-2, (p, r)
         exact += r < 1e-5
-    assert exact >= len(ref.DIT_REFERENCE_TIMESTEPS) // 2, exact
+    assert exact >= 3, exact

@@ -140,9 +140,10 @@ TEST(Int8Dit, RefusesAnInt8TextEncoder) {
 // quantization step, and the tiny model's forward amplifies one such flip to about 1e-2 of the
 // velocity: measured on the reference itself (two cases, five trials each), the input scaled by
 // (1 + 1e-6·noise) moved the INT8 velocity by 7e-3 to 9.5e-3 in 4 of 10 trials and by under
-// 1e-6 in the others; by (1 + 1e-5·noise), by 5e-3 to 1.3e-2 in all 10. So: every case within kFlipRel (a flip or two, below 3e-2), and most cases within
-// kHostRel, which no forward with a wrong rotation, split, scale or a bf16 layer can meet (those
-// are 2e-2 away: the format's own error, checked here too).
+// 1e-6 in the others; by (1 + 1e-5·noise), by 5e-3 to 1.3e-2 in all 10. So: every case within
+// kFlipRel (a flip or two, below 3e-2), and several cases within kExactRel (at least 3 of 8),
+// which no forward with a wrong rotation, split, scale or a bf16 layer can meet (those are 2e-2
+// away: the format's own error, checked here too).
 constexpr double kExactRel = 1e-5;
 constexpr double kFlipRel = 3e-2;
 
@@ -167,8 +168,11 @@ TEST(Int8Dit, MatchesThePyTorchReference) {
     EXPECT_GT(rel_l2(got, ref.get(p + "velocity_float")), 1e-2) << p;
     exact += rel < kExactRel;
   }
+  // A flip is a chance per case (here 2 of 8; the trials above: about 1 in 4 at this size of
+  // difference); 3 of 8 leaves room for another compiler's or thread count's order (the host
+  // backend's results do not depend on the thread count), and no wrong forward meets even one.
   EXPECT_EQ(cases, 8);
-  EXPECT_GE(exact, cases / 2) << exact << " of " << cases << " cases within " << kExactRel;
+  EXPECT_GE(exact, 3) << exact << " of " << cases << " cases within " << kExactRel;
 }
 
 Tensor text_states(const DitConfig& cfg, int64_t t, float scale) {
