@@ -17,7 +17,9 @@ and the GPU kernels to come are judged by. Written from the formulas of docs/int
 
 Command line: `--write-cases FILE` writes the host op's test cases
 (hip/tests/data/int8_convrot_cases.safetensors); `--quantize-dit DIR OUT [--group-size N]`
-writes quantize_dit of DIR/transformer, for comparisons with the C++ command.
+writes quantize_dit of DIR/transformer, for comparisons with the C++ command;
+`--write-dit-reference DIR FILE` writes the INT8 DiT's forwards on DIR (the tiny model:
+hip/tests/data/int8_dit_reference.safetensors, read by the unit tests Int8Dit.*).
 """
 import argparse
 import json
@@ -208,6 +210,50 @@ def write_cases(path):
               metadata={"made_by": "bench/int8_convrot_ref.py --write-cases"})
 
 
+DIT_REFERENCE_TIMESTEPS = (960.0, 820.0, 700.0, 600.0, 450.0, 300.0, 150.0, 40.0)
+
+
+def dit_reference_cases(model_dir, g=64):
+    """The INT8 DiT's reference forwards on a model folder (the tiny model, group 64), fp32 torch:
+    per case (one per DIT_REFERENCE_TIMESTEPS) the inputs (latent [C, 2, 3], text states [5, text_dim], the timestep), the INT8
+    ConvRot DiT's velocity (int8_dit of quantize_dit: what `moss-infer-hip --diffusion-model` on
+    the file `quantize` writes must give) and the float DiT's (the format's own error, for scale)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location(
+        "moss_ref", os.path.join(here, "..", "hip", "tests", "data", "reference", "moss_ref.py"))
+    moss_ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(moss_ref)
+    sd, layers = load_dit(model_dir)
+    with open(os.path.join(model_dir, "transformer", "config.json")) as f:
+        config = {k: v for k, v in json.load(f).items() if not k.startswith("_")}
+
+    def dit():
+        m = moss_ref.MossDiT(**config)
+        m.load_state_dict({k: v.to(torch.float32) for k, v in sd.items() if k != "rope.bands"})
+        return m.eval()
+
+    quantized = quantize_dit(sd, layers, g)
+    gen = torch.Generator().manual_seed(4949)
+    t = {}
+    for i, timestep in enumerate(DIT_REFERENCE_TIMESTEPS):
+        latent = torch.randn(config["latent_channels"], 2, 3, generator=gen)
+        text = torch.randn(5, config["text_dim"], generator=gen)
+        ts = torch.tensor(timestep)
+        with torch.no_grad():
+            t[f"case{i}.velocity_int8"] = int8_dit(dit(), quantized, g)(latent, text, ts)
+            t[f"case{i}.velocity_float"] = dit()(latent, text, ts)
+        t[f"case{i}.latent"], t[f"case{i}.text"] = latent, text
+        t[f"case{i}.timestep"] = ts.reshape(1)
+    return t
+
+
+def write_dit_reference(path, model_dir):
+    from safetensors.torch import save_file
+    save_file({k: v.contiguous() for k, v in dit_reference_cases(model_dir).items()}, path,
+              metadata={"made_by": "bench/int8_convrot_ref.py --write-dit-reference"})
+
+
 def load_dit(model_dir):
     import glob
     from safetensors.torch import load_file
@@ -223,16 +269,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--write-cases", metavar="FILE")
     ap.add_argument("--quantize-dit", nargs=2, metavar=("MODEL_DIR", "OUT"))
+    ap.add_argument("--write-dit-reference", nargs=2, metavar=("MODEL_DIR", "FILE"))
     ap.add_argument("--group-size", type=int, default=DEFAULT_GROUP)
     a = ap.parse_args()
     if a.write_cases:
         write_cases(a.write_cases)
+    if a.write_dit_reference:
+        write_dit_reference(a.write_dit_reference[1], a.write_dit_reference[0])
     if a.quantize_dit:
         from safetensors.torch import save_file
         sd, layers = load_dit(a.quantize_dit[0])
         save_file(quantize_dit(sd, layers, a.group_size), a.quantize_dit[1])
-    if not (a.write_cases or a.quantize_dit):
-        ap.error("nothing to do: give --write-cases or --quantize-dit")
+    if not (a.write_cases or a.quantize_dit or a.write_dit_reference):
+        ap.error("nothing to do: give --write-cases, --quantize-dit or --write-dit-reference")
 
 
 if __name__ == "__main__":

@@ -41,24 +41,29 @@ void print_component(const ExaminedFile& x, const ComponentLayout& l) {
               types.c_str(), parameters_text(params).c_str(), stored.size());
   if (l.unused)
     std::printf(" (%zu unused: %s)", l.unused,
-                l.component == Component::Vae ? "the encoder side" : "vision tower, lm_head, mtp");
+                l.component == Component::Vae   ? "the encoder side"
+                : l.component == Component::Dit ? "comfy_quant records, read by the loader's check"
+                                                : "vision tower, lm_head, mtp");
   std::printf("\n");
 }
 
-// A loaded component's dtypes and parameters (its canonical tensors, views counted once each).
+// A loaded component's dtypes, parameters and bytes (its canonical tensors, views counted once
+// each; an INT8 ConvRot DiT's are about half its bf16 file's).
 std::string weights_summary(const WeightFiles& w) {
   std::set<std::string> dtypes;
   int64_t params = 0;
+  size_t bytes = 0;
   for (const std::string& n : w.names()) {
     const TensorInfo& info = w.info(n);
     dtypes.insert(info.dtype_name);
     int64_t e = 1;
     for (int64_t d : info.shape) e *= d;
     params += e;
+    bytes += size_t(e) * dtype_size(info.dtype);
   }
   std::string types;
   for (const std::string& d : dtypes) types += (types.empty() ? "" : "/") + d;
-  return types + ", " + parameters_text(params) + " parameters";
+  return types + ", " + parameters_text(params) + " parameters, " + std::to_string(bytes) + " bytes";
 }
 
 }  // namespace

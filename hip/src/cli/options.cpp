@@ -210,7 +210,7 @@ std::string usage_line() {
          "       moss-infer-hip serve --model DIR [--host 127.0.0.1] [--port 7860] [options as request defaults]\n"
          "       moss-infer-hip inspect FILE... (what model files hold; docs/model_files.md)\n"
          "       moss-infer-hip self-test [--device N] [--full]\n"
-         "       moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB] [--stages-only]\n"
+         "       moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB] [--stages-only] [--int8]\n"
          "       moss-infer-hip quantize --model DIR --out FILE.safetensors [--format int8-convrot] [--group-size N]\n"
          "       moss-infer-hip --list-devices | --version | --help";
 }

@@ -10,6 +10,8 @@
 
 #include "model/dit_streaming.h"
 #include "model/full_size_config.h"
+#include "model/int8_convrot_layers.h"
+#include "tensor/int8_convrot.h"
 #include "model/random_weights.h"
 #include "model/vae.h"
 #include "pipeline/moss_model.h"
@@ -170,6 +172,17 @@ StageBench run_stage_bench(Backend& be, const BenchShapes& shapes, const BenchOp
   }
   BenchShapes made = shapes;
   made.te = first_layers(shapes.te, te_layers);
+  // --int8: every block projection in INT8 ConvRot (random I8 values and scales), at the largest
+  // group up to the published 256 that divides the widths (the tiny model's need 64).
+  int64_t int8_group = 0;
+  if (o.int8) {
+    int8_group = convrot::kDefaultGroupSize;
+    while (int8_group > 4 && (shapes.dit.dim % int8_group || shapes.dit.ffn_dim % int8_group)) int8_group /= 4;
+    std::map<std::string, int64_t> layers;
+    for (const QuantizedDitLayer& l : int8_convrot_dit_layers(shapes.dit)) layers[l.name] = int8_group;
+    made.dit.int8_groups = int8_projection_groups(layers, shapes.dit);
+  }
+  const std::string dit_weights_kind = o.int8 ? format("INT8 ConvRot (group %lld)", (long long)int8_group) : "bf16";
   const auto t_weights = Clock::now();
   const MossModel m = random_model(made);
   const double weights_s = since(t_weights);
@@ -206,8 +219,9 @@ StageBench run_stage_bench(Backend& be, const BenchShapes& shapes, const BenchOp
     return out;
   }
   out.lines.push_back(format("stages on random %s weights made in host memory in %.1f s (no model files, nothing "
-                             "written); cfg 3: 2 prompts of %lld tokens",
-                             shapes.name.c_str(), weights_s, (long long)tokens));
+                             "written); cfg 3: 2 prompts of %lld tokens%s",
+                             shapes.name.c_str(), weights_s, (long long)tokens,
+                             o.int8 ? ("; the DiT's blocks in " + dit_weights_kind).c_str() : ""));
 
   // The text encoder: both prompts in one pass over the layers, residency as the CLI's plan says.
   try {
@@ -254,9 +268,9 @@ StageBench run_stage_bench(Backend& be, const BenchShapes& shapes, const BenchOp
     const StepRun r = dit_steps(be, m, blocks, o, states, pool_bytes);
     const std::vector<double> after(r.steps.begin() + 1, r.steps.end());
     resident_median = median(after);
-    out.lines.push_back(format("%s, %d of %d blocks resident (%.1f GiB of bf16 weights): %s", step_head.c_str(), blocks,
+    out.lines.push_back(format("%s, %d of %d blocks resident (%.1f GiB of %s weights): %s", step_head.c_str(), blocks,
                                blocks, gib(whole->sizes.dit_fixed_bytes + size_t(blocks) * whole->sizes.dit_block_bytes),
-                               step_text(r.steps).c_str()));
+                               dit_weights_kind.c_str(), step_text(r.steps).c_str()));
     if (r.pool_bytes)
       out.lines.push_back(format("  the device allocator's pool after those steps (weights, activations, cached "
                                  "workspace): %.1f GiB",

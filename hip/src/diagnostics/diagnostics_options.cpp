@@ -7,7 +7,7 @@ namespace moss {
 
 const char* const kSelfTestUsage = "usage: moss-infer-hip self-test [--device N] [--full]";
 const char* const kBenchUsage =
-    "usage: moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB] [--stages-only]";
+    "usage: moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB] [--stages-only] [--int8]";
 
 // What --help prints: every flag with its range and default (docs/usage.md holds the same table;
 // ctest `help_matches_docs` compares them).
@@ -19,7 +19,7 @@ const char* const kSelfTestHelp =
     "  --full         also the model's real shapes and the VAE's golden decode (a minute or two)\n"
     "  --help, -h     this text\n";
 const char* const kBenchHelp =
-    "usage: moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB] [--stages-only]\n\n"
+    "usage: moss-infer-hip bench [--device N] [--size WxH] [--steps N] [--vram-budget GiB] [--stages-only] [--int8]\n\n"
     "Checks and times every kernel at the model's real shapes, then the whole stages (text encoder,\n"
     "DiT step resident and streamed, VAE decode) on random weights in host memory (about 26 GiB),\n"
     "and ends with a summary block to paste into an issue.\n\n"
@@ -30,6 +30,7 @@ const char* const kBenchHelp =
     "  --vram-budget GiB the streamed step's memory plan (above 0, at most 4096)\n"
     "                                                                   default: half the blocks streamed\n"
     "  --stages-only     skip the kernel checks and rates; time the stages only\n"
+    "  --int8            the stages' DiT in INT8 ConvRot (its block projections, group 256)\n"
     "  --help, -h        this text\n";
 
 namespace {
@@ -120,6 +121,9 @@ BenchOptions parse_bench_args(const std::vector<std::string>& args) {
     } else if (w.flag == "--stages-only") {
       w.no_value();
       o.stages_only = true;
+    } else if (w.flag == "--int8") {
+      w.no_value();
+      o.int8 = true;
     } else if (w.flag == "--help" || w.flag == "-h") {
       o.help = true;
     } else {

@@ -21,6 +21,7 @@ struct BenchOptions {
   // that keeps every block resident): a budget that keeps half the DiT's blocks resident.
   std::optional<double> vram_budget_gib;
   bool stages_only = false;  // --stages-only: the whole stages alone, not the kernels' checks and rates
+  bool int8 = false;         // --int8: the stages' DiT in INT8 ConvRot (docs/int8_convrot.md)
   bool help = false;
 };
 

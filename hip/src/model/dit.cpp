@@ -113,9 +113,16 @@ std::vector<ExpectedTensor> dit_expected_tensors(const DitConfig& c) {
     add(p + "norm2.weight", {d});
     add(p + "q_norm.weight", {hd});
     add(p + "k_norm.weight", {hd});
-    for (const char* n : {"q", "k", "v", "o"}) linear(p + "proj." + n, d, d, false);
-    linear(p + "proj.ffn_up_gate", 2 * f, d, false);
-    linear(p + "proj.ffn_down", d, f, false);
+    // The projections, each bf16 or INT8 ConvRot (its I8 rows and their scales).
+    auto projection = [&](const char* n, int64_t out, int64_t in) {
+      const std::string name = p + "proj." + n;
+      if (!c.int8_groups.count(name)) return linear(name, out, in, false);
+      e.push_back({name + ".weight", {DType::I8}, {out, in}, false});
+      e.push_back({name + ".weight_scale", {DType::F32}, {out, 1}, false});
+    };
+    for (const char* n : {"q", "k", "v", "o"}) projection(n, d, d);
+    projection("ffn_up_gate", 2 * f, d);
+    projection("ffn_down", d, f);
   }
   add("final_norm_video.weight", {d});
   linear("final_linear_video", c.latent_channels, d, false);
@@ -166,6 +173,7 @@ struct Dit::Stack {
 // Scratch matrices of one forward, shared by the blocks.
 struct Dit::Workspace {
   Tensor y, q, k, v, attn, gated;
+  Tensor up_gate;  // an INT8 ffn_up_gate's product [N, 2·ffn_dim], before its gated unit (else empty)
   // v's whole buffer, where the backend's attention reads V transposed (CoreOps::
   // attention_reads_transposed_v): one row's Vᵀ [dim, keys padded to kTransposedVKeys] at a time.
   Tensor v_buffer;
@@ -178,6 +186,13 @@ Dit::Dit(Backend& be, const WeightFiles& weights, const DitConfig& cfg)
 
 Dit::Dit(Backend& be, std::unique_ptr<DitWeightSource> source, const DitConfig& cfg)
     : be_(be), src_(std::move(source)), cfg_(cfg) {}
+
+void Dit::project(const DitProjection& p, const Tensor& x, Tensor& y) {
+  if (p.int8())
+    be_.core().linear_int8(x, p.w, p.scale, nullptr, p.group, y);
+  else
+    be_.core().linear(x, p.w, nullptr, y);
+}
 
 void Dit::attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) {
   const int64_t hd = cfg_.head_dim();
@@ -303,19 +318,21 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
                           kRmsEps, shift_a, scale_a, ws.y);
   else
     ops.norm_modulate(x, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
-  ops.linear(ws.y, w.q, nullptr, ws.q);
-  ops.linear(ws.y, w.k, nullptr, ws.k);
+  project(w.q, ws.y, ws.q);
+  project(w.k, ws.y, ws.k);
   ops.norm_rope(ws.k, w.k_norm, kRmsEps, hd, sin, cos, ws.k);
   // V as the attention reads it: where that is transposed (AMD's portable attention), each row's
   // v projection is written so by its GEMM's epilogue, which saves the attention's pass over V.
-  const bool v_transposed = ops.attention_reads_transposed_v(hd);
-  if (!v_transposed) ops.linear(ws.y, w.v, nullptr, ws.v);
+  // An INT8 v projection has no transposed form: the attention reads it as it is (every
+  // backend's attention takes both layouts; the transposed one only saves a pass).
+  const bool v_transposed = !w.v.int8() && ops.attention_reads_transposed_v(hd);
+  if (!v_transposed) project(w.v, ws.y, ws.v);
   for (size_t r = first; r < first + count; ++r) {  // each row attends within itself
     const int64_t o = rows[r].offset - off, m = rows[r].n;
     Tensor out = ws.attn.slice_rows(o, m), q = ws.q.slice_rows(o, m), v = ws.v.slice_rows(o, m);
     if (v_transposed) {  // each row's Vᵀ in turn at the start of v's buffer (ops run in order)
       v = transposed_v(ws.v_buffer, cfg_.dim, CoreOps::transposed_v_keys(m));
-      ops.linear_transposed(ws.y.slice_rows(o, m), w.v, v);
+      ops.linear_transposed(ws.y.slice_rows(o, m), w.v.w, v);
     }
     ops.norm_rope_attention(q, w.q_norm, kRmsEps, sin.slice_rows(o, m), cos.slice_rows(o, m), ws.k.slice_rows(o, m),
                             v, out, cfg_.heads, hd, softmax_scale(hd), v_transposed);
@@ -323,12 +340,18 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   // The gated residual is not in the GEMM's epilogue: GEMM + add measured 0.151 ms against 0.181
   // ms for a fused residual epilogue at 4160 rows on the H200 (bench/NOTES.md); it rides on the
   // next norm instead.
-  ops.linear(ws.attn, w.o, nullptr, attn_update);
+  project(w.o, ws.attn, attn_update);
   // x + o's update, normalised; the sum is not stored (it stays pending, see RowState).
   ops.add_norm_modulate(x, GatedUpdates().then(attn_update, gate_a), SumTo::Nowhere, w.norm2, kRmsEps, shift_f,
                         scale_f, ws.y);
-  ops.linear_gated_unit(GatedUnit::Situ, ws.y, w.ffn_up_gate, nullptr, ws.gated);  // rows [hidden | gate]
-  ops.linear(ws.gated, w.ffn_down, nullptr, ffn_update);
+  if (w.ffn_up_gate.int8()) {  // the product [hidden | gate] first, then the unit on its two halves
+    const int64_t f = cfg_.ffn_dim;
+    project(w.ffn_up_gate, ws.y, ws.up_gate);
+    ops.gated_unit(GatedUnit::Situ, ws.up_gate.slice_cols(0, f), ws.up_gate.slice_cols(f, f), ws.gated);
+  } else {
+    ops.linear_gated_unit(GatedUnit::Situ, ws.y, w.ffn_up_gate.w, nullptr, ws.gated);  // rows [hidden | gate]
+  }
+  project(w.ffn_down, ws.gated, ffn_update);
   for (size_t r = first; r < first + count; ++r) rows[r].pending = true;
 }
 
@@ -453,11 +476,13 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   // the longest row's padded keys, at most the padded total.
   full.v = be_.alloc(gemm_in, {CoreOps::transposed_v_keys(total), d});
   full.gated = be_.alloc(gemm_in, {total, cfg_.ffn_dim});
+  if (cfg_.int8()) full.up_gate = be_.alloc(gemm_in, {total, 2 * cfg_.ffn_dim});
   auto workspace_for = [&](int64_t N) {
     Workspace ws;
     Tensor* dst[] = {&ws.y, &ws.q, &ws.k, &ws.v, &ws.attn, &ws.gated};
     const Tensor* src[] = {&full.y, &full.q, &full.k, &full.v, &full.attn, &full.gated};
     for (size_t i = 0; i < 6; ++i) *dst[i] = src[i]->slice_rows(0, N);
+    if (cfg_.int8()) ws.up_gate = full.up_gate.slice_rows(0, N);
     ws.v_buffer = full.v;
     return ws;
   };
@@ -473,7 +498,7 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   for (int i : order) {
     check_interrupted();  // a signal or the job's cancellation ends a step within a block
     src_->before_block(i);
-    const DitMainBlockWeights w = DitMainBlockWeights::load(*src_, i);
+    const DitMainBlockWeights w = DitMainBlockWeights::load(*src_, i, cfg_.int8_groups);
     // Runs of adjacent rows that run block i, each as one stacked matrix.
     for (size_t r = 0; r < rows.size();) {
       if (skips(rows[r], i)) {

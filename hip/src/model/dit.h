@@ -21,7 +21,13 @@ namespace moss {
 struct DitConfig {
   int64_t dim = 0, ffn_dim = 0, heads = 0, layers = 0, text_dim = 0, freq_dim = 0, latent_channels = 0;
   double rope_base = 10000.0;
+  // An INT8 ConvRot DiT (docs/int8_convrot.md): the rotation group of each quantized main-block
+  // projection ("layers.N.proj.q", ... "layers.N.proj.ffn_down"), whose weights are then an I8
+  // `.weight` [out, in] and an F32 `.weight_scale` [out, 1]. Not in config.json: the loader fills
+  // it from the file's comfy_quant records (model/int8_convrot_layers.h). Empty: all bf16.
+  std::map<std::string, int64_t> int8_groups;
   int64_t head_dim() const { return dim / heads; }
+  bool int8() const { return !int8_groups.empty(); }
 };
 
 // transformer/config.json (keys dim, ffn_dim, num_heads, num_layers, text_dim, freq_dim,
@@ -97,6 +103,8 @@ class Dit {
                   const Modulation& mod, Workspace& ws);
   void apply_pending(Stack& st, RowState& row, const Modulation& mod);
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out);
+  // y = x·wᵀ through the projection's op: CoreOps::linear, or linear_int8 for an INT8 one.
+  void project(const DitProjection& p, const Tensor& x, Tensor& y);
 
   Tensor stacked_rope_tables(const std::vector<int64_t>& text_tokens, int64_t gh, int64_t gw);
 

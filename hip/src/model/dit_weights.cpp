@@ -52,15 +52,27 @@ DitTextBlockWeights DitTextBlockWeights::load(DitWeightSource& src, int index) {
   return w;
 }
 
-DitMainBlockWeights DitMainBlockWeights::load(DitWeightSource& src, int index) {
+DitMainBlockWeights DitMainBlockWeights::load(DitWeightSource& src, int index,
+                                              const std::map<std::string, int64_t>& int8_groups) {
   const std::string p = "layers." + std::to_string(index) + ".";
   DitMainBlockWeights w = block_with_norms<DitMainBlockWeights>(src, p);
-  w.q = src.get(p + "proj.q.weight");
-  w.k = src.get(p + "proj.k.weight");
-  w.v = src.get(p + "proj.v.weight");
-  w.o = src.get(p + "proj.o.weight");
-  w.ffn_up_gate = src.get(p + "proj.ffn_up_gate.weight");
-  w.ffn_down = src.get(p + "proj.ffn_down.weight");
+  auto projection = [&](const char* n) {
+    const std::string name = p + "proj." + n;
+    DitProjection out;
+    out.w = src.get(name + ".weight");
+    auto g = int8_groups.find(name);
+    if (g != int8_groups.end()) {
+      out.scale = src.get(name + ".weight_scale");
+      out.group = g->second;
+    }
+    return out;
+  };
+  w.q = projection("q");
+  w.k = projection("k");
+  w.v = projection("v");
+  w.o = projection("o");
+  w.ffn_up_gate = projection("ffn_up_gate");
+  w.ffn_down = projection("ffn_down");
   return w;
 }
 

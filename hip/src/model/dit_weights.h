@@ -3,6 +3,8 @@
 // use (the default here), a resident copy, or a stream from disk on the GPU backend. Residency
 // is the source's business, never the model code's.
 #pragma once
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,11 +48,20 @@ struct DitTextBlockWeights {
   static DitTextBlockWeights load(DitWeightSource& src, int index);
 };
 
-// One main block (layers.<i>.*): separate q/k/v/o, fused ffn_up_gate, no biases.
+// A main block's projection (no bias): a bf16 weight, or INT8 ConvRot (docs/int8_convrot.md):
+// the I8 weight, its F32 row scales and the rotation group (CoreOps::linear_int8's operands).
+struct DitProjection {
+  Tensor w, scale;
+  int64_t group = 0;  // 0: bf16
+  bool int8() const { return group > 0; }
+};
+
+// One main block (layers.<i>.*): separate q/k/v/o, fused ffn_up_gate, no biases. `int8_groups`:
+// DitConfig::int8_groups (the quantized projections and their groups).
 struct DitMainBlockWeights {
   Tensor norm1, norm2, q_norm, k_norm;
-  Tensor q, k, v, o, ffn_up_gate, ffn_down;
-  static DitMainBlockWeights load(DitWeightSource& src, int index);
+  DitProjection q, k, v, o, ffn_up_gate, ffn_down;
+  static DitMainBlockWeights load(DitWeightSource& src, int index, const std::map<std::string, int64_t>& int8_groups);
 };
 
 }  // namespace moss

@@ -72,4 +72,16 @@ std::map<std::string, int64_t> check_int8_convrot_dit(const WeightFiles& weights
   return groups;
 }
 
+std::map<std::string, int64_t> int8_projection_groups(const std::map<std::string, int64_t>& layer_groups,
+                                                      const DitConfig& cfg) {
+  std::map<std::string, int64_t> out;
+  for (const QuantizedDitLayer& l : int8_convrot_dit_layers(cfg)) {
+    auto g = layer_groups.find(l.name);
+    if (g == layer_groups.end()) continue;
+    for (const std::string& source : l.sources)  // "layers.N.proj.q.weight" -> "layers.N.proj.q"
+      out[source.substr(0, source.size() - std::string(".weight").size())] = g->second;
+  }
+  return out;
+}
+
 }  // namespace moss

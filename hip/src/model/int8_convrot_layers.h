@@ -1,6 +1,6 @@
 // Which DiT layers an INT8 ConvRot file quantizes, and under which names: the Comfy-Org layout
 // (docs/int8_convrot.md section 5). The one place that list lives: `quantize` writes by it, and
-// the loader to come will check a file against it.
+// the loader checks a file against it (pipeline/moss_model.cpp).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -31,5 +31,10 @@ std::vector<QuantizedDitLayer> int8_convrot_dit_layers(const DitConfig& cfg);
 // what the engine does not run (another format, a layer quantized that must not be), exit 1 for
 // a malformed layer (missing tensors, wrong dtypes or shapes).
 std::map<std::string, int64_t> check_int8_convrot_dit(const WeightFiles& weights, const DitConfig& cfg);
+
+// check_int8_convrot_dit's groups (per file layer) as the DiT runs them: per projection under
+// its canonical name, qkv's group for each of q, k and v (DitConfig::int8_groups).
+std::map<std::string, int64_t> int8_projection_groups(const std::map<std::string, int64_t>& layer_groups,
+                                                      const DitConfig& cfg);
 
 }  // namespace moss

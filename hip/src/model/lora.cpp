@@ -347,6 +347,13 @@ BoundLora bind_lora(std::shared_ptr<const LoraFile> lora, const WeightFiles& dit
       continue;
     }
     const WeightFiles& w = b.text_encoder ? te : dit;
+    // An INT8 ConvRot layer has no bf16 weight to merge into; its LoRA would run beside it
+    // (docs/int8_convrot.md section 4), which is not written yet.
+    for (const LoraPiece& p : b.pieces)
+      if (w.info(p.target).dtype == DType::I8)
+        throw usage_error(path + ": module '" + m.key + "' changes " + p.target +
+                          ", an INT8 ConvRot layer: LoRAs on an INT8 ConvRot diffusion model's quantized layers are "
+                          "not supported yet (issue 49); use the bf16 diffusion model");
     const DeltaShape s = delta_shape(m, path);
     int64_t rows = 0, cols = w.info(b.pieces[0].target).shape[1];
     for (const LoraPiece& p : b.pieces) rows += w.info(p.target).shape[0];

@@ -29,6 +29,10 @@ float pseudo_normal(uint64_t salt, uint64_t i) {
 
 WeightDraw weight_draw(const std::string& name, const std::vector<int64_t>& shape, bool zero_centred_norms) {
   auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  // An INT8 ConvRot scale [out, 1] (docs/int8_convrot.md): the I8 values (std kRandomI8Std) times
+  // it have the float matrix's std, 1/sqrt(fan-in), which the caller gives as shape[1].
+  if (has(".weight_scale") && shape.size() == 2 && shape[1] > 1)
+    return {1.0f / (kRandomI8Std * std::sqrt(float(shape[1]))), 0.0f};
   if (has("running_var")) return {1.0f, 0.1f};
   if (has("running_mean")) return {0.0f, 0.1f};
   if (has("A_log")) return {0.5f, 0.3f};
@@ -49,6 +53,8 @@ void fill_random_weights(void* dst, DType dtype, int64_t first, int64_t n, Weigh
     if (dtype == DType::BF16) {
       const uint16_t x = f32_to_bf16(v);
       std::memcpy(out + 2 * i, &x, 2);
+    } else if (dtype == DType::I8) {
+      out[i] = char(int8_t(std::clamp(std::nearbyint(v), -127.0f, 127.0f)));
     } else {
       std::memcpy(out + 4 * i, &v, 4);
     }
@@ -69,7 +75,12 @@ std::map<std::string, Tensor> random_host_weights(const std::vector<ExpectedTens
     const std::shared_ptr<char> store(new char[std::max<size_t>(t.nbytes(), 1)], std::default_delete<char[]>());
     t.data = store.get();
     t.owner = store;
-    const WeightDraw draw = weight_draw(e.name, e.shape, zero_centred_norms);
+    // A scale's fan-in is its weight's width: the scale is [out, 1].
+    std::vector<int64_t> draw_shape = e.shape;
+    if (e.name.size() > 13 && e.name.compare(e.name.size() - 13, 13, ".weight_scale") == 0)
+      for (const ExpectedTensor& w : tensors)
+        if (w.name == e.name.substr(0, e.name.size() - 6) && w.shape.size() == 2) draw_shape = {e.shape[0], w.shape[1]};
+    const WeightDraw draw = dtype == DType::I8 ? WeightDraw{0.0f, kRandomI8Std} : weight_draw(e.name, draw_shape, zero_centred_norms);
     const size_t elem = dtype_size(dtype);
     char* base = static_cast<char*>(t.data);
     ThreadPool::global().parallel_for(

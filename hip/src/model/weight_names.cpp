@@ -23,6 +23,8 @@ enum class Take {
 // other end than diffusers' up_blocks. `plain`: the name must also be only letters, digits, '_'
 // and '.' (a name with other characters is left unplaced, to be reported). `any_part`: `from`
 // may match from after any dot of the name (NamePattern::match_any_part; no captures).
+// `column`: a per-row vector (an INT8 ConvRot weight_scale, stored [rows] or [rows, 1]) always seen
+// as [rows, 1], so the loader checks one shape.
 struct NameRule {
   NamePattern from;
   std::vector<std::string> to;
@@ -30,10 +32,17 @@ struct NameRule {
   bool reverse_level = false;
   bool plain = false;
   bool any_part = false;
+  bool column = false;
 };
 
 NameRule rule(const char* from, std::vector<std::string> to, Take take = Take::Same, bool reverse = false) {
-  return {NamePattern(from), std::move(to), take, reverse, false, false};
+  return {NamePattern(from), std::move(to), take, reverse, false, false, false};
+}
+
+NameRule column_rule(const char* from, std::vector<std::string> to, Take take) {
+  NameRule r = rule(from, std::move(to), take);
+  r.column = true;
+  return r;
 }
 
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
@@ -93,6 +102,7 @@ void apply_rules(const Stored& stored, const std::string& prefix, const std::vec
       if (r.take == Take::SplitRows3) {
         const int64_t rows = info.shape.empty() ? 0 : info.shape[0] / 3;
         std::vector<int64_t> shape = info.shape;
+        if (r.column && shape.size() == 1) shape.push_back(1);
         if (rows > 0 && info.shape[0] % 3 == 0) {
           shape[0] = rows;
           for (int64_t i = 0; i < 3; ++i) out.names[to[size_t(i)]] = {name, i * rows, shape};
@@ -101,6 +111,8 @@ void apply_rules(const Stored& stored, const std::string& prefix, const std::vec
         }
       } else if (r.take == Take::SqueezeConv && info.shape.size() == 4 && info.shape[2] == 1 && info.shape[3] == 1) {
         out.names[to[0]] = {name, 0, {info.shape[0], info.shape[1]}};
+      } else if (r.column && info.shape.size() == 1 && info.shape[0] > 0) {
+        out.names[to[0]] = {name, 0, {info.shape[0], 1}};
       } else {
         out.names[to[0]] = {name, 0, {}};
       }
@@ -145,10 +157,20 @@ ComponentLayout map_dit_names(const Stored& stored) {
   const std::string* prefix =
       find_prefix(stored, dit_prefixes(), {"video_embedder.weight", "text_embedder.proj.weight"});
   if (!prefix) return out;
-  // The official names are the canonical ones; only the fused attention differs (Comfy-Org).
+  // The official names are the canonical ones; only the fused attention differs (Comfy-Org). An
+  // INT8 ConvRot file (docs/int8_convrot.md) adds a weight_scale per quantized layer, split like
+  // its weight (one scale per row: a row range of both is exact), and a comfy_quant record,
+  // which the loader reads from the file itself (model/int8_convrot_layers.h) and the model
+  // never loads. A weight_scale or record of any other layer is placed too, for the loader's
+  // check to refuse by name.
   static const std::vector<NameRule> rules = {
       rule("layers.#.proj.qkv.weight", {"layers.$1.proj.q.weight", "layers.$1.proj.k.weight", "layers.$1.proj.v.weight"},
            Take::SplitRows3),
+      column_rule("layers.#.proj.qkv.weight_scale",
+                  {"layers.$1.proj.q.weight_scale", "layers.$1.proj.k.weight_scale", "layers.$1.proj.v.weight_scale"},
+                  Take::SplitRows3),
+      column_rule("*.weight_scale", {"$0"}, Take::Same),
+      rule("*.comfy_quant", {}, Take::Unused),
       rule("layers.#.{norm1|norm2|q_norm|k_norm}.weight", {"$0"}),
       rule("layers.#.proj.{q|k|v|o|ffn_up_gate|ffn_down}.weight", {"$0"}),
       rule("text_embedder.blocks.#.?.{weight|bias}", {"$0"}),
@@ -158,6 +180,7 @@ ComponentLayout map_dit_names(const Stored& stored) {
       rule("{final_norm_video.weight|rope.bands}", {"$0"}),
   };
   apply_rules(stored, *prefix, rules, 0, out);
+  out.prefix = *prefix;
   const bool fused = std::any_of(out.names.begin(), out.names.end(),
                                  [](const auto& n) { return n.second.stored.find("proj.qkv") != std::string::npos; });
   out.layout = std::string(fused ? "Comfy-Org (fused qkv)" : "official (split q, k, v)") +

@@ -23,9 +23,10 @@ const char* component_name(Component c);  // "diffusion model", "text encoder", 
 struct ComponentLayout {
   Component component = Component::Dit;
   std::string layout;                         // e.g. "Comfy-Org (fused qkv)", "diffusers", "LDM"
+  std::string prefix;                         // the DiT's prefix in the file ("model.diffusion_model.", "")
   std::map<std::string, TensorSource> names;  // canonical name -> stored tensor (a view of it)
   std::set<std::string> consumed;             // stored names placed or deliberately unused
-  size_t unused = 0;                          // of those, unused (vision tower, lm_head, encoder)
+  size_t unused = 0;                          // of those, unused (vision tower, lm_head, encoder, comfy_quant)
   std::vector<std::string> duplicates;        // canonical names two stored tensors both give
   bool found() const { return !names.empty(); }
 };

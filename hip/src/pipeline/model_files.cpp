@@ -4,6 +4,7 @@
 
 #include "io/files.h"
 #include "io/gguf_summary.h"
+#include "tensor/int8_convrot.h"
 #include "util/error.h"
 #include "util/name_pattern.h"
 
@@ -37,15 +38,26 @@ std::string dtype_of_quant(const TensorInfo& info) {
   return quant_dtype ? n : "";
 }
 
-// The quantization a file declares or shows: comfy_quant's JSON format (ComfyUI's quantized
-// layers), else a quantized dtype of a weight. Empty for a plain bf16/f32 file.
-std::string quantization_of(const SafetensorsFile& f) {
+// The quantization a file declares or shows that this engine does not run: a comfy_quant record
+// (ComfyUI's quantized layers) of another format than INT8 ConvRot (convrot::comfy_quant_group
+// says which it runs), else a quantized dtype or scales beside no record at all. Empty for a
+// plain bf16/f32 file and for an INT8 ConvRot one (`int8_convrot` set), whose layers the loader
+// checks against the layout once the config is known (model/int8_convrot_layers.h).
+std::string quantization_refused(const SafetensorsFile& f, bool& int8_convrot) {
+  int8_convrot = false;
   for (const auto& [name, info] : f.tensors()) {
-    if (name.size() < 12 || name.compare(name.size() - 12, 12, ".comfy_quant") != 0) continue;
+    if (!ends_with(name, ".comfy_quant")) continue;
+    const Tensor t = f.get(name);
+    const std::string text(static_cast<const char*>(t.data), t.nbytes());
+    try {
+      (void)convrot::comfy_quant_group(text, name);
+      int8_convrot = true;
+      continue;
+    } catch (const Error& e) {  // exit 2: another format, named below; exit 1: a malformed record
+      if (e.code() != ExitCode::Usage) throw failure(f.path() + ": " + e.what());
+    }
     std::string format = "comfy_quant";
     try {
-      const Tensor t = f.get(name);
-      const std::string text(static_cast<const char*>(t.data), t.nbytes());
       const nlohmann::json j = nlohmann::json::parse(text);
       if (j.contains("format") && j["format"].is_string()) format = j["format"].get<std::string>();
       if (j.value("convrot", false)) format += ", ConvRot";
@@ -53,6 +65,7 @@ std::string quantization_of(const SafetensorsFile& f) {
     }
     return "'" + format + "' (ComfyUI comfy_quant, tensor '" + name + "')";
   }
+  if (int8_convrot) return "";
   for (const auto& [name, info] : f.tensors()) {
     const std::string q = dtype_of_quant(info);
     const bool scale = name.find("weight_scale") != std::string::npos || name.find("scale_weight") != std::string::npos;
@@ -68,6 +81,14 @@ const ComponentLayout* ExaminedFile::find(Component c) const {
   for (const ComponentLayout& l : components)
     if (l.component == c) return &l;
   return nullptr;
+}
+
+WeightFiles ExaminedFile::stored_dit() const {
+  const ComponentLayout* dit = find(Component::Dit);
+  std::map<std::string, TensorSource> names;
+  if (dit)
+    for (const std::string& stored : dit->consumed) names[stored.substr(dit->prefix.size())] = {stored, 0, {}};
+  return WeightFiles::of_files(path, {file->renamed(names)});
 }
 
 std::string name_list(const std::vector<std::string>& names, size_t shown) {
@@ -86,10 +107,10 @@ ExaminedFile examine_weights_file(const std::string& path) {
   out.path = path;
   out.file = SafetensorsFile::open(path);  // GGUF by its magic, truncation, a malformed header
   const auto& stored = out.file->tensors();
-  const std::string quant = quantization_of(*out.file);
+  const std::string quant = quantization_refused(*out.file, out.int8_convrot);
   if (!quant.empty())
     throw usage_error(path + ": quantized weights, format " + quant +
-                      ", are not supported; use the bf16 file (docs/model_files.md)");
+                      ", are not supported; use the bf16 file or an INT8 ConvRot one (docs/model_files.md)");
   for (const ForeignModel& m : foreign_models())
     for (const auto& [name, info] : stored)
       if (m.marker.match_any_part(name))
@@ -116,6 +137,17 @@ ExaminedFile examine_weights_file(const std::string& path) {
         throw usage_error(path + ": not a MOSS-Image file: its VAE takes " + std::to_string(conv_in.shape[1]) +
                           "-channel latents (FLUX.1 / SD3 / SDXL kind), FLUX.2's takes 32");
     }
+  }
+  if (out.int8_convrot) {  // only the DiT runs quantized (Comfy-Org also has an INT8 ConvRot text encoder)
+    ComponentLayout* dit = nullptr;
+    for (ComponentLayout& l : out.components)
+      if (l.component == Component::Dit) dit = &l;
+    for (const auto& [name, info] : stored)
+      if (ends_with(name, ".comfy_quant") && (!dit || !dit->consumed.count(name)))
+        throw usage_error(path + ": tensor '" + name + "': an INT8 ConvRot layer outside the diffusion model; only "
+                                 "the diffusion model runs in INT8 ConvRot: use the bf16 text encoder "
+                                 "(docs/int8_convrot.md section 8)");
+    dit->layout += ", int8 ConvRot";
   }
   for (const auto& [name, info] : stored) {
     bool placed = false;

@@ -31,12 +31,16 @@ struct ExaminedFile {
   std::shared_ptr<SafetensorsFile> file;
   std::vector<ComponentLayout> components;  // the components found in it
   std::vector<std::string> unplaced;        // stored names no mapper placed
+  bool int8_convrot = false;                // its comfy_quant records are all INT8 ConvRot (the DiT's)
   const ComponentLayout* find(Component c) const;
+  // An INT8 ConvRot file's DiT tensors under their stored names, its prefix removed (the layout
+  // check_int8_convrot_dit reads: fused qkv, the comfy_quant records); views, nothing copied.
+  WeightFiles stored_dit() const;
 };
 
-// Opens `path` and maps its names. Refuses (exit 2) a GGUF file, quantized weights (naming the
-// comfy_quant format or the dtype) and another model's file (saying what it looks like); exit 1
-// for a malformed or truncated file.
+// Opens `path` and maps its names. Refuses (exit 2) a GGUF file, quantized weights other than an
+// INT8 ConvRot DiT (naming the comfy_quant format or the dtype) and another model's file (saying
+// what it looks like); exit 1 for a malformed or truncated file.
 ExaminedFile examine_weights_file(const std::string& path);
 
 // "a, b, c (and 12 more)": at most `shown` names of a list, for messages.

@@ -1,5 +1,6 @@
 #include "pipeline/moss_model.h"
 
+#include <optional>
 #include <set>
 
 #include "io/file_fingerprint.h"
@@ -7,6 +8,7 @@
 #include "io/model_folder.h"
 #include "model/flux2_latent_stats.h"
 #include "model/full_size_config.h"
+#include "model/int8_convrot_layers.h"
 #include "util/error.h"
 
 namespace moss {
@@ -107,10 +109,13 @@ int64_t count_layers(const WeightFiles& w, const std::string& prefix) {
   return int64_t(seen.size());
 }
 
-// A component opened from a single weights file.
+// A component opened from a single weights file; an INT8 ConvRot DiT's file layout beside it
+// (ExaminedFile::stored_dit), for the layout check once the config is known.
 struct FileComponent {
   WeightFiles weights;
   ComponentFile file;
+  bool int8_convrot = false;
+  WeightFiles int8_layout;
 };
 
 FileComponent open_file_component(Component c, const std::string& path, const std::string& flag) {
@@ -127,7 +132,11 @@ FileComponent open_file_component(Component c, const std::string& path, const st
     throw failure(path + ": " + std::to_string(x.unplaced.size()) + " tensor(s) it could not place as MOSS-Image's: " +
                   name_list(x.unplaced));
   FileComponent out{WeightFiles::of_files(path, {x.file->renamed(l->names)}),
-                    {c, base_name(path), file_fingerprint(path), l->layout, "", ""}};
+                    {c, base_name(path), file_fingerprint(path), l->layout, "", ""}, false, {}};
+  if (c == Component::Dit && x.int8_convrot) {
+    out.int8_convrot = true;
+    out.int8_layout = x.stored_dit();
+  }
   return out;
 }
 
@@ -196,6 +205,7 @@ MossModel open_moss_model(const ModelPaths& p) {
     const char* sub;
     WeightFiles& weights;
   };
+  std::optional<WeightFiles> dit_int8_layout;  // an INT8 ConvRot DiT's file layout
   for (const Part& part : {Part{Component::Dit, p.diffusion_model, "--diffusion-model", "transformer", m.dit_weights},
                            Part{Component::TextEncoder, p.text_encoder, "--text-encoder", "text_encoder", m.te_weights},
                            Part{Component::Vae, p.vae, "--vae", "vae", m.vae_weights}}) {
@@ -204,6 +214,7 @@ MossModel open_moss_model(const ModelPaths& p) {
       FileComponent fc = open_file_component(part.c, file, part.file.empty() ? "--model" : part.flag);
       part.weights = std::move(fc.weights);
       m.files.push_back(fc.file);
+      if (fc.int8_convrot) dit_int8_layout = std::move(fc.int8_layout);
     } else if (folder) {
       part.weights = WeightFiles::open_folder(p.path + "/" + part.sub);
       m.files.push_back(folder_component(part.c, p.path, part.sub));
@@ -232,6 +243,15 @@ MossModel open_moss_model(const ModelPaths& p) {
                      ? dit_config_from_json(full_size_dit_config(int(dit_layers ? dit_layers : kFullSizeDitLayers)),
                                             "built-in MOSS-Image transformer config")
                      : parse_dit_config(dit_cfg);
+  if (dit_int8_layout) {  // docs/int8_convrot.md section 5: the file's layers against the layout
+    const std::map<std::string, int64_t> groups = check_int8_convrot_dit(*dit_int8_layout, m.dit_config);
+    m.dit_config.int8_groups = int8_projection_groups(groups, m.dit_config);
+    std::set<int64_t> sizes;
+    for (const auto& [layer, g] : groups) sizes.insert(g);
+    std::string group_text;
+    for (int64_t g : sizes) group_text += (group_text.empty() ? "" : "/") + std::to_string(g);
+    m.files[0].note = "int8 ConvRot, group " + group_text + ", " + std::to_string(groups.size()) + " layers quantized";
+  }
   check_tensors(m.dit_weights, dit_expected_tensors(m.dit_config));
   const std::string te_cfg = config_of("text_encoder", m.files[1]);
   const int64_t te_layers = count_layers(m.te_weights, std::string(kCanonicalTextEncoderPrefix) + "layers.");

@@ -34,6 +34,25 @@ size_t device_allocatable(const DeviceMemory& d, size_t host_available) {
   return std::max(d.free_bytes, gtt);
 }
 
+void measure_dit_stage(const WeightFiles& weights, const DitConfig& cfg, int64_t width, int64_t height,
+                       int64_t max_tokens, StageSizes& s) {
+  // The DiT's weights as its streaming source allocates them (model/dit_streaming.h): an INT8
+  // ConvRot DiT's blocks hold their I8 weights and F32 scales, about half the bf16 bytes.
+  const DitStreamSizes dit = dit_stream_sizes(weights);
+  s.dit_fixed_bytes = dit.fixed_bytes;
+  s.dit_block_bytes = dit.block_bytes;
+  s.dit_slot_bytes = dit.slot_bytes;
+  s.dit_staging_bytes = dit.staging_bytes;
+  s.dit_blocks = dit.blocks;
+  MeasuringBackend be;  // activations only: the weights upload on use, counted apart
+  Dit model(be, weights, cfg);
+  Tensor states = host_tensor(DType::F32, {std::max<int64_t>(1, max_tokens), cfg.text_dim});
+  Dit::Text cond = model.embed_text(states), uncond = model.embed_text(states);  // both prompts' text rows
+  Tensor latent = host_tensor(DType::F32, {cfg.latent_channels, height / 16, width / 16});
+  model.forward_rows(latent, {Dit::Row{&cond, {}}, Dit::Row{&uncond, {}}}, 1000.0f);
+  s.dit_activation_bytes = be.peak_bytes();
+}
+
 StageSizes measure_stages(const MossModel& m, int64_t width, int64_t height, int64_t max_tokens, bool decode) {
   StageSizes s;
   MeasuringBackend be;
@@ -52,23 +71,7 @@ StageSizes measure_stages(const MossModel& m, int64_t width, int64_t height, int
   s.te_all_layers_bytes = te_layers.total;
   s.te_fixed_bytes = be.peak_weight_bytes() > s.te_layer_bytes ? be.peak_weight_bytes() - s.te_layer_bytes : 0;
 
-  // The DiT's weights as its streaming source allocates them (model/dit_streaming.h).
-  const DitStreamSizes dit = dit_stream_sizes(m.dit_weights);
-  s.dit_fixed_bytes = dit.fixed_bytes;
-  s.dit_block_bytes = dit.block_bytes;
-  s.dit_slot_bytes = dit.slot_bytes;
-  s.dit_staging_bytes = dit.staging_bytes;
-  s.dit_blocks = dit.blocks;
-  be.reset_peaks();
-  {
-    const size_t base = be.live_bytes();
-    Dit dit(be, m.dit_weights, m.dit_config);
-    Tensor states = host_tensor(DType::F32, {std::max<int64_t>(1, max_tokens), m.dit_config.text_dim});
-    Dit::Text cond = dit.embed_text(states), uncond = dit.embed_text(states);
-    Tensor latent = host_tensor(DType::F32, {m.dit_config.latent_channels, height / 16, width / 16});
-    dit.forward_rows(latent, {Dit::Row{&cond, {}}, Dit::Row{&uncond, {}}}, 1000.0f);
-    s.dit_activation_bytes = be.peak_bytes() - base;
-  }
+  measure_dit_stage(m.dit_weights, m.dit_config, width, height, max_tokens, s);
   {
     VaeDecoder vae(be, m.vae_weights, m.vae_config);
     s.vae_weight_bytes = be.live_weight_bytes();

@@ -76,6 +76,9 @@ struct MemoryPlan {
 // Measures the stage sizes for a request (image size, longest prompt in tokens, whether the VAE
 // decodes).
 StageSizes measure_stages(const MossModel& model, int64_t width, int64_t height, int64_t max_tokens, bool decode);
+// Its DiT part (the dit_* sizes) for any DiT weights and config: bf16 or INT8 ConvRot blocks.
+void measure_dit_stage(const WeightFiles& weights, const DitConfig& cfg, int64_t width, int64_t height,
+                       int64_t max_tokens, StageSizes& sizes);
 
 // Chooses the resident block count, or throws moss::Error (exit 2: the request cannot run on
 // this device or budget) with the sizes: a decode that does not fit, activations that do not

@@ -38,10 +38,12 @@ for v in 0 1 101 x 2.5; do expect "bench --steps '$v'" 2 "--steps '$v': " -- ben
 for v in 0 -1 4096.5 x 1e3; do expect "bench --vram-budget '$v'" 2 "--vram-budget '$v': " -- bench --vram-budget "$v"; done
 expect "bench --stages-only with a value" 2 "--stages-only: takes no value" -- bench --stages-only=1
 expect "bench help names --stages-only" 0 "\[--stages-only\]" -- bench --help
+expect "bench --int8 with a value" 2 "--int8: takes no value" -- bench --int8=1
+expect "bench help names --int8" 0 "\[--int8\]" -- bench --help
 expect "bench --steps=3 --size=1024x1024 --help" 0 "usage: moss-infer-hip bench" -- bench --steps=3 --size=512x512 --help
 
 if "$BIN" --list-devices | grep -qx 'no HIP devices'; then
-  for sub in self-test "self-test --full" bench "bench --size 512x512 --steps 2" "bench --stages-only"; do
+  for sub in self-test "self-test --full" bench "bench --size 512x512 --steps 2" "bench --stages-only" "bench --int8"; do
     expect "$sub without a device" 1 '^moss-infer-hip: no supported device: ' -- $sub
   done
   expect "self-test --device 0 without a device" 2 '--device 0: no such HIP device' -- self-test --device 0

@@ -138,7 +138,7 @@ dit() { echo --model "$MODEL" --diffusion-model "$L/$1.safetensors"; }
 expect_refusal refuse-missing-tensor 1 "bad_missing.safetensors.*missing tensor 'layers.1.proj.o.weight'" $(dit bad_missing)
 expect_refusal refuse-duplicated-tensor 1 "bad_duplicated.safetensors.*'layers.0.proj.q.weight'.*given twice" $(dit bad_duplicated)
 expect_refusal refuse-unplaced-tensor 1 "bad_unplaced.safetensors.*could not place.*lora_up" $(dit bad_unplaced)
-expect_refusal refuse-quantized 2 "bad_quantized.safetensors: quantized weights, format 'int8_tensorwise, ConvRot'" $(dit bad_quantized)
+expect_refusal refuse-quantized 2 "bad_quantized.safetensors: quantized weights, format 'float8_e4m3fn'" $(dit bad_quantized)
 expect_refusal refuse-flux 2 "bad_flux.safetensors: not a MOSS-Image file: it looks like a FLUX" $(dit bad_flux)
 expect_refusal refuse-qwen-image 2 "bad_qwen_image.safetensors: not a MOSS-Image file: it looks like a Qwen-Image" $(dit bad_qwen_image)
 expect_refusal refuse-other-text-encoder 2 "bad_other_te.safetensors: not a MOSS-Image file: its text encoder has no Gated DeltaNet" \
@@ -199,11 +199,11 @@ inspect_case inspect-te-model-language-model 2 "prefix 'model.language_model.'" 
 inspect_case inspect-all-in-one 0 "generation: possible" "$L/all_in_one.safetensors" "${CFG[@]}"
 inspect_case inspect-all-in-one-built-in 2 "not possible: .*all_in_one.safetensors: tensor '.*' has shape .*the config implies" "$L/all_in_one.safetensors" --tokenizer "$TOK"
 inspect_case inspect-folder 0 "generation: possible: MOSS-Image tiny-moss" "$MODEL"
-inspect_case inspect-folder-components 0 "diffusion model: transformer/diffusion_pytorch_model.safetensors \([0-9a-f]{12}\), diffusers folder; BF16/F32, 1.23 M parameters, config .*transformer/config.json" "$MODEL"
-inspect_case inspect-comfy-config 0 "VAE: vae_ldm.safetensors \([0-9a-f]{12}\), LDM \(BFL / ComfyUI\); F32/I64, .* parameters, config .*vae/config.json" \
+inspect_case inspect-folder-components 0 "diffusion model: transformer/diffusion_pytorch_model.safetensors \([0-9a-f]{12}\), diffusers folder; BF16/F32, 1.23 M parameters, [0-9]+ bytes, config .*transformer/config.json" "$MODEL"
+inspect_case inspect-comfy-config 0 "VAE: vae_ldm.safetensors \([0-9a-f]{12}\), LDM \(BFL / ComfyUI\); F32/I64, .* parameters, [0-9]+ bytes, config .*vae/config.json" \
   "$L/dit_comfy.safetensors" "$L/te_model.safetensors" "$L/vae_ldm.safetensors" "${CFG[@]}"
 inspect_case inspect-unplaced 2 "could not place 1 tensor\(s\): 'layers.0.proj.lora_up.weight'" "$L/bad_unplaced.safetensors"
-inspect_case inspect-quantized 2 "refused: .*int8_tensorwise" "$L/bad_quantized.safetensors"
+inspect_case inspect-quantized 2 "refused: .*float8_e4m3fn" "$L/bad_quantized.safetensors"
 inspect_case inspect-missing-component 2 "not possible: no VAE" "$L/dit_comfy.safetensors" "$L/te_model.safetensors" "${CFG[@]}"
 
 echo "model_files: $passed passed, $failed failed"

@@ -6,3 +6,9 @@
 add_test(NAME cli_quantize COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/quantize_tests.sh
          $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
 set_tests_properties(cli_quantize PROPERTIES LABELS "cli;int8")
+# Running the file `quantize` writes (docs/int8_convrot.md, "Running INT8 files"): generations
+# with --diffusion-model on the host backend, inspect, a float8 file refused
+# (hip/tests/cli/int8_run_tests.sh); the numbers: unit tests Int8Dit.*, Int8MemoryPlan.*.
+add_test(NAME cli_int8_run COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/int8_run_tests.sh
+         $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL})
+set_tests_properties(cli_int8_run PROPERTIES LABELS "cli;int8")

@@ -188,3 +188,34 @@ TEST(BenchStages, FullSizeShapesAreMossImagesPublishedConfigs) {
   EXPECT_EQ(s.vae.latent_channels, 32);
   EXPECT_EQ(s.vae.norm_num_groups, 32);
 }
+
+// --int8: the stages' DiT has its block projections in INT8 ConvRot (the tiny widths take group
+// 64); the steps run linear_int8 (the host backend's), the header and the resident line say so,
+// and the streamed step copies each streamed block's I8 weights and scales: about half the bf16
+// block's bytes (the plan's numbers at full size: Int8MemoryPlan.*).
+TEST(BenchStages, Int8RunsTheDitInInt8ConvRotAndStreamsItsSmallerBlocks) {
+  auto be = make_host_backend();
+  BenchOptions o;
+  o.width = o.height = 32;
+  o.steps = 2;
+  const BenchShapes shapes = tiny_shapes();
+  const StageBench bf16 = run_stage_bench(*be, shapes, o, 4);
+  o.int8 = true;
+  const StageBench int8 = run_stage_bench(*be, shapes, o, 4);
+  EXPECT_TRUE(int8.ok);
+  line_matching(int8, "^stages on random tiny-moss weights .*; the DiT's blocks in INT8 ConvRot \\(group 64\\)$");
+  line_matching(int8, "blocks resident \\([0-9.]+ GiB of INT8 ConvRot \\(group 64\\) weights\\): ");
+  line_matching(bf16, "blocks resident \\([0-9.]+ GiB of bf16 weights\\): ");
+  // KiB a streamed block copies a step.
+  auto per_block = [](const StageBench& b) {
+    std::smatch m;
+    const std::string line = line_matching(b, "streamed \\(budget");
+    EXPECT_TRUE(std::regex_search(line, m, std::regex("([0-9]+) streamed from .*; ([0-9.]+) MiB copied a step"))) << line;
+    return std::stod(m[2]) * 1024 / std::stoi(m[1]);
+  };
+  const double bf16_block = per_block(bf16), int8_block = per_block(int8);
+  // bf16: 320 KiB of projections + 0.75 KiB of norms; INT8: 160 KiB + 5 KiB of scales + the norms.
+  EXPECT_NEAR(bf16_block, 321, 60) << "(one decimal of MiB)";
+  EXPECT_NEAR(int8_block, 166, 60) << "(one decimal of MiB)";
+  for (const std::string& l : int8.lines) std::printf("%s\n", l.c_str());
+}
