@@ -84,7 +84,7 @@ struct Nvidia {
 // (slot_words_are_k_quads checks it). C uses the same lane maps as the bf16 leaf's fp32 C.
 
 // gfx11: instruction j reads slots 16j..16j+15 (4 VGPRs of bytes, byte i of a lane's operand in VGPR
-// i/4 bits 8(i%4)); each is the bf16 map of 2.2/2.3 with K offset 16j: lanes r and r+16 hold the
+// i/4 bits 8(i%4), AMD's calculator); each is the bf16 map of 2.2/2.3 with K offset 16j: lanes r and r+16 hold the
 // same row of A (column of B), all 16 K of that half in order.
 struct Gfx11I8 {
   static constexpr int kSlotsA = 32, kSlotsB = 32, kSlotsC = 8;
@@ -93,8 +93,9 @@ struct Gfx11I8 {
   static MOSS_HOST_DEVICE constexpr Elem c(int lane, int i) { return Gfx11::c(lane, i); }
 };
 
-// gfx12: instruction j reads slots 8j..8j+7 (2 VGPRs); within an instruction the contiguous K
-// numbering of the bf16 leaf (3.3): lanes 0-15 hold K 0-7 of the half, lanes 16-31 K 8-15.
+// gfx12: instruction j reads slots 8j..8j+7 (2 VGPRs); within an instruction lanes 0-15 hold K 0-7
+// of the half, lanes 16-31 K 8-15: for iu8 this is the ISA's own numbering (AMD's calculator), the
+// same K order as the bf16 leaf's contiguous numbering of 3.3.
 struct Gfx12I8 {
   static constexpr int kSlotsA = 16, kSlotsB = 16, kSlotsC = 8;
   static MOSS_HOST_DEVICE constexpr Elem a(int lane, int i) {

@@ -1,8 +1,9 @@
 // Host emulation of the int8 matrix leaf (kernels/matrix_leaf.h mma_i8, lane maps Gfx11I8, Gfx12I8,
 // NvidiaI8 of kernels/matrix_layout.h): the same method as test_matrix_layouts.cpp for the bf16
 // leaf. 32 simulated lanes are loaded through the kernels' maps (the software side); a model of
-// each instruction written from its register tables (v_wmma_i32_16x16x16_iu8 on gfx11 and gfx12,
-// mma.sync m16n8k32 s8 on NVIDIA; docs/matrix_layouts.md section 8) multiplies the registers, two
+// each instruction written from its register tables (v_wmma_i32_16x16x16_iu8 on gfx11 and gfx12 as
+// AMD's Matrix Instruction Calculator gives it, mma.sync m16n8k32 s8 as the PTX ISA does;
+// docs/matrix_layouts.md section 8) multiplies the registers, two
 // instructions per leaf as the leaf issues them; the result is stored through the C map. Bytes are
 // full-range int8 and every sum is exact, so the emulated leaf must equal the plain int32 product
 // A·B + C element for element; and the emulation must reject the mistakes a kernel could make
@@ -67,13 +68,14 @@ Regs run_gfx11(const Regs& a, const Regs& b, const Regs& c, bool is_signed, std:
   return d;
 }
 
-// gfx12 v_wmma_i32_16x16x16_iu8 (ISA numbering): byte i of lane l is K = 8(i/4) + 4(l/16) + i%4;
-// D[m][n] in lane 16·(m/8) + n, slot m % 8.
+// gfx12 v_wmma_i32_16x16x16_iu8, from AMD's Matrix Instruction Calculator (RDNA4): byte i of lane l
+// is K = 8(l/16) + i of row (A) / column (B) l % 16, the contiguous numbering (unlike the bf16
+// form's, docs/matrix_layouts.md 3.2); D[m][n] in lane 16·(m/8) + n, slot m % 8.
 Regs run_gfx12(const Regs& a, const Regs& b, const Regs& c, bool is_signed) {
   int64_t A[16][16], B[16][16];
   for (int l = 0; l < kLanes; ++l)
     for (int i = 0; i < 8; ++i) {
-      const int k = 8 * (i / 4) + 4 * (l / 16) + i % 4;
+      const int k = 8 * (l / 16) + i;
       A[l % 16][k] = operand(a[l][i], is_signed);
       B[k][l % 16] = operand(b[l][i], is_signed);
     }
@@ -301,17 +303,18 @@ TEST(MatrixLayoutsIu8, ExtremeBytesExact) {
   }
 }
 
-// The ISA's K numbering on both operands is equally valid on gfx12 (docs/matrix_layouts.md 3.3, 8).
-Elem gfx12_isa_a(int l, int i) { return {l % 16, 16 * (i / 8) + 8 * ((i % 8) / 4) + 4 * (l / 16) + i % 4}; }
-Elem gfx12_isa_b(int l, int i) { return {16 * (i / 8) + 8 * ((i % 8) / 4) + 4 * (l / 16) + i % 4, l % 16}; }
-TEST(MatrixLayoutsIu8, Gfx12IsaKNumberingOnBothOperandsAlsoWorks) {
-  const SoftwareMaps isa{16, 16, 8, &gfx12_isa_a, &gfx12_isa_b, &moss::mma_layout::Gfx12I8::c};
-  EXPECT_TRUE(computes_product(Hardware::Gfx12, isa, 20));
+// Any K numbering shared by A and B gives A·B (the hardware pairs A and B bytes position by
+// position, docs/matrix_layouts.md 3.3): the bf16 form's interleaved numbering on both operands.
+Elem gfx12_kappa_a(int l, int i) { return {l % 16, 16 * (i / 8) + 8 * ((i % 8) / 4) + 4 * (l / 16) + i % 4}; }
+Elem gfx12_kappa_b(int l, int i) { return {16 * (i / 8) + 8 * ((i % 8) / 4) + 4 * (l / 16) + i % 4, l % 16}; }
+TEST(MatrixLayoutsIu8, Gfx12AnotherSharedKNumberingAlsoWorks) {
+  const SoftwareMaps other{16, 16, 8, &gfx12_kappa_a, &gfx12_kappa_b, &moss::mma_layout::Gfx12I8::c};
+  EXPECT_TRUE(computes_product(Hardware::Gfx12, other, 20));
 }
 
 // ---- negative tests --------------------------------------------------------------------------------
 TEST(MatrixLayoutsIu8Negative, Gfx12MixedKNumberingsFail) {
-  const SoftwareMaps mixed{16, 16, 8, &moss::mma_layout::Gfx12I8::a, &gfx12_isa_b, &moss::mma_layout::Gfx12I8::c};
+  const SoftwareMaps mixed{16, 16, 8, &moss::mma_layout::Gfx12I8::a, &gfx12_kappa_b, &moss::mma_layout::Gfx12I8::c};
   EXPECT_FALSE(computes_product(Hardware::Gfx12, mixed, 5));
 }
 
@@ -369,7 +372,7 @@ TEST(MatrixLayoutsIu8Negative, UnsignedOperandsFail) {
   }
 }
 
-// The loaders' word property (matrix_layout.h) is sharp: the gfx12 ISA numbering keeps K quads,
+X
 // a map that interleaves K does not.
 struct Interleaved {
   static constexpr int kSlotsA = 16, kSlotsB = 16, kSlotsC = 8;
