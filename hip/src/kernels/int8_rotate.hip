@@ -1,5 +1,6 @@
 // The INT8 ConvRot activation pass (kernels/int8_linear.h): rotation and per-row quantization.
 #include "kernels/int8_linear.h"
+#include "kernels/int8_rotate_order.h"
 
 namespace moss {
 namespace {
@@ -13,21 +14,15 @@ __device__ inline float load_f(const T* p) {
 }
 
 // One group of G values of row xr at column g0, rotated into v (LDS) by the radix-4 stages of
-// convrot::rotate_groups: strides 1, 4, 16, ...; each lane takes whole quadruples, each output
-// 0.5 * (the H4 row's signed sum, added left to right), the multiplication never fused.
+// convrot::rotate_groups: strides 1, 4, 16, ...; lane l takes quadruples l, l + 32, ... of each
+// stage (kernels/int8_rotate_order.h, replayed on the host by test_int8_kernel_order.cpp).
 template <class T>
 __device__ void rotate_group(const T* xr, int64_t g0, int G, float* v, int lane) {
   for (int i = lane; i < G; i += kWorkgroupSize) v[i] = load_f(xr + g0 + i);
   sync_workgroup();
+  const auto mul = [](float a, float b) { return mul_rn(a, b); };
   for (int s = 1; s < G; s *= 4) {
-    for (int t = lane; t < G / 4; t += kWorkgroupSize) {
-      const int base = (t / s) * 4 * s + t % s;  // base's digit at this stage is 0
-      const float a = v[base], b = v[base + s], c = v[base + 2 * s], d = v[base + 3 * s];
-      v[base] = mul_rn(0.5f, ((a + b) + c) - d);
-      v[base + s] = mul_rn(0.5f, ((a + b) - c) + d);
-      v[base + 2 * s] = mul_rn(0.5f, ((a - b) + c) + d);
-      v[base + 3 * s] = mul_rn(0.5f, ((-a + b) + c) + d);
-    }
+    for (int t = lane; t < G / 4; t += kWorkgroupSize) convrot_order::butterfly(v, convrot_order::quad_base(t, s), s, mul);
     sync_workgroup();
   }
 }
