@@ -1,15 +1,69 @@
 // check_device: matrix
 // The INT8 ConvRot GEMM (kernels/int8_linear.h) on the int8 matrix leaf (kernels/matrix_leaf.h,
-// mma_i8: v_wmma_i32_16x16x16_iu8 on gfx11/gfx12, mma.sync m16n8k32 s8 on NVIDIA).
+// mma_i8: v_wmma_i32_16x16x16_iu8 on gfx11/gfx12, mma.sync m16n8k32 s8 on NVIDIA). Two kernels:
+//   tiled   64x64 output tiles, 4 waves of 32x32 (2x2 leaves each); K in steps of 64 bytes
+//           through two LDS stages (rows padded by 16 bytes), the next step's 16-byte chunks held
+//           in registers while the current one is multiplied (AMD has no asynchronous copy; the
+//           bf16 GEMM's portable pipeline, kernels/gemm_leaf.h). Needs 16-byte aligned rows:
+//           k a multiple of 16 and both operands 16-byte aligned (every DiT layer).
+//   direct  one wave per 32x32 tile, fragments read straight from global memory 4 bytes at a
+//           time (byte by byte where the weight is not 4-byte aligned): every other shape.
+// Both sum exactly in int32 and end in the same epilogue, so they give the same bits; every
+// platform and kernel path (native, MOSSINFER_KERNELS=portable) runs this code, the leaf in the
+// platform's spelling.
 #include "kernels/int8_linear.h"
-#include "kernels/kernel_path.h"
 #include "kernels/matrix_leaf.h"
+#include "kernels/tile_copy.h"
 
 namespace moss {
 namespace {
 
 constexpr int kWaveTile = 32;  // each wave: a 32x32 output tile, 2x2 leaves
 
+// The host's epilogue for one element: float(acc), the two scales multiplied first, then the
+// product, then the bias, each rounded on its own (mul_rn: no fma), rounded once to y's dtype.
+__device__ inline void store_int8_output(const Int8GemmArgs& a, int64_t row, int64_t col, int32_t acc) {
+  if (row >= a.m || col >= a.n) return;
+  float y = mul_rn(float(acc), mul_rn(a.sx[row], a.sw[col]));
+  if (a.bias.data)
+    y = y + (a.bias.bf16 ? to_float(static_cast<const bf16*>(a.bias.data)[col]) : static_cast<const float*>(a.bias.data)[col]);
+  if (a.y.bf16) static_cast<bf16*>(a.y.data)[row * a.y.ld + col] = to_bf16(y);
+  else static_cast<float*>(a.y.data)[row * a.y.ld + col] = y;
+}
+
+// A wave's 2x2 leaves: acc[i][j] is rows 16i.., columns 16j.. of its 32x32 tile.
+struct WaveAcc {
+  leaf::FragC32 c[2][2];
+};
+__device__ inline void zero(WaveAcc& acc) {
+  for (auto& row : acc.c)
+    for (auto& c : row) leaf::zero(c);
+}
+// One K step of 32: a(i, m, k0) and b(j, n, k0) return the 4-byte words of rows 16i + m of x and
+// 16j + n of w at K k0 (a multiple of 4) of this step.
+template <class GetA, class GetB>
+__device__ inline void wave_step(WaveAcc& acc, GetA a, GetB b) {
+  leaf::FragA8 fa[2];
+  leaf::FragB8 fb[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    leaf::load_a8(fa[i], [&](int m, int k) { return a(i, m, k); });
+    leaf::load_b8(fb[i], [&](int n, int k) { return b(i, n, k); });
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) leaf::mma_i8(acc.c[i][j], fa[i], fb[j]);
+}
+__device__ inline void store_wave(const Int8GemmArgs& a, const WaveAcc& acc, int64_t m0, int64_t n0) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+      leaf::store_c32(acc.c[i][j], [&](int m, int n, int32_t v) { store_int8_output(a, m0 + 16 * i + m, n0 + 16 * j + n, v); });
+}
+
+// ---- direct --------------------------------------------------------------------------------------
 // Four bytes of a row at k0 (a multiple of 4), as one little-endian word; zero at or past k (k is
 // a multiple of 4, so a word is wholly inside or wholly outside). `aligned`: the row's base is
 // 4-byte aligned (one load), else the bytes one by one.
@@ -20,72 +74,113 @@ __device__ inline int32_t load_word(const int8_t* row, int64_t k0, int64_t k, bo
   return int32_t(uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24));
 }
 
-// kWaves waves side by side along N: the block covers 32 rows and 32·kWaves columns. Operands are
-// read straight from global memory (each fragment word one 4-byte load); rows past m and columns
-// past n load zeros and are not stored. The epilogue is the host's formula: float(acc), the two
-// scales multiplied first, then the product, then the bias, each rounded on its own.
-template <int kWaves>
-__global__ MOSS_LAUNCH_BOUNDS(kWaves* kWaveSize, 1) void int8_gemm_kernel(Int8GemmArgs a, bool x_aligned,
-                                                                           bool w_aligned) {
-  const int wave = int(thread_x()) / kWaveSize;
-  const int64_t m0 = int64_t(block_y()) * kWaveTile;
-  const int64_t n0 = (int64_t(block_x()) * kWaves + wave) * kWaveTile;
-  if (n0 >= a.n) return;  // a whole wave past the matrix (wave-uniform)
-  leaf::FragC32 acc[2][2];
-  for (auto& row : acc)
-    for (auto& c : row) leaf::zero(c);
-  for (int64_t k0 = 0; k0 < a.k; k0 += leaf::kLeafK8) {
-    leaf::FragA8 fa[2];
-    leaf::FragB8 fb[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      leaf::load_a8(fa[i], [&](int m, int k) {
-        const int64_t row = m0 + 16 * i + m;
-        return row < a.m ? load_word(a.qx + row * a.k, k0 + k, a.k, x_aligned) : 0;
-      });
-      leaf::load_b8(fb[i], [&](int n, int k) {
-        const int64_t col = n0 + 16 * i + n;
-        return col < a.n ? load_word(a.qw + col * a.k, k0 + k, a.k, w_aligned) : 0;
-      });
-    }
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-      for (int j = 0; j < 2; ++j) leaf::mma_i8(acc[i][j], fa[i], fb[j]);
-  }
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-      leaf::store_c32(acc[i][j], [&](int m, int n, int32_t v) {
-        const int64_t row = m0 + 16 * i + m, col = n0 + 16 * j + n;
-        if (row >= a.m || col >= a.n) return;
-        float y = mul_rn(float(v), mul_rn(a.sx[row], a.sw[col]));
-        if (a.bias.data)
-          y = y + (a.bias.bf16 ? to_float(static_cast<const bf16*>(a.bias.data)[col])
-                               : static_cast<const float*>(a.bias.data)[col]);
-        if (a.y.bf16) static_cast<bf16*>(a.y.data)[row * a.y.ld + col] = to_bf16(y);
-        else static_cast<float*>(a.y.data)[row * a.y.ld + col] = y;
-      });
+__global__ __launch_bounds__(kWorkgroupSize) void int8_gemm_direct_kernel(Int8GemmArgs a, bool x_aligned,
+                                                                          bool w_aligned) {
+  const int64_t m0 = int64_t(block_y()) * kWaveTile, n0 = int64_t(block_x()) * kWaveTile;
+  WaveAcc acc;
+  zero(acc);
+  for (int64_t k0 = 0; k0 < a.k; k0 += leaf::kLeafK8)
+    wave_step(
+        acc,
+        [&](int i, int m, int k) {
+          const int64_t row = m0 + 16 * i + m;
+          return row < a.m ? load_word(a.qx + row * a.k, k0 + k, a.k, x_aligned) : 0;
+        },
+        [&](int j, int n, int k) {
+          const int64_t col = n0 + 16 * j + n;
+          return col < a.n ? load_word(a.qw + col * a.k, k0 + k, a.k, w_aligned) : 0;
+        });
+  store_wave(a, acc, m0, n0);
 }
 
-// One wave per workgroup on the portable path (the AMD contract), four warps on NVIDIA's native one.
-template <bool kPortable>
-constexpr int kGemmWaves = kPortable ? 1 : 4;
+// ---- tiled ---------------------------------------------------------------------------------------
+constexpr int kTile = 64;                // block tile, rows and columns
+constexpr int kTileK = 64;               // bytes of K per stage
+constexpr int kRowBytes = kTileK + 16;   // an LDS row, padded (16-byte aligned: 80)
+constexpr int kTiledThreads = 4 * kWaveSize;
+constexpr int kChunksPerRow = kTileK / 16;
+constexpr int kChunksPerThread = kTile * kChunksPerRow / kTiledThreads;  // per operand
+static_assert(kTile * kChunksPerRow % kTiledThreads == 0, "the chunks of a stage split evenly");
+
+struct TiledStage {
+  alignas(16) int8_t x[kTile][kRowBytes];
+  alignas(16) int8_t w[kTile][kRowBytes];
+};
+
+// This thread's chunks of step k0 of both operands, into registers (zeros past m, n or k: k is a
+// multiple of 16, so a chunk is wholly inside or outside).
+struct Held {
+  tile::Chunk16 x[kChunksPerThread], w[kChunksPerThread];
+};
+__device__ inline void load_held(const Int8GemmArgs& a, int64_t m0, int64_t n0, int64_t k0, int tid, Held& h) {
+#pragma unroll
+  for (int q = 0; q < kChunksPerThread; ++q) {
+    const int c = tid + q * kTiledThreads, r = c / kChunksPerRow;
+    const int64_t kc = k0 + 16 * (c % kChunksPerRow);
+    const bool xin = m0 + r < a.m && kc < a.k, win = n0 + r < a.n && kc < a.k;
+    h.x[q] = tile::load_chunk_or_zero(xin ? a.qx + (m0 + r) * a.k + kc : a.qx, xin);
+    h.w[q] = tile::load_chunk_or_zero(win ? a.qw + (n0 + r) * a.k + kc : a.qw, win);
+  }
+}
+__device__ inline void store_held(TiledStage& s, int tid, const Held& h) {
+#pragma unroll
+  for (int q = 0; q < kChunksPerThread; ++q) {
+    const int c = tid + q * kTiledThreads, r = c / kChunksPerRow, col = 16 * (c % kChunksPerRow);
+    tile::store_chunk(&s.x[r][col], h.x[q]);
+    tile::store_chunk(&s.w[r][col], h.w[q]);
+  }
+}
+
+__global__ MOSS_LAUNCH_BOUNDS(kTiledThreads, 1) void int8_gemm_tiled_kernel(Int8GemmArgs a) {
+  __shared__ TiledStage stage[2];
+  const int tid = int(thread_x()), wave = tid / kWaveSize;
+  const int wm = wave / 2, wn = wave % 2;  // the wave's 32x32 quarter of the block tile
+  const int64_t m0 = int64_t(block_y()) * kTile, n0 = int64_t(block_x()) * kTile;
+  WaveAcc acc;
+  zero(acc);
+  Held held;
+  load_held(a, m0, n0, 0, tid, held);
+  store_held(stage[0], tid, held);
+  sync_workgroup();
+  const int64_t steps = (a.k + kTileK - 1) / kTileK;
+  for (int64_t kt = 0; kt < steps; ++kt) {
+    const bool more = kt + 1 < steps;
+    if (more) load_held(a, m0, n0, (kt + 1) * kTileK, tid, held);
+    const TiledStage& s = stage[kt % 2];
+#pragma unroll
+    for (int kk = 0; kk < kTileK; kk += leaf::kLeafK8)
+      wave_step(
+          acc,
+          [&](int i, int m, int k) {
+            return *reinterpret_cast<const int32_t*>(&s.x[kWaveTile * wm + 16 * i + m][kk + k]);
+          },
+          [&](int j, int n, int k) {
+            return *reinterpret_cast<const int32_t*>(&s.w[kWaveTile * wn + 16 * j + n][kk + k]);
+          });
+    // The other stage was last read in step kt - 1, which every wave finished before the barrier
+    // that ended it; the barrier below publishes the stores before step kt + 1 reads them.
+    if (more) store_held(stage[(kt + 1) % 2], tid, held);
+    sync_workgroup();
+  }
+  store_wave(a, acc, m0 + kWaveTile * wm, n0 + kWaveTile * wn);
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
 
 void int8_gemm(const Int8GemmArgs& a, hipStream_t stream) {
   if (a.m == 0 || a.n == 0) return;
   if (a.k % 4 != 0) throw failure("int8_gemm: k " + std::to_string(a.k) + " is not a multiple of 4");
-  const bool x_aligned = reinterpret_cast<uintptr_t>(a.qx) % 4 == 0;
-  const bool w_aligned = reinterpret_cast<uintptr_t>(a.qw) % 4 == 0;
-  with_kernel_path([&](auto portable) {
-    constexpr int waves = kGemmWaves<decltype(portable)::value>;
-    const int64_t cols = int64_t(kWaveTile) * waves;
-    const dim3 grid(unsigned((a.n + cols - 1) / cols), unsigned((a.m + kWaveTile - 1) / kWaveTile));
-    hipLaunchKernelGGL(int8_gemm_kernel<waves>, grid, dim3(waves * kWaveSize), 0, stream, a, x_aligned, w_aligned);
-  });
+  if (a.k % 16 == 0 && aligned16(a.qx) && aligned16(a.qw)) {
+    const dim3 grid(unsigned((a.n + kTile - 1) / kTile), unsigned((a.m + kTile - 1) / kTile));
+    hipLaunchKernelGGL(int8_gemm_tiled_kernel, grid, dim3(kTiledThreads), 0, stream, a);
+  } else {
+    const bool x_aligned = reinterpret_cast<uintptr_t>(a.qx) % 4 == 0;
+    const bool w_aligned = reinterpret_cast<uintptr_t>(a.qw) % 4 == 0;
+    const dim3 grid(unsigned((a.n + kWaveTile - 1) / kWaveTile), unsigned((a.m + kWaveTile - 1) / kWaveTile));
+    hipLaunchKernelGGL(int8_gemm_direct_kernel, grid, dim3(kWorkgroupSize), 0, stream, a, x_aligned, w_aligned);
+  }
   MOSS_HIP_CHECK(hipGetLastError());
 }
 

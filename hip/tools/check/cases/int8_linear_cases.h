@@ -7,8 +7,9 @@
 // epilogue one fixed fp32 formula, so any difference is a bug. y in bf16 is compared with the
 // host's fp32 y rounded once to bf16. A NaN equals a NaN (the non-finite row's outputs); any
 // other difference, or an element left at the NaN poison where the host has a number, counts.
-// Cases: K of one and of several groups (G 4 to 256), K not a multiple of the leaf's 32, odd M
-// and N (tails of both tiles), bias none / bf16 / f32, x f32 / bf16 and as a column slice at an
+// Cases: K of one and of several groups (G 4 to 1024), both GEMM kernels (tiled: k a multiple of
+// 16 and 16-byte aligned operands; direct: the rest), K not a multiple of the tiled kernel's 64
+// nor of the leaf's 32, odd M and N (tails of both tiles), bias none / bf16 / f32, x f32 / bf16 and as a column slice at an
 // odd offset, y f32 / bf16, a weight at an odd address (the byte loads), rows of zeros, NaN and
 // infinity; and the DiT's four projections at 1024x1024 (4160 rows; checked on 64 sampled rows,
 // timed; skipped under self-test's size cap). Row: "linear_int8", the shape "MxKxN gG" and its
@@ -161,13 +162,15 @@ inline void check_int8_linear(kcheck::Env& e) {
   constexpr DType F32 = DType::F32, BF16 = DType::BF16;
   const int64_t rows = 64 * 64 + 64, dim = 3072, ffn = 8192;  // the DiT at 1024x1024
   kcheck::run_cases(e, {
-      op({4, 4, 5, 4, F32, F32}),                                   // the smallest group, one word of K
+      op({4, 4, 5, 4, F32, F32}),                                   // the smallest group, one word of K (direct)
+      op({11, 40, 13, 4, BF16, F32, F32, true}),                    // K not a multiple of 16: the direct kernel
       op({5, 64, 48, 16, F32, F32, F32, true}),                     // 4 groups of 16
-      op({7, 48, 9, 16, BF16, F32, BF16, true}),                    // K not a multiple of 32 (the tail word)
+      op({7, 48, 9, 16, BF16, F32, BF16, true}),                    // K not a multiple of 64 (a zero chunk)
       op({33, 192, 40, 64, BF16, BF16, BF16, true}),                // the tiny model's group, 3 groups
       op({17, 256, 23, 256, F32, BF16, F32, true}),                 // odd M and N tails, one group of 256
       op({130, 1024, 72, 256, BF16, BF16, F32, false, 3}),          // 4 groups; x a slice at an odd offset
-      op({31, 384, 70, 64, BF16, F32, BF16, true, 0, true}),        // the weight at an odd address
+      op({31, 384, 70, 64, BF16, F32, BF16, true, 0, true}),        // the weight at an odd address (direct, bytes)
+      op({67, 512, 130, 256, BF16, BF16, BF16, true}),              // tiled: M and N past two 64-tiles
       op({9, 256, 33, 64, F32, F32, F32, true, 0, false, true}),    // NaN, infinity and zero rows
       op({6, 1024, 17, 1024, BF16, BF16, BF16, true}),              // the largest group the kernels take
       op({rows, dim, 3 * dim, 256, BF16, BF16, BF16, true, 0, false, false, true, true}),  // qkv
