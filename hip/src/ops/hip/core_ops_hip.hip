@@ -81,7 +81,9 @@ class HipCoreOps : public CoreOps {
     const int64_t M = xm.rows, K = xm.cols, N = q_w.rows();
     const RowsVector b = device_vector(bias, N, name, "bias");
     if (M == 0 || N == 0) return;
-    const size_t q_bytes = round_up(size_t(M * K), 256);
+    // Exactly the op's declared scratch, M·(K + 4) bytes (CoreOps::linear_int8's OpCall): q_x at
+    // the arena's start (aligned for the GEMM's 16-byte chunks), s_x after it (K is a multiple of 4).
+    const size_t q_bytes = size_t(M * K);
     char* scratch = static_cast<char*>(ctx_.scratch(q_bytes + size_t(M) * sizeof(float)));
     int8_t* qx = reinterpret_cast<int8_t*>(scratch);
     float* sx = reinterpret_cast<float*>(scratch + q_bytes);
