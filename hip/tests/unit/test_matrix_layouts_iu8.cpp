@@ -352,8 +352,8 @@ TEST(MatrixLayoutsIu8Negative, NvidiaSwappedInstructionHalvesFail) {
   EXPECT_FALSE(computes_product(Hardware::Nvidia, sw, 5));
 }
 
-// The m16n8k16 ordering of A's registers (rows alternate, then K) read as m16n8k32's (K 0-15 in
-// registers 0-1) is a different tile: the registers' order matters.
+// A's registers in the other order (register 1 holding row g's second K half instead of row g+8's
+// first, as a tile numbering its words along K first would) is a different tile: the order matters.
 Elem nvidia_a_k_before_rows(int l, int i) {
   return {l / 4 + 8 * (i / 8), 4 * (l % 4) + 16 * ((i / 4) % 2) + i % 4};
 }
