@@ -234,7 +234,9 @@ __device__ inline void store_c32(const FragC32& c, Put put) {
 
 // acc = A·B + acc (int32, exact while the sum stays in range).
 __device__ inline void mma_i8(FragC32& acc, const FragA8& a, const FragB8& b) {
-#if MOSS_PLATFORM_NVIDIA
+#if defined(MOSS_LEAF_EMULATED)
+  emulated_mma_i8(acc, a, b);  // the host emulation of the device (tests/emulation/runtime/portability.h)
+#elif MOSS_PLATFORM_NVIDIA
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     int32_t* d = acc.x + 4 * j;
