@@ -1,7 +1,7 @@
 // check_device: matrix
 // The INT8 ConvRot GEMM (kernels/int8_linear.h) on the int8 matrix leaf (kernels/matrix_leaf.h,
 // mma_i8: v_wmma_i32_16x16x16_iu8 on gfx11/gfx12, mma.sync m16n8k32 s8 on NVIDIA). Two kernels:
-//   tiled   64x64 output tiles, 4 waves of 32x32 (2x2 leaves each); K in steps of 64 bytes
+//   tiled   128x64 output tiles, 4 waves of 64x32 (4x2 leaves each); K in steps of 64 bytes
 //           through two LDS stages (rows padded by 16 bytes), the next step's 16-byte chunks held
 //           in registers while the current one is multiplied (AMD has no asynchronous copy; the
 //           bf16 GEMM's portable pipeline, kernels/gemm_leaf.h). Needs 16-byte aligned rows:
@@ -31,35 +31,40 @@ __device__ inline void store_int8_output(const Int8GemmArgs& a, int64_t row, int
   else static_cast<float*>(a.y.data)[row * a.y.ld + col] = y;
 }
 
-// A wave's 2x2 leaves: acc[i][j] is rows 16i.., columns 16j.. of its 32x32 tile.
+// A wave's kLM x kLN leaves: c[i][j] is rows 16i.., columns 16j.. of its 16kLM x 16kLN tile.
+template <int kLM, int kLN>
 struct WaveAcc {
-  leaf::FragC32 c[2][2];
+  static constexpr int kRows = 16 * kLM, kCols = 16 * kLN;
+  leaf::FragC32 c[kLM][kLN];
 };
-__device__ inline void zero(WaveAcc& acc) {
-  for (auto& row : acc.c)
-    for (auto& c : row) leaf::zero(c);
+template <int kLM, int kLN>
+__device__ inline void zero(WaveAcc<kLM, kLN>& acc) {
+#pragma unroll
+  for (int i = 0; i < kLM; ++i)
+#pragma unroll
+    for (int j = 0; j < kLN; ++j) leaf::zero(acc.c[i][j]);
 }
-// One K step of 32: a(i, m, k0) and b(j, n, k0) return the 4-byte words of rows 16i + m of x and
-// 16j + n of w at K k0 (a multiple of 4) of this step.
-template <class GetA, class GetB>
-__device__ inline void wave_step(WaveAcc& acc, GetA a, GetB b) {
-  leaf::FragA8 fa[2];
-  leaf::FragB8 fb[2];
+// One K step of 32: a(i, m, k) and b(j, n, k) return the 4-byte words of rows 16i + m of the
+// wave's x rows and 16j + n of its w rows at K k (a multiple of 4) of this step.
+template <int kLM, int kLN, class GetA, class GetB>
+__device__ inline void wave_step(WaveAcc<kLM, kLN>& acc, GetA a, GetB b) {
+  leaf::FragA8 fa[kLM];
+  leaf::FragB8 fb[kLN];
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    leaf::load_a8(fa[i], [&](int m, int k) { return a(i, m, k); });
-    leaf::load_b8(fb[i], [&](int n, int k) { return b(i, n, k); });
-  }
+  for (int i = 0; i < kLM; ++i) leaf::load_a8(fa[i], [&](int m, int k) { return a(i, m, k); });
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
+  for (int j = 0; j < kLN; ++j) leaf::load_b8(fb[j], [&](int n, int k) { return b(j, n, k); });
 #pragma unroll
-    for (int j = 0; j < 2; ++j) leaf::mma_i8(acc.c[i][j], fa[i], fb[j]);
+  for (int i = 0; i < kLM; ++i)
+#pragma unroll
+    for (int j = 0; j < kLN; ++j) leaf::mma_i8(acc.c[i][j], fa[i], fb[j]);
 }
-__device__ inline void store_wave(const Int8GemmArgs& a, const WaveAcc& acc, int64_t m0, int64_t n0) {
+template <int kLM, int kLN>
+__device__ inline void store_wave(const Int8GemmArgs& a, const WaveAcc<kLM, kLN>& acc, int64_t m0, int64_t n0) {
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < kLM; ++i)
 #pragma unroll
-    for (int j = 0; j < 2; ++j)
+    for (int j = 0; j < kLN; ++j)
       leaf::store_c32(acc.c[i][j], [&](int m, int n, int32_t v) { store_int8_output(a, m0 + 16 * i + m, n0 + 16 * j + n, v); });
 }
 
@@ -77,7 +82,7 @@ __device__ inline int32_t load_word(const int8_t* row, int64_t k0, int64_t k, bo
 __global__ __launch_bounds__(kWorkgroupSize) void int8_gemm_direct_kernel(Int8GemmArgs a, bool x_aligned,
                                                                           bool w_aligned) {
   const int64_t m0 = int64_t(block_y()) * kWaveTile, n0 = int64_t(block_x()) * kWaveTile;
-  WaveAcc acc;
+  WaveAcc<2, 2> acc;
   zero(acc);
   for (int64_t k0 = 0; k0 < a.k; k0 += leaf::kLeafK8)
     wave_step(
@@ -94,49 +99,66 @@ __global__ __launch_bounds__(kWorkgroupSize) void int8_gemm_direct_kernel(Int8Ge
 }
 
 // ---- tiled ---------------------------------------------------------------------------------------
-constexpr int kTile = 64;                // block tile, rows and columns
+// The block: 4 waves in 2 x 2, each a 64x32 tile (4x2 leaves), so 128 rows of x by 64 of w; the
+// bf16 GEMM's wide tile (docs/amd_kernels.md: a 128x64 tile of 4 waves moves twice the flops per
+// byte into LDS of a one-wave tile), here with 64 bytes of K a stage.
+constexpr int kTileM = 128, kTileN = 64;
 constexpr int kTileK = 64;               // bytes of K per stage
 constexpr int kRowBytes = kTileK + 16;   // an LDS row, padded (16-byte aligned: 80)
 constexpr int kTiledThreads = 4 * kWaveSize;
 constexpr int kChunksPerRow = kTileK / 16;
-constexpr int kChunksPerThread = kTile * kChunksPerRow / kTiledThreads;  // per operand
-static_assert(kTile * kChunksPerRow % kTiledThreads == 0, "the chunks of a stage split evenly");
+constexpr int kChunksX = kTileM * kChunksPerRow / kTiledThreads;  // per thread and stage
+constexpr int kChunksW = kTileN * kChunksPerRow / kTiledThreads;
+using TiledWaveAcc = WaveAcc<4, 2>;
+static_assert(2 * TiledWaveAcc::kRows == kTileM && 2 * TiledWaveAcc::kCols == kTileN, "2 x 2 waves tile the block");
+static_assert(kChunksX * kTiledThreads == kTileM * kChunksPerRow && kChunksW * kTiledThreads == kTileN * kChunksPerRow,
+              "the chunks of a stage split evenly over the threads");
 
 struct TiledStage {
-  alignas(16) int8_t x[kTile][kRowBytes];
-  alignas(16) int8_t w[kTile][kRowBytes];
+  alignas(16) int8_t x[kTileM][kRowBytes];
+  alignas(16) int8_t w[kTileN][kRowBytes];
 };
 
 // This thread's chunks of step k0 of both operands, into registers (zeros past m, n or k: k is a
-// multiple of 16, so a chunk is wholly inside or outside).
+// multiple of 16, so a chunk is wholly inside or outside). Chunk c is row c / 4, bytes 16 (c % 4).
 struct Held {
-  tile::Chunk16 x[kChunksPerThread], w[kChunksPerThread];
+  tile::Chunk16 x[kChunksX], w[kChunksW];
 };
+__device__ inline tile::Chunk16 load_chunk(const int8_t* base, int64_t row, int64_t rows, int64_t k, int64_t kc) {
+  const bool in = row < rows && kc < k;
+  return tile::load_chunk_or_zero(in ? base + row * k + kc : base, in);
+}
 __device__ inline void load_held(const Int8GemmArgs& a, int64_t m0, int64_t n0, int64_t k0, int tid, Held& h) {
 #pragma unroll
-  for (int q = 0; q < kChunksPerThread; ++q) {
-    const int c = tid + q * kTiledThreads, r = c / kChunksPerRow;
-    const int64_t kc = k0 + 16 * (c % kChunksPerRow);
-    const bool xin = m0 + r < a.m && kc < a.k, win = n0 + r < a.n && kc < a.k;
-    h.x[q] = tile::load_chunk_or_zero(xin ? a.qx + (m0 + r) * a.k + kc : a.qx, xin);
-    h.w[q] = tile::load_chunk_or_zero(win ? a.qw + (n0 + r) * a.k + kc : a.qw, win);
+  for (int q = 0; q < kChunksX; ++q) {
+    const int c = tid + q * kTiledThreads;
+    h.x[q] = load_chunk(a.qx, m0 + c / kChunksPerRow, a.m, a.k, k0 + 16 * (c % kChunksPerRow));
+  }
+#pragma unroll
+  for (int q = 0; q < kChunksW; ++q) {
+    const int c = tid + q * kTiledThreads;
+    h.w[q] = load_chunk(a.qw, n0 + c / kChunksPerRow, a.n, a.k, k0 + 16 * (c % kChunksPerRow));
   }
 }
 __device__ inline void store_held(TiledStage& s, int tid, const Held& h) {
 #pragma unroll
-  for (int q = 0; q < kChunksPerThread; ++q) {
-    const int c = tid + q * kTiledThreads, r = c / kChunksPerRow, col = 16 * (c % kChunksPerRow);
-    tile::store_chunk(&s.x[r][col], h.x[q]);
-    tile::store_chunk(&s.w[r][col], h.w[q]);
+  for (int q = 0; q < kChunksX; ++q) {
+    const int c = tid + q * kTiledThreads;
+    tile::store_chunk(&s.x[c / kChunksPerRow][16 * (c % kChunksPerRow)], h.x[q]);
+  }
+#pragma unroll
+  for (int q = 0; q < kChunksW; ++q) {
+    const int c = tid + q * kTiledThreads;
+    tile::store_chunk(&s.w[c / kChunksPerRow][16 * (c % kChunksPerRow)], h.w[q]);
   }
 }
 
 __global__ MOSS_LAUNCH_BOUNDS(kTiledThreads, 1) void int8_gemm_tiled_kernel(Int8GemmArgs a) {
   __shared__ TiledStage stage[2];
   const int tid = int(thread_x()), wave = tid / kWaveSize;
-  const int wm = wave / 2, wn = wave % 2;  // the wave's 32x32 quarter of the block tile
-  const int64_t m0 = int64_t(block_y()) * kTile, n0 = int64_t(block_x()) * kTile;
-  WaveAcc acc;
+  const int wm = wave / 2, wn = wave % 2;  // the wave's quarter of the block tile
+  const int64_t m0 = int64_t(block_y()) * kTileM, n0 = int64_t(block_x()) * kTileN;
+  TiledWaveAcc acc;
   zero(acc);
   Held held;
   load_held(a, m0, n0, 0, tid, held);
@@ -152,17 +174,17 @@ __global__ MOSS_LAUNCH_BOUNDS(kTiledThreads, 1) void int8_gemm_tiled_kernel(Int8
       wave_step(
           acc,
           [&](int i, int m, int k) {
-            return *reinterpret_cast<const int32_t*>(&s.x[kWaveTile * wm + 16 * i + m][kk + k]);
+            return *reinterpret_cast<const int32_t*>(&s.x[TiledWaveAcc::kRows * wm + 16 * i + m][kk + k]);
           },
           [&](int j, int n, int k) {
-            return *reinterpret_cast<const int32_t*>(&s.w[kWaveTile * wn + 16 * j + n][kk + k]);
+            return *reinterpret_cast<const int32_t*>(&s.w[TiledWaveAcc::kCols * wn + 16 * j + n][kk + k]);
           });
     // The other stage was last read in step kt - 1, which every wave finished before the barrier
     // that ended it; the barrier below publishes the stores before step kt + 1 reads them.
     if (more) store_held(stage[(kt + 1) % 2], tid, held);
     sync_workgroup();
   }
-  store_wave(a, acc, m0 + kWaveTile * wm, n0 + kWaveTile * wn);
+  store_wave(a, acc, m0 + TiledWaveAcc::kRows * wm, n0 + TiledWaveAcc::kCols * wn);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -173,7 +195,7 @@ void int8_gemm(const Int8GemmArgs& a, hipStream_t stream) {
   if (a.m == 0 || a.n == 0) return;
   if (a.k % 4 != 0) throw failure("int8_gemm: k " + std::to_string(a.k) + " is not a multiple of 4");
   if (a.k % 16 == 0 && aligned16(a.qx) && aligned16(a.qw)) {
-    const dim3 grid(unsigned((a.n + kTile - 1) / kTile), unsigned((a.m + kTile - 1) / kTile));
+    const dim3 grid(unsigned((a.n + kTileN - 1) / kTileN), unsigned((a.m + kTileM - 1) / kTileM));
     hipLaunchKernelGGL(int8_gemm_tiled_kernel, grid, dim3(kTiledThreads), 0, stream, a);
   } else {
     const bool x_aligned = reinterpret_cast<uintptr_t>(a.qx) % 4 == 0;

@@ -140,7 +140,8 @@ TEST(Int8KernelsEmulated, BitIdenticalToTheHostOp) {
       {7, 48, 9, 16, true, false, 2},                        // tiled: K not a multiple of 64 (a zero chunk)
       {33, 192, 40, 64, true, true, 2},                      // the tiny model's group, 3 groups
       {17, 256, 23, 256, false, true, 1},                    // odd M and N
-      {67, 128, 130, 64, true, true, 2},                     // M and N past two 64-tiles
+      {67, 128, 130, 64, true, true, 2},                     // N past two 64-column tiles
+      {150, 64, 70, 16, false, true, 1},                     // M past a 128-row tile
       {20, 256, 20, 64, true, false, 0, 3},                  // x a slice at an odd offset
       {31, 128, 70, 64, true, false, 2, 0, true},            // the weight at an odd address (direct, bytes)
       {9, 256, 33, 64, false, false, 1, 0, false, true},     // NaN, infinity and zero rows

@@ -170,7 +170,8 @@ inline void check_int8_linear(kcheck::Env& e) {
       op({17, 256, 23, 256, F32, BF16, F32, true}),                 // odd M and N tails, one group of 256
       op({130, 1024, 72, 256, BF16, BF16, F32, false, 3}),          // 4 groups; x a slice at an odd offset
       op({31, 384, 70, 64, BF16, F32, BF16, true, 0, true}),        // the weight at an odd address (direct, bytes)
-      op({67, 512, 130, 256, BF16, BF16, BF16, true}),              // tiled: M and N past two 64-tiles
+      op({67, 512, 130, 256, BF16, BF16, BF16, true}),              // tiled: N past two 64-column tiles
+      op({150, 256, 70, 64, F32, BF16, F32, true}),                 // tiled: M past a 128-row tile
       op({9, 256, 33, 64, F32, F32, F32, true, 0, false, true}),    // NaN, infinity and zero rows
       op({6, 1024, 17, 1024, BF16, BF16, BF16, true}),              // the largest group the kernels take
       op({rows, dim, 3 * dim, 256, BF16, BF16, BF16, true, 0, false, false, true, true}),  // qkv
