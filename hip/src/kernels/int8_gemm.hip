@@ -18,8 +18,6 @@
 namespace moss {
 namespace {
 
-constexpr int kWaveTile = 32;  // each wave: a 32x32 output tile, 2x2 leaves
-
 // The host's epilogue for one element: float(acc), the two scales multiplied first, then the
 // product, then the bias, each rounded on its own (mul_rn: no fma), rounded once to y's dtype.
 __device__ inline void store_int8_output(const Int8GemmArgs& a, int64_t row, int64_t col, int32_t acc) {
@@ -79,10 +77,12 @@ __device__ inline int32_t load_word(const int8_t* row, int64_t k0, int64_t k, bo
   return int32_t(uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24));
 }
 
+using DirectWaveAcc = WaveAcc<2, 2>;  // the direct kernel: one wave, a 32x32 tile
+
 __global__ __launch_bounds__(kWorkgroupSize) void int8_gemm_direct_kernel(Int8GemmArgs a, bool x_aligned,
                                                                           bool w_aligned) {
-  const int64_t m0 = int64_t(block_y()) * kWaveTile, n0 = int64_t(block_x()) * kWaveTile;
-  WaveAcc<2, 2> acc;
+  const int64_t m0 = int64_t(block_y()) * DirectWaveAcc::kRows, n0 = int64_t(block_x()) * DirectWaveAcc::kCols;
+  DirectWaveAcc acc;
   zero(acc);
   for (int64_t k0 = 0; k0 < a.k; k0 += leaf::kLeafK8)
     wave_step(
@@ -200,7 +200,8 @@ void int8_gemm(const Int8GemmArgs& a, hipStream_t stream) {
   } else {
     const bool x_aligned = reinterpret_cast<uintptr_t>(a.qx) % 4 == 0;
     const bool w_aligned = reinterpret_cast<uintptr_t>(a.qw) % 4 == 0;
-    const dim3 grid(unsigned((a.n + kWaveTile - 1) / kWaveTile), unsigned((a.m + kWaveTile - 1) / kWaveTile));
+    constexpr int64_t rows = DirectWaveAcc::kRows, cols = DirectWaveAcc::kCols;
+    const dim3 grid(unsigned((a.n + cols - 1) / cols), unsigned((a.m + rows - 1) / rows));
     hipLaunchKernelGGL(int8_gemm_direct_kernel, grid, dim3(kWorkgroupSize), 0, stream, a, x_aligned, w_aligned);
   }
   MOSS_HIP_CHECK(hipGetLastError());
