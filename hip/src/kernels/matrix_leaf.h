@@ -174,7 +174,11 @@ __device__ inline void mma(FragC& acc, const FragA& a, const FragB& b) {
 // Both operands signed; no saturation (the caller keeps the sum in range: CoreOps::linear_int8's
 // width limit). A fragment holds words of four consecutive K (the maps guarantee it), so the
 // loaders ask for 4 bytes at a time.
-#if MOSS_PLATFORM_NVIDIA
+#if defined(MOSS_LEAF_EMULATED) && MOSS_LEAF_EMULATED_TARGET == 11  // tests/emulation: gfx11's leaf
+using LayoutI8 = mma_layout::Gfx11I8;
+#elif defined(MOSS_LEAF_EMULATED) && MOSS_LEAF_EMULATED_TARGET == 12  // tests/emulation: gfx12's leaf
+using LayoutI8 = mma_layout::Gfx12I8;
+#elif MOSS_PLATFORM_NVIDIA
 using LayoutI8 = mma_layout::NvidiaI8;
 #elif defined(__GFX11__)
 using LayoutI8 = mma_layout::Gfx11I8;
@@ -235,7 +239,7 @@ __device__ inline void store_c32(const FragC32& c, Put put) {
 // acc = A·B + acc (int32, exact while the sum stays in range).
 __device__ inline void mma_i8(FragC32& acc, const FragA8& a, const FragB8& b) {
 #if defined(MOSS_LEAF_EMULATED)
-  emulated_mma_i8(acc, a, b);  // the host emulation of the device (tests/emulation/runtime/portability.h)
+  emulated_mma_i8<LayoutI8>(acc, a, b);  // the host emulation of the device (tests/emulation/runtime/portability.h)
 #elif MOSS_PLATFORM_NVIDIA
 #pragma unroll
   for (int j = 0; j < 2; ++j) {

@@ -1,6 +1,7 @@
 // The INT8 ConvRot kernels' own source (kernels/int8_rotate.hip, kernels/int8_gemm.hip) run on the
 // host through the device emulation of tests/emulation/runtime/portability.h (workgroups as host
-// threads, the int8 leaf as mma.sync m16n8k32 modelled from the PTX tables), against the host op
+// threads; the int8 leaf of NVIDIA, gfx11 or gfx12 by MOSS_LEAF_EMULATED_TARGET, one program
+// each, modelled from the vendors' register tables), against the host op
 // (CoreOps::linear_int8 of the host backend): the outputs must be bit-identical, as on a GPU
 // (`moss-check kernels --filter int8`). Cases: both GEMM kernels (tiled: k a multiple of 16 and
 // 16-byte aligned operands; direct: the rest, a weight at an odd address), several groups, K not
@@ -126,6 +127,7 @@ int64_t run_case(const Spec& s, uint64_t seed) {
     }
   }
   // Unwritten outputs keep the NaN poison (counted above where the host has a number).
+  EXPECT_FALSE(leaf_violation().exchange(false)) << "the emulated instruction's preconditions were broken";
   if (s.specials) {
     EXPECT_TRUE(std::isnan(want.ptr<float>()[1 * s.n])) << "the NaN row's outputs are NaN";
   }
