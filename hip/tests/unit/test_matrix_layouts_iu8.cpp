@@ -375,10 +375,9 @@ TEST(MatrixLayoutsIu8Negative, UnsignedOperandsFail) {
 // The loaders' word property (matrix_layout.h, static_asserted for the three leaf maps) is sharp: a
 // map that interleaves K fails it.
 struct Interleaved {
-  static constexpr int kSlotsA = 16, kSlotsB = 16, kSlotsC = 8;
+  static constexpr int kSlotsA = 16, kSlotsB = 16;
   static constexpr Elem a(int lane, int i) { return {lane % 16, 2 * i + lane / 16}; }
   static constexpr Elem b(int lane, int i) { return {2 * i + lane / 16, lane % 16}; }
-  static constexpr Elem c(int lane, int i) { return moss::mma_layout::Gfx12::c(lane, i); }
 };
 static_assert(!moss::mma_layout::slot_words_are_k_quads<Interleaved>(), "an interleaved K map has no K quads");
 
