@@ -130,23 +130,27 @@ inline std::vector<std::vector<uint32_t>> exchange(const std::vector<uint32_t>& 
   return all;
 }
 
-// kernel<<<grid, block>>>(args...): the workgroups in order, each as block.x threads.
+// kernel<<<grid, block>>>(args...): block.x host threads run the workgroups in order, all of
+// them finishing one (a barrier) before any starts the next, so `__shared__` (static) memory is
+// one workgroup's at a time.
 template <class Kernel, class... Args>
 void launch(Kernel kernel, dim3 grid, dim3 block_dim, Args... args) {
   const int threads = int(block_dim.x);
-  for (unsigned by = 0; by < grid.y; ++by)
-    for (unsigned bx = 0; bx < grid.x; ++bx) {
-      Block block(threads);
-      block.id = dim3(bx, by, 0);
-      std::vector<std::thread> pool;
-      for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-          self().block = &block;
-          self().tid = t;
+  Block block(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      self().block = &block;
+      self().tid = t;
+      for (unsigned by = 0; by < grid.y; ++by)
+        for (unsigned bx = 0; bx < grid.x; ++bx) {
+          if (t == 0) block.id = dim3(bx, by, 0);
+          block.barrier.wait();  // the id is set, and the previous workgroup is done
           kernel(args...);
-        });
-      for (std::thread& th : pool) th.join();
-    }
+          block.barrier.wait();
+        }
+    });
+  for (std::thread& th : pool) th.join();
 }
 
 }  // namespace emu
