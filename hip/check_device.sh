@@ -17,7 +17,7 @@
 # measurement). A target the compiler does not know (clang-19 and gfx1153) is skipped, and the
 # verdict line names it. Default sources: hip/src/kernels/*.hip. Each is compiled once per target
 # (CHECK_DEVICE_JOBS compiles at a time, default the cores) with
-#   clang++-19 -x hip -nogpuinc -nogpulib --offload-device-only --no-gpu-bundle-output
+#   clang++-19 -x hip -nogpuinc -nogpulib --rocm-path=EMPTY --offload-device-only --no-gpu-bundle-output
 #              --offload-arch=TARGET -Rpass-analysis=kernel-resource-usage
 # and -I hip/src/runtime/amd_device_only, whose minimal <hip/hip_runtime.h> stands in for ROCm's
 # (src/runtime/portability.h reaches everything device-side through compiler builtins).
@@ -125,17 +125,22 @@ mkdir -p "$out_dir"
 # kernels CI checks in the shipped binary, built by ROCm's clang-22 (hip/ci/amd.sh). The
 # skipped targets are named in the verdict, never passed over silently.
 unknown=()
+# An empty ROCm root: a ROCm the machine happens to have (Debian's libamdhip64-dev puts one in
+# /usr) makes clang add its CUDA/HIP wrapper headers even under -nogpuinc, which then fail to
+# compile without ROCm's device headers; the check is meant to see the sources alone.
+no_rocm=$out_dir/.no-rocm
+mkdir -p "$no_rocm"
 if [[ -z $binary ]]; then
   known=()
   for a in "${ARCHS[@]}"; do
-    if "$CLANG" -x hip -nogpuinc -nogpulib --offload-device-only -fsyntax-only --offload-arch="$a" \
+    if "$CLANG" -x hip -nogpuinc -nogpulib --rocm-path="$no_rocm" --offload-device-only -fsyntax-only --offload-arch="$a" \
          /dev/null >/dev/null 2>&1; then known+=("$a"); else unknown+=("$a"); fi
   done
   [[ ${#known[@]} -gt 0 ]] || { echo "$CLANG knows none of the targets ${ARCHS[*]}" >&2; exit 1; }
   ARCHS=("${known[@]}")
 fi
 cflags=(-x hip -std=c++17 -O3 -DNDEBUG -Wall -Wextra -Werror -Wno-unused-parameter
-        -nogpuinc -nogpulib --offload-device-only --no-gpu-bundle-output -mno-wavefrontsize64
+        -nogpuinc -nogpulib --rocm-path="$no_rocm" --offload-device-only --no-gpu-bundle-output -mno-wavefrontsize64
         -I"$HIP_DIR/src" -I"$HIP_DIR/src/runtime/amd_device_only")
 # arch_flags ARCH: one target per compile, so the compiler's resource remarks (occupancy) belong
 # to one architecture. A generic target (gfx11-generic) exists only in code object v6, which
