@@ -17,14 +17,15 @@
 # measurement). A target the compiler does not know (clang-19 and gfx1153) is skipped, and the
 # verdict line names it. Default sources: hip/src/kernels/*.hip. Each is compiled once per target
 # (CHECK_DEVICE_JOBS compiles at a time, default the cores) with
-#   clang++-19 -x hip -nogpuinc -nogpulib --offload-device-only --no-gpu-bundle-output
+#   clang++-19 -x hip -nogpuinc -nogpulib --rocm-path=EMPTY --offload-device-only --no-gpu-bundle-output
 #              --offload-arch=TARGET -Rpass-analysis=kernel-resource-usage
 # and -I hip/src/runtime/amd_device_only, whose minimal <hip/hip_runtime.h> stands in for ROCm's
 # (src/runtime/portability.h reaches everything device-side through compiler builtins).
 #
 # Per kernel and architecture it reports and checks:
-#   mma      16-bit matrix instructions (v_wmma_*_bf16, and v_wmma_*_f16 of the fp16 leaf,
-#            kernels/matrix_leaf.h's mma<true>) in the kernel's own code (the leaf is inlined; a
+#   mma      matrix instructions (v_wmma_*_bf16, v_wmma_*_f16 of the fp16 leaf,
+#            kernels/matrix_leaf.h's mma<true>, and v_wmma_i32_16x16x16_iu8 of the int8 leaf,
+#            mma_i8) in the kernel's own code (the leaf is inlined; a
 #            WMMA in a called, non-inlined function is not counted); must be > 0 in a matrix
 #            kernel (the VAE conv's F16 kernels hold only the f16 form). A source marks its kernels as matrix kernels with the line
 #                // check_device: matrix
@@ -124,17 +125,22 @@ mkdir -p "$out_dir"
 # kernels CI checks in the shipped binary, built by ROCm's clang-22 (hip/ci/amd.sh). The
 # skipped targets are named in the verdict, never passed over silently.
 unknown=()
+# An empty ROCm root: a ROCm the machine happens to have (Debian's libamdhip64-dev puts one in
+# /usr) makes clang add its CUDA/HIP wrapper headers even under -nogpuinc, which then fail to
+# compile without ROCm's device headers; the check is meant to see the sources alone.
+no_rocm=$out_dir/.no-rocm
+mkdir -p "$no_rocm"
 if [[ -z $binary ]]; then
   known=()
   for a in "${ARCHS[@]}"; do
-    if "$CLANG" -x hip -nogpuinc -nogpulib --offload-device-only -fsyntax-only --offload-arch="$a" \
+    if "$CLANG" -x hip -nogpuinc -nogpulib --rocm-path="$no_rocm" --offload-device-only -fsyntax-only --offload-arch="$a" \
          /dev/null >/dev/null 2>&1; then known+=("$a"); else unknown+=("$a"); fi
   done
   [[ ${#known[@]} -gt 0 ]] || { echo "$CLANG knows none of the targets ${ARCHS[*]}" >&2; exit 1; }
   ARCHS=("${known[@]}")
 fi
 cflags=(-x hip -std=c++17 -O3 -DNDEBUG -Wall -Wextra -Werror -Wno-unused-parameter
-        -nogpuinc -nogpulib --offload-device-only --no-gpu-bundle-output -mno-wavefrontsize64
+        -nogpuinc -nogpulib --rocm-path="$no_rocm" --offload-device-only --no-gpu-bundle-output -mno-wavefrontsize64
         -I"$HIP_DIR/src" -I"$HIP_DIR/src/runtime/amd_device_only")
 # arch_flags ARCH: one target per compile, so the compiler's resource remarks (occupancy) belong
 # to one architecture. A generic target (gfx11-generic) exists only in code object v6, which
@@ -201,11 +207,11 @@ kernel_notes() {
     END { emit() }'
 }
 
-# Per function symbol: name count of bf16 / f16 matrix instructions
+# Per function symbol: name count of matrix instructions (bf16 / f16, and the int8 leaf's iu8)
 matrix_counts() {
   "$OBJDUMP" -d --no-show-raw-insn "$1" | awk '
     /^[0-9a-f]+ <.*>:$/ { sym = $2; sub(/^</, "", sym); sub(/>:$/, "", sym); n[sym] += 0; next }
-    /v_s?wmmac?_[a-z0-9_]*_b?f16/ { n[sym]++ }
+    /v_s?wmmac?_[a-z0-9_]*_(b?f16|iu8)/ { n[sym]++ }
     END { for (s in n) print s, n[s] }'
 }
 
@@ -235,7 +241,7 @@ check_code_object() {
       grep -qxF "$a matrix $name" "$matrix_list" && is_matrix=1
     fi
     bad=()
-    [[ $is_matrix -eq 1 && $nmma -eq 0 ]] && { bad+=(matrix); record_violation matrix "$short [$a]: no bf16/f16 matrix instruction in a matrix kernel"; }
+    [[ $is_matrix -eq 1 && $nmma -eq 0 ]] && { bad+=(matrix); record_violation matrix "$short [$a]: no bf16/f16/iu8 matrix instruction in a matrix kernel"; }
     [[ $wave -ne 32 ]] && { bad+=(wave); record_violation wave "$short [$a]: wavefront size $wave, must be 32"; }
     [[ " 32 64 128 256 " != *" $wg "* ]] && { bad+=(wg); record_violation workgroup "$short [$a]: max workgroup size $wg, must be a declared launch bound of 32, 64, 128 or 256 threads"; }
     [[ $scratch -ne 0 ]] && { bad+=(scratch); record_violation scratch "$short [$a]: $scratch bytes of scratch per lane"; }

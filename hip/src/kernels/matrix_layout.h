@@ -73,6 +73,75 @@ struct Nvidia {
   }
 };
 
+// ---- the int8 leaf: 16x16x32, int8 A and B, int32 C (kernels/matrix_leaf.h, mma_i8) -------------
+// A is 16x32 (A[m][k]), B 32x16 (B[k][n]), C 16x16 int32; one slot is one byte (int8) of A or B,
+// one int32 of C. Each implementation is two instructions (docs/matrix_layouts.md section 8):
+//   gfx11  2 x v_wmma_i32_16x16x16_iu8 over K halves 0-15 / 16-31 (C shared)
+//   gfx12  2 x v_wmma_i32_16x16x16_iu8 over K halves 0-15 / 16-31 (C shared)
+//   NVIDIA 2 x mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 over N halves 0-7 / 8-15 (A shared)
+// In every map, slots 4w..4w+3 are four consecutive K of one row of A (one column of B), the lowest
+// K in the lowest byte: a slot word is one aligned 4-byte load from row-major A or from Bt [n][k]
+// (slot_words_are_k_quads checks it). C uses the same lane maps as the bf16 leaf's fp32 C.
+
+// gfx11: instruction j reads slots 16j..16j+15 (4 VGPRs of bytes, byte i of a lane's operand in VGPR
+// i/4 bits 8(i%4), AMD's calculator); each is the bf16 map of 2.2/2.3 with K offset 16j: lanes r and r+16 hold the
+// same row of A (column of B), all 16 K of that half in order.
+struct Gfx11I8 {
+  static constexpr int kSlotsA = 32, kSlotsB = 32, kSlotsC = 8;
+  static MOSS_HOST_DEVICE constexpr Elem a(int lane, int i) { return {lane % 16, i}; }
+  static MOSS_HOST_DEVICE constexpr Elem b(int lane, int i) { return {i, lane % 16}; }
+  static MOSS_HOST_DEVICE constexpr Elem c(int lane, int i) { return Gfx11::c(lane, i); }
+};
+
+// gfx12: instruction j reads slots 8j..8j+7 (2 VGPRs); within an instruction lanes 0-15 hold K 0-7
+// of the half, lanes 16-31 K 8-15: for iu8 this is the ISA's own numbering (AMD's calculator), the
+// same K order as the bf16 leaf's contiguous numbering of 3.3.
+struct Gfx12I8 {
+  static constexpr int kSlotsA = 16, kSlotsB = 16, kSlotsC = 8;
+  static MOSS_HOST_DEVICE constexpr Elem a(int lane, int i) {
+    return {lane % 16, 16 * (i / 8) + 8 * (lane / 16) + i % 8};
+  }
+  static MOSS_HOST_DEVICE constexpr Elem b(int lane, int i) {
+    return {16 * (i / 8) + 8 * (lane / 16) + i % 8, lane % 16};
+  }
+  static MOSS_HOST_DEVICE constexpr Elem c(int lane, int i) { return Gfx12::c(lane, i); }
+};
+
+// NVIDIA m16n8k32 .s8 (PTX ISA fragment tables), g = lane / 4, t = lane % 4:
+//   A (4 registers, shared by both instructions): slot i = A[g + 8*((i/4)%2)][4t + 16*(i/8) + i%4]
+//   B (2 registers per instruction j): slot i = 8j + 4q + e: B[4t + 16q + e][8j + g]
+//   C (4 int32 per instruction j): slot 4j + e = C[g + 8*(e/2)][8j + 2t + e%2] (the bf16 leaf's map)
+struct NvidiaI8 {
+  static constexpr int kSlotsA = 16, kSlotsB = 16, kSlotsC = 8;
+  static MOSS_HOST_DEVICE constexpr Elem a(int lane, int i) {
+    return {lane / 4 + 8 * ((i / 4) % 2), 4 * (lane % 4) + 16 * (i / 8) + i % 4};
+  }
+  static MOSS_HOST_DEVICE constexpr Elem b(int lane, int i) {
+    return {4 * (lane % 4) + 16 * ((i % 8) / 4) + i % 4, 8 * (i / 8) + lane / 4};
+  }
+  static MOSS_HOST_DEVICE constexpr Elem c(int lane, int i) { return Nvidia::c(lane, i); }
+};
+
+// Whether every slot word (slots 4w..4w+3) of A and of B is four consecutive K from a multiple of 4
+// of one row of A / one column of B, the lowest K in slot 4w (the int8 loaders rely on it).
+template <class L>
+MOSS_HOST_DEVICE constexpr bool slot_words_are_k_quads() {
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < L::kSlotsA; ++i) {
+      const Elem w = L::a(lane, i - i % 4), e = L::a(lane, i);
+      if (w.col % 4 != 0 || e.row != w.row || e.col != w.col + i % 4) return false;
+    }
+    for (int i = 0; i < L::kSlotsB; ++i) {
+      const Elem w = L::b(lane, i - i % 4), e = L::b(lane, i);
+      if (w.row % 4 != 0 || e.col != w.col || e.row != w.row + i % 4) return false;
+    }
+  }
+  return true;
+}
+static_assert(slot_words_are_k_quads<Gfx11I8>() && slot_words_are_k_quads<Gfx12I8>() &&
+                  slot_words_are_k_quads<NvidiaI8>(),
+              "int8 matrix layouts: every slot word is four consecutive K");
+
 // Whether each lane's accumulator slots are kSlotsC consecutive rows of one column, slot i at row
 // c(lane, 0).row + i (gfx12 only: gfx11 interleaves the rows over the half-waves, NVIDIA gives a
 // lane two rows and two columns): a transposed store then writes them as one contiguous run

@@ -164,5 +164,116 @@ __device__ inline void mma(FragC& acc, const FragA& a, const FragB& b) {
 #endif
 }
 
+// ---- the int8 leaf: C (int32) += A·B for A 16x32 and B 32x16 int8, exact ----------------------------
+// The INT8 ConvRot GEMM's product (kernels/int8_linear.h). Lane maps: mma_layout::Gfx11I8,
+// Gfx12I8 and NvidiaI8 (kernels/matrix_layout.h, docs/matrix_layouts.md section 8), each two
+// instructions:
+//   gfx11  2 x __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32        -> v_wmma_i32_16x16x16_iu8
+//   gfx12  2 x __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32_gfx12  -> v_wmma_i32_16x16x16_iu8
+//   NVIDIA 2 x mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 (inline PTX, sm_80+)
+// Both operands signed; no saturation (the caller keeps the sum in range: CoreOps::linear_int8's
+// width limit). A fragment holds words of four consecutive K (the maps guarantee it), so the
+// loaders ask for 4 bytes at a time.
+#if defined(MOSS_LEAF_EMULATED) && MOSS_LEAF_EMULATED_TARGET == 11  // tests/emulation: gfx11's leaf
+using LayoutI8 = mma_layout::Gfx11I8;
+#elif defined(MOSS_LEAF_EMULATED) && MOSS_LEAF_EMULATED_TARGET == 12  // tests/emulation: gfx12's leaf
+using LayoutI8 = mma_layout::Gfx12I8;
+#elif MOSS_PLATFORM_NVIDIA
+using LayoutI8 = mma_layout::NvidiaI8;
+#elif defined(__GFX11__)
+using LayoutI8 = mma_layout::Gfx11I8;
+#else
+using LayoutI8 = mma_layout::Gfx12I8;  // gfx12, or the AMD host pass (never emitted)
+#endif
+constexpr int kLeafK8 = 32;  // the int8 leaf's K
+
+struct FragA8 {
+  int32_t w[LayoutI8::kSlotsA / 4];
+};
+struct FragB8 {
+  int32_t w[LayoutI8::kSlotsB / 4];
+};
+struct FragC32 {
+  int32_t x[LayoutI8::kSlotsC];
+};
+
+__device__ inline void zero(FragC32& c) {
+#pragma unroll
+  for (int i = 0; i < LayoutI8::kSlotsC; ++i) c.x[i] = 0;
+}
+
+// get4(m, k0) returns A[m][k0 .. k0+3] as one little-endian word (A[m][k0] in bits 7:0); k0 is a
+// multiple of 4. Zero-pad outside the matrix in `get4`.
+template <class Get4>
+__device__ inline void load_a8(FragA8& f, Get4 get4) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int w = 0; w < LayoutI8::kSlotsA / 4; ++w) {
+    const mma_layout::Elem e = LayoutI8::a(lane, 4 * w);
+    f.w[w] = get4(e.row, e.col);
+  }
+}
+
+// get4(n, k0) returns B[k0 .. k0+3][n], i.e. Bt[n][k0 .. k0+3] of a transposed [n][k] weight.
+template <class Get4>
+__device__ inline void load_b8(FragB8& f, Get4 get4) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int w = 0; w < LayoutI8::kSlotsB / 4; ++w) {
+    const mma_layout::Elem e = LayoutI8::b(lane, 4 * w);
+    f.w[w] = get4(e.col, e.row);
+  }
+}
+
+// put(m, n, value) receives every C[m][n] of the block exactly once over the wave.
+template <class Put>
+__device__ inline void store_c32(const FragC32& c, Put put) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int i = 0; i < LayoutI8::kSlotsC; ++i) {
+    const mma_layout::Elem e = LayoutI8::c(lane, i);
+    put(e.row, e.col, c.x[i]);
+  }
+}
+
+// acc = A·B + acc (int32, exact while the sum stays in range).
+__device__ inline void mma_i8(FragC32& acc, const FragA8& a, const FragB8& b) {
+#if defined(MOSS_LEAF_EMULATED)
+  emulated_mma_i8<LayoutI8>(acc, a, b);  // the host emulation of the device (tests/emulation/runtime/portability.h)
+#elif MOSS_PLATFORM_NVIDIA
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    int32_t* d = acc.x + 4 * j;
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a.w[0]), "r"(a.w[1]), "r"(a.w[2]), "r"(a.w[3]), "r"(b.w[2 * j]), "r"(b.w[2 * j + 1]));
+  }
+#elif defined(__GFX11__) || defined(__GFX12__)
+  // clang-19: (bool A signed, A, bool B signed, B, C, bool clamp), the flags immediates; A and B
+  // int vectors of 4 (gfx11: 16 bytes, duplicated over the half-waves) or 2 (gfx12) words.
+  constexpr int kWords = LayoutI8::kSlotsA / 8;  // words per instruction
+  typedef int vw __attribute__((ext_vector_type(kWords)));
+  typedef int v8i __attribute__((ext_vector_type(8)));
+  v8i c = __builtin_bit_cast(v8i, acc);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    vw av, bv;
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) {
+      av[w] = a.w[kWords * j + w];
+      bv[w] = b.w[kWords * j + w];
+    }
+#if defined(__GFX11__)
+    c = __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32(true, av, true, bv, c, false);
+#else
+    c = __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32_gfx12(true, av, true, bv, c, false);
+#endif
+  }
+  acc = __builtin_bit_cast(FragC32, c);
+#endif
+}
+
 }  // namespace leaf
 }  // namespace moss

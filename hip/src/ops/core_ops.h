@@ -47,8 +47,8 @@ class CoreOps : public OpFamily {
   // (q_x, s_x[r]); then A = q_x·q_wᵀ in int32, exact, and y[r, o] = float(A[r, o])·(s_x[r]·
   // w_scale[o]) + bias[o], in that order. q_w: I8 [N, K], the rotated weight quantized per row;
   // w_scale: f32, N elements ([N] or ComfyUI's [N, 1]); bias: bf16 or f32 [N], or none; group: a
-  // power of 4 dividing K; K at most 132104 (the int32 sum cannot overflow). Only the host
-  // reference has a body yet; other backends refuse.
+  // power of 4 dividing K; K at most 132104 (the int32 sum cannot overflow). The host reference
+  // and the HIP backend (bit-identical, docs/int8_convrot.md section 8) have bodies; others refuse.
   void linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias, int64_t group,
                    Tensor& y);
 

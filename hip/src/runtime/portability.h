@@ -173,6 +173,28 @@ __device__ inline float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
 #endif
 __device__ inline float sigmoid_f(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
 
+// fp32 arithmetic that replays a host formula to the bit (the INT8 ConvRot kernels): mul_rn is one
+// multiplication rounded on its own, never contracted with an add into an fma (nvcc fuses a*b + c
+// by default, clang's HIP default fp-contract=fast-honor-pragmas too); rint_f rounds to the
+// nearest integer, half to even (nearbyint under the default mode); finite_f is isfinite; nan_f
+// a quiet NaN.
+#if MOSS_PLATFORM_NVIDIA
+__device__ inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ inline float rint_f(float x) { return rintf(x); }
+__device__ inline bool finite_f(float x) { return isfinite(x); }
+__device__ inline float min_f(float a, float b) { return fminf(a, b); }
+__device__ inline float nan_f() { return __int_as_float(0x7fc00000); }
+#else
+__device__ inline float mul_rn(float a, float b) {
+#pragma clang fp contract(off)
+  return a * b;
+}
+__device__ inline float rint_f(float x) { return __builtin_rintf(x); }
+__device__ inline bool finite_f(float x) { return __builtin_isfinite(x); }
+__device__ inline float min_f(float a, float b) { return __builtin_fminf(a, b); }
+__device__ inline float nan_f() { return __builtin_bit_cast(float, 0x7fc00000u); }
+#endif
+
 // ---- cross-lane ---------------------------------------------------------------------------------
 #if MOSS_PLATFORM_NVIDIA
 __device__ inline float shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask, kWaveSize); }

@@ -9,7 +9,7 @@ namespace kcheck {
 const std::vector<Family>& families() {
   static const std::vector<Family> table = {
       {"runtime", runtime_family, "runtime; portability; matrix_tile"},
-      {"dit", dit_family, "gemm; gemm_gated_unit; gemm_skinny; rows; fused; attention; packed"},
+      {"dit", dit_family, "gemm; gemm_gated_unit; gemm_skinny; rows; fused; attention; packed; int8"},
       {"te", te_family, "text family; core family; attention"},
       {"vae", vae_family,
        "group_norm_stats; conv2d; unpatchify, tokens; attention (G2); projections (G1); tiny decoder; "

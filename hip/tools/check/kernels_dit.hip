@@ -4,7 +4,8 @@
 // misaligned column slices, bf16 operands). Outputs are poisoned with NaN first, so an element
 // a kernel forgets to write fails its case.
 //
-// Groups (--filter): gemm, gemm_gated_unit, gemm_skinny, rows, fused, attention, packed.
+// Groups (--filter): gemm, gemm_gated_unit, gemm_skinny, rows, fused, attention, packed, int8 (the
+// INT8 ConvRot linear, bit-identical to the host: cases/int8_linear_cases.h).
 //
 // Table rows: kernel, shape, relative L2, max |error|, ms per launch, rate, verdict. Tolerances:
 // bf16-operand kernels (GEMM) 1e-2 relative L2, fp32 kernels 1e-5 (bf16 in/out cases 1e-2). The
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "cases/attention_cases.h"
+#include "cases/int8_linear_cases.h"
 #include "kernel_check.h"
 #include "kernels/gemm.h"
 #include "ops/backend.h"
@@ -1048,7 +1050,7 @@ void check_packed(Env& e) {
 }  // namespace
 
 void kcheck::dit_family(Table& table, const Options& o) {
-  if (!o.selects_any({"gemm", "gemm_gated_unit", "gemm_skinny", "rows", "fused", "attention", "packed"})) return;
+  if (!o.selects_any({"gemm", "gemm_gated_unit", "gemm_skinny", "rows", "fused", "attention", "packed", "int8"})) return;
   Env env(table, o, 10);
   std::printf("moss-check kernels --family dit on %s (%d multiprocessors); GEMM auto tiles at %lld rows: %s\n",
               env.gpu.name().c_str(), env.ctx.multiprocessors(), (long long)kRows,
@@ -1061,5 +1063,6 @@ void kcheck::dit_family(Table& table, const Options& o) {
   group(table, o, "dit", "fused", [&] { check_fused(env); });
   group(table, o, "dit", "attention", [&] { check_attention_cases(table, env.ctx, env.host, "dit", env.sustain_s, env.max_elements); });
   group(table, o, "dit", "packed", [&] { check_packed(env); });
+  group(table, o, "dit", "int8", [&] { int8_check::check_int8_linear(env); });
   print_time_table(env.timings, device_peaks(env.ctx.device()), "1024x1024 DiT shapes");
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/int8_linear.h"
 #include "kernels/linear_f32.h"
 #include "kernels/rows.h"
 #include "ops/hip/attention_op.h"
@@ -63,6 +64,41 @@ class HipCoreOps : public CoreOps {
 
   void do_linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override {
     gemm_op("linear", x, w, bias, nullptr, y);
+  }
+
+  // The INT8 ConvRot linear (kernels/int8_linear.h): x's rows rotated and quantized into the
+  // context's scratch (q_x int8 [M, K], then s_x f32 [M]), then the int8 GEMM with the two scales
+  // and the bias in its epilogue; bit-identical to the host op (moss-check kernels, group int8).
+  void do_linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias, int64_t group,
+                      Tensor& y) override {
+    const char* name = "linear_int8";
+    const RowsMatrix xm = device_matrix(x, name, "x"), ym = device_matrix(y, name, "y");
+    require(q_w.where == Where::Device && w_scale.where == Where::Device, name,
+            "weight and weight_scale must be device tensors");
+    require(q_w.contiguous() && w_scale.contiguous(), name, "weight and weight_scale must be contiguous");
+    require(group <= kInt8MaxGroup, name,
+            "group size " + std::to_string(group) + " is larger than the kernels' " + std::to_string(kInt8MaxGroup));
+    const int64_t M = xm.rows, K = xm.cols, N = q_w.rows();
+    const RowsVector b = device_vector(bias, N, name, "bias");
+    if (M == 0 || N == 0) return;
+    // Exactly the op's declared scratch, M·(K + 4) bytes (CoreOps::linear_int8's OpCall): q_x at
+    // the arena's start (aligned for the GEMM's 16-byte chunks), s_x after it (K is a multiple of 4).
+    const size_t q_bytes = size_t(M * K);
+    char* scratch = static_cast<char*>(ctx_.scratch(q_bytes + size_t(M) * sizeof(float)));
+    int8_t* qx = reinterpret_cast<int8_t*>(scratch);
+    float* sx = reinterpret_cast<float*>(scratch + q_bytes);
+    int8_rotate_quantize(xm, group, qx, sx, ctx_.stream());
+    Int8GemmArgs a;
+    a.qx = qx;
+    a.sx = sx;
+    a.qw = q_w.ptr<const int8_t>();
+    a.sw = w_scale.ptr<const float>();
+    a.bias = b;
+    a.y = ym;
+    a.m = M;
+    a.n = N;
+    a.k = K;
+    int8_gemm(a, ctx_.stream());
   }
 
   // The GEMM's transposed epilogue (GemmOperands::y_transposed): the Portable kernel on AMD and

@@ -1,0 +1,40 @@
+// The INT8 ConvRot linear's two kernels (CoreOps::linear_int8, docs/int8_convrot.md section 4 and
+// "The GPU kernels"): the activation pass (int8_rotate.hip) and the int8 GEMM (int8_gemm.hip).
+// Both replay the host op (ops/host/core_ops_host.cpp, tensor/int8_convrot.h) to the bit: the
+// rotation and the quantization are fp32 elementwise operations in the host's order with no fma
+// contraction (runtime/portability.h's mul_rn), the product is an exact int32 sum on the matrix
+// units (kernels/matrix_leaf.h, mma_i8), and the epilogue is one fixed fp32 formula.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/rows.h"
+#include "runtime/portability.h"
+
+namespace moss {
+
+// The largest rotation group the activation pass holds in LDS (4 KiB of fp32: more waves per SIMD than a larger bound); the published
+// files use 256, the tiny models 64.
+constexpr int64_t kInt8MaxGroup = 1024;
+
+// Every row r of x (f32 or bf16, any row stride) rotated by convrot::rotate_groups over groups of
+// `group` columns and quantized by convrot::quantize_row: q [x.rows, x.cols] int8 (row stride
+// x.cols) and scale [x.rows] f32 (NaN and a row of zeros for a row with a non-finite value).
+// group: a power of 4, at most kInt8MaxGroup, dividing x.cols.
+void int8_rotate_quantize(const RowsMatrix& x, int64_t group, int8_t* q, float* scale, hipStream_t stream);
+
+struct Int8GemmArgs {
+  const int8_t* qx = nullptr;  // [m, k], row stride k
+  const float* sx = nullptr;   // [m]
+  const int8_t* qw = nullptr;  // [n, k], row stride k
+  const float* sw = nullptr;   // [n]
+  RowsVector bias;             // [n] f32 or bf16, or none
+  RowsMatrix y;                // [m, n] f32 or bf16, any row stride
+  int64_t m = 0, n = 0, k = 0; // k a multiple of 4
+};
+
+// y[r][o] = float(Σ_i qx[r][i]·qw[o][i]) · (sx[r]·sw[o]) (+ bias[o]), the sum in int32 (exact for
+// k <= 132104), then the fp32 operations in that order, rounded once to y's dtype.
+void int8_gemm(const Int8GemmArgs& a, hipStream_t stream);
+
+}  // namespace moss

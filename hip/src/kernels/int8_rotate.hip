@@ -1,0 +1,84 @@
+// The INT8 ConvRot activation pass (kernels/int8_linear.h): rotation and per-row quantization.
+#include "kernels/int8_linear.h"
+#include "kernels/int8_rotate_order.h"
+
+namespace moss {
+namespace {
+
+constexpr float kInv127 = 1.0f / 127.0f;  // convrot::quantize_row's fl(1/127)
+constexpr float kScaleFloor = 1e-30f;     // convrot::kScaleFloor
+
+template <class T>
+__device__ inline float load_f(const T* p) {
+  return to_float(*p);
+}
+
+// One group of G values of row xr at column g0, rotated into v (LDS) by the radix-4 stages of
+// convrot::rotate_groups: strides 1, 4, 16, ...; lane l takes quadruples l, l + 32, ... of each
+// stage (kernels/int8_rotate_order.h, replayed on the host by test_int8_kernel_order.cpp).
+template <class T>
+__device__ void rotate_group(const T* xr, int64_t g0, int G, float* v, int lane) {
+  for (int i = lane; i < G; i += kWorkgroupSize) v[i] = load_f(xr + g0 + i);
+  sync_workgroup();
+  const auto mul = [](float a, float b) { return mul_rn(a, b); };
+  for (int s = 1; s < G; s *= 4) {
+    for (int t = lane; t < G / 4; t += kWorkgroupSize) convrot_order::butterfly(v, convrot_order::quad_base(t, s), s, mul);
+    sync_workgroup();
+  }
+}
+
+// One wave per row. Pass 1 rotates each group and takes the row's absmax (a max: any order gives
+// the host's value) and whether every rotated value is finite; pass 2 rotates each group again
+// (the same operations, the same bits) and quantizes it. The row is read twice and never held
+// whole, so any width works with G floats of LDS.
+template <class T>
+__global__ __launch_bounds__(kWorkgroupSize) void rotate_quantize_kernel(const T* x, int64_t ldx, int64_t k, int G,
+                                                                          int8_t* q, float* scale) {
+  __shared__ float v[kInt8MaxGroup];
+  const int lane = int(thread_x());
+  const int64_t r = int64_t(block_x());
+  const T* xr = x + r * ldx;
+  float amax = 0.0f, bad = 0.0f;
+  for (int64_t g0 = 0; g0 < k; g0 += G) {
+    rotate_group(xr, g0, G, v, lane);
+    for (int i = lane; i < G; i += kWorkgroupSize) {
+      bad = finite_f(v[i]) ? bad : 1.0f;
+      amax = max_f(amax, abs_f(v[i]));
+    }
+    sync_workgroup();
+  }
+  const bool finite = wave_max(bad) == 0.0f;
+  amax = wave_max(amax);
+  const float s = max_f(mul_rn(amax, kInv127), kScaleFloor);
+  int8_t* qr = q + r * k;
+  if (!finite) {
+    for (int64_t i = lane; i < k; i += kWorkgroupSize) qr[i] = 0;
+    if (lane == 0) scale[r] = nan_f();
+    return;
+  }
+  for (int64_t g0 = 0; g0 < k; g0 += G) {
+    rotate_group(xr, g0, G, v, lane);
+    for (int i = lane; i < G; i += kWorkgroupSize) {
+      const float rounded = rint_f(v[i] / s);  // half to even; an IEEE division, as the host's
+      qr[g0 + i] = int8_t(min_f(127.0f, max_f(-128.0f, rounded)));
+    }
+    sync_workgroup();
+  }
+  if (lane == 0) scale[r] = s;
+}
+
+}  // namespace
+
+void int8_rotate_quantize(const RowsMatrix& x, int64_t group, int8_t* q, float* scale, hipStream_t stream) {
+  if (x.rows == 0) return;
+  const dim3 grid(unsigned(x.rows));
+  if (x.bf16)
+    hipLaunchKernelGGL(rotate_quantize_kernel<bf16>, grid, dim3(kWorkgroupSize), 0, stream,
+                       static_cast<const bf16*>(x.data), x.ld, x.cols, int(group), q, scale);
+  else
+    hipLaunchKernelGGL(rotate_quantize_kernel<float>, grid, dim3(kWorkgroupSize), 0, stream,
+                       static_cast<const float*>(x.data), x.ld, x.cols, int(group), q, scale);
+  MOSS_HIP_CHECK(hipGetLastError());
+}
+
+}  // namespace moss

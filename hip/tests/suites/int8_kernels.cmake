@@ -1,0 +1,18 @@
+# The INT8 ConvRot kernels' own source run on the host through the device emulation of
+# tests/emulation/runtime/portability.h (docs/int8_convrot.md section 8): its folder comes first
+# on these test programs' include path, in place of src/runtime/portability.h. One program per
+# emulated leaf (NVIDIA's mma.sync m16n8k32, gfx11's and gfx12's v_wmma_i32_16x16x16_iu8: the
+# kernels with each platform's fragments), programs of their own so no other test sees the
+# emulation. Seconds each (each workgroup is host threads).
+foreach(_leaf nvidia:0 gfx11:11 gfx12:12)
+  string(REPLACE ":" ";" _pair ${_leaf})
+  list(GET _pair 0 _name)
+  list(GET _pair 1 _target)
+  add_executable(int8_kernels_emulated_${_name} ${CMAKE_CURRENT_SOURCE_DIR}/emulation/test_int8_kernels_emulated.cpp)
+  target_include_directories(int8_kernels_emulated_${_name} BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/emulation)
+  target_compile_definitions(int8_kernels_emulated_${_name} PRIVATE MOSS_LEAF_EMULATED_TARGET=${_target})
+  target_link_libraries(int8_kernels_emulated_${_name} PRIVATE mossinfer_host GTest::gtest GTest::gtest_main)
+  # The kernels' `#pragma unroll` is a clang / nvcc pragma.
+  target_compile_options(int8_kernels_emulated_${_name} PRIVATE ${_warn} -Wno-unknown-pragmas)
+  gtest_discover_tests(int8_kernels_emulated_${_name} TEST_PREFIX "${_name}." DISCOVERY_TIMEOUT 60)
+endforeach()
