@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 49's INT8 ConvRot kernels on a GPU machine (docs/int8_convrot.md section 8): the
+# Issue 49's INT8 ConvRot kernels on a GPU machine (docs/int8_convrot.md section 9): the
 # `moss-check kernels` group int8 (CoreOps::linear_int8 on the GPU against the host op, tolerance
 # 0; the DiT's four projections at 1024x1024 timed) on both NVIDIA paths, native (mma.sync
 # m16n8k32, four warps a block) and MOSSINFER_KERNELS=portable (the Radeon code: one wave a block,

@@ -48,7 +48,7 @@ class CoreOps : public OpFamily {
   // w_scale[o]) + bias[o], in that order. q_w: I8 [N, K], the rotated weight quantized per row;
   // w_scale: f32, N elements ([N] or ComfyUI's [N, 1]); bias: bf16 or f32 [N], or none; group: a
   // power of 4 dividing K; K at most 132104 (the int32 sum cannot overflow). The host reference
-  // and the HIP backend (bit-identical, docs/int8_convrot.md section 8) have bodies; others refuse.
+  // and the HIP backend (bit-identical, docs/int8_convrot.md section 9) have bodies; others refuse.
   void linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias, int64_t group,
                    Tensor& y);
 
