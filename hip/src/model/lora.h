@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "ops/backend.h"
 
 namespace moss {
 
@@ -66,19 +67,36 @@ struct BoundLora {
 // values. Throws moss::Error (exit 2) naming file and tensor for anything that does not fit.
 BoundLora bind_lora(std::shared_ptr<const LoraFile> lora, const WeightFiles& dit, const WeightFiles& te);
 
-// Rows [row0, row0 + rows) of one module's dW as fp32 [rows, in] (scale not applied); each value
-// is formed as it would be in the whole dW (a sum over the rank, ascending).
-std::vector<float> lora_delta(const BoundModule& m, int64_t row0, int64_t rows);
-
 struct WeightedLora {
   const BoundLora* lora;
   float weight;
 };
+// One weight's share of a LoRA set: the pieces of modules that land on it, in the set's order,
+// each with its coefficient (the LoRA's weight times the module's scale).
+struct LoraTarget {
+  std::string name;   // the official tensor name
+  bool text_encoder = false;
+  struct Part {
+    const BoundModule* module;
+    const LoraPiece* piece;
+    float coef;
+  };
+  std::vector<Part> parts;
+};
+// Every weight the set changes: the DiT's, then the text encoder's, each by name.
+std::vector<LoraTarget> lora_targets(const std::vector<WeightedLora>& loras);
+
+// A target's updates as the LoRA op takes them (ops/lora_ops.h): each module's tensors as f32
+// factors staged on `be` (uploaded to a device backend; the host backend's are host copies),
+// so a device merges in place one weight at a time, holding one weight's factors.
+std::vector<LoraDelta> lora_deltas(const LoraTarget& target, Backend& be);
+
 struct MergedWeights {
   WeightFiles dit, te;
   int dit_tensors = 0, te_tensors = 0;  // how many tensors changed
 };
-// The merge of the formula above over the base weights; the LoRAs in the order given.
+// The merge of the formula above over the base weights; the LoRAs in the order given. On the
+// host, by the host backend's LoRA op (its reference arithmetic).
 MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras);
 
 }  // namespace moss
