@@ -173,6 +173,26 @@ __device__ inline float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
 #endif
 __device__ inline float sigmoid_f(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
 
+// a·b and a + b each rounded on its own: never fused into an FMA by the compiler, so a sum a host
+// loop built with -ffp-contract=off replays bit for bit (the LoRA merge, kernels/lora_merge.hip).
+// nvcc's __fmul_rn/__fadd_rn are never contracted; clang (HIP's default -ffp-contract=
+// fast-honor-pragmas) keeps the pragma's operations unfused through inlining.
+#if MOSS_PLATFORM_NVIDIA
+__device__ inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ inline float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ inline uint32_t f32_bits(float x) { return __float_as_uint(x); }
+#else
+__device__ inline float mul_rn(float a, float b) {
+#pragma clang fp contract(off)
+  return a * b;
+}
+__device__ inline float add_rn(float a, float b) {
+#pragma clang fp contract(off)
+  return a + b;
+}
+__device__ inline uint32_t f32_bits(float x) { return __builtin_bit_cast(uint32_t, x); }
+#endif
+
 // ---- cross-lane ---------------------------------------------------------------------------------
 #if MOSS_PLATFORM_NVIDIA
 __device__ inline float shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask, kWaveSize); }
