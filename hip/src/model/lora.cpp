@@ -454,29 +454,48 @@ std::vector<LoraDelta> lora_deltas(const LoraTarget& target, Backend& be) {
   return deltas;
 }
 
-MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras) {
+LoraMergePlan::LoraMergePlan(const std::vector<WeightedLora>& loras) : targets_(lora_targets(loras)) {
+  for (size_t i = 0; i < targets_.size(); ++i)
+    if (!targets_[i].text_encoder) dit_index_[targets_[i].name] = i, ++dit_targets_;
+}
+
+LoraMergePlan::Merged LoraMergePlan::merge_on_host(const WeightFiles& base, bool text_encoder,
+                                                   const std::function<bool(const std::string&)>& on_device) const {
   // Each weight is merged on its own: a host copy of the base tensor, its deltas' factors in
   // f32, the host reference op (the peak is one weight and its factors, not the model).
   static const std::unique_ptr<Backend> host = make_host_backend();
-  MergedWeights out;
-  std::map<std::string, Tensor> replaced[2];
-  for (const LoraTarget& target : lora_targets(loras)) {
-    const WeightFiles& w = target.text_encoder ? te : dit;
-    const TensorInfo& info = w.info(target.name);
+  std::map<std::string, Tensor> replaced;
+  for (const LoraTarget& target : targets_) {
+    if (target.text_encoder != text_encoder || (!text_encoder && on_device && on_device(target.name))) continue;
+    const TensorInfo& info = base.info(target.name);
     if (info.dtype != DType::BF16 && info.dtype != DType::F32)
-      throw usage_error(w.folder() + ": tensor '" + target.name + "' is " + info.dtype_name +
+      throw usage_error(base.folder() + ": tensor '" + target.name + "' is " + info.dtype_name +
                         "; LoRAs merge into BF16 or F32 weights");
-    const Tensor base = w.get(target.name);
+    const Tensor w = base.get(target.name);
     Tensor t = host_tensor(info.dtype, info.shape);
-    std::memcpy(t.data, base.data, t.nbytes());
+    std::memcpy(t.data, w.data, t.nbytes());
     host->lora().merge(t, lora_deltas(target, *host));
-    replaced[target.text_encoder ? 1 : 0][target.name] = t;
+    replaced[target.name] = t;
   }
-  out.dit = dit.with_replaced(replaced[0]);
-  out.te = te.with_replaced(replaced[1]);
-  out.dit_tensors = int(replaced[0].size());
-  out.te_tensors = int(replaced[1].size());
-  return out;
+  return {replaced.empty() ? base : base.with_replaced(replaced), int(replaced.size())};
+}
+
+bool LoraMergePlan::merge_on_device(Backend& be, const std::string& name, Tensor& w) const {
+  const auto it = dit_index_.find(name);
+  if (it == dit_index_.end()) return false;
+  const LoraTarget& target = targets_[it->second];
+  if (w.dtype != DType::BF16 && w.dtype != DType::F32)
+    throw usage_error("DiT tensor '" + name + "' is " + dtype_name(w.dtype) + "; LoRAs merge into BF16 or F32 weights");
+  // The deltas' staged factors live until the op has been queued; the backend's allocator keeps
+  // them from reuse until the stream has run it (stream-ordered frees).
+  be.lora().merge(w, lora_deltas(target, be));
+  return true;
+}
+
+MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras) {
+  const LoraMergePlan plan(loras);
+  LoraMergePlan::Merged d = plan.merge_on_host(dit, false), t = plan.merge_on_host(te, true);
+  return {d.weights, t.weights, d.tensors, t.tensors};
 }
 
 }  // namespace moss

@@ -11,6 +11,7 @@
 // format the reader does not know (named), a module matching no weight of this model (with the
 // model it looks like when nothing matches), a rank or shape that does not fit, NaN or Inf.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -93,10 +94,41 @@ std::vector<LoraDelta> lora_deltas(const LoraTarget& target, Backend& be);
 
 struct MergedWeights {
   WeightFiles dit, te;
-  int dit_tensors = 0, te_tensors = 0;  // how many tensors changed
+  int dit_tensors = 0, te_tensors = 0;  // how many tensors changed (merged here)
 };
-// The merge of the formula above over the base weights; the LoRAs in the order given. On the
-// host, by the host backend's LoRA op (its reference arithmetic).
+
+// A LoRA set ready to merge wherever each weight lives. The DiT's weights a device holds resident
+// merge there, in place, right after their upload (merge_on_device: one weight's factors staged
+// at a time, so no second copy of the DiT on the device); every other target merges into a host
+// copy that replaces it in the WeightFiles the loaders read (merge_on_host): the streamed blocks'
+// pinned images (which may pack the merged values), the text encoder's weights, and every weight
+// on the host backend (whose upload is the read-only mapping itself). Both run the LoRA op's one
+// arithmetic (ops/lora_ops.h), so a weight gets the same bits wherever it merges. The plan points
+// into the bound LoRAs, which must outlive it.
+class LoraMergePlan {
+ public:
+  explicit LoraMergePlan(const std::vector<WeightedLora>& loras);
+  // One network's base weights (`text_encoder` or the DiT's) with its targets merged on the host,
+  // except the DiT's tensors for which `on_device` says yes (left for merge_on_device).
+  struct Merged {
+    WeightFiles weights;
+    int tensors = 0;  // how many it merged
+  };
+  Merged merge_on_host(const WeightFiles& base, bool text_encoder,
+                       const std::function<bool(const std::string&)>& on_device = nullptr) const;
+  // The DiT's tensor `name`, uploaded to `be`: merged there in place when the set changes it.
+  // Returns whether it did.
+  bool merge_on_device(Backend& be, const std::string& name, Tensor& w) const;
+  int dit_targets() const { return dit_targets_; }
+
+ private:
+  std::vector<LoraTarget> targets_;
+  std::map<std::string, size_t> dit_index_;  // a DiT target's name -> its index in targets_
+  int dit_targets_ = 0;
+};
+
+// All of the set merged on the host (LoraMergePlan::merge_on_host with nothing on a device): the
+// offline merge (moss-check lora-merge) and the host backend's.
 MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras);
 
 }  // namespace moss
