@@ -459,8 +459,9 @@ LoraMergePlan::LoraMergePlan(const std::vector<WeightedLora>& loras) : targets_(
     if (!targets_[i].text_encoder) dit_index_[targets_[i].name] = i, ++dit_targets_;
 }
 
-LoraMergePlan::Merged LoraMergePlan::merge_on_host(const WeightFiles& base, bool text_encoder,
-                                                   const std::function<bool(const std::string&)>& on_device) const {
+LoraMergePlan::Merged LoraMergePlan::merge_into_copies(const WeightFiles& base, bool text_encoder,
+                                                   const std::function<bool(const std::string&)>& on_device,
+                                                   Backend* by) const {
   // Each weight is merged on its own: a host copy of the base tensor, its deltas' factors in
   // f32, the host reference op (the peak is one weight and its factors, not the model).
   static const std::unique_ptr<Backend> host = make_host_backend();
@@ -472,6 +473,12 @@ LoraMergePlan::Merged LoraMergePlan::merge_on_host(const WeightFiles& base, bool
       throw usage_error(base.folder() + ": tensor '" + target.name + "' is " + info.dtype_name +
                         "; LoRAs merge into BF16 or F32 weights");
     const Tensor w = base.get(target.name);
+    if (by && by->where() == Where::Device) {
+      Tensor d = by->upload(w);
+      by->lora().merge(d, lora_deltas(target, *by));
+      replaced[target.name] = by->download(d);
+      continue;
+    }
     Tensor t = host_tensor(info.dtype, info.shape);
     std::memcpy(t.data, w.data, t.nbytes());
     host->lora().merge(t, lora_deltas(target, *host));
@@ -494,7 +501,7 @@ bool LoraMergePlan::merge_on_device(Backend& be, const std::string& name, Tensor
 
 MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras) {
   const LoraMergePlan plan(loras);
-  LoraMergePlan::Merged d = plan.merge_on_host(dit, false), t = plan.merge_on_host(te, true);
+  LoraMergePlan::Merged d = plan.merge_into_copies(dit, false), t = plan.merge_into_copies(te, true);
   return {d.weights, t.weights, d.tensors, t.tensors};
 }
 

@@ -100,7 +100,7 @@ struct MergedWeights {
 // A LoRA set ready to merge wherever each weight lives. The DiT's weights a device holds resident
 // merge there, in place, right after their upload (merge_on_device: one weight's factors staged
 // at a time, so no second copy of the DiT on the device); every other target merges into a host
-// copy that replaces it in the WeightFiles the loaders read (merge_on_host): the streamed blocks'
+// copy that replaces it in the WeightFiles the loaders read (merge_into_copies): the streamed blocks'
 // pinned images (which may pack the merged values), the text encoder's weights, and every weight
 // on the host backend (whose upload is the read-only mapping itself). Both run the LoRA op's one
 // arithmetic (ops/lora_ops.h), so a weight gets the same bits wherever it merges. The plan points
@@ -108,14 +108,18 @@ struct MergedWeights {
 class LoraMergePlan {
  public:
   explicit LoraMergePlan(const std::vector<WeightedLora>& loras);
-  // One network's base weights (`text_encoder` or the DiT's) with its targets merged on the host,
-  // except the DiT's tensors for which `on_device` says yes (left for merge_on_device).
+  // One network's base weights (`text_encoder` or the DiT's) with its targets merged into host
+  // copies, except the DiT's tensors for which `on_device` says yes (left for merge_on_device).
+  // `by` computes them: null, the host reference; a device backend, each weight uploaded, merged
+  // there and downloaded (a rank-64 DiT block in milliseconds over the bus, where the host's
+  // fp32 loops take about a second: docs/loras.md).
   struct Merged {
     WeightFiles weights;
     int tensors = 0;  // how many it merged
   };
-  Merged merge_on_host(const WeightFiles& base, bool text_encoder,
-                       const std::function<bool(const std::string&)>& on_device = nullptr) const;
+  Merged merge_into_copies(const WeightFiles& base, bool text_encoder,
+                           const std::function<bool(const std::string&)>& on_device = nullptr,
+                           Backend* by = nullptr) const;
   // The DiT's tensor `name`, uploaded to `be`: merged there in place when the set changes it.
   // Returns whether it did.
   bool merge_on_device(Backend& be, const std::string& name, Tensor& w) const;
@@ -127,7 +131,7 @@ class LoraMergePlan {
   int dit_targets_ = 0;
 };
 
-// All of the set merged on the host (LoraMergePlan::merge_on_host with nothing on a device): the
+// All of the set merged on the host (LoraMergePlan::merge_into_copies with nothing on a device): the
 // offline merge (moss-check lora-merge) and the host backend's.
 MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras);
 

@@ -112,31 +112,37 @@ struct Engine::Loaded {
   std::unique_ptr<LoraMergePlan> lora_plan;
   std::unique_ptr<WeightFiles> te_merged, dit_merged;
   int dit_merged_for = -2;  // the resident blocks dit_merged leaves to the device (-1: none, all on the host)
-  // The text encoder's weights, the set merged into host copies (made once per set).
-  const WeightFiles& te_weights(const Reporter& rep) {
+  // The text encoder's weights, the set merged into host copies (made once per set, on the
+  // device where there is one: upload, merge, download).
+  const WeightFiles& te_weights(Backend& be, const Reporter& rep) {
     if (!lora_plan) return model.te_weights;
     if (!te_merged) {
       const auto t0 = Clock::now();
-      LoraMergePlan::Merged m = lora_plan->merge_on_host(model.te_weights, true);
+      LoraMergePlan::Merged m = lora_plan->merge_into_copies(model.te_weights, true, nullptr, &be);
       te_merged = std::make_unique<WeightFiles>(std::move(m.weights));
-      if (m.tensors) rep.line("loras: merged into %d text encoder tensors on the host in %.3f s", m.tensors, since(t0));
+      if (m.tensors)
+        rep.line("loras: merged into %d text encoder tensors in %.3f s (host copies, merged on the %s)", m.tensors,
+                 since(t0), be.where() == Where::Device ? "device" : "host");
     }
     return *te_merged;
   }
   // The DiT's weights for a load on `be` with `resident` blocks resident: the set merged into
-  // host copies of the weights the device does not keep (every one on the host backend). The
-  // others merge on the device through dit_merge_hook.
-  const WeightFiles& dit_weights(const Backend& be, int resident, const Reporter& rep) {
+  // host copies of the weights the device does not keep (the streamed blocks, whose pinned
+  // images are built from them: merged on the device and downloaded; every weight on the host
+  // backend, by the host reference). The others merge on the device through dit_merge_hook.
+  const WeightFiles& dit_weights(Backend& be, int resident, const Reporter& rep) {
     if (!lora_plan) return model.dit_weights;
     const int on_device = be.where() == Where::Device ? resident : -1;
     if (!dit_merged || dit_merged_for != on_device) {
       const auto t0 = Clock::now();
-      LoraMergePlan::Merged m = lora_plan->merge_on_host(
-          model.dit_weights, false, [on_device](const std::string& name) { return kept_on_device(name, on_device); });
+      LoraMergePlan::Merged m = lora_plan->merge_into_copies(
+          model.dit_weights, false, [on_device](const std::string& name) { return kept_on_device(name, on_device); },
+          &be);
       dit_merged = std::make_unique<WeightFiles>(std::move(m.weights));
       dit_merged_for = on_device;
-      if (m.tensors) rep.line("loras: merged into %d DiT tensors on the host in %.3f s (%s)", m.tensors, since(t0),
-                              on_device < 0 ? "the host backend" : "the streamed blocks' pinned images read them");
+      if (m.tensors)
+        rep.line("loras: merged into %d DiT tensors in %.3f s (host copies, %s)", m.tensors, since(t0),
+                 on_device < 0 ? "the host backend" : "the streamed blocks': merged on the device, downloaded");
     }
     return *dit_merged;
   }
@@ -428,7 +434,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
   TextEncoderTimes te_times;
   std::string te_tokens;  // "64+10": the prompts the encode stacked (cfg 1: the prompt alone)
   {
-    if (!L.te) L.te = std::make_unique<TextEncoder>(be, L.te_weights(rep), model.te_config, te_residency);
+    if (!L.te) L.te = std::make_unique<TextEncoder>(be, L.te_weights(be, rep), model.te_config, te_residency);
     std::vector<std::vector<int32_t>> prompts = {cond_ids.ids};
     if (use_uncond) prompts.push_back(uncond_ids.ids);
     for (const std::vector<int32_t>& p : prompts)

@@ -262,7 +262,7 @@ TEST(Lora, MergeSplitBetweenDeviceAndHostGivesTheSameBits) {
       const size_t at = name.rfind("layers.", 0) == 0 ? 7 : std::string::npos;
       return at == std::string::npos || std::stoi(name.substr(at)) < resident;
     };
-    const LoraMergePlan::Merged rest = plan.merge_on_host(base().dit, false, kept);
+    const LoraMergePlan::Merged rest = plan.merge_into_copies(base().dit, false, kept);
     int on_device = 0;
     for (const std::string& name : base().dit.names()) {
       Tensor t = host_tensor(base().dit.info(name).dtype, base().dit.info(name).shape);
@@ -274,7 +274,7 @@ TEST(Lora, MergeSplitBetweenDeviceAndHostGivesTheSameBits) {
     EXPECT_EQ(on_device + rest.tensors, all.dit_tensors);
     EXPECT_GT(on_device, 0);
   }
-  const LoraMergePlan::Merged te = plan.merge_on_host(base().te, true);
+  const LoraMergePlan::Merged te = plan.merge_into_copies(base().te, true);
   EXPECT_EQ(te.tensors, all.te_tensors);
   for (const std::string& name : base().te.names()) {
     const Tensor x = te.weights.get(name), y = all.te.get(name);
