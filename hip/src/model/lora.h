@@ -124,6 +124,7 @@ class LoraMergePlan {
   // Returns whether it did.
   bool merge_on_device(Backend& be, const std::string& name, Tensor& w) const;
   int dit_targets() const { return dit_targets_; }
+  bool changes_dit_tensor(const std::string& name) const { return dit_index_.count(name) != 0; }
 
  private:
   std::vector<LoraTarget> targets_;

@@ -157,9 +157,10 @@ struct Engine::Loaded {
     if (!lora_plan || be.where() != Where::Device) return nullptr;
     const LoraMergePlan* plan = lora_plan.get();
     return [plan, &be, &merged](const std::string& name, Tensor& t) {
+      if (!plan->changes_dit_tensor(name)) return;
       be.synchronize();
       const auto t0 = Clock::now();
-      if (!plan->merge_on_device(be, name, t)) return;
+      plan->merge_on_device(be, name, t);
       be.synchronize();
       merged.tensors++;
       merged.seconds += since(t0);

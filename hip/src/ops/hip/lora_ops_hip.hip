@@ -1,6 +1,7 @@
 // The HIP LoRA family (ops/lora_ops.h) on device tensors: the weight merged in place by
 // kernels/lora_merge, every delta of it in one launch; the deltas' descriptors go to the device
 // through the context's scratch (stream-ordered, so the host's copy may go at once).
+#include <initializer_list>
 #include <string>
 #include <vector>
 

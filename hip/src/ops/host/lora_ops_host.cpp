@@ -2,6 +2,7 @@
 // the header defines it, one output row per task. Built with -ffp-contract=off (hip/CMakeLists.txt):
 // every product and every sum is rounded on its own, as the kernel (kernels/lora_merge.hip) does,
 // so the two agree bit for bit whatever FMA the host CPU has.
+#include <initializer_list>
 #include <vector>
 
 #include "ops/lora_ops.h"
