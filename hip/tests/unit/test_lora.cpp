@@ -13,10 +13,12 @@
 
 #include "frontend/a1111_request.h"
 #include "frontend/lora_library.h"
+#include "model/dit_streaming.h"
 #include "model/lora.h"
 #include "pipeline/record.h"
 #include "pipeline/request_fields.h"
 #include "test_support.h"
+#include "streaming/block_names.h"
 #include "util/sha256.h"
 
 using namespace moss;
@@ -279,6 +281,31 @@ TEST(Lora, MergeSplitBetweenDeviceAndHostGivesTheSameBits) {
   for (const std::string& name : base().te.names()) {
     const Tensor x = te.weights.get(name), y = all.te.get(name);
     EXPECT_EQ(0, std::memcmp(x.data, y.data, x.nbytes())) << name;
+  }
+}
+
+// Where the engine merges resident DiT weights on a device: the streaming source's hook sees
+// every tensor it keeps resident, once, right after its upload (the fixed part and the first
+// `resident` blocks), and none of the streamed blocks' tensors.
+TEST(Lora, ResidentHookSeesEveryResidentTensorOnce) {
+  const DitConfig cfg = parse_dit_config(kTiny + "/transformer/config.json");
+  auto be = make_host_backend();
+  for (int resident : {0, 2, int(cfg.layers)}) {
+    std::map<std::string, int> seen;
+    auto source = make_resident_streaming_source(*be, base().dit, cfg, resident, kPackMinValues,
+                                                 [&](const std::string& name, Tensor& t) {
+                                                   ++seen[name];
+                                                   EXPECT_EQ(t.numel(), base().dit.get(name).numel()) << name;
+                                                 });
+    size_t want = 0;
+    for (const std::string& name : base().dit.names()) {
+      if (name == "rope.bands") continue;  // recomputed, never uploaded
+      const int b = block_index(name);
+      const bool kept = b < 0 || b < resident;
+      want += kept;
+      EXPECT_EQ(seen.count(name) ? seen[name] : 0, kept ? 1 : 0) << name << " with " << resident << " resident";
+    }
+    EXPECT_EQ(seen.size(), want);
   }
 }
 
