@@ -2,10 +2,13 @@
 // kohya, ComfyUI, LyCORIS LoHa and LoKr, full deltas), each of its modules mapped onto the
 // official weight names of the DiT or the text encoder, and the weights merged with it:
 //   W' = bf16(float(W) + sum over the LoRAs, in the order given, of weight * scale * dW)
-// in fp32 with one rounding per weight. The merged tensors replace the base ones in a
-// WeightFiles (io/safetensors.h, with_replaced), so every loader, the resident upload and the
-// pinned streaming images alike, reads them as it reads the mapped files; the base files stay
-// mapped and untouched, so going back to no LoRA is a fresh load of them, bit for bit.
+// in fp32 with one rounding per weight, by the LoRA op (ops/lora_ops.h, whose header defines the
+// arithmetic to the bit; host reference and kernel agree). LoraMergePlan says where each weight
+// merges: the DiT's resident weights on the device in place after their upload, the others into
+// host copies that replace them in a WeightFiles (io/safetensors.h, with_replaced), which the
+// pinned streaming images and the text encoder's loaders read as they read the mapped files. The
+// base files stay mapped and untouched, so going back to no LoRA is a fresh load of them, bit for
+// bit.
 //
 // Everything that can be refused is refused by read_lora and bind_lora, before any compute: a
 // format the reader does not know (named), a module matching no weight of this model (with the
