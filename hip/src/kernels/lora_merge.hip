@@ -1,13 +1,14 @@
 // The LoRA merge (kernels/lora_merge.h; the arithmetic is ops/lora_ops.h's). One-wave workgroups:
 // lane t owns column q = 32·block_y + t of an 8-row tile, so a low-rank product reads down's row
-// k once per 8 outputs (coalesced across the lanes) and up's values as one broadcast per wave.
-// Memory-bound at low rank: W is read and written once, whatever the number of deltas.
+// k once per 8 outputs (coalesced across the lanes) and up's 8 values of k from LDS (a broadcast).
+// W is read and written once, whatever the number of deltas.
 #include "kernels/lora_merge.h"
 
 namespace moss {
 namespace {
 
-constexpr int kRows = 8;
+constexpr int kRows = 8;    // rows of a tile (a lane owns one column of them)
+constexpr int kChunk = 32;  // k values of a product's rows staged in LDS at a time (one per lane)
 
 // f32 -> bf16 bits, round to nearest even, NaN kept quiet: tensor/tensor.h's f32_to_bf16.
 __device__ inline uint16_t bf16_bits_rne(float f) {
@@ -19,10 +20,15 @@ __device__ inline uint16_t bf16_bits_rne(float f) {
 
 // Rows p0 .. p0 + n - 1 (n <= kRows) of column q of a factor into v: the stored values, or the
 // sums s = s + a[p, k]·b[k, q] over k ascending from 0.0f, each product and sum rounded apart.
-// Rows past n repeat row n - 1 (in bounds; their values are never stored).
-__device__ inline void factor_rows(const LoraFactorArgs& f, int64_t p0, int n, int64_t q, float (&v)[kRows]) {
-  const float* rows[kRows];
+// Rows past n repeat row n - 1 (in bounds; their values are never stored). A product's rows of
+// `a` go through LDS a chunk of kChunk k at a time (each lane loads one k of every row,
+// coalesced; then every lane reads the chunk's 8 values of a k at once), so the k loop issues one
+// vector load (b's row k) and the 8 products and sums. Every lane of the wave calls this alike
+// (its barriers).
+__device__ inline void factor_rows(const LoraFactorArgs& f, int64_t p0, int n, int64_t q, int lane,
+                                   float (&up)[kChunk][kRows], float (&v)[kRows]) {
   const int64_t width = f.b ? f.rank : f.cols;
+  const float* rows[kRows];
 #pragma unroll
   for (int j = 0; j < kRows; ++j) rows[j] = f.a + (p0 + (j < n ? j : n - 1)) * width;
   if (!f.b) {
@@ -32,10 +38,20 @@ __device__ inline void factor_rows(const LoraFactorArgs& f, int64_t p0, int n, i
   }
 #pragma unroll
   for (int j = 0; j < kRows; ++j) v[j] = 0.0f;
-  for (int64_t k = 0; k < f.rank; ++k) {
-    const float bk = f.b[k * f.cols + q];
+  for (int64_t k0 = 0; k0 < f.rank; k0 += kChunk) {
+    const int kn = f.rank - k0 < kChunk ? int(f.rank - k0) : kChunk;
+    sync_workgroup();  // the last chunk's reads are done
+    if (lane < kn) {
 #pragma unroll
-    for (int j = 0; j < kRows; ++j) v[j] = add_rn(v[j], mul_rn(rows[j][k], bk));
+      for (int j = 0; j < kRows; ++j) up[lane][j] = rows[j][k0 + lane];
+    }
+    sync_workgroup();
+    const float* bk = f.b + k0 * f.cols + q;
+    for (int kk = 0; kk < kn; ++kk, bk += f.cols) {
+      const float b = *bk;
+#pragma unroll
+      for (int j = 0; j < kRows; ++j) v[j] = add_rn(v[j], mul_rn(up[kk][j], b));
+    }
   }
 }
 
@@ -48,9 +64,14 @@ __device__ inline float factor_value(const LoraFactorArgs& f, int64_t p, int64_t
 }
 
 __global__ __launch_bounds__(kWorkgroupSize) void lora_merge_kernel(LoraMergeArgs a) {
-  const int64_t q = int64_t(block_y()) * kWaveSize + thread_x();
+  alignas(16) __shared__ float up[kChunk][kRows];
+  const int lane = int(thread_x());
+  // Lanes past the last column compute on the last column (the barriers want every lane) and
+  // store nothing.
+  const int64_t column = int64_t(block_y()) * kWaveSize + lane;
+  const bool live = column < a.cols;
+  const int64_t q = live ? column : a.cols - 1;
   const int64_t o0 = int64_t(block_x()) * kRows;
-  if (q >= a.cols) return;  // no barrier follows
   const int n = a.rows - o0 < kRows ? int(a.rows - o0) : kRows;
   float x[kRows];
 #pragma unroll
@@ -70,10 +91,10 @@ __global__ __launch_bounds__(kWorkgroupSize) void lora_merge_kernel(LoraMergeArg
         v[j] = mul_rn(factor_value(d.f1, r / c, q / dd), factor_value(d.f2, r % c, q % dd));
       }
     } else {
-      factor_rows(d.f1, r0, n, q, v);
+      factor_rows(d.f1, r0, n, q, lane, up, v);
       if (d.form == kLoraHadamard) {
         float v2[kRows];
-        factor_rows(d.f2, r0, n, q, v2);
+        factor_rows(d.f2, r0, n, q, lane, up, v2);
 #pragma unroll
         for (int j = 0; j < kRows; ++j) v[j] = mul_rn(v[j], v2[j]);
       }
@@ -81,6 +102,7 @@ __global__ __launch_bounds__(kWorkgroupSize) void lora_merge_kernel(LoraMergeArg
 #pragma unroll
     for (int j = 0; j < kRows; ++j) x[j] = add_rn(x[j], mul_rn(d.coef, v[j]));
   }
+  if (!live) return;
 #pragma unroll
   for (int j = 0; j < kRows; ++j) {
     if (j >= n) break;
