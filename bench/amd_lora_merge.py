@@ -8,8 +8,11 @@ full DiT's 42 blocks (q, k, v, o [3072, 3072], ffn_up_gate [16384, 3072], ffn_do
 
 Per weight [out, in] the kernel is one launch that
   reads and writes W once (bf16: 4 bytes a value) and reads the factors (f32, (out + in)·R·4 bytes);
-  issues 2 VALU instructions per multiply-add (the product and the sum are rounded apart: no FMA,
-  so the host reference replays it bit for bit), out·in·R of them, plus about 1 load per 8 of them;
+  issues VALU_PER_MAC instructions per multiply-add, out·in·R of them: the product and the sum
+  are rounded apart (no FMA, so the host reference replays it bit for bit), and the k loop of the
+  gfx1100 code object (check_device's clang-19 build) holds 15 VALU instructions for a k's 8
+  multiply-adds (8 products, 8 sums, some dual-issued, the address step), beside 2 LDS reads of
+  up's 8 values and 1 vector load of down's;
 so it takes max(DRAM bytes at the row kernels' efficiency, VALU work at one wave instruction per
 SIMD per clock, no dual issue) plus the launch gap and the engine's two synchronisations around it
 (its timing). The factors cross the bus once (host f32 copies, uploaded: --pcie-gbs); a streamed
@@ -28,6 +31,7 @@ import amd_model  # noqa: E402
 DIM, FFN, BLOCKS = 3072, 8192, 42
 BLOCK_LINEARS = [(DIM, DIM)] * 4 + [(2 * FFN, DIM), (DIM, FFN)]
 SYNC_US = 10.0  # a stream synchronisation with nothing left to run (assumed)
+VALU_PER_MAC = 15 / 8  # the k loop of kernels/lora_merge.hip on gfx1100 (see above)
 
 
 def merge_seconds(t, rank, pcie_gbs):
@@ -39,7 +43,7 @@ def merge_seconds(t, rank, pcie_gbs):
     for out, inp in BLOCK_LINEARS * BLOCKS:
         factors = (out + inp) * rank * 4
         dram = (out * inp * 4 + factors) / bw
-        valu = out * inp * rank * (2 + 1 / 8) / lanes
+        valu = out * inp * rank * VALU_PER_MAC / lanes
         total["dram"] += dram
         total["valu"] += valu
         total["kernel"] += max(dram, valu) + launch
