@@ -19,9 +19,9 @@
 #include "pipeline/planner.h"
 #include "pipeline/sampler.h"
 #include "pipeline/schedule.h"
-#include "streaming/block_names.h"
 #include "runtime/device_choice.h"
 #include "runtime/devices.h"
+#include "streaming/block_names.h"
 #include "tokenizer/prompt.h"
 #include "tokenizer/tokenizer.h"
 #include "util/backend_env.h"
@@ -251,8 +251,8 @@ void Engine::apply_loras(const std::vector<LoraChoice>& loras) {
     L.lora_key = key;
     return;
   }
-  // Timed apart: reading and checking the files, the files' hashes (the merge is timed as the
-  // models load: lora_weights_for_*).
+  // Timed apart: reading and checking the files, the files' hashes (the merge is timed where it
+  // runs, as the models load: Loaded::te_weights, dit_weights, dit_merge_hook).
   const auto t0 = Clock::now();
   L.lora_bound = bind_loras(loras, L.model);
   std::vector<WeightedLora> weighted;
