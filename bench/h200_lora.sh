@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 47's closing measurement on a GPU machine (docs/loras.md), on the full-size random-weight
-# model (tools/random_model.sh): the merge time of a rank-64 LoRA over every DiT linear (the
-# engine's "loras: ... merged ... in X s" line), the 1024x1024 image time of 8 steps at CFG 1
+# model (tools/random_model.sh): the merge kernel's check (moss-check kernels --family lora), the
+# merge time of a rank-64 LoRA over every DiT linear split into reading, merging (on the device:
+# the resident weights in place; host copies) and hashing (the engine's "loras:" lines), the 1024x1024 image time of 8 steps at CFG 1
 # with that LoRA against 50 steps at CFG 3 without, and the restore's bit-identity (a jobs file
 # LoRA, none, LoRA in one engine: the middle image equals a fresh run without LoRA, the third the
 # first). Usage: bench/h200_lora.sh BIN_DIR OUT_DIR [MODEL_DIR]   (SIZE=WxH, RANK=N change them;
@@ -49,13 +50,33 @@ with open(out, "wb") as f:
 print(f"{len(shapes)} modules, rank {rank}, {offset / 2**20:.0f} MiB")
 PY
 log "LoRA: $(python3 -c "import os,sys; print(f'{os.path.getsize(sys.argv[1]) / 2**20:.0f} MiB')" "$LORA") at rank $RANK over every DiT linear"
+# The merge kernel against its host reference, bit for bit, before it is timed.
+if [[ -x $BIN/moss-check ]]; then
+  "$BIN/moss-check" kernels --family lora >"$OUT/kernels_lora.txt" 2>&1 && log "PASS moss-check kernels --family lora: $(tail -1 "$OUT/kernels_lora.txt")" ||
+    log "FAIL moss-check kernels --family lora: $(tail -1 "$OUT/kernels_lora.txt")"
+fi
 prompt="A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
 common=(--model "$MODEL" --prompt "$prompt" --size "$SIZE" --seed 1 ${EXTRA:-})
 "$BIN/moss-infer-hip" "${common[@]}" --lora "$LORA" --steps 8 --cfg 1 -o "$OUT/distill8.png" 2>"$OUT/distill8.log" ||
   { log "FAIL 8 steps with the LoRA: $(tail -1 "$OUT/distill8.log")"; exit 1; }
 "$BIN/moss-infer-hip" "${common[@]}" --steps 50 --cfg 3 -o "$OUT/base50.png" 2>"$OUT/base50.log" ||
   { log "FAIL 50 steps: $(tail -1 "$OUT/base50.log")"; exit 1; }
-log "merge: $(grep '^loras:' "$OUT/distill8.log")"
+grep '^loras:' "$OUT/distill8.log" | sed 's/^/merge: /' | tee -a "$OUT/lora.txt"
+# The merge's time split from the engine's lines: reading and checking the files, their hashes,
+# the merge itself (resident weights on the device in place; host copies: streamed blocks and
+# the text encoder, merged on the device and downloaded).
+python3 - "$OUT/distill8.log" <<'PY' | tee -a "$OUT/lora.txt"
+import re, sys
+text = open(sys.argv[1]).read()
+read = re.search(r"read and checked ([0-9.]+) s, hashes ([0-9.]+) s", text)
+device = [(int(n), float(s)) for n, s in re.findall(r"merged into (\d+) resident DiT tensors on the device in ([0-9.]+) s", text)]
+copies = [(int(n), float(s)) for n, s in re.findall(r"merged into (\d+) (?:DiT|text encoder) tensors in ([0-9.]+) s", text)]
+merge = sum(s for _, s in device + copies)
+print(f"merge time split: read and checked {float(read.group(1)):.3f} s, merge {merge:.3f} s "
+      f"(on the device in place {sum(s for _, s in device):.3f} s over {sum(n for n, _ in device)} tensors, "
+      f"host copies {sum(s for _, s in copies):.3f} s over {sum(n for n, _ in copies)}), hashes {float(read.group(2)):.3f} s"
+      if read else "merge time split: FAIL no 'loras:' lines in the log")
+PY
 log "8 steps, CFG 1, LoRA: $(grep '^done:' "$OUT/distill8.log")"
 log "50 steps, CFG 3:      $(grep '^done:' "$OUT/base50.log")"
 python3 - "$OUT/distill8.log" "$OUT/base50.log" <<'PY' | tee -a "$OUT/lora.txt"

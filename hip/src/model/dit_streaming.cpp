@@ -48,7 +48,7 @@ class ResidentStreaming : public DitWeightSource {
   // from_files: the streamed blocks are read from the mapped files each pass (an APU, below);
   // otherwise each has a pinned image, built once.
   ResidentStreaming(Backend& be, const WeightFiles& w, const DitConfig& cfg, int resident, int64_t pack_min_values,
-                    bool from_files)
+                    bool from_files, const ResidentHook& after_upload)
       : be_(be), resident_(std::clamp(resident, 0, int(cfg.layers))), from_files_(from_files) {
     if (from_files_) pack_min_values = std::numeric_limits<int64_t>::max();  // nothing packs
     std::vector<std::string> resident_names;
@@ -97,8 +97,9 @@ class ResidentStreaming : public DitWeightSource {
         }
       ReadAhead ahead(ranges, kReadAheadThreads, kReadAheadWindow);
       for (size_t i = 0; i < resident_names.size(); ++i) {
-        device_[resident_names[i]] = be_.upload(w.get(resident_names[i]));
+        Tensor& t = device_[resident_names[i]] = be_.upload(w.get(resident_names[i]));
         ahead.done(i);
+        if (after_upload) after_upload(resident_names[i], t);
       }
     } catch (...) {
       upload_error = std::current_exception();
@@ -302,13 +303,14 @@ class ResidentStreaming : public DitWeightSource {
 
 std::unique_ptr<DitWeightSource> make_resident_streaming_source(Backend& be, const WeightFiles& weights,
                                                                  const DitConfig& cfg, int resident_blocks,
-                                                                 int64_t pack_min_values) {
-  return std::make_unique<ResidentStreaming>(be, weights, cfg, resident_blocks, pack_min_values, false);
+                                                                 int64_t pack_min_values, const ResidentHook& after_upload) {
+  return std::make_unique<ResidentStreaming>(be, weights, cfg, resident_blocks, pack_min_values, false, after_upload);
 }
 
 std::unique_ptr<DitWeightSource> make_mapped_streaming_source(Backend& be, const WeightFiles& weights,
-                                                               const DitConfig& cfg, int resident_blocks) {
-  return std::make_unique<ResidentStreaming>(be, weights, cfg, resident_blocks, 0, true);
+                                                               const DitConfig& cfg, int resident_blocks,
+                                                               const ResidentHook& after_upload) {
+  return std::make_unique<ResidentStreaming>(be, weights, cfg, resident_blocks, 0, true, after_upload);
 }
 
 }  // namespace moss

@@ -19,7 +19,9 @@
 // The last block of a pass starts the copy of the next pass's first one (a sampler's steps run
 // the same blocks), so the copy engine does not idle between steps.
 #pragma once
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "model/dit.h"
 #include "model/dit_weights.h"
@@ -31,16 +33,22 @@ namespace moss {
 // compute than their bytes cost bus time.
 constexpr int64_t kPackMinValues = int64_t(16) << 20;
 
+// Called with each tensor the source keeps resident, right after its upload and before any block
+// runs: the LoRA merge of a resident weight in place on the device (model/lora.h). Empty: none.
+using ResidentHook = std::function<void(const std::string& name, Tensor& device_tensor)>;
+
 std::unique_ptr<DitWeightSource> make_resident_streaming_source(Backend& be, const WeightFiles& weights,
                                                                  const DitConfig& cfg, int resident_blocks,
-                                                                 int64_t pack_min_values = kPackMinValues);
+                                                                 int64_t pack_min_values = kPackMinValues,
+                                                                 const ResidentHook& after_upload = nullptr);
 
 // The same for an APU (pipeline/planner.h, MemoryPlan::dit_from_files): the streamed blocks are
 // never copied into pinned host memory, whose pages would be a second copy of the RAM the device
 // reads; each pass reads them from the mapped model files through two staging buffers
 // (streaming/staging.h, as the text encoder streams), unpacked.
 std::unique_ptr<DitWeightSource> make_mapped_streaming_source(Backend& be, const WeightFiles& weights,
-                                                               const DitConfig& cfg, int resident_blocks);
+                                                               const DitConfig& cfg, int resident_blocks,
+                                                               const ResidentHook& after_upload = nullptr);
 
 // What the source allocates on the device, as the memory planner counts it. Sizes that depend
 // on which tensors pack (that depends on their values) are bounds the source never exceeds.

@@ -1,12 +1,12 @@
 #include "model/lora.h"
 
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "io/files.h"
 #include "io/model_folder.h"
 #include "util/error.h"
-#include "util/thread_pool.h"
 
 namespace moss {
 namespace {
@@ -391,112 +391,125 @@ BoundLora bind_lora(std::shared_ptr<const LoraFile> lora, const WeightFiles& dit
 
 namespace {
 
-// c[o - o0, i] = sum over k of a[o, k] * b[k, i] for rows o in [o0, o0 + rows), k ascending, fp32.
-std::vector<float> matmul_rows(const Tensor& at, const Tensor& bt, int64_t o0, int64_t rows) {
-  const int64_t rank = at.shape[1], in = bt.shape[1];
-  const std::vector<float> a = to_f32_vector(at.slice_rows(o0, rows)), b = to_f32_vector(bt);
-  std::vector<float> c(size_t(rows * in), 0.0f);
-  ThreadPool::global().parallel_for(rows, [&](int64_t r0, int64_t r1) {
-    for (int64_t o = r0; o < r1; ++o) {
-      float* row = c.data() + o * in;
-      for (int64_t k = 0; k < rank; ++k) {
-        const float x = a[size_t(o * rank + k)];
-        const float* brow = b.data() + k * in;
-        for (int64_t i = 0; i < in; ++i) row[i] += x * brow[i];
-      }
-    }
-  });
-  return c;
+// A module's tensor as an f32 factor staged on the backend (bf16 and f16 widen exactly).
+Tensor staged_f32(const Tensor& t, Backend& be, std::vector<int64_t> dims = {}) {
+  Tensor f = host_tensor(DType::F32, dims.empty() ? t.dims() : dims);
+  const std::vector<float> v = to_f32_vector(t);
+  std::copy(v.begin(), v.end(), f.ptr<float>());
+  return be.upload(f);
 }
 
-// A LoKr factor: the full one, or the product of its two halves.
-std::vector<float> lokr_factor(const LoraModule& m, const char* full, const char* left, const char* right,
-                               int64_t& rows) {
-  if (m.parts.count(full)) {
-    rows = m.parts.at(full).shape[0];
-    return to_f32_vector(m.parts.at(full));
+// LoKr's factor: the whole matrix, or its two halves as a product.
+LoraFactor lokr_factor(const LoraModule& m, const char* whole, const char* left, const char* right, Backend& be) {
+  if (m.parts.count(whole)) return {staged_f32(m.parts.at(whole), be), {}};
+  return {staged_f32(m.parts.at(left), be), staged_f32(m.parts.at(right), be)};
+}
+
+// One module's update as the op's delta (without row0 and coef), its factors staged.
+LoraDelta module_delta(const LoraModule& m, bool bias, Backend& be) {
+  LoraDelta d;
+  if (bias) {
+    const Tensor& b = m.parts.at("diff_b");
+    d.f1 = {staged_f32(b, be, {1, b.numel()}), {}};
+    return d;
   }
-  rows = m.parts.at(left).shape[0];
-  return matmul_rows(m.parts.at(left), m.parts.at(right), 0, rows);
+  switch (m.format) {
+    case LoraFormat::Peft:
+    case LoraFormat::Kohya:
+    case LoraFormat::Comfy: d.f1 = {staged_f32(m.parts.at("up"), be), staged_f32(m.parts.at("down"), be)}; break;
+    case LoraFormat::LoHa:
+      d.form = LoraDeltaForm::Hadamard;
+      d.f1 = {staged_f32(m.parts.at("w1a"), be), staged_f32(m.parts.at("w1b"), be)};
+      d.f2 = {staged_f32(m.parts.at("w2a"), be), staged_f32(m.parts.at("w2b"), be)};
+      break;
+    case LoraFormat::LoKr:
+      d.form = LoraDeltaForm::Kronecker;
+      d.f1 = lokr_factor(m, "w1", "w1a", "w1b", be);
+      d.f2 = lokr_factor(m, "w2", "w2a", "w2b", be);
+      break;
+    case LoraFormat::FullDelta: d.f1 = {staged_f32(m.parts.at("diff"), be), {}}; break;
+  }
+  return d;
 }
 
 }  // namespace
 
-std::vector<float> lora_delta(const BoundModule& b, int64_t row0, int64_t rows) {
-  const LoraModule& m = *b.module;
-  switch (m.format) {
-    case LoraFormat::Peft:
-    case LoraFormat::Kohya:
-    case LoraFormat::Comfy: return matmul_rows(m.parts.at("up"), m.parts.at("down"), row0, rows);
-    case LoraFormat::LoHa: {
-      std::vector<float> d = matmul_rows(m.parts.at("w1a"), m.parts.at("w1b"), row0, rows);
-      const std::vector<float> d2 = matmul_rows(m.parts.at("w2a"), m.parts.at("w2b"), row0, rows);
-      for (size_t i = 0; i < d.size(); ++i) d[i] *= d2[i];
-      return d;
-    }
-    case LoraFormat::LoKr: {
-      // kron(w1 [a, bb], w2 [c, d]) [a*c, bb*d]: row i*c + k, column j*d + l = w1[i, j] * w2[k, l].
-      int64_t a, c;
-      const std::vector<float> w1 = lokr_factor(m, "w1", "w1a", "w1b", a),
-                               w2 = lokr_factor(m, "w2", "w2a", "w2b", c);
-      const int64_t bb = int64_t(w1.size()) / a, d = int64_t(w2.size()) / c;
-      std::vector<float> out(size_t(rows * b.in));
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t i = (row0 + r) / c, k = (row0 + r) % c;
-        for (int64_t j = 0; j < bb; ++j)
-          for (int64_t l = 0; l < d; ++l) out[size_t(r * b.in + j * d + l)] = w1[size_t(i * bb + j)] * w2[size_t(k * d + l)];
+std::vector<LoraTarget> lora_targets(const std::vector<WeightedLora>& loras) {
+  std::map<std::string, LoraTarget> by_name[2];
+  for (const WeightedLora& wl : loras)
+    for (const BoundModule& b : wl.lora->modules)
+      for (const LoraPiece& p : b.pieces) {
+        LoraTarget& t = by_name[b.text_encoder ? 1 : 0][p.target];
+        t.name = p.target;
+        t.text_encoder = b.text_encoder;
+        t.parts.push_back({&b, &p, wl.weight * b.scale});
       }
-      return out;
-    }
-    case LoraFormat::FullDelta: {
-      const std::vector<float> all = to_f32_vector(m.parts.at("diff"));
-      return std::vector<float>(all.begin() + row0 * b.in, all.begin() + (row0 + rows) * b.in);
-    }
+  std::vector<LoraTarget> out;
+  for (auto& part : by_name)
+    for (auto& [name, t] : part) out.push_back(std::move(t));
+  return out;
+}
+
+std::vector<LoraDelta> lora_deltas(const LoraTarget& target, Backend& be) {
+  std::vector<LoraDelta> deltas;
+  for (const LoraTarget::Part& p : target.parts) {
+    LoraDelta d = module_delta(*p.module->module, p.piece->bias, be);
+    d.row0 = p.piece->row0;
+    d.coef = p.coef;
+    deltas.push_back(std::move(d));
   }
-  return {};
+  return deltas;
+}
+
+LoraMergePlan::LoraMergePlan(const std::vector<WeightedLora>& loras) : targets_(lora_targets(loras)) {
+  for (size_t i = 0; i < targets_.size(); ++i)
+    if (!targets_[i].text_encoder) dit_index_[targets_[i].name] = i, ++dit_targets_;
+}
+
+LoraMergePlan::Merged LoraMergePlan::merge_into_copies(const WeightFiles& base, bool text_encoder,
+                                                   const std::function<bool(const std::string&)>& on_device,
+                                                   Backend* by) const {
+  // Each weight is merged on its own: a host copy of the base tensor, its deltas' factors in
+  // f32, the host reference op (the peak is one weight and its factors, not the model).
+  static const std::unique_ptr<Backend> host = make_host_backend();
+  std::map<std::string, Tensor> replaced;
+  for (const LoraTarget& target : targets_) {
+    if (target.text_encoder != text_encoder || (!text_encoder && on_device && on_device(target.name))) continue;
+    const TensorInfo& info = base.info(target.name);
+    if (info.dtype != DType::BF16 && info.dtype != DType::F32)
+      throw usage_error(base.folder() + ": tensor '" + target.name + "' is " + info.dtype_name +
+                        "; LoRAs merge into BF16 or F32 weights");
+    const Tensor w = base.get(target.name);
+    if (by && by->where() == Where::Device) {
+      Tensor d = by->upload(w);
+      by->lora().merge(d, lora_deltas(target, *by));
+      replaced[target.name] = by->download(d);
+      continue;
+    }
+    Tensor t = host_tensor(info.dtype, info.shape);
+    std::memcpy(t.data, w.data, t.nbytes());
+    host->lora().merge(t, lora_deltas(target, *host));
+    replaced[target.name] = t;
+  }
+  return {replaced.empty() ? base : base.with_replaced(replaced), int(replaced.size())};
+}
+
+bool LoraMergePlan::merge_on_device(Backend& be, const std::string& name, Tensor& w) const {
+  const auto it = dit_index_.find(name);
+  if (it == dit_index_.end()) return false;
+  const LoraTarget& target = targets_[it->second];
+  if (w.dtype != DType::BF16 && w.dtype != DType::F32)
+    throw usage_error("DiT tensor '" + name + "' is " + dtype_name(w.dtype) + "; LoRAs merge into BF16 or F32 weights");
+  // The deltas' staged factors live until the op has been queued; the backend's allocator keeps
+  // them from reuse until the stream has run it (stream-ordered frees).
+  be.lora().merge(w, lora_deltas(target, be));
+  return true;
 }
 
 MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras) {
-  // What lands on each weight, in the order of the LoRAs given; each weight is then merged on its
-  // own (its fp32 sum lives only while it is merged: the peak is one weight, not the model).
-  struct Contribution {
-    const BoundModule* module;
-    const LoraPiece* piece;
-    float coef;
-  };
-  std::map<std::string, std::vector<Contribution>> targets[2];
-  for (const WeightedLora& wl : loras)
-    for (const BoundModule& b : wl.lora->modules)
-      for (const LoraPiece& p : b.pieces) targets[b.text_encoder ? 1 : 0][p.target].push_back({&b, &p, wl.weight * b.scale});
-  MergedWeights out;
-  std::map<std::string, Tensor> replaced[2];
-  for (int part = 0; part < 2; ++part) {
-    const WeightFiles& w = part ? te : dit;
-    for (const auto& [name, contributions] : targets[part]) {
-      const TensorInfo& info = w.info(name);
-      std::vector<float> x = to_f32_vector(w.get(name));
-      for (const Contribution& c : contributions) {
-        const std::vector<float> d = c.piece->bias ? to_f32_vector(c.module->module->parts.at("diff_b"))
-                                                   : lora_delta(*c.module, c.piece->row0, info.shape[0]);
-        for (size_t i = 0; i < x.size(); ++i) x[i] += c.coef * d[i];
-      }
-      Tensor t = host_tensor(info.dtype, info.shape);
-      if (info.dtype == DType::BF16) {
-        for (size_t i = 0; i < x.size(); ++i) t.ptr<uint16_t>()[i] = f32_to_bf16(x[i]);
-      } else if (info.dtype == DType::F32) {
-        std::copy(x.begin(), x.end(), t.ptr<float>());
-      } else {
-        throw usage_error(w.folder() + ": tensor '" + name + "' is " + info.dtype_name +
-                          "; LoRAs merge into BF16 or F32 weights");
-      }
-      replaced[part][name] = t;
-    }
-  }
-  out.dit = dit.with_replaced(replaced[0]);
-  out.te = te.with_replaced(replaced[1]);
-  out.dit_tensors = int(replaced[0].size());
-  out.te_tensors = int(replaced[1].size());
-  return out;
+  const LoraMergePlan plan(loras);
+  LoraMergePlan::Merged d = plan.merge_into_copies(dit, false), t = plan.merge_into_copies(te, true);
+  return {d.weights, t.weights, d.tensors, t.tensors};
 }
 
 }  // namespace moss

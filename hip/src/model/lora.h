@@ -2,21 +2,26 @@
 // kohya, ComfyUI, LyCORIS LoHa and LoKr, full deltas), each of its modules mapped onto the
 // official weight names of the DiT or the text encoder, and the weights merged with it:
 //   W' = bf16(float(W) + sum over the LoRAs, in the order given, of weight * scale * dW)
-// in fp32 with one rounding per weight. The merged tensors replace the base ones in a
-// WeightFiles (io/safetensors.h, with_replaced), so every loader, the resident upload and the
-// pinned streaming images alike, reads them as it reads the mapped files; the base files stay
-// mapped and untouched, so going back to no LoRA is a fresh load of them, bit for bit.
+// in fp32 with one rounding per weight, by the LoRA op (ops/lora_ops.h, whose header defines the
+// arithmetic to the bit; host reference and kernel agree). LoraMergePlan says where each weight
+// merges: the DiT's resident weights on the device in place after their upload, the others into
+// host copies that replace them in a WeightFiles (io/safetensors.h, with_replaced), which the
+// pinned streaming images and the text encoder's loaders read as they read the mapped files. The
+// base files stay mapped and untouched, so going back to no LoRA is a fresh load of them, bit for
+// bit.
 //
 // Everything that can be refused is refused by read_lora and bind_lora, before any compute: a
 // format the reader does not know (named), a module matching no weight of this model (with the
 // model it looks like when nothing matches), a rank or shape that does not fit, NaN or Inf.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "io/safetensors.h"
+#include "ops/backend.h"
 
 namespace moss {
 
@@ -66,19 +71,72 @@ struct BoundLora {
 // values. Throws moss::Error (exit 2) naming file and tensor for anything that does not fit.
 BoundLora bind_lora(std::shared_ptr<const LoraFile> lora, const WeightFiles& dit, const WeightFiles& te);
 
-// Rows [row0, row0 + rows) of one module's dW as fp32 [rows, in] (scale not applied); each value
-// is formed as it would be in the whole dW (a sum over the rank, ascending).
-std::vector<float> lora_delta(const BoundModule& m, int64_t row0, int64_t rows);
-
 struct WeightedLora {
   const BoundLora* lora;
   float weight;
 };
+// One weight's share of a LoRA set: the pieces of modules that land on it, in the set's order,
+// each with its coefficient (the LoRA's weight times the module's scale).
+struct LoraTarget {
+  std::string name;   // the official tensor name
+  bool text_encoder = false;
+  struct Part {
+    const BoundModule* module;
+    const LoraPiece* piece;
+    float coef;
+  };
+  std::vector<Part> parts;
+};
+// Every weight the set changes: the DiT's, then the text encoder's, each by name.
+std::vector<LoraTarget> lora_targets(const std::vector<WeightedLora>& loras);
+
+// A target's updates as the LoRA op takes them (ops/lora_ops.h): each module's tensors as f32
+// factors staged on `be` (uploaded to a device backend; the host backend's are host copies),
+// so a device merges in place one weight at a time, holding one weight's factors.
+std::vector<LoraDelta> lora_deltas(const LoraTarget& target, Backend& be);
+
 struct MergedWeights {
   WeightFiles dit, te;
-  int dit_tensors = 0, te_tensors = 0;  // how many tensors changed
+  int dit_tensors = 0, te_tensors = 0;  // how many tensors changed (merged here)
 };
-// The merge of the formula above over the base weights; the LoRAs in the order given.
+
+// A LoRA set ready to merge wherever each weight lives. The DiT's weights a device holds resident
+// merge there, in place, right after their upload (merge_on_device: one weight's factors staged
+// at a time, so no second copy of the DiT on the device); every other target merges into a host
+// copy that replaces it in the WeightFiles the loaders read (merge_into_copies): the streamed blocks'
+// pinned images (which may pack the merged values), the text encoder's weights, and every weight
+// on the host backend (whose upload is the read-only mapping itself). Both run the LoRA op's one
+// arithmetic (ops/lora_ops.h), so a weight gets the same bits wherever it merges. The plan points
+// into the bound LoRAs, which must outlive it.
+class LoraMergePlan {
+ public:
+  explicit LoraMergePlan(const std::vector<WeightedLora>& loras);
+  // One network's base weights (`text_encoder` or the DiT's) with its targets merged into host
+  // copies, except the DiT's tensors for which `on_device` says yes (left for merge_on_device).
+  // `by` computes them: null, the host reference; a device backend, each weight uploaded, merged
+  // there and downloaded (a rank-64 DiT block in milliseconds over the bus, where the host's
+  // fp32 loops take about a second: docs/loras.md).
+  struct Merged {
+    WeightFiles weights;
+    int tensors = 0;  // how many it merged
+  };
+  Merged merge_into_copies(const WeightFiles& base, bool text_encoder,
+                           const std::function<bool(const std::string&)>& on_device = nullptr,
+                           Backend* by = nullptr) const;
+  // The DiT's tensor `name`, uploaded to `be`: merged there in place when the set changes it.
+  // Returns whether it did.
+  bool merge_on_device(Backend& be, const std::string& name, Tensor& w) const;
+  int dit_targets() const { return dit_targets_; }
+  bool changes_dit_tensor(const std::string& name) const { return dit_index_.count(name) != 0; }
+
+ private:
+  std::vector<LoraTarget> targets_;
+  std::map<std::string, size_t> dit_index_;  // a DiT target's name -> its index in targets_
+  int dit_targets_ = 0;
+};
+
+// All of the set merged on the host (LoraMergePlan::merge_into_copies with nothing on a device): the
+// offline merge (moss-check lora-merge) and the host backend's.
 MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras);
 
 }  // namespace moss

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ops/core_ops.h"
+#include "ops/lora_ops.h"
 #include "ops/text_ops.h"
 #include "ops/vae_ops.h"
 #include "tensor/packed_bf16.h"
@@ -69,6 +70,7 @@ class Backend {
   CoreOps& core() { return *core_; }
   TextOps& text() { return *text_; }
   VaeOps& vae() { return *vae_; }
+  LoraOps& lora() { return *lora_; }
 
  protected:
   // Every op of the three families runs inside `hook` (ops/op_hook.h; null: none).
@@ -76,11 +78,13 @@ class Backend {
     core_->set_hook(hook);
     text_->set_hook(hook);
     vae_->set_hook(hook);
+    lora_->set_hook(hook);
   }
 
   std::unique_ptr<CoreOps> core_;
   std::unique_ptr<TextOps> text_;
   std::unique_ptr<VaeOps> vae_;
+  std::unique_ptr<LoraOps> lora_;  // the merge of LoRA updates into the weights (docs/loras.md)
 };
 
 inline Backend::Fence Backend::copy_async(const Tensor& src, Tensor& dst, Fence) {

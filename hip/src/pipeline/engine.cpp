@@ -21,6 +21,7 @@
 #include "pipeline/schedule.h"
 #include "runtime/device_choice.h"
 #include "runtime/devices.h"
+#include "streaming/block_names.h"
 #include "tokenizer/prompt.h"
 #include "tokenizer/tokenizer.h"
 #include "util/backend_env.h"
@@ -101,13 +102,84 @@ struct Engine::Loaded {
   int dit_resident = -1;
   size_t free_before_load = 0;  // device memory free before the first image loaded anything
   DeviceMemory device;          // the chosen device's pools (free_bytes unused: asked per plan)
-  // The LoRA set merged into the weights the models load from (model/lora.h); kept until a
-  // request asks for another set. Without one the models read the mapped files themselves.
+  // The LoRA set (model/lora.h), kept until a request asks for another set: it merges as the
+  // models load, the DiT's resident weights on the device after their upload, the others into
+  // host copies the loaders read (made once per set, the DiT's again only when its residency
+  // changes). Without a set the models read the mapped files themselves.
   std::string lora_key;                   // the set's files and weights, in order (Engine::lora_mutex_)
   std::vector<LoraChoice> loras_applied;  // with their hashes, for the record
-  std::unique_ptr<MergedWeights> merged;
-  const WeightFiles& dit_weights() const { return merged ? merged->dit : model.dit_weights; }
-  const WeightFiles& te_weights() const { return merged ? merged->te : model.te_weights; }
+  std::vector<BoundLora> lora_bound;      // the set's files, read and checked (the plan points into them)
+  std::unique_ptr<LoraMergePlan> lora_plan;
+  std::unique_ptr<WeightFiles> te_merged, dit_merged;
+  int dit_merged_for = -2;  // the resident blocks dit_merged leaves to the device (-1: none, all on the host)
+  // The text encoder's weights, the set merged into host copies (made once per set, on the
+  // device where there is one: upload, merge, download).
+  const WeightFiles& te_weights(Backend& be, const Reporter& rep) {
+    if (!lora_plan) return model.te_weights;
+    if (!te_merged) {
+      const auto t0 = Clock::now();
+      LoraMergePlan::Merged m = lora_plan->merge_into_copies(model.te_weights, true, nullptr, &be);
+      te_merged = std::make_unique<WeightFiles>(std::move(m.weights));
+      if (m.tensors)
+        rep.line("loras: merged into %d text encoder tensors in %.3f s (host copies, merged on the %s)", m.tensors,
+                 since(t0), be.where() == Where::Device ? "device" : "host");
+    }
+    return *te_merged;
+  }
+  // The DiT's weights for a load on `be` with `resident` blocks resident: the set merged into
+  // host copies of the weights the device does not keep (the streamed blocks, whose pinned
+  // images are built from them: merged on the device and downloaded; every weight on the host
+  // backend, by the host reference). The others merge on the device through dit_merge_hook.
+  const WeightFiles& dit_weights(Backend& be, int resident, const Reporter& rep) {
+    if (!lora_plan) return model.dit_weights;
+    const int on_device = be.where() == Where::Device ? resident : -1;
+    if (!dit_merged || dit_merged_for != on_device) {
+      const auto t0 = Clock::now();
+      LoraMergePlan::Merged m = lora_plan->merge_into_copies(
+          model.dit_weights, false, [on_device](const std::string& name) { return kept_on_device(name, on_device); },
+          &be);
+      dit_merged = std::make_unique<WeightFiles>(std::move(m.weights));
+      dit_merged_for = on_device;
+      if (m.tensors)
+        rep.line("loras: merged into %d DiT tensors in %.3f s (host copies, %s)", m.tensors, since(t0),
+                 on_device < 0 ? "the host backend" : "the streamed blocks': merged on the device, downloaded");
+    }
+    return *dit_merged;
+  }
+  // The hook that merges the resident weights on the device as they upload (null without a set
+  // or on the host backend); counts them and their time in `merged` (the device synchronised
+  // around each merge, so the time is the merge's alone).
+  struct DeviceMerges {
+    int tensors = 0;
+    double seconds = 0;
+  };
+  ResidentHook dit_merge_hook(Backend& be, DeviceMerges& merged) const {
+    if (!lora_plan || be.where() != Where::Device) return nullptr;
+    const LoraMergePlan* plan = lora_plan.get();
+    return [plan, &be, &merged](const std::string& name, Tensor& t) {
+      if (!plan->changes_dit_tensor(name)) return;
+      be.synchronize();
+      const auto t0 = Clock::now();
+      plan->merge_on_device(be, name, t);
+      be.synchronize();
+      merged.tensors++;
+      merged.seconds += since(t0);
+    };
+  }
+  // Whether the streaming source keeps `name` on the device with `resident` blocks resident
+  // (model/dit_streaming.cpp: everything outside the blocks, and the first `resident` blocks).
+  static bool kept_on_device(const std::string& name, int resident) {
+    if (resident < 0) return false;
+    const int b = block_index(name);
+    return b < 0 || b < resident;
+  }
+  void drop_loras() {
+    lora_plan.reset();
+    lora_bound.clear();
+    te_merged.reset();
+    dit_merged.reset();
+    dit_merged_for = -2;
+  }
   // Dropped before the next stage of an image that cannot keep them (freeing the device memory
   // the plan of that image counts on).
   void drop_models() {
@@ -125,7 +197,8 @@ Engine::Engine(const EngineSettings& settings, const Reporter& rep) : settings_(
   MossModel model = open_moss_model(settings.model);
   rep_.line("model files: %s; opened and checked in %.3f s", model_files_text(model).c_str(), since(t0));
   Tokenizer tokenizer = Tokenizer::load(model.tokenizer_json);
-  s_.reset(new Loaded{std::move(model), std::move(tokenizer), {}, nullptr, nullptr, nullptr, nullptr, -1, 0, {}, {}, {}, nullptr});
+  s_.reset(new Loaded{std::move(model), std::move(tokenizer), {}, nullptr, nullptr, nullptr, nullptr, -1, 0, {}, {}, {}, {},
+                      nullptr, nullptr, nullptr, -2});
 }
 
 Engine::~Engine() = default;
@@ -173,7 +246,7 @@ void Engine::apply_loras(const std::vector<LoraChoice>& loras) {
   L.te.reset();
   L.dit.reset();
   L.dit_resident = -1;
-  L.merged.reset();
+  L.drop_loras();
   L.loras_applied.clear();
   if (loras.empty()) {
     rep_.line("loras: none; the base weights load from the model files");
@@ -181,13 +254,13 @@ void Engine::apply_loras(const std::vector<LoraChoice>& loras) {
     L.lora_key = key;
     return;
   }
-  // Timed apart: reading and checking the files, the merge itself, the files' hashes.
+  // Timed apart: reading and checking the files, the files' hashes (the merge is timed where it
+  // runs, as the models load: Loaded::te_weights, dit_weights, dit_merge_hook).
   const auto t0 = Clock::now();
-  const std::vector<BoundLora> bound = bind_loras(loras, L.model);
+  L.lora_bound = bind_loras(loras, L.model);
   std::vector<WeightedLora> weighted;
-  for (size_t i = 0; i < bound.size(); ++i) weighted.push_back({&bound[i], loras[i].weight});
-  const auto t1 = Clock::now();
-  L.merged = std::make_unique<MergedWeights>(merge_loras(L.model.dit_weights, L.model.te_weights, weighted));
+  for (size_t i = 0; i < L.lora_bound.size(); ++i) weighted.push_back({&L.lora_bound[i], loras[i].weight});
+  L.lora_plan = std::make_unique<LoraMergePlan>(weighted);
   const auto t2 = Clock::now();
   std::string names;
   for (LoraChoice c : loras) {
@@ -201,11 +274,9 @@ void Engine::apply_loras(const std::vector<LoraChoice>& loras) {
     names += (names.empty() ? "" : ", ") + c.name + ":" + w + " (" + c.hash + ")";
     L.loras_applied.push_back(c);
   }
-  const double read_s = std::chrono::duration<double>(t1 - t0).count();
-  const double merge_s = std::chrono::duration<double>(t2 - t1).count();
-  rep_.line("loras: %s merged into %d DiT and %d text encoder tensors in %.3f s (read and checked %.3f s, merge %.3f s, "
-            "hashes %.3f s)",
-            names.c_str(), L.merged->dit_tensors, L.merged->te_tensors, since(t0), read_s, merge_s, since(t2));
+  const double read_s = std::chrono::duration<double>(t2 - t0).count();
+  rep_.line("loras: %s: %d DiT tensors to merge (read and checked %.3f s, hashes %.3f s)", names.c_str(),
+            L.lora_plan->dit_targets(), read_s, since(t2));
   std::lock_guard<std::mutex> lock(lora_mutex_);
   L.lora_key = key;
 }
@@ -367,7 +438,7 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
   TextEncoderTimes te_times;
   std::string te_tokens;  // "64+10": the prompts the encode stacked (cfg 1: the prompt alone)
   {
-    if (!L.te) L.te = std::make_unique<TextEncoder>(be, L.te_weights(), model.te_config, te_residency);
+    if (!L.te) L.te = std::make_unique<TextEncoder>(be, L.te_weights(be, rep), model.te_config, te_residency);
     std::vector<std::vector<int32_t>> prompts = {cond_ids.ids};
     if (use_uncond) prompts.push_back(uncond_ids.ids);
     for (const std::vector<int32_t>& p : prompts)
@@ -401,12 +472,18 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
     if (!L.dit) {
       // An APU reads the streamed blocks from the mapped files (planner.h, dit_from_files).
       const bool from_files = L.device.integrated && resident < int(model.dit_config.layers);
+      Loaded::DeviceMerges device_merges;
+      const ResidentHook hook = L.dit_merge_hook(be, device_merges);
       L.dit = std::make_unique<Dit>(
           be,
-          from_files ? make_mapped_streaming_source(be, L.dit_weights(), model.dit_config, resident)
-                     : make_resident_streaming_source(be, L.dit_weights(), model.dit_config, resident),
+          from_files ? make_mapped_streaming_source(be, L.dit_weights(be, resident, rep), model.dit_config, resident, hook)
+                     : make_resident_streaming_source(be, L.dit_weights(be, resident, rep), model.dit_config, resident,
+                                                      kPackMinValues, hook),
           model.dit_config);
       L.dit_resident = resident;
+      if (device_merges.tensors)
+        rep.line("loras: merged into %d resident DiT tensors on the device in %.3f s (in place, after their upload)",
+                 device_merges.tensors, device_merges.seconds);
     }
     Dit& dit = *L.dit;
     Dit::Text cond = dit.embed_text(cond_states);

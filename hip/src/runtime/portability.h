@@ -173,13 +173,17 @@ __device__ inline float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
 #endif
 __device__ inline float sigmoid_f(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
 
-// fp32 arithmetic that replays a host formula to the bit (the INT8 ConvRot kernels): mul_rn is one
-// multiplication rounded on its own, never contracted with an add into an fma (nvcc fuses a*b + c
-// by default, clang's HIP default fp-contract=fast-honor-pragmas too); rint_f rounds to the
-// nearest integer, half to even (nearbyint under the default mode); finite_f is isfinite; nan_f
-// a quiet NaN.
+// fp32 arithmetic that replays a host formula to the bit (the INT8 ConvRot kernels, the LoRA
+// merge in kernels/lora_merge.hip): mul_rn and add_rn are one multiplication or addition rounded
+// on its own, never contracted into an fma (nvcc fuses a*b + c by default, clang's HIP default
+// fp-contract=fast-honor-pragmas too; nvcc's __fmul_rn/__fadd_rn are never contracted, clang keeps
+// the pragma's operations unfused through inlining), so a host loop built with -ffp-contract=off
+// replays bit for bit; rint_f rounds to the nearest integer, half to even (nearbyint under the
+// default mode); finite_f is isfinite; nan_f a quiet NaN; f32_bits the float's bits.
 #if MOSS_PLATFORM_NVIDIA
 __device__ inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ inline float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ inline uint32_t f32_bits(float x) { return __float_as_uint(x); }
 __device__ inline float rint_f(float x) { return rintf(x); }
 __device__ inline bool finite_f(float x) { return isfinite(x); }
 __device__ inline float min_f(float a, float b) { return fminf(a, b); }
@@ -189,6 +193,11 @@ __device__ inline float mul_rn(float a, float b) {
 #pragma clang fp contract(off)
   return a * b;
 }
+__device__ inline float add_rn(float a, float b) {
+#pragma clang fp contract(off)
+  return a + b;
+}
+__device__ inline uint32_t f32_bits(float x) { return __builtin_bit_cast(uint32_t, x); }
 __device__ inline float rint_f(float x) { return __builtin_rintf(x); }
 __device__ inline bool finite_f(float x) { return __builtin_isfinite(x); }
 __device__ inline float min_f(float a, float b) { return __builtin_fminf(a, b); }

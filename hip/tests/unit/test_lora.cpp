@@ -13,10 +13,12 @@
 
 #include "frontend/a1111_request.h"
 #include "frontend/lora_library.h"
+#include "model/dit_streaming.h"
 #include "model/lora.h"
 #include "pipeline/record.h"
 #include "pipeline/request_fields.h"
 #include "test_support.h"
+#include "streaming/block_names.h"
 #include "util/sha256.h"
 
 using namespace moss;
@@ -238,6 +240,73 @@ TEST(Lora, BiasDeltaAndOrderOfSeveral) {
   const MergedWeights once = merge_loras(base().dit, base().te, {{&la, 1.0f}});
   const std::vector<float> d = to_f32_vector(diff_b);
   expect_merged(once.dit, "text_embedder.proj.bias", std::vector<double>(d.begin(), d.end()), 1.0);
+}
+
+// The engine's split (model/lora.h, LoraMergePlan): the DiT's resident weights merged in place
+// after their upload, the others into host copies. Whatever the split, every target is merged
+// once, by the same op, into the bits of the all-on-the-host merge. Here the "device" is the host
+// backend (the op is the same; moss-check kernels --family lora checks the kernel's bits).
+TEST(Lora, MergeSplitBetweenDeviceAndHostGivesTheSameBits) {
+  std::vector<std::shared_ptr<LoraFile>> files;
+  std::vector<BoundLora> bound;
+  for (const Case& c : format_cases()) {
+    files.push_back(std::make_shared<LoraFile>(read_lora(write_lora("split_" + c.name, c.tensors))));
+    bound.push_back(bind_lora(files.back(), base().dit, base().te));
+  }
+  std::vector<WeightedLora> set;
+  for (size_t i = 0; i < bound.size(); ++i) set.push_back({&bound[i], 0.3f * float(i) - 1.0f});
+  const MergedWeights all = merge_loras(base().dit, base().te, set);
+  const LoraMergePlan plan(set);
+  auto host = make_host_backend();
+  for (int resident : {0, 2, 4}) {
+    SCOPED_TRACE("resident blocks " + std::to_string(resident));
+    auto kept = [resident](const std::string& name) {
+      const size_t at = name.rfind("layers.", 0) == 0 ? 7 : std::string::npos;
+      return at == std::string::npos || std::stoi(name.substr(at)) < resident;
+    };
+    const LoraMergePlan::Merged rest = plan.merge_into_copies(base().dit, false, kept);
+    int on_device = 0;
+    for (const std::string& name : base().dit.names()) {
+      Tensor t = host_tensor(base().dit.info(name).dtype, base().dit.info(name).shape);
+      std::memcpy(t.data, rest.weights.get(name).data, t.nbytes());
+      if (kept(name) && plan.merge_on_device(*host, name, t)) ++on_device;
+      const Tensor want = all.dit.get(name);
+      EXPECT_EQ(0, std::memcmp(t.data, want.data, t.nbytes())) << name;
+    }
+    EXPECT_EQ(on_device + rest.tensors, all.dit_tensors);
+    EXPECT_GT(on_device, 0);
+  }
+  const LoraMergePlan::Merged te = plan.merge_into_copies(base().te, true);
+  EXPECT_EQ(te.tensors, all.te_tensors);
+  for (const std::string& name : base().te.names()) {
+    const Tensor x = te.weights.get(name), y = all.te.get(name);
+    EXPECT_EQ(0, std::memcmp(x.data, y.data, x.nbytes())) << name;
+  }
+}
+
+// Where the engine merges resident DiT weights on a device: the streaming source's hook sees
+// every tensor it keeps resident, once, right after its upload (the fixed part and the first
+// `resident` blocks), and none of the streamed blocks' tensors.
+TEST(Lora, ResidentHookSeesEveryResidentTensorOnce) {
+  const DitConfig cfg = parse_dit_config(kTiny + "/transformer/config.json");
+  auto be = make_host_backend();
+  for (int resident : {0, 2, int(cfg.layers)}) {
+    std::map<std::string, int> seen;
+    auto source = make_resident_streaming_source(*be, base().dit, cfg, resident, kPackMinValues,
+                                                 [&](const std::string& name, Tensor& t) {
+                                                   ++seen[name];
+                                                   EXPECT_EQ(t.numel(), base().dit.get(name).numel()) << name;
+                                                 });
+    size_t want = 0;
+    for (const std::string& name : base().dit.names()) {
+      if (name == "rope.bands") continue;  // recomputed, never uploaded
+      const int b = block_index(name);
+      const bool kept = b < 0 || b < resident;
+      want += kept;
+      EXPECT_EQ(seen.count(name) ? seen[name] : 0, kept ? 1 : 0) << name << " with " << resident << " resident";
+    }
+    EXPECT_EQ(seen.size(), want);
+  }
 }
 
 TEST(Lora, RefusalsNameFileAndTensor) {

@@ -271,5 +271,6 @@ void runtime_family(Table& table, const Options& o);
 void dit_family(Table& table, const Options& o);
 void te_family(Table& table, const Options& o);
 void vae_family(Table& table, const Options& o);
+void lora_family(Table& table, const Options& o);  // kernels_lora.hip
 
 }  // namespace kcheck

@@ -14,6 +14,7 @@ const std::vector<Family>& families() {
       {"vae", vae_family,
        "group_norm_stats; conv2d; unpatchify, tokens; attention (G2); projections (G1); tiny decoder; "
        "1024x1024 decode; 2048x2048 decode"},
+      {"lora", lora_family, "merge"},
   };
   return table;
 }

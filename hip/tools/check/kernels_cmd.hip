@@ -3,15 +3,16 @@
 // run through the shared machinery of kernel_check.h (random inputs, poisoned outputs, host
 // replay vs device, one table row per case, timing and the closing summaries).
 //
-//   moss-check kernels [--family runtime|dit|te|vae|all] [--filter WORD] [--device N] [--data DIR]
+//   moss-check kernels [--family runtime|dit|te|vae|lora|all] [--filter WORD] [--device N] [--data DIR]
 //                      [--sustain SECONDS] [--list]
 //
-// --family   which family runs (default all, in the order runtime, dit, te, vae):
+// --family   which family runs (default all, in the order runtime, dit, te, vae, lora):
 //              runtime  the HIP runtime, the portability helpers, the matrix_tile kernel
 //                       (kernels_runtime.hip);
 //              dit      every kernel the DiT runs (kernels_dit.hip);
 //              te       every kernel the text encoder runs (kernels_te.hip);
 //              vae      the VAE's kernels, its decoder and decode memory (kernels_vae.hip).
+//              lora     the LoRA merge against its host reference, bit for bit (kernels_lora.hip).
 // --filter   runs only the groups whose name contains WORD (every group when not given), in every
 //            family chosen: "gemm" runs the DiT's gemm, gemm_gated_unit and gemm_skinny, "decode"
 //            the VAE's tiny decoder and its 1024/2048 decodes, "attention" the attention cases of
@@ -40,7 +41,7 @@
 namespace {
 
 constexpr const char* kUsage =
-    "[--family runtime|dit|te|vae|all] [--filter WORD] [--device N] [--data DIR] [--sustain SECONDS] [--list]";
+    "[--family runtime|dit|te|vae|lora|all] [--filter WORD] [--device N] [--data DIR] [--sustain SECONDS] [--list]";
 
 int kernels(const std::vector<std::string>& args) {
   kcheck::Options o;

@@ -140,6 +140,7 @@ class HipBackend final : public Backend {
     core_ = make_hip_core_ops(*ctx_);
     text_ = make_hip_text_ops(*ctx_);
     vae_ = make_hip_vae_ops(*ctx_);
+    lora_ = make_hip_lora_ops(*ctx_);
     // MOSSINFER_PROFILE=1: every op bracketed by events (ops/hip/op_profiler.h, the families'
     // hook); otherwise the families run without a hook.
     if ((profiler_ = OpProfiler::from_env(stream_.stream))) set_op_hook(profiler_.get());
@@ -159,6 +160,7 @@ class HipBackend final : public Backend {
     core_.reset();
     text_.reset();
     vae_.reset();
+    lora_.reset();
     profiler_.reset();  // its events before the stream
   }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ops/core_ops.h"
+#include "ops/lora_ops.h"
 #include "ops/text_ops.h"
 #include "ops/vae_ops.h"
 #include "runtime/portability.h"
@@ -52,5 +53,6 @@ class HipContext {
 std::unique_ptr<CoreOps> make_hip_core_ops(HipContext& ctx);
 std::unique_ptr<TextOps> make_hip_text_ops(HipContext& ctx);
 std::unique_ptr<VaeOps> make_hip_vae_ops(HipContext& ctx);
+std::unique_ptr<LoraOps> make_hip_lora_ops(HipContext& ctx);
 
 }  // namespace moss

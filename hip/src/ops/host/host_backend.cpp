@@ -11,6 +11,7 @@ class HostBackend : public Backend {
     core_ = make_host_core_ops(pool, transposed_v);
     text_ = make_host_text_ops(pool);
     vae_ = make_host_vae_ops(pool);
+    lora_ = make_host_lora_ops(pool);
   }
   std::string name() const override { return "host"; }
   Where where() const override { return Where::Host; }

@@ -48,6 +48,7 @@ MeasuringBackend::MeasuringBackend()
   core_ = make_host_core_ops(no_workers());
   text_ = make_host_text_ops(no_workers());
   vae_ = make_host_vae_ops(no_workers());
+  lora_ = make_host_lora_ops(no_workers());
   set_op_hook(skip_.get());
 }
 
