@@ -120,9 +120,11 @@ def check_http(c, srv):
 
 
 def openai_node_headers(api_key):
-    """What openai-node 7.5.0 sends with every request under Node (buildHeaders, getPlatformHeaders)."""
+    """What openai-node 7.5.0 sends with every request under Node (buildHeaders, getPlatformHeaders), as
+    the SDK run for real sent them (bench/results/2026-12-07-session23/openai-node: no
+    X-Stainless-Timeout unless a call sets its own timeout)."""
     return {"Accept": "application/json", "Content-Type": "application/json", "User-Agent": "OpenAI/JS 7.5.0",
-            "X-Stainless-Retry-Count": "0", "X-Stainless-Timeout": "600", "X-Stainless-Lang": "js",
+            "X-Stainless-Retry-Count": "0", "X-Stainless-Lang": "js",
             "X-Stainless-Package-Version": "7.5.0", "X-Stainless-OS": "Linux", "X-Stainless-Arch": "x64",
             "X-Stainless-Runtime": "node", "X-Stainless-Runtime-Version": "v22.12.0",
             "Authorization": f"Bearer {api_key}"}
