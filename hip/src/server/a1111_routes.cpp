@@ -8,6 +8,7 @@
 #include "server/connection_watch.h"
 #include "util/cancel.h"
 #include "server/cors.h"
+#include "server/error_body.h"
 #include "server/png_info_route.h"
 
 namespace moss {
@@ -68,12 +69,16 @@ void A1111Routes::install(GuardedServer& s) {
   install_a1111_lists(s, loras_.get());
   install_png_info(s);
   install_cors(s, options_.cors_origins);
-  // Anything else, and the library's own refusals (405, 413 for a body above the limit), as JSON.
-  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.body.empty())
-      reply_error(res, res.status, std::to_string(res.status) + " " + status_text(res.status));
+  // Anything else, and the library's own refusals (405, 413 for a body above the limit), as JSON
+  // in the dialect of the path's clients (server/error_body.h).
+  // (No status number in the message: the clients print the status before it.)
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string message = status_text(res.status);
+    if (res.status == 404) message += ": " + req.method + " " + req.path + " is no route of this server (docs/server.md)";
+    reply(res, res.status, error_body(req.path, res.status, message));
   });
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+  s.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal error";
     try {
       std::rethrow_exception(ep);
@@ -81,7 +86,7 @@ void A1111Routes::install(GuardedServer& s) {
       what = e.what();
     } catch (...) {
     }
-    reply_error(res, 500, what);
+    reply(res, 500, error_body(req.path, 500, what));
   });
 }
 

@@ -15,6 +15,7 @@
 #include <system_error>
 #include <thread>
 
+#include "server/error_body.h"
 #include "util/error.h"
 
 namespace moss {
@@ -69,9 +70,9 @@ class ConnectionThreads : public httplib::TaskQueue {
   size_t max_;
 };
 
-void json_error(httplib::Response& res, int status, const std::string& message) {
+void json_error(const httplib::Request& req, httplib::Response& res, int status, const std::string& message) {
   res.status = status;
-  res.set_content(nlohmann::json{{"error", message}, {"detail", message}}.dump(
+  res.set_content(error_body(req.path, status, message).dump(
                       -1, ' ', false, nlohmann::json::error_handler_t::replace),
                   "application/json");
 }
@@ -151,7 +152,7 @@ bool GuardedServer::light_route(const std::string& method, const std::string& pa
 
 httplib::Server::HandlerResponse GuardedServer::check_route(const httplib::Request& req, httplib::Response& res) const {
   if (t_slot == SlotKind::Reserve && !light_route(req.method, req.path)) {
-    json_error(res, 503,
+    json_error(req, res, 503,
                "busy: every ordinary connection is taken; until one frees, only GET /sdapi/v1/progress, "
                "/health, /ready and POST /sdapi/v1/interrupt are answered");
     res.set_header("Retry-After", "1");
@@ -171,7 +172,7 @@ httplib::Server::HandlerResponse GuardedServer::check_route(const httplib::Reque
                                    ? "; a browser's cross-origin request needs serve --cors-origin ORIGIN (or '*' "
                                      "for any origin, as A1111's --cors-allow-origins=*)"
                                    : "";
-      json_error(res, 405, req.method + " " + req.path + ": method not allowed (allowed: " + allow + ")" + cors);
+      json_error(req, res, 405, req.method + " " + req.path + ": method not allowed (allowed: " + allow + ")" + cors);
       res.set_header("Allow", allow);
       return HandlerResponse::Handled;
     }

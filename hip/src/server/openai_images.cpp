@@ -4,6 +4,7 @@
 #include <random>
 
 #include "server/base64.h"
+#include "server/error_body.h"
 
 namespace moss {
 namespace {
@@ -15,23 +16,10 @@ void answer(httplib::Response& res, int status, const json& body) {
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
-const char* error_type(int status) {
-  switch (status) {
-    case 400: return "invalid_request_error";
-    case 404: return "not_found_error";
-    case 499: return "client_closed";
-    case 503: return "server_busy";
-    default: return "server_error";
-  }
-}
-
-// OpenAI's error shape; `param` null when the error concerns no field.
+// OpenAI's error shape (server/error_body.h); `param` null when the error concerns no field.
 void error(httplib::Response& res, int status, const std::string& message, const std::string& param = "",
            const char* code = nullptr) {
-  const json p = param.empty() ? json() : json(param);
-  answer(res, status,
-         {{"error", {{"message", message}, {"type", error_type(status)}, {"param", p},
-                     {"code", code ? json(code) : json()}}}});
+  answer(res, status, openai_error_body(status, message, param, code));
 }
 
 // The OpenAI field an A1111 field's refusal concerns.

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/cors.h"
+#include "server/error_body.h"
 #include "util/ascii_case.h"
 
 namespace moss {
@@ -16,9 +17,10 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-void refuse(httplib::Response& res, int status, const std::string& message) {
+// The refusal in the dialect of the route's clients (OpenAI's shape under /v1/: server/error_body.h).
+void refuse(const httplib::Request& req, httplib::Response& res, int status, const std::string& message) {
   res.status = status;
-  const nlohmann::json body = {{"error", message}, {"detail", message}};
+  const nlohmann::json body = error_body(req.path, status, message);
   res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
 }
 
@@ -86,21 +88,21 @@ bool has_body(const httplib::Request& req) {
 bool refuse_request(const GuardRules& rules, const httplib::Request& req, httplib::Response& res) {
   const std::string host = req.get_header_value("Host");
   if (req.has_header("Host") && !host_allowed(rules, host)) {
-    refuse(res, 421,
+    refuse(req, res, 421,
            "Host '" + host + "' is not a name of this server: use its address, localhost, or a name given "
            "with serve --allowed-host NAME (this refuses pages that rebind their own name to this address)");
     return true;
   }
   if (rules.credentials.required() && !open_route(rules, req) &&
       !rules.credentials.accepts(req.get_header_value("Authorization"))) {
-    refuse(res, 401, "credentials needed (serve --api-auth): HTTP Basic USER:PASS, or Authorization: Bearer PASS");
+    refuse(req, res, 401, "credentials needed (serve --api-auth): HTTP Basic USER:PASS, or Authorization: Bearer PASS");
     res.set_header("WWW-Authenticate", "Basic realm=\"moss-infer-hip\", charset=\"UTF-8\"");
     return true;
   }
   if (!changes_state(req.method)) return false;
   const std::string origin = req.get_header_value("Origin");
   if (req.has_header("Origin") && !same_origin(origin, host) && !origin_allowed(rules.cors_origins, origin)) {
-    refuse(res, 403,
+    refuse(req, res, 403,
            "Origin '" + origin + "' may not " + req.method + " to this server: a page of another site "
            "(allow one with serve --cors-origin ORIGIN)");
     return true;
@@ -108,7 +110,7 @@ bool refuse_request(const GuardRules& rules, const httplib::Request& req, httpli
   if ((has_body(req) || req.has_header("Content-Type")) &&
       media_type(req.get_header_value("Content-Type")) != "application/json") {
     const std::string sent = req.get_header_value("Content-Type");
-    refuse(res, 415,
+    refuse(req, res, 415,
            req.method + " " + req.path + " takes Content-Type: application/json" +
                (sent.empty() ? " (none was sent)" : " (not '" + sent + "')"));
     return true;

@@ -62,6 +62,16 @@ def http_request(port, method, path, body=None, timeout=120, raw=None, headers=N
     return resp.status, parsed, payload, resp.headers
 
 
+def error_message(body):
+    """The message of an error answer in either dialect of the server (server/error_body.h):
+    OpenAI's {"error": {"message": ...}} under /v1/, A1111's {"error": MESSAGE, "detail": MESSAGE}
+    elsewhere; "" for anything else."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        error = error.get("message")
+    return error if isinstance(error, str) else ""
+
+
 class Server:
     """Starts the server, waits until it listens, stops it with SIGTERM (a drain: status 0)."""
 

@@ -120,9 +120,11 @@ def check_http(c, srv):
 
 
 def openai_node_headers(api_key):
-    """What openai-node 7.5.0 sends with every request under Node (buildHeaders, getPlatformHeaders)."""
+    """What openai-node 7.5.0 sends with every request under Node (buildHeaders, getPlatformHeaders), as
+    the SDK run for real sent them (bench/results/2026-12-07-session23/openai-node: no
+    X-Stainless-Timeout unless a call sets its own timeout)."""
     return {"Accept": "application/json", "Content-Type": "application/json", "User-Agent": "OpenAI/JS 7.5.0",
-            "X-Stainless-Retry-Count": "0", "X-Stainless-Timeout": "600", "X-Stainless-Lang": "js",
+            "X-Stainless-Retry-Count": "0", "X-Stainless-Lang": "js",
             "X-Stainless-Package-Version": "7.5.0", "X-Stainless-OS": "Linux", "X-Stainless-Arch": "x64",
             "X-Stainless-Runtime": "node", "X-Stainless-Runtime-Version": "v22.12.0",
             "Authorization": f"Bearer {api_key}"}
@@ -239,6 +241,68 @@ def check_litellm(c, srv):
     return True
 
 
+# Refusals made before any route (the request guard's Host, credentials, Origin and Content-Type
+# rules, a path no route has, a method a route does not take), each asked for under /v1/ and
+# under /sdapi/v1/: (name, method, OpenAI path, A1111 path, JSON body or raw bytes, headers, status).
+GOOD_KEY = "s3cret-pass"
+REFUSALS = [
+    ("401-wrong-key", "POST", "/v1/images/generations", "/sdapi/v1/txt2img", {"prompt": "x"},
+     {"Authorization": "Bearer wrong-pass"}, 401),
+    ("401-no-key", "GET", "/v1/models", "/sdapi/v1/sd-models", None, {}, 401),
+    ("404-no-route", "POST", "/v1/chat/completions", "/sdapi/v1/img2img", {"model": "m", "messages": []},
+     {"Authorization": f"Bearer {GOOD_KEY}"}, 404),
+    ("404-model-retrieve", "GET", "/v1/models/dall-e-3", "/sdapi/v1/loras-nothing", None,
+     {"Authorization": f"Bearer {GOOD_KEY}"}, 404),
+    ("405-method", "DELETE", "/v1/models", "/sdapi/v1/sd-models", None, {"Authorization": f"Bearer {GOOD_KEY}"}, 405),
+    ("415-form-body", "POST", "/v1/images/generations", "/sdapi/v1/txt2img", b"prompt=x",
+     {"Authorization": f"Bearer {GOOD_KEY}", "Content-Type": "application/x-www-form-urlencoded"}, 415),
+    ("421-rebound-host", "GET", "/v1/models", "/sdapi/v1/sd-models", None,
+     {"Authorization": f"Bearer {GOOD_KEY}", "Host": "evil.example"}, 421),
+    ("403-other-origin", "POST", "/v1/images/generations", "/sdapi/v1/txt2img", {"prompt": "x"},
+     {"Authorization": f"Bearer {GOOD_KEY}", "Origin": "http://evil.example"}, 403),
+]
+
+
+def check_error_dialects(c, binary, model):
+    """Every refusal reads the same way to the client that got it, whichever part of the server
+    made it: under /v1/ in OpenAI's shape, so that the SDKs show the server's words (openai-node
+    run for real printed a 401 as a quoted JSON string, 401 "credentials needed ...", and an
+    unknown route as 404 "404 Not Found"); under /sdapi/ A1111's {"error", "detail"}."""
+    srv = Server(binary, model, ["--api-auth", f"alice:{GOOD_KEY}"])
+    try:
+        for name, method, v1_path, a1111_path, body, headers, want in REFUSALS:
+            raw = body if isinstance(body, bytes) else None
+            json_body = None if raw is not None else body
+            status, reply, _, got_headers = http_request(srv.port, method, v1_path, json_body, raw=raw, headers=headers)
+            error = reply.get("error") if isinstance(reply, dict) else None
+            shaped = (isinstance(error, dict) and isinstance(error.get("message"), str) and error["message"] and
+                      isinstance(error.get("type"), str) and "param" in error and "code" in error)
+            message = openai_node_error_message(status, reply)
+            c.check(f"dialect-openai-{name}", status == want and shaped and message == f"{status} {error['message']}" and
+                    not error["message"].startswith(str(status)), (status, reply))
+            if want == 401:
+                c.check(f"dialect-openai-{name}-code", shaped and error["code"] == "invalid_api_key" and
+                        error["type"] == "invalid_request_error" and "Basic" in got_headers.get("WWW-Authenticate", ""),
+                        reply)
+            status, reply, _, _ = http_request(srv.port, method, a1111_path, json_body, raw=raw, headers=headers)
+            c.check(f"dialect-a1111-{name}", status == want and isinstance(reply, dict) and
+                    isinstance(reply.get("detail"), str) and reply.get("error") == reply.get("detail"), (status, reply))
+        if openai is not None:
+            # The Python SDK reads the same fields: its error's code, and the server's words.
+            base = f"http://127.0.0.1:{srv.port}/v1"
+            try:
+                openai.OpenAI(base_url=base, api_key="wrong-pass", max_retries=0).models.list()
+                c.check("openai-sdk-wrong-key", False, "accepted")
+            except openai.AuthenticationError as e:
+                c.check("openai-sdk-wrong-key", e.code == "invalid_api_key" and "--api-auth" in e.message, repr(e))
+            result = openai.OpenAI(base_url=base, api_key=GOOD_KEY, max_retries=0).images.generate(
+                prompt="a paper boat", size="32x32", response_format="b64_json")
+            c.check("openai-sdk-right-key", is_png(base64.b64decode(result.data[0].b64_json)), result)
+    finally:
+        code = srv.stop()
+    c.check("auth-server-sigterm-drains-exit-0", code == 0, code)
+
+
 def main():
     binary, model = sys.argv[1], sys.argv[2]
     for name, (repo, files, commit, *_) in SOURCES.items():
@@ -253,6 +317,7 @@ def main():
     finally:
         code = srv.stop()
     c.check("sigterm-drains-exit-0", code == 0, code)
+    check_error_dialects(c, binary, model)
     if not any(ran):
         print("neither openai nor litellm is installed: their checks were skipped")
     c.finish()

@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 
-from harness import Server, Checks, TINY_DEFAULTS, WRAP, http_request, inside
+from harness import Server, Checks, TINY_DEFAULTS, WRAP, error_message, http_request, inside
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = os.path.join(HERE, "..", "..", "src", "server")
@@ -79,7 +79,7 @@ def check_host(c, srv, routes):
         for host in foreign:
             headers = {"Content-Type": "application/json"} if method != "GET" else {}
             status, _, err = send(port, method, path, headers, VALID_BODY if method != "GET" else None, host=host)
-            if status != 421 or not err or f"Host '{host}'" not in err.get("error", ""):
+            if status != 421 or not err or f"Host '{host}'" not in error_message(err):
                 failures.append((method, path, host, status, err))
     c.check(f"host-foreign-refused-421 ({len(routes)} routes x {len(foreign)} hosts)", not failures, failures[:3])
     own = [f"127.0.0.1:{port}", "127.0.0.1", f"localhost:{port}", "LOCALHOST", "app.localhost", f"[::1]:{port}",
@@ -105,7 +105,7 @@ def check_origin(c, srv, routes):
         for origin in foreign:
             status, headers, err = send(port, method, path, {"Origin": origin, "Content-Type": "application/json"},
                                         VALID_BODY)
-            if status != 403 or "access-control-allow-origin" in headers or origin not in (err or {}).get("error", ""):
+            if status != 403 or "access-control-allow-origin" in headers or origin not in error_message(err):
                 failures.append((method, path, origin, status, err))
     c.check(f"origin-foreign-refused-403 ({len(state_changing(routes))} routes x {len(foreign)} origins)",
             not failures, failures[:3])
@@ -128,7 +128,7 @@ def check_types(c, srv, routes):
         for ctype in refused:
             headers = {} if ctype is None else {"Content-Type": ctype}
             status, _, err = send(port, method, path, headers, VALID_BODY)
-            if status != 415 or "application/json" not in (err or {}).get("error", ""):
+            if status != 415 or "application/json" not in error_message(err):
                 failures.append((method, path, ctype, status, err))
     c.check(f"type-non-json-refused-415 ({len(state_changing(routes))} routes x {len(refused)} types)",
             not failures, failures[:3])
