@@ -8,16 +8,17 @@
 #include "util/error.h"
 
 namespace moss {
-namespace {
 
 // Equal in a time that depends on `given`'s length only, not on where the first difference is.
-bool same(const std::string& expected, const std::string& given) {
+bool same_secret(const std::string& expected, const std::string& given) {
   unsigned char diff = expected.size() == given.size() ? 0 : 1;
   const size_t n = expected.empty() ? 1 : expected.size();
   for (size_t i = 0; i < given.size(); ++i)
     diff |= static_cast<unsigned char>(given[i] ^ (expected.empty() ? 0 : expected[i % n]));
   return diff == 0;
 }
+
+namespace {
 
 // The scheme of an Authorization value, case-insensitive, and what follows it.
 bool scheme(const std::string& authorization, const std::string& name, std::string& rest) {
@@ -87,8 +88,8 @@ bool Credentials::accepts(const std::string& authorization) const {
   // Every entry is compared, whichever matched.
   bool found = false;
   for (const Entry& e : entries_) {
-    const bool user_ok = !basic || same(e.user, user);
-    const bool password_ok = same(e.password, password);
+    const bool user_ok = !basic || same_secret(e.user, user);
+    const bool password_ok = same_secret(e.password, password);
     found = found | (user_ok & password_ok);
   }
   return found;

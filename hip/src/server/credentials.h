@@ -9,6 +9,10 @@
 
 namespace moss {
 
+// Equal in a time that depends on `given`'s length only, not on where the first difference is
+// (passwords, and the ids of the image URLs that stand in for credentials).
+bool same_secret(const std::string& expected, const std::string& given);
+
 class Credentials {
  public:
   // Adds the entries of an --api-auth value: USER:PASS pairs separated by commas (a password may

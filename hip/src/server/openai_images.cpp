@@ -4,6 +4,7 @@
 #include <random>
 
 #include "server/base64.h"
+#include "server/credentials.h"
 #include "server/error_body.h"
 
 namespace moss {
@@ -142,8 +143,10 @@ void OpenAiImages::file(const httplib::Request& req, httplib::Response& res) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto now = std::chrono::steady_clock::now();
   while (!kept_.empty() && now - kept_.front().made > std::chrono::seconds(kUrlLifetimeSeconds)) kept_.pop_front();
+  // The id is the URL's only key (the route needs no credentials: server/request_guard.cpp), so it
+  // is compared in constant time.
   for (const Kept& k : kept_)
-    if (k.id == id) {
+    if (same_secret(k.id, id)) {
       res.set_content(k.png, "image/png");
       return;
     }

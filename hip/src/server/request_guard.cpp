@@ -59,7 +59,12 @@ bool host_allowed(const GuardRules& rules, const std::string& host) {
 
 bool open_route(const GuardRules& rules, const httplib::Request& req) {
   if (req.method == "OPTIONS") return true;  // a preflight carries no credentials (Fetch standard)
-  return req.path == "/health" || req.path == "/internal/ping" || (req.path == "/metrics" && !rules.metrics_auth);
+  // An image URL of the OpenAI Images API (server/openai_images.h) is a capability, as OpenAI's
+  // own image URLs are: its 128-bit random id is the key, it expires, and the clients that follow
+  // it (LibreChat's DALL-E tool downloads it with a plain GET) send no credentials.
+  const bool image_url = req.path == "/v1/images/file" && (req.method == "GET" || req.method == "HEAD");
+  return req.path == "/health" || req.path == "/internal/ping" || image_url ||
+         (req.path == "/metrics" && !rules.metrics_auth);
 }
 
 bool changes_state(const std::string& method) { return method != "GET" && method != "HEAD" && method != "OPTIONS"; }

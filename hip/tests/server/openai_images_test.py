@@ -298,9 +298,33 @@ def check_error_dialects(c, binary, model):
             result = openai.OpenAI(base_url=base, api_key=GOOD_KEY, max_retries=0).images.generate(
                 prompt="a paper boat", size="32x32", response_format="b64_json")
             c.check("openai-sdk-right-key", is_png(base64.b64decode(result.data[0].b64_json)), result)
+        check_image_url_is_a_capability(c, srv)
     finally:
         code = srv.stop()
     c.check("auth-server-sigterm-drains-exit-0", code == 0, code)
+
+
+def check_image_url_is_a_capability(c, srv):
+    """With --api-auth, an image URL still works without credentials, as OpenAI's own image URLs
+    do: LibreChat's DALL-E 3 tool (check_librechat_dalle3) downloads data[0].url with a plain GET.
+    The URL's 128-bit random id is the key; every other route, and a made-up id, stay closed."""
+    status, reply, _, _ = http_request(srv.port, "POST", "/v1/images/generations",
+                                       {"prompt": "a kite", "size": "32x32", "response_format": "url"},
+                                       headers={"Authorization": f"Bearer {GOOD_KEY}"})
+    url = reply["data"][0]["url"] if status == 200 else ""
+    path = url[url.index("/v1/"):] if "/v1/" in url else ""
+    c.check("auth-url-made", status == 200 and path.startswith("/v1/images/file?id="), (status, reply))
+    for method in ("GET", "HEAD"):
+        status, _, raw, got = http_request(srv.port, method, path)
+        c.check(f"auth-url-{method}-without-credentials", status == 200 and
+                got.get("Content-Type") == "image/png" and (method == "HEAD" or is_png(raw)), (status, got))
+    made_up = path[:-1] + ("0" if path[-1] != "0" else "1")
+    status, reply, _, _ = http_request(srv.port, "GET", made_up)
+    c.check("auth-url-made-up-id-404", status == 404 and reply.get("error", {}).get("code") == "image_not_found",
+            (status, reply))
+    for other in ("/v1/models", "/sdapi/v1/options", "/sdapi/v1/progress"):
+        status, _, _, _ = http_request(srv.port, "GET", other)
+        c.check(f"auth-url-{other}-still-401", status == 401, status)
 
 
 def main():

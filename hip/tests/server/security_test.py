@@ -326,13 +326,16 @@ def check_auth(c, binary, model, routes):
         f.write("# the team\ncarol:fi:le\n\n")
     srv = Server(binary, model, ["--api-auth", "alice:s3cret,bob:pa:ss", "--api-auth-file", inside(auth_file)])
     open_routes = {"/health", "/internal/ping", "/metrics"}
+    # An image URL's random id is its key (docs/security.md): open, but a made-up id finds nothing
+    # (openai_images_test downloads a real one without credentials).
+    capability_routes = {"/v1/images/file"}
     try:
         bad = [None, basic("alice:wrong"), basic("mallory:s3cret"), basic("alice:s3cre"), basic("alice:s3cret "),
                "Basic not-base64!", "Basic " + base64.b64encode(b"alices3cret").decode(), "Bearer wrong",
                "Bearer ", "Digest alice", basic("bob:pa"), "Bearer alice:s3cret"]
         failures = []
         for method, path in routes:
-            if path in open_routes:
+            if path in open_routes or path in capability_routes:
                 continue
             for auth in bad:
                 headers = {"Content-Type": "application/json"} if method != "GET" else {}
@@ -342,11 +345,15 @@ def check_auth(c, binary, model, routes):
                 if status != 401 or not hdrs.get("www-authenticate", "").startswith("Basic") or \
                         "s3cret" in json.dumps(err):
                     failures.append((method, path, auth, status))
-        c.check(f"auth-refused-401 ({len(routes) - len(open_routes)} routes x {len(bad)} credentials)",
+        c.check(f"auth-refused-401 ({len(routes) - len(open_routes) - len(capability_routes)} routes x "
+                f"{len(bad)} credentials)",
                 not failures, failures[:3])
         for path in open_routes:
             status, _, _ = send(srv.port, "GET", path)
             c.check(f"auth-open-route {path}", status == 200, status)
+        for path in capability_routes:
+            status, _, err = send(srv.port, "GET", path + "?id=" + "0" * 32)
+            c.check(f"auth-capability-route {path} made-up id", status == 404 and "s3cret" not in json.dumps(err), status)
         good = [basic("alice:s3cret"), basic("bob:pa:ss"), basic("carol:fi:le"), "Bearer s3cret", "bearer pa:ss",
                 "BASIC " + base64.b64encode(b"alice:s3cret").decode()]
         for auth in good:
