@@ -64,7 +64,7 @@ print(f"{len(shapes)} modules, rank {rank}, {offset / 2**20:.0f} MiB")
 PY
 log "LoRA: $(python3 -c "import os,sys; print(f'{os.path.getsize(sys.argv[1]) / 2**20:.0f} MiB')" "$LORA") at rank $RANK over every DiT linear"
 # The merge kernel against its host reference, bit for bit, before it is timed.
-if [[ -x $BIN/moss-check ]] && "$BIN/moss-check" 2>&1 | grep -q "moss-check kernels"; then  # device builds only
+if [[ -x $BIN/moss-check && $("$BIN/moss-check" 2>&1) == *"moss-check kernels"* ]]; then  # device builds only
   "$BIN/moss-check" kernels --family lora >"$OUT/kernels_lora.txt" 2>&1 && log "PASS moss-check kernels --family lora: $(tail -1 "$OUT/kernels_lora.txt")" ||
     log "FAIL moss-check kernels --family lora: $(tail -1 "$OUT/kernels_lora.txt")"
 fi
