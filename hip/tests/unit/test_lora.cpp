@@ -10,6 +10,8 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <algorithm>
+#include <cstring>
 
 #include "frontend/a1111_request.h"
 #include "frontend/lora_library.h"
@@ -568,4 +570,107 @@ TEST(Lora, RequestBodiesTakeTagsFromTheLibrary) {
   const A1111Request line = parse(R"({"prompt": "a", "lora": ["x.safetensors:0.5"]})", jobs);
   EXPECT_EQ(line.images.at(0).loras.at(0).path, "x.safetensors");
   EXPECT_THROW(parse(R"({"prompt": "a <lora:style:1>"})", jobs), RequestError);
+}
+
+namespace {
+
+// A LoRA of one PEFT module per 2-D DiT weight of the tiny model (41 modules: enough to spread
+// over the thread pool's workers), its factors of `dtype` filled with random finite bit patterns
+// and the dtype's edge values (largest finite of each sign, smallest subnormal, -0).
+struct DtypeLora {
+  Named tensors;
+  std::vector<std::string> modules;  // in the file's (sorted) order
+};
+DtypeLora dtype_lora(DType dtype, std::mt19937& rng) {
+  const int bits = dtype == DType::F32 ? 32 : 16;
+  const uint32_t exponent = dtype == DType::F32 ? 0x7f800000u : dtype == DType::BF16 ? 0x7f80u : 0x7c00u;
+  const uint32_t sign = bits == 32 ? 0x80000000u : 0x8000u;
+  const std::vector<uint32_t> edges = {exponent - 1, (exponent - 1) | sign, 1, sign};
+  auto fill = [&](std::vector<int64_t> dims) {
+    Tensor t = host_tensor(dtype, dims);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      uint32_t v = uint32_t(rng()) & (bits == 32 ? 0xffffffffu : 0xffffu);
+      if ((v & exponent) == exponent) v &= ~(exponent & ~(exponent >> 1));  // its top exponent bit off: finite
+      if (i < int64_t(edges.size())) v = edges[size_t(i)];
+      if (bits == 32) t.ptr<uint32_t>()[i] = v;
+      else t.ptr<uint16_t>()[i] = uint16_t(v);
+    }
+    return t;
+  };
+  DtypeLora l;
+  for (const std::string& name : base().dit.names()) {
+    const TensorInfo& info = base().dit.info(name);
+    if (name.size() < 7 || name.compare(name.size() - 7, 7, ".weight") != 0 || info.shape.size() != 2) continue;
+    const std::string module = "transformer." + name.substr(0, name.size() - 7);
+    l.tensors.push_back({module + ".lora_A.weight", fill({4, info.shape[1]})});
+    l.tensors.push_back({module + ".lora_B.weight", fill({info.shape[0], 4})});
+    l.modules.push_back(module);
+  }
+  std::sort(l.modules.begin(), l.modules.end());
+  return l;
+}
+
+void set_bits(Tensor& t, int64_t i, uint32_t v) {
+  if (t.dtype == DType::F32) t.ptr<uint32_t>()[i] = v;
+  else t.ptr<uint16_t>()[i] = uint16_t(v);
+}
+
+}  // namespace
+
+// NaN and Inf are found from the bits of each dtype a LoRA may hold (f32, bf16, f16): quiet and
+// signalling NaN, both infinities, at the first and last value of a factor, in an early and a late
+// module; the dtype's largest finite values and subnormals pass. With two bad modules, the first in
+// the file's order is the one named, however the modules were split over the threads.
+TEST(Lora, NonFiniteValuesRefusedInEveryDtype) {
+  std::mt19937 rng(4747);
+  for (const DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const DtypeLora clean = dtype_lora(dtype, rng);
+    ASSERT_GT(clean.modules.size(), 8u);
+    const std::string clean_path = write_lora(std::string("finite_") + dtype_name(dtype), clean.tensors);
+    EXPECT_NO_THROW(bind_lora(std::make_shared<LoraFile>(read_lora(clean_path)), base().dit, base().te));
+    const uint32_t exponent = dtype == DType::F32 ? 0x7f800000u : dtype == DType::BF16 ? 0x7f80u : 0x7c00u;
+    const uint32_t sign = dtype == DType::F32 ? 0x80000000u : 0x8000u;
+    const uint32_t top_mantissa = dtype == DType::F32 ? 0x00400000u : dtype == DType::BF16 ? 0x0040u : 0x0200u;
+    const std::pair<uint32_t, const char*> bad_values[] = {
+        {exponent | top_mantissa, "NaN"}, {exponent | 1, "NaN"}, {exponent | sign | 1, "NaN"},
+        {exponent, "Inf"}, {exponent | sign, "Inf"}};
+    const size_t late = clean.modules.size() - 2;
+    for (const auto& [value, says] : bad_values)
+      for (const size_t module : {size_t(0), late})
+        for (const bool last : {false, true}) {
+          Named t = clean.tensors;
+          for (auto& [name, tensor] : t)
+            if (name == clean.modules[module] + ".lora_B.weight") {
+              Tensor copy = host_tensor(tensor.dtype, tensor.dims());
+              std::memcpy(copy.data, tensor.data, copy.nbytes());
+              const int64_t at = last ? copy.numel() - 1 : 0;
+              set_bits(copy, at, value);
+              tensor = copy;
+            }
+          const std::string path = write_lora(std::string("nonfinite_") + dtype_name(dtype), t);
+          const Error e = error_of([&] { bind_lora(std::make_shared<LoraFile>(read_lora(path)), base().dit, base().te); });
+          const std::string msg = e.what();
+          const int64_t at = last ? base().dit.info(clean.modules[module].substr(12) + ".weight").shape[0] * 4 - 1 : 0;
+          EXPECT_EQ(e.code(), ExitCode::Usage) << msg;
+          EXPECT_NE(msg.find("module '" + clean.modules[module] + "': its up tensor holds " + says + " (value " +
+                             std::to_string(at) + ")"),
+                    std::string::npos)
+              << msg;
+        }
+    // Two bad modules: the earlier one in the file is named.
+    Named t = clean.tensors;
+    for (auto& [name, tensor] : t)
+      if (name == clean.modules[3] + ".lora_A.weight" || name == clean.modules[late] + ".lora_A.weight") {
+        Tensor copy = host_tensor(tensor.dtype, tensor.dims());
+        std::memcpy(copy.data, tensor.data, copy.nbytes());
+        set_bits(copy, 1, exponent);
+        tensor = copy;
+      }
+    const std::string path = write_lora(std::string("two_bad_") + dtype_name(dtype), t);
+    const std::string msg =
+        error_of([&] { bind_lora(std::make_shared<LoraFile>(read_lora(path)), base().dit, base().te); }).what();
+    EXPECT_NE(msg.find("module '" + clean.modules[3] + "': its down tensor holds Inf (value 1)"), std::string::npos)
+        << msg;
+  }
 }
