@@ -5,13 +5,13 @@
 // hip/tests/lora/lora_reference_test.py.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
-#include <algorithm>
-#include <cstring>
 
 #include "frontend/a1111_request.h"
 #include "frontend/lora_library.h"
