@@ -581,22 +581,23 @@ struct DtypeLora {
   Named tensors;
   std::vector<std::string> modules;  // in the file's (sorted) order
 };
-DtypeLora dtype_lora(DType dtype, std::mt19937& rng) {
+Tensor random_finite_bits(DType dtype, std::vector<int64_t> dims, std::mt19937& rng) {
   const int bits = dtype == DType::F32 ? 32 : 16;
   const uint32_t exponent = dtype == DType::F32 ? 0x7f800000u : dtype == DType::BF16 ? 0x7f80u : 0x7c00u;
   const uint32_t sign = bits == 32 ? 0x80000000u : 0x8000u;
   const std::vector<uint32_t> edges = {exponent - 1, (exponent - 1) | sign, 1, sign};
-  auto fill = [&](std::vector<int64_t> dims) {
-    Tensor t = host_tensor(dtype, dims);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      uint32_t v = uint32_t(rng()) & (bits == 32 ? 0xffffffffu : 0xffffu);
-      if ((v & exponent) == exponent) v &= ~(exponent & ~(exponent >> 1));  // its top exponent bit off: finite
-      if (i < int64_t(edges.size())) v = edges[size_t(i)];
-      if (bits == 32) t.ptr<uint32_t>()[i] = v;
-      else t.ptr<uint16_t>()[i] = uint16_t(v);
-    }
-    return t;
-  };
+  Tensor t = host_tensor(dtype, dims);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    uint32_t v = uint32_t(rng()) & (bits == 32 ? 0xffffffffu : 0xffffu);
+    if ((v & exponent) == exponent) v &= ~(exponent & ~(exponent >> 1));  // its top exponent bit off: finite
+    if (i < int64_t(edges.size())) v = edges[size_t(i)];
+    if (bits == 32) t.ptr<uint32_t>()[i] = v;
+    else t.ptr<uint16_t>()[i] = uint16_t(v);
+  }
+  return t;
+}
+DtypeLora dtype_lora(DType dtype, std::mt19937& rng) {
+  auto fill = [&](std::vector<int64_t> dims) { return random_finite_bits(dtype, dims, rng); };
   DtypeLora l;
   for (const std::string& name : base().dit.names()) {
     const TensorInfo& info = base().dit.info(name);
@@ -672,5 +673,40 @@ TEST(Lora, NonFiniteValuesRefusedInEveryDtype) {
         error_of([&] { bind_lora(std::make_shared<LoraFile>(read_lora(path)), base().dit, base().te); }).what();
     EXPECT_NE(msg.find("module '" + clean.modules[3] + "': its down tensor holds Inf (value 1)"), std::string::npos)
         << msg;
+  }
+}
+
+// The factors a merge stages are the file's values widened exactly, whatever the dtype: bf16 and
+// f32 take the thread pool's straight widening (a rank-1024 factor: split over the workers where
+// there are several), f16 the element-by-element walk; a full delta's matrix the same way.
+TEST(Lora, StagedFactorsAreTheFilesValuesWidened) {
+  std::mt19937 rng(4748);
+  const auto host = make_host_backend();
+  const std::string low_rank = "layers.3.proj.ffn_up_gate", full = "layers.0.proj.q";
+  const std::vector<int64_t> lr = base().dit.info(low_rank + ".weight").shape, fs = base().dit.info(full + ".weight").shape;
+  for (const DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Named t = {{low_rank + ".lora_A.weight", random_finite_bits(dtype, {1024, lr[1]}, rng)},
+                     {low_rank + ".lora_B.weight", random_finite_bits(dtype, {lr[0], 1024}, rng)},
+                     {full + ".diff", random_finite_bits(dtype, fs, rng)}};
+    const std::string path = write_lora(std::string("staged_") + dtype_name(dtype), t);
+    const BoundLora bound = bind_lora(std::make_shared<LoraFile>(read_lora(path)), base().dit, base().te);
+    int factors = 0;
+    for (const LoraTarget& target : lora_targets({{&bound, 1.0f}})) {
+      ASSERT_EQ(target.parts.size(), 1u) << target.name;
+      const LoraModule& m = *target.parts[0].module->module;
+      const LoraDelta delta = lora_deltas(target, *host)[0];
+      std::vector<std::pair<const Tensor*, const Tensor*>> pairs;
+      if (m.parts.count("diff")) pairs = {{&m.parts.at("diff"), &delta.f1.a}};
+      else pairs = {{&m.parts.at("up"), &delta.f1.a}, {&m.parts.at("down"), &delta.f1.b}};
+      for (const auto& [source, staged] : pairs) {
+        ASSERT_EQ(staged->dtype, DType::F32);
+        ASSERT_EQ(staged->numel(), source->numel());
+        const std::vector<float> want = to_f32_vector(*source);
+        EXPECT_EQ(std::memcmp(staged->data, want.data(), want.size() * sizeof(float)), 0) << m.key;
+        ++factors;
+      }
+    }
+    EXPECT_EQ(factors, 3);
   }
 }
