@@ -331,7 +331,13 @@ std::string not_finite_message(const LoraModule& m, const std::string& path) {
 void check_finite(const std::vector<BoundModule>& modules, const std::string& path) {
   std::vector<std::string> bad(modules.size());
   ThreadPool::global().parallel_for(int64_t(modules.size()), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) bad[size_t(i)] = not_finite_message(*modules[size_t(i)].module, path);
+    for (int64_t i = begin; i < end; ++i) {
+      try {  // a worker must not throw: anything but a verdict is reported as the module's failure
+        bad[size_t(i)] = not_finite_message(*modules[size_t(i)].module, path);
+      } catch (const std::exception& e) {
+        bad[size_t(i)] = path + ": module '" + modules[size_t(i)].module->key + "': " + e.what();
+      }
+    }
   });
   for (const std::string& message : bad)
     if (!message.empty()) throw usage_error(message);
