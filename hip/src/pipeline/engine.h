@@ -93,6 +93,9 @@ class Engine {
   struct Loaded;
   // Merges the request's LoRA set unless it is the one merged now (exit 2 for a LoRA that does not fit).
   void apply_loras(const std::vector<LoraChoice>& loras);
+  // The merged set as the record lists it, each with its hash: waits for the hashes that
+  // apply_loras started beside the loads (a file that could not be read again: exit 1).
+  const std::vector<LoraChoice>& recorded_loras();
   GeneratedImage make_image(const GenerationRequest& r, bool decode, const ProgressHook& hook,
                             const std::atomic<bool>* stop_denoise);
   EngineSettings settings_;

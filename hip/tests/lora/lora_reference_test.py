@@ -259,6 +259,19 @@ def engine_cases(work, files):
         check(pix[0] == pix_lora and pix[2] == pix_lora, "jobs: the LoRA set's image, again after the base (bit for bit)")
         check(pix[1] == pix_base and pix[4] == pix_base, "jobs: without LoRAs the base image, restored bit for bit")
         check(pix[3] != pix_base and pix[3] != pix_lora, "jobs: another set, another image")
+    # The hashes are computed beside the loads, for the record: the run says what it found, and a
+    # replay whose LoRA file changed since (the same tensors, other bytes: another hash) still runs,
+    # warns with both hashes, and records the file's hash now.
+    check(f"loras: hashes {name} ({want_hash})" in a.stderr, "the run names the hashes it recorded", a.stderr[-600:])
+    save_file(load_file(kohya[0]), kohya[0], metadata={"changed": "since the record"})
+    new_hash = hashlib.sha256(open(kohya[0], "rb").read()).hexdigest()[:12]
+    r = run(["--model", MODEL, "--from-png", f"{work}/lora.png", "-o", f"{work}/changed.png", "--latent-out",
+             f"{work}/changed.npy"])
+    changed = json.loads(png_chunks(f"{work}/changed.png")[0].get("generation", "{}")) if r.returncode == 0 else {}
+    check(r.returncode == 0 and f"hash {new_hash}, the record's is {want_hash}" in r.stderr and
+          [x.get("hash") for x in changed.get("loras", [])][:1] == [new_hash] and
+          open(f"{work}/changed.npy", "rb").read() == open(f"{work}/lora.npy", "rb").read(),
+          "a replay whose LoRA file changed warns with both hashes, records the new one, same latents", r.stderr[-600:])
     # Refusals before compute, with the exit status and no output.
     bad = os.path.join(work, "sdxl.safetensors")
     save_file({"lora_unet_input_blocks_4_1_proj_in.lora_down.weight": torch.zeros(4, 320, dtype=torch.bfloat16),

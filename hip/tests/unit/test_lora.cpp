@@ -5,7 +5,9 @@
 // hip/tests/lora/lora_reference_test.py.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -196,6 +198,62 @@ TEST(Lora, Sha256KnownDigests) {
   const std::string m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
   two_blocks.update(m.data(), m.size());
   EXPECT_EQ(two_blocks.hex(), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+namespace {
+
+std::string sha256_hex(const std::string& m, Sha256::Path path) {
+  Sha256 h(path);
+  h.update(m.data(), m.size());
+  return h.hex();
+}
+
+}  // namespace
+
+// FIPS 180-2's vectors (appendix B and the 896-bit one of the NIST examples) on both compressions:
+// the portable one and SHA-NI where this processor has it (else both are the portable one).
+TEST(Lora, Sha256NistVectorsOnBothPaths) {
+  const std::pair<std::string, const char*> vectors[] = {
+      {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+      {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+      {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+       "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+      {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+       "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+      {std::string(1000000, 'a'), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"},
+  };
+  RecordProperty("sha_ni", Sha256::accelerated_available() ? "yes" : "no");
+  EXPECT_FALSE(Sha256(Sha256::Path::Portable).accelerated());
+  EXPECT_EQ(Sha256().accelerated(), Sha256::accelerated_available());
+  for (const auto& [message, digest] : vectors) {
+    EXPECT_EQ(sha256_hex(message, Sha256::Path::Portable), digest) << message.size() << " bytes";
+    EXPECT_EQ(sha256_hex(message, Sha256::Path::Fastest), digest) << message.size() << " bytes";
+  }
+}
+
+// The fast compression against the portable one on random bytes of every length from 0 to 1100
+// (every padding case, one to seventeen blocks), a few long ones, and the same messages fed in
+// random pieces (blocks compressed straight from the caller's buffer, or through the partial
+// block), so a lane or schedule slip in either shows as a differing digest.
+TEST(Lora, Sha256FastPathEqualsPortable) {
+  std::mt19937 rng(47);
+  std::string data(size_t(1) << 20 | 77, '\0');
+  for (char& c : data) c = char(rng());
+  std::vector<size_t> lengths;
+  for (size_t n = 0; n <= 1100; ++n) lengths.push_back(n);
+  for (size_t n : {size_t(4095), size_t(4096), size_t(65537), data.size()}) lengths.push_back(n);
+  for (size_t n : lengths) {
+    const std::string m = data.substr(0, n);
+    const std::string portable = sha256_hex(m, Sha256::Path::Portable);
+    ASSERT_EQ(sha256_hex(m, Sha256::Path::Fastest), portable) << n << " bytes";
+    Sha256 pieces;
+    for (size_t at = 0; at < n;) {
+      const size_t piece = std::min<size_t>(n - at, rng() % 200);
+      pieces.update(m.data() + at, piece);
+      at += piece;
+    }
+    ASSERT_EQ(pieces.hex(), portable) << n << " bytes in pieces";
+  }
 }
 
 TEST(Lora, EveryFormatMapsAndMergesByTheFormula) {
@@ -512,4 +570,143 @@ TEST(Lora, RequestBodiesTakeTagsFromTheLibrary) {
   const A1111Request line = parse(R"({"prompt": "a", "lora": ["x.safetensors:0.5"]})", jobs);
   EXPECT_EQ(line.images.at(0).loras.at(0).path, "x.safetensors");
   EXPECT_THROW(parse(R"({"prompt": "a <lora:style:1>"})", jobs), RequestError);
+}
+
+namespace {
+
+// A LoRA of one PEFT module per 2-D DiT weight of the tiny model (41 modules: enough to spread
+// over the thread pool's workers), its factors of `dtype` filled with random finite bit patterns
+// and the dtype's edge values (largest finite of each sign, smallest subnormal, -0).
+struct DtypeLora {
+  Named tensors;
+  std::vector<std::string> modules;  // in the file's (sorted) order
+};
+Tensor random_finite_bits(DType dtype, std::vector<int64_t> dims, std::mt19937& rng) {
+  const int bits = dtype == DType::F32 ? 32 : 16;
+  const uint32_t exponent = dtype == DType::F32 ? 0x7f800000u : dtype == DType::BF16 ? 0x7f80u : 0x7c00u;
+  const uint32_t sign = bits == 32 ? 0x80000000u : 0x8000u;
+  const std::vector<uint32_t> edges = {exponent - 1, (exponent - 1) | sign, 1, sign};
+  Tensor t = host_tensor(dtype, dims);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    uint32_t v = uint32_t(rng()) & (bits == 32 ? 0xffffffffu : 0xffffu);
+    if ((v & exponent) == exponent) v &= ~(exponent & ~(exponent >> 1));  // its top exponent bit off: finite
+    if (i < int64_t(edges.size())) v = edges[size_t(i)];
+    if (bits == 32) t.ptr<uint32_t>()[i] = v;
+    else t.ptr<uint16_t>()[i] = uint16_t(v);
+  }
+  return t;
+}
+DtypeLora dtype_lora(DType dtype, std::mt19937& rng) {
+  auto fill = [&](std::vector<int64_t> dims) { return random_finite_bits(dtype, dims, rng); };
+  DtypeLora l;
+  for (const std::string& name : base().dit.names()) {
+    const TensorInfo& info = base().dit.info(name);
+    if (name.size() < 7 || name.compare(name.size() - 7, 7, ".weight") != 0 || info.shape.size() != 2) continue;
+    const std::string module = "transformer." + name.substr(0, name.size() - 7);
+    l.tensors.push_back({module + ".lora_A.weight", fill({4, info.shape[1]})});
+    l.tensors.push_back({module + ".lora_B.weight", fill({info.shape[0], 4})});
+    l.modules.push_back(module);
+  }
+  std::sort(l.modules.begin(), l.modules.end());
+  return l;
+}
+
+void set_bits(Tensor& t, int64_t i, uint32_t v) {
+  if (t.dtype == DType::F32) t.ptr<uint32_t>()[i] = v;
+  else t.ptr<uint16_t>()[i] = uint16_t(v);
+}
+
+}  // namespace
+
+// NaN and Inf are found from the bits of each dtype a LoRA may hold (f32, bf16, f16): quiet and
+// signalling NaN, both infinities, at the first and last value of a factor, in an early and a late
+// module; the dtype's largest finite values and subnormals pass. With two bad modules, the first in
+// the file's order is the one named, however the modules were split over the threads.
+TEST(Lora, NonFiniteValuesRefusedInEveryDtype) {
+  std::mt19937 rng(4747);
+  for (const DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const DtypeLora clean = dtype_lora(dtype, rng);
+    ASSERT_GT(clean.modules.size(), 8u);
+    const std::string clean_path = write_lora(std::string("finite_") + dtype_name(dtype), clean.tensors);
+    EXPECT_NO_THROW(bind_lora(std::make_shared<LoraFile>(read_lora(clean_path)), base().dit, base().te));
+    const uint32_t exponent = dtype == DType::F32 ? 0x7f800000u : dtype == DType::BF16 ? 0x7f80u : 0x7c00u;
+    const uint32_t sign = dtype == DType::F32 ? 0x80000000u : 0x8000u;
+    const uint32_t top_mantissa = dtype == DType::F32 ? 0x00400000u : dtype == DType::BF16 ? 0x0040u : 0x0200u;
+    const std::pair<uint32_t, const char*> bad_values[] = {
+        {exponent | top_mantissa, "NaN"}, {exponent | 1, "NaN"}, {exponent | sign | 1, "NaN"},
+        {exponent, "Inf"}, {exponent | sign, "Inf"}};
+    const size_t late = clean.modules.size() - 2;
+    for (const auto& [value, says] : bad_values)
+      for (const size_t module : {size_t(0), late})
+        for (const bool last : {false, true}) {
+          Named t = clean.tensors;
+          for (auto& [name, tensor] : t)
+            if (name == clean.modules[module] + ".lora_B.weight") {
+              Tensor copy = host_tensor(tensor.dtype, tensor.dims());
+              std::memcpy(copy.data, tensor.data, copy.nbytes());
+              const int64_t at = last ? copy.numel() - 1 : 0;
+              set_bits(copy, at, value);
+              tensor = copy;
+            }
+          const std::string path = write_lora(std::string("nonfinite_") + dtype_name(dtype), t);
+          const Error e = error_of([&] { bind_lora(std::make_shared<LoraFile>(read_lora(path)), base().dit, base().te); });
+          const std::string msg = e.what();
+          const int64_t at = last ? base().dit.info(clean.modules[module].substr(12) + ".weight").shape[0] * 4 - 1 : 0;
+          EXPECT_EQ(e.code(), ExitCode::Usage) << msg;
+          EXPECT_NE(msg.find("module '" + clean.modules[module] + "': its up tensor holds " + says + " (value " +
+                             std::to_string(at) + ")"),
+                    std::string::npos)
+              << msg;
+        }
+    // Two bad modules: the earlier one in the file is named.
+    Named t = clean.tensors;
+    for (auto& [name, tensor] : t)
+      if (name == clean.modules[3] + ".lora_A.weight" || name == clean.modules[late] + ".lora_A.weight") {
+        Tensor copy = host_tensor(tensor.dtype, tensor.dims());
+        std::memcpy(copy.data, tensor.data, copy.nbytes());
+        set_bits(copy, 1, exponent);
+        tensor = copy;
+      }
+    const std::string path = write_lora(std::string("two_bad_") + dtype_name(dtype), t);
+    const std::string msg =
+        error_of([&] { bind_lora(std::make_shared<LoraFile>(read_lora(path)), base().dit, base().te); }).what();
+    EXPECT_NE(msg.find("module '" + clean.modules[3] + "': its down tensor holds Inf (value 1)"), std::string::npos)
+        << msg;
+  }
+}
+
+// The factors a merge stages are the file's values widened exactly, whatever the dtype: bf16 and
+// f32 take the thread pool's straight widening (a rank-1024 factor: split over the workers where
+// there are several), f16 the element-by-element walk; a full delta's matrix the same way.
+TEST(Lora, StagedFactorsAreTheFilesValuesWidened) {
+  std::mt19937 rng(4748);
+  const auto host = make_host_backend();
+  const std::string low_rank = "layers.3.proj.ffn_up_gate", full = "layers.0.proj.q";
+  const std::vector<int64_t> lr = base().dit.info(low_rank + ".weight").shape, fs = base().dit.info(full + ".weight").shape;
+  for (const DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Named t = {{low_rank + ".lora_A.weight", random_finite_bits(dtype, {1024, lr[1]}, rng)},
+                     {low_rank + ".lora_B.weight", random_finite_bits(dtype, {lr[0], 1024}, rng)},
+                     {full + ".diff", random_finite_bits(dtype, fs, rng)}};
+    const std::string path = write_lora(std::string("staged_") + dtype_name(dtype), t);
+    const BoundLora bound = bind_lora(std::make_shared<LoraFile>(read_lora(path)), base().dit, base().te);
+    int factors = 0;
+    for (const LoraTarget& target : lora_targets({{&bound, 1.0f}})) {
+      ASSERT_EQ(target.parts.size(), 1u) << target.name;
+      const LoraModule& m = *target.parts[0].module->module;
+      const LoraDelta delta = lora_deltas(target, *host)[0];
+      std::vector<std::pair<const Tensor*, const Tensor*>> pairs;
+      if (m.parts.count("diff")) pairs = {{&m.parts.at("diff"), &delta.f1.a}};
+      else pairs = {{&m.parts.at("up"), &delta.f1.a}, {&m.parts.at("down"), &delta.f1.b}};
+      for (const auto& [source, staged] : pairs) {
+        ASSERT_EQ(staged->dtype, DType::F32);
+        ASSERT_EQ(staged->numel(), source->numel());
+        const std::vector<float> want = to_f32_vector(*source);
+        EXPECT_EQ(std::memcmp(staged->data, want.data(), want.size() * sizeof(float)), 0) << m.key;
+        ++factors;
+      }
+    }
+    EXPECT_EQ(factors, 3);
+  }
 }
