@@ -413,7 +413,9 @@ void int8_gemm_wgmma(const Int8GemmArgs& a, hipStream_t stream, int multiprocess
   args.ldy = a.y.ld;
   args.m = args.x_rows = int(a.m);
   args.n = int(a.n);
-  args.k = int(a.k);
+  // The kernel walks args.k / kStepK whole k-steps: K rounded up to a whole step, whose bytes past
+  // the real K (the tensor maps' width) the copy engine reads as zeros, adding nothing to the sums.
+  args.k = int((a.k + WgmmaInt8::kStepK - 1) / WgmmaInt8::kStepK * WgmmaInt8::kStepK);
   args.splits = 1;
   args.gated = args.y_transposed = args.run_stores = false;
   args.pair_stores = pair_stores_fit(a.y.data, a.y.ld, a.y.bf16);
