@@ -207,10 +207,12 @@ static_assert(wgmma_reads_tma_layout(0, 0, 64) && wgmma_reads_tma_layout(3 * 491
               "wgmma A reads do not match the copy engine's 128-byte swizzle");
 static_assert(wgmma_reads_tma_layout(16384, 0, 256) && wgmma_reads_tma_layout(2 * 49152 + 16384, 0, 256),
               "wgmma B reads do not match the copy engine's 128-byte swizzle");
-// The same stages with int8 operands (kernels/gemm_wgmma_int8.h: m64nNk32 s8, 128 int8 a k-step).
-static_assert(wgmma_reads_tma_layout(0, 0, 64, 1) && wgmma_reads_tma_layout(3 * 49152, 64, 64, 1) &&
-                  wgmma_reads_tma_layout(16384, 0, 256, 1) && wgmma_reads_tma_layout(2 * 49152 + 16384, 0, 256, 1),
-              "wgmma s8 reads do not match the copy engine's 128-byte swizzle");
+// The same stages with int8 operands (kernels/gemm_wgmma_int8.h: m64nNk32 s8, 128 int8 a k-step):
+// the A blocks here (one evaluation each, within clang's constexpr step limit); the 256-row B
+// blocks of every stage in tests/unit/test_gemm_layout.cpp (GemmLayout.WgmmaInt8ReadsTheCopyEnginesBoxes).
+static_assert(wgmma_reads_tma_layout(0, 0, 64, 1), "wgmma s8 A reads do not match the copy engine's 128-byte swizzle");
+static_assert(wgmma_reads_tma_layout(3 * 49152, 64, 64, 1),
+              "wgmma s8 A reads do not match the copy engine's 128-byte swizzle");
 
 // ---- the accumulator of one m64nNk16 wgmma (PTX ISA, "Matrix fragments for wgmma .m64nNk16") ----
 // Thread t of the warpgroup (warp w = t / 32, lane l) holds N/2 floats; register i is element
