@@ -4,7 +4,8 @@
 // (included here only, instantiated in this translation unit):
 //   kernels/gemm_leaf.h    the leaf kernel (AMD, the portable path; NVIDIA with f32 weights)
 //   kernels/gemm_mma.h     the Mma kernel (NVIDIA mma.sync + ldmatrix, bf16 weights)
-//   kernels/gemm_wgmma.h   the Wgmma kernel (NVIDIA Hopper)
+//   kernels/gemm_wgmma.h   the Wgmma kernel (NVIDIA Hopper), bf16; with
+//   kernels/gemm_wgmma_int8.h  also int8, the INT8 ConvRot GEMM (int8_gemm_wgmma, int8_linear.h)
 //   kernels/gemm_parts.h   what they share: arguments, epilogue, raster order
 // This file holds the host side: tile choice, split-K, launches, gemm_resolve.
 #include "kernels/gemm.h"
@@ -19,6 +20,7 @@
 #include "kernels/gemm_mma.h"
 #include "kernels/gemm_parts.h"
 #include "kernels/gemm_wgmma.h"
+#include "kernels/gemm_wgmma_int8.h"
 #include "kernels/kernel_path.h"
 
 namespace moss {
@@ -27,6 +29,11 @@ namespace {
 // ---- host side ---------------------------------------------------------------------------------
 // The product rows a transposed store writes: x's m, then zeros up to y_rows.
 int64_t transposed_rows(const GemmOperands& op) { return op.y_rows > op.m ? op.y_rows : op.m; }
+
+// Whether a row-major y takes one aligned write per column pair (KernelArgs::pair_stores).
+bool pair_stores_fit(const void* y, int64_t ldy, bool bf16) {
+  return ldy % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (bf16 ? 4 : 8) == 0;
+}
 
 template <class TA, class TB>
 KernelArgs<TA, TB> kernel_args(const GemmOperands& op) {
@@ -48,8 +55,7 @@ KernelArgs<TA, TB> kernel_args(const GemmOperands& op) {
   a.splits = 1;
   a.bias_bf16 = op.bias_type == GemmType::BF16;
   a.y_bf16 = op.y_type == GemmType::BF16;
-  const uintptr_t pair_bytes = a.y_bf16 ? 4 : 8;
-  a.pair_stores = !op.y_transposed && op.ldy % 2 == 0 && reinterpret_cast<uintptr_t>(op.y) % pair_bytes == 0;
+  a.pair_stores = !op.y_transposed && pair_stores_fit(op.y, op.ldy, a.y_bf16);
   a.y_transposed = op.y_transposed;
   a.run_stores = op.y_transposed && a.y_bf16 && op.ldy % 8 == 0 && reinterpret_cast<uintptr_t>(op.y) % 16 == 0;
   return a;
@@ -161,28 +167,41 @@ void launch_mma_typed(const GemmOperands& op, int splits, hipStream_t stream) {
   else launch_mma<Cfg, float>(op, splits, stream);
 }
 
+// y as the Wgmma kernel writes it: through the copy engine when y's rows allow it (16-byte
+// aligned; args.tma_store), else from registers, and the map is then never read (`unused`).
+template <class Args>
+gemm_hopper::TensorMap wgmma_store_map(Args& args, const gemm_hopper::TensorMap& unused) {
+  const int esize = args.y_bf16 ? 2 : 4;
+  args.tma_store = reinterpret_cast<uintptr_t>(args.y) % 16 == 0 && (args.ldy * esize) % 16 == 0;
+  return args.tma_store ? gemm_hopper::store_tensor_map(args.y, args.y_bf16, args.m, args.n, args.ldy, 64) : unused;
+}
+
+// Persistent: one block per multiprocessor (or per tile, when there are fewer), each walking its
+// share of the tiles (see WgmmaTiles).
+template <class Op>
+void launch_wgmma_kernel(const gemm_hopper::TensorMap& x_map, const gemm_hopper::TensorMap& w_map,
+                         const gemm_hopper::TensorMap& y_map, const typename Op::Args& args, hipStream_t stream,
+                         int multiprocessors) {
+  using Cfg = WgmmaTiles;
+  static const bool opted_in = opt_in_shared_memory(gemm_wgmma_kernel<Op>, Cfg::kSmemBytes);
+  (void)opted_in;
+  const unsigned blocks = grid_blocks(args.m, args.n, Cfg::BM, wgmma_tile_cols(args.gated), multiprocessors);
+  hipLaunchKernelGGL(gemm_wgmma_kernel<Op>, dim3(blocks), dim3(Cfg::kThreads), size_t(Cfg::kSmemBytes), stream, x_map,
+                     w_map, y_map, args);
+  MOSS_HIP_CHECK(hipGetLastError());
+}
+
 // The tensor maps describe x and w as the copy engine will read them (boxes of one k-step).
 void launch_wgmma(const GemmOperands& op, hipStream_t stream, int multiprocessors) {
   using Cfg = WgmmaTiles;
-  static const bool opted_in = opt_in_shared_memory(gemm_wgmma_kernel, Cfg::kSmemBytes);
-  (void)opted_in;
   const gemm_hopper::TensorMap x_map = gemm_hopper::kmajor_tensor_map(op.x, op.m, op.k, op.ldx, Cfg::BM);
   // With a gated unit w has 2n rows, read in boxes of 64 (a's and b's rows of each column half).
   const gemm_hopper::TensorMap w_map =
       op.gated ? gemm_hopper::kmajor_tensor_map(op.w, 2 * op.n, op.k, op.ldw, Cfg::kGatedBoxRows)
                : gemm_hopper::kmajor_tensor_map(op.w, op.n, op.k, op.ldw, Cfg::BN);
-  // The output through the copy engine when y's rows allow it (16-byte aligned); else from registers.
   KernelArgs<bf16, bf16> args = kernel_args<bf16, bf16>(op);
-  const int esize = op.y_type == GemmType::BF16 ? 2 : 4;
-  args.tma_store = reinterpret_cast<uintptr_t>(op.y) % 16 == 0 && (op.ldy * esize) % 16 == 0;
-  const gemm_hopper::TensorMap y_map =
-      args.tma_store ? gemm_hopper::store_tensor_map(op.y, esize == 2, op.m, op.n, op.ldy, 64) : x_map;
-  // Persistent: one block per multiprocessor (or per tile, when there are fewer), each walking
-  // its share of the tiles (see WgmmaTiles).
-  const unsigned blocks = grid_blocks(op.m, op.n, Cfg::BM, wgmma_tile_cols(op.gated), multiprocessors);
-  hipLaunchKernelGGL(gemm_wgmma_kernel, dim3(blocks), dim3(Cfg::kThreads), size_t(Cfg::kSmemBytes), stream, x_map,
-                     w_map, y_map, args);
-  MOSS_HIP_CHECK(hipGetLastError());
+  const gemm_hopper::TensorMap y_map = wgmma_store_map(args, x_map);
+  launch_wgmma_kernel<WgmmaBf16>(x_map, w_map, y_map, args, stream, multiprocessors);
 }
 #endif
 
@@ -352,6 +371,59 @@ void gemm(const GemmOperands& op, hipStream_t stream, int multiprocessors, GemmP
     case GemmTiles::Medium: launch_leaf_for_dtypes<MediumTiles, MediumTiles, MediumTiles>(op, stream); break;
     default: launch_leaf_for_dtypes<SmallTiles, SmallTiles, SmallTiles>(op, stream); break;
   }
+#endif
+}
+
+// ---- the INT8 ConvRot GEMM on the Wgmma kernel (kernels/int8_linear.h) ----------------------------
+bool int8_gemm_wgmma_fits(const Int8GemmArgs& a) {
+#if MOSS_PLATFORM_NVIDIA
+  const auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const int64_t limit = 0x7fffffff, steps = (a.k + WgmmaInt8::kStepK - 1) / WgmmaInt8::kStepK;
+  return !portable_kernels() && a.k % 16 == 0 && aligned16(a.qx) && aligned16(a.qw) && steps >= kWgmmaMinSteps &&
+         a.m <= limit && a.n <= limit && a.k <= limit;
+#else
+  (void)a;
+  return false;
+#endif
+}
+
+void int8_gemm_wgmma(const Int8GemmArgs& a, hipStream_t stream, int multiprocessors) {
+  if (!int8_gemm_wgmma_fits(a))
+    throw failure("int8_gemm_wgmma: " + std::to_string(a.m) + "x" + std::to_string(a.k) + "x" + std::to_string(a.n) +
+                  " does not fit the wgmma kernel (NVIDIA native path, k a multiple of 16 above 256, 16-byte aligned "
+                  "operands: int8_gemm_wgmma_fits)");
+  if (a.m == 0 || a.n == 0) return;
+#if MOSS_PLATFORM_NVIDIA
+  using Cfg = WgmmaTiles;
+  // q_x and q_w are packed [rows, k] bytes (row stride k), read in boxes of one 128-byte k-step.
+  const gemm_hopper::TensorMap x_map =
+      gemm_hopper::kmajor_tensor_map(a.qx, a.m, a.k, a.k, Cfg::BM, gemm_hopper::TmaElement::Byte);
+  const gemm_hopper::TensorMap w_map =
+      gemm_hopper::kmajor_tensor_map(a.qw, a.n, a.k, a.k, Cfg::BN, gemm_hopper::TmaElement::Byte);
+  Int8WgmmaArgs args = {};
+  args.x = a.qx;
+  args.w = a.qw;
+  args.sx = a.sx;
+  args.sw = a.sw;
+  args.bias = a.bias.data;
+  args.bias_bf16 = a.bias.bf16;
+  args.y = a.y.data;
+  args.y_bf16 = a.y.bf16;
+  args.ldx = args.ldw = a.k;
+  args.ldy = a.y.ld;
+  args.m = args.x_rows = int(a.m);
+  args.n = int(a.n);
+  // The kernel walks args.k / kStepK whole k-steps: K rounded up to a whole step, whose bytes past
+  // the real K (the tensor maps' width) the copy engine reads as zeros, adding nothing to the sums.
+  args.k = int((a.k + WgmmaInt8::kStepK - 1) / WgmmaInt8::kStepK * WgmmaInt8::kStepK);
+  args.splits = 1;
+  args.gated = args.y_transposed = args.run_stores = false;
+  args.pair_stores = pair_stores_fit(a.y.data, a.y.ld, a.y.bf16);
+  const gemm_hopper::TensorMap y_map = wgmma_store_map(args, x_map);
+  launch_wgmma_kernel<WgmmaInt8>(x_map, w_map, y_map, args, stream, multiprocessors);
+#else
+  (void)stream;
+  (void)multiprocessors;
 #endif
 }
 

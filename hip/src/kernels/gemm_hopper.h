@@ -1,7 +1,8 @@
-// NVIDIA Hopper (sm_90a) instructions of the GEMM's wgmma kernel (GemmKernel::Wgmma in
-// kernels/gemm.hip): wgmma.mma_async m64n256k16 (bf16 in, f32 accumulators), both operands
-// from shared memory through matrix descriptors (gemm_layout::sw128 models and proves the layout).
-// The m64n128k16 it also issues, on one column half of those accumulators, is hopper_common.h's.
+// NVIDIA Hopper (sm_90a) instructions of the GEMM's wgmma kernel (kernels/gemm_wgmma.h):
+// wgmma.mma_async m64n256k16 (bf16 in, f32 accumulators; GemmKernel::Wgmma), and m64n256k32 /
+// m64n128k32 (s8 in, s32 accumulators; the INT8 ConvRot GEMM), both operands from shared memory
+// through matrix descriptors (gemm_layout::sw128 models and proves the layout). The bf16
+// m64n128k16 it also issues, on one column half of those accumulators, is hopper_common.h's.
 // The machinery it shares with the attention kernel (mbarriers, TMA and its tensor maps,
 // setmaxnreg, wgmma ordering) lives in kernels/hopper_common.h, namespace hopper, and is visible
 // here as gemm_hopper::... through the using-directive below. Nothing here exists on AMD.
@@ -36,6 +37,44 @@ __device__ inline void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64
       "}, %128, %129, p, 1, 1, 0, 0;\n\t}"
       : MOSS_WGMMA_ACC64(d, 0), MOSS_WGMMA_ACC64(d, 64)
       : "l"(desc_a), "l"(desc_b), "r"(1));
+}
+
+// The int8 products (the INT8 ConvRot GEMM): one k32 step of s8 is 32 bytes of a row, exactly a
+// bf16 k16 step's, so the descriptors are the same (gemm_layout::sw128::step_descriptor) and the
+// s32 accumulators sit in the f32 ones' registers (gemm_layout::sw128::accumulator). The sums are
+// exact (the caller keeps them in range). Integer wgmma has no negation or transpose immediates.
+// d[64 x 256] += A[64 x 32] · B[256 x 32]ᵀ, s8 x s8 -> s32 (scale-d 1, as wgmma_m64n256k16).
+__device__ inline void wgmma_m64n256k32_s8(int32_t (&d)[128], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %130, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p;\n\t}"
+      : MOSS_WGMMA_ACC64_AS("+r", d, 0), MOSS_WGMMA_ACC64_AS("+r", d, 64)
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+}
+// d[kFirst .. kFirst + 63] (+)= A[64 x 32] · B[128 x 32]ᵀ: one column half of the accumulators
+// above (registers 64h.. hold columns 128h..: gemm_layout::sw128::accumulator_halves_pair).
+template <int kFirst, int N>
+__device__ inline void wgmma_m64n128k32_s8(int32_t (&d)[N], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  static_assert(kFirst >= 0 && kFirst + 64 <= N, "64 accumulators inside d");
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p;\n\t}"
+      : MOSS_WGMMA_ACC64_AS("+r", d, kFirst)
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
 }  // namespace gemm_hopper

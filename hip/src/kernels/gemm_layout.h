@@ -151,10 +151,11 @@ constexpr int kK16Bytes = 32;     // one wgmma k16 step along a row
 // (bits 7-9). With 1024-aligned stages this is "chunk c of row r sits at chunk c ^ (r % 8)".
 constexpr uint32_t swizzle_address(uint32_t a) { return a ^ (((a >> 7) & 7u) << 4); }
 
-// Where the copy engine writes element k (0..63) of box row `row`, for a stage at `stage`
-// (1024-aligned): rows densely 128 bytes apart, the swizzle on top.
-constexpr uint32_t tma_address(uint32_t stage, int row, int k) {
-  return swizzle_address(stage + uint32_t(row * kRowBytes + k * 2));
+// Where the copy engine writes element k of box row `row` (k < 128 / esize: 64 bf16, or 128 int8
+// for the INT8 ConvRot GEMM), for a stage at `stage` (1024-aligned): rows densely 128 bytes apart,
+// the swizzle on top.
+constexpr uint32_t tma_address(uint32_t stage, int row, int k, int esize = 2) {
+  return swizzle_address(stage + uint32_t(row * kRowBytes + k * esize));
 }
 
 // ---- wgmma shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format", sm_90) ----
@@ -171,13 +172,14 @@ constexpr uint64_t descriptor(uint32_t start_address) {
 }
 
 // Model of wgmma's operand fetch for a K-major operand (PTX ISA, "Shared Memory Matrix Layout",
-// K-major, 128-byte swizzle): element (row, k) of the operand (row < 64 for A, < N for B; k < 16)
-// is read at start + (row / 8) * SBO + (row % 8) * 128 + 2k, then swizzled like every address.
-constexpr uint32_t wgmma_address(uint64_t desc, int row, int k) {
+// K-major, 128-byte swizzle): element (row, k) of the operand (row < 64 for A, < N for B; k < 16
+// for bf16 k16, k < 32 for s8 k32: 32 bytes either way) is read at start + (row / 8) * SBO +
+// (row % 8) * 128 + esize·k, then swizzled like every address.
+constexpr uint32_t wgmma_address(uint64_t desc, int row, int k, int esize = 2) {
   const uint32_t start = uint32_t(desc & 0x3FFFu) << 4;
   const uint32_t sbo = uint32_t((desc >> 32) & 0x3FFFu) << 4;
   return swizzle_address(start + uint32_t(row / kAtomRows) * sbo + uint32_t(row % kAtomRows) * kRowBytes +
-                         uint32_t(k * 2));
+                         uint32_t(k * esize));
 }
 
 // The kernel's descriptor for k16 step kk of an operand block that starts `first_row` rows into
@@ -187,13 +189,15 @@ constexpr uint64_t step_descriptor(uint32_t stage, int first_row, int kk) {
 }
 
 // Proof: for a stage at `stage` (1024-aligned), an operand block `first_row` rows in, every
-// k16 step, row and k, wgmma reads what the copy engine wrote for (first_row + row, 16kk + k).
-constexpr bool wgmma_reads_tma_layout(uint32_t stage, int first_row, int rows) {
-  for (int kk = 0; kk < kBK / 16; ++kk)
+// 32-byte step kk (k16 of bf16, esize 2; k32 of int8, esize 1), row and k, wgmma reads what the
+// copy engine wrote for (first_row + row, step·kk + k).
+constexpr bool wgmma_reads_tma_layout(uint32_t stage, int first_row, int rows, int esize = 2) {
+  const int step = kK16Bytes / esize;  // elements per instruction step
+  for (int kk = 0; kk < kRowBytes / kK16Bytes; ++kk)
     for (int row = 0; row < rows; ++row)
-      for (int k = 0; k < 16; ++k)
-        if (wgmma_address(step_descriptor(stage, first_row, kk), row, k) !=
-            tma_address(stage, first_row + row, 16 * kk + k))
+      for (int k = 0; k < step; ++k)
+        if (wgmma_address(step_descriptor(stage, first_row, kk), row, k, esize) !=
+            tma_address(stage, first_row + row, step * kk + k, esize))
           return false;
   return true;
 }
@@ -203,6 +207,12 @@ static_assert(wgmma_reads_tma_layout(0, 0, 64) && wgmma_reads_tma_layout(3 * 491
               "wgmma A reads do not match the copy engine's 128-byte swizzle");
 static_assert(wgmma_reads_tma_layout(16384, 0, 256) && wgmma_reads_tma_layout(2 * 49152 + 16384, 0, 256),
               "wgmma B reads do not match the copy engine's 128-byte swizzle");
+// The same stages with int8 operands (kernels/gemm_wgmma_int8.h: m64nNk32 s8, 128 int8 a k-step):
+// the A blocks here (one evaluation each, within clang's constexpr step limit); the 256-row B
+// blocks of every stage in tests/unit/test_gemm_layout.cpp (GemmLayout.WgmmaInt8ReadsTheCopyEnginesBoxes).
+static_assert(wgmma_reads_tma_layout(0, 0, 64, 1), "wgmma s8 A reads do not match the copy engine's 128-byte swizzle");
+static_assert(wgmma_reads_tma_layout(3 * 49152, 64, 64, 1),
+              "wgmma s8 A reads do not match the copy engine's 128-byte swizzle");
 
 // ---- the accumulator of one m64nNk16 wgmma (PTX ISA, "Matrix fragments for wgmma .m64nNk16") ----
 // Thread t of the warpgroup (warp w = t / 32, lane l) holds N/2 floats; register i is element

@@ -1,5 +1,7 @@
-// The Wgmma GEMM kernel (GemmKernel::Wgmma, NVIDIA Hopper, sm_90a). Its design in brief, the rules
-// ptxas holds it to and how a change to it is measured: docs/nvidia_kernels.md.
+// The Wgmma GEMM kernel (NVIDIA Hopper, sm_90a), one pipeline for two element types: bf16
+// (GemmKernel::Wgmma, WgmmaBf16 below) and int8 (the INT8 ConvRot linear's GEMM, WgmmaInt8 in
+// kernels/gemm_wgmma_int8.h). Its design in brief, the rules ptxas holds it to and how a change
+// to it is measured: docs/nvidia_kernels.md.
 // Part of kernels/gemm.hip (its only includer: the kernels are instantiated in that one
 // translation unit, inside its anonymous namespace).
 #pragma once
@@ -43,8 +45,9 @@ namespace {
 // fill and the wait for its stores in series with its products; now they overlap the tiles next
 // to them (H200: q/k/v/o 702 -> 729 TFLOP/s alone, the 1024 step's GEMMs 121.3 -> 117.3 ms).
 // Stages: S of 48 KiB (x 16 KiB + w 32 KiB), 1024-byte aligned, 128-byte swizzled exactly as
-// gemm_layout::sw128 models (the descriptors come from there too). K must be a multiple of 64
-// and at least kWgmmaMinK.
+// gemm_layout::sw128 models (the descriptors come from there too). A k-step is 128 bytes of a row
+// (64 bf16, 128 int8: the element traits below); K must give at least kWgmmaMinSteps of them
+// (bf16: K a multiple of 64; int8: a last partial step reads zeros past K, which add nothing).
 // The epilogue adds the bias and, when y's rows are 16-byte aligned, writes the tile through
 // shared memory as swizzled 128-byte x 64-row boxes that the copy engine stores (clipped at the M
 // and N tails; fewer, asynchronous writes than the registers' 4- or 8-byte ones: 0.255 -> 0.234 ms
@@ -99,8 +102,9 @@ struct WgmmaTiles {
 // encoder's few rows, the VAE, AMD) keep 8: not measured there.
 constexpr int kWgmmaRasterGroup = 16;
 constexpr int kWgmmaKMultiple = WgmmaTiles::BK;
-// The least K: a tile's first split steps and at least one whole step (see the consumers).
-constexpr int kWgmmaMinK = (WgmmaTiles::kSplitSteps + 1) * WgmmaTiles::BK;  // 192
+// The fewest k-steps: a tile's first split steps and at least one whole step (see the consumers).
+constexpr int kWgmmaMinSteps = WgmmaTiles::kSplitSteps + 1;
+constexpr int kWgmmaMinK = kWgmmaMinSteps * WgmmaTiles::BK;  // 192 bf16
 constexpr int kWgmmaUnitCols = WgmmaTiles::BN / 2;  // y's columns per tile with a gated unit
 // y's columns per tile.
 __host__ __device__ constexpr int wgmma_tile_cols(bool gated) { return gated ? kWgmmaUnitCols : WgmmaTiles::BN; }
@@ -172,16 +176,50 @@ __device__ __forceinline__ void wgmma_any_epilogue(const KernelArgs<bf16, bf16>&
   }
 }
 
+// ---- the element traits ----------------------------------------------------------------------
+// The pipeline (stages, descriptors, barriers, the stores of the epilogue) counts K in 128-byte
+// steps of 4 instructions of 32 bytes each, so it serves any element whose wgmma reads 32 bytes of
+// a row per instruction. An Op names what differs:
+//   Acc      the accumulator element: float, or int32_t for s32 (the same registers and fragment
+//            layout, gemm_layout::sw128::accumulator)
+//   Args     the kernel's arguments: KernelArgs or a struct extending it (m, n, k, y, bias, flags)
+//   kStepK   operand elements per 128-byte k-step (the copy engine's box width, in the tensor
+//            map's unit)
+//   kGates   whether the gated-unit epilogue exists (args.gated is then read)
+//   whole(acc, a, b)                 one 32-byte instruction step over all 256 columns, adding
+//   half<kFirst>(acc, a, b, accumulate) one over a column half (registers kFirst..kFirst + 63);
+//                                    accumulate 0 overwrites them
+//   epilogue<kGated>(args, acc, t, row0, n0, lo, hi, put)  put(row, col, v0, v1) for each column
+//                                    pair of y in the tile's columns [lo, hi) (row0: the consumer's
+//                                    first row of y, n0: the tile's first column)
+// The bf16 GEMM (GemmKernel::Wgmma): m64n256k16 / m64n128k16, f32, bias and the gated unit.
+struct WgmmaBf16 {
+  using Acc = float;
+  using Args = KernelArgs<bf16, bf16>;
+  static constexpr int kStepK = WgmmaTiles::BK;
+  static constexpr bool kGates = true;
+  __device__ __forceinline__ static void whole(float (&acc)[128], uint64_t a, uint64_t b) { gemm_hopper::wgmma_m64n256k16(acc, a, b); }
+  template <int kFirst>
+  __device__ __forceinline__ static void half(float (&acc)[128], uint64_t a, uint64_t b, int accumulate) {
+    gemm_hopper::wgmma_m64n128k16<kFirst>(acc, a, b, accumulate);
+  }
+  template <bool kGated, class Put>
+  __device__ __forceinline__ static void epilogue(const Args& args, const float (&acc)[128], int t, int row0, int n0,
+                                                  int lo, int hi, Put put) {
+    wgmma_any_epilogue<kGated>(args, acc, t, n0, lo, hi, put);
+  }
+};
+
 // y's columns [kLo, kHi) of a consumer's 64 rows of the tile at (row0, n0) through its store boxes
 // at `boxes` (see WgmmaTiles), kEsize bytes per element of y: chunk by chunk, each written once
 // the copy engine has read the previous one (thread 0 issues and awaits the stores; named barrier
 // `barrier` holds the warpgroup's other threads). The boxes are swizzled as the copy engine reads
 // them, which also keeps the writes conflict-free: a warp's 8 rows land in 8 different 16-byte
 // chunks.
-template <int kEsize, bool kGated, int kLo, int kHi>
-__device__ __forceinline__ void wgmma_store_cols(const gemm_hopper::TensorMap* y_map,
-                                                 const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t,
-                                                 int row0, int n0, uint32_t boxes, int barrier) {
+template <class Op, int kEsize, bool kGated, int kLo, int kHi>
+__device__ __forceinline__ void wgmma_store_cols(const gemm_hopper::TensorMap* y_map, const typename Op::Args& args,
+                                                 const typename Op::Acc (&acc)[128], int t, int row0, int n0,
+                                                 uint32_t boxes, int barrier) {
   namespace hw = gemm_hopper;
   namespace sw = gemm_layout::sw128;
   using Cfg = WgmmaTiles;
@@ -192,7 +230,7 @@ __device__ __forceinline__ void wgmma_store_cols(const gemm_hopper::TensorMap* y
     const int lo = kLo + c * kChunkCols, hi = lo + kChunkCols < kHi ? lo + kChunkCols : kHi;
     if (t == 0) hw::tma_store_wait_read();  // the boxes are free again
     hw::named_barrier(barrier, Cfg::kWarpgroup);
-    wgmma_any_epilogue<kGated>(args, acc, t, n0, lo, hi, [&](int row, int col, float v0, float v1) {
+    Op::template epilogue<kGated>(args, acc, t, row0, n0, lo, hi, [&](int row, int col, float v0, float v1) {
       const uint32_t byte = uint32_t((col - lo) * kEsize);
       const uint32_t box = boxes + (byte / sw::kRowBytes) * uint32_t(Cfg::kStoreBoxBytes);
       const uint32_t at = sw::swizzle_address(box + uint32_t(row * sw::kRowBytes) + byte % sw::kRowBytes);
@@ -212,30 +250,44 @@ __device__ __forceinline__ void wgmma_store_cols(const gemm_hopper::TensorMap* y
   }
 }
 
-// Column half kHalf of a consumer's 64 rows of the tile (y's columns 0..127 or 128..255; 0..63 or
-// 64..127 with the gated unit) to y: through the store boxes, or from registers as column pairs
-// (masked) when y's rows are not aligned for the copy engine.
-template <int kHalf>
-__device__ __forceinline__ void wgmma_store_half(const gemm_hopper::TensorMap* y_map,
-                                                 const KernelArgs<bf16, bf16>& args, const float (&acc)[128], int t,
-                                                 int row0, int n0, uint32_t boxes, int barrier) {
-  constexpr int kP = WgmmaTiles::BN / 2, kG = kWgmmaUnitCols / 2;  // a half's y columns: plain, gated
+// y's columns [kLo, kHi) of a consumer's 64 rows of the tile: through the store boxes, or from
+// registers as column pairs (masked) when y's rows are not aligned for the copy engine.
+template <class Op, bool kGated, int kLo, int kHi>
+__device__ __forceinline__ void wgmma_store_range(const gemm_hopper::TensorMap* y_map, const typename Op::Args& args,
+                                                  const typename Op::Acc (&acc)[128], int t, int row0, int n0,
+                                                  uint32_t boxes, int barrier) {
   if (!args.tma_store) {
     const auto put = [&](int row, int col, float v0, float v1) { store_pair(args, row0 + row, n0 + col, v0, v1); };
-    if (args.gated) wgmma_any_epilogue<true>(args, acc, t, n0, kHalf * kG, (kHalf + 1) * kG, put);
-    else wgmma_any_epilogue<false>(args, acc, t, n0, kHalf * kP, (kHalf + 1) * kP, put);
+    Op::template epilogue<kGated>(args, acc, t, row0, n0, kLo, kHi, put);
   } else if (args.y_bf16) {
-    if (args.gated) wgmma_store_cols<2, true, kHalf * kG, (kHalf + 1) * kG>(y_map, args, acc, t, row0, n0, boxes, barrier);
-    else wgmma_store_cols<2, false, kHalf * kP, (kHalf + 1) * kP>(y_map, args, acc, t, row0, n0, boxes, barrier);
+    wgmma_store_cols<Op, 2, kGated, kLo, kHi>(y_map, args, acc, t, row0, n0, boxes, barrier);
   } else {
-    if (args.gated) wgmma_store_cols<4, true, kHalf * kG, (kHalf + 1) * kG>(y_map, args, acc, t, row0, n0, boxes, barrier);
-    else wgmma_store_cols<4, false, kHalf * kP, (kHalf + 1) * kP>(y_map, args, acc, t, row0, n0, boxes, barrier);
+    wgmma_store_cols<Op, 4, kGated, kLo, kHi>(y_map, args, acc, t, row0, n0, boxes, barrier);
   }
 }
 
+// Column half kHalf of a consumer's 64 rows of the tile (y's columns 0..127 or 128..255; 0..63 or
+// 64..127 with the gated unit) to y.
+template <class Op, int kHalf>
+__device__ __forceinline__ void wgmma_store_half(const gemm_hopper::TensorMap* y_map, const typename Op::Args& args,
+                                                 const typename Op::Acc (&acc)[128], int t, int row0, int n0,
+                                                 uint32_t boxes, int barrier) {
+  constexpr int kP = WgmmaTiles::BN / 2, kG = kWgmmaUnitCols / 2;  // a half's y columns: plain, gated
+  if constexpr (Op::kGates) {
+    if (args.gated) {
+      wgmma_store_range<Op, true, kHalf * kG, (kHalf + 1) * kG>(y_map, args, acc, t, row0, n0, boxes, barrier);
+      return;
+    }
+  }
+  wgmma_store_range<Op, false, kHalf * kP, (kHalf + 1) * kP>(y_map, args, acc, t, row0, n0, boxes, barrier);
+}
+
+// Op: the element traits (WgmmaBf16, WgmmaInt8). x_map and w_map read x and w in boxes of one
+// k-step (Op::kStepK elements); y_map writes y when args.tma_store.
+template <class Op>
 __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
     const MOSS_GRID_CONSTANT gemm_hopper::TensorMap x_map, const MOSS_GRID_CONSTANT gemm_hopper::TensorMap w_map,
-    const MOSS_GRID_CONSTANT gemm_hopper::TensorMap y_map, KernelArgs<bf16, bf16> args) {
+    const MOSS_GRID_CONSTANT gemm_hopper::TensorMap y_map, typename Op::Args args) {
 #if MOSS_DEVICE_SM90A
   namespace hw = gemm_hopper;
   namespace sw = gemm_layout::sw128;
@@ -264,7 +316,7 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
   const int tile_cols = wgmma_tile_cols(args.gated);
   const int tiles = int(tiles_of(args.m, args.n, Cfg::BM, tile_cols));  // the host checked it fits
   const int first = int(block_x()), stride = hw::grid_blocks_x();
-  const int ktiles = args.k / Cfg::BK;
+  const int ktiles = args.k / Op::kStepK;  // whole k-steps (the host checked kWgmmaMinSteps)
   const int warpgroup = tid / Cfg::kWarpgroup;
   if (warpgroup == 0) {
     // ---- producer ----
@@ -281,12 +333,15 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
           // completion of its empty barrier, parity (u - 1) & 1); the first S uses find it free.
           if (it >= S) hw::mbarrier_wait(empty(s), uint32_t((it / S + 1) & 1));
           hw::mbarrier_arrive_expect_tx(full(s), uint32_t(Cfg::kStageBytes));
-          hw::tma_load_2d(stage_a(s), &x_map, kt * Cfg::BK, origin.m0, full(s));
+          hw::tma_load_2d(stage_a(s), &x_map, kt * Op::kStepK, origin.m0, full(s));
+          // A runtime test for every Op (the int8 GEMM's args.gated is false), not `if constexpr`
+          // on Op::kGates: with this branch compiled out, ptxas (CUDA 13.0) serialized the int8
+          // kernel's wgmmas ("insufficient register resources"), and a bf16 kernel without it too.
           if (!args.gated) {
-            hw::tma_load_2d(stage_b(s), &w_map, kt * Cfg::BK, origin.n0, full(s));
+            hw::tma_load_2d(stage_b(s), &w_map, kt * Op::kStepK, origin.n0, full(s));
           } else {  // boxes of 64 w rows: a's n0.., b's n + n0.., a's n0 + 64.., b's n + n0 + 64..
             for (int q = 0; q < 4; ++q)
-              hw::tma_load_2d(stage_b(s) + uint32_t(q * Cfg::kGatedBoxRows * sw::kRowBytes), &w_map, kt * Cfg::BK,
+              hw::tma_load_2d(stage_b(s) + uint32_t(q * Cfg::kGatedBoxRows * sw::kRowBytes), &w_map, kt * Op::kStepK,
                               (q % 2) * args.n + origin.n0 + (q / 2) * Cfg::kGatedBoxRows, full(s));
           }
         }
@@ -299,7 +354,7 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
     const int t = tid % Cfg::kWarpgroup;
     const bool releases = t % kWaveSize == 0;  // lane 0 of each warp releases stages
     const uint32_t boxes = store_boxes + uint32_t(consumer * Cfg::kStoreBoxes * Cfg::kStoreBoxBytes);
-    float acc[Cfg::kAccumulators];
+    typename Op::Acc acc[Cfg::kAccumulators];
     // Stages are released in k-step order (over all of this block's tiles), each once every group
     // that reads it has retired (groups retire in issue order).
     int released = 0;
@@ -310,13 +365,13 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
     const auto wait_landed = [&](int it) { hw::mbarrier_wait(full(it % S), uint32_t((it / S) & 1)); };
     const auto descriptor_a = [&](int s, int kk) { return sw::step_descriptor(stage_a(s), 64 * consumer, kk); };
     const auto descriptor_b = [&](int s, int h, int kk) { return sw::step_descriptor(stage_b(s), Cfg::BN / 2 * h, kk); };
-    // One group: k-step it, both column halves (four m64n256k16).
+    // One group: k-step it, both column halves (four m64n256 instructions).
     const auto issue_whole = [&](int it) {
       wait_landed(it);
       hw::wgmma_fence();
       const int s = it % S;
 #pragma unroll
-      for (int kk = 0; kk < Cfg::BK / 16; ++kk) hw::wgmma_m64n256k16(acc, descriptor_a(s, kk), descriptor_b(s, 0, kk));
+      for (int kk = 0; kk < sw::kRowBytes / sw::kK16Bytes; ++kk) Op::whole(acc, descriptor_a(s, kk), descriptor_b(s, 0, kk));
       hw::wgmma_commit();
     };
     // One group: a tile's first kSplitSteps k-steps (from it0) of column half h alone (B rows
@@ -330,9 +385,9 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
       for (int i = 0; i < Cfg::kSplitSteps; ++i) {
         const int s = (it0 + i) % S;
 #pragma unroll
-        for (int kk = 0; kk < Cfg::BK / 16; ++kk)
-          hw::wgmma_m64n128k16<Cfg::kHalfRegs * h>(acc, descriptor_a(s, kk), descriptor_b(s, h, kk),
-                                                   i == 0 && kk == 0 ? 0 : 1);
+        for (int kk = 0; kk < sw::kRowBytes / sw::kK16Bytes; ++kk)
+          Op::template half<Cfg::kHalfRegs * h>(acc, descriptor_a(s, kk), descriptor_b(s, h, kk),
+                                                i == 0 && kk == 0 ? 0 : 1);
       }
       hw::wgmma_commit();
     };
@@ -367,14 +422,14 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
       // Epilogue: register 4j + 2h + e of thread t is row accumulator(t, .).row, column 8j + 2(t % 4)
       // + e of this consumer's 64 x 256 block (gemm_layout::sw128::accumulator).
       const int row0 = origin.m0 + 64 * consumer;
-      wgmma_store_half<0>(&y_map, args, acc, t, row0, origin.n0, boxes, 2 + consumer);
+      wgmma_store_half<Op, 0>(&y_map, args, acc, t, row0, origin.n0, boxes, 2 + consumer);
       if (tile + stride >= tiles) {
-        wgmma_store_half<1>(&y_map, args, acc, t, row0, origin.n0, boxes, 2 + consumer);
+        wgmma_store_half<Op, 1>(&y_map, args, acc, t, row0, origin.n0, boxes, 2 + consumer);
         break;
       }
       // The next tile's first steps of half 0 run while half 1 leaves, then those of half 1.
       issue_first_half(Half0{}, next);
-      wgmma_store_half<1>(&y_map, args, acc, t, row0, origin.n0, boxes, 2 + consumer);
+      wgmma_store_half<Op, 1>(&y_map, args, acc, t, row0, origin.n0, boxes, 2 + consumer);
       issue_first_half(Half1{}, next);
     }
     if (t == 0) hw::tma_store_wait_read();  // the block's shared memory outlives the last stores' reads

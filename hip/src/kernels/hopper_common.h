@@ -5,7 +5,7 @@
 //   - cp.async.bulk.tensor (TMA): one 2-D box of an operand per load, written into shared memory
 //     with the 128-byte swizzle, completion counted in bytes on an mbarrier; and the GEMM's output
 //     boxes stored back from shared memory the same way;
-//   - wgmma ordering (fence, commit, wait) and the accumulator pin;
+//   - wgmma ordering (fence, commit, wait) and the accumulator pin (f32, and s32 for int8);
 //   - setmaxnreg: registers moved from a producer warpgroup to the consumers.
 // The layouts both sides use are modelled and proved in gemm_layout::sw128 (and, for the
 // attention's V operand, attention_layout::hopper). wgmma and setmaxnreg exist only on the sm_90a
@@ -28,43 +28,48 @@
 #define MOSS_GRID_CONSTANT __grid_constant__
 
 // Accumulator operands of the wgmma wrappers: PTX takes a warpgroup's fragment as a brace list of
-// scalar registers, so each element is its own "+f" operand. MOSS_WGMMA_ACC64(d, b) names
-// d[b] .. d[b+63] in order (an m64n128 fragment, or half of an m64n256 one).
-#define MOSS_WGMMA_ACC8(d, b)                                                                     \
-  "+f"(d[(b) + 0]), "+f"(d[(b) + 1]), "+f"(d[(b) + 2]), "+f"(d[(b) + 3]), "+f"(d[(b) + 4]),        \
-      "+f"(d[(b) + 5]), "+f"(d[(b) + 6]), "+f"(d[(b) + 7])
-#define MOSS_WGMMA_ACC64(d, b)                                                                    \
-  MOSS_WGMMA_ACC8(d, (b) + 0), MOSS_WGMMA_ACC8(d, (b) + 8), MOSS_WGMMA_ACC8(d, (b) + 16),         \
-      MOSS_WGMMA_ACC8(d, (b) + 24), MOSS_WGMMA_ACC8(d, (b) + 32), MOSS_WGMMA_ACC8(d, (b) + 40),   \
-      MOSS_WGMMA_ACC8(d, (b) + 48), MOSS_WGMMA_ACC8(d, (b) + 56)
+// scalar registers, so each element is its own operand, "+f" for f32 accumulators, "+r" for the
+// s32 ones of the int8 products. MOSS_WGMMA_ACC64_AS(c, d, b) names d[b] .. d[b+63] in order (an
+// m64n128 fragment, or half of an m64n256 one) with constraint c; MOSS_WGMMA_ACC64 is the f32 form.
+#define MOSS_WGMMA_ACC8_AS(c, d, b)                                                                    \
+  c(d[(b) + 0]), c(d[(b) + 1]), c(d[(b) + 2]), c(d[(b) + 3]), c(d[(b) + 4]), c(d[(b) + 5]), c(d[(b) + 6]), \
+      c(d[(b) + 7])
+#define MOSS_WGMMA_ACC64_AS(c, d, b)                                                                      \
+  MOSS_WGMMA_ACC8_AS(c, d, (b) + 0), MOSS_WGMMA_ACC8_AS(c, d, (b) + 8), MOSS_WGMMA_ACC8_AS(c, d, (b) + 16),      \
+      MOSS_WGMMA_ACC8_AS(c, d, (b) + 24), MOSS_WGMMA_ACC8_AS(c, d, (b) + 32), MOSS_WGMMA_ACC8_AS(c, d, (b) + 40), \
+      MOSS_WGMMA_ACC8_AS(c, d, (b) + 48), MOSS_WGMMA_ACC8_AS(c, d, (b) + 56)
+#define MOSS_WGMMA_ACC64(d, b) MOSS_WGMMA_ACC64_AS("+f", d, b)
 
 namespace moss {
 namespace hopper {
 
 using nvidia::TensorMap;
 
-// A 2-D tensor [rows, cols] (bf16 or f32, row stride ld elements; ld times the element size a
-// multiple of 16, base 16-byte aligned) as the copy engine moves it to and from shared memory:
-// boxes of 128 bytes of a row x box_rows rows, laid out with the 128-byte swizzle
-// (gemm_layout::sw128::tma_address).
-inline TensorMap swizzled_tensor_map(const void* base, bool bf16, int64_t rows, int64_t cols, int64_t ld, int box_rows,
-                                     nvidia::L2Promotion l2) {
-  return nvidia::swizzled_2d_tensor_map(base, bf16, rows, cols, ld, gemm_layout::sw128::kRowBytes / (bf16 ? 2 : 4),
-                                        box_rows, l2);
+using nvidia::TmaElement;
+
+// A 2-D tensor [rows, cols] (row stride ld elements; ld times the element size a multiple of 16,
+// base 16-byte aligned) as the copy engine moves it to and from shared memory: boxes of 128 bytes
+// of a row x box_rows rows, laid out with the 128-byte swizzle (gemm_layout::sw128::tma_address).
+inline TensorMap swizzled_tensor_map(const void* base, TmaElement element, int64_t rows, int64_t cols, int64_t ld,
+                                     int box_rows, nvidia::L2Promotion l2) {
+  return nvidia::swizzled_2d_tensor_map(base, element, rows, cols, ld,
+                                        gemm_layout::sw128::kRowBytes / nvidia::tma_element_bytes(element), box_rows, l2);
 }
 
-// A K-major bf16 operand [rows, k]: boxes of 64 k (128 bytes) x box_rows rows. Boxes reaching
-// past the operand (M or N tails) are filled with zeros, and still count their full size on the
-// mbarrier.
+// A K-major operand [rows, k] (bf16, or the int8 GEMM's bytes): boxes of one 128-byte k-step (64
+// bf16 or 128 int8) x box_rows rows. Boxes reaching past the operand (M, N or K tails) are filled
+// with zeros, and still count their full size on the mbarrier.
 static_assert(gemm_layout::sw128::kBK * 2 == gemm_layout::sw128::kRowBytes, "a k-step is one 128-byte box row");
-inline TensorMap kmajor_tensor_map(const void* base, int64_t rows, int64_t k, int64_t ld, int box_rows) {
-  return swizzled_tensor_map(base, true, rows, k, ld, box_rows, nvidia::L2Promotion::Lines256);
+inline TensorMap kmajor_tensor_map(const void* base, int64_t rows, int64_t k, int64_t ld, int box_rows,
+                                   TmaElement element = TmaElement::BF16) {
+  return swizzled_tensor_map(base, element, rows, k, ld, box_rows, nvidia::L2Promotion::Lines256);
 }
 
 // A row-major output [rows, cols] that the copy engine writes from shared memory (the boxes laid
 // out as swizzled_tensor_map says); parts of a box past the output are not written (M and N tails).
 inline TensorMap store_tensor_map(void* base, bool bf16, int64_t rows, int64_t cols, int64_t ld, int box_rows) {
-  return swizzled_tensor_map(base, bf16, rows, cols, ld, box_rows, nvidia::L2Promotion::None);
+  return swizzled_tensor_map(base, bf16 ? TmaElement::BF16 : TmaElement::F32, rows, cols, ld, box_rows,
+                             nvidia::L2Promotion::None);
 }
 
 // ---- device ------------------------------------------------------------------------------------
@@ -222,6 +227,12 @@ template <int N>
 __device__ inline void fence_accumulators(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+// The same for the s32 accumulators of the int8 products.
+template <int N>
+__device__ inline void fence_accumulators(int32_t (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(d[i])::"memory");
 }
 
 }  // namespace hopper

@@ -18,13 +18,13 @@
 namespace moss {
 namespace {
 
-// The host's epilogue for one element: float(acc), the two scales multiplied first, then the
-// product, then the bias, each rounded on its own (mul_rn: no fma), rounded once to y's dtype.
+// The host's epilogue for one element (int8_output_value), rounded once to y's dtype.
 __device__ inline void store_int8_output(const Int8GemmArgs& a, int64_t row, int64_t col, int32_t acc) {
   if (row >= a.m || col >= a.n) return;
-  float y = mul_rn(float(acc), mul_rn(a.sx[row], a.sw[col]));
-  if (a.bias.data)
-    y = y + (a.bias.bf16 ? to_float(static_cast<const bf16*>(a.bias.data)[col]) : static_cast<const float*>(a.bias.data)[col]);
+  const float bias = !a.bias.data ? 0.0f
+                     : a.bias.bf16 ? to_float(static_cast<const bf16*>(a.bias.data)[col])
+                                   : static_cast<const float*>(a.bias.data)[col];
+  const float y = int8_output_value(acc, a.sx[row], a.sw[col], a.bias.data != nullptr, bias);
   if (a.y.bf16) static_cast<bf16*>(a.y.data)[row * a.y.ld + col] = to_bf16(y);
   else static_cast<float*>(a.y.data)[row * a.y.ld + col] = y;
 }

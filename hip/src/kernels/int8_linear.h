@@ -34,7 +34,25 @@ struct Int8GemmArgs {
 };
 
 // y[r][o] = float(Σ_i qx[r][i]·qw[o][i]) · (sx[r]·sw[o]) (+ bias[o]), the sum in int32 (exact for
-// k <= 132104), then the fp32 operations in that order, rounded once to y's dtype.
+// k <= 132104), then the fp32 operations in that order, rounded once to y's dtype. The matrix
+// leaf's kernels (every platform and kernel path).
 void int8_gemm(const Int8GemmArgs& a, hipStream_t stream);
+
+// The same product and the same bits on NVIDIA Hopper's wgmma (s8 operands through the bf16
+// GEMM's pipeline, kernels/gemm_wgmma.h with kernels/gemm_wgmma_int8.h; instantiated in
+// kernels/gemm.hip). It fits on NVIDIA's native path (not MOSSINFER_KERNELS=portable) when k is a
+// multiple of 16, qx and qw are 16-byte aligned (the copy engine's rule for rows and bases) and K
+// spans at least 3 steps of 128 (k > 256); anything else, and AMD, takes int8_gemm.
+bool int8_gemm_wgmma_fits(const Int8GemmArgs& a);
+void int8_gemm_wgmma(const Int8GemmArgs& a, hipStream_t stream, int multiprocessors);
+
+// The epilogue of one output element, shared by every int8 GEMM kernel, in the host op's order
+// (ops/host/core_ops_host.cpp): float(acc), the two scales multiplied first, then their product,
+// then + bias only where there is one (adding 0 would turn a -0 into +0), each rounded on its own
+// (mul_rn: never fused into an fma). The caller rounds once to y's dtype.
+__device__ inline float int8_output_value(int32_t acc, float sx, float sw, bool has_bias, float bias) {
+  const float y = mul_rn(float(acc), mul_rn(sx, sw));
+  return has_bias ? y + bias : y;
+}
 
 }  // namespace moss

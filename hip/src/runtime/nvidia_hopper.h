@@ -32,25 +32,36 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return encoder;
 }
 
-// A 2-D tensor [rows, cols] (bf16 or f32, row stride ld elements) in boxes of box_cols x
-// box_rows, laid out in shared memory with the 128-byte swizzle; out-of-range box parts read as
-// zeros and are not written.
-inline TensorMap swizzled_2d_tensor_map(const void* base, bool bf16, int64_t rows, int64_t cols, int64_t ld,
+// The element types the copy engine moves for the Hopper kernels: bytes (the INT8 ConvRot GEMM's
+// int8 operands; the copy engine only moves bits, so unsigned bytes serve signed ones), bf16, f32.
+enum class TmaElement { Byte, BF16, F32 };
+constexpr int tma_element_bytes(TmaElement e) { return e == TmaElement::Byte ? 1 : e == TmaElement::BF16 ? 2 : 4; }
+inline const char* tma_element_name(TmaElement e) {
+  return e == TmaElement::Byte ? "int8" : e == TmaElement::BF16 ? "bf16" : "f32";
+}
+
+// A 2-D tensor [rows, cols] (row stride ld elements) in boxes of box_cols x box_rows, laid out in
+// shared memory with the 128-byte swizzle; out-of-range box parts read as zeros and are not
+// written.
+inline TensorMap swizzled_2d_tensor_map(const void* base, TmaElement element, int64_t rows, int64_t cols, int64_t ld,
                                         int box_cols, int box_rows, L2Promotion l2) {
   TensorMap map;
-  const int esize = bf16 ? 2 : 4;
+  const int esize = tma_element_bytes(element);
+  const CUtensorMapDataType type = element == TmaElement::Byte   ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                   : element == TmaElement::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};    // innermost first
   const cuuint64_t strides[1] = {cuuint64_t(ld) * cuuint64_t(esize)};  // bytes, of dims 1..
   const cuuint32_t box[2] = {cuuint32_t(box_cols), cuuint32_t(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult r = tensor_map_encoder()(
-      &map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<void*>(base), dims,
-      strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      &map, type, 2, const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B,
       l2 == L2Promotion::Lines256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_NONE,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw failure("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ") for " + std::to_string(rows) +
-                  "x" + std::to_string(cols) + (bf16 ? " bf16" : " f32") + ", ld " + std::to_string(ld));
+                  "x" + std::to_string(cols) + " " + tma_element_name(element) + ", ld " + std::to_string(ld));
   return map;
 }
 

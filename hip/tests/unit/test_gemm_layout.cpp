@@ -179,6 +179,26 @@ TEST(GemmLayout, LdmatrixFragmentsMultiplyExactly) {
 // Sharpness: swapping the k halves of A, or reading B's matrices in A's order, is caught.
 RowChunk a_k_swapped(int lane) { return {lane % 16, 1 - lane / 16}; }
 RowChunk b_in_a_order(int lane) { return gl::a_source(lane); }
+// The Wgmma kernel's stages with int8 operands (kernels/gemm_wgmma_int8.h): wgmma's s8 k32 reads,
+// 32 bytes a step as bf16's k16, land on what the copy engine wrote (128 int8 a box row), for the
+// consumers' A blocks and the B block of every stage; and the check is sharp: int8 bytes read at
+// the bf16 model's offsets (2 bytes an element) miss them.
+TEST(GemmLayout, WgmmaInt8ReadsTheCopyEnginesBoxes) {
+  namespace sw = gl::sw128;
+  constexpr uint32_t kStageBytes = 49152, kStageA = 16384;
+  for (uint32_t s = 0; s < 4; ++s) {
+    EXPECT_TRUE(sw::wgmma_reads_tma_layout(s * kStageBytes, 0, 64, 1)) << "stage " << s;
+    EXPECT_TRUE(sw::wgmma_reads_tma_layout(s * kStageBytes, 64, 64, 1)) << "stage " << s;
+    EXPECT_TRUE(sw::wgmma_reads_tma_layout(s * kStageBytes + kStageA, 0, 256, 1)) << "stage " << s;
+  }
+  int misses = 0;
+  for (int kk = 0; kk < 4; ++kk)
+    for (int row = 0; row < 64; ++row)
+      for (int k = 0; k < 32; ++k)
+        misses += sw::wgmma_address(sw::step_descriptor(0, 0, kk), row, k, 2) != sw::tma_address(0, row, 32 * kk + k, 1);
+  EXPECT_GT(misses, 0);
+}
+
 TEST(GemmLayout, ModelsRejectWrongMaps) {
   std::mt19937 rng(11);
   EXPECT_GT(run_block(32, 16, 1, a_k_swapped, gl::b_source, rng).max_error, 0.0);

@@ -98,7 +98,10 @@ class HipCoreOps : public CoreOps {
     a.m = M;
     a.n = N;
     a.k = K;
-    int8_gemm(a, ctx_.stream());
+    // NVIDIA's native path: the wgmma kernel where the operands fit it (every DiT projection);
+    // else, and on AMD and under MOSSINFER_KERNELS=portable, the matrix leaf's kernels. Same bits.
+    if (int8_gemm_wgmma_fits(a)) int8_gemm_wgmma(a, ctx_.stream(), ctx_.multiprocessors());
+    else int8_gemm(a, ctx_.stream());
   }
 
   // The GEMM's transposed epilogue (GemmOperands::y_transposed): the Portable kernel on AMD and

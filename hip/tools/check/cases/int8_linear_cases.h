@@ -7,8 +7,11 @@
 // epilogue one fixed fp32 formula, so any difference is a bug. y in bf16 is compared with the
 // host's fp32 y rounded once to bf16. A NaN equals a NaN (the non-finite row's outputs); any
 // other difference, or an element left at the NaN poison where the host has a number, counts.
-// Cases: K of one and of several groups (G 4 to 1024), both GEMM kernels (tiled: k a multiple of
-// 16 and 16-byte aligned operands; direct: the rest), K not a multiple of the tiled kernel's 64
+// Cases: K of one and of several groups (G 4 to 1024), every GEMM kernel (on NVIDIA's native path
+// the wgmma kernel wherever int8_gemm_wgmma_fits: k a multiple of 16 above 256, aligned operands;
+// its cases below cover K ending inside a 128-byte step, M and N tails, y through the copy engine
+// in bf16 and f32 and from registers, no bias, NaN rows; elsewhere tiled: k a multiple of 16 and
+// 16-byte aligned operands; direct: the rest), K not a multiple of the tiled kernel's 64
 // nor of the leaf's 32, odd M and N (tails of both tiles), bias none / bf16 / f32, x f32 / bf16 and as a column slice at an
 // odd offset, y f32 / bf16, a weight at an odd address (the byte loads), rows of zeros, NaN and
 // infinity; and the DiT's four projections at 1024x1024 (4160 rows; checked on 64 sampled rows,
@@ -174,6 +177,11 @@ inline void check_int8_linear(kcheck::Env& e) {
       op({150, 256, 70, 64, F32, BF16, F32, true}),                 // tiled: M past a 128-row tile
       op({9, 256, 33, 64, F32, F32, F32, true, 0, false, true}),    // NaN, infinity and zero rows
       op({6, 1024, 17, 1024, BF16, BF16, BF16, true}),              // the largest group the kernels take
+      // The wgmma kernel (NVIDIA native): its tails and store paths.
+      op({200, 512, 264, 64, BF16, F32, F32, true}),                // f32 y via the copy engine; M, N past a tile
+      op({70, 400, 300, 16, BF16, BF16, BF16, true}),               // K ends 16 bytes into a step; y from registers
+      op({130, 640, 296, 64, F32, BF16, F32, false}),               // no bias; bf16 y via the copy engine
+      op({9, 512, 40, 64, F32, F32, F32, true, 0, false, true}),    // NaN, infinity and zero rows
       op({rows, dim, 3 * dim, 256, BF16, BF16, BF16, true, 0, false, false, true, true}),  // qkv
       op({rows, dim, dim, 256, BF16, BF16, BF16, true, 0, false, false, true, true}),      // o
       op({rows, dim, 2 * ffn, 256, BF16, BF16, BF16, true, 0, false, false, true, true}),  // ffn_up_gate
