@@ -9,16 +9,10 @@ source "$(dirname "$0")/script_setup.sh" "$@"
 expect() {
   local name=$1 status=$2 pattern=$3
   shift 4
-  local out rc why=""
+  local out rc
   out=$(cd "$WORK" && XDG_CACHE_HOME=$WORK/cache "$BIN" "$@" 2>&1)
   rc=$?
-  [[ $rc -eq $status ]] || why="exit $rc, expected $status"
-  [[ -z $why ]] && ! grep -qE -- "$pattern" <<<"$out" && why="output does not match /$pattern/"
-  if [[ -z $why ]]; then
-    passed=$((passed + 1)); echo "PASS $name"
-  else
-    failed=$((failed + 1)); echo "FAIL $name: $why"; echo "$out" | head -5 | sed 's/^/    /'
-  fi
+  verdict "$name" "$(mismatch "$status" "$pattern" "$rc" "$out")" "$out"
 }
 
 for sub in self-test bench; do

@@ -13,17 +13,11 @@ expect() {
   shift 3
   while [[ $1 != -- ]]; do envs+=("$1"); shift; done
   shift
-  local out rc why=""
+  local out rc
   out=$(cd "$WORK" && env -u MOSSINFER_BACKEND -u MOSSINFER_KERNELS XDG_CACHE_HOME="$WORK/cache" "${envs[@]}" \
     "$BIN" "$@" 2>&1)
   rc=$?
-  [[ $rc -eq $status ]] || why="exit $rc, expected $status"
-  [[ -z $why ]] && ! grep -qE -- "$pattern" <<<"$out" && why="output does not match /$pattern/"
-  if [[ -z $why ]]; then
-    passed=$((passed + 1)); echo "PASS $name"
-  else
-    failed=$((failed + 1)); echo "FAIL $name: $why"; echo "$out" | head -5 | sed 's/^/    /'
-  fi
+  verdict "$name" "$(mismatch "$status" "$pattern" "$rc" "$out")" "$out"
 }
 HOST=MOSSINFER_BACKEND=host
 base=(--model "$MODEL" --prompt "a red apple" --size 32x32)

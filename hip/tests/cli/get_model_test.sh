@@ -19,16 +19,10 @@ copy() {
 own() { cp --remove-destination "$(readlink -f "$1")" "$1"; }
 # expect NAME STATUS PATTERN DIR [VARIANT]
 expect() {
-  local name=$1 status=$2 pattern=$3 dir=$4 variant=${5:-sft} out rc why=""
+  local name=$1 status=$2 pattern=$3 dir=$4 variant=${5:-sft} out rc
   out=$(bash "$GET" --check-only "$variant" "$dir" 2>&1)
   rc=$?
-  [[ $rc -eq $status ]] || why="exit $rc, expected $status"
-  [[ -z $why ]] && ! grep -qE -- "$pattern" <<<"$out" && why="output does not match /$pattern/"
-  if [[ -z $why ]]; then
-    passed=$((passed + 1)); echo "PASS $name"
-  else
-    failed=$((failed + 1)); echo "FAIL $name: $why"; echo "$out" | tail -5 | sed 's/^/    /'
-  fi
+  verdict "$name" "$(mismatch "$status" "$pattern" "$rc" "$out")" "$out" tail
 }
 
 expect whole 0 'ready: .*--model .* --skip-layers 2 -o first\.png' "$MODEL"
