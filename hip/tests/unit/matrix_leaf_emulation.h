@@ -133,4 +133,24 @@ std::string first_difference(const Tile& got, const Tile& want) {
   return "";
 }
 
+// True when emulate(A, B, C) (an outcome with `error` and `d`) is exactly reference(A, B, C) for
+// `trials` random integer tiles drawn from `seed`: A and B in [lo, hi], C in [-c_bound, c_bound].
+// Otherwise false, with the emulation's error or the first wrong element in *why.
+template <class TileA, class TileB, class TileC, class Emulate>
+bool matches_reference(Emulate emulate, int trials, unsigned seed, int lo, int hi, int c_bound, std::string* why) {
+  std::mt19937 rng(seed);
+  for (int trial = 0; trial < trials; ++trial) {
+    const TileA A = random_integer_tile<TileA>(rng, lo, hi);
+    const TileB B = random_integer_tile<TileB>(rng, lo, hi);
+    const TileC C = random_integer_tile<TileC>(rng, -c_bound, c_bound);
+    const auto got = emulate(A, B, C);
+    const std::string wrong = got.error.empty() ? first_difference(got.d, reference(A, B, C)) : got.error;
+    if (!wrong.empty()) {
+      if (why) *why = wrong;
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace mma_emulation

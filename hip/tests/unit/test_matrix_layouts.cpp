@@ -173,26 +173,13 @@ Tile random_tile(std::mt19937& rng, Operands type) {
   return t;
 }
 
-// Small integers (random_integer_tile) are exact in bf16 and fp16 and every partial sum is exact in
-// fp32, so the product is independent of the hardware's summation order and must match bit for bit.
-// True when the emulated product is exactly A·B + C for `trials` random integer tiles.
+// True when the emulated product is exactly A·B + C for `trials` random integer tiles (A and B in
+// [-8, 8], C in [-64, 64]). Small integers are exact in bf16 and fp16 and every partial sum is exact
+// in fp32, so the product is independent of the hardware's summation order and must match bit for bit.
 bool computes_product(Instruction ins, const SoftwareMaps& sw, int trials, std::string* why = nullptr) {
-  std::mt19937 rng(1234);
-  for (int trial = 0; trial < trials; ++trial) {
-    const Tile A = random_integer_tile<Tile>(rng, -8, 8), B = random_integer_tile<Tile>(rng, -8, 8);
-    const Tile C = random_integer_tile<Tile>(rng, -64, 64);
-    const Outcome got = emulate(ins, sw, A, B, C);
-    if (!got.error.empty()) {
-      if (why) *why = got.error;
-      return false;
-    }
-    const std::string wrong = first_difference(got.d, reference(A, B, C));
-    if (!wrong.empty()) {
-      if (why) *why = wrong;
-      return false;
-    }
-  }
-  return true;
+  return matches_reference<Tile, Tile, Tile>(
+      [&](const Tile& A, const Tile& B, const Tile& C) { return emulate(ins, sw, A, B, C); }, trials, 1234, -8, 8,
+      64, why);
 }
 
 std::vector<Case> all_layouts() {

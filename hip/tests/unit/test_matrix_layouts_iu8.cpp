@@ -150,26 +150,12 @@ Outcome emulate(Hardware hw, const SoftwareMaps& sw, const TileA& A, const TileB
 }
 
 // True when the emulated leaf equals the plain int32 product (`reference`, in int64 here: the sums
-// fit int32 by far) for `trials` random full-range tiles.
+// fit int32 by far) for `trials` random tiles of full-range bytes and C in [-2^20, 2^20].
 bool computes_product(Hardware hw, const SoftwareMaps& sw, int trials, std::string* why = nullptr,
                       bool is_signed = true) {
-  std::mt19937 rng(4321);
-  for (int trial = 0; trial < trials; ++trial) {
-    const TileA A = random_integer_tile<TileA>(rng, -128, 127);
-    const TileB B = random_integer_tile<TileB>(rng, -128, 127);
-    const TileC C = random_integer_tile<TileC>(rng, -(1 << 20), 1 << 20);
-    const Outcome got = emulate(hw, sw, A, B, C, is_signed);
-    if (!got.error.empty()) {
-      if (why) *why = got.error;
-      return false;
-    }
-    const std::string wrong = first_difference(got.d, reference(A, B, C));
-    if (!wrong.empty()) {
-      if (why) *why = wrong;
-      return false;
-    }
-  }
-  return true;
+  return matches_reference<TileA, TileB, TileC>(
+      [&](const TileA& A, const TileB& B, const TileC& C) { return emulate(hw, sw, A, B, C, is_signed); }, trials,
+      4321, -128, 127, 1 << 20, why);
 }
 
 std::vector<Case> all_layouts() {
