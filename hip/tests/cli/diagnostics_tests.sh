@@ -47,8 +47,8 @@ fi
 rm -rf "$WORK/cache"
 expect "host-backend run" 0 'done' -- --model "$MODEL" --prompt "a red apple" --size 32x32 --steps 1 --skip-layers "" \
   --latent-out "$WORK/x.npy"
-[[ ! -e $WORK/cache/moss-infer-hip ]] && { passed=$((passed + 1)); echo "PASS host run wrote no self-test cache"; } ||
-  { failed=$((failed + 1)); echo "FAIL host run wrote $WORK/cache/moss-infer-hip"; }
+[[ ! -e $WORK/cache/moss-infer-hip ]] && ok "host run wrote no self-test cache" ||
+  bad "host run wrote $WORK/cache/moss-infer-hip"
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -97,15 +97,15 @@ if ((free_gib >= 28)); then
     ! grep -q "installing huggingface_hub" <<<"$out" && [[ -s $WORK/downloaded/transformer/config.json ]]
 else
   [[ $rc -eq 1 ]] && grep -q "GiB free; OpenMOSS-Team/MOSS-Image-SFT needs about 27 GiB" <<<"$out"
-fi && { passed=$((passed + 1)); echo "PASS download path (stand-in client; $free_gib GiB free)"; } ||
-  { failed=$((failed + 1)); echo "FAIL download path: $rc $out"; }
+fi && ok "download path (stand-in client; $free_gib GiB free)" ||
+  bad "download path" "$rc $out"
 
 # The printed command runs (on the host backend, at a small size and one step).
 cmd=$(bash "$GET" --check-only sft "$MODEL" | sed -n -E 's#^get_model: ready: (build/)?moss-infer-hip ##p')
 if [[ -n $cmd ]] && (cd "$WORK" && eval "MOSSINFER_BACKEND=host \"\$BIN\" $cmd --size 32x32 --steps 1 --quiet") && [[ -s $WORK/first.png ]]; then
-  passed=$((passed + 1)); echo "PASS the printed command runs"
+  ok "the printed command runs"
 else
-  failed=$((failed + 1)); echo "FAIL the printed command '$cmd'"
+  bad "the printed command '$cmd'"
 fi
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
