@@ -20,17 +20,10 @@
 # Usage: bench/h200_lora.sh BIN_DIR OUT_DIR [MODEL_DIR]   (SIZE=WxH, RANK=N, REPEAT=N (2) and
 # KEPT=N (3) change them; EXTRA="flags" adds flags to every run: a quick try on the tiny model
 # needs --skip-layers 1)
-set -uo pipefail
-BIN=$1
-OUT=$2
-MODEL=${3:-/tmp/moss-random-full}
+source "$(dirname "$0")/random_model_setup.sh" lora.txt "$@"
 RANK=${RANK:-64}
 SIZE=${SIZE:-1024x1024}
-mkdir -p "$OUT"
-log() { echo "$@" | tee -a "$OUT/lora.txt"; }
-if [[ ! -f $MODEL/transformer/config.json ]]; then
-  tools/random_model.sh "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 || { log "FAIL writing the random model"; exit 1; }
-fi
+random_model
 LORA=$OUT/rank$RANK.safetensors
 # A PEFT-named LoRA on every 2-D weight of the DiT, bf16 factors of a small random pattern.
 python3 - "$MODEL/transformer" "$LORA" "$RANK" <<'PY' || { log "FAIL writing the LoRA"; exit 1; }

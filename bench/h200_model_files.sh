@@ -21,20 +21,13 @@
 # Usage: bench/h200_model_files.sh BIN_DIR OUT_DIR [MODEL_DIR] [STEPS]   (SIZE=WxH, RUNS=N;
 # a quick try on the tiny model: MOSSINFER_BACKEND=host SIZE=32x32 EXTRA="--skip-layers 2"
 # FILES_EXTRA="--model-config DIR")
-set -uo pipefail
-BIN=$1
-OUT=$2
-MODEL=${3:-/tmp/moss-random-full}
+source "$(dirname "$0")/random_model_setup.sh" model_files.txt "$@"
 STEPS=${4:-4}
 RUNS=${RUNS:-2}
 LAYOUTS_GIVEN=${LAYOUTS:-}
 LAYOUTS=${LAYOUTS:-${MODEL%/}-layouts}
-mkdir -p "$OUT"
-log() { echo "$@" | tee -a "$OUT/model_files.txt"; }
 [[ -x /usr/bin/time ]] || { log "FAIL /usr/bin/time is missing (apt-get install time)"; exit 2; }
-if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
-  tools/random_model.sh "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 || { log "FAIL writing the random model"; exit 1; }
-fi
+random_model
 # Beside the model when its disk holds a second copy (26 GB), else under OUT_DIR, said in the log:
 # then the two layouts may sit on file systems that map them differently (see above).
 if [[ -z ${LAYOUTS_GIVEN:-} && ! -f $LAYOUTS/vae_ldm.safetensors ]]; then

@@ -7,6 +7,7 @@
 # (SIZE=WxH and EXTRA="flags" change the size and add flags: a quick try on the tiny model.)
 # The lead runs it (with carry [".carry"] from bench/make_carry.sh, as bench/h200_batch.sh).
 source "$(dirname "$0")/random_model_setup.sh" samplers.txt "$@"
+random_model
 now() { date +%s.%N; }
 prompt="A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
 common=(--model "$MODEL" --prompt "$prompt" --size "${SIZE:-1024x1024}" --cfg 1 --seed 42 ${EXTRA:-})
