@@ -101,6 +101,26 @@ inline void expect_each_owned_once(Map map, int slots, int lane0, int lane1, int
                                    << lane1 - 1;
 }
 
+// A leaf D[m x n] = A[m x k]·B[k x n] + C: the lanes' slots hold each operand once (gfx11: A and B
+// twice, one copy per half-wave).
+inline void expect_fragments_fill(const Case& c, int m, int n, int k) {
+  const int copies = c.hw == Hardware::Gfx11 ? 2 : 1;
+  EXPECT_EQ(kLanes * c.sw.slots_a, copies * m * k);
+  EXPECT_EQ(kLanes * c.sw.slots_b, copies * k * n);
+  EXPECT_EQ(kLanes * c.sw.slots_c, m * n);
+}
+// ... and each element of C has one owner among all lanes, each of A and B one owner per copy
+// (gfx11: in each half-wave).
+inline void expect_each_element_owned_once(const Case& c, int m, int n, int k) {
+  expect_each_owned_once(c.sw.c, c.sw.slots_c, 0, kLanes, m, n, "C");
+  const int halves = c.hw == Hardware::Gfx11 ? 2 : 1;
+  for (int h = 0; h < halves; ++h) {
+    const int l0 = h * kLanes / halves, l1 = (h + 1) * kLanes / halves;
+    expect_each_owned_once(c.sw.a, c.sw.slots_a, l0, l1, m, k, "A");
+    expect_each_owned_once(c.sw.b, c.sw.slots_b, l0, l1, k, n, "B");
+  }
+}
+
 // A tile of integers uniform in [lo, hi] (exact in every operand type the leaves take).
 template <class Tile>
 Tile random_integer_tile(std::mt19937& rng, int lo, int hi) {

@@ -191,23 +191,16 @@ std::vector<Case> all_layouts() {
 TEST(MatrixLayouts, FragmentSizesFillTheTile) {
   for (const Case& c : all_layouts()) {
     SCOPED_TRACE(hardware_name(c.hw));
-    const int copies = c.hw == Hardware::Gfx11 ? 2 : 1;  // gfx11 duplicates A and B in both half-waves
-    EXPECT_EQ(kLanes * c.sw.slots_a, copies * kTile * kTile);
-    EXPECT_EQ(kLanes * c.sw.slots_b, copies * kTile * kTile);
-    EXPECT_EQ(kLanes * c.sw.slots_c, kTile * kTile);
+    expect_fragments_fill(c, kTile, kTile, kTile);  // gfx11 duplicates A and B in both half-waves
   }
 }
 
 TEST(MatrixLayouts, EveryElementOwnedByExactlyOneLane) {
   for (const Case& c : all_layouts()) {
     SCOPED_TRACE(hardware_name(c.hw));
-    expect_each_owned_once(c.sw.c, c.sw.slots_c, 0, kLanes, kTile, kTile, "C");
+    expect_each_element_owned_once(c, kTile, kTile, kTile);  // gfx11: one owner per half-wave
     if (c.hw == Hardware::Gfx11) {
-      // One owner per half-wave, and the two halves hold identical copies.
-      for (int half = 0; half < 2; ++half) {
-        expect_each_owned_once(c.sw.a, c.sw.slots_a, 16 * half, 16 * half + 16, kTile, kTile, "A");
-        expect_each_owned_once(c.sw.b, c.sw.slots_b, 16 * half, 16 * half + 16, kTile, kTile, "B");
-      }
+      // The two halves hold identical copies.
       for (int r = 0; r < 16; ++r)
         for (int s = 0; s < 16; ++s) {
           EXPECT_EQ(c.sw.a(r, s).row, c.sw.a(r + 16, s).row);
@@ -215,9 +208,6 @@ TEST(MatrixLayouts, EveryElementOwnedByExactlyOneLane) {
           EXPECT_EQ(c.sw.b(r, s).row, c.sw.b(r + 16, s).row);
           EXPECT_EQ(c.sw.b(r, s).col, c.sw.b(r + 16, s).col);
         }
-    } else {
-      expect_each_owned_once(c.sw.a, c.sw.slots_a, 0, kLanes, kTile, kTile, "A");
-      expect_each_owned_once(c.sw.b, c.sw.slots_b, 0, kLanes, kTile, kTile, "B");
     }
   }
 }

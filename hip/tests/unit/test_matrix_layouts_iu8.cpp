@@ -167,23 +167,14 @@ std::vector<Case> all_layouts() {
 TEST(MatrixLayoutsIu8, FragmentSizesFillTheTile) {
   for (const Case& c : all_layouts()) {
     SCOPED_TRACE(hardware_name(c.hw));
-    const int copies = c.hw == Hardware::Gfx11 ? 2 : 1;
-    EXPECT_EQ(kLanes * c.sw.slots_a, copies * kM * kK);
-    EXPECT_EQ(kLanes * c.sw.slots_b, copies * kK * kN);
-    EXPECT_EQ(kLanes * c.sw.slots_c, kM * kN);
+    expect_fragments_fill(c, kM, kN, kK);
   }
 }
 
 TEST(MatrixLayoutsIu8, EveryElementOwnedByExactlyOneLane) {
   for (const Case& c : all_layouts()) {
     SCOPED_TRACE(hardware_name(c.hw));
-    expect_each_owned_once(c.sw.c, c.sw.slots_c, 0, kLanes, kM, kN, "C");
-    const int halves = c.hw == Hardware::Gfx11 ? 2 : 1;
-    for (int h = 0; h < halves; ++h) {
-      const int l0 = h * kLanes / halves, l1 = (h + 1) * kLanes / halves;
-      expect_each_owned_once(c.sw.a, c.sw.slots_a, l0, l1, kM, kK, "A");
-      expect_each_owned_once(c.sw.b, c.sw.slots_b, l0, l1, kK, kN, "B");
-    }
+    expect_each_element_owned_once(c, kM, kN, kK);
   }
 }
 
