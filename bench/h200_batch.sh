@@ -4,7 +4,7 @@
 # full-size random-weight model. Also checks that the batch's second image equals the separate
 # run with its seed. Usage: bench/h200_batch.sh BIN_DIR OUT_DIR [MODEL_DIR] [STEPS]
 # (SIZE=WxH and EXTRA="flags" change the size and add flags: a quick try on the tiny model.)
-source "$(dirname "$0")/random_model_setup.sh" batch.txt "$@"
+source "$(dirname "$0")/h200_setup.sh" batch.txt "$@"
 random_model
 STEPS=${4:-20}
 IMAGES=10

@@ -21,7 +21,7 @@
 # Usage: bench/h200_model_files.sh BIN_DIR OUT_DIR [MODEL_DIR] [STEPS]   (SIZE=WxH, RUNS=N;
 # a quick try on the tiny model: MOSSINFER_BACKEND=host SIZE=32x32 EXTRA="--skip-layers 2"
 # FILES_EXTRA="--model-config DIR")
-source "$(dirname "$0")/random_model_setup.sh" model_files.txt "$@"
+source "$(dirname "$0")/h200_setup.sh" model_files.txt "$@"
 STEPS=${4:-4}
 RUNS=${RUNS:-2}
 LAYOUTS_GIVEN=${LAYOUTS:-}
@@ -108,17 +108,11 @@ one() {
     -o "$OUT/$name-$i.png" --latent-out "$OUT/$name-$i.npy" >"$OUT/$name-$i.log" 2>&1 ||
     { log "FAIL $name run $i: $(tail -1 "$OUT/$name-$i.log")"; exit 1; }
 }
-one folder 0 "${folder[@]}"
-one files 0 "${files[@]}"
-for i in $(seq 1 "$RUNS"); do
-  if (( i % 2 )); then
-    one folder "$i" "${folder[@]}"
-    one files "$i" "${files[@]}"
-  else
-    one files "$i" "${files[@]}"
-    one folder "$i" "${folder[@]}"
-  fi
-done
+run_folder() { one folder "$1" "${folder[@]}"; }
+run_files() { one files "$1" "${files[@]}"; }
+run_folder 0
+run_files 0
+for i in $(seq 1 "$RUNS"); do alternate "$i" run_folder run_files; done
 python3 - "$OUT" "$RUNS" <<'PY' | tee -a "$OUT/model_files.txt"
 import json, re, statistics, struct, sys, zlib
 out, runs = sys.argv[1], int(sys.argv[2])

@@ -6,7 +6,7 @@
 # Usage: bench/h200_samplers.sh BIN_DIR OUT_DIR [MODEL_DIR]
 # (SIZE=WxH and EXTRA="flags" change the size and add flags: a quick try on the tiny model.)
 # The lead runs it (with carry [".carry"] from bench/make_carry.sh, as bench/h200_batch.sh).
-source "$(dirname "$0")/random_model_setup.sh" samplers.txt "$@"
+source "$(dirname "$0")/h200_setup.sh" samplers.txt "$@"
 random_model
 now() { date +%s.%N; }
 prompt="A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
