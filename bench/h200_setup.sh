@@ -3,8 +3,8 @@
 #   source "$(dirname "$0")/h200_setup.sh" RESULTS.txt "$@"   (BIN_DIR OUT_DIR [MODEL_DIR] ...)
 # Sets BIN, OUT (created), MODEL (default /tmp/moss-random-full), log() (prints a line and appends
 # it to OUT/RESULTS.txt) and random_model (the script calls it after its own quick checks: writes
-# the random model with tools/random_model.sh, its log OUT/model.log, unless MODEL already holds a
-# DiT), and alternate (below). Run from the repository root.
+# the random model with tools/random_model.sh, its log OUT/model.log, and logs how long that took,
+# unless MODEL already holds a DiT), and alternate (below). Run from the repository root.
 set -uo pipefail
 BIN=$2
 OUT=$3
@@ -14,7 +14,11 @@ RESULTS=$OUT/$1
 log() { echo "$@" | tee -a "$RESULTS"; }
 random_model() {
   [[ -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]] && return
-  tools/random_model.sh "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 || { log "FAIL writing the random model"; exit 1; }
+  local t0
+  t0=$(date +%s.%N)
+  tools/random_model.sh "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 ||
+    { log "FAIL writing the random model"; cat "$OUT/model.log"; exit 1; }
+  log "random model written in $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
 }
 
 # alternate ROUND A B: runs the commands `A ROUND` and `B ROUND`, A first in odd rounds and B first
