@@ -4,17 +4,10 @@
 # full-size random-weight model. Also checks that the batch's second image equals the separate
 # run with its seed. Usage: bench/h200_batch.sh BIN_DIR OUT_DIR [MODEL_DIR] [STEPS]
 # (SIZE=WxH and EXTRA="flags" change the size and add flags: a quick try on the tiny model.)
-set -uo pipefail
-BIN=$1
-OUT=$2
-MODEL=${3:-/tmp/moss-random-full}
+source "$(dirname "$0")/h200_setup.sh" batch.txt "$@"
+random_model
 STEPS=${4:-20}
 IMAGES=10
-mkdir -p "$OUT"
-log() { echo "$@" | tee -a "$OUT/batch.txt"; }
-if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
-  tools/random_model.sh "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 || { log "FAIL writing the random model"; exit 1; }
-fi
 now() { date +%s.%N; }
 prompt="A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
 common=(--model "$MODEL" --prompt "$prompt" --size "${SIZE:-1024x1024}" --steps "$STEPS" ${EXTRA:-})

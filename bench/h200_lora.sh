@@ -20,17 +20,10 @@
 # Usage: bench/h200_lora.sh BIN_DIR OUT_DIR [MODEL_DIR]   (SIZE=WxH, RANK=N, REPEAT=N (2) and
 # KEPT=N (3) change them; EXTRA="flags" adds flags to every run: a quick try on the tiny model
 # needs --skip-layers 1)
-set -uo pipefail
-BIN=$1
-OUT=$2
-MODEL=${3:-/tmp/moss-random-full}
+source "$(dirname "$0")/h200_setup.sh" lora.txt "$@"
 RANK=${RANK:-64}
 SIZE=${SIZE:-1024x1024}
-mkdir -p "$OUT"
-log() { echo "$@" | tee -a "$OUT/lora.txt"; }
-if [[ ! -f $MODEL/transformer/config.json ]]; then
-  tools/random_model.sh "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 || { log "FAIL writing the random model"; exit 1; }
-fi
+random_model
 LORA=$OUT/rank$RANK.safetensors
 # A PEFT-named LoRA on every 2-D weight of the DiT, bf16 factors of a small random pattern.
 python3 - "$MODEL/transformer" "$LORA" "$RANK" <<'PY' || { log "FAIL writing the LoRA"; exit 1; }
@@ -85,15 +78,9 @@ one_shot() {  # NAME ROUND FLAGS...
   "$BIN/moss-infer-hip" "${common[@]}" "$@" -o "$OUT/$name-$round.png" 2>"$OUT/$name-$round.log" ||
     { log "FAIL $name round $round: $(tail -1 "$OUT/$name-$round.log")"; exit 1; }
 }
-for ((round = 1; round <= REPEAT; round++)); do
-  if ((round % 2)); then
-    one_shot distill8 "$round" "${distill[@]}"
-    one_shot base50 "$round" "${base[@]}"
-  else
-    one_shot base50 "$round" "${base[@]}"
-    one_shot distill8 "$round" "${distill[@]}"
-  fi
-done
+distill8() { one_shot distill8 "$1" "${distill[@]}"; }
+base50() { one_shot base50 "$1" "${base[@]}"; }
+for ((round = 1; round <= REPEAT; round++)); do alternate "$round" distill8 base50; done
 # Kept engine: two jobs files, the LoRA set first (kept-lora-first) and the base first
 # (kept-base-first), KEPT images of each set.
 kept_line() {  # LORA_JSON STEPS CFG

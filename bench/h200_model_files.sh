@@ -21,20 +21,13 @@
 # Usage: bench/h200_model_files.sh BIN_DIR OUT_DIR [MODEL_DIR] [STEPS]   (SIZE=WxH, RUNS=N;
 # a quick try on the tiny model: MOSSINFER_BACKEND=host SIZE=32x32 EXTRA="--skip-layers 2"
 # FILES_EXTRA="--model-config DIR")
-set -uo pipefail
-BIN=$1
-OUT=$2
-MODEL=${3:-/tmp/moss-random-full}
+source "$(dirname "$0")/h200_setup.sh" model_files.txt "$@"
 STEPS=${4:-4}
 RUNS=${RUNS:-2}
 LAYOUTS_GIVEN=${LAYOUTS:-}
 LAYOUTS=${LAYOUTS:-${MODEL%/}-layouts}
-mkdir -p "$OUT"
-log() { echo "$@" | tee -a "$OUT/model_files.txt"; }
 [[ -x /usr/bin/time ]] || { log "FAIL /usr/bin/time is missing (apt-get install time)"; exit 2; }
-if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
-  tools/random_model.sh "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 || { log "FAIL writing the random model"; exit 1; }
-fi
+random_model
 # Beside the model when its disk holds a second copy (26 GB), else under OUT_DIR, said in the log:
 # then the two layouts may sit on file systems that map them differently (see above).
 if [[ -z ${LAYOUTS_GIVEN:-} && ! -f $LAYOUTS/vae_ldm.safetensors ]]; then
@@ -115,17 +108,11 @@ one() {
     -o "$OUT/$name-$i.png" --latent-out "$OUT/$name-$i.npy" >"$OUT/$name-$i.log" 2>&1 ||
     { log "FAIL $name run $i: $(tail -1 "$OUT/$name-$i.log")"; exit 1; }
 }
-one folder 0 "${folder[@]}"
-one files 0 "${files[@]}"
-for i in $(seq 1 "$RUNS"); do
-  if (( i % 2 )); then
-    one folder "$i" "${folder[@]}"
-    one files "$i" "${files[@]}"
-  else
-    one files "$i" "${files[@]}"
-    one folder "$i" "${folder[@]}"
-  fi
-done
+run_folder() { one folder "$1" "${folder[@]}"; }
+run_files() { one files "$1" "${files[@]}"; }
+run_folder 0
+run_files 0
+for i in $(seq 1 "$RUNS"); do alternate "$i" run_folder run_files; done
 python3 - "$OUT" "$RUNS" <<'PY' | tee -a "$OUT/model_files.txt"
 import json, re, statistics, struct, sys, zlib
 out, runs = sys.argv[1], int(sys.argv[2])

@@ -3,24 +3,14 @@
 # machine: resident vs streamed DiT (2 and 17 resident blocks) give byte-identical latents, the
 # memory peaks of a 1024x1024 run under a 16 GiB budget, and the refusals that must come before
 # the text encoder runs. Usage: bench/h200_pipeline.sh BIN_DIR OUT_DIR [MODEL_DIR]
-set -uo pipefail
-BIN=$1
-OUT=$2
-MODEL=${3:-/tmp/moss-random-full}
-mkdir -p "$OUT"
-log() { echo "$@" | tee -a "$OUT/pipeline.txt"; }
+source "$(dirname "$0")/h200_setup.sh" pipeline.txt "$@"
 passed=0
 failed=0
 verdict() {  # NAME OK DETAIL
   if [[ $2 == 1 ]]; then passed=$((passed + 1)); log "PASS $1: $3"; else failed=$((failed + 1)); log "FAIL $1: $3"; fi
 }
 
-if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
-  t0=$(date +%s.%N)
-  tools/random_model.sh "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 ||
-    { log "FAIL writing the random model"; cat "$OUT/model.log"; exit 1; }
-  log "random model written in $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
-fi
+random_model
 
 # Peak device memory of a command, sampled by nvidia-smi every 50 ms (MiB in use on GPU 0).
 run_measured() {  # NAME ARGS...

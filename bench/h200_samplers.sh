@@ -6,15 +6,8 @@
 # Usage: bench/h200_samplers.sh BIN_DIR OUT_DIR [MODEL_DIR]
 # (SIZE=WxH and EXTRA="flags" change the size and add flags: a quick try on the tiny model.)
 # The lead runs it (with carry [".carry"] from bench/make_carry.sh, as bench/h200_batch.sh).
-set -uo pipefail
-BIN=$1
-OUT=$2
-MODEL=${3:-/tmp/moss-random-full}
-mkdir -p "$OUT"
-log() { echo "$@" | tee -a "$OUT/samplers.txt"; }
-if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
-  tools/random_model.sh "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 || { log "FAIL writing the random model"; exit 1; }
-fi
+source "$(dirname "$0")/h200_setup.sh" samplers.txt "$@"
+random_model
 now() { date +%s.%N; }
 prompt="A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
 common=(--model "$MODEL" --prompt "$prompt" --size "${SIZE:-1024x1024}" --cfg 1 --seed 42 ${EXTRA:-})

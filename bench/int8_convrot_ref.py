@@ -218,21 +218,7 @@ def dit_reference_cases(model_dir, g=64):
     per case (one per DIT_REFERENCE_TIMESTEPS) the inputs (latent [C, 2, 3], text states [5, text_dim], the timestep), the INT8
     ConvRot DiT's velocity (int8_dit of quantize_dit: what `moss-infer-hip --diffusion-model` on
     the file `quantize` writes must give) and the float DiT's (the format's own error, for scale)."""
-    import importlib.util
-    here = os.path.dirname(os.path.abspath(__file__))
-    spec = importlib.util.spec_from_file_location(
-        "moss_ref", os.path.join(here, "..", "hip", "tests", "data", "reference", "moss_ref.py"))
-    moss_ref = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(moss_ref)
-    sd, layers = load_dit(model_dir)
-    with open(os.path.join(model_dir, "transformer", "config.json")) as f:
-        config = {k: v for k, v in json.load(f).items() if not k.startswith("_")}
-
-    def dit():
-        m = moss_ref.MossDiT(**config)
-        m.load_state_dict({k: v.to(torch.float32) for k, v in sd.items() if k != "rope.bands"})
-        return m.eval()
-
+    _, sd, layers, config, dit = float_dit(model_dir)
     quantized = quantize_dit(sd, layers, g)
     gen = torch.Generator().manual_seed(4949)
     t = {}
@@ -252,6 +238,28 @@ def write_dit_reference(path, model_dir):
     from safetensors.torch import save_file
     save_file({k: v.contiguous() for k, v in dit_reference_cases(model_dir).items()}, path,
               metadata={"made_by": "bench/int8_convrot_ref.py --write-dit-reference"})
+
+
+def float_dit(model_dir):
+    """The folder's DiT in the PyTorch reference (hip/tests/data/reference/moss_ref.py):
+    (moss_ref module, state dict, layer count, config, dit) where dit() builds a fresh fp32
+    MossDiT on those weights in eval mode (a fresh one each time: int8_dit replaces its layers)."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location(
+        "moss_ref", os.path.join(here, "..", "hip", "tests", "data", "reference", "moss_ref.py"))
+    moss_ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(moss_ref)
+    sd, layers = load_dit(model_dir)
+    with open(os.path.join(model_dir, "transformer", "config.json")) as f:
+        config = {k: v for k, v in json.load(f).items() if not k.startswith("_")}
+
+    def dit():
+        m = moss_ref.MossDiT(**config)
+        m.load_state_dict({k: v.to(torch.float32) for k, v in sd.items() if k != "rope.bands"})
+        return m.eval()
+
+    return moss_ref, sd, layers, config, dit
 
 
 def load_dit(model_dir):

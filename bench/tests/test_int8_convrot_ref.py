@@ -192,20 +192,7 @@ def test_int8_dit_on_the_tiny_model_is_close_to_the_float_dit():
     DiT's 1.3%: the bound is 2.5x the bf16 distance of the same case and at most 3.5% (q and k
     swapped in the qkv split gives 5.4%, a wrong rotation errors of order 1); and the two are not
     identical (the layers really are quantized)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("moss_ref", os.path.join(DATA, "reference", "moss_ref.py"))
-    moss_ref = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(moss_ref)
-    model = os.path.join(DATA, "tiny-moss")
-    sd, layers = ref.load_dit(model)
-    with open(os.path.join(model, "transformer", "config.json")) as f:
-        config = {k: v for k, v in json.load(f).items() if not k.startswith("_")}
-
-    def dit():
-        m = moss_ref.MossDiT(**config)
-        m.load_state_dict({k: v.to(torch.float32) for k, v in sd.items() if k != "rope.bands"})
-        return m.eval()
-
+    moss_ref, sd, layers, config, dit = ref.float_dit(os.path.join(DATA, "tiny-moss"))
     gen = torch.Generator().manual_seed(7)
     latent = torch.randn(config["latent_channels"], 4, 6, generator=gen)
     text = torch.randn(5, config["text_dim"], generator=gen)

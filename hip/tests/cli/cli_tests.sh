@@ -12,16 +12,11 @@ expect() {
   local out rc
   out=$(cd "$WORK" && env ${EXPECT_ENV:-} "$BIN" "$@" 2>&1)
   rc=$?
-  local why=""
-  [[ $rc -eq $status ]] || why="exit $rc, expected $status"
-  [[ -z $why ]] && ! grep -qE -- "$pattern" <<<"$out" && why="output does not match /$pattern/"
+  local why
+  why=$(mismatch "$status" "$pattern" "$rc" "$out")
   [[ -z $why && $status -ne 0 && ( -e $WORK/out.png || -e $WORK/out.npy ) ]] && why="left an output file"
   [[ -z $why && $status -ne 0 ]] && ls -a "$WORK" | grep -q '^\.moss-infer-' && why="left a temporary file"
-  if [[ -z $why ]]; then
-    passed=$((passed + 1)); echo "PASS $name"
-  else
-    failed=$((failed + 1)); echo "FAIL $name: $why"; echo "$out" | head -5 | sed 's/^/    /'
-  fi
+  verdict "$name" "$why" "$out"
 }
 
 base=(--model "$MODEL" --prompt "a red apple")

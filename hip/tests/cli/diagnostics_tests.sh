@@ -9,16 +9,10 @@ source "$(dirname "$0")/script_setup.sh" "$@"
 expect() {
   local name=$1 status=$2 pattern=$3
   shift 4
-  local out rc why=""
+  local out rc
   out=$(cd "$WORK" && XDG_CACHE_HOME=$WORK/cache "$BIN" "$@" 2>&1)
   rc=$?
-  [[ $rc -eq $status ]] || why="exit $rc, expected $status"
-  [[ -z $why ]] && ! grep -qE -- "$pattern" <<<"$out" && why="output does not match /$pattern/"
-  if [[ -z $why ]]; then
-    passed=$((passed + 1)); echo "PASS $name"
-  else
-    failed=$((failed + 1)); echo "FAIL $name: $why"; echo "$out" | head -5 | sed 's/^/    /'
-  fi
+  verdict "$name" "$(mismatch "$status" "$pattern" "$rc" "$out")" "$out"
 }
 
 for sub in self-test bench; do
@@ -53,8 +47,8 @@ fi
 rm -rf "$WORK/cache"
 expect "host-backend run" 0 'done' -- --model "$MODEL" --prompt "a red apple" --size 32x32 --steps 1 --skip-layers "" \
   --latent-out "$WORK/x.npy"
-[[ ! -e $WORK/cache/moss-infer-hip ]] && { passed=$((passed + 1)); echo "PASS host run wrote no self-test cache"; } ||
-  { failed=$((failed + 1)); echo "FAIL host run wrote $WORK/cache/moss-infer-hip"; }
+[[ ! -e $WORK/cache/moss-infer-hip ]] && ok "host run wrote no self-test cache" ||
+  bad "host run wrote $WORK/cache/moss-infer-hip"
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

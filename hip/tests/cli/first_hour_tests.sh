@@ -13,17 +13,11 @@ expect() {
   shift 3
   while [[ $1 != -- ]]; do envs+=("$1"); shift; done
   shift
-  local out rc why=""
+  local out rc
   out=$(cd "$WORK" && env -u MOSSINFER_BACKEND -u MOSSINFER_KERNELS XDG_CACHE_HOME="$WORK/cache" "${envs[@]}" \
     "$BIN" "$@" 2>&1)
   rc=$?
-  [[ $rc -eq $status ]] || why="exit $rc, expected $status"
-  [[ -z $why ]] && ! grep -qE -- "$pattern" <<<"$out" && why="output does not match /$pattern/"
-  if [[ -z $why ]]; then
-    passed=$((passed + 1)); echo "PASS $name"
-  else
-    failed=$((failed + 1)); echo "FAIL $name: $why"; echo "$out" | head -5 | sed 's/^/    /'
-  fi
+  verdict "$name" "$(mismatch "$status" "$pattern" "$rc" "$out")" "$out"
 }
 HOST=MOSSINFER_BACKEND=host
 base=(--model "$MODEL" --prompt "a red apple" --size 32x32)
@@ -70,8 +64,8 @@ for v in 4 22 "1,9" "0,3,4" 1023; do
   expect "skip-given '$v'" 2 "^moss-infer-hip: --skip-layers $v: block $last does not exist \(the DiT has 4 blocks, 0 to 3\)$" \
     $HOST -- "${run[@]}" -o out.png --skip-layers "$v"
 done
-[[ ! -e $WORK/out.png && ! -e $WORK/b1.png ]] && { passed=$((passed + 1)); echo "PASS skip refusals wrote nothing"; } ||
-  { failed=$((failed + 1)); echo "FAIL a skip refusal wrote an image"; }
+[[ ! -e $WORK/out.png && ! -e $WORK/b1.png ]] && ok "skip refusals wrote nothing" ||
+  bad "a skip refusal wrote an image"
 
 # serve: a --skip-layers given that the model lacks stops it before it listens (exit 2); the
 # default on the tiny model is a warning naming the blocks, and the server runs.
@@ -81,7 +75,7 @@ if "$BIN" serve --help >/dev/null 2>&1; then
   out=$(cd "$WORK" && MOSSINFER_BACKEND=host timeout 30 "$BIN" serve --model "$MODEL" --skip-layers 9 --port 1 2>&1)
   rc=$?
   [[ $rc -eq 2 ]] && grep -q '^moss-infer-hip: --skip-layers 9: block 9 does not exist (the DiT has 4 blocks, 0 to 3)$' <<<"$out" &&
-    { passed=$((passed + 1)); echo "PASS serve --skip-layers 9 refused"; } || { failed=$((failed + 1)); echo "FAIL serve --skip-layers 9: $rc $out"; }
+    ok "serve --skip-layers 9 refused" || bad "serve --skip-layers 9" "$rc $out"
   # (Stopped with SIGTERM once it listens; at most 60 s.)
   (cd "$WORK" && MOSSINFER_BACKEND=host exec timeout -s TERM 60 "$BIN" serve --model "$MODEL" --port $((20000 + RANDOM % 20000)) \
     2>"$WORK/serve.err") &
@@ -91,8 +85,8 @@ if "$BIN" serve --help >/dev/null 2>&1; then
   wait "$serve_pid"
   out=$(cat "$WORK/serve.err")
   grep -q 'warning: the default --skip-layers "22" skips block 22, which this model does not have (the DiT has 4 blocks, 0 to 3).*requests without "skip_layers" are refused (422)' <<<"$out" &&
-    grep -q '^listening on' <<<"$out" && { passed=$((passed + 1)); echo "PASS serve warns of the default"; } ||
-    { failed=$((failed + 1)); echo "FAIL serve default warning: $out"; }
+    grep -q '^listening on' <<<"$out" && ok "serve warns of the default" ||
+    bad "serve default warning" "$out"
 else
   echo "SKIP serve cases: this build has no server"
 fi
@@ -109,17 +103,17 @@ expect jobs-readme-line 2 '^moss-infer-hip: readme.jsonl:1: skip_layers 22: bloc
 printf '%s\n' '{"prompt": "a", "output": "j3.png"}' >"$WORK/default.jsonl"
 expect jobs-default-skip 2 '^moss-infer-hip: default.jsonl:1: skip_layers 22: block 22 does not exist' $HOST -- --model "$MODEL" --jobs default.jsonl
 out=$(cd "$WORK" && MOSSINFER_BACKEND=host "$BIN" --model "$MODEL" --jobs default.jsonl 2>&1)
-grep -q -- '--skip-layers' <<<"$out" && { failed=$((failed + 1)); echo "FAIL jobs refusal names --skip-layers: $out"; } ||
-  { passed=$((passed + 1)); echo "PASS jobs refusal names no flag"; }
-[[ ! -e $WORK/j1.png ]] && { passed=$((passed + 1)); echo "PASS jobs refusal wrote nothing"; } ||
-  { failed=$((failed + 1)); echo "FAIL jobs refusal wrote j1.png"; }
+grep -q -- '--skip-layers' <<<"$out" && bad "jobs refusal names --skip-layers" "$out" ||
+  ok "jobs refusal names no flag"
+[[ ! -e $WORK/j1.png ]] && ok "jobs refusal wrote nothing" ||
+  bad "jobs refusal wrote j1.png"
 
 # --- done: lines name the files; step events name the device with several engines ------------
 expect done-names-files 0 '^done: .*; wrote d\.npy, d\.png$' $HOST -- "${run[@]}" --skip-layers 2 -o d.png --latent-out d.npy
 out=$(cd "$WORK" && MOSSINFER_BACKEND=host "$BIN" "${base[@]}" --skip-layers 2 --steps 2 --batch-count 2 -o 'n%d.png' 2>&1)
 for i in 1 2; do
-  grep -Eq "^done: .*; wrote n$i\.png$" <<<"$out" && { passed=$((passed + 1)); echo "PASS batch done line $i names n$i.png"; } ||
-    { failed=$((failed + 1)); echo "FAIL batch done line $i: $out"; }
+  grep -Eq "^done: .*; wrote n$i\.png$" <<<"$out" && ok "batch done line $i names n$i.png" ||
+    bad "batch done line $i" "$out"
 done
 (cd "$WORK" && MOSSINFER_BACKEND=host "$BIN" "${base[@]}" --skip-layers 2 --steps 2 --batch-count 2 -o 'm%d.png' \
   --device 0,1 --progress json 2>"$WORK/devices.jsonl")
@@ -131,13 +125,13 @@ assert len(steps) == 4, steps
 assert all(e.get("device") in ("0", "1") for e in steps), steps
 # Each image's steps carry the device its image event names.
 PY
-then passed=$((passed + 1)); echo "PASS step events carry the device"; else failed=$((failed + 1)); echo "FAIL step events"; fi
+then ok "step events carry the device"; else bad "step events"; fi
 out=$(cd "$WORK" && MOSSINFER_BACKEND=host "$BIN" "${base[@]}" --skip-layers 2 --steps 2 --batch-count 2 -o 'k%d.png' --device 0,1 2>&1)
 [[ $(grep -Ec '^denoise [12]/2 [0-9.]+ \(device [01]\)$' <<<"$out") -eq 4 ]] &&
-  { passed=$((passed + 1)); echo "PASS text step lines name the device"; } || { failed=$((failed + 1)); echo "FAIL text steps: $out"; }
+  ok "text step lines name the device" || bad "text steps" "$out"
 (cd "$WORK" && MOSSINFER_BACKEND=host "$BIN" "${base[@]}" --skip-layers 2 --steps 2 -o one.png --progress json 2>"$WORK/one.jsonl")
 python3 -c 'import json,sys; s=[json.loads(l) for l in open(sys.argv[1])]; assert all("device" not in e for e in s if e["event"] == "step") and any(e["event"] == "step" for e in s)' "$WORK/one.jsonl" &&
-  { passed=$((passed + 1)); echo "PASS one engine: no device in steps"; } || { failed=$((failed + 1)); echo "FAIL one engine's steps"; }
+  ok "one engine: no device in steps" || bad "one engine's steps"
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

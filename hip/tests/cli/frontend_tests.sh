@@ -3,17 +3,8 @@
 # record keeps requested and run steps; an image remade from its PNG (--from-png) is the same
 # image byte for byte; --batch-count, --prompt-file / --negative-file, --jobs and --progress
 # json; and their bad inputs. Usage: frontend_tests.sh BINARY MODEL_DIR
-set -u
-BIN=$(realpath "$1")
-MODEL=$(realpath "$2")
-HERE=$(cd "$(dirname "$0")" && pwd)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+source "$(dirname "$0")/script_setup.sh" "$@"
 export MOSSINFER_BACKEND=host
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "PASS $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
 # check NAME COMMAND...: passes when the command succeeds.
 check() {
   local name=$1

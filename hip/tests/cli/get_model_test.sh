@@ -19,16 +19,10 @@ copy() {
 own() { cp --remove-destination "$(readlink -f "$1")" "$1"; }
 # expect NAME STATUS PATTERN DIR [VARIANT]
 expect() {
-  local name=$1 status=$2 pattern=$3 dir=$4 variant=${5:-sft} out rc why=""
+  local name=$1 status=$2 pattern=$3 dir=$4 variant=${5:-sft} out rc
   out=$(bash "$GET" --check-only "$variant" "$dir" 2>&1)
   rc=$?
-  [[ $rc -eq $status ]] || why="exit $rc, expected $status"
-  [[ -z $why ]] && ! grep -qE -- "$pattern" <<<"$out" && why="output does not match /$pattern/"
-  if [[ -z $why ]]; then
-    passed=$((passed + 1)); echo "PASS $name"
-  else
-    failed=$((failed + 1)); echo "FAIL $name: $why"; echo "$out" | tail -5 | sed 's/^/    /'
-  fi
+  verdict "$name" "$(mismatch "$status" "$pattern" "$rc" "$out")" "$out" tail
 }
 
 expect whole 0 'ready: .*--model .* --skip-layers 2 -o first\.png' "$MODEL"
@@ -103,15 +97,15 @@ if ((free_gib >= 28)); then
     ! grep -q "installing huggingface_hub" <<<"$out" && [[ -s $WORK/downloaded/transformer/config.json ]]
 else
   [[ $rc -eq 1 ]] && grep -q "GiB free; OpenMOSS-Team/MOSS-Image-SFT needs about 27 GiB" <<<"$out"
-fi && { passed=$((passed + 1)); echo "PASS download path (stand-in client; $free_gib GiB free)"; } ||
-  { failed=$((failed + 1)); echo "FAIL download path: $rc $out"; }
+fi && ok "download path (stand-in client; $free_gib GiB free)" ||
+  bad "download path" "$rc $out"
 
 # The printed command runs (on the host backend, at a small size and one step).
 cmd=$(bash "$GET" --check-only sft "$MODEL" | sed -n -E 's#^get_model: ready: (build/)?moss-infer-hip ##p')
 if [[ -n $cmd ]] && (cd "$WORK" && eval "MOSSINFER_BACKEND=host \"\$BIN\" $cmd --size 32x32 --steps 1 --quiet") && [[ -s $WORK/first.png ]]; then
-  passed=$((passed + 1)); echo "PASS the printed command runs"
+  ok "the printed command runs"
 else
-  failed=$((failed + 1)); echo "FAIL the printed command '$cmd'"
+  bad "the printed command '$cmd'"
 fi
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -7,40 +7,33 @@
 # is refused with exit 2 and no output. (The numbers against the PyTorch reference, streaming and
 # every refusal: unit tests Int8Dit.*.)
 # Usage: int8_run_tests.sh BINARY MODEL_DIR
-set -u
-exe=$1
-model=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/script_setup.sh" "$@"
 export MOSSINFER_BACKEND=host  # the GPU backends' int8 kernels are another test's
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 
-int8=$tmp/tiny_int8.safetensors
-"$exe" quantize --model "$model" --out "$int8" --group-size 64 >/dev/null || { echo "FAIL: quantize"; exit 1; }
+int8=$WORK/tiny_int8.safetensors
+"$BIN" quantize --model "$MODEL" --out "$int8" --group-size 64 >/dev/null || { echo "FAIL: quantize"; exit 1; }
 small=(--prompt "a lighthouse at dusk" --negative "blurry" --size 48x32 --steps 2 --skip-layers 2 --seed 5 --quiet)
-run() {  # NAME ARGS...: a generation into $tmp/NAME.png and NAME.npy
+run() {  # NAME ARGS...: a generation into $WORK/NAME.png and NAME.npy
   local name=$1
   shift
-  (cd "$tmp" && "$exe" "$@" "${small[@]}" -o "$name.png" --latent-out "$name.npy") >"$tmp/$name.out" 2>&1
+  (cd "$WORK" && "$BIN" "$@" "${small[@]}" -o "$name.png" --latent-out "$name.npy") >"$WORK/$name.out" 2>&1
 }
 
-run bf16 --model "$model" || bad "bf16 run: $(cat "$tmp/bf16.out")"
-if run int8 --model "$model" --diffusion-model "$int8"; then ok "int8 run"; else bad "int8 run: $(cat "$tmp/int8.out")"; fi
-[[ -s $tmp/int8.png ]] || bad "no int8.png"
-run int8-again --model "$model" --diffusion-model "$int8" || bad "int8 run again"
-if cmp -s "$tmp/int8.npy" "$tmp/int8-again.npy"; then ok "same latents twice"; else bad "int8 latents differ between runs"; fi
-if cmp -s "$tmp/int8.npy" "$tmp/bf16.npy"; then bad "int8 latents equal the bf16 run's"; else ok "not the bf16 latents"; fi
-run int8-alone --diffusion-model "$int8" --text-encoder "$model/text_encoder/model.safetensors" \
-  --vae "$model/vae/diffusion_pytorch_model.safetensors" --model-config "$model" \
-  --tokenizer "$model/tokenizer/tokenizer.json" || bad "int8 file beside --model-config: $(cat "$tmp/int8-alone.out")"
-if cmp -s "$tmp/int8.npy" "$tmp/int8-alone.npy"; then ok "the file alone gives the same latents"; else bad "int8-alone latents differ"; fi
-record=$(python3 "$(dirname "$0")/png_tool.py" text "$tmp/int8.png" generation 2>&1)
+run bf16 --model "$MODEL" || bad "bf16 run: $(cat "$WORK/bf16.out")"
+if run int8 --model "$MODEL" --diffusion-model "$int8"; then ok "int8 run"; else bad "int8 run: $(cat "$WORK/int8.out")"; fi
+[[ -s $WORK/int8.png ]] || bad "no int8.png"
+run int8-again --model "$MODEL" --diffusion-model "$int8" || bad "int8 run again"
+if cmp -s "$WORK/int8.npy" "$WORK/int8-again.npy"; then ok "same latents twice"; else bad "int8 latents differ between runs"; fi
+if cmp -s "$WORK/int8.npy" "$WORK/bf16.npy"; then bad "int8 latents equal the bf16 run's"; else ok "not the bf16 latents"; fi
+run int8-alone --diffusion-model "$int8" --text-encoder "$MODEL/text_encoder/model.safetensors" \
+  --vae "$MODEL/vae/diffusion_pytorch_model.safetensors" --model-config "$MODEL" \
+  --tokenizer "$MODEL/tokenizer/tokenizer.json" || bad "int8 file beside --model-config: $(cat "$WORK/int8-alone.out")"
+if cmp -s "$WORK/int8.npy" "$WORK/int8-alone.npy"; then ok "the file alone gives the same latents"; else bad "int8-alone latents differ"; fi
+record=$(python3 "$(dirname "$0")/png_tool.py" text "$WORK/int8.png" generation 2>&1)
 grep -q "\"file\":\"tiny_int8.safetensors\",\"hash\":\"[0-9a-f]*\",\"note\":\"int8 ConvRot, group 64, 16 layers quantized\"" <<<"$record" &&
   ok "the record names the format" || bad "record: $record"
 
-out=$("$exe" inspect "$int8" "$model" 2>&1)
+out=$("$BIN" inspect "$int8" "$MODEL" 2>&1)
 rc=$?
 if [[ $rc == 0 ]] && grep -qE "diffusion model: Comfy-Org \(fused qkv\), int8 ConvRot; BF16/F32/I8" <<<"$out" &&
   grep -qE "tiny_int8.safetensors \([0-9a-f]{12}\), .*BF16/F32/I8, 1.2[0-9] M parameters, [0-9]+ bytes, .*; int8 ConvRot, group 64, 16 layers quantized" <<<"$out"; then
@@ -51,7 +44,7 @@ fi
 
 # Another format: the same file with one record saying float8_e4m3fn (same length, so the bytes
 # are edited in place).
-f8=$tmp/tiny_f8.safetensors
+f8=$WORK/tiny_f8.safetensors
 python3 - "$int8" "$f8" <<'PY' || bad "could not write the float8 file"
 import sys
 data = open(sys.argv[1], "rb").read()
@@ -60,12 +53,12 @@ new = b'{"format": "float8_e4m3fn", "convrot": false, "convrot_groupsize": 64} '
 assert len(old) == len(new) and old in data
 open(sys.argv[2], "wb").write(data.replace(old, new, 1))
 PY
-out=$(cd "$tmp" && "$exe" --model "$model" --diffusion-model "$f8" "${small[@]}" -o f8.png 2>&1)
+out=$(cd "$WORK" && "$BIN" --model "$MODEL" --diffusion-model "$f8" "${small[@]}" -o f8.png 2>&1)
 rc=$?
-if [[ $rc == 2 ]] && grep -q "tiny_f8.safetensors: quantized weights, format 'float8_e4m3fn'" <<<"$out" && [[ ! -e $tmp/f8.png ]]; then
+if [[ $rc == 2 ]] && grep -q "tiny_f8.safetensors: quantized weights, format 'float8_e4m3fn'" <<<"$out" && [[ ! -e $WORK/f8.png ]]; then
   ok "float8 refused"
 else
   bad "float8 -> $rc: $out"
 fi
-echo "$fails failure(s)"
-[[ $fails == 0 ]]
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

@@ -5,18 +5,9 @@
 # values, which differs from the folder's); every refusal names file and reason, exits with its
 # status and writes nothing; `inspect` says what each file holds.
 # Usage: model_files_tests.sh BINARY MODEL_DIR MODEL_LAYOUTS
-set -u
-BIN=$(realpath "$1")
-MODEL=$(realpath "$2")
+source "$(dirname "$0")/script_setup.sh" "$@"
 LAYOUTS=$(realpath "$3")
-HERE=$(cd "$(dirname "$0")" && pwd)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
 export MOSSINFER_BACKEND=host
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "PASS $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
 check() {
   local name=$1
   shift

@@ -6,77 +6,65 @@
 # flags, an output path in a folder that does not exist, a DiT that is already quantized; a
 # SIGTERM just before the rename (exit 143). No refused or stopped run leaves a file or a
 # temporary. (What the file holds: unit tests QuantizeDit.* and bench/tests/test_int8_convrot_ref.py.)
-set -u
-exe=$1
-model=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
+source "$(dirname "$0")/script_setup.sh" "$@"
 
 expect() {  # expected exit status, regex the output must match, quantize's arguments
   local want=$1 re=$2
   shift 2
   local out rc
-  out=$("$exe" quantize "$@" 2>&1)
+  out=$("$BIN" quantize "$@" 2>&1)
   rc=$?
-  if [[ $rc != "$want" ]] || ! grep -qE -- "$re" <<<"$out"; then
-    echo "FAIL: quantize $* -> exit $rc (want $want, /$re/): $out"
-    fails=$((fails + 1))
-  else
-    echo "ok: quantize $* -> $rc"
-  fi
+  verdict "quantize $*" "$(mismatch "$want" "$re" "$rc" "$out")" "$out"
 }
 
-good=$tmp/tiny_int8.safetensors
-expect 0 "16 layers quantized \(int8-convrot, group 64\), 59 tensors copied" --model "$model" --out "$good" --group-size 64
-[[ -s $good ]] || { echo "FAIL: no $good"; fails=$((fails + 1)); }
+good=$WORK/tiny_int8.safetensors
+expect 0 "16 layers quantized \(int8-convrot, group 64\), 59 tensors copied" --model "$MODEL" --out "$good" --group-size 64
+[[ -s $good ]] || bad "no $good"
 expect 0 "usage: moss-infer-hip quantize --model DIR --out FILE" --help
 
-bad=$tmp/refused.safetensors
-expect 2 "group-size 256 does not divide the input width 128 of layers.0.proj.qkv" --model "$model" --out "$bad"
+bad=$WORK/refused.safetensors
+expect 2 "group-size 256 does not divide the input width 128 of layers.0.proj.qkv" --model "$MODEL" --out "$bad"
 for g in 1 2 8 32 128 48; do
-  expect 2 "group-size $g: the rotation group must be a power of 4" --model "$model" --out "$bad" --group-size $g
+  expect 2 "group-size $g: the rotation group must be a power of 4" --model "$MODEL" --out "$bad" --group-size $g
 done
-expect 2 "group-size 'x': not an integer" --model "$model" --out "$bad" --group-size x
-expect 2 "group-size '0': must be between 1 and" --model "$model" --out "$bad" --group-size 0
-expect 2 "group-size '-64': must be between 1 and" --model "$model" --out "$bad" --group-size=-64
-expect 2 "format 'fp8': unknown quantization format \(supported: int8-convrot\)" --model "$model" --out "$bad" --format fp8
+expect 2 "group-size 'x': not an integer" --model "$MODEL" --out "$bad" --group-size x
+expect 2 "group-size '0': must be between 1 and" --model "$MODEL" --out "$bad" --group-size 0
+expect 2 "group-size '-64': must be between 1 and" --model "$MODEL" --out "$bad" --group-size=-64
+expect 2 "format 'fp8': unknown quantization format \(supported: int8-convrot\)" --model "$MODEL" --out "$bad" --format fp8
 expect 2 "quantize: --model DIR is required" --out "$bad"
-expect 2 "quantize: --out FILE is required" --model "$model"
-expect 2 "quantize: --out needs a value" --model "$model" --out
-expect 2 "quantize: --group-size given twice" --model "$model" --out "$bad" --group-size 64 --group-size 16
-expect 2 "quantize: unknown argument '--bogus'" --model "$model" --out "$bad" --bogus
-expect 2 "^moss-infer-hip: --out" --model "$model" --out "$tmp/no/such/dir/x.safetensors" --group-size 64
-expect 2 "model $tmp/nowhere: not a folder" --model "$tmp/nowhere" --out "$bad" --group-size 64
+expect 2 "quantize: --out FILE is required" --model "$MODEL"
+expect 2 "quantize: --out needs a value" --model "$MODEL" --out
+expect 2 "quantize: --group-size given twice" --model "$MODEL" --out "$bad" --group-size 64 --group-size 16
+expect 2 "quantize: unknown argument '--bogus'" --model "$MODEL" --out "$bad" --bogus
+expect 2 "^moss-infer-hip: --out" --model "$MODEL" --out "$WORK/no/such/dir/x.safetensors" --group-size 64
+expect 2 "model $WORK/nowhere: not a folder" --model "$WORK/nowhere" --out "$bad" --group-size 64
 
-again=$tmp/again
+again=$WORK/again
 mkdir -p "$again/transformer"
-cp "$model/transformer/config.json" "$again/transformer/"
+cp "$MODEL/transformer/config.json" "$again/transformer/"
 cp "$good" "$again/transformer/diffusion_pytorch_model.safetensors"
 expect 2 "layers.0.proj.ffn_down.comfy_quant: this DiT is already quantized" --model "$again" --out "$bad" --group-size 64
 
 # A signal once the whole temporary is written (MOSSINFER_TEST_PAUSE, util/test_pause.h): exit
 # 128 + 15, and neither the output nor the temporary is left.
-stopped=$tmp/stopped
+stopped=$WORK/stopped
 mkdir -p "$stopped"
-MOSSINFER_TEST_PAUSE=write:20 "$exe" quantize --model "$model" --out "$stopped/int8.safetensors" --group-size 64 \
-  2>"$tmp/stopped.err" >/dev/null &
+MOSSINFER_TEST_PAUSE=write:20 "$BIN" quantize --model "$MODEL" --out "$stopped/int8.safetensors" --group-size 64 \
+  2>"$WORK/stopped.err" >/dev/null &
 pid=$!
-for _ in $(seq 200); do grep -q "pause at write" "$tmp/stopped.err" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 200); do grep -q "pause at write" "$WORK/stopped.err" 2>/dev/null && break; sleep 0.1; done
 kill -TERM $pid
 wait $pid
 rc=$?
 if [[ $rc != 143 || -n $(ls -A "$stopped") ]]; then
-  echo "FAIL: SIGTERM at the write pause -> exit $rc, left: $(ls -A "$stopped") $(cat "$tmp/stopped.err")"
-  fails=$((fails + 1))
+  bad "SIGTERM at the write pause" "exit $rc, left: $(ls -A "$stopped") $(cat "$WORK/stopped.err")"
 else
-  echo "ok: SIGTERM at the write pause -> 143, nothing left"
+  ok "SIGTERM at the write pause -> 143, nothing left"
 fi
 
-left=$(cd "$tmp" && ls -A | grep -v -x -e tiny_int8.safetensors -e again -e stopped -e stopped.err)
+left=$(cd "$WORK" && ls -A | grep -v -x -e tiny_int8.safetensors -e again -e stopped -e stopped.err)
 if [[ -n $left ]]; then
-  echo "FAIL: refused runs left: $left"
-  fails=$((fails + 1))
+  bad "refused runs left" "$left"
 fi
-echo "$fails failure(s)"
-[[ $fails == 0 ]]
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

@@ -30,6 +30,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def read_until_closed(sock):
+    """Every byte the server sends until it closes the connection."""
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
 def http_request(port, method, path, body=None, timeout=120, raw=None, headers=None):
     """One request to 127.0.0.1:port (body as JSON, or raw bytes): (status, parsed JSON or None,
     raw bytes (decompressed when the server compressed them for an Accept-Encoding the test sent),

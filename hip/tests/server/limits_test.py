@@ -28,7 +28,7 @@ import threading
 import time
 import zlib
 
-from harness import Server, Checks, TINY_DEFAULTS, b64png, free_port
+from harness import Server, Checks, TINY_DEFAULTS, b64png, free_port, read_until_closed
 
 HEAD_S, BODY_S, IDLE_S = 10, 20, 5        # StreamDeadlines (server/deadline_stream.h)
 PER_ADDRESS, TOTAL, RESERVE_PER_ADDRESS = 24, 64, 2  # SlotLimits (server/connection_slots.h)
@@ -372,12 +372,7 @@ def check_framing(c, srv, binary, model):
     s.close()
     s = connect(srv)
     s.sendall(head("GET", "/sdapi/v1/samplers") + head("GET", "/sdapi/v1/progress", ["Connection: close"]))
-    everything = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        everything += chunk
+    everything = read_until_closed(s)
     both = re.findall(rb"HTTP/1\.1 (\d{3}) ", everything)
     c.check("framing-pipelined-both-answered", both == [b"200", b"200"], both)
     s.close()

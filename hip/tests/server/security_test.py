@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 
-from harness import Server, Checks, TINY_DEFAULTS, WRAP, error_message, http_request, inside
+from harness import Server, Checks, TINY_DEFAULTS, WRAP, error_message, http_request, inside, read_until_closed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = os.path.join(HERE, "..", "..", "src", "server")
@@ -275,12 +275,7 @@ def check_half_close(c, srv):
     sock.sendall(b"POST /sdapi/v1/txt2img HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
     sock.shutdown(socket.SHUT_WR)
-    data = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        data += chunk
+    data = read_until_closed(sock)
     sock.close()
     final = re.findall(rb"HTTP/1\.1 (\d{3})", data)
     c.check("half-close-gets-its-answer", final and final[-1] == b"200" and b'"images"' in data, data[:200])

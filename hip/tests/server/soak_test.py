@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from harness import Server, Checks
+from harness import Server, Checks, read_until_closed
 
 SECONDS = float(os.environ.get("MOSSINFER_SOAK_SECONDS", "12"))
 # Below the server's 24 connections per address (README "Server limits"). An abandoned request
@@ -33,12 +33,7 @@ def exchange(port, raw, half_close=False, abandon=False):
             return None
         if half_close:
             s.shutdown(socket.SHUT_WR)
-        data = b""
-        while True:  # Connection: close: the answer ends with the stream
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = read_until_closed(s)  # Connection: close: the answer ends with the stream
         finals = [int(x) for x in re.findall(rb"HTTP/1\.1 (\d{3})", data) if not x.startswith(b"1")]
         return finals[0] if finals else None
 

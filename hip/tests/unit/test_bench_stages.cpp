@@ -37,13 +37,19 @@ std::string line_matching(const StageBench& b, const std::string& pattern) {
   return found.empty() ? "" : found[0];
 }
 
+// The options of a 32x32 run of `steps` steps, the size every stage test uses.
+BenchOptions small_run(int steps) {
+  BenchOptions o;
+  o.width = o.height = 32;
+  o.steps = steps;
+  return o;
+}
+
 }  // namespace
 
 TEST(BenchStages, EveryStageRunsOnRandomInMemoryWeightsAndGivesItsLine) {
   auto be = make_host_backend();
-  BenchOptions o;
-  o.width = o.height = 32;
-  o.steps = 3;
+  BenchOptions o = small_run(3);
   const BenchShapes shapes = tiny_shapes();
   const int blocks = int(shapes.dit.layers);
   ASSERT_GE(blocks, 2);
@@ -80,9 +86,7 @@ TEST(BenchStages, EveryStageRunsOnRandomInMemoryWeightsAndGivesItsLine) {
 
 TEST(BenchStages, AVramBudgetThatKeepsEveryBlockResidentStillTimesAStreamedStep) {
   auto be = make_host_backend();
-  BenchOptions o;
-  o.width = o.height = 32;
-  o.steps = 2;
+  BenchOptions o = small_run(2);
   o.vram_budget_gib = 4000;  // far more than the tiny model needs
   const StageBench b = run_stage_bench(*be, tiny_shapes(), o, 4);
   EXPECT_TRUE(b.ok);
@@ -92,9 +96,7 @@ TEST(BenchStages, AVramBudgetThatKeepsEveryBlockResidentStillTimesAStreamedStep)
 
 TEST(BenchStages, FewerTextEncoderLayersAreScaledToTheModelsCountAndSaySo) {
   auto be = make_host_backend();
-  BenchOptions o;
-  o.width = o.height = 32;
-  o.steps = 2;
+  BenchOptions o = small_run(2);
   BenchShapes shapes = tiny_shapes();
   ASSERT_EQ(shapes.te.layers, 8);
   shapes.te_layers_timed = 4;
@@ -115,9 +117,7 @@ TEST(BenchStages, FewerTextEncoderLayersAreScaledToTheModelsCountAndSaySo) {
 
 TEST(BenchStages, ABudgetBelowTheDitsMinimumIsAFailedLineNamingThePlan) {
   auto be = make_host_backend();
-  BenchOptions o;
-  o.width = o.height = 32;
-  o.steps = 2;
+  BenchOptions o = small_run(2);
   o.vram_budget_gib = 0.001;
   const StageBench b = run_stage_bench(*be, tiny_shapes(), o, 4);
   EXPECT_FALSE(b.ok);
@@ -195,9 +195,7 @@ TEST(BenchStages, FullSizeShapesAreMossImagesPublishedConfigs) {
 // block's bytes (the plan's numbers at full size: Int8MemoryPlan.*).
 TEST(BenchStages, Int8RunsTheDitInInt8ConvRotAndStreamsItsSmallerBlocks) {
   auto be = make_host_backend();
-  BenchOptions o;
-  o.width = o.height = 32;
-  o.steps = 2;
+  BenchOptions o = small_run(2);
   const BenchShapes shapes = tiny_shapes();
   const StageBench bf16 = run_stage_bench(*be, shapes, o, 4);
   o.int8 = true;

@@ -2,6 +2,7 @@
 
 #include "model/dit.h"
 #include "model/dit_streaming.h"
+#include "dit_rows_fixture.h"
 #include "pipeline/noise.h"
 
 using namespace moss;
@@ -10,28 +11,15 @@ namespace {
 
 const std::string kTransformer = std::string(MOSSINFER_TEST_DATA) + "/tiny-moss/transformer";
 
-Tensor states(const DitConfig& cfg, int64_t t, float scale) {
-  Tensor s = host_tensor(DType::F32, {t, cfg.text_dim});
-  for (int64_t i = 0; i < s.numel(); ++i) s.ptr<float>()[i] = float(i % 11 - 5) * scale;
-  return s;
-}
-
 // cond + uncond (skipping block 2) through one pass, for a given weight source.
 std::vector<std::vector<float>> run(Backend& be, std::unique_ptr<DitWeightSource> src, const DitConfig& cfg) {
   Dit dit(be, std::move(src), cfg);
-  Dit::Text cond = dit.embed_text(states(cfg, 7, 0.04f)), uncond = dit.embed_text(states(cfg, 3, -0.02f));
-  Tensor latent = host_tensor(DType::F32, {cfg.latent_channels, 2, 3});
-  const std::vector<float> z = initial_noise(7, cfg.latent_channels, 2, 3);
-  std::copy(z.begin(), z.end(), latent.ptr<float>());
-  std::vector<std::vector<float>> out;
-  for (int pass = 0; pass < 2; ++pass)  // a second pass reuses the slots (and its prefetched first block)
-    for (const Tensor& v : dit.forward_rows(latent, {Dit::Row{&cond, {}}, Dit::Row{&uncond, {2}}}, 700.0f + pass))
-      out.push_back(to_f32_vector(v));
+  const test::CondUncond in(dit, cfg, 7);
+  // A second pass reuses the slots (and its prefetched first block).
+  std::vector<std::vector<float>> out = test::two_passes(dit, in);
   // A pass that starts at another block than the one the last pass prefetched, then the usual one.
-  for (const Tensor& v : dit.forward_rows(latent, {Dit::Row{&cond, {0}}, Dit::Row{&uncond, {0, 2}}}, 650.0f))
-    out.push_back(to_f32_vector(v));
-  for (const Tensor& v : dit.forward_rows(latent, {Dit::Row{&cond, {}}, Dit::Row{&uncond, {2}}}, 640.0f))
-    out.push_back(to_f32_vector(v));
+  test::append_rows(out, dit.forward_rows(in.latent, {Dit::Row{&in.cond, {0}}, Dit::Row{&in.uncond, {0, 2}}}, 650.0f));
+  test::append_rows(out, dit.forward_rows(in.latent, {Dit::Row{&in.cond, {}}, Dit::Row{&in.uncond, {2}}}, 640.0f));
   return out;
 }
 

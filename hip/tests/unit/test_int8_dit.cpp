@@ -17,6 +17,7 @@
 
 #include <unistd.h>
 
+#include "dit_rows_fixture.h"
 #include "model/dit_streaming.h"
 #include "model/lora.h"
 #include "model/quantize_dit.h"
@@ -71,6 +72,15 @@ TEST(Int8Dit, LoadsAsTheCommandLineDoes) {
   EXPECT_EQ(vs, std::vector<float>(fused.begin() + 256, fused.end()));
 }
 
+// An all-in-one FILE given as --model with the tiny model's config and tokenizer beside it.
+ModelPaths all_in_one_paths(const std::string& file) {
+  ModelPaths p;
+  p.path = file;
+  p.model_config = kModel;
+  p.tokenizer = kModel + "/tokenizer/tokenizer.json";
+  return p;
+}
+
 // The same DiT inside an all-in-one checkpoint (ComfyUI's Load Checkpoint layout: the DiT under
 // model.diffusion_model., the text encoder and the VAE beside it) given as --model FILE.
 TEST(Int8Dit, LoadsFromAnAllInOneCheckpoint) {
@@ -85,18 +95,13 @@ TEST(Int8Dit, LoadsFromAnAllInOneCheckpoint) {
   add(kModel + "/vae/diffusion_pytorch_model.safetensors", "first_stage_model.");
   const std::string aio = int8_file() + ".all_in_one.safetensors";
   write_safetensors(aio, all);
-  ModelPaths p;
-  p.path = aio;
-  p.model_config = kModel;
-  p.tokenizer = kModel + "/tokenizer/tokenizer.json";
+  const ModelPaths p = all_in_one_paths(aio);
   const MossModel m = open_moss_model(p), single = open_int8(int8_file());
   EXPECT_EQ(m.dit_config.int8_groups, single.dit_config.int8_groups);
   EXPECT_NE(m.files[0].layout.find("prefix 'model.diffusion_model.', int8 ConvRot"), std::string::npos) << m.files[0].layout;
   auto be = make_host_backend();
   Dit a(*be, m.dit_weights, m.dit_config), b(*be, single.dit_weights, single.dit_config);
-  Tensor latent = host_tensor(DType::F32, {128, 2, 2});
-  const std::vector<float> z = initial_noise(3, 128, 2, 2);
-  std::copy(z.begin(), z.end(), latent.ptr<float>());
+  const Tensor latent = test::noise_latent(3, 128, 2, 2);
   Tensor states = host_tensor(DType::F32, {4, 256});
   for (int64_t i = 0; i < states.numel(); ++i) states.ptr<float>()[i] = float(i % 7 - 3) * 0.1f;
   EXPECT_EQ(to_f32_vector(a.forward(latent, a.embed_text(states), 500.0f, {})),
@@ -118,10 +123,7 @@ TEST(Int8Dit, RefusesAnInt8TextEncoder) {
   all.emplace_back(te_layer, bytes);
   const std::string path = int8_file() + ".int8_te.safetensors";
   write_safetensors(path, all);
-  ModelPaths p;
-  p.path = path;
-  p.model_config = kModel;
-  p.tokenizer = kModel + "/tokenizer/tokenizer.json";
+  const ModelPaths p = all_in_one_paths(path);
   const auto [code, message] = outcome_of([&] { open_moss_model(p); });
   EXPECT_EQ(code, 2) << message;
   EXPECT_NE(message.find("tensor '" + te_layer + "': an INT8 ConvRot layer outside the diffusion model"),
@@ -175,24 +177,10 @@ TEST(Int8Dit, MatchesThePyTorchReference) {
   EXPECT_GE(exact, 3) << exact << " of " << cases << " cases within " << kExactRel;
 }
 
-Tensor text_states(const DitConfig& cfg, int64_t t, float scale) {
-  Tensor s = host_tensor(DType::F32, {t, cfg.text_dim});
-  for (int64_t i = 0; i < s.numel(); ++i) s.ptr<float>()[i] = float(i % 11 - 5) * scale;
-  return s;
-}
-
 // cond + uncond (skipping block 2) through one pass, twice (the second reuses the slots).
 std::vector<std::vector<float>> run(Backend& be, std::unique_ptr<DitWeightSource> src, const DitConfig& cfg) {
   Dit dit(be, std::move(src), cfg);
-  Dit::Text cond = dit.embed_text(text_states(cfg, 7, 0.04f)), uncond = dit.embed_text(text_states(cfg, 3, -0.02f));
-  Tensor latent = host_tensor(DType::F32, {cfg.latent_channels, 2, 3});
-  const std::vector<float> z = initial_noise(9, cfg.latent_channels, 2, 3);
-  std::copy(z.begin(), z.end(), latent.ptr<float>());
-  std::vector<std::vector<float>> out;
-  for (int pass = 0; pass < 2; ++pass)
-    for (const Tensor& v : dit.forward_rows(latent, {Dit::Row{&cond, {}}, Dit::Row{&uncond, {2}}}, 700.0f + pass))
-      out.push_back(to_f32_vector(v));
-  return out;
+  return test::two_passes(dit, test::CondUncond(dit, cfg, 9));
 }
 
 TEST(Int8Dit, StreamedRunsEqualTheResidentRunBitForBit) {

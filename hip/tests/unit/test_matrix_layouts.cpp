@@ -18,31 +18,16 @@
 #include <vector>
 
 #include "kernels/matrix_layout.h"
+#include "matrix_leaf_emulation.h"
 #include "tensor/tensor.h"
 
 namespace {
 
-using moss::mma_layout::Elem;
-constexpr int kLanes = 32;
+using namespace mma_emulation;
 constexpr int kTile = 16;
 
 using Tile = std::array<std::array<double, kTile>, kTile>;  // [row][col]
 using Regs = std::vector<std::vector<double>>;              // [lane][slot]
-using Map = Elem (*)(int lane, int slot);
-
-struct SoftwareMaps {
-  int slots_a, slots_b, slots_c;
-  Map a, b, c;
-};
-template <class L>
-SoftwareMaps maps_of() {
-  return {L::kSlotsA, L::kSlotsB, L::kSlotsC, &L::a, &L::b, &L::c};
-}
-
-enum class Hardware { Gfx11, Gfx12, Nvidia };
-const char* hardware_name(Hardware hw) {
-  return hw == Hardware::Gfx11 ? "gfx11" : hw == Hardware::Gfx12 ? "gfx12" : "nvidia";
-}
 
 // The operands' 16-bit type: bf16 (v_wmma_f32_16x16x16_bf16, mma.sync ...bf16) or fp16
 // (v_wmma_f32_16x16x16_f16, mma.sync ...f16). Each instruction's two forms read the same lane
@@ -65,8 +50,6 @@ double decode(Operands t, double word) {
   std::memcpy(&h, &bits, sizeof h);
   return double(h);
 }
-
-bool in_tile(Elem e) { return e.row >= 0 && e.row < kTile && e.col >= 0 && e.col < kTile; }
 
 // ---- hardware models ----------------------------------------------------------------------------
 // Each reads the register file as the instruction does (A and B slots: 16-bit words of type t)
@@ -153,18 +136,8 @@ struct Outcome {
 // encoded: A and B slots hold 16-bit words of that type (as the kernels' loaders write them);
 // null: C, fp32 values.
 Regs load(Map map, int slots, const Tile& tile, const Operands* encoded, std::string& error) {
-  Regs regs(kLanes, std::vector<double>(slots, 0.0));
-  for (int l = 0; l < kLanes; ++l)
-    for (int s = 0; s < slots; ++s) {
-      const Elem e = map(l, s);
-      if (!in_tile(e)) {
-        error = "map points outside the tile";
-        continue;
-      }
-      const double v = tile[e.row][e.col];
-      regs[l][s] = encoded ? double(encode(*encoded, v)) : v;
-    }
-  return regs;
+  return mma_emulation::load<double>(
+      map, slots, tile, kTile, kTile, [&](double v) { return encoded ? double(encode(*encoded, v)) : v; }, error);
 }
 
 // One instruction: the hardware and the operand type it reads.
@@ -186,39 +159,10 @@ Outcome emulate(Instruction ins, const SoftwareMaps& sw, const Tile& A, const Ti
   const Regs d = ins.hw == Hardware::Gfx11 ? run_gfx11(ins.type, a, b, c, out.error)
                  : ins.hw == Hardware::Gfx12 ? run_gfx12(ins.type, a, b, c)
                                              : run_nvidia(ins.type, a, b, c);
-  int written[kTile][kTile] = {};
-  for (int l = 0; l < kLanes; ++l)
-    for (int s = 0; s < sw.slots_c; ++s) {
-      const Elem e = sw.c(l, s);
-      out.d[e.row][e.col] = d[l][s];
-      ++written[e.row][e.col];
-    }
-  for (auto& row : written)
-    for (int w : row)
-      if (w != 1) out.error = "an output element is stored " + std::to_string(w) + " times";
+  store(sw.c, sw.slots_c, d, kTile, kTile, out.d, out.error);
   return out;
 }
 
-Tile reference(const Tile& A, const Tile& B, const Tile& C) {
-  Tile d{};
-  for (int m = 0; m < kTile; ++m)
-    for (int n = 0; n < kTile; ++n) {
-      double acc = C[m][n];
-      for (int k = 0; k < kTile; ++k) acc += A[m][k] * B[k][n];
-      d[m][n] = acc;
-    }
-  return d;
-}
-
-// Small integers are exact in bf16 and fp16 and every partial sum is exact in fp32, so the product
-// is independent of the hardware's summation order and must match bit for bit.
-Tile random_integer_tile(std::mt19937& rng, int lo, int hi) {
-  std::uniform_int_distribution<int> dist(lo, hi);
-  Tile t{};
-  for (auto& row : t)
-    for (double& v : row) v = dist(rng);
-  return t;
-}
 // Values exactly representable in the operand type (fp16: 11-bit significands, most of which
 // bf16's 8 bits cannot hold).
 Tile random_tile(std::mt19937& rng, Operands type) {
@@ -229,76 +173,34 @@ Tile random_tile(std::mt19937& rng, Operands type) {
   return t;
 }
 
-// True when the emulated product is exactly A·B + C for `trials` random integer tiles.
+// True when the emulated product is exactly A·B + C for `trials` random integer tiles (A and B in
+// [-8, 8], C in [-64, 64]). Small integers are exact in bf16 and fp16 and every partial sum is exact
+// in fp32, so the product is independent of the hardware's summation order and must match bit for bit.
 bool computes_product(Instruction ins, const SoftwareMaps& sw, int trials, std::string* why = nullptr) {
-  std::mt19937 rng(1234);
-  for (int trial = 0; trial < trials; ++trial) {
-    const Tile A = random_integer_tile(rng, -8, 8), B = random_integer_tile(rng, -8, 8);
-    const Tile C = random_integer_tile(rng, -64, 64);
-    const Outcome got = emulate(ins, sw, A, B, C);
-    if (!got.error.empty()) {
-      if (why) *why = got.error;
-      return false;
-    }
-    const Tile want = reference(A, B, C);
-    for (int m = 0; m < kTile; ++m)
-      for (int n = 0; n < kTile; ++n)
-        if (got.d[m][n] != want[m][n]) {
-          if (why) *why = "D[" + std::to_string(m) + "][" + std::to_string(n) + "] wrong";
-          return false;
-        }
-  }
-  return true;
+  return matches_reference<Tile, Tile, Tile>(
+      [&](const Tile& A, const Tile& B, const Tile& C) { return emulate(ins, sw, A, B, C); }, trials, 1234, -8, 8,
+      64, why);
 }
 
-// How many (lane, slot) pairs of lanes [lane0, lane1) hold each tile element.
-std::array<std::array<int, kTile>, kTile> owners(Map map, int slots, int lane0, int lane1) {
-  std::array<std::array<int, kTile>, kTile> count{};
-  for (int l = lane0; l < lane1; ++l)
-    for (int s = 0; s < slots; ++s) {
-      const Elem e = map(l, s);
-      if (in_tile(e)) ++count[e.row][e.col];
-    }
-  return count;
-}
-void expect_each_owned_once(Map map, int slots, int lane0, int lane1, const char* what) {
-  const auto count = owners(map, slots, lane0, lane1);
-  for (int r = 0; r < kTile; ++r)
-    for (int c = 0; c < kTile; ++c)
-      EXPECT_EQ(count[r][c], 1) << what << " element (" << r << "," << c << ") lanes " << lane0 << "-" << lane1 - 1;
-}
-
-struct Case {
-  Hardware hw;
-  SoftwareMaps sw;
-};
 std::vector<Case> all_layouts() {
   using namespace moss::mma_layout;
-  return {{Hardware::Gfx11, maps_of<Gfx11>()}, {Hardware::Gfx12, maps_of<Gfx12>()},
-          {Hardware::Nvidia, maps_of<Nvidia>()}};
+  return layouts_of<Gfx11, Gfx12, Nvidia>();
 }
 
 // ---- positive tests --------------------------------------------------------------------------------
 TEST(MatrixLayouts, FragmentSizesFillTheTile) {
   for (const Case& c : all_layouts()) {
     SCOPED_TRACE(hardware_name(c.hw));
-    const int copies = c.hw == Hardware::Gfx11 ? 2 : 1;  // gfx11 duplicates A and B in both half-waves
-    EXPECT_EQ(kLanes * c.sw.slots_a, copies * kTile * kTile);
-    EXPECT_EQ(kLanes * c.sw.slots_b, copies * kTile * kTile);
-    EXPECT_EQ(kLanes * c.sw.slots_c, kTile * kTile);
+    expect_fragments_fill(c, kTile, kTile, kTile);  // gfx11 duplicates A and B in both half-waves
   }
 }
 
 TEST(MatrixLayouts, EveryElementOwnedByExactlyOneLane) {
   for (const Case& c : all_layouts()) {
     SCOPED_TRACE(hardware_name(c.hw));
-    expect_each_owned_once(c.sw.c, c.sw.slots_c, 0, kLanes, "C");
+    expect_each_element_owned_once(c, kTile, kTile, kTile);  // gfx11: one owner per half-wave
     if (c.hw == Hardware::Gfx11) {
-      // One owner per half-wave, and the two halves hold identical copies.
-      for (int half = 0; half < 2; ++half) {
-        expect_each_owned_once(c.sw.a, c.sw.slots_a, 16 * half, 16 * half + 16, "A");
-        expect_each_owned_once(c.sw.b, c.sw.slots_b, 16 * half, 16 * half + 16, "B");
-      }
+      // The two halves hold identical copies.
       for (int r = 0; r < 16; ++r)
         for (int s = 0; s < 16; ++s) {
           EXPECT_EQ(c.sw.a(r, s).row, c.sw.a(r + 16, s).row);
@@ -306,9 +208,6 @@ TEST(MatrixLayouts, EveryElementOwnedByExactlyOneLane) {
           EXPECT_EQ(c.sw.b(r, s).row, c.sw.b(r + 16, s).row);
           EXPECT_EQ(c.sw.b(r, s).col, c.sw.b(r + 16, s).col);
         }
-    } else {
-      expect_each_owned_once(c.sw.a, c.sw.slots_a, 0, kLanes, "A");
-      expect_each_owned_once(c.sw.b, c.sw.slots_b, 0, kLanes, "B");
     }
   }
 }
@@ -433,8 +332,8 @@ TEST(MatrixLayoutsNegative, OperandTypeMismatchFails) {
       const Operands other = t == Operands::Bf16 ? Operands::F16 : Operands::Bf16;
       SCOPED_TRACE(std::string(hardware_name(c.hw)) + ": " + operands_name(other) + " words on the " +
                    operands_name(t) + " instruction");
-      const Tile A = random_integer_tile(rng, -8, 8), B = random_integer_tile(rng, -8, 8);
-      const Tile C = random_integer_tile(rng, -64, 64);
+      const Tile A = random_integer_tile<Tile>(rng, -8, 8), B = random_integer_tile<Tile>(rng, -8, 8);
+      const Tile C = random_integer_tile<Tile>(rng, -64, 64);
       const Outcome got = emulate({c.hw, t}, c.sw, A, B, C, &other);
       ASSERT_TRUE(got.error.empty()) << got.error;
       EXPECT_NE(got.d, reference(A, B, C));

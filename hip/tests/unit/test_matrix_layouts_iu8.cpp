@@ -17,32 +17,17 @@
 #include <vector>
 
 #include "kernels/matrix_layout.h"
+#include "matrix_leaf_emulation.h"
 
 namespace {
 
-using moss::mma_layout::Elem;
-constexpr int kLanes = 32, kM = 16, kN = 16, kK = 32;
+using namespace mma_emulation;
+constexpr int kM = 16, kN = 16, kK = 32;
 
 using TileA = std::array<std::array<int64_t, kK>, kM>;  // A[m][k]
 using TileB = std::array<std::array<int64_t, kN>, kK>;  // B[k][n]
 using TileC = std::array<std::array<int64_t, kN>, kM>;  // C[m][n]
 using Regs = std::vector<std::vector<int64_t>>;         // [lane][slot]: bytes of A/B as 0..255, C as int32
-using Map = Elem (*)(int lane, int slot);
-
-struct SoftwareMaps {
-  int slots_a, slots_b, slots_c;
-  Map a, b, c;
-};
-template <class L>
-SoftwareMaps maps_of() {
-  return {L::kSlotsA, L::kSlotsB, L::kSlotsC, &L::a, &L::b, &L::c};
-}
-
-enum class Hardware { Gfx11, Gfx12, Nvidia };
-const char* hardware_name(Hardware hw) {
-  return hw == Hardware::Gfx11 ? "gfx11" : hw == Hardware::Gfx12 ? "gfx12" : "nvidia";
-}
-
 // A register byte as the instruction reads it: signed (the leaf's flags, .s8) or unsigned.
 int64_t operand(int64_t byte, bool is_signed) { return is_signed && byte >= 128 ? byte - 256 : byte; }
 
@@ -140,20 +125,11 @@ Regs run_leaf(Hardware hw, const Regs& a, const Regs& b, const Regs& c, bool is_
 }
 
 // ---- the emulator ---------------------------------------------------------------------------------
+// A and B: the byte the loader's word holds; C: the int32 value.
 template <class Tile>
 Regs load(Map map, int slots_n, const Tile& tile, int rows, int cols, bool as_byte, std::string& error) {
-  Regs regs(kLanes, std::vector<int64_t>(size_t(slots_n), 0));
-  for (int l = 0; l < kLanes; ++l)
-    for (int s = 0; s < slots_n; ++s) {
-      const Elem e = map(l, s);
-      if (e.row < 0 || e.row >= rows || e.col < 0 || e.col >= cols) {
-        error = "map points outside the tile";
-        continue;
-      }
-      const int64_t v = tile[size_t(e.row)][size_t(e.col)];
-      regs[l][s] = as_byte ? int64_t(uint8_t(int8_t(v))) : v;  // the byte the loader's word holds
-    }
-  return regs;
+  return mma_emulation::load<int64_t>(
+      map, slots_n, tile, rows, cols, [&](int64_t v) { return as_byte ? int64_t(uint8_t(int8_t(v))) : v; }, error);
 }
 
 struct Outcome {
@@ -169,111 +145,36 @@ Outcome emulate(Hardware hw, const SoftwareMaps& sw, const TileA& A, const TileB
   const Regs c = load(sw.c, sw.slots_c, C, kM, kN, false, out.error);
   if (!out.error.empty()) return out;
   const Regs d = run_leaf(hw, a, b, c, is_signed, out.error);
-  int written[kM][kN] = {};
-  for (int l = 0; l < kLanes; ++l)
-    for (int s = 0; s < sw.slots_c; ++s) {
-      const Elem e = sw.c(l, s);
-      out.d[size_t(e.row)][size_t(e.col)] = d[l][s];
-      ++written[e.row][e.col];
-    }
-  for (auto& row : written)
-    for (int w : row)
-      if (w != 1) out.error = "an output element is stored " + std::to_string(w) + " times";
+  store(sw.c, sw.slots_c, d, kM, kN, out.d, out.error);
   return out;
 }
 
-// The plain int32 product (int64 here, the sums fit int32 by far).
-TileC reference(const TileA& A, const TileB& B, const TileC& C) {
-  TileC d{};
-  for (int m = 0; m < kM; ++m)
-    for (int n = 0; n < kN; ++n) {
-      int64_t acc = C[m][n];
-      for (int k = 0; k < kK; ++k) acc += A[m][k] * B[k][n];
-      d[m][n] = acc;
-    }
-  return d;
-}
-
-template <class Tile>
-Tile random_tile(std::mt19937& rng, int lo, int hi) {
-  std::uniform_int_distribution<int> dist(lo, hi);
-  Tile t{};
-  for (auto& row : t)
-    for (int64_t& v : row) v = dist(rng);
-  return t;
-}
-
+// True when the emulated leaf equals the plain int32 product (`reference`, in int64 here: the sums
+// fit int32 by far) for `trials` random tiles of full-range bytes and C in [-2^20, 2^20].
 bool computes_product(Hardware hw, const SoftwareMaps& sw, int trials, std::string* why = nullptr,
                       bool is_signed = true) {
-  std::mt19937 rng(4321);
-  for (int trial = 0; trial < trials; ++trial) {
-    const TileA A = random_tile<TileA>(rng, -128, 127);
-    const TileB B = random_tile<TileB>(rng, -128, 127);
-    const TileC C = random_tile<TileC>(rng, -(1 << 20), 1 << 20);
-    const Outcome got = emulate(hw, sw, A, B, C, is_signed);
-    if (!got.error.empty()) {
-      if (why) *why = got.error;
-      return false;
-    }
-    const TileC want = reference(A, B, C);
-    for (int m = 0; m < kM; ++m)
-      for (int n = 0; n < kN; ++n)
-        if (got.d[m][n] != want[m][n]) {
-          if (why) *why = "D[" + std::to_string(m) + "][" + std::to_string(n) + "] wrong";
-          return false;
-        }
-  }
-  return true;
+  return matches_reference<TileA, TileB, TileC>(
+      [&](const TileA& A, const TileB& B, const TileC& C) { return emulate(hw, sw, A, B, C, is_signed); }, trials,
+      4321, -128, 127, 1 << 20, why);
 }
 
-struct Case {
-  Hardware hw;
-  SoftwareMaps sw;
-};
 std::vector<Case> all_layouts() {
   using namespace moss::mma_layout;
-  return {{Hardware::Gfx11, maps_of<Gfx11I8>()}, {Hardware::Gfx12, maps_of<Gfx12I8>()},
-          {Hardware::Nvidia, maps_of<NvidiaI8>()}};
-}
-
-// How many (lane, slot) pairs of lanes [lane0, lane1) hold each element of a rows x cols operand.
-std::vector<int> owners(Map map, int slots_n, int lane0, int lane1, int rows, int cols) {
-  std::vector<int> count(size_t(rows * cols), 0);
-  for (int l = lane0; l < lane1; ++l)
-    for (int s = 0; s < slots_n; ++s) {
-      const Elem e = map(l, s);
-      if (e.row >= 0 && e.row < rows && e.col >= 0 && e.col < cols) ++count[size_t(e.row * cols + e.col)];
-    }
-  return count;
-}
-void expect_each_owned_once(Map map, int slots_n, int lane0, int lane1, int rows, int cols, const char* what) {
-  const std::vector<int> count = owners(map, slots_n, lane0, lane1, rows, cols);
-  for (int i = 0; i < rows * cols; ++i)
-    EXPECT_EQ(count[size_t(i)], 1) << what << " element (" << i / cols << "," << i % cols << ") lanes " << lane0 << "-"
-                                   << lane1 - 1;
+  return layouts_of<Gfx11I8, Gfx12I8, NvidiaI8>();
 }
 
 // ---- positive tests --------------------------------------------------------------------------------
 TEST(MatrixLayoutsIu8, FragmentSizesFillTheTile) {
   for (const Case& c : all_layouts()) {
     SCOPED_TRACE(hardware_name(c.hw));
-    const int copies = c.hw == Hardware::Gfx11 ? 2 : 1;
-    EXPECT_EQ(kLanes * c.sw.slots_a, copies * kM * kK);
-    EXPECT_EQ(kLanes * c.sw.slots_b, copies * kK * kN);
-    EXPECT_EQ(kLanes * c.sw.slots_c, kM * kN);
+    expect_fragments_fill(c, kM, kN, kK);
   }
 }
 
 TEST(MatrixLayoutsIu8, EveryElementOwnedByExactlyOneLane) {
   for (const Case& c : all_layouts()) {
     SCOPED_TRACE(hardware_name(c.hw));
-    expect_each_owned_once(c.sw.c, c.sw.slots_c, 0, kLanes, kM, kN, "C");
-    const int halves = c.hw == Hardware::Gfx11 ? 2 : 1;
-    for (int h = 0; h < halves; ++h) {
-      const int l0 = h * kLanes / halves, l1 = (h + 1) * kLanes / halves;
-      expect_each_owned_once(c.sw.a, c.sw.slots_a, l0, l1, kM, kK, "A");
-      expect_each_owned_once(c.sw.b, c.sw.slots_b, l0, l1, kK, kN, "B");
-    }
+    expect_each_element_owned_once(c, kM, kN, kK);
   }
 }
 
