@@ -40,9 +40,27 @@ void check_components_agree(const MossModel& m) {
                   std::to_string(m.vae_config.packed_channels()));
 }
 
+std::string folder_quantized_dit(const std::string& folder) {
+  const std::string dir = folder + "/transformer";
+  if (!dir_exists(dir)) return "";
+  std::vector<std::string> files;
+  for (const std::string& e : list_dir(dir))
+    if (ends_with(e, ".safetensors")) files.push_back(dir + "/" + e);
+  if (files.size() != 1 || !file_exists(files[0])) return "";  // shards: bf16 (the check refuses anything else)
+  try {
+    const std::shared_ptr<SafetensorsFile> f = SafetensorsFile::open(files[0]);  // alive through the loop
+    for (const auto& [name, info] : f->tensors())
+      if (ends_with(name, ".comfy_quant")) return files[0];
+  } catch (const Error&) {  // a malformed file: the folder's own checks say so, in their order
+  }
+  return "";
+}
+
 MossModel open_moss_model(const std::string& folder) {
   if (!dir_exists(folder)) throw usage_error("--model " + folder + ": not a folder");
   refuse_gguf(folder);
+  // A quantized transformer file is examined and checked as --diffusion-model FILE is (one path).
+  if (!folder_quantized_dit(folder).empty()) return open_moss_model(ModelPaths{folder, "", "", "", "", ""});
   nlohmann::json index = read_json_file(folder + "/model_index.json");
   for (const char* part : {"transformer", "text_encoder", "vae", "tokenizer", "scheduler"}) {
     const std::string dir = folder + "/" + part;
@@ -175,7 +193,10 @@ MossModel open_moss_model(const ModelPaths& p) {
     throw usage_error("--model is required (a MOSS-Image folder or all-in-one file), or --diffusion-model, "
                       "--text-encoder and --vae");
   const bool folder = !p.path.empty() && dir_exists(p.path);
-  if (folder && !p.any_component_file() && p.model_config.empty()) {
+  // A folder's quantized transformer file (an INT8 ConvRot one, docs/int8_convrot.md section 8) is
+  // opened as --diffusion-model opens a file, its config the folder's.
+  const std::string folder_dit = folder && p.diffusion_model.empty() ? folder_quantized_dit(p.path) : "";
+  if (folder && !p.any_component_file() && p.model_config.empty() && folder_dit.empty()) {
     MossModel m = open_moss_model(p.path);
     if (!p.tokenizer.empty()) {
       require_regular_file(p.tokenizer);
@@ -209,9 +230,12 @@ MossModel open_moss_model(const ModelPaths& p) {
   for (const Part& part : {Part{Component::Dit, p.diffusion_model, "--diffusion-model", "transformer", m.dit_weights},
                            Part{Component::TextEncoder, p.text_encoder, "--text-encoder", "text_encoder", m.te_weights},
                            Part{Component::Vae, p.vae, "--vae", "vae", m.vae_weights}}) {
-    const std::string& file = !part.file.empty() ? part.file : all_in_one;
+    const std::string& file = !part.file.empty()                        ? part.file
+                              : part.c == Component::Dit && !folder_dit.empty() ? folder_dit
+                                                                              : all_in_one;
     if (!file.empty()) {
       FileComponent fc = open_file_component(part.c, file, part.file.empty() ? "--model" : part.flag);
+      if (file == folder_dit) fc.file.file = std::string("transformer/") + base_name(file);
       part.weights = std::move(fc.weights);
       m.files.push_back(fc.file);
       if (fc.int8_convrot) dit_int8_layout = std::move(fc.int8_layout);

@@ -35,7 +35,11 @@ struct MossModel {
 };
 
 // Throws moss::Error: exit 2 for unsupported folders (GGUF, quantized), 1 for malformed ones.
+// A folder whose transformer/ is one quantized file goes through open_moss_model(ModelPaths).
 MossModel open_moss_model(const std::string& folder);
+// FOLDER/transformer's weights file when it is one file with comfy_quant records (an INT8
+// ConvRot DiT, or another format that examine_weights_file refuses by name); empty otherwise.
+std::string folder_quantized_dit(const std::string& folder);
 // The model from the command line's paths (docs/model_files.md): a folder, an all-in-one file
 // and single component files, each component's file overriding the folder's; configurations
 // from --model-config, the folder, or built in (MOSS-Image's own, checked against the shapes).

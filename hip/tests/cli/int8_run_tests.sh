@@ -5,9 +5,14 @@
 # 0, the same latents twice, not the bf16 run's latents, the record naming the format); `inspect`
 # shows the format, group, quantized-layer count and bytes; a file in another comfy_quant format
 # is refused with exit 2 and no output. (The numbers against the PyTorch reference, streaming and
-# every refusal: unit tests Int8Dit.*.)
-# Usage: int8_run_tests.sh BINARY MODEL_DIR
+# every refusal: unit tests Int8Dit.*.) A diffusers folder whose transformer is the INT8 file
+# runs as --diffusion-model runs it (the same latents, the folder's copy with a float8 record
+# refused by name), and `moss-check official --stages dit` runs its DiT on such a folder (a dump
+# from the tiny goldens; the INT8 DiT's latent is not the bf16 golden's, so only that it runs).
+# Usage: int8_run_tests.sh BINARY MODEL_DIR MOSS_CHECK TEST_DATA
 source "$(dirname "$0")/script_setup.sh" "$@"
+check=$(realpath "$3")
+data=$(realpath "$4")
 export MOSSINFER_BACKEND=host  # the GPU backends' int8 kernels are another test's
 
 int8=$WORK/tiny_int8.safetensors
@@ -29,6 +34,26 @@ run int8-alone --diffusion-model "$int8" --text-encoder "$MODEL/text_encoder/mod
   --vae "$MODEL/vae/diffusion_pytorch_model.safetensors" --model-config "$MODEL" \
   --tokenizer "$MODEL/tokenizer/tokenizer.json" || bad "int8 file beside --model-config: $(cat "$WORK/int8-alone.out")"
 if cmp -s "$WORK/int8.npy" "$WORK/int8-alone.npy"; then ok "the file alone gives the same latents"; else bad "int8-alone latents differ"; fi
+# The folder: the tiny model with its transformer file replaced by the INT8 one.
+folder=$WORK/int8-folder
+cp -r "$MODEL" "$folder" && cp "$int8" "$folder/transformer/diffusion_pytorch_model.safetensors" ||
+  bad "could not make the INT8 folder"
+if run int8-folder --model "$folder"; then ok "INT8 folder run"; else bad "INT8 folder run: $(cat "$WORK/int8-folder.out")"; fi
+if cmp -s "$WORK/int8.npy" "$WORK/int8-folder.npy"; then ok "the folder gives --diffusion-model's latents"; else bad "INT8 folder latents differ"; fi
+record=$(python3 "$(dirname "$0")/png_tool.py" text "$WORK/int8-folder.png" generation 2>&1)
+grep -q "\"file\":\"transformer/diffusion_pytorch_model.safetensors\",\"hash\":\"[0-9a-f]*\",\"note\":\"int8 ConvRot, group 64, 16 layers quantized\"" <<<"$record" &&
+  ok "the folder's record names the format" || bad "folder record: $record"
+dump=$WORK/official-dump.safetensors
+"$check" official-fixture --data "$data" --out "$dump" >"$WORK/fixture.out" 2>&1 || bad "official-fixture: $(cat "$WORK/fixture.out")"
+out=$("$check" official --dump "$dump" --model "$folder" --stages dit 2>&1)
+rc=$?
+# Exit 1 is the verdict against the bf16 golden (the INT8 DiT's own error); a refusal is exit 2.
+if [[ $rc == 0 || $rc == 1 ]] && grep -qE "^[a-zA-Z]+ [^ ]*final_latent" <<<"$out" && ! grep -q "quantized" <<<"$out"; then
+  ok "moss-check official --stages dit on the INT8 folder"
+else
+  bad "moss-check official on the INT8 folder -> $rc: $out"
+fi
+
 record=$(python3 "$(dirname "$0")/png_tool.py" text "$WORK/int8.png" generation 2>&1)
 grep -q "\"file\":\"tiny_int8.safetensors\",\"hash\":\"[0-9a-f]*\",\"note\":\"int8 ConvRot, group 64, 16 layers quantized\"" <<<"$record" &&
   ok "the record names the format" || bad "record: $record"
@@ -59,6 +84,16 @@ if [[ $rc == 2 ]] && grep -q "tiny_f8.safetensors: quantized weights, format 'fl
   ok "float8 refused"
 else
   bad "float8 -> $rc: $out"
+fi
+# The folder's transformer in another comfy_quant format: refused by name, as the file is.
+cp "$f8" "$folder/transformer/diffusion_pytorch_model.safetensors" || bad "could not copy the float8 file"
+out=$(cd "$WORK" && "$BIN" --model "$folder" "${small[@]}" -o f8-folder.png 2>&1)
+rc=$?
+if [[ $rc == 2 ]] && grep -q "diffusion_pytorch_model.safetensors: quantized weights, format 'float8_e4m3fn'" <<<"$out" &&
+  [[ ! -e $WORK/f8-folder.png ]]; then
+  ok "float8 folder refused"
+else
+  bad "float8 folder -> $rc: $out"
 fi
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -12,6 +12,7 @@
 
 #include "io/model_folder.h"
 #include "model/image_u8.h"
+#include "pipeline/moss_model.h"
 #include "pipeline/noise.h"
 #include "pipeline/schedule.h"
 #include "tokenizer/prompt.h"
@@ -144,9 +145,11 @@ std::vector<moss::Tensor> run_text_encoder(Tally& tally, moss::Backend& be, cons
 }
 
 // ---- DiT -----------------------------------------------------------------------------------------
+// The engine's loading (pipeline/moss_model.h): checked, and a folder whose transformer is an
+// INT8 ConvRot file runs it as a generation would.
 std::unique_ptr<moss::Dit> make_dit(moss::Backend& be, const std::string& model) {
-  const moss::DitConfig cfg = moss::parse_dit_config(model + "/transformer/config.json");
-  return std::make_unique<moss::Dit>(be, moss::WeightFiles::open_folder(model + "/transformer"), cfg);
+  const moss::MossModel m = moss::open_moss_model(moss::ModelPaths{model, "", "", "", "", ""});
+  return std::make_unique<moss::Dit>(be, m.dit_weights, m.dit_config);
 }
 
 void run_forward(Tally& tally, moss::Backend& be, moss::Dit& dit, const ForwardReference& ref) {
