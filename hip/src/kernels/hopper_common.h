@@ -39,6 +39,18 @@
       MOSS_WGMMA_ACC8_AS(c, d, (b) + 24), MOSS_WGMMA_ACC8_AS(c, d, (b) + 32), MOSS_WGMMA_ACC8_AS(c, d, (b) + 40), \
       MOSS_WGMMA_ACC8_AS(c, d, (b) + 48), MOSS_WGMMA_ACC8_AS(c, d, (b) + 56)
 #define MOSS_WGMMA_ACC64(d, b) MOSS_WGMMA_ACC64_AS("+f", d, b)
+// The accumulator operands' placeholders in a wgmma's text, in register order: the first 64, and
+// the next 64 of an n256 product (the descriptors and the predicate follow them).
+#define MOSS_WGMMA_D0_63 \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define MOSS_WGMMA_D64_127 \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 
 namespace moss {
 namespace hopper {
@@ -212,10 +224,7 @@ __device__ inline void wgmma_m64n128k16(float (&d)[N], uint64_t desc_a, uint64_t
   asm volatile(
       "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      MOSS_WGMMA_D0_63
       "}, %64, %65, p, 1, 1, 0, 0;\n\t}"
       : MOSS_WGMMA_ACC64(d, kFirst)
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
