@@ -187,12 +187,30 @@ Dit::Dit(Backend& be, const WeightFiles& weights, const DitConfig& cfg)
 Dit::Dit(Backend& be, std::unique_ptr<DitWeightSource> source, const DitConfig& cfg)
     : be_(be), src_(std::move(source)), cfg_(cfg) {}
 
-void Dit::project(const DitProjection& p, const Tensor& x, Tensor& y) {
+void dit_project(Backend& be, const DitProjection& p, const Tensor& x, Tensor& y) {
+  CoreOps& ops = be.core();
   if (p.int8())
-    be_.core().linear_int8(x, p.w, p.scale, nullptr, p.group, y);
+    ops.linear_int8(x, p.w, p.scale, nullptr, p.group, y);
   else
-    be_.core().linear(x, p.w, nullptr, y);
+    ops.linear(x, p.w, nullptr, y);
+  if (!p.side_lora()) return;
+  // The corrections in f32 (the rank's intermediate too), added to y in its own dtype. Scratch
+  // per call: they are the LoRA's rank wide, or one projection's output.
+  Tensor c = be.alloc(DType::F32, {x.rows(), y.cols()});
+  for (const DitSideLora& l : p.side) {
+    if (l.form == DitSideForm::LowRank) {
+      Tensor t = be.alloc(DType::F32, {x.rows(), l.down.rows()});
+      ops.linear(x, l.down, nullptr, t);
+      ops.linear(t, l.up, nullptr, c);
+      ops.add(y, c, &l.coef);
+    } else {
+      ops.linear(x, l.delta, nullptr, c);
+      ops.add(y, c, nullptr);
+    }
+  }
 }
+
+void Dit::project(const DitProjection& p, const Tensor& x, Tensor& y) { dit_project(be_, p, x, y); }
 
 void Dit::attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) {
   const int64_t hd = cfg_.head_dim();
@@ -498,7 +516,7 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   for (int i : order) {
     check_interrupted();  // a signal or the job's cancellation ends a step within a block
     src_->before_block(i);
-    const DitMainBlockWeights w = DitMainBlockWeights::load(*src_, i, cfg_.int8_groups);
+    const DitMainBlockWeights w = DitMainBlockWeights::load(*src_, i, cfg_.int8_groups, cfg_.side_loras);
     // Runs of adjacent rows that run block i, each as one stacked matrix.
     for (size_t r = 0; r < rows.size();) {
       if (skips(rows[r], i)) {

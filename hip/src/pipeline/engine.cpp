@@ -154,8 +154,23 @@ struct Engine::Loaded {
       if (m.tensors)
         rep.line("loras: merged into %d DiT tensors in %.3f s (host copies, %s)", m.tensors, since(t0),
                  on_device < 0 ? "the host backend" : "the streamed blocks': merged on the device, downloaded");
+      if (m.beside)
+        rep.line("loras: %d INT8 ConvRot layers run their LoRAs beside them (%zu corrections, made in %.3f s)", m.beside,
+                 side_corrections(), since(t0));
     }
     return *dit_merged;
+  }
+  // The DiT's config for a load: the model's, with the set's corrections beside INT8 layers.
+  DitConfig dit_config() const {
+    DitConfig c = model.dit_config;
+    if (lora_plan) c.side_loras = lora_plan->dit_side_forms();
+    return c;
+  }
+  size_t side_corrections() const {
+    size_t n = 0;
+    if (lora_plan)
+      for (const auto& [projection, forms] : lora_plan->dit_side_forms()) n += forms.size();
+    return n;
   }
   // The hook that merges the resident weights on the device as they upload (null without a set
   // or on the host backend); counts them and their time in `merged` (the device synchronised
@@ -293,8 +308,11 @@ void Engine::apply_loras(const std::vector<LoraChoice>& loras) {
     h.seconds = since(t);
     return h;
   });
-  rep_.line("loras: %s: %d DiT tensors to merge (read and checked %.3f s; hashes beside the loads)", names.c_str(),
-            L.lora_plan->dit_targets(), since(t0));
+  const int beside = L.lora_plan->dit_beside_targets();
+  rep_.line("loras: %s: %d DiT tensors to merge%s (read and checked %.3f s; hashes beside the loads)", names.c_str(),
+            L.lora_plan->dit_targets(),
+            beside ? (", " + std::to_string(beside) + " INT8 ConvRot layers to run them beside").c_str() : "",
+            since(t0));
   std::lock_guard<std::mutex> lock(lora_mutex_);
   L.lora_key = key;
 }
@@ -519,12 +537,13 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
       const bool from_files = L.device.integrated && resident < int(model.dit_config.layers);
       Loaded::DeviceMerges device_merges;
       const ResidentHook hook = L.dit_merge_hook(be, device_merges);
+      const DitConfig dit_config = L.dit_config();
       L.dit = std::make_unique<Dit>(
           be,
-          from_files ? make_mapped_streaming_source(be, L.dit_weights(be, resident, rep), model.dit_config, resident, hook)
-                     : make_resident_streaming_source(be, L.dit_weights(be, resident, rep), model.dit_config, resident,
+          from_files ? make_mapped_streaming_source(be, L.dit_weights(be, resident, rep), dit_config, resident, hook)
+                     : make_resident_streaming_source(be, L.dit_weights(be, resident, rep), dit_config, resident,
                                                       kPackMinValues, hook),
-          model.dit_config);
+          dit_config);
       L.dit_resident = resident;
       if (device_merges.tensors)
         rep.line("loras: merged into %d resident DiT tensors on the device in %.3f s (in place, after their upload)",
