@@ -7,13 +7,16 @@
 // - streamed runs (resident counts, packing thresholds, an APU's mapped source) equal the resident
 //   run bit for bit, and the memory plan's sizes count the I8 blocks;
 // - refusals through the loader, each class: another comfy_quant format, int8 without convrot,
-//   scales of the wrong shape, a layer quantized that must stay bf16, a LoRA on a quantized layer.
+//   scales of the wrong shape, a layer quantized that must stay bf16;
+// - LoRAs beside the quantized layers: bound (misfits refused by name), each corrected layer and
+//   whole forwards against the PyTorch reference, streamed bit for bit, weight 0 = no LoRA.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -293,30 +296,205 @@ TEST(Int8Dit, RefusesEachClassOfBadFileByName) {
   }
 }
 
-TEST(Int8Dit, RefusesALoraOnAQuantizedLayer) {
+// A LoRA module on a quantized layer binds (it will run beside the layer); one whose shapes do
+// not fit the layer is refused by name as on a bf16 DiT, and so is a bias delta (the block
+// projections have no bias).
+TEST(Int8Dit, BindsALoraOnAQuantizedLayerAndRefusesMisfitsByName) {
   const MossModel m = open_int8(int8_file());
   const std::string dir = int8_file() + ".lora";
   ASSERT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
-  auto lora_on = [&](const std::string& module, int64_t out) {
-    const std::string path = dir + "/" + module + ".safetensors";
-    Tensor a = host_tensor(DType::F32, {4, 128}), b = host_tensor(DType::F32, {out, 4});
+  auto lora_on = [&](const std::string& module, int64_t out, int64_t in, bool bias = false) {
+    const std::string path = dir + "/" + module + std::to_string(out) + "x" + std::to_string(in) + ".safetensors";
+    Tensor a = host_tensor(DType::F32, {4, in}), b = host_tensor(DType::F32, {out, 4});
     std::memset(a.data, 0, a.nbytes());
     std::memset(b.data, 0, b.nbytes());
-    write_safetensors(path, {{"diffusion_model." + module + ".lora_A.weight", a},
-                             {"diffusion_model." + module + ".lora_B.weight", b}});
-    return outcome_of([&] { bind_lora(std::make_shared<LoraFile>(read_lora(path)), m.dit_weights, m.te_weights); });
+    std::vector<std::pair<std::string, Tensor>> t = {{"diffusion_model." + module + ".lora_A.weight", a},
+                                                     {"diffusion_model." + module + ".lora_B.weight", b}};
+    if (bias) {
+      Tensor d = host_tensor(DType::F32, {out, in}), db = host_tensor(DType::F32, {out});
+      std::memset(d.data, 0, d.nbytes());
+      std::memset(db.data, 0, db.nbytes());
+      t = {{"diffusion_model." + module + ".diff", d}, {"diffusion_model." + module + ".diff_b", db}};
+    }
+    write_safetensors(path, t);
+    return outcome_of([&] {
+      const BoundLora l = bind_lora(std::make_shared<LoraFile>(read_lora(path)), m.dit_weights, m.te_weights);
+      for (const BoundModule& bm : l.modules)
+        for (const LoraPiece& p : bm.pieces) EXPECT_EQ(p.beside, bm.pieces[0].target.find("layers.") == 0) << p.target;
+    });
   };
-  for (const auto& [module, out] : std::vector<std::pair<std::string, int64_t>>{
-           {"layers.1.proj.o", 128}, {"layers.0.proj.qkv", 384}, {"layers.3.proj.ffn_up_gate", 512}}) {
-    const auto [code, message] = lora_on(module, out);
-    EXPECT_EQ(code, 2) << module << ": " << message;
-    EXPECT_NE(message.find("an INT8 ConvRot layer: LoRAs on an INT8 ConvRot diffusion model's quantized layers are "
-                           "not supported yet"),
-              std::string::npos)
-        << module << ": " << message;
+  for (const auto& [module, out, in] : std::vector<std::tuple<std::string, int64_t, int64_t>>{
+           {"layers.1.proj.o", 128, 128}, {"layers.0.proj.qkv", 384, 128}, {"layers.3.proj.ffn_up_gate", 512, 128},
+           {"layers.2.proj.ffn_down", 128, 256}, {"text_embedder.blocks.0.proj", 128, 128}}) {
+    const auto [code, message] = lora_on(module, out, in);
+    EXPECT_EQ(code, -1) << module << ": " << message;
   }
-  // A layer the format keeps in bf16 still takes a LoRA.
-  EXPECT_EQ(lora_on("text_embedder.blocks.0.proj", 128).first, -1);
+  const std::vector<std::tuple<std::string, int64_t, int64_t, bool, std::string>> refused = {
+      {"layers.1.proj.o", 100, 128, false, "its update is [100, 128] but the DiT's layers.1.proj.o.weight is [128, 128]"},
+      {"layers.1.proj.o", 128, 64, false, "its update is [128, 64] but the DiT's layers.1.proj.o.weight is [128, 128]"},
+      {"layers.0.proj.qkv", 256, 128, false,
+       "its update is [256, 128] but the DiT's layers.0.proj.q.weight (with k and v) is [384, 128]"},
+      {"layers.2.proj.ffn_down", 128, 128, false, "but the DiT's layers.2.proj.ffn_down.weight is [128, 256]"},
+      {"layers.1.proj.o", 128, 128, true, "layers.1.proj.o.diff_b': layers.1.proj.o.weight has no bias"},
+  };
+  for (const auto& [module, out, in, bias, text] : refused) {
+    const auto [code, message] = lora_on(module, out, in, bias);
+    EXPECT_EQ(code, 2) << module << ": " << message;
+    EXPECT_NE(message.find(text), std::string::npos) << module << ": " << message;
+  }
+}
+
+// LoRAs beside the quantized layers (docs/loras.md, "LoRAs on an INT8 ConvRot DiT"), against the
+// PyTorch reference (bench/int8_convrot_ref.py --write-lora-reference: int8_dit_with_loras). The
+// reference file holds two LoRAs as their files do: a PEFT low-rank one on block 0's fused qkv
+// (split over q, k and v), block 1's o and a bf16 layer of the text embedder; a LyCORIS one with a
+// LoHa on block 2's ffn_up_gate and full deltas on block 3's ffn_down and block 1's o (two
+// corrections on one layer, in order).
+const std::string kLoraReference = std::string(MOSSINFER_TEST_DATA) + "/int8_lora_reference.safetensors";
+
+struct Int8Loras {
+  std::vector<BoundLora> bound;
+  std::unique_ptr<LoraMergePlan> plan;
+  WeightFiles weights;   // the DiT's, with the bf16 targets merged and the side tensors added
+  DitConfig config;      // with the side corrections
+  int merged = 0, beside = 0;
+};
+
+// The reference's LoRAs written to files, bound to the INT8 model with `scale` times their weights.
+Int8Loras int8_loras(const MossModel& m, float scale) {
+  const auto ref = SafetensorsFile::open(kLoraReference);
+  Int8Loras l;
+  std::vector<float> weights;
+  for (int i = 0; i < 2; ++i) {
+    const std::string prefix = "lora" + std::to_string(i) + ".";
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const auto& [name, info] : ref->tensors())
+      if (name.rfind(prefix, 0) == 0 && name != prefix + "weight") tensors.emplace_back(name.substr(prefix.size()), ref->get(name));
+    const std::string path = int8_file() + ".reference_lora" + std::to_string(i) + ".safetensors";
+    write_safetensors(path, tensors);
+    l.bound.push_back(bind_lora(std::make_shared<LoraFile>(read_lora(path)), m.dit_weights, m.te_weights));
+    weights.push_back(scale * ref->get(prefix + "weight").ptr<const float>()[0]);
+  }
+  std::vector<WeightedLora> set;
+  for (size_t i = 0; i < l.bound.size(); ++i) set.push_back({&l.bound[i], weights[i]});
+  l.plan = std::make_unique<LoraMergePlan>(set);
+  LoraMergePlan::Merged merged = l.plan->merge_into_copies(m.dit_weights, false);
+  l.weights = merged.weights;
+  l.merged = merged.tensors;
+  l.beside = merged.beside;
+  l.config = m.dit_config;
+  l.config.side_loras = l.plan->dit_side_forms();
+  return l;
+}
+
+TEST(Int8Dit, LorasRunBesideTheQuantizedLayers) {
+  const MossModel m = open_int8(int8_file());
+  const Int8Loras l = int8_loras(m, 1.0f);
+  // q, k, v of block 0, o of block 1, ffn_up_gate of block 2, ffn_down of block 3 beside; the
+  // text embedder's projection merged.
+  EXPECT_EQ(l.plan->dit_beside_targets(), 6);
+  EXPECT_EQ(l.beside, 6);
+  EXPECT_EQ(l.merged, 1);
+  EXPECT_EQ(l.plan->dit_targets(), 1);
+  EXPECT_FALSE(l.plan->changes_dit_tensor("layers.1.proj.o.weight"));  // never merged on a device
+  const DitSideForms& forms = l.config.side_loras;
+  EXPECT_EQ(forms.at("layers.1.proj.o"), (std::vector<DitSideForm>{DitSideForm::LowRank, DitSideForm::Dense}));
+  EXPECT_EQ(forms.at("layers.0.proj.k"), (std::vector<DitSideForm>{DitSideForm::LowRank}));
+  EXPECT_EQ(forms.at("layers.2.proj.ffn_up_gate"), (std::vector<DitSideForm>{DitSideForm::Dense}));
+  // Low rank stays low rank (a fused qkv's k: up's rows 128..255), the coefficient a gate
+  // vector; a LoHa is one bf16 delta of the layer's shape.
+  EXPECT_EQ(l.weights.info("layers.0.proj.k.lora_side.0.down").shape, (std::vector<int64_t>{4, 128}));
+  EXPECT_EQ(l.weights.info("layers.0.proj.k.lora_side.0.up").shape, (std::vector<int64_t>{128, 4}));
+  EXPECT_EQ(l.weights.info("layers.0.proj.k.lora_side.0.up").dtype, DType::BF16);  // the file's, not rounded
+  const auto ref = SafetensorsFile::open(kLoraReference);
+  const Tensor up = ref->get("lora0.diffusion_model.layers.0.proj.qkv.lora_B.weight");
+  EXPECT_EQ(std::memcmp(l.weights.get("layers.0.proj.k.lora_side.0.up").data,
+                        static_cast<const uint16_t*>(up.data) + 128 * 4, 128 * 4 * 2),
+            0);
+  EXPECT_EQ(to_f32_vector(l.weights.get("layers.0.proj.k.lora_side.0.coef")), std::vector<float>(128, 0.8f * 2.0f));
+  EXPECT_EQ(l.weights.info("layers.2.proj.ffn_up_gate.lora_side.0.delta").shape, (std::vector<int64_t>{512, 128}));
+  EXPECT_EQ(l.weights.info("layers.2.proj.ffn_up_gate.lora_side.0.delta").dtype, DType::BF16);
+
+  // Each corrected layer alone, on the reference's input: the INT8 product is the reference's bit
+  // for bit (the same fp32 operations, Int8ConvRot.*), the corrections are fp32 products summed in
+  // another order than torch's (K <= 256 and rank <= 4 terms: a few ulps of each value) and the
+  // LoHa's dense delta is rounded to bf16 in both (a value whose fp32 product lands on the other
+  // side of a bf16 rounding boundary moves by one bf16 step: 2^-9 of that delta value, and the
+  // correction is a tenth of the output). Measured 3e-8 to 5e-8 on the host backend; kLayerRel
+  // leaves 20x for another compiler's or library's order. Every correction is a tenth of its
+  // layer's size, so a correction missing, applied to the rotated input, with the wrong rows of a
+  // fused qkv or without its coefficient is 1e-2 or more away (checked: the layer without them).
+  constexpr double kLayerRel = 1e-6;
+  auto be = make_host_backend();
+  auto src = make_upload_on_use_source(*be, l.weights);
+  int layers = 0;
+  for (int n = 0; n < 4; ++n) {
+    const DitMainBlockWeights w = DitMainBlockWeights::load(*src, n, l.config.int8_groups, l.config.side_loras);
+    EXPECT_TRUE(w.has_side_lora()) << n;
+    const std::pair<const char*, const DitProjection*> projections[] = {
+        {"q", &w.q}, {"k", &w.k}, {"v", &w.v}, {"o", &w.o}, {"ffn_up_gate", &w.ffn_up_gate}, {"ffn_down", &w.ffn_down}};
+    for (const auto& [name, p] : projections) {
+      const std::string key = "layer.layers." + std::to_string(n) + ".proj." + name;
+      EXPECT_EQ(p->side_lora(), ref->has(key + ".x")) << key;
+      if (!ref->has(key + ".x")) continue;
+      ++layers;
+      const Tensor x = ref->get(key + ".x"), want = ref->get(key + ".y");
+      Tensor y = host_tensor(DType::F32, {x.rows(), p->w.rows()});
+      dit_project(*be, *p, x, y);
+      const double rel = rel_l2(y, want);
+      DitProjection bare = *p;
+      bare.side.clear();
+      Tensor y0 = host_tensor(DType::F32, {x.rows(), p->w.rows()});
+      dit_project(*be, bare, x, y0);
+      std::printf("%s: %.3g relative L2 from the reference (without its LoRAs: %.3g)\n", key.c_str(), rel,
+                  rel_l2(y0, want));
+      EXPECT_LT(rel, kLayerRel) << key;
+      EXPECT_GT(rel_l2(y0, want), 1e-2) << key;
+    }
+  }
+  EXPECT_EQ(layers, 6);
+
+  // Whole forwards: the limits of MatchesThePyTorchReference (a quantization flip moves a
+  // velocity by about 1e-2; each case within kFlipRel, some within kExactRel), and the LoRAs
+  // must show: the reference's velocities with and without them are further apart than a flip.
+  Dit dit(*be, make_upload_on_use_source(*be, l.weights), l.config);
+  int cases = 0, exact = 0;
+  for (; ref->has("case" + std::to_string(cases) + ".latent"); ++cases) {
+    const std::string p = "case" + std::to_string(cases) + ".";
+    const float t = ref->get(p + "timestep").ptr<const float>()[0];
+    const Tensor got = dit.forward(ref->get(p + "latent"), dit.embed_text(ref->get(p + "text")), t, {});
+    const double rel = rel_l2(got, ref->get(p + "velocity_int8_lora"));
+    const double effect = rel_l2(ref->get(p + "velocity_int8_lora"), ref->get(p + "velocity_int8"));
+    std::printf("%s (t %.0f) INT8 DiT with LoRAs vs the reference: %.3g relative L2; the LoRAs' effect: %.3g\n",
+                p.c_str(), t, rel, effect);
+    EXPECT_LT(rel, kFlipRel) << p;
+    EXPECT_GT(effect, 5e-2) << p;
+    exact += rel < kExactRel;
+  }
+  EXPECT_EQ(cases, 4);
+  EXPECT_GE(exact, 2) << exact << " of " << cases << " cases within " << kExactRel;
+}
+
+// The corrections only add: with the LoRAs' weights 0 the forward is the LoRA-free one bit for
+// bit (every correction 0, y + 0 = y); and the side tensors stream with their block, so
+// streamed runs equal the resident one bit for bit.
+TEST(Int8Dit, LorasBesideStreamBitForBitAndAddOnlyTheirCorrection) {
+  const MossModel m = open_int8(int8_file());
+  auto be = make_host_backend();
+  const auto bare = run(*be, make_upload_on_use_source(*be, m.dit_weights), m.dit_config);
+  const Int8Loras zero = int8_loras(m, 0.0f);
+  EXPECT_EQ(run(*be, make_upload_on_use_source(*be, zero.weights), zero.config), bare);
+  const Int8Loras l = int8_loras(m, 1.0f);
+  const auto reference = run(*be, make_upload_on_use_source(*be, l.weights), l.config);
+  EXPECT_NE(reference, bare);
+  for (int64_t pack_min : {kPackMinValues, int64_t(8)})
+    for (int resident : {0, 1, 4}) {
+      const auto got = run(*be, make_resident_streaming_source(*be, l.weights, l.config, resident, pack_min), l.config);
+      EXPECT_EQ(got, reference) << resident << " resident, packing from " << pack_min;
+    }
+  for (int resident : {0, 2})
+    EXPECT_EQ(run(*be, make_mapped_streaming_source(*be, l.weights, l.config, resident), l.config), reference)
+        << resident << " resident, from the files";
 }
 
 }  // namespace
