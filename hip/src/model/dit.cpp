@@ -194,18 +194,29 @@ void dit_project(Backend& be, const DitProjection& p, const Tensor& x, Tensor& y
   else
     ops.linear(x, p.w, nullptr, y);
   if (!p.side_lora()) return;
-  // The corrections in f32 (the rank's intermediate too), added to y in its own dtype. Scratch
-  // per call: they are the LoRA's rank wide, or one projection's output.
-  Tensor c = be.alloc(DType::F32, {x.rows(), y.cols()});
+  // The corrections in f32 (the rank's intermediate too), added to y in its own dtype, a run of
+  // at most kSideRows rows at a time: the scratch is then bounded (ffn_up_gate's 16384 columns:
+  // 64 MiB) where a whole 1024x1024 CFG forward's rows would take 0.5 GiB. Every row's values
+  // are the same either way (the ops compute each row on its own).
+  constexpr int64_t kSideRows = 1024;
+  const int64_t rows = std::min(kSideRows, x.rows());
+  Tensor c_all = be.alloc(DType::F32, {rows, y.cols()});
   for (const DitSideLora& l : p.side) {
-    if (l.form == DitSideForm::LowRank) {
-      Tensor t = be.alloc(DType::F32, {x.rows(), l.down.rows()});
-      ops.linear(x, l.down, nullptr, t);
-      ops.linear(t, l.up, nullptr, c);
-      ops.add(y, c, &l.coef);
-    } else {
-      ops.linear(x, l.delta, nullptr, c);
-      ops.add(y, c, nullptr);
+    Tensor t_all;
+    if (l.form == DitSideForm::LowRank) t_all = be.alloc(DType::F32, {rows, l.down.rows()});
+    for (int64_t r0 = 0; r0 < x.rows(); r0 += rows) {
+      const int64_t n = std::min(rows, x.rows() - r0);
+      const Tensor xs = x.slice_rows(r0, n);
+      Tensor ys = y.slice_rows(r0, n), c = c_all.slice_rows(0, n);
+      if (l.form == DitSideForm::LowRank) {
+        Tensor t = t_all.slice_rows(0, n);
+        ops.linear(xs, l.down, nullptr, t);
+        ops.linear(t, l.up, nullptr, c);
+        ops.add(ys, c, &l.coef);
+      } else {
+        ops.linear(xs, l.delta, nullptr, c);
+        ops.add(ys, c, nullptr);
+      }
     }
   }
 }

@@ -450,6 +450,14 @@ TEST(Int8Dit, LorasRunBesideTheQuantizedLayers) {
                   rel_l2(y0, want));
       EXPECT_LT(rel, kLayerRel) << key;
       EXPECT_GT(rel_l2(y0, want), 1e-2) << key;
+      // More rows than one pass of the corrections takes (1024 at a time): each row as alone.
+      const int64_t copies = 350, m6 = x.rows(), cols = y.cols();
+      Tensor xs = host_tensor(DType::F32, {copies * m6, x.cols()}), ys = host_tensor(DType::F32, {copies * m6, cols});
+      for (int64_t c = 0; c < copies; ++c)
+        std::memcpy(xs.ptr<float>() + c * x.numel(), x.ptr<const float>(), x.nbytes());
+      dit_project(*be, *p, xs, ys);
+      for (int64_t c = 0; c < copies; ++c)
+        ASSERT_EQ(std::memcmp(ys.ptr<const float>() + c * m6 * cols, y.ptr<const float>(), y.nbytes()), 0) << key << c;
     }
   }
   EXPECT_EQ(layers, 6);
