@@ -179,9 +179,33 @@ struct Dit::Workspace {
   Tensor v_buffer;
 };
 
+namespace {
+// The tensors of the LoRA corrections cfg.side_loras names (DitSideLora), shaped by their
+// projection's weight [out, in] and, for low rank, the rank `down` has in `weights`.
+void add_side_lora_tensors(const DitConfig& cfg, const WeightFiles& weights, std::vector<ExpectedTensor>& e) {
+  for (const auto& [projection, forms] : cfg.side_loras) {
+    const std::vector<int64_t> layer = weights.info(projection + ".weight").shape;
+    const int64_t out = layer.at(0), in = layer.at(1);
+    for (size_t i = 0; i < forms.size(); ++i) {
+      if (forms[i] == DitSideForm::Dense) {
+        e.push_back({dit_side_lora_name(projection, i, "delta"), {DType::BF16}, {out, in}, false});
+        continue;
+      }
+      const std::string down = dit_side_lora_name(projection, i, "down");
+      const int64_t r = weights.has(down) ? weights.info(down).shape.at(0) : 0;
+      e.push_back({down, {DType::BF16, DType::F32}, {r, in}, false});
+      e.push_back({dit_side_lora_name(projection, i, "up"), {DType::BF16, DType::F32}, {out, r}, false});
+      e.push_back({dit_side_lora_name(projection, i, "coef"), {DType::F32}, {out}, false});
+    }
+  }
+}
+}  // namespace
+
 Dit::Dit(Backend& be, const WeightFiles& weights, const DitConfig& cfg)
     : be_(be), src_(make_upload_on_use_source(be, weights)), cfg_(cfg) {
-  check_tensors(weights, dit_expected_tensors(cfg));
+  std::vector<ExpectedTensor> expected = dit_expected_tensors(cfg);
+  add_side_lora_tensors(cfg, weights, expected);
+  check_tensors(weights, expected);
 }
 
 Dit::Dit(Backend& be, std::unique_ptr<DitWeightSource> source, const DitConfig& cfg)

@@ -605,15 +605,9 @@ LoraMergePlan::Merged LoraMergePlan::merge_into_copies(const WeightFiles& base, 
   // Each weight is merged on its own: a host copy of the base tensor, its deltas' factors in
   // f32, the host reference op (the peak is one weight and its factors, not the model).
   static const std::unique_ptr<Backend> host = make_host_backend();
-  std::map<std::string, Tensor> replaced, side;
-  int beside = 0;
+  std::map<std::string, Tensor> replaced;
   for (const LoraTarget& target : targets_) {
-    if (target.text_encoder != text_encoder) continue;
-    if (target.beside) {  // new tensors beside the layer, made here wherever the block will live
-      add_side_tensors(target, base.info(target.name), by && by->where() == Where::Device ? *by : *host, side);
-      ++beside;
-      continue;
-    }
+    if (target.text_encoder != text_encoder || target.beside) continue;  // beside: dit_side_tensors
     if (!text_encoder && on_device && on_device(target.name)) continue;
     const TensorInfo& info = base.info(target.name);
     if (info.dtype != DType::BF16 && info.dtype != DType::F32)
@@ -631,9 +625,15 @@ LoraMergePlan::Merged LoraMergePlan::merge_into_copies(const WeightFiles& base, 
     host->lora().merge(t, lora_deltas(target, *host));
     replaced[target.name] = t;
   }
-  const int merged = int(replaced.size());
-  replaced.insert(side.begin(), side.end());
-  return {replaced.empty() ? base : base.with_replaced(replaced), merged, beside};
+  return {replaced.empty() ? base : base.with_replaced(replaced), int(replaced.size())};
+}
+
+std::map<std::string, Tensor> LoraMergePlan::dit_side_tensors(const WeightFiles& dit, Backend* by) const {
+  static const std::unique_ptr<Backend> host = make_host_backend();
+  std::map<std::string, Tensor> side;
+  for (const LoraTarget& target : targets_)
+    if (target.beside) add_side_tensors(target, dit.info(target.name), by ? *by : *host, side);
+  return side;
 }
 
 bool LoraMergePlan::merge_on_device(Backend& be, const std::string& name, Tensor& w) const {

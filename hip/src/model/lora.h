@@ -106,8 +106,8 @@ struct MergedWeights {
 // A LoRA set ready to merge wherever each weight lives. On an INT8 ConvRot DiT the quantized
 // layers have no bf16 weight to merge into: their targets become side corrections (DitSideLora,
 // model/dit_weights.h), one per part in the set's order, made as host tensors of the DiT's
-// weight files by merge_into_copies under dit_side_lora_name's names, so they load, stay
-// resident or stream with their block; DitConfig::side_loras (dit_side_forms) tells the DiT. The DiT's weights a device holds resident
+// weight files (dit_side_tensors) under dit_side_lora_name's names, so they load, stay resident
+// or stream with their block; DitConfig::side_loras (dit_side_forms) tells the DiT. The DiT's weights a device holds resident
 // merge there, in place, right after their upload (merge_on_device: one weight's factors staged
 // at a time, so no second copy of the DiT on the device); every other target merges into a host
 // copy that replaces it in the WeightFiles the loaders read (merge_into_copies): the streamed blocks'
@@ -126,7 +126,6 @@ class LoraMergePlan {
   struct Merged {
     WeightFiles weights;
     int tensors = 0;  // how many it merged
-    int beside = 0;   // INT8 layers that got side corrections (the DiT's, whatever on_device says)
   };
   Merged merge_into_copies(const WeightFiles& base, bool text_encoder,
                            const std::function<bool(const std::string&)>& on_device = nullptr,
@@ -135,6 +134,11 @@ class LoraMergePlan {
   // Returns whether it did.
   bool merge_on_device(Backend& be, const std::string& name, Tensor& w) const;
   int dit_targets() const { return dit_targets_; }
+  // The side tensors of the DiT's INT8 targets (DitSideLora) under dit_side_lora_name's names,
+  // host tensors to add to the DiT's weight files (WeightFiles::with_replaced) wherever the blocks
+  // will live; dense deltas are made by `by` (null: the host reference; a device: each uploaded,
+  // merged there and downloaded). merge_into_copies leaves these targets alone.
+  std::map<std::string, Tensor> dit_side_tensors(const WeightFiles& dit, Backend* by = nullptr) const;
   // The INT8 layers with corrections beside them, and each one's forms (DitConfig::side_loras).
   int dit_beside_targets() const { return int(side_forms_.size()); }
   const DitSideForms& dit_side_forms() const { return side_forms_; }

@@ -357,7 +357,7 @@ struct Int8Loras {
   std::unique_ptr<LoraMergePlan> plan;
   WeightFiles weights;   // the DiT's, with the bf16 targets merged and the side tensors added
   DitConfig config;      // with the side corrections
-  int merged = 0, beside = 0;
+  int merged = 0, side_tensors = 0;
 };
 
 // The reference's LoRAs written to files, bound to the INT8 model with `scale` times their weights.
@@ -379,9 +379,10 @@ Int8Loras int8_loras(const MossModel& m, float scale) {
   for (size_t i = 0; i < l.bound.size(); ++i) set.push_back({&l.bound[i], weights[i]});
   l.plan = std::make_unique<LoraMergePlan>(set);
   LoraMergePlan::Merged merged = l.plan->merge_into_copies(m.dit_weights, false);
-  l.weights = merged.weights;
+  const std::map<std::string, Tensor> side = l.plan->dit_side_tensors(m.dit_weights);
+  l.weights = merged.weights.with_replaced(side);
   l.merged = merged.tensors;
-  l.beside = merged.beside;
+  l.side_tensors = int(side.size());
   l.config = m.dit_config;
   l.config.side_loras = l.plan->dit_side_forms();
   return l;
@@ -393,7 +394,7 @@ TEST(Int8Dit, LorasRunBesideTheQuantizedLayers) {
   // q, k, v of block 0, o of block 1, ffn_up_gate of block 2, ffn_down of block 3 beside; the
   // text embedder's projection merged.
   EXPECT_EQ(l.plan->dit_beside_targets(), 6);
-  EXPECT_EQ(l.beside, 6);
+  EXPECT_EQ(l.side_tensors, 3 * 3 + (3 + 1) + 1 + 1);  // low rank: down, up, coef; dense: delta
   EXPECT_EQ(l.merged, 1);
   EXPECT_EQ(l.plan->dit_targets(), 1);
   EXPECT_FALSE(l.plan->changes_dit_tensor("layers.1.proj.o.weight"));  // never merged on a device
@@ -465,7 +466,7 @@ TEST(Int8Dit, LorasRunBesideTheQuantizedLayers) {
   // Whole forwards: the limits of MatchesThePyTorchReference (a quantization flip moves a
   // velocity by about 1e-2; each case within kFlipRel, some within kExactRel), and the LoRAs
   // must show: the reference's velocities with and without them are further apart than a flip.
-  Dit dit(*be, make_upload_on_use_source(*be, l.weights), l.config);
+  Dit dit(*be, l.weights, l.config);  // its tensor check knows the side tensors
   int cases = 0, exact = 0;
   for (; ref->has("case" + std::to_string(cases) + ".latent"); ++cases) {
     const std::string p = "case" + std::to_string(cases) + ".";
@@ -481,6 +482,21 @@ TEST(Int8Dit, LorasRunBesideTheQuantizedLayers) {
   }
   EXPECT_EQ(cases, 4);
   EXPECT_GE(exact, 2) << exact << " of " << cases << " cases within " << kExactRel;
+}
+
+// The memory plan measures the model with the set's side tensors in the blocks and its
+// corrections in the forward (the engine's Loaded::planned_model): the largest block is block 2
+// with its LoHa's dense bf16 delta [512, 128]; the forward's peak holds the corrections' scratch.
+TEST(Int8Dit, MemoryPlanCountsTheLorasBeside) {
+  const MossModel m = open_int8(int8_file());
+  const Int8Loras l = int8_loras(m, 1.0f);
+  MossModel with = m;
+  with.dit_weights = l.weights;
+  with.dit_config = l.config;
+  const StageSizes q = measure_stages(m, 64, 64, 8, false), s = measure_stages(with, 64, 64, 8, false);
+  EXPECT_EQ(s.dit_block_bytes, q.dit_block_bytes + 512 * 128 * 2);
+  EXPECT_EQ(s.dit_blocks, 4);
+  EXPECT_GT(s.dit_activation_bytes, q.dit_activation_bytes);
 }
 
 // The corrections only add: with the LoRAs' weights 0 the forward is the LoRA-free one bit for
