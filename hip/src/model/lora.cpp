@@ -650,6 +650,11 @@ bool LoraMergePlan::merge_on_device(Backend& be, const std::string& name, Tensor
 
 MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras) {
   const LoraMergePlan plan(loras);
+  // Weights merged offline are bf16 files; a correction beside an INT8 layer has no place there.
+  if (plan.dit_beside_targets())
+    throw usage_error("LoRA module on " + plan.dit_side_forms().begin()->first +
+                      ", an INT8 ConvRot layer: such LoRAs run beside the layer at generation time; they cannot be "
+                      "merged into weight files");
   LoraMergePlan::Merged d = plan.merge_into_copies(dit, false), t = plan.merge_into_copies(te, true);
   return {d.weights, t.weights, d.tensors, t.tensors};
 }

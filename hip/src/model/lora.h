@@ -152,7 +152,8 @@ class LoraMergePlan {
 };
 
 // All of the set merged on the host (LoraMergePlan::merge_into_copies with nothing on a device): the
-// offline merge (moss-check lora-merge) and the host backend's.
+// offline merge (moss-check lora-merge). A set with modules on INT8 ConvRot layers is refused
+// (exit 2): those run beside the layer, never in a file.
 MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras);
 
 }  // namespace moss

@@ -415,6 +415,12 @@ TEST(Int8Dit, LorasRunBesideTheQuantizedLayers) {
   EXPECT_EQ(to_f32_vector(l.weights.get("layers.0.proj.k.lora_side.0.coef")), std::vector<float>(128, 0.8f * 2.0f));
   EXPECT_EQ(l.weights.info("layers.2.proj.ffn_up_gate.lora_side.0.delta").shape, (std::vector<int64_t>{512, 128}));
   EXPECT_EQ(l.weights.info("layers.2.proj.ffn_up_gate.lora_side.0.delta").dtype, DType::BF16);
+  // An offline merge (moss-check lora-merge) has no place for them: refused by name.
+  const auto [code, message] = outcome_of([&] { merge_loras(m.dit_weights, m.te_weights, {{&l.bound[0], 1.0f}}); });
+  EXPECT_EQ(code, 2) << message;
+  EXPECT_NE(message.find("LoRA module on layers.0.proj.k, an INT8 ConvRot layer: such LoRAs run beside the layer"),
+            std::string::npos)
+      << message;
 
   // Each corrected layer alone, on the reference's input: the INT8 product is the reference's bit
   // for bit (the same fp32 operations, Int8ConvRot.*), the corrections are fp32 products summed in
