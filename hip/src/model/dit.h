@@ -112,7 +112,7 @@ class Dit {
                   const Modulation& mod, Workspace& ws);
   void apply_pending(Stack& st, RowState& row, const Modulation& mod);
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out);
-  // y = x·wᵀ through the projection's op: CoreOps::linear, or linear_int8 for an INT8 one.
+  // dit_project on this backend: the projection, then any LoRA corrections beside it, from x.
   void project(const DitProjection& p, const Tensor& x, Tensor& y);
 
   Tensor stacked_rope_tables(const std::vector<int64_t>& text_tokens, int64_t gh, int64_t gw);
