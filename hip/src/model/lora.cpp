@@ -496,6 +496,12 @@ LoraDelta module_delta(const LoraModule& m, bool bias, Backend& be) {
   return d;
 }
 
+// The host reference backend the plan merges with where no device does (one per process).
+Backend& host_reference() {
+  static const std::unique_ptr<Backend> host = make_host_backend();
+  return *host;
+}
+
 // The projection a beside target corrects ("layers.1.proj.o.weight" -> "layers.1.proj.o").
 std::string side_projection(const std::string& weight) { return weight.substr(0, weight.size() - 7); }
 
@@ -604,7 +610,7 @@ LoraMergePlan::Merged LoraMergePlan::merge_into_copies(const WeightFiles& base, 
                                                    Backend* by) const {
   // Each weight is merged on its own: a host copy of the base tensor, its deltas' factors in
   // f32, the host reference op (the peak is one weight and its factors, not the model).
-  static const std::unique_ptr<Backend> host = make_host_backend();
+  Backend* host = &host_reference();
   std::map<std::string, Tensor> replaced;
   for (const LoraTarget& target : targets_) {
     if (target.text_encoder != text_encoder || target.beside) continue;  // beside: dit_side_tensors
@@ -629,10 +635,9 @@ LoraMergePlan::Merged LoraMergePlan::merge_into_copies(const WeightFiles& base, 
 }
 
 std::map<std::string, Tensor> LoraMergePlan::dit_side_tensors(const WeightFiles& dit, Backend* by) const {
-  static const std::unique_ptr<Backend> host = make_host_backend();
   std::map<std::string, Tensor> side;
   for (const LoraTarget& target : targets_)
-    if (target.beside) add_side_tensors(target, dit.info(target.name), by ? *by : *host, side);
+    if (target.beside) add_side_tensors(target, dit.info(target.name), by ? *by : host_reference(), side);
   return side;
 }
 
