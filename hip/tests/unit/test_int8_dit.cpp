@@ -12,6 +12,7 @@
 //   whole forwards against the PyTorch reference, streamed bit for bit, weight 0 = no LoRA.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -488,6 +489,108 @@ TEST(Int8Dit, LorasRunBesideTheQuantizedLayers) {
   }
   EXPECT_EQ(cases, 4);
   EXPECT_GE(exact, 2) << exact << " of " << cases << " cases within " << kExactRel;
+}
+
+// The formats the reference file does not hold, each against its documented formula in double:
+// a kohya-named low-rank module with f16 factors (kept low rank, widened to f32 exactly) and a
+// LyCORIS LoKr (one dense bf16 delta). A correction is what dit_project adds to the INT8 layer's
+// output: low rank within 1e-5 (f32 products against double; the output's own rounding is
+// 6e-8 of y, y about ten times the correction), LoKr within 4e-3 (its delta rounded to bf16:
+// 2^-9 relative per value); a missing coefficient would be 50% away.
+TEST(Int8Dit, KohyaF16AndLoKrRunBesideAsTheirFormulas) {
+  const MossModel m = open_int8(int8_file());
+  uint64_t state = 49;
+  auto next = [&] {  // a value in [-1, 1) with 10 mantissa bits: exact in f16
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const float v = float(int64_t(state >> 33) % 2048 - 1024) / 1024.0f;
+    return v;
+  };
+  auto f16_bits = [](float v) -> uint16_t {  // exact for next()'s values
+    if (v == 0.0f) return 0;
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    return uint16_t(((b >> 16) & 0x8000u) | ((((b >> 23) & 0xffu) - 127 + 15) << 10) | ((b >> 13) & 0x3ffu));
+  };
+  auto filled = [&](DType dt, std::vector<int64_t> shape, std::vector<double>& values) {
+    Tensor t = host_tensor(dt, shape);
+    values.resize(size_t(t.numel()));
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const float v = next() * 0.25f;
+      values[size_t(i)] = v;
+      if (dt == DType::F16) t.ptr<uint16_t>()[i] = f16_bits(v);
+      else t.ptr<float>()[i] = v;
+    }
+    return t;
+  };
+  std::vector<double> down, up, w1, w2a, w2b;
+  Tensor alpha_o = host_tensor(DType::F32, {1}), alpha_d = host_tensor(DType::F32, {1});
+  alpha_o.ptr<float>()[0] = 1.5f;
+  alpha_d.ptr<float>()[0] = 1.0f;
+  const std::string path = int8_file() + ".kohya_lokr.safetensors";
+  write_safetensors(path, {{"lora_unet_layers_1_proj_o.lora_down.weight", filled(DType::F16, {3, 128}, down)},
+                           {"lora_unet_layers_1_proj_o.lora_up.weight", filled(DType::F16, {128, 3}, up)},
+                           {"lora_unet_layers_1_proj_o.alpha", alpha_o},
+                           {"lycoris_layers_3_proj_ffn_down.lokr_w1", filled(DType::F32, {2, 4}, w1)},
+                           {"lycoris_layers_3_proj_ffn_down.lokr_w2_a", filled(DType::F32, {64, 2}, w2a)},
+                           {"lycoris_layers_3_proj_ffn_down.lokr_w2_b", filled(DType::F32, {2, 64}, w2b)},
+                           {"lycoris_layers_3_proj_ffn_down.alpha", alpha_d}});
+  const BoundLora bound = bind_lora(std::make_shared<LoraFile>(read_lora(path)), m.dit_weights, m.te_weights);
+  const float weight = 0.7f;
+  const LoraMergePlan plan({{&bound, weight}});
+  EXPECT_EQ(plan.dit_beside_targets(), 2);
+  const std::map<std::string, Tensor> side = plan.dit_side_tensors(m.dit_weights);
+  EXPECT_EQ(side.at("layers.1.proj.o.lora_side.0.down").dtype, DType::F32);  // f16 widened
+  EXPECT_EQ(to_f32_vector(side.at("layers.1.proj.o.lora_side.0.down"))[5], float(down[5]));
+  EXPECT_EQ(side.at("layers.3.proj.ffn_down.lora_side.0.delta").dtype, DType::BF16);
+  DitConfig cfg = m.dit_config;
+  cfg.side_loras = plan.dit_side_forms();
+  auto be = make_host_backend();
+  auto src = make_upload_on_use_source(*be, m.dit_weights.with_replaced(side));
+  // dW in double from the file's values: up·down (rank 3), kron(w1, w2a·w2b) (w2's rank 2).
+  const double coef_o = double(weight) * (1.5 / 3.0), coef_d = double(weight) * (1.0 / 2.0);
+  auto dw_o = [&](int64_t r, int64_t c) {
+    double s = 0;
+    for (int k = 0; k < 3; ++k) s += up[size_t(r * 3 + k)] * down[size_t(k * 128 + c)];
+    return coef_o * s;
+  };
+  auto dw_d = [&](int64_t r, int64_t c) {
+    double w2 = 0;
+    for (int k = 0; k < 2; ++k) w2 += w2a[size_t((r % 64) * 2 + k)] * w2b[size_t(k * 64 + c % 64)];
+    return coef_d * w1[size_t((r / 64) * 4 + c / 64)] * w2;
+  };
+  struct Case {
+    int block;
+    const DitProjection& (*pick)(const DitMainBlockWeights&);
+    std::function<double(int64_t, int64_t)> dw;
+    double limit;
+  };
+  const Case cases[] = {{1, [](const DitMainBlockWeights& w) -> const DitProjection& { return w.o; }, dw_o, 1e-5},
+                        {3, [](const DitMainBlockWeights& w) -> const DitProjection& { return w.ffn_down; }, dw_d, 4e-3}};
+  for (const Case& c : cases) {
+    const DitMainBlockWeights w = DitMainBlockWeights::load(*src, c.block, cfg.int8_groups, cfg.side_loras);
+    const DitProjection& p = c.pick(w);
+    ASSERT_TRUE(p.side_lora()) << c.block;
+    const int64_t rows = 5, in = p.w.cols(), out = p.w.rows();
+    std::vector<double> xs;
+    const Tensor x = filled(DType::F32, {rows, in}, xs);
+    Tensor y = host_tensor(DType::F32, {rows, out}), y0 = host_tensor(DType::F32, {rows, out});
+    dit_project(*be, p, x, y);
+    DitProjection bare = p;
+    bare.side.clear();
+    dit_project(*be, bare, x, y0);
+    double err = 0, norm = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < out; ++o) {
+        double want = 0;
+        for (int64_t i = 0; i < in; ++i) want += xs[size_t(r * in + i)] * c.dw(o, i);
+        const double got = double(y.ptr<float>()[r * out + o]) - double(y0.ptr<float>()[r * out + o]);
+        err += (got - want) * (got - want);
+        norm += want * want;
+      }
+    const double rel = std::sqrt(err / norm);
+    std::printf("block %d: the correction %.3g relative L2 from its formula\n", c.block, rel);
+    EXPECT_LT(rel, c.limit) << c.block;
+  }
 }
 
 // The memory plan measures the model with the set's side tensors in the blocks and its
