@@ -26,35 +26,7 @@ SIZE=${SIZE:-1024x1024}
 random_model
 LORA=$OUT/rank$RANK.safetensors
 # A PEFT-named LoRA on every 2-D weight of the DiT, bf16 factors of a small random pattern.
-python3 - "$MODEL/transformer" "$LORA" "$RANK" <<'PY' || { log "FAIL writing the LoRA"; exit 1; }
-import json, os, random, struct, sys
-folder, out, rank = sys.argv[1], sys.argv[2], int(sys.argv[3])
-shapes = {}
-for name in sorted(os.listdir(folder)):
-    if name.endswith(".safetensors"):
-        with open(os.path.join(folder, name), "rb") as f:
-            n = struct.unpack("<Q", f.read(8))[0]
-            for k, v in json.loads(f.read(n)).items():
-                if k != "__metadata__" and k.endswith(".weight") and len(v["shape"]) == 2:
-                    shapes[k[:-7]] = v["shape"]
-rng = random.Random(47)
-pattern = b"".join(struct.pack("<H", struct.unpack("<I", struct.pack("<f", rng.gauss(0, 0.01)))[0] >> 16) for _ in range(1 << 16))
-header, sizes = {}, []
-offset = 0
-for module, (o, i) in sorted(shapes.items()):
-    for suffix, shape in (("lora_A.weight", [rank, i]), ("lora_B.weight", [o, rank])):
-        nbytes = shape[0] * shape[1] * 2
-        header[f"transformer.{module}.{suffix}"] = {"dtype": "BF16", "shape": shape, "data_offsets": [offset, offset + nbytes]}
-        sizes.append(nbytes)
-        offset += nbytes
-text = json.dumps(header).encode()
-with open(out, "wb") as f:
-    f.write(struct.pack("<Q", len(text)) + text)
-    for nbytes in sizes:
-        full, rest = divmod(nbytes, len(pattern))
-        f.write(pattern * full + pattern[:rest])
-print(f"{len(shapes)} modules, rank {rank}, {offset / 2**20:.0f} MiB")
-PY
+python3 bench/random_lora.py "$MODEL/transformer" "$LORA" "$RANK" || { log "FAIL writing the LoRA"; exit 1; }
 log "LoRA: $(python3 -c "import os,sys; print(f'{os.path.getsize(sys.argv[1]) / 2**20:.0f} MiB')" "$LORA") at rank $RANK over every DiT linear"
 # The merge kernel against its host reference, bit for bit, before it is timed.
 if [[ -x $BIN/moss-check && $("$BIN/moss-check" 2>&1) == *"moss-check kernels"* ]]; then  # device builds only

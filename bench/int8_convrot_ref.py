@@ -19,7 +19,9 @@ Command line: `--write-cases FILE` writes the host op's test cases
 (hip/tests/data/int8_convrot_cases.safetensors); `--quantize-dit DIR OUT [--group-size N]`
 writes quantize_dit of DIR/transformer, for comparisons with the C++ command;
 `--write-dit-reference DIR FILE` writes the INT8 DiT's forwards on DIR (the tiny model:
-hip/tests/data/int8_dit_reference.safetensors, read by the unit tests Int8Dit.*).
+hip/tests/data/int8_dit_reference.safetensors, read by the unit tests Int8Dit.*);
+`--write-lora-reference DIR FILE` the same with two LoRAs beside the quantized layers
+(hip/tests/data/int8_lora_reference.safetensors: the LoRA files' tensors, single layers, forwards).
 """
 import argparse
 import json
@@ -273,23 +275,198 @@ def load_dit(model_dir):
     return sd, layers
 
 
+# LoRAs beside the INT8 layers (docs/loras.md, "LoRAs on an INT8 ConvRot DiT"): a quantized layer
+# keeps its int8 product, and a LoRA's update is added to its output from the layer's own input
+# x, unrotated and unquantized; a float layer merges the update into its weights as the bf16 DiT
+# does. Written from the documented formulas, torch ops only.
+
+def lora_delta(kind, f, coef):
+    """A module's coef * dW [out, in], float32: low rank up @ down, LoHa (w1a @ w1b) * (w2a @ w2b),
+    full diff."""
+    f = {k: v.to(torch.float32) for k, v in f.items()}
+    if kind == "lowrank":
+        dw = f["up"] @ f["down"]
+    elif kind == "loha":
+        dw = (f["w1a"] @ f["w1b"]) * (f["w2a"] @ f["w2b"])
+    else:
+        dw = f["diff"]
+    return coef * dw
+
+
+class BesideLoras(torch.nn.Module):
+    """An INT8 ConvRot layer with LoRA corrections added to its output, each from the layer's
+    input x: low rank coef * (x @ down^T) @ up^T; the other kinds x @ D^T with D the dense delta
+    coef * dW rounded to bf16 once (the engine stores it so: docs/loras.md)."""
+
+    def __init__(self, layer, corrections):
+        super().__init__()
+        self.layer, self.corrections = layer, corrections
+
+    def forward(self, x):
+        y = self.layer(x)
+        xf = x.to(torch.float32)
+        for kind, f, coef in self.corrections:
+            if kind == "lowrank":
+                y = y + coef * ((xf @ f["down"].to(torch.float32).T) @ f["up"].to(torch.float32).T)
+            else:
+                d = lora_delta(kind, f, coef).to(torch.bfloat16).to(torch.float32)
+                y = y + xf @ d.T
+        return y
+
+
+def lora_module_factors(module, rows):
+    """A module's factors restricted to the output rows `rows` (a fused qkv module's q, k or v)."""
+    kind, f, scale = module
+    if kind == "lowrank":
+        return kind, {"down": f["down"], "up": f["up"][rows]}, scale
+    if kind == "loha":
+        return kind, {"w1a": f["w1a"][rows], "w1b": f["w1b"], "w2a": f["w2a"][rows], "w2b": f["w2b"]}, scale
+    return kind, {"diff": f["diff"][rows]}, scale
+
+
+def int8_dit_with_loras(dit, quantized, g, loras):
+    """int8_dit with LoRAs: `loras` a list of (weight, {module: (kind, factors, scale)}) in order,
+    modules under official names less ".weight" ("layers.0.proj.qkv" fused). A module on a
+    quantized layer runs beside it (BesideLoras, the fused qkv's rows split over q, k and v); any
+    other module merges into the float weight: W' = bf16(W + sum of weight * scale * dW)."""
+    dit = int8_dit(dit, quantized, g)
+    params = dict(dit.named_parameters())
+    beside = {}
+    merged = {}
+    for weight, modules in loras:
+        for name, (kind, f, scale) in modules.items():
+            coef = weight * scale
+            if name.startswith("layers.") and name.endswith(".proj.qkv"):
+                rows = f["up" if kind == "lowrank" else "w1a" if kind == "loha" else "diff"].shape[0] // 3
+                for i, part in enumerate("qkv"):
+                    sub = lora_module_factors((kind, f, scale), slice(i * rows, (i + 1) * rows))
+                    beside.setdefault(name[:-3] + part, []).append((kind, sub[1], coef))
+            elif name.startswith("layers."):
+                beside.setdefault(name, []).append((kind, f, coef))
+            else:
+                merged[name] = merged.get(name, 0) + lora_delta(kind, f, coef)
+    for name, corrections in beside.items():
+        n, proj = int(name.split(".")[1]), name.split(".")[-1]
+        block = dit.layers[n]
+        block.proj[proj] = BesideLoras(block.proj[proj], corrections)
+    with torch.no_grad():
+        for name, dw in merged.items():
+            w = params[name + ".weight"]
+            w.copy_((w.to(torch.float32) + dw).to(torch.bfloat16).to(torch.float32))
+    return dit
+
+
+LORA_REFERENCE_TIMESTEPS = (900.0, 600.0, 300.0, 60.0)
+
+
+def lora_reference_loras(sd, gen):
+    """Two LoRAs on the tiny model: a PEFT low-rank one (rank 4, alpha 8, weight 0.8) on the fused
+    qkv of block 0, o of block 1 and a float layer (text_embedder.blocks.0.proj); a LyCORIS one
+    (weight -0.6) with a LoHa (rank 2, alpha 1) on ffn_up_gate of block 2, full deltas on ffn_down
+    of block 3 and on o of block 1 (two corrections on one layer, in order). Each update is scaled
+    to a tenth of its layer's weight norm, so it shows in the output without swamping it."""
+    def shape(name):
+        if name.endswith(".qkv"):
+            q = sd[name[:-3] + "q.weight"]
+            return 3 * q.shape[0], q.shape[1]
+        return tuple(sd[name + ".weight"].shape)
+
+    def norm_of(name):
+        if name.endswith(".qkv"):
+            return torch.cat([sd[name[:-3] + p + ".weight"].float() for p in "qkv"]).norm()
+        return sd[name + ".weight"].float().norm()
+
+    def make(name, kind, rank, alpha, weight):
+        out, inp = shape(name)
+        if kind == "lowrank":
+            f = {"down": torch.randn(rank, inp, generator=gen), "up": torch.randn(out, rank, generator=gen)}
+        elif kind == "loha":
+            f = {"w1a": torch.randn(out, rank, generator=gen), "w1b": torch.randn(rank, inp, generator=gen),
+                 "w2a": torch.randn(out, rank, generator=gen), "w2b": torch.randn(rank, inp, generator=gen)}
+        else:
+            f = {"diff": torch.randn(out, inp, generator=gen)}
+        scale = alpha / rank if alpha else 1.0
+        size = lora_delta(kind, f, weight * scale).norm()
+        first = {"lowrank": "up", "loha": "w1a", "full": "diff"}[kind]
+        f[first] = f[first] * (0.1 * norm_of(name) / size)
+        f = {k: v.to(torch.bfloat16) for k, v in f.items()}  # as trainers save them
+        return kind, f, scale, alpha
+
+    first = {n: make(n, "lowrank", 4, 8.0, 0.8)
+             for n in ("layers.0.proj.qkv", "layers.1.proj.o", "text_embedder.blocks.0.proj")}
+    second = {"layers.2.proj.ffn_up_gate": make("layers.2.proj.ffn_up_gate", "loha", 2, 1.0, -0.6),
+              "layers.3.proj.ffn_down": make("layers.3.proj.ffn_down", "full", 0, 0.0, -0.6),
+              "layers.1.proj.o": make("layers.1.proj.o", "full", 0, 0.0, -0.6)}
+    return [(0.8, first), (-0.6, second)]
+
+
+LORA_FILE_NAMES = {"down": "lora_A.weight", "up": "lora_B.weight", "w1a": "hada_w1_a", "w1b": "hada_w1_b",
+                   "w2a": "hada_w2_a", "w2b": "hada_w2_b", "diff": "diff"}
+
+
+def lora_reference_cases(model_dir, g=64):
+    """The INT8 DiT with LoRAs on the tiny model (group 64): the two LoRAs as their files hold them
+    ("lora<i>.<tensor>", the files' own names), each block projection's layer alone on a random
+    input ("layer.<projection>.x" / ".y"), and forwards ("case<i>.*": latent, text, timestep,
+    velocity_int8_lora; velocity_int8 without the LoRAs, for scale)."""
+    _, sd, layers, config, dit = float_dit(model_dir)
+    quantized = quantize_dit(sd, layers, g)
+    gen = torch.Generator().manual_seed(4950)
+    loras = lora_reference_loras(sd, gen)
+    t = {}
+    for i, (weight, modules) in enumerate(loras):
+        for name, (kind, f, scale, alpha) in modules.items():
+            for role, v in f.items():
+                t[f"lora{i}.diffusion_model.{name}.{LORA_FILE_NAMES[role]}"] = v
+            if alpha:
+                t[f"lora{i}.diffusion_model.{name}.alpha"] = torch.tensor([alpha])
+        t[f"lora{i}.weight"] = torch.tensor([weight])
+    as_run = [(w, {n: (k, f, s) for n, (k, f, s, a) in m.items()}) for w, m in loras]
+    model = int8_dit_with_loras(dit(), quantized, g, as_run)
+    with torch.no_grad():
+        for n in range(layers):
+            for proj, layer in model.layers[n].proj.items():
+                if not isinstance(layer, BesideLoras):
+                    continue
+                x = torch.randn(6, layer.layer.q_w.shape[1], generator=gen)
+                t[f"layer.layers.{n}.proj.{proj}.x"] = x
+                t[f"layer.layers.{n}.proj.{proj}.y"] = layer(x)
+        for i, timestep in enumerate(LORA_REFERENCE_TIMESTEPS):
+            latent = torch.randn(config["latent_channels"], 2, 3, generator=gen)
+            text = torch.randn(5, config["text_dim"], generator=gen)
+            ts = torch.tensor(timestep)
+            t[f"case{i}.velocity_int8_lora"] = model(latent, text, ts)
+            t[f"case{i}.velocity_int8"] = int8_dit(dit(), quantized, g)(latent, text, ts)
+            t[f"case{i}.latent"], t[f"case{i}.text"], t[f"case{i}.timestep"] = latent, text, ts.reshape(1)
+    return t
+
+
+def write_lora_reference(path, model_dir):
+    from safetensors.torch import save_file
+    save_file({k: v.contiguous() for k, v in lora_reference_cases(model_dir).items()}, path,
+              metadata={"made_by": "bench/int8_convrot_ref.py --write-lora-reference"})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--write-cases", metavar="FILE")
     ap.add_argument("--quantize-dit", nargs=2, metavar=("MODEL_DIR", "OUT"))
     ap.add_argument("--write-dit-reference", nargs=2, metavar=("MODEL_DIR", "FILE"))
+    ap.add_argument("--write-lora-reference", nargs=2, metavar=("MODEL_DIR", "FILE"))
     ap.add_argument("--group-size", type=int, default=DEFAULT_GROUP)
     a = ap.parse_args()
     if a.write_cases:
         write_cases(a.write_cases)
     if a.write_dit_reference:
         write_dit_reference(a.write_dit_reference[1], a.write_dit_reference[0])
+    if a.write_lora_reference:
+        write_lora_reference(a.write_lora_reference[1], a.write_lora_reference[0])
     if a.quantize_dit:
         from safetensors.torch import save_file
         sd, layers = load_dit(a.quantize_dit[0])
         save_file(quantize_dit(sd, layers, a.group_size), a.quantize_dit[1])
-    if not (a.write_cases or a.quantize_dit or a.write_dit_reference):
-        ap.error("nothing to do: give --write-cases, --quantize-dit or --write-dit-reference")
+    if not (a.write_cases or a.quantize_dit or a.write_dit_reference or a.write_lora_reference):
+        ap.error("nothing to do: give --write-cases, --quantize-dit, --write-dit-reference or --write-lora-reference")
 
 
 if __name__ == "__main__":

@@ -233,3 +233,46 @@ def test_committed_dit_reference_is_what_the_reference_computes():
         assert r < 3e-2, (p, r)
         exact += r < 1e-5
     assert exact >= 3, exact
+
+
+def test_committed_lora_reference_is_what_the_reference_computes():
+    """hip/tests/data/int8_lora_reference.safetensors (read by the C++ unit tests Int8Dit.Loras*)
+    is what lora_reference_cases gives today: the LoRA files' tensors and the inputs bit for bit,
+    the single layers within 1e-6 (fp32 products another torch build may sum in another order),
+    the forwards with the C++ test's two limits (a flip: below 3e-2; at least 2 of 4 within 1e-5)."""
+    from safetensors.torch import load_file
+    committed = load_file(os.path.join(DATA, "int8_lora_reference.safetensors"))
+    now = ref.lora_reference_cases(os.path.join(DATA, "tiny-moss"))
+    assert sorted(committed) == sorted(now)
+
+    def rel(a, b):
+        return ((a - b).norm() / b.norm()).item()
+
+    exact = 0
+    for name in committed:
+        if name.startswith("lora") or name.endswith((".x", ".latent", ".text", ".timestep")):
+            assert torch.equal(committed[name], now[name]), name
+        elif name.startswith("layer."):
+            assert rel(now[name], committed[name]) < 1e-6, name
+        else:
+            r = rel(now[name], committed[name])
+            assert r < 3e-2, (name, r)
+            exact += name.endswith("velocity_int8_lora") and r < 1e-5
+    assert exact >= 2, exact
+
+
+def test_lora_beside_a_quantized_layer_adds_its_update_from_the_unrotated_input():
+    """BesideLoras against the definition: a low-rank update coef * (x A^T) B^T added to the INT8
+    layer's output equals the INT8 layer plus x (coef * B A)^T in float64, and differs from the
+    same update applied to the rotated input (what the layer quantizes)."""
+    gen = torch.Generator().manual_seed(7)
+    x = torch.randn(5, 64, generator=gen)
+    q_w, s_w = ref.quantize_weight(torch.randn(32, 64, generator=gen) * 0.05, 16)
+    layer = ref.Int8ConvRotLinear(q_w, s_w, 16)
+    f = {"down": torch.randn(3, 64, generator=gen), "up": torch.randn(32, 3, generator=gen) * 0.01}
+    y = ref.BesideLoras(layer, [("lowrank", f, 0.7)])(x)
+    dw = 0.7 * (f["up"].double() @ f["down"].double())
+    want = layer(x).double() + x.double() @ dw.T
+    assert ((y.double() - want).norm() / want.norm()).item() < 1e-6
+    rotated = layer(x).double() + ref.rotate_dense(x, 16) @ dw.T
+    assert ((y.double() - rotated).norm() / want.norm()).item() > 1e-2

@@ -179,20 +179,73 @@ struct Dit::Workspace {
   Tensor v_buffer;
 };
 
+namespace {
+// The tensors of the LoRA corrections cfg.side_loras names (DitSideLora), shaped by their
+// projection's weight [out, in] and, for low rank, the rank `down` has in `weights`.
+void add_side_lora_tensors(const DitConfig& cfg, const WeightFiles& weights, std::vector<ExpectedTensor>& e) {
+  for (const auto& [projection, forms] : cfg.side_loras) {
+    const std::vector<int64_t> layer = weights.info(projection + ".weight").shape;
+    const int64_t out = layer.at(0), in = layer.at(1);
+    for (size_t i = 0; i < forms.size(); ++i) {
+      if (forms[i] == DitSideForm::Dense) {
+        e.push_back({dit_side_lora_name(projection, i, "delta"), {DType::BF16}, {out, in}, false});
+        continue;
+      }
+      const std::string down = dit_side_lora_name(projection, i, "down");
+      const int64_t r = weights.has(down) ? weights.info(down).shape.at(0) : 0;
+      e.push_back({down, {DType::BF16, DType::F32}, {r, in}, false});
+      e.push_back({dit_side_lora_name(projection, i, "up"), {DType::BF16, DType::F32}, {out, r}, false});
+      e.push_back({dit_side_lora_name(projection, i, "coef"), {DType::F32}, {out}, false});
+    }
+  }
+}
+}  // namespace
+
 Dit::Dit(Backend& be, const WeightFiles& weights, const DitConfig& cfg)
     : be_(be), src_(make_upload_on_use_source(be, weights)), cfg_(cfg) {
-  check_tensors(weights, dit_expected_tensors(cfg));
+  std::vector<ExpectedTensor> expected = dit_expected_tensors(cfg);
+  add_side_lora_tensors(cfg, weights, expected);
+  check_tensors(weights, expected);
 }
 
 Dit::Dit(Backend& be, std::unique_ptr<DitWeightSource> source, const DitConfig& cfg)
     : be_(be), src_(std::move(source)), cfg_(cfg) {}
 
-void Dit::project(const DitProjection& p, const Tensor& x, Tensor& y) {
+void dit_project(Backend& be, const DitProjection& p, const Tensor& x, Tensor& y) {
+  CoreOps& ops = be.core();
   if (p.int8())
-    be_.core().linear_int8(x, p.w, p.scale, nullptr, p.group, y);
+    ops.linear_int8(x, p.w, p.scale, nullptr, p.group, y);
   else
-    be_.core().linear(x, p.w, nullptr, y);
+    ops.linear(x, p.w, nullptr, y);
+  if (!p.side_lora()) return;
+  // The corrections in f32 (the rank's intermediate too), added to y in its own dtype, a run of
+  // at most kSideRows rows at a time: the scratch is then bounded (ffn_up_gate's 16384 columns:
+  // 64 MiB) where a whole 1024x1024 CFG forward's rows would take 0.5 GiB. Every row's values
+  // are the same either way (the ops compute each row on its own).
+  constexpr int64_t kSideRows = 1024;
+  const int64_t rows = std::min(kSideRows, x.rows());
+  Tensor c_all = be.alloc(DType::F32, {rows, y.cols()});
+  for (const DitSideLora& l : p.side) {
+    Tensor t_all;
+    if (l.form == DitSideForm::LowRank) t_all = be.alloc(DType::F32, {rows, l.down.rows()});
+    for (int64_t r0 = 0; r0 < x.rows(); r0 += rows) {
+      const int64_t n = std::min(rows, x.rows() - r0);
+      const Tensor xs = x.slice_rows(r0, n);
+      Tensor ys = y.slice_rows(r0, n), c = c_all.slice_rows(0, n);
+      if (l.form == DitSideForm::LowRank) {
+        Tensor t = t_all.slice_rows(0, n);
+        ops.linear(xs, l.down, nullptr, t);
+        ops.linear(t, l.up, nullptr, c);
+        ops.add(ys, c, &l.coef);
+      } else {
+        ops.linear(xs, l.delta, nullptr, c);
+        ops.add(ys, c, nullptr);
+      }
+    }
+  }
 }
+
+void Dit::project(const DitProjection& p, const Tensor& x, Tensor& y) { dit_project(be_, p, x, y); }
 
 void Dit::attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) {
   const int64_t hd = cfg_.head_dim();
@@ -498,7 +551,7 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   for (int i : order) {
     check_interrupted();  // a signal or the job's cancellation ends a step within a block
     src_->before_block(i);
-    const DitMainBlockWeights w = DitMainBlockWeights::load(*src_, i, cfg_.int8_groups);
+    const DitMainBlockWeights w = DitMainBlockWeights::load(*src_, i, cfg_.int8_groups, cfg_.side_loras);
     // Runs of adjacent rows that run block i, each as one stacked matrix.
     for (size_t r = 0; r < rows.size();) {
       if (skips(rows[r], i)) {

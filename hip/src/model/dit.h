@@ -26,6 +26,10 @@ struct DitConfig {
   // `.weight` [out, in] and an F32 `.weight_scale` [out, 1]. Not in config.json: the loader fills
   // it from the file's comfy_quant records (model/int8_convrot_layers.h). Empty: all bf16.
   std::map<std::string, int64_t> int8_groups;
+  // LoRA corrections kept beside INT8 projections (DitSideLora), by projection, in order. Not in
+  // config.json: the engine fills it from the LoRA set (LoraMergePlan::dit_side_forms), whose
+  // side tensors the weight files then hold. Empty: none.
+  DitSideForms side_loras;
   int64_t head_dim() const { return dim / heads; }
   bool int8() const { return !int8_groups.empty(); }
 };
@@ -39,6 +43,11 @@ DitConfig dit_config_from_json(const nlohmann::json& config, const std::string& 
 // Every checkpoint tensor with the dtype and shape the config implies (rope.bands optional: it is
 // recomputed, never read).
 std::vector<ExpectedTensor> dit_expected_tensors(const DitConfig& cfg);
+
+// y = x·wᵀ through the projection's op (CoreOps::linear, or linear_int8 for an INT8 one), then
+// each LoRA correction kept beside it added to y in order, computed from x as given (the
+// unrotated rows: DitSideLora). What Dit runs for every main-block projection.
+void dit_project(Backend& be, const DitProjection& p, const Tensor& x, Tensor& y);
 
 // Intermediate results of one forward, host f32: "temb" [dim], "modulation" [6, dim],
 // "text_embedded" [T, dim], "block<i>" [gh·gw + T, dim] (image rows first) for each block run.
@@ -103,7 +112,7 @@ class Dit {
                   const Modulation& mod, Workspace& ws);
   void apply_pending(Stack& st, RowState& row, const Modulation& mod);
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out);
-  // y = x·wᵀ through the projection's op: CoreOps::linear, or linear_int8 for an INT8 one.
+  // dit_project on this backend: the projection, then any LoRA corrections beside it, from x.
   void project(const DitProjection& p, const Tensor& x, Tensor& y);
 
   Tensor stacked_rope_tables(const std::vector<int64_t>& text_tokens, int64_t gh, int64_t gw);

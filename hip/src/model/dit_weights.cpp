@@ -31,6 +31,10 @@ std::unique_ptr<DitWeightSource> make_upload_on_use_source(Backend& be, const We
   return std::make_unique<UploadOnUse>(be, weights);
 }
 
+std::string dit_side_lora_name(const std::string& projection, size_t i, const char* role) {
+  return projection + ".lora_side." + std::to_string(i) + "." + role;
+}
+
 DitLinear DitLinear::load(DitWeightSource& src, const std::string& prefix, bool with_bias) {
   DitLinear l;
   l.w = src.get(prefix + ".weight");
@@ -53,7 +57,8 @@ DitTextBlockWeights DitTextBlockWeights::load(DitWeightSource& src, int index) {
 }
 
 DitMainBlockWeights DitMainBlockWeights::load(DitWeightSource& src, int index,
-                                              const std::map<std::string, int64_t>& int8_groups) {
+                                              const std::map<std::string, int64_t>& int8_groups,
+                                              const DitSideForms& side) {
   const std::string p = "layers." + std::to_string(index) + ".";
   DitMainBlockWeights w = block_with_norms<DitMainBlockWeights>(src, p);
   auto projection = [&](const char* n) {
@@ -65,6 +70,20 @@ DitMainBlockWeights DitMainBlockWeights::load(DitWeightSource& src, int index,
       out.scale = src.get(name + ".weight_scale");
       out.group = g->second;
     }
+    auto forms = side.find(name);
+    if (forms != side.end())
+      for (size_t i = 0; i < forms->second.size(); ++i) {
+        DitSideLora l;
+        l.form = forms->second[i];
+        if (l.form == DitSideForm::LowRank) {
+          l.down = src.get(dit_side_lora_name(name, i, "down"));
+          l.up = src.get(dit_side_lora_name(name, i, "up"));
+          l.coef = src.get(dit_side_lora_name(name, i, "coef"));
+        } else {
+          l.delta = src.get(dit_side_lora_name(name, i, "delta"));
+        }
+        out.side.push_back(l);
+      }
     return out;
   };
   w.q = projection("q");

@@ -392,13 +392,14 @@ BoundLora bind_lora(std::shared_ptr<const LoraFile> lora, const WeightFiles& dit
       continue;
     }
     const WeightFiles& w = b.text_encoder ? te : dit;
-    // An INT8 ConvRot layer has no bf16 weight to merge into; its LoRA would run beside it
-    // (docs/int8_convrot.md section 4), which is not written yet.
-    for (const LoraPiece& p : b.pieces)
-      if (w.info(p.target).dtype == DType::I8)
+    // An INT8 ConvRot layer has no bf16 weight to merge into: the update runs beside it
+    // (docs/int8_convrot.md section 4; DitSideLora). Only the DiT is ever quantized.
+    for (LoraPiece& p : b.pieces) {
+      p.beside = w.info(p.target).dtype == DType::I8;
+      if (p.beside && b.text_encoder)
         throw usage_error(path + ": module '" + m.key + "' changes " + p.target +
-                          ", an INT8 ConvRot layer: LoRAs on an INT8 ConvRot diffusion model's quantized layers are "
-                          "not supported yet (issue 49); use the bf16 diffusion model");
+                          ", a quantized text encoder weight: LoRAs run beside INT8 layers of the DiT only");
+    }
     const DeltaShape s = delta_shape(m, path);
     int64_t rows = 0, cols = w.info(b.pieces[0].target).shape[1];
     for (const LoraPiece& p : b.pieces) rows += w.info(p.target).shape[0];
@@ -495,6 +496,72 @@ LoraDelta module_delta(const LoraModule& m, bool bias, Backend& be) {
   return d;
 }
 
+// The host reference backend the plan merges with where no device does (one per process).
+Backend& host_reference() {
+  static const std::unique_ptr<Backend> host = make_host_backend();
+  return *host;
+}
+
+// The projection a beside target corrects ("layers.1.proj.o.weight" -> "layers.1.proj.o").
+std::string side_projection(const std::string& weight) { return weight.substr(0, weight.size() - 7); }
+
+// Low-rank formats stay low rank beside the layer; the others become one dense delta.
+DitSideForm side_form(LoraFormat f) {
+  return f == LoraFormat::Peft || f == LoraFormat::Kohya || f == LoraFormat::Comfy ? DitSideForm::LowRank
+                                                                                   : DitSideForm::Dense;
+}
+
+// Rows [row0, row0 + rows) of a low-rank factor as a host tensor the linear op takes as a weight:
+// bf16 and f32 as the file has them (no rounding), f16 widened to f32 (exactly).
+Tensor side_factor(const Tensor& t, int64_t row0, int64_t rows) {
+  const Tensor v = t.slice_rows(row0, rows);
+  const bool keep = (t.dtype == DType::BF16 || t.dtype == DType::F32) && v.contiguous();
+  Tensor out = host_tensor(keep ? t.dtype : DType::F32, {rows, t.cols()});
+  if (keep) {
+    std::memcpy(out.data, v.data, out.nbytes());
+  } else {
+    const std::vector<float> f = to_f32_vector(v);
+    std::copy(f.begin(), f.end(), out.ptr<float>());
+  }
+  return out;
+}
+
+// A beside target's side tensors (DitSideLora), one entry per part in order, into `out` under
+// dit_side_lora_name's names: a low-rank part's factors (up's rows of this layer: a fused qkv
+// module's k takes rows [dim, 2 dim)) and its coefficient as a gate vector; any other part's
+// dense bf16 delta, bf16(coef·ΔW), by the merge op on a zero weight on `be` (the host reference,
+// or a device: uploaded, merged there, downloaded).
+void add_side_tensors(const LoraTarget& target, const TensorInfo& layer, Backend& be,
+                      std::map<std::string, Tensor>& out) {
+  const std::string projection = side_projection(target.name);
+  const int64_t rows = layer.shape[0], cols = layer.shape[1];
+  for (size_t i = 0; i < target.parts.size(); ++i) {
+    const LoraTarget::Part& p = target.parts[i];
+    const LoraModule& m = *p.module->module;
+    if (side_form(m.format) == DitSideForm::LowRank) {
+      const Tensor& down = m.parts.at("down");
+      out[dit_side_lora_name(projection, i, "down")] = side_factor(down, 0, down.rows());
+      out[dit_side_lora_name(projection, i, "up")] = side_factor(m.parts.at("up"), p.piece->row0, rows);
+      Tensor coef = host_tensor(DType::F32, {rows});
+      std::fill(coef.ptr<float>(), coef.ptr<float>() + rows, p.coef);
+      out[dit_side_lora_name(projection, i, "coef")] = coef;
+      continue;
+    }
+    LoraTarget one = target;
+    one.parts = {p};
+    Tensor delta = host_tensor(DType::BF16, {rows, cols});
+    std::memset(delta.data, 0, delta.nbytes());
+    if (be.where() == Where::Device) {
+      Tensor d = be.upload(delta);
+      be.lora().merge(d, lora_deltas(one, be));
+      delta = be.download(d);
+    } else {
+      be.lora().merge(delta, lora_deltas(one, be));
+    }
+    out[dit_side_lora_name(projection, i, "delta")] = delta;
+  }
+}
+
 }  // namespace
 
 std::vector<LoraTarget> lora_targets(const std::vector<WeightedLora>& loras) {
@@ -505,6 +572,7 @@ std::vector<LoraTarget> lora_targets(const std::vector<WeightedLora>& loras) {
         LoraTarget& t = by_name[b.text_encoder ? 1 : 0][p.target];
         t.name = p.target;
         t.text_encoder = b.text_encoder;
+        t.beside = p.beside;
         t.parts.push_back({&b, &p, wl.weight * b.scale});
       }
   std::vector<LoraTarget> out;
@@ -525,8 +593,16 @@ std::vector<LoraDelta> lora_deltas(const LoraTarget& target, Backend& be) {
 }
 
 LoraMergePlan::LoraMergePlan(const std::vector<WeightedLora>& loras) : targets_(lora_targets(loras)) {
-  for (size_t i = 0; i < targets_.size(); ++i)
-    if (!targets_[i].text_encoder) dit_index_[targets_[i].name] = i, ++dit_targets_;
+  for (size_t i = 0; i < targets_.size(); ++i) {
+    const LoraTarget& t = targets_[i];
+    if (t.text_encoder) continue;
+    if (!t.beside) {
+      dit_index_[t.name] = i, ++dit_targets_;
+      continue;
+    }
+    std::vector<DitSideForm>& forms = side_forms_[side_projection(t.name)];
+    for (const LoraTarget::Part& p : t.parts) forms.push_back(side_form(p.module->module->format));
+  }
 }
 
 LoraMergePlan::Merged LoraMergePlan::merge_into_copies(const WeightFiles& base, bool text_encoder,
@@ -534,10 +610,11 @@ LoraMergePlan::Merged LoraMergePlan::merge_into_copies(const WeightFiles& base, 
                                                    Backend* by) const {
   // Each weight is merged on its own: a host copy of the base tensor, its deltas' factors in
   // f32, the host reference op (the peak is one weight and its factors, not the model).
-  static const std::unique_ptr<Backend> host = make_host_backend();
+  Backend* host = &host_reference();
   std::map<std::string, Tensor> replaced;
   for (const LoraTarget& target : targets_) {
-    if (target.text_encoder != text_encoder || (!text_encoder && on_device && on_device(target.name))) continue;
+    if (target.text_encoder != text_encoder || target.beside) continue;  // beside: dit_side_tensors
+    if (!text_encoder && on_device && on_device(target.name)) continue;
     const TensorInfo& info = base.info(target.name);
     if (info.dtype != DType::BF16 && info.dtype != DType::F32)
       throw usage_error(base.folder() + ": tensor '" + target.name + "' is " + info.dtype_name +
@@ -557,6 +634,13 @@ LoraMergePlan::Merged LoraMergePlan::merge_into_copies(const WeightFiles& base, 
   return {replaced.empty() ? base : base.with_replaced(replaced), int(replaced.size())};
 }
 
+std::map<std::string, Tensor> LoraMergePlan::dit_side_tensors(const WeightFiles& dit, Backend* by) const {
+  std::map<std::string, Tensor> side;
+  for (const LoraTarget& target : targets_)
+    if (target.beside) add_side_tensors(target, dit.info(target.name), by ? *by : host_reference(), side);
+  return side;
+}
+
 bool LoraMergePlan::merge_on_device(Backend& be, const std::string& name, Tensor& w) const {
   const auto it = dit_index_.find(name);
   if (it == dit_index_.end()) return false;
@@ -571,6 +655,11 @@ bool LoraMergePlan::merge_on_device(Backend& be, const std::string& name, Tensor
 
 MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras) {
   const LoraMergePlan plan(loras);
+  // Weights merged offline are bf16 files; a correction beside an INT8 layer has no place there.
+  if (plan.dit_beside_targets())
+    throw usage_error("LoRA module on " + plan.dit_side_forms().begin()->first +
+                      ", an INT8 ConvRot layer: such LoRAs run beside the layer at generation time; they cannot be "
+                      "merged into weight files");
   LoraMergePlan::Merged d = plan.merge_into_copies(dit, false), t = plan.merge_into_copies(te, true);
   return {d.weights, t.weights, d.tensors, t.tensors};
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "model/dit_weights.h"
 #include "ops/backend.h"
 
 namespace moss {
@@ -54,6 +55,7 @@ struct LoraPiece {
   std::string target;   // official tensor name ("layers.0.proj.q.weight", or a .bias for diff_b)
   int64_t row0 = 0;
   bool bias = false;    // the module's diff_b
+  bool beside = false;  // the target is an INT8 ConvRot layer: the update runs beside it (DitSideLora)
 };
 struct BoundModule {
   const LoraModule* module = nullptr;
@@ -80,6 +82,7 @@ struct WeightedLora {
 struct LoraTarget {
   std::string name;   // the official tensor name
   bool text_encoder = false;
+  bool beside = false;  // an INT8 ConvRot DiT layer: its parts become side corrections, not a merge
   struct Part {
     const BoundModule* module;
     const LoraPiece* piece;
@@ -100,7 +103,11 @@ struct MergedWeights {
   int dit_tensors = 0, te_tensors = 0;  // how many tensors changed (merged here)
 };
 
-// A LoRA set ready to merge wherever each weight lives. The DiT's weights a device holds resident
+// A LoRA set ready to merge wherever each weight lives. On an INT8 ConvRot DiT the quantized
+// layers have no bf16 weight to merge into: their targets become side corrections (DitSideLora,
+// model/dit_weights.h), one per part in the set's order, made as host tensors of the DiT's
+// weight files (dit_side_tensors) under dit_side_lora_name's names, so they load, stay resident
+// or stream with their block; DitConfig::side_loras (dit_side_forms) tells the DiT. The DiT's weights a device holds resident
 // merge there, in place, right after their upload (merge_on_device: one weight's factors staged
 // at a time, so no second copy of the DiT on the device); every other target merges into a host
 // copy that replaces it in the WeightFiles the loaders read (merge_into_copies): the streamed blocks'
@@ -127,16 +134,26 @@ class LoraMergePlan {
   // Returns whether it did.
   bool merge_on_device(Backend& be, const std::string& name, Tensor& w) const;
   int dit_targets() const { return dit_targets_; }
+  // The side tensors of the DiT's INT8 targets (DitSideLora) under dit_side_lora_name's names,
+  // host tensors to add to the DiT's weight files (WeightFiles::with_replaced) wherever the blocks
+  // will live; dense deltas are made by `by` (null: the host reference; a device: each uploaded,
+  // merged there and downloaded). merge_into_copies leaves these targets alone.
+  std::map<std::string, Tensor> dit_side_tensors(const WeightFiles& dit, Backend* by = nullptr) const;
+  // The INT8 layers with corrections beside them, and each one's forms (DitConfig::side_loras).
+  int dit_beside_targets() const { return int(side_forms_.size()); }
+  const DitSideForms& dit_side_forms() const { return side_forms_; }
   bool changes_dit_tensor(const std::string& name) const { return dit_index_.count(name) != 0; }
 
  private:
   std::vector<LoraTarget> targets_;
   std::map<std::string, size_t> dit_index_;  // a DiT target's name -> its index in targets_
   int dit_targets_ = 0;
+  DitSideForms side_forms_;  // by projection ("layers.N.proj.o"): its beside targets' parts
 };
 
 // All of the set merged on the host (LoraMergePlan::merge_into_copies with nothing on a device): the
-// offline merge (moss-check lora-merge) and the host backend's.
+// offline merge (moss-check lora-merge). A set with modules on INT8 ConvRot layers is refused
+// (exit 2): those run beside the layer, never in a file.
 MergedWeights merge_loras(const WeightFiles& dit, const WeightFiles& te, const std::vector<WeightedLora>& loras);
 
 }  // namespace moss

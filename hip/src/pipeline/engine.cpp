@@ -149,13 +149,49 @@ struct Engine::Loaded {
       LoraMergePlan::Merged m = lora_plan->merge_into_copies(
           model.dit_weights, false, [on_device](const std::string& name) { return kept_on_device(name, on_device); },
           &be);
-      dit_merged = std::make_unique<WeightFiles>(std::move(m.weights));
-      dit_merged_for = on_device;
       if (m.tensors)
         rep.line("loras: merged into %d DiT tensors in %.3f s (host copies, %s)", m.tensors, since(t0),
                  on_device < 0 ? "the host backend" : "the streamed blocks': merged on the device, downloaded");
+      const std::map<std::string, Tensor>& side = side_tensors(be, rep);
+      dit_merged = std::make_unique<WeightFiles>(side.empty() ? m.weights : m.weights.with_replaced(side));
+      dit_merged_for = on_device;
     }
     return *dit_merged;
+  }
+  // The set's corrections beside the DiT's INT8 layers (model/lora.h, dit_side_tensors), made
+  // once per set (dense deltas on the device where there is one) whatever the residency: the
+  // streaming source places them with their blocks.
+  std::unique_ptr<std::map<std::string, Tensor>> dit_side;
+  const std::map<std::string, Tensor>& side_tensors(Backend& be, const Reporter& rep) {
+    if (!dit_side) {
+      const auto t0 = Clock::now();
+      dit_side = std::make_unique<std::map<std::string, Tensor>>(
+          lora_plan ? lora_plan->dit_side_tensors(model.dit_weights, be.where() == Where::Device ? &be : nullptr)
+                    : std::map<std::string, Tensor>());
+      if (!dit_side->empty()) {
+        size_t corrections = 0, bytes = 0;
+        for (const auto& [projection, forms] : lora_plan->dit_side_forms()) corrections += forms.size();
+        for (const auto& [name, t] : *dit_side) bytes += t.nbytes();
+        rep.line("loras: %d INT8 ConvRot layers run their LoRAs beside them (%zu corrections, %.1f MiB, made in %.3f s)",
+                 lora_plan->dit_beside_targets(), corrections, double(bytes) / double(1 << 20), since(t0));
+      }
+    }
+    return *dit_side;
+  }
+  // The DiT's config for a load: the model's, with the set's corrections beside INT8 layers.
+  DitConfig dit_config() const {
+    DitConfig c = model.dit_config;
+    if (lora_plan) c.side_loras = lora_plan->dit_side_forms();
+    return c;
+  }
+  // The model as the memory plan measures it: with a set that runs beside INT8 layers, its side
+  // tensors in the DiT's blocks and its corrections in the forward (their scratch); else none.
+  std::optional<MossModel> planned_model(Backend& be, const Reporter& rep) {
+    if (!lora_plan || !lora_plan->dit_beside_targets()) return std::nullopt;
+    MossModel m = model;
+    m.dit_weights = model.dit_weights.with_replaced(side_tensors(be, rep));
+    m.dit_config = dit_config();
+    return m;
   }
   // The hook that merges the resident weights on the device as they upload (null without a set
   // or on the host backend); counts them and their time in `merged` (the device synchronised
@@ -190,6 +226,7 @@ struct Engine::Loaded {
     lora_bound.clear();
     te_merged.reset();
     dit_merged.reset();
+    dit_side.reset();
     dit_merged_for = -2;
   }
   // Dropped before the next stage of an image that cannot keep them (freeing the device memory
@@ -210,7 +247,7 @@ Engine::Engine(const EngineSettings& settings, const Reporter& rep) : settings_(
   rep_.line("model files: %s; opened and checked in %.3f s", model_files_text(model).c_str(), since(t0));
   Tokenizer tokenizer = Tokenizer::load(model.tokenizer_json);
   s_.reset(new Loaded{std::move(model), std::move(tokenizer), {}, nullptr, nullptr, nullptr, nullptr, -1, 0, {}, {}, {}, {},
-                      {}, nullptr, nullptr, nullptr, -2});
+                      {}, nullptr, nullptr, nullptr, -2, nullptr});
 }
 
 Engine::~Engine() = default;
@@ -293,8 +330,11 @@ void Engine::apply_loras(const std::vector<LoraChoice>& loras) {
     h.seconds = since(t);
     return h;
   });
-  rep_.line("loras: %s: %d DiT tensors to merge (read and checked %.3f s; hashes beside the loads)", names.c_str(),
-            L.lora_plan->dit_targets(), since(t0));
+  const int beside = L.lora_plan->dit_beside_targets();
+  rep_.line("loras: %s: %d DiT tensors to merge%s (read and checked %.3f s; hashes beside the loads)", names.c_str(),
+            L.lora_plan->dit_targets(),
+            beside ? (", " + std::to_string(beside) + " INT8 ConvRot layers to run them beside").c_str() : "",
+            since(t0));
   std::lock_guard<std::mutex> lock(lora_mutex_);
   L.lora_key = key;
 }
@@ -421,13 +461,15 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
   const size_t asked_bytes = asked ? size_t(*settings_.vram_budget_gib * double(kGiB)) : 0;
   // On an APU what the device can allocate is more than the runtime's free figure may say
   // (planner.h, device_allocatable).
+  const std::optional<MossModel> with_side = L.planned_model(be, rep);
+  const MossModel& measured = with_side ? *with_side : model;
   auto plan_for = [&](size_t free_bytes) {
     DeviceMemory device = L.device;
     device.free_bytes = free_bytes;
     const size_t host = host_available_memory(), allocatable = device_allocatable(device, host);
     const bool user = asked && asked_bytes <= allocatable;
     const size_t budget = user ? asked_bytes : allocatable;
-    return plan_memory(measure_stages(model, o.width, o.height, max_tokens, decode), budget, user, host,
+    return plan_memory(measure_stages(measured, o.width, o.height, max_tokens, decode), budget, user, host,
                        device.integrated);
   };
   std::optional<MemoryPlan> plan;
@@ -519,12 +561,13 @@ GeneratedImage Engine::make_image(const GenerationRequest& o, bool decode_anyway
       const bool from_files = L.device.integrated && resident < int(model.dit_config.layers);
       Loaded::DeviceMerges device_merges;
       const ResidentHook hook = L.dit_merge_hook(be, device_merges);
+      const DitConfig dit_config = L.dit_config();
       L.dit = std::make_unique<Dit>(
           be,
-          from_files ? make_mapped_streaming_source(be, L.dit_weights(be, resident, rep), model.dit_config, resident, hook)
-                     : make_resident_streaming_source(be, L.dit_weights(be, resident, rep), model.dit_config, resident,
+          from_files ? make_mapped_streaming_source(be, L.dit_weights(be, resident, rep), dit_config, resident, hook)
+                     : make_resident_streaming_source(be, L.dit_weights(be, resident, rep), dit_config, resident,
                                                       kPackMinValues, hook),
-          model.dit_config);
+          dit_config);
       L.dit_resident = resident;
       if (device_merges.tensors)
         rep.line("loras: merged into %d resident DiT tensors on the device in %.3f s (in place, after their upload)",

@@ -9,6 +9,7 @@
 # runs as --diffusion-model runs it (the same latents, the folder's copy with a float8 record
 # refused by name), and `moss-check official --stages dit` runs its DiT on such a folder (a dump
 # from the tiny goldens; the INT8 DiT's latent is not the bf16 golden's, so only that it runs).
+# LoRAs beside the quantized layers through a jobs file: set, none (restored bit for bit), set.
 # Usage: int8_run_tests.sh BINARY MODEL_DIR MOSS_CHECK TEST_DATA
 source "$(dirname "$0")/script_setup.sh" "$@"
 check=$(realpath "$3")
@@ -66,6 +67,50 @@ if [[ $rc == 0 ]] && grep -qE "diffusion model: Comfy-Org \(fused qkv\), int8 Co
 else
   bad "inspect -> $rc: $out"
 fi
+
+# LoRAs beside the INT8 layers (docs/loras.md): the PyTorch reference's two LoRA files (PEFT low
+# rank on block 0's fused qkv, block 1's o and a text embedder layer; LyCORIS LoHa and full deltas;
+# hip/tests/data/int8_lora_reference.safetensors, whose numbers the unit tests Int8Dit.Loras*
+# check) written out; a jobs file keeps one engine: the set, none, the set again. The set changes
+# the image, none gives the LoRA-free run's pixels bit for bit, the set again its own image; the
+# record lists the LoRAs with their hashes.
+python3 - "$data/int8_lora_reference.safetensors" "$WORK" <<'PY' || bad "could not write the LoRA files"
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header, body = json.loads(raw[8:8 + n]), raw[8 + n:]
+for i in (0, 1):
+    prefix, out, blobs, off = f"lora{i}.", {}, [], 0
+    for k, v in header.items():
+        if k.startswith(prefix) and k != prefix + "weight":
+            a, b = v["data_offsets"]
+            out[k[len(prefix):]] = {"dtype": v["dtype"], "shape": v["shape"], "data_offsets": [off, off + b - a]}
+            blobs.append(body[a:b])
+            off += b - a
+    h = json.dumps(out).encode()
+    h += b" " * (-len(h) % 8)
+    open(f"{sys.argv[2]}/lora{i}.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+PY
+prompts='"prompt": "a lighthouse at dusk", "negative_prompt": "blurry"'  # small's, which --jobs takes from the lines
+set_line="$prompts, \"lora\": [\"$WORK/lora0.safetensors:0.8\", \"$WORK/lora1.safetensors:-0.6\"]"
+printf '%s\n' "{$set_line, \"output\": \"$WORK/job0.png\"}" "{$prompts, \"output\": \"$WORK/job1.png\"}" \
+  "{$set_line, \"output\": \"$WORK/job2.png\"}" >"$WORK/loras.jsonl"
+if (cd "$WORK" && "$BIN" --model "$MODEL" --diffusion-model "$int8" --jobs "$WORK/loras.jsonl" "${small[@]:4}") \
+  >"$WORK/loras.out" 2>&1; then
+  ok "a jobs file with LoRAs on the INT8 DiT runs"
+else
+  bad "LoRA jobs: $(tail -5 "$WORK/loras.out")"
+fi
+png=(python3 "$(dirname "$0")/png_tool.py")
+"${png[@]}" same-pixels "$WORK/job1.png" "$WORK/int8.png" && ok "no LoRA after a set: the LoRA-free image bit for bit" ||
+  bad "job1 is not the LoRA-free image"
+"${png[@]}" same-pixels "$WORK/job0.png" "$WORK/job2.png" && ok "the set again: its image bit for bit" ||
+  bad "job2 is not job0's image"
+"${png[@]}" same-pixels "$WORK/job0.png" "$WORK/job1.png" 2>/dev/null && bad "the LoRAs changed nothing" ||
+  ok "the LoRAs change the image"
+record=$("${png[@]}" text "$WORK/job0.png" generation 2>&1)
+grep -qE '"loras":\[\{"name":"lora0","path":"[^"]*lora0.safetensors","weight":0.8[0-9]*,"hash":"[0-9a-f]{12}"\},\{"name":"lora1",' <<<"$record" &&
+  ok "the record lists the LoRAs" || bad "LoRA record: $record"
 
 # Another format: the same file with one record saying float8_e4m3fn (same length, so the bytes
 # are edited in place).

@@ -7,7 +7,8 @@ add_test(NAME cli_quantize COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/quantize
          $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL} $<TARGET_FILE:moss-check> ${TEST_DATA})
 set_tests_properties(cli_quantize PROPERTIES LABELS "cli;int8")
 # Running the file `quantize` writes (docs/int8_convrot.md, "Running INT8 files"): generations
-# with --diffusion-model on the host backend, inspect, a float8 file refused
+# with --diffusion-model on the host backend, inspect, a float8 file refused, LoRAs beside the
+# quantized layers through a jobs file (set, none restored bit for bit, set again)
 # (hip/tests/cli/int8_run_tests.sh); the numbers: unit tests Int8Dit.*, Int8MemoryPlan.*.
 add_test(NAME cli_int8_run COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/int8_run_tests.sh
          $<TARGET_FILE:moss-infer-hip> ${TINY_MODEL} $<TARGET_FILE:moss-check> ${TEST_DATA})

@@ -7,13 +7,17 @@
 // - streamed runs (resident counts, packing thresholds, an APU's mapped source) equal the resident
 //   run bit for bit, and the memory plan's sizes count the I8 blocks;
 // - refusals through the loader, each class: another comfy_quant format, int8 without convrot,
-//   scales of the wrong shape, a layer quantized that must stay bf16, a LoRA on a quantized layer.
+//   scales of the wrong shape, a layer quantized that must stay bf16;
+// - LoRAs beside the quantized layers: bound (misfits refused by name), each corrected layer and
+//   whole forwards against the PyTorch reference, streamed bit for bit, weight 0 = no LoRA.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -293,30 +297,337 @@ TEST(Int8Dit, RefusesEachClassOfBadFileByName) {
   }
 }
 
-TEST(Int8Dit, RefusesALoraOnAQuantizedLayer) {
+// A LoRA module on a quantized layer binds (it will run beside the layer); one whose shapes do
+// not fit the layer is refused by name as on a bf16 DiT, and so is a bias delta (the block
+// projections have no bias).
+TEST(Int8Dit, BindsALoraOnAQuantizedLayerAndRefusesMisfitsByName) {
   const MossModel m = open_int8(int8_file());
   const std::string dir = int8_file() + ".lora";
   ASSERT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
-  auto lora_on = [&](const std::string& module, int64_t out) {
-    const std::string path = dir + "/" + module + ".safetensors";
-    Tensor a = host_tensor(DType::F32, {4, 128}), b = host_tensor(DType::F32, {out, 4});
+  auto lora_on = [&](const std::string& module, int64_t out, int64_t in, bool bias = false) {
+    const std::string path = dir + "/" + module + std::to_string(out) + "x" + std::to_string(in) + ".safetensors";
+    Tensor a = host_tensor(DType::F32, {4, in}), b = host_tensor(DType::F32, {out, 4});
     std::memset(a.data, 0, a.nbytes());
     std::memset(b.data, 0, b.nbytes());
-    write_safetensors(path, {{"diffusion_model." + module + ".lora_A.weight", a},
-                             {"diffusion_model." + module + ".lora_B.weight", b}});
-    return outcome_of([&] { bind_lora(std::make_shared<LoraFile>(read_lora(path)), m.dit_weights, m.te_weights); });
+    std::vector<std::pair<std::string, Tensor>> t = {{"diffusion_model." + module + ".lora_A.weight", a},
+                                                     {"diffusion_model." + module + ".lora_B.weight", b}};
+    if (bias) {
+      Tensor d = host_tensor(DType::F32, {out, in}), db = host_tensor(DType::F32, {out});
+      std::memset(d.data, 0, d.nbytes());
+      std::memset(db.data, 0, db.nbytes());
+      t = {{"diffusion_model." + module + ".diff", d}, {"diffusion_model." + module + ".diff_b", db}};
+    }
+    write_safetensors(path, t);
+    return outcome_of([&] {
+      const BoundLora l = bind_lora(std::make_shared<LoraFile>(read_lora(path)), m.dit_weights, m.te_weights);
+      for (const BoundModule& bm : l.modules)
+        for (const LoraPiece& p : bm.pieces) EXPECT_EQ(p.beside, bm.pieces[0].target.find("layers.") == 0) << p.target;
+    });
   };
-  for (const auto& [module, out] : std::vector<std::pair<std::string, int64_t>>{
-           {"layers.1.proj.o", 128}, {"layers.0.proj.qkv", 384}, {"layers.3.proj.ffn_up_gate", 512}}) {
-    const auto [code, message] = lora_on(module, out);
-    EXPECT_EQ(code, 2) << module << ": " << message;
-    EXPECT_NE(message.find("an INT8 ConvRot layer: LoRAs on an INT8 ConvRot diffusion model's quantized layers are "
-                           "not supported yet"),
-              std::string::npos)
-        << module << ": " << message;
+  for (const auto& [module, out, in] : std::vector<std::tuple<std::string, int64_t, int64_t>>{
+           {"layers.1.proj.o", 128, 128}, {"layers.0.proj.qkv", 384, 128}, {"layers.3.proj.ffn_up_gate", 512, 128},
+           {"layers.2.proj.ffn_down", 128, 256}, {"text_embedder.blocks.0.proj", 128, 128}}) {
+    const auto [code, message] = lora_on(module, out, in);
+    EXPECT_EQ(code, -1) << module << ": " << message;
   }
-  // A layer the format keeps in bf16 still takes a LoRA.
-  EXPECT_EQ(lora_on("text_embedder.blocks.0.proj", 128).first, -1);
+  const std::vector<std::tuple<std::string, int64_t, int64_t, bool, std::string>> refused = {
+      {"layers.1.proj.o", 100, 128, false, "its update is [100, 128] but the DiT's layers.1.proj.o.weight is [128, 128]"},
+      {"layers.1.proj.o", 128, 64, false, "its update is [128, 64] but the DiT's layers.1.proj.o.weight is [128, 128]"},
+      {"layers.0.proj.qkv", 256, 128, false,
+       "its update is [256, 128] but the DiT's layers.0.proj.q.weight (with k and v) is [384, 128]"},
+      {"layers.2.proj.ffn_down", 128, 128, false, "but the DiT's layers.2.proj.ffn_down.weight is [128, 256]"},
+      {"layers.1.proj.o", 128, 128, true, "layers.1.proj.o.diff_b': layers.1.proj.o.weight has no bias"},
+  };
+  for (const auto& [module, out, in, bias, text] : refused) {
+    const auto [code, message] = lora_on(module, out, in, bias);
+    EXPECT_EQ(code, 2) << module << ": " << message;
+    EXPECT_NE(message.find(text), std::string::npos) << module << ": " << message;
+  }
+}
+
+// LoRAs beside the quantized layers (docs/loras.md, "LoRAs on an INT8 ConvRot DiT"), against the
+// PyTorch reference (bench/int8_convrot_ref.py --write-lora-reference: int8_dit_with_loras). The
+// reference file holds two LoRAs as their files do: a PEFT low-rank one on block 0's fused qkv
+// (split over q, k and v), block 1's o and a bf16 layer of the text embedder; a LyCORIS one with a
+// LoHa on block 2's ffn_up_gate and full deltas on block 3's ffn_down and block 1's o (two
+// corrections on one layer, in order).
+const std::string kLoraReference = std::string(MOSSINFER_TEST_DATA) + "/int8_lora_reference.safetensors";
+
+struct Int8Loras {
+  std::vector<BoundLora> bound;
+  std::unique_ptr<LoraMergePlan> plan;
+  WeightFiles weights;   // the DiT's, with the bf16 targets merged and the side tensors added
+  DitConfig config;      // with the side corrections
+  int merged = 0, side_tensors = 0;
+};
+
+// The reference's LoRAs written to files, bound to the INT8 model with `scale` times their weights.
+Int8Loras int8_loras(const MossModel& m, float scale) {
+  const auto ref = SafetensorsFile::open(kLoraReference);
+  Int8Loras l;
+  std::vector<float> weights;
+  for (int i = 0; i < 2; ++i) {
+    const std::string prefix = "lora" + std::to_string(i) + ".";
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const auto& [name, info] : ref->tensors())
+      if (name.rfind(prefix, 0) == 0 && name != prefix + "weight") tensors.emplace_back(name.substr(prefix.size()), ref->get(name));
+    const std::string path = int8_file() + ".reference_lora" + std::to_string(i) + ".safetensors";
+    write_safetensors(path, tensors);
+    l.bound.push_back(bind_lora(std::make_shared<LoraFile>(read_lora(path)), m.dit_weights, m.te_weights));
+    weights.push_back(scale * ref->get(prefix + "weight").ptr<const float>()[0]);
+  }
+  std::vector<WeightedLora> set;
+  for (size_t i = 0; i < l.bound.size(); ++i) set.push_back({&l.bound[i], weights[i]});
+  l.plan = std::make_unique<LoraMergePlan>(set);
+  LoraMergePlan::Merged merged = l.plan->merge_into_copies(m.dit_weights, false);
+  const std::map<std::string, Tensor> side = l.plan->dit_side_tensors(m.dit_weights);
+  l.weights = merged.weights.with_replaced(side);
+  l.merged = merged.tensors;
+  l.side_tensors = int(side.size());
+  l.config = m.dit_config;
+  l.config.side_loras = l.plan->dit_side_forms();
+  return l;
+}
+
+TEST(Int8Dit, LorasRunBesideTheQuantizedLayers) {
+  const MossModel m = open_int8(int8_file());
+  const Int8Loras l = int8_loras(m, 1.0f);
+  // q, k, v of block 0, o of block 1, ffn_up_gate of block 2, ffn_down of block 3 beside; the
+  // text embedder's projection merged.
+  EXPECT_EQ(l.plan->dit_beside_targets(), 6);
+  EXPECT_EQ(l.side_tensors, 3 * 3 + (3 + 1) + 1 + 1);  // low rank: down, up, coef; dense: delta
+  EXPECT_EQ(l.merged, 1);
+  EXPECT_EQ(l.plan->dit_targets(), 1);
+  EXPECT_FALSE(l.plan->changes_dit_tensor("layers.1.proj.o.weight"));  // never merged on a device
+  const DitSideForms& forms = l.config.side_loras;
+  EXPECT_EQ(forms.at("layers.1.proj.o"), (std::vector<DitSideForm>{DitSideForm::LowRank, DitSideForm::Dense}));
+  EXPECT_EQ(forms.at("layers.0.proj.k"), (std::vector<DitSideForm>{DitSideForm::LowRank}));
+  EXPECT_EQ(forms.at("layers.2.proj.ffn_up_gate"), (std::vector<DitSideForm>{DitSideForm::Dense}));
+  // Low rank stays low rank (a fused qkv's k: up's rows 128..255), the coefficient a gate
+  // vector; a LoHa is one bf16 delta of the layer's shape.
+  EXPECT_EQ(l.weights.info("layers.0.proj.k.lora_side.0.down").shape, (std::vector<int64_t>{4, 128}));
+  EXPECT_EQ(l.weights.info("layers.0.proj.k.lora_side.0.up").shape, (std::vector<int64_t>{128, 4}));
+  EXPECT_EQ(l.weights.info("layers.0.proj.k.lora_side.0.up").dtype, DType::BF16);  // the file's, not rounded
+  const auto ref = SafetensorsFile::open(kLoraReference);
+  const Tensor up = ref->get("lora0.diffusion_model.layers.0.proj.qkv.lora_B.weight");
+  EXPECT_EQ(std::memcmp(l.weights.get("layers.0.proj.k.lora_side.0.up").data,
+                        static_cast<const uint16_t*>(up.data) + 128 * 4, 128 * 4 * 2),
+            0);
+  EXPECT_EQ(to_f32_vector(l.weights.get("layers.0.proj.k.lora_side.0.coef")), std::vector<float>(128, 0.8f * 2.0f));
+  EXPECT_EQ(l.weights.info("layers.2.proj.ffn_up_gate.lora_side.0.delta").shape, (std::vector<int64_t>{512, 128}));
+  EXPECT_EQ(l.weights.info("layers.2.proj.ffn_up_gate.lora_side.0.delta").dtype, DType::BF16);
+  // An offline merge (moss-check lora-merge) has no place for them: refused by name.
+  const auto [code, message] = outcome_of([&] { merge_loras(m.dit_weights, m.te_weights, {{&l.bound[0], 1.0f}}); });
+  EXPECT_EQ(code, 2) << message;
+  EXPECT_NE(message.find("LoRA module on layers.0.proj.k, an INT8 ConvRot layer: such LoRAs run beside the layer"),
+            std::string::npos)
+      << message;
+
+  // Each corrected layer alone, on the reference's input: the INT8 product is the reference's bit
+  // for bit (the same fp32 operations, Int8ConvRot.*), the corrections are fp32 products summed in
+  // another order than torch's (K <= 256 and rank <= 4 terms: a few ulps of each value) and the
+  // LoHa's dense delta is rounded to bf16 in both (a value whose fp32 product lands on the other
+  // side of a bf16 rounding boundary moves by one bf16 step: 2^-9 of that delta value, and the
+  // correction is a tenth of the output). Measured 3e-8 to 5e-8 on the host backend; kLayerRel
+  // leaves 20x for another compiler's or library's order. Every correction is a tenth of its
+  // layer's size, so a correction missing, applied to the rotated input, with the wrong rows of a
+  // fused qkv or without its coefficient is 1e-2 or more away (checked: the layer without them).
+  constexpr double kLayerRel = 1e-6;
+  auto be = make_host_backend();
+  auto src = make_upload_on_use_source(*be, l.weights);
+  int layers = 0;
+  for (int n = 0; n < 4; ++n) {
+    const DitMainBlockWeights w = DitMainBlockWeights::load(*src, n, l.config.int8_groups, l.config.side_loras);
+    EXPECT_TRUE(w.has_side_lora()) << n;
+    const std::pair<const char*, const DitProjection*> projections[] = {
+        {"q", &w.q}, {"k", &w.k}, {"v", &w.v}, {"o", &w.o}, {"ffn_up_gate", &w.ffn_up_gate}, {"ffn_down", &w.ffn_down}};
+    for (const auto& [name, p] : projections) {
+      const std::string key = "layer.layers." + std::to_string(n) + ".proj." + name;
+      EXPECT_EQ(p->side_lora(), ref->has(key + ".x")) << key;
+      if (!ref->has(key + ".x")) continue;
+      ++layers;
+      const Tensor x = ref->get(key + ".x"), want = ref->get(key + ".y");
+      Tensor y = host_tensor(DType::F32, {x.rows(), p->w.rows()});
+      dit_project(*be, *p, x, y);
+      const double rel = rel_l2(y, want);
+      DitProjection bare = *p;
+      bare.side.clear();
+      Tensor y0 = host_tensor(DType::F32, {x.rows(), p->w.rows()});
+      dit_project(*be, bare, x, y0);
+      std::printf("%s: %.3g relative L2 from the reference (without its LoRAs: %.3g)\n", key.c_str(), rel,
+                  rel_l2(y0, want));
+      EXPECT_LT(rel, kLayerRel) << key;
+      EXPECT_GT(rel_l2(y0, want), 1e-2) << key;
+      // More rows than one pass of the corrections takes (1024 at a time): each row as alone.
+      const int64_t copies = 350, m6 = x.rows(), cols = y.cols();
+      Tensor xs = host_tensor(DType::F32, {copies * m6, x.cols()}), ys = host_tensor(DType::F32, {copies * m6, cols});
+      for (int64_t c = 0; c < copies; ++c)
+        std::memcpy(xs.ptr<float>() + c * x.numel(), x.ptr<const float>(), x.nbytes());
+      dit_project(*be, *p, xs, ys);
+      for (int64_t c = 0; c < copies; ++c)
+        ASSERT_EQ(std::memcmp(ys.ptr<const float>() + c * m6 * cols, y.ptr<const float>(), y.nbytes()), 0) << key << c;
+    }
+  }
+  EXPECT_EQ(layers, 6);
+
+  // Whole forwards: the limits of MatchesThePyTorchReference (a quantization flip moves a
+  // velocity by about 1e-2; each case within kFlipRel, some within kExactRel), and the LoRAs
+  // must show: the reference's velocities with and without them are further apart than a flip.
+  Dit dit(*be, l.weights, l.config);  // its tensor check knows the side tensors
+  int cases = 0, exact = 0;
+  for (; ref->has("case" + std::to_string(cases) + ".latent"); ++cases) {
+    const std::string p = "case" + std::to_string(cases) + ".";
+    const float t = ref->get(p + "timestep").ptr<const float>()[0];
+    const Tensor got = dit.forward(ref->get(p + "latent"), dit.embed_text(ref->get(p + "text")), t, {});
+    const double rel = rel_l2(got, ref->get(p + "velocity_int8_lora"));
+    const double effect = rel_l2(ref->get(p + "velocity_int8_lora"), ref->get(p + "velocity_int8"));
+    std::printf("%s (t %.0f) INT8 DiT with LoRAs vs the reference: %.3g relative L2; the LoRAs' effect: %.3g\n",
+                p.c_str(), t, rel, effect);
+    EXPECT_LT(rel, kFlipRel) << p;
+    EXPECT_GT(effect, 5e-2) << p;
+    exact += rel < kExactRel;
+  }
+  EXPECT_EQ(cases, 4);
+  EXPECT_GE(exact, 2) << exact << " of " << cases << " cases within " << kExactRel;
+}
+
+// The formats the reference file does not hold, each against its documented formula in double:
+// a kohya-named low-rank module with f16 factors (kept low rank, widened to f32 exactly) and a
+// LyCORIS LoKr (one dense bf16 delta). A correction is what dit_project adds to the INT8 layer's
+// output: low rank within 1e-5 (f32 products against double; the output's own rounding is
+// 6e-8 of y, y about ten times the correction), LoKr within 4e-3 (its delta rounded to bf16:
+// 2^-9 relative per value); a missing coefficient would be 50% away.
+TEST(Int8Dit, KohyaF16AndLoKrRunBesideAsTheirFormulas) {
+  const MossModel m = open_int8(int8_file());
+  uint64_t state = 49;
+  auto next = [&] {  // a value in [-1, 1) with 10 mantissa bits: exact in f16
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const float v = float(int64_t(state >> 33) % 2048 - 1024) / 1024.0f;
+    return v;
+  };
+  auto f16_bits = [](float v) -> uint16_t {  // exact for next()'s values
+    if (v == 0.0f) return 0;
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    return uint16_t(((b >> 16) & 0x8000u) | ((((b >> 23) & 0xffu) - 127 + 15) << 10) | ((b >> 13) & 0x3ffu));
+  };
+  auto filled = [&](DType dt, std::vector<int64_t> shape, std::vector<double>& values) {
+    Tensor t = host_tensor(dt, shape);
+    values.resize(size_t(t.numel()));
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const float v = next() * 0.25f;
+      values[size_t(i)] = v;
+      if (dt == DType::F16) t.ptr<uint16_t>()[i] = f16_bits(v);
+      else t.ptr<float>()[i] = v;
+    }
+    return t;
+  };
+  std::vector<double> down, up, w1, w2a, w2b;
+  Tensor alpha_o = host_tensor(DType::F32, {1}), alpha_d = host_tensor(DType::F32, {1});
+  alpha_o.ptr<float>()[0] = 1.5f;
+  alpha_d.ptr<float>()[0] = 1.0f;
+  const std::string path = int8_file() + ".kohya_lokr.safetensors";
+  write_safetensors(path, {{"lora_unet_layers_1_proj_o.lora_down.weight", filled(DType::F16, {3, 128}, down)},
+                           {"lora_unet_layers_1_proj_o.lora_up.weight", filled(DType::F16, {128, 3}, up)},
+                           {"lora_unet_layers_1_proj_o.alpha", alpha_o},
+                           {"lycoris_layers_3_proj_ffn_down.lokr_w1", filled(DType::F32, {2, 4}, w1)},
+                           {"lycoris_layers_3_proj_ffn_down.lokr_w2_a", filled(DType::F32, {64, 2}, w2a)},
+                           {"lycoris_layers_3_proj_ffn_down.lokr_w2_b", filled(DType::F32, {2, 64}, w2b)},
+                           {"lycoris_layers_3_proj_ffn_down.alpha", alpha_d}});
+  const BoundLora bound = bind_lora(std::make_shared<LoraFile>(read_lora(path)), m.dit_weights, m.te_weights);
+  const float weight = 0.7f;
+  const LoraMergePlan plan({{&bound, weight}});
+  EXPECT_EQ(plan.dit_beside_targets(), 2);
+  const std::map<std::string, Tensor> side = plan.dit_side_tensors(m.dit_weights);
+  EXPECT_EQ(side.at("layers.1.proj.o.lora_side.0.down").dtype, DType::F32);  // f16 widened
+  EXPECT_EQ(to_f32_vector(side.at("layers.1.proj.o.lora_side.0.down"))[5], float(down[5]));
+  EXPECT_EQ(side.at("layers.3.proj.ffn_down.lora_side.0.delta").dtype, DType::BF16);
+  DitConfig cfg = m.dit_config;
+  cfg.side_loras = plan.dit_side_forms();
+  auto be = make_host_backend();
+  auto src = make_upload_on_use_source(*be, m.dit_weights.with_replaced(side));
+  // dW in double from the file's values: up·down (rank 3), kron(w1, w2a·w2b) (w2's rank 2).
+  const double coef_o = double(weight) * (1.5 / 3.0), coef_d = double(weight) * (1.0 / 2.0);
+  auto dw_o = [&](int64_t r, int64_t c) {
+    double s = 0;
+    for (int k = 0; k < 3; ++k) s += up[size_t(r * 3 + k)] * down[size_t(k * 128 + c)];
+    return coef_o * s;
+  };
+  auto dw_d = [&](int64_t r, int64_t c) {
+    double w2 = 0;
+    for (int k = 0; k < 2; ++k) w2 += w2a[size_t((r % 64) * 2 + k)] * w2b[size_t(k * 64 + c % 64)];
+    return coef_d * w1[size_t((r / 64) * 4 + c / 64)] * w2;
+  };
+  struct Case {
+    int block;
+    const DitProjection& (*pick)(const DitMainBlockWeights&);
+    std::function<double(int64_t, int64_t)> dw;
+    double limit;
+  };
+  const Case cases[] = {{1, [](const DitMainBlockWeights& w) -> const DitProjection& { return w.o; }, dw_o, 1e-5},
+                        {3, [](const DitMainBlockWeights& w) -> const DitProjection& { return w.ffn_down; }, dw_d, 4e-3}};
+  for (const Case& c : cases) {
+    const DitMainBlockWeights w = DitMainBlockWeights::load(*src, c.block, cfg.int8_groups, cfg.side_loras);
+    const DitProjection& p = c.pick(w);
+    ASSERT_TRUE(p.side_lora()) << c.block;
+    const int64_t rows = 5, in = p.w.cols(), out = p.w.rows();
+    std::vector<double> xs;
+    const Tensor x = filled(DType::F32, {rows, in}, xs);
+    Tensor y = host_tensor(DType::F32, {rows, out}), y0 = host_tensor(DType::F32, {rows, out});
+    dit_project(*be, p, x, y);
+    DitProjection bare = p;
+    bare.side.clear();
+    dit_project(*be, bare, x, y0);
+    double err = 0, norm = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < out; ++o) {
+        double want = 0;
+        for (int64_t i = 0; i < in; ++i) want += xs[size_t(r * in + i)] * c.dw(o, i);
+        const double got = double(y.ptr<float>()[r * out + o]) - double(y0.ptr<float>()[r * out + o]);
+        err += (got - want) * (got - want);
+        norm += want * want;
+      }
+    const double rel = std::sqrt(err / norm);
+    std::printf("block %d: the correction %.3g relative L2 from its formula\n", c.block, rel);
+    EXPECT_LT(rel, c.limit) << c.block;
+  }
+}
+
+// The memory plan measures the model with the set's side tensors in the blocks and its
+// corrections in the forward (the engine's Loaded::planned_model): the largest block is block 2
+// with its LoHa's dense bf16 delta [512, 128]; the forward's peak holds the corrections' scratch.
+TEST(Int8Dit, MemoryPlanCountsTheLorasBeside) {
+  const MossModel m = open_int8(int8_file());
+  const Int8Loras l = int8_loras(m, 1.0f);
+  MossModel with = m;
+  with.dit_weights = l.weights;
+  with.dit_config = l.config;
+  const StageSizes q = measure_stages(m, 64, 64, 8, false), s = measure_stages(with, 64, 64, 8, false);
+  EXPECT_EQ(s.dit_block_bytes, q.dit_block_bytes + 512 * 128 * 2);
+  EXPECT_EQ(s.dit_blocks, 4);
+  EXPECT_GT(s.dit_activation_bytes, q.dit_activation_bytes);
+}
+
+// The corrections only add: with the LoRAs' weights 0 the forward is the LoRA-free one bit for
+// bit (every correction 0, y + 0 = y); and the side tensors stream with their block, so
+// streamed runs equal the resident one bit for bit.
+TEST(Int8Dit, LorasBesideStreamBitForBitAndAddOnlyTheirCorrection) {
+  const MossModel m = open_int8(int8_file());
+  auto be = make_host_backend();
+  const auto bare = run(*be, make_upload_on_use_source(*be, m.dit_weights), m.dit_config);
+  const Int8Loras zero = int8_loras(m, 0.0f);
+  EXPECT_EQ(run(*be, make_upload_on_use_source(*be, zero.weights), zero.config), bare);
+  const Int8Loras l = int8_loras(m, 1.0f);
+  const auto reference = run(*be, make_upload_on_use_source(*be, l.weights), l.config);
+  EXPECT_NE(reference, bare);
+  for (int64_t pack_min : {kPackMinValues, int64_t(8)})
+    for (int resident : {0, 1, 4}) {
+      const auto got = run(*be, make_resident_streaming_source(*be, l.weights, l.config, resident, pack_min), l.config);
+      EXPECT_EQ(got, reference) << resident << " resident, packing from " << pack_min;
+    }
+  for (int resident : {0, 2})
+    EXPECT_EQ(run(*be, make_mapped_streaming_source(*be, l.weights, l.config, resident), l.config), reference)
+        << resident << " resident, from the files";
 }
 
 }  // namespace
