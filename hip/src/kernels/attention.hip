@@ -134,7 +134,7 @@ __device__ inline P probabilities_operand(const leaf::FragC& s) {
       const float partner = shfl_xor(v, 16);
       v = Scheme::p_from_partner(lane, j) ? partner : v;
     }
-    f.x[j] = to_bf16(v);
+    f.x[j] = attention_device::probability_bf16(v);
   }
   return f;
 }
@@ -246,6 +246,19 @@ struct KvTileLoader {
 constexpr bool q_rope_head_dim(int d) { return d == 32 || d == 64 || d == 128; }
 template <class T>
 constexpr bool kStagesQRope = T::kDirect && q_rope_head_dim(T::D);
+
+// Lazy rescaling of the output (the direct tiling; FlashAttention-4's idea): a row's probabilities
+// are exp2(score - base) with base its running maximum, and when a key tile raises the maximum the
+// row's accumulators and sum are multiplied by exp2(old - new) -- Dv/2 VALU multiplies a lane on
+// AMD, where the VALU does not run beside the matrix unit. Keeping the old base while the maximum
+// grew by at most kLazyRescaleLog2 is exact in real arithmetic (numerator and sum share the base;
+// the division at the end removes it) and only lets the probabilities reach 2^kLazyRescaleLog2:
+// 256 is far inside bf16's and the fp32 sums' range, and bf16's relative rounding does not depend
+// on the scale (bench/sage_attention_fidelity.py measures it, "bf16-lazy"). After the first
+// tiles a row's maximum seldom grows by 8 (a factor of 256), so the multiplies are seldom issued.
+constexpr float kLazyRescaleLog2 = 8.0f;
+template <class T>
+constexpr bool kLazyRescale = T::kDirect;
 
 // Q staged with CoreOps::norm_rope applied on the way (AttentionQRope; the direct tiling at head
 // dims 32, 64, 128): each group of D/8 threads takes one query row at a time, lane s the columns
@@ -476,15 +489,24 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
         }
       }
       float base[Scheme::kStats], alpha[Scheme::kStats], sum[Scheme::kStats];
+      bool rescale = false;  // this lane's output accumulators take a new base
 #pragma unroll
       for (int st = 0; st < Scheme::kStats; ++st) {
 #pragma unroll
         for (int n = 0; n < Scheme::kReduceMasks; ++n)
           tile_max[st] = max_f(tile_max[st], shfl_xor(tile_max[st], Scheme::reduce_mask(n)));
         const float m_new = max_f(m[r][st], tile_max[st]);
-        base[st] = m_new == kNegInf ? 0.0f : m_new;  // a row with no key yet: keep exp2 away from NaN
-        alpha[st] = attention_device::exp2_fast(m[r][st] - base[st]);
-        m[r][st] = m_new;
+        // The direct tiling keeps the stale base while the row's maximum has grown by at most
+        // kLazyRescaleLog2 (false for -inf or NaN differences: a first key, a row with none yet).
+        if (kLazyRescale<T> && m_new - m[r][st] <= kLazyRescaleLog2) {
+          base[st] = m[r][st];
+          alpha[st] = 1.0f;
+        } else {
+          base[st] = m_new == kNegInf ? 0.0f : m_new;  // a row with no key yet: keep exp2 away from NaN
+          alpha[st] = attention_device::exp2_fast(m[r][st] - base[st]);
+          m[r][st] = m_new;
+          rescale = true;
+        }
         sum[st] = 0.0f;
       }
 #pragma unroll
@@ -499,10 +521,14 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       // Sums stay per lane (the row's other keys sit in the partner lanes) until the end.
 #pragma unroll
       for (int st = 0; st < Scheme::kStats; ++st) l[r][st] = l[r][st] * alpha[st] + sum[st];
+      // A branch, not a select: where no lane of the wave takes a new base (nearly every tile after
+      // the first few) the wave skips the Dv/2 multiplies a lane (64 at head dim 128).
+      if (rescale) {
 #pragma unroll
-      for (int dv = 0; dv < T::Dv / 16; ++dv) {
+        for (int dv = 0; dv < T::Dv / 16; ++dv) {
 #pragma unroll
-        for (int i = 0; i < leaf::Layout::kSlotsC; ++i) o[r][dv].x[i] *= alpha[Scheme::stat(i)];
+          for (int i = 0; i < leaf::Layout::kSlotsC; ++i) o[r][dv].x[i] *= alpha[Scheme::stat(i)];
+        }
       }
     }
 
