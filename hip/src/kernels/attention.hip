@@ -247,16 +247,17 @@ constexpr bool q_rope_head_dim(int d) { return d == 32 || d == 64 || d == 128; }
 template <class T>
 constexpr bool kStagesQRope = T::kDirect && q_rope_head_dim(T::D);
 
-// Lazy rescaling of the output (the direct tiling; FlashAttention-4's idea): a row's probabilities
-// are exp2(score - base) with base its running maximum, and when a key tile raises the maximum the
-// row's accumulators and sum are multiplied by exp2(old - new) -- Dv/2 VALU multiplies a lane on
-// AMD, where the VALU does not run beside the matrix unit. Keeping the old base while the maximum
-// grew by at most kLazyRescaleLog2 is exact in real arithmetic (numerator and sum share the base;
-// the division at the end removes it) and only lets the probabilities reach 2^kLazyRescaleLog2:
-// 256 is far inside bf16's and the fp32 sums' range, and bf16's relative rounding does not depend
-// on the scale (bench/sage_attention_fidelity.py measures it, "bf16-lazy"). After the first
-// tiles a row's maximum seldom grows by 8 (a factor of 256), so the multiplies are seldom issued.
-constexpr float kLazyRescaleLog2 = 8.0f;
+// Rescaling the output only where it changes anything (the direct tiling): a row's probabilities
+// are exp2(score - base) with base its running maximum, and a key tile that raises the maximum
+// multiplies the row's accumulators and sum by exp2(old - new) -- Dv/2 VALU multiplies a lane on
+// AMD, where the VALU does not run beside the matrix unit. Where no row of the wave's grew, the
+// factor is exactly 1 and the wave skips the multiplies (opus_attn v39's "rescale skipped when the
+// row max holds"): the same bits. kLazyRescaleLog2 > 0 would keep a stale base while the maximum
+// grew by at most that much (FlashAttention-4), exact in real arithmetic, but the row's largest
+// probabilities are then no longer exactly 1 before their bf16 rounding, and that costs 3-20% more
+// attention error than the bf16 attention's (bench/sage_attention_fidelity.py, bench/amd_model.md
+// section 6): 0 keeps the bits.
+constexpr float kLazyRescaleLog2 = 0.0f;
 template <class T>
 constexpr bool kLazyRescale = T::kDirect;
 
@@ -496,8 +497,8 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
         for (int n = 0; n < Scheme::kReduceMasks; ++n)
           tile_max[st] = max_f(tile_max[st], shfl_xor(tile_max[st], Scheme::reduce_mask(n)));
         const float m_new = max_f(m[r][st], tile_max[st]);
-        // The direct tiling keeps the stale base while the row's maximum has grown by at most
-        // kLazyRescaleLog2 (false for -inf or NaN differences: a first key, a row with none yet).
+        // The direct tiling keeps the base while the row's maximum grew by at most kLazyRescaleLog2
+        // (false for -inf or NaN differences: a first key, a row with none yet).
         if (kLazyRescale<T> && m_new - m[r][st] <= kLazyRescaleLog2) {
           base[st] = m[r][st];
           alpha[st] = 1.0f;
@@ -521,8 +522,8 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       // Sums stay per lane (the row's other keys sit in the partner lanes) until the end.
 #pragma unroll
       for (int st = 0; st < Scheme::kStats; ++st) l[r][st] = l[r][st] * alpha[st] + sum[st];
-      // A branch, not a select: where no lane of the wave takes a new base (nearly every tile after
-      // the first few) the wave skips the Dv/2 multiplies a lane (64 at head dim 128).
+      // A branch, not a select: where no lane of the wave takes a new base the wave skips the Dv/2
+      // multiplies a lane (64 at head dim 128).
       if (rescale) {
 #pragma unroll
         for (int dv = 0; dv < T::Dv / 16; ++dv) {
