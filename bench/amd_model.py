@@ -349,6 +349,11 @@ DIRECT_VALU = dict(softmax_and_addressing=143, convert=24, rescale=64, rescale_f
                    "sage_attention_fidelity.py; 68% at 512x512); of the 143: ~52 addressing, ~91 softmax")
 DIRECT_VALU_SADDR = dict(DIRECT_VALU, softmax_and_addressing=DIRECT_VALU["softmax_and_addressing"] - 44,
                          source="DIRECT_VALU less the 44 address adds a tile (an idea, bench/amd_model.md section 6)")
+# Both ideas that keep the arithmetic: the addresses as above, and the softmax's scale folded into
+# exp2's argument (max over the raw scores, then one v_fma_f32 a score where a v_mul_f32 and a
+# v_sub_f32 are now: 16 slots a tile; one rounding fewer, not the same bits).
+DIRECT_VALU_IDEAS = dict(DIRECT_VALU_SADDR, softmax_and_addressing=DIRECT_VALU_SADDR["softmax_and_addressing"] - 16,
+                         source="DIRECT_VALU_SADDR less 16 v_mul_f32 a tile (the scale inside an fma; an idea)")
 
 
 # ---- the kernel configuration table ----------------------------------------------------------------
@@ -527,6 +532,9 @@ INT8_VARIANTS = (
     ("config int8, the attention before issue 49's VALU change", dict(attention_valu=DIRECT_VALU_BEFORE)),
     ("config int8 + int8 QK^T (SageAttention: FAILS fidelity, a variant)", dict(int8_qk=True)),
     ("config int8 + K/V fragment addresses loop-invariant (idea, not code)", dict(attention_valu=DIRECT_VALU_SADDR)),
+    ("every faithful idea: quantization fused everywhere, addresses, scale in the fma (not code)",
+     dict(act_quant="fused", attention_valu=DIRECT_VALU_IDEAS)),
+    ("the same + int8 QK^T (FAILS fidelity)", dict(act_quant="fused", attention_valu=DIRECT_VALU_IDEAS, int8_qk=True)),
     ("config int8 + P.V in fp8 with int8 QK^T (variant; gfx12 only, rate ASSUMED)", dict(int8_qk=True, fp8_pv=True)),
 )
 INT8_DESIGN = 2  # the row of config int8 (the per-target lines report it)

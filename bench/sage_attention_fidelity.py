@@ -23,6 +23,8 @@ activations (relative L2, cosine, max |diff|):
   bf16-lazy   the portable kernel now (attention.hip kLazyRescale, attention_device.h
             probability_bf16): the base kept while a row's maximum grew by at most 2^8, P rounded
             by adding 0x8000 (ties away from zero); also prints how often a wave still rescales
+  bf16-stale8 the same with a stale base kept while the maximum grew by at most 2^8 (FlashAttention-4's
+            rule): exact in real arithmetic, not taken (the row's top probabilities lose exactness)
 
 Activations:
   --synthetic (default): random with the DiT's structure: per-head RMS-normalised Q and K times
@@ -181,6 +183,8 @@ METHODS = {
     "bf16-online": lambda q, k, v: attention_online(q, k, v, lazy=False, rounding="even"),
     # and after it: P rounded by one add, the output rescaled only past a growth of 2^8
     "bf16-lazy": attention_online,
+    # FlashAttention-4's rule, measured and not taken: the base kept while the maximum grew by <= 2^8
+    "bf16-stale8": lambda q, k, v: attention_online(q, k, v, threshold=8.0),
     "int8qk": attention_int8qk,
     "int8qk-raw": lambda q, k, v: attention_int8qk(q, k, v, smooth=False),
     "int8qk-fp8pv": lambda q, k, v: attention_int8qk(q, k, v, pv="fp8"),
