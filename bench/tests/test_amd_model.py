@@ -5,6 +5,7 @@ import importlib.util
 import io
 import os
 import contextlib
+import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPEC = importlib.util.spec_from_file_location("amd_model", os.path.join(HERE, "..", "amd_model.py"))
@@ -253,3 +254,29 @@ def test_int8_config_quantizes_where_the_kernels_will():
     assert sum(k["dram_bytes"] for k in prod) > sum(k["dram_bytes"] for k in ks)
     assert M.INT8_VARIANTS[M.INT8_DESIGN][1] == dict(act_quant="planned")
     assert not M.CONFIGS["int8"]["int8_qk"]
+
+
+def test_documented_int8_table_is_what_the_code_computes():
+    """bench/amd_model.md section 6's results table is --config int8's, row for row and target for
+    target (Radeon-calibrated, three decimals), and its rows order as their arithmetic must: the
+    quantization fused beats it apart, every faithful idea beats config int8, the counted attention
+    before issue 49's change is slower than now."""
+    import amd_calibration as C
+    me = M.this_module()
+    cal = C.calibrate(me)
+    table = M.int8_table(M.load_rows(M.CONFIGS["int8"]["check_device_table"]), 77, 10,
+                         lambda t: C.radeon_factors(me, "portable", t, cal))
+    computed = [[c.split(" (")[0] for c in re.findall(r"\d+\.\d+ \(\d+\.\d+\)", line)]
+                for line in table[2:2 + len(M.INT8_VARIANTS)]]
+    text = open(os.path.join(HERE, "..", "amd_model.md")).read()
+    section = text.split("## 6. INT8 ConvRot")[1].split("### Results")[1]
+    documented = [[x.strip().strip("*") for x in line.replace("\\|", "").strip("|").split("|")[1:]]
+                  for line in section.splitlines() if line.startswith("| ") and not line.startswith("| variant")]
+    assert documented[:len(computed)] == computed
+    step = {name: dict(zip(M.INT8_TARGETS, map(float, cells))) for (name, _), cells in zip(M.INT8_VARIANTS, computed)}
+    names = [n for n, _ in M.INT8_VARIANTS]
+    config, fused, apart = names[M.INT8_DESIGN], names[4], names[1]
+    faithful = next(n for n in names if n.startswith("every faithful"))
+    before = next(n for n in names if "before issue 49" in n)
+    for t in ("gfx1200", "gfx1201"):
+        assert step[faithful][t] < step[fused][t] < step[config][t] < step[apart][t] < step[before][t]
