@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "kernels/probability_rounding.h"
 #include "runtime/portability.h"
 
 namespace moss {
@@ -55,18 +56,14 @@ __device__ inline float exp2_fast(float x) {
 }
 
 // A probability (a finite value >= 0, or 0 for a masked key) rounded to bf16 for the P·V product.
-// NVIDIA: cvt.rn (round to nearest even, one instruction a pair). AMD: gfx11 and gfx12 have no
-// f32->bf16 conversion, and the general one (to_bf16) costs five VALU slots a value (bit 16
-// extracted, added with 0x7fff, a NaN test and select) plus half a v_perm to pack two; the softmax
-// probabilities are never NaN, so the rounding adds half an ulp (0x8000) and keeps the high half:
-// round to nearest with ties away from zero, one v_add a value and the same v_perm (its only
-// difference from to_bf16: a tie, a 2^-16 chance, rounds up; bench/sage_attention_fidelity.py
-// measures the attention both ways). Infinity stays infinite, and v_exp_f32's quiet NaN (0x7fc00000) a NaN.
+// NVIDIA: cvt.rn (round to nearest even, one instruction a pair). AMD: one add a value and half a
+// v_perm to pack two, where to_bf16 takes five and the v_perm (kernels/probability_rounding.h: to
+// nearest, ties up; bench/sage_attention_fidelity.py measures the attention both ways).
 __device__ inline bf16 probability_bf16(float p) {
 #if MOSS_PLATFORM_NVIDIA
   return to_bf16(p);
 #else
-  return bf16_from_bits(uint16_t((f32_bits(p) + 0x8000u) >> 16));
+  return bf16_from_bits(probability_rounding::bf16_bits_half_up(f32_bits(p)));
 #endif
 }
 
