@@ -5,7 +5,8 @@
                                [--json OUT] [--prompt-tokens N] [--negative-tokens N] [--quiet]
 
 The default config is the code as it is (`portable`); `candidate` is a design that is not code and
-`seed` the kernels before the redesign, `int8` the INT8 ConvRot design of issue 49 (CONFIG_LABELS;
+`seed` the kernels before the redesign, `int8` issue 49's INT8 ConvRot DiT: the int8 GEMM as written,
+the activations' quantization where the kernels are being built to put it (CONFIG_LABELS;
 bench/amd_model.md section 6). Each step is printed plain, H200-calibrated
 (the same kernels measured on an H200) and Radeon-calibrated (published RDNA3/RDNA4 kernels of the
 same build: amd_calibration.py), and the streamed step of the 8 GB cards follows (amd_streaming.py).
