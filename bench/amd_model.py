@@ -343,18 +343,15 @@ DIRECT_VALU_BEFORE = dict(softmax_and_addressing=125, convert=88, rescale=64, re
 # ~44 address adds (20 v_add_co_u32 + 20 v_add_co_ci_u32 + 4 v_add_nc_u32) from every tile; the
 # same bits.
 DIRECT_VALU_SADDR = None  # set below from DIRECT_VALU
-DIRECT_VALU = dict(softmax_and_addressing=143, convert=24, rescale=64, rescale_fraction=0.36, head_dim=128,
-                   source="gfx1200 disassembly of attention.hip (issue 49): 231 slots a tile, 167 without the "
+DIRECT_VALU = dict(softmax_and_addressing=129, convert=24, rescale=64, rescale_fraction=0.36, head_dim=128,
+                   source="gfx1200 disassembly of attention.hip (issue 49): 217 slots a tile, 153 without the "
                    "rescale; the convert one v_add_nc_u32 a value and a v_perm_b32 a pair (probability_bf16); "
-                   "the rescale behind a branch taken by 36% of (wave, tile) pairs at 1024x1024 (synthetic, "
-                   "sage_attention_fidelity.py; 68% at 512x512); of the 143: ~52 addressing, ~91 softmax")
+                   "the scale inside exp2's argument (one v_fma_f32 a score where a v_mul_f32 and a v_sub_f32 "
+                   "were); the rescale behind a branch taken by 36% of (wave, tile) pairs at 1024x1024 "
+                   "(synthetic, sage_attention_fidelity.py; 67% at 512x512); of the 129: ~52 addressing, ~77 "
+                   "softmax")
 DIRECT_VALU_SADDR = dict(DIRECT_VALU, softmax_and_addressing=DIRECT_VALU["softmax_and_addressing"] - 44,
                          source="DIRECT_VALU less the 44 address adds a tile (an idea, bench/amd_model.md section 6)")
-# Both ideas that keep the arithmetic: the addresses as above, and the softmax's scale folded into
-# exp2's argument (max over the raw scores, then one v_fma_f32 a score where a v_mul_f32 and a
-# v_sub_f32 are now: 16 slots a tile; one rounding fewer, not the same bits).
-DIRECT_VALU_IDEAS = dict(DIRECT_VALU_SADDR, softmax_and_addressing=DIRECT_VALU_SADDR["softmax_and_addressing"] - 16,
-                         source="DIRECT_VALU_SADDR less 16 v_mul_f32 a tile (the scale inside an fma; an idea)")
 
 
 # ---- the kernel configuration table ----------------------------------------------------------------
@@ -533,9 +530,9 @@ INT8_VARIANTS = (
     ("config int8, the attention before issue 49's VALU change", dict(attention_valu=DIRECT_VALU_BEFORE)),
     ("config int8 + int8 QK^T (SageAttention: FAILS fidelity, a variant)", dict(int8_qk=True)),
     ("config int8 + K/V fragment addresses loop-invariant (idea, not code)", dict(attention_valu=DIRECT_VALU_SADDR)),
-    ("every faithful idea: quantization fused everywhere, addresses, scale in the fma (not code)",
-     dict(act_quant="fused", attention_valu=DIRECT_VALU_IDEAS)),
-    ("the same + int8 QK^T (FAILS fidelity)", dict(act_quant="fused", attention_valu=DIRECT_VALU_IDEAS, int8_qk=True)),
+    ("every faithful idea: quantization fused everywhere, loop-invariant addresses (not code)",
+     dict(act_quant="fused", attention_valu=DIRECT_VALU_SADDR)),
+    ("the same + int8 QK^T (FAILS fidelity)", dict(act_quant="fused", attention_valu=DIRECT_VALU_SADDR, int8_qk=True)),
     ("config int8 + P.V in fp8 with int8 QK^T (variant; gfx12 only, rate ASSUMED)", dict(int8_qk=True, fp8_pv=True)),
 )
 INT8_DESIGN = 2  # the row of config int8 (the per-target lines report it)

@@ -21,8 +21,9 @@ activations (relative L2, cosine, max |diff|):
   bf16-online the portable kernel's own arithmetic before issue 49's change: 32-key tiles in order, a
             running maximum, the output rescaled every tile, P rounded to nearest even
   bf16-lazy   the portable kernel now (attention.hip kLazyRescale, attention_device.h
-            probability_bf16): the base kept while a row's maximum grew by at most 2^8, P rounded
-            by adding 0x8000 (ties away from zero); also prints how often a wave still rescales
+            probability_bf16): the rescale skipped where no row's maximum grew (exact), P rounded
+            by adding 0x8000 (ties away from zero), exp2's argument one fma; also prints how often
+            a wave still rescales
   bf16-stale8 the same with a stale base kept while the maximum grew by at most 2^8 (FlashAttention-4's
             rule): exact in real arithmetic, not taken (the row's top probabilities lose exactness)
 
@@ -141,17 +142,21 @@ def bf16_half_up(x):
 
 
 def attention_online(q, k, v, lazy=True, rounding="half-up", stats=None, sum_rounded=False,
-                     threshold=LAZY_RESCALE_LOG2):
+                     threshold=LAZY_RESCALE_LOG2, fma=True):
     """The direct tiling's arithmetic: scores in fp32 scaled by scale*log2(e), key tiles of 32 in
     order, a running base per query row; with `lazy` the base is kept while the row's maximum grew
     by at most LAZY_RESCALE_LOG2 (else moved to the maximum, the output and sum multiplied by
     2^(old - new)); P = 2^(x - base) rounded to bf16 ("half-up" as the AMD kernel does, "even" as
-    to_bf16 does) times V (bf16 values) summed in fp32; the sum of the unrounded P; output / sum,
+    to_bf16 does) times V (bf16 values) summed in fp32, exp2's argument score*scale*log2(e) - base
+    rounded once (`fma`, the kernel since issue 49) or the product and the difference rounded each
+    (the kernel before); the sum of the unrounded P; output / sum,
     rounded to bf16. `stats` (a dict) receives the fraction of (wave of 16 queries, key tile) pairs
     whose branch multiplies the output (any of its rows took a new base), the first tile included."""
     rnd = bf16_half_up if rounding == "half-up" else bf16
     h, nq, d = q.shape
-    x = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(d) * 1.4426950408889634)
+    c = torch.tensor(1.0 / math.sqrt(d) * 1.4426950408889634, dtype=torch.float32)
+    raw = q @ k.transpose(-1, -2)
+    x = raw * c  # fp32 products: the kernel before issue 49 kept these, and its max is theirs
     m = torch.full((h, nq, 1), -math.inf, device=q.device)
     l = torch.zeros((h, nq, 1), device=q.device)
     o = torch.zeros((h, nq, v.shape[-1]), device=q.device)
@@ -159,12 +164,16 @@ def attention_online(q, k, v, lazy=True, rounding="half-up", stats=None, sum_rou
     pad = (-nq) % WAVE_QUERIES
     for k0 in range(0, k.shape[1], KEY_TILE):
         xt = x[..., k0:k0 + KEY_TILE]
-        m_new = torch.maximum(m, xt.amax(dim=-1, keepdim=True))
+        m_new = torch.maximum(m, xt.amax(dim=-1, keepdim=True))  # = the raw max times c (monotone)
         keep = (m_new - m <= threshold) if lazy else torch.zeros_like(m, dtype=torch.bool)
         base = torch.where(keep, m, m_new)
         alpha = torch.where(keep, torch.ones_like(m), torch.exp2(m - base))
         m = base
-        p = torch.exp2(xt - base)
+        if fma:  # score * c - base rounded once (the kernel's v_fma_f32), then exp2
+            arg = (raw[..., k0:k0 + KEY_TILE].double() * c.double() - base.double()).float()
+        else:    # rounded product, then the subtraction rounded
+            arg = xt - base
+        p = torch.exp2(arg)
         pr = rnd(p)
         l = l * alpha + (pr if sum_rounded else p).sum(dim=-1, keepdim=True)
         o = o * alpha + pr @ v[:, k0:k0 + KEY_TILE]
@@ -180,7 +189,7 @@ def attention_online(q, k, v, lazy=True, rounding="half-up", stats=None, sum_rou
 METHODS = {
     "bf16": attention_bf16,
     # the portable kernel before issue 49's change (online, every tile rescaled, P to nearest even)
-    "bf16-online": lambda q, k, v: attention_online(q, k, v, lazy=False, rounding="even"),
+    "bf16-online": lambda q, k, v: attention_online(q, k, v, lazy=False, rounding="even", fma=False),
     # and after it: P rounded by one add, the output rescaled only past a growth of 2^8
     "bf16-lazy": attention_online,
     # FlashAttention-4's rule, measured and not taken: the base kept while the maximum grew by <= 2^8

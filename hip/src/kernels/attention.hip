@@ -460,7 +460,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       }
     }
 
-    // Online softmax in base 2: s·scale·log2(e), masked to -inf past tk and above the diagonal.
+    // Online softmax in base 2 of s·scale·log2(e), masked to -inf past tk and above the diagonal.
     if constexpr (T::kDirect) {
 #pragma unroll
       for (int r = 0; r < T::RowTiles; ++r) {
@@ -480,7 +480,8 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       for (int j = 0; j < T::KT / 16; ++j) {
 #pragma unroll
         for (int i = 0; i < leaf::Layout::kSlotsC; ++i) {
-          float x = s[r][j].x[i] * scale_log2;
+          // The raw score (scaled below, inside exp2's argument: max commutes with a positive scale).
+          float x = s[r][j].x[i];
           if (masked) {
             const int key = k0 + j * 16 + Coords::other(lane, i), query = rq0 + Coords::query(lane, i);
             if (key >= p.tk || (p.causal && key > query)) x = kNegInf;
@@ -496,7 +497,9 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
 #pragma unroll
         for (int n = 0; n < Scheme::kReduceMasks; ++n)
           tile_max[st] = max_f(tile_max[st], shfl_xor(tile_max[st], Scheme::reduce_mask(n)));
-        const float m_new = max_f(m[r][st], tile_max[st]);
+        // In base 2: the largest rounded score·scale·log2(e) is the largest score's (rounding is
+        // monotone, the scale positive).
+        const float m_new = max_f(m[r][st], tile_max[st] * scale_log2);
         // The direct tiling keeps the base while the row's maximum grew by at most kLazyRescaleLog2
         // (false for -inf or NaN differences: a first key, a row with none yet).
         if (kLazyRescale<T> && m_new - m[r][st] <= kLazyRescaleLog2) {
@@ -514,7 +517,9 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       for (int j = 0; j < T::KT / 16; ++j) {
 #pragma unroll
         for (int i = 0; i < leaf::Layout::kSlotsC; ++i) {
-          const float e = attention_device::exp2_fast(s[r][j].x[i] - base[Scheme::stat(i)]);
+          // score·scale·log2(e) - base, contracted into one fma (where a multiply and a subtract
+          // were: one VALU slot a score fewer, one rounding fewer)
+          const float e = attention_device::exp2_fast(s[r][j].x[i] * scale_log2 - base[Scheme::stat(i)]);
           s[r][j].x[i] = e;
           sum[Scheme::stat(i)] += e;
         }
