@@ -3,12 +3,12 @@
 # tiling, bench/amd_model.md section 6), checked and timed on the lent NVIDIA card's portable path
 # (MOSSINFER_KERNELS=portable runs the direct tiling). What NVIDIA sees of the change: the output's
 # rescale skipped where no row of a wave raised its maximum (the same bits: the factor is exactly
-# 1); P's one-add rounding is AMD's alone (NVIDIA keeps cvt.rn, one instruction a pair), so this
-# times the skip and checks that nothing else moved.
+# 1) and the softmax's scale inside exp2's fma (one rounding fewer: close, not the same bits); P's
+# one-add rounding is AMD's alone (NVIDIA keeps cvt.rn, one instruction a pair).
 #   1. moss-check kernels --family dit --filter attention on the portable path, old and new build
 #      (the new must pass; the old is the baseline of the same call)
 #   2. the 1024x1024 step (and 512) before/after on the portable path, alternated
-#      (bench/h200_step_ab.sh, timing phase), latents compared: byte-identical expected
+#      (bench/h200_step_ab.sh, timing phase), latents compared: close, not byte-identical (the fma)
 # Carry as bench/h200_step_ab.sh: .carry/bundle-old.tar.xz (the parent commit's build) and
 # .carry/bundle.tar.xz (this branch's), each packed by bench/make_carry.sh. Fits one 10-minute call.
 #   bash bench/h200_attention_idea.sh            (OUT set by the device tool)
