@@ -260,6 +260,12 @@ constexpr bool kStagesQRope = T::kDirect && q_rope_head_dim(T::D);
 constexpr float kLazyRescaleLog2 = 0.0f;
 template <class T>
 constexpr bool kLazyRescale = T::kDirect;
+// The direct tiling scales the scores inside exp2's argument: the row maximum is taken over the raw
+// scores (a positive scale keeps their order, and so does rounding), then score·scale·log2(e) - base
+// is one fma a score where a multiply and a subtract were (one VALU slot a score fewer on AMD, one
+// rounding fewer). The other tilings keep the rounded product (their bits unchanged).
+template <class T>
+constexpr bool kScaleInFma = T::kDirect;
 
 // Q staged with CoreOps::norm_rope applied on the way (AttentionQRope; the direct tiling at head
 // dims 32, 64, 128): each group of D/8 threads takes one query row at a time, lane s the columns
@@ -480,8 +486,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       for (int j = 0; j < T::KT / 16; ++j) {
 #pragma unroll
         for (int i = 0; i < leaf::Layout::kSlotsC; ++i) {
-          // The raw score (scaled below, inside exp2's argument: max commutes with a positive scale).
-          float x = s[r][j].x[i];
+          float x = kScaleInFma<T> ? s[r][j].x[i] : s[r][j].x[i] * scale_log2;
           if (masked) {
             const int key = k0 + j * 16 + Coords::other(lane, i), query = rq0 + Coords::query(lane, i);
             if (key >= p.tk || (p.causal && key > query)) x = kNegInf;
@@ -497,9 +502,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
 #pragma unroll
         for (int n = 0; n < Scheme::kReduceMasks; ++n)
           tile_max[st] = max_f(tile_max[st], shfl_xor(tile_max[st], Scheme::reduce_mask(n)));
-        // In base 2: the largest rounded score·scale·log2(e) is the largest score's (rounding is
-        // monotone, the scale positive).
-        const float m_new = max_f(m[r][st], tile_max[st] * scale_log2);
+        const float m_new = max_f(m[r][st], kScaleInFma<T> ? tile_max[st] * scale_log2 : tile_max[st]);
         // The direct tiling keeps the base while the row's maximum grew by at most kLazyRescaleLog2
         // (false for -inf or NaN differences: a first key, a row with none yet).
         if (kLazyRescale<T> && m_new - m[r][st] <= kLazyRescaleLog2) {
@@ -517,9 +520,9 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       for (int j = 0; j < T::KT / 16; ++j) {
 #pragma unroll
         for (int i = 0; i < leaf::Layout::kSlotsC; ++i) {
-          // score·scale·log2(e) - base, contracted into one fma (where a multiply and a subtract
-          // were: one VALU slot a score fewer, one rounding fewer)
-          const float e = attention_device::exp2_fast(s[r][j].x[i] * scale_log2 - base[Scheme::stat(i)]);
+          const float x = s[r][j].x[i];
+          const float e = attention_device::exp2_fast(kScaleInFma<T> ? x * scale_log2 - base[Scheme::stat(i)]
+                                                                     : x - base[Scheme::stat(i)]);
           s[r][j].x[i] = e;
           sum[Scheme::stat(i)] += e;
         }
