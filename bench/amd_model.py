@@ -5,7 +5,8 @@
                                [--json OUT] [--prompt-tokens N] [--negative-tokens N] [--quiet]
 
 The default config is the code as it is (`portable`); `candidate` is a design that is not code and
-`seed` the kernels before the redesign, `int8` the INT8 ConvRot design of issue 49 (CONFIG_LABELS;
+`seed` the kernels before the redesign, `int8` issue 49's INT8 ConvRot DiT: the int8 GEMM as written,
+the activations' quantization where the kernels are being built to put it (CONFIG_LABELS;
 bench/amd_model.md section 6). Each step is printed plain, H200-calibrated
 (the same kernels measured on an H200) and Radeon-calibrated (published RDNA3/RDNA4 kernels of the
 same build: amd_calibration.py), and the streamed step of the 8 GB cards follows (amd_streaming.py).
@@ -41,6 +42,9 @@ DEFAULT_TABLE = os.path.join(HERE, "results", "2026-12-01-check-device-table.txt
 # which clang-19 does not know, is modelled by none of the device classes). The 2026-12-01 table
 # of the three first targets gives the same rows for them.
 PORTABLE_TABLE = os.path.join(HERE, "results", "2026-12-05-session18", "check-device-table-clang19.txt")
+# Issue 49 (session 24): the int8 GEMM (int8_gemm.hip) and the attention after its VALU change, nine
+# targets, clang-19; read before PORTABLE_TABLE (the first row that matches wins).
+SESSION24_TABLE = os.path.join(HERE, "results", "2026-12-07-session24", "check-device-table-clang19.txt")
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 import amd_calibration  # noqa: E402  (published Radeon measurements; takes this module as an argument)
@@ -317,7 +321,37 @@ def direct_attention(mirrors):
     once in LDS (128 x 136 bf16) and held in registers on gfx12 (gfx11 re-reads it from LDS)."""
     return dict(kind="attention", q_rows=128, kt=32, dv=128, waves=8, row_tiles=1, stages=0, prefetch=0,
                 q_in_regs=True, kv_lds=False, p_lds=False, lds_est=128 * 136 * 2,
-                table=["attention_kernel<moss::Tiling<{D}, {DV}, 32, 8, 1, 0, 1>"], mirrors=mirrors)
+                table=["attention_kernel<moss::Tiling<{D}, {DV}, 32, 8, 1, 0, 1>"], mirrors=mirrors,
+                valu=DIRECT_VALU)
+
+
+# The direct tiling's VALU issue slots a wave spends on one 32-key tile at head dim 128 (16 scores
+# and 64 output accumulators a lane), counted in its gfx1200 code object (clang-19, check_device's
+# build; the loop between the first score WMMA's K loads and the back branch, the unmasked path,
+# each VALU instruction one slot, a v_dual pair one): bench/amd_model.md section 6. "softmax":
+# the scale, max (v_max3 and one cross-half permute), exp2's argument, v_exp_f32, the sum;
+# "addressing": the 64-bit address adds of the 32 16-byte K/V fragment loads; "convert": P's f32 ->
+# bf16 (gfx12 has no convert instruction); "rescale": the output accumulators times alpha, which
+# the kernel since issue 49 skips where no row of the wave raised its maximum (the fraction of
+# (wave, tile) pairs that still multiply: bench/sage_attention_fidelity.py, 1024x1024).
+DIRECT_VALU_BEFORE = dict(softmax_and_addressing=125, convert=88, rescale=64, rescale_fraction=1.0,
+                          head_dim=128, source="gfx1200 disassembly of attention.hip before issue 49's change "
+                          "(commit df99af3): 277 slots a tile; the convert five a value (v_bfe_u32, v_add3_u32, "
+                          "v_cmp_u_f32, v_or_b32, v_cndmask) and a v_perm_b32 a pair")
+# An idea, not code: the 32 fragment loads addressed as a scalar tile base plus a per-lane 32-bit
+# offset that does not change from tile to tile (global_load_b128 with saddr), which removes the
+# ~44 address adds (20 v_add_co_u32 + 20 v_add_co_ci_u32 + 4 v_add_nc_u32) from every tile; the
+# same bits.
+DIRECT_VALU_SADDR = None  # set below from DIRECT_VALU
+DIRECT_VALU = dict(softmax_and_addressing=129, convert=24, rescale=64, rescale_fraction=0.36, head_dim=128,
+                   source="gfx1200 disassembly of attention.hip (issue 49): 217 slots a tile, 153 without the "
+                   "rescale; the convert one v_add_nc_u32 a value and a v_perm_b32 a pair (probability_bf16); "
+                   "the scale inside exp2's argument (one v_fma_f32 a score where a v_mul_f32 and a v_sub_f32 "
+                   "were); the rescale behind a branch taken by 36% of (wave, tile) pairs at 1024x1024 "
+                   "(synthetic, sage_attention_fidelity.py; 67% at 512x512); of the 129: ~52 addressing, ~77 "
+                   "softmax")
+DIRECT_VALU_SADDR = dict(DIRECT_VALU, softmax_and_addressing=DIRECT_VALU["softmax_and_addressing"] - 44,
+                         source="DIRECT_VALU less the 44 address adds a tile (an idea, bench/amd_model.md section 6)")
 
 
 # ---- the kernel configuration table ----------------------------------------------------------------
@@ -354,7 +388,7 @@ CONFIGS = {
     # waves of 64x32 with the next k-step held in registers and SiTU in its epilogue, the direct
     # attention tiling up to head dim 128, the 4-wave double-buffered F16 conv.
     "portable": {
-        "check_device_table": PORTABLE_TABLE,
+        "check_device_table": (SESSION24_TABLE, PORTABLE_TABLE),
         # SiTU in the wide tile's epilogue (gemm.hip plan_fuses_unit: the DiT's bf16 weights, >= 65 rows).
         "fused_unit": True,
         # The direct tiling reads K's bf16 rows in place; only V is packed (transposed) first
@@ -462,19 +496,26 @@ CONFIGS = {
     },
 }
 
-# INT8 ConvRot (issue 49): a DESIGN, not code yet (the loader and the int8 GEMM kernels are being
-# written). The portable config with the DiT block's four projections as int8 GEMMs, the activations'
-# rotation and quantization fused into the ops that produce them, and the attention's QK^T in int8
-# (SageAttention). The int8 GEMM is modelled as the portable wide tile with a k-step of 64 int8
-# values: the same bytes a stage and the same registers a fragment set as the bf16 kernel's 32 bf16
-# values (a 16x16x16 iu8 operand is 2 VGPRs a lane on gfx12 where bf16 takes 4), so the bf16
-# kernel's check_device row stands in for its VGPRs until the int8 kernel has its own.
+# INT8 ConvRot (issue 49): the portable config with the DiT block's four projections as int8 GEMMs
+# (kernels/int8_gemm.hip, code since session 23) and the activations' rotation and quantization
+# where the kernels put it (act_quant below). The int8 GEMM as written: its tiled kernel, 128x64
+# tiles of 4 waves (64x32 each, 4x2 iu8 leaves), K in steps of 64 bytes through two LDS stages of
+# rows padded to 80 bytes (30 KiB), the next step held in registers (kHold, as the bf16 kernel);
+# VGPRs and LDS from its own check_device rows (SESSION24_TABLE: 166 VGPRs on gfx12, LDS-bound
+# to 4 waves a SIMD). Its epilogue writes bf16 or f32 (int8_gemm.hip store_int8_output): no SiTU.
 INT8_GEMM = dict(leaf_gemm(128, 64, 2, 2, prefetch=1,
-                           mirrors="DESIGN: the portable wide tile (gemm_leaf.h PortableWide) on iu8 WMMA, k-step 64 "
-                                   "int8, int32 accumulators, the two scales (s_x per row, s_w per column) applied "
-                                   "in the epilogue; VGPRs from the bf16 kernel's row"),
-                 bk=64, int8=True)
-CONFIGS["int8"] = dict(CONFIGS["portable"], int8_gemm=True, gemm_int8=INT8_GEMM, act_quant="fused", int8_qk=True)
+                           mirrors="hip/src/kernels/int8_gemm.hip int8_gemm_tiled_kernel: 128x64 tiles, 4 waves of "
+                                   "64x32 (WaveAcc<4, 2>), kTileK 64 bytes, two LDS stages (TiledStage, rows of 80 "
+                                   "bytes), the next step's chunks held in registers; v_wmma_i32_16x16x16_iu8 "
+                                   "(matrix_leaf.h mma_i8), the two scales in the epilogue"),
+                 bk=64, int8=True, table=["int8_gemm_tiled_kernel"], lds_est=2 * (128 + 64) * 80)
+# act_quant "planned" is what the kernels are being built to do (issue 49, session 24): the two
+# norm-modulate rows write the rotated int8 rows themselves (a whole row is in one workgroup:
+# exact), the attention's output takes a rotate_quantize pass (bf16 read), and SiTU's output, f32
+# from the up|gate GEMM's epilogue, another (f32 read). "product" (a variant row) keeps the whole
+# up|gate product in f32 instead, for one pass that applies the unit and quantizes (the int8 GEMM's
+# epilogue as it is has no SiTU): twice the bytes written and read.
+CONFIGS["int8"] = dict(CONFIGS["portable"], int8_gemm=True, gemm_int8=INT8_GEMM, act_quant="planned", int8_qk=False)
 # Calibrated on Radeons like the code it extends: each family by the portable kernels' cases (the
 # int8 GEMM reaching the same share of its peak as the card's bf16 library GEMM: an assumption).
 amd_calibration.RADEON_ANALOGUE.setdefault("int8", amd_calibration.RADEON_ANALOGUE["portable"])
@@ -482,15 +523,19 @@ amd_calibration.RADEON_ANALOGUE.setdefault("int8", amd_calibration.RADEON_ANALOG
 # int8 config's keys changed (None: the portable config itself).
 INT8_VARIANTS = (
     ("bf16: the code as it is (portable)", None),
-    ("int8 GEMMs, quantization passes apart", dict(act_quant="separate", int8_qk=False)),
-    ("int8 GEMMs, quantization fused into the producers", dict(act_quant="fused", int8_qk=False)),
-    ("int8 GEMMs + int8 QK^T, passes apart", dict(act_quant="separate", int8_qk=True)),
-    ("int8 GEMMs + int8 QK^T, norms fused, attention-out and SiTU passes apart", dict(act_quant="norms", int8_qk=True)),
-    ("int8 GEMMs + int8 QK^T, all fused (config int8)", dict(act_quant="fused", int8_qk=True)),
-    # beyond the design: SageAttention2's fp8 P.V (gfx12 only; its rate an assumption)
-    ("config int8 + P.V in fp8 (variant; gfx12 only, rate ASSUMED)", dict(act_quant="fused", int8_qk=True, fp8_pv=True)),
+    ("int8 GEMMs, quantization passes apart", dict(act_quant="separate")),
+    ("int8 GEMMs, norms fused, attention-out pass, SiTU epilogue f32 + pass (config int8)", dict(act_quant="planned")),
+    ("int8 GEMMs, norms fused, attention-out pass, up|gate product f32 + SiTU pass", dict(act_quant="product")),
+    ("int8 GEMMs, quantization fused everywhere (SiTU and attention epilogues)", dict(act_quant="fused")),
+    ("config int8, the attention before issue 49's VALU change", dict(attention_valu=DIRECT_VALU_BEFORE)),
+    ("config int8 + int8 QK^T (SageAttention: FAILS fidelity, a variant)", dict(int8_qk=True)),
+    ("config int8 + K/V fragment addresses loop-invariant (idea, not code)", dict(attention_valu=DIRECT_VALU_SADDR)),
+    ("every faithful idea: quantization fused everywhere, loop-invariant addresses (not code)",
+     dict(act_quant="fused", attention_valu=DIRECT_VALU_SADDR)),
+    ("the same + int8 QK^T (FAILS fidelity)", dict(act_quant="fused", attention_valu=DIRECT_VALU_SADDR, int8_qk=True)),
+    ("config int8 + P.V in fp8 with int8 QK^T (variant; gfx12 only, rate ASSUMED)", dict(int8_qk=True, fp8_pv=True)),
 )
-INT8_DESIGN = len(INT8_VARIANTS) - 2  # the row of config int8 (the per-target lines report it)
+INT8_DESIGN = 2  # the row of config int8 (the per-target lines report it)
 # The issue's goals for the int8 step at 1024x1024, Radeon-calibrated (s).
 INT8_GOALS = {"gfx1200": 1.0, "gfx1201": 0.55}
 # The ten release targets (docs/amd_targets.md); the model has figures for AMD_TARGETS only.
@@ -522,9 +567,10 @@ def int8_memory_plan(vram_gib=8.0, desktop_gib=None):
     """The 8 GB card with the INT8 DiT: its resident bytes and the 1024x1024 activation peak against the
     card's usable memory, by the planner's rule (amd_streaming.resident_blocks). A block's projections
     are 1 byte a weight plus one f32 scale an output row; the rest of the DiT (embedders, text blocks,
-    head: the planner's fixed part) stays bf16 as in the Comfy-Org files. The activations grow by the
-    int8 copies the design keeps beside the bf16 ones: the largest quantized activation (the SiTU
-    output, rows x ffn) and SageAttention's int8 K (rows x dim), for the stacked rows."""
+    head: the planner's fixed part) stays bf16 as in the Comfy-Org files. The activations grow by what
+    config int8's flow keeps beside the bf16 ones, for the stacked rows: SiTU's output in f32 where
+    the bf16 one was (2 more bytes, rows x ffn), its int8 copy (rows x ffn) and the attention
+    output's (rows x dim); the norms' int8 rows reuse the y buffer's bytes."""
     st = amd_streaming.STAGES
     desktop = amd_streaming.DESKTOP_GIB if desktop_gib is None else desktop_gib
     d, f = DIT["dim"], DIT["ffn"]
@@ -534,7 +580,7 @@ def int8_memory_plan(vram_gib=8.0, desktop_gib=None):
     block_bf16 = weights * 2 / gib
     block_int8 = (weights + scales) / gib
     rows = 2 * (1024 // 16) ** 2 + 77 + 10
-    act_extra = (rows * f + rows * d) / gib
+    act_extra = (rows * f * (2 + 1) + rows * d) / gib
     stages = dict(st, block_gib=block_int8, activation_gib=st["activation_gib"] + act_extra)
     resident = amd_streaming.resident_blocks(vram_gib, desktop, stages)
     need = (st["blocks"] * block_int8 + st["fixed_gib"] + stages["activation_gib"] + st["vae_gib"] +
@@ -575,6 +621,10 @@ ROW_BYTES = {
     "add2_norm_modulate_q8": 4 + 2 + 2 + 4 + 1,
     "add_norm_modulate_unstored_q8": 4 + 2 + 1,
     "rotate_quantize": 2 + 1,
+    # SiTU's f32 output (the up|gate GEMM's epilogue) read, int8 written
+    "rotate_quantize_f32": 4 + 1,
+    # the int8 up|gate product kept in f32, read by one pass that applies SiTU and writes int8 rows
+    "situ_quantize_f32": 4 + 4 + 1,
     # SageAttention's K: the bf16 k rows read (their mean over tokens summed by norm_rope's pass),
     # smoothed, quantized per block of keys, written as int8
     "smooth_quantize_k": 2 + 1,
@@ -619,6 +669,13 @@ def parse_check_device(path):
             row["occ"] = int(occ) if occ.isdigit() else None
             rows.append(row)
     return rows
+
+
+def load_rows(tables):
+    """The rows of a check_device table, or of several (a tuple: in order, so the first match wins);
+    a file that does not exist gives none."""
+    paths = (tables,) if isinstance(tables, str) else tuple(tables or ())
+    return [r for p in paths if p and os.path.exists(p) for r in parse_check_device(p)]
 
 
 def table_lookup(rows, arch, patterns):
@@ -780,14 +837,16 @@ def model_gemm(t, cfg, name, m, n, k, calls=1, eb_x=2, eb_w=2, eb_y=2, rows=None
 
 
 def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=None, eb_q=2, eb_o=2,
-                    q_tables=False, int8_qk=False, fp8_pv=False):
+                    q_tables=False, int8_qk=False, fp8_pv=False, valu=None):
     """q_tables: Q is normalised and rotated while staged, so each workgroup also reads its rows'
     f32 sin and cos (d each) and the DRAM sees the tables once (the heads share them).
     int8_qk: the scores come from int8 Q and K (SageAttention's idea, SOURCES 'sageattention'): the
     QK^T WMMAs at the int8 rate, K read as 1 byte an element, one more VALU slot a score (the int32
     score converted; the per-block scales fold into the softmax's existing scale), P.V unchanged.
     fp8_pv: P.V in fp8 as SageAttention2 has it (a variant, not the design): at the int8 rate where
-    the target has fp8 WMMA (gfx12; SOURCES 'rdna4-fp8-assumed'), V read as 1 byte."""
+    the target has fp8 WMMA (gfx12; SOURCES 'rdna4-fp8-assumed'), V read as 1 byte.
+    valu: VALU issue slots a wave and key tile counted in the kernel's code (DIRECT_VALU's keys) in
+    place of the config's own (cfg "valu") or, for a config without, the estimate of ~8 a score."""
     cfg = attention_variant(cfg, d)
     dv = min(cfg["dv"], d)
     chunks = d // dv
@@ -822,6 +881,11 @@ def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=
     # convert), and the O rescale; on RDNA they cannot co-issue with WMMA, on NVIDIA they overlap.
     # int8 scores: one more slot (v_cvt_f32_i32).
     valu_wave = (r * 16 * kt * (9 if int8_qk else 8) + r * 16 * dv) / spec(t, "valu_lanes_per_simd_clk")
+    counted = valu if valu is not None else cfg.get("valu")
+    if counted and d == counted["head_dim"] and t != "h200":
+        # the kernel's own instructions (DIRECT_VALU), one more slot a score for int8 scores
+        valu_wave = (counted["softmax_and_addressing"] + counted["convert"] +
+                     counted["rescale"] * counted["rescale_fraction"] + (r * 16 * kt / 32 if int8_qk else 0))
     if t == "h200":
         busy = wmma_wave * mma_clk if not cfg.get("wgmma") else wmma_wave * mma_clk / 4
         valu_add = 0.0 if cfg.get("wgmma") else valu_wave * 0.5
@@ -939,7 +1003,12 @@ def dit_step(t, conf, rows, tc, tu, size=1024):
     # "fused" (every producer writes int8: the norms, the attention's epilogue, SiTU's epilogue)
     q8 = conf.get("int8_gemm", False)
     quant = conf.get("act_quant", "separate") if q8 else None
-    norms_q8, outs_q8 = quant in ("norms", "fused"), quant == "fused"
+    norms_q8, outs_q8 = quant in ("norms", "fused", "planned"), quant == "fused"
+    # where SiTU's output is quantized: "planned" (the config) SiTU in the up|gate GEMM's epilogue,
+    # its f32 output read by a pass; "product" the up|gate product kept in f32 and one pass that
+    # applies the unit and quantizes (the int8 GEMM's epilogue as it is)
+    situ_f32 = quant in ("planned", "product")
+    norms_q8 = norms_q8 or quant == "product"
     assert not norms_q8 or deferred, "the int8 norms are modelled on the deferred-update flow"
     gb = conf["gemm_int8"] if q8 else g
     kb = dict(eb_x=1, eb_w=1) if q8 else {}
@@ -974,7 +1043,7 @@ def dit_step(t, conf, rows, tc, tu, size=1024):
                 out.append(model_rows(t, f"attention_pack T{tr}" + tag, "attention_pack", tr, d, blocks))
             out.append(model_attention(t, att, f"attention T{tr}" + tag, tr, tr, h, hd, blocks, rows=rows,
                                        q_tables=q_rope, int8_qk=int8_qk, fp8_pv=conf.get("fp8_pv", False),
-                                       eb_o=1 if outs_q8 else 2))
+                                       eb_o=1 if outs_q8 else 2, valu=conf.get("attention_valu")))
         if q8 and not outs_q8:
             quant_pass("attention out" + tag, m, d, blocks)
         out.append(model_gemm(t, gb, "gemm proj.o" + tag, m, d, d, blocks, rows=rows, **kb))
@@ -982,10 +1051,13 @@ def dit_step(t, conf, rows, tc, tu, size=1024):
         if q8 and not norms_q8:
             quant_pass("norm2 out" + tag, m, d, blocks)
         out.append(model_gemm(t, gb, "gemm ffn_up_gate" + tag, m, 2 * f, d, blocks, rows=rows,
-                              **dict(kb, eb_y=1 if outs_q8 else 2)))
-        if not conf.get("fused_unit"):
+                              **dict(kb, eb_y=4 if quant == "product" else 1 if outs_q8 else 2)))
+        if situ_f32:  # (the unit's f columns in f32 are the bytes of 2f columns in bf16: eb_y 2)
+            op = "situ_quantize_f32" if quant == "product" else "rotate_quantize_f32"
+            out.append(model_rows(t, f"{op} SiTU out" + tag, op, m, f, blocks))
+        elif not conf.get("fused_unit"):
             out.append(model_rows(t, "gated_unit situ" + tag, "gated_unit", m, f, blocks))
-        if q8 and not outs_q8:
+        if q8 and not outs_q8 and not situ_f32:
             quant_pass("SiTU out" + tag, m, f, blocks)
         out.append(model_gemm(t, gb, "gemm ffn_down" + tag, m, d, f, blocks, rows=rows, **kb))
     # per step: timestep embedding and modulation (1 row), video_embedder, head (per row)
@@ -1150,7 +1222,7 @@ def run(config_name, table_path, tc, tu, l2_scale=1.0):
     """table_path None: the config's own check_device table (DEFAULT_TABLE unless it names one)."""
     if table_path is None:
         table_path = CONFIGS[config_name].get("check_device_table", DEFAULT_TABLE)
-    rows = parse_check_device(table_path) if table_path and os.path.exists(table_path) else []
+    rows = load_rows(table_path)
     if l2_scale != 1.0:
         for t in AMD_TARGETS:
             v, s = SPECS[t]["l2_bytes_per_clk"]
@@ -1253,7 +1325,7 @@ CONFIG_LABELS = {
     "portable": "the code as it is: what the AMD build runs, and NVIDIA under MOSSINFER_KERNELS=portable",
     "candidate": "a DESIGN, NOT code: fused SiTU, K/V read in place, register-prefetched 64-key attention, 4-wave conv",
     "seed": "history: the one-wave kernels before the redesign, no longer in the code",
-    "int8": "a DESIGN (issue 49), not code yet: portable + INT8 ConvRot GEMMs, quantization fused, int8 QK^T",
+    "int8": "issue 49's INT8 ConvRot DiT: portable + the int8 GEMM as written; the quantization's fusion not code yet",
 }
 
 
@@ -1306,8 +1378,7 @@ def main(argv=None):
                                            step_tflop=res[t]["step_flops"] / 1e12, step=res[t]["step"], te=res[t]["te"],
                                            vae=res[t]["vae"]) for t in AMD_TARGETS}
     if "int8" in names:
-        table = a.check_device_table or CONFIGS["int8"].get("check_device_table", DEFAULT_TABLE)
-        rows = parse_check_device(table) if os.path.exists(table) else []
+        rows = load_rows(a.check_device_table or CONFIGS["int8"].get("check_device_table", DEFAULT_TABLE))
         out.write("\n-- INT8 ConvRot (issue 49; bench/amd_model.md section 6): from the code to the int8 config --\n")
         for line in int8_table(rows, a.prompt_tokens, a.negative_tokens,
                                lambda t: amd_calibration.radeon_factors(me, "portable", t, radeon_rows)):
@@ -1330,8 +1401,7 @@ def main(argv=None):
     for line in amd_calibration.report_lines(radeon_rows):
         out.write(line + "\n")
     if "portable" in names:
-        table = a.check_device_table or CONFIGS["portable"].get("check_device_table", DEFAULT_TABLE)
-        rows = parse_check_device(table) if os.path.exists(table) else []
+        rows = load_rows(a.check_device_table or CONFIGS["portable"].get("check_device_table", DEFAULT_TABLE))
         out.write("\n-- streamed step on 8 GB cards, config portable (amd_streaming.py) --\n")
         for line in amd_streaming.report_lines(me, "portable", rows, a.prompt_tokens, a.negative_tokens,
                                                lambda t: amd_calibration.radeon_factors(me, "portable", t, radeon_rows)):

@@ -18,6 +18,14 @@ activations (relative L2, cosine, max |diff|):
   int8qk    the design: smoothed K, per-block int8 Q and K, P.V bf16
   int8qk-raw  the same without K's smoothing (what the smoothing buys)
   int8qk-fp8pv the variant with P.V in fp8
+  bf16-online the portable kernel's own arithmetic before issue 49's change: 32-key tiles in order, a
+            running maximum, the output rescaled every tile, P rounded to nearest even
+  bf16-lazy   the portable kernel now (attention.hip kLazyRescale, attention_device.h
+            probability_bf16): the rescale skipped where no row's maximum grew (exact), P rounded
+            by adding 0x8000 (ties away from zero), exp2's argument one fma; also prints how often
+            a wave still rescales
+  bf16-stale8 the same with a stale base kept while the maximum grew by at most 2^8 (FlashAttention-4's
+            rule): exact in real arithmetic, not taken (the row's top probabilities lose exactness)
 
 Activations:
   --synthetic (default): random with the DiT's structure: per-head RMS-normalised Q and K times
@@ -120,8 +128,72 @@ def attention_int8qk(q, k, v, smooth=True, pv="bf16", q_block=Q_BLOCK, k_block=K
     return o if pv == "fp32" else bf16(o)
 
 
+# ---- the portable kernel's own softmax (attention.hip's direct tiling, issue 49) ------------------
+KEY_TILE = 32           # keys per tile of the direct tiling
+WAVE_QUERIES = 16       # queries per wave (a lane's rescale branch is the wave's)
+LAZY_RESCALE_LOG2 = 0.0  # attention.hip kLazyRescaleLog2
+
+
+def bf16_half_up(x):
+    """x rounded to bf16 as the AMD kernel rounds P (attention_device.h probability_bf16): the bits
+    plus 0x8000, the high half kept: to nearest, ties away from zero (x >= 0 here)."""
+    b = x.contiguous().view(torch.int32)
+    return ((b + 0x8000) & ~0xFFFF).view(torch.float32)
+
+
+def attention_online(q, k, v, lazy=True, rounding="half-up", stats=None, sum_rounded=False,
+                     threshold=LAZY_RESCALE_LOG2, fma=True):
+    """The direct tiling's arithmetic: scores in fp32 scaled by scale*log2(e), key tiles of 32 in
+    order, a running base per query row; with `lazy` the base is kept while the row's maximum grew
+    by at most LAZY_RESCALE_LOG2 (else moved to the maximum, the output and sum multiplied by
+    2^(old - new)); P = 2^(x - base) rounded to bf16 ("half-up" as the AMD kernel does, "even" as
+    to_bf16 does) times V (bf16 values) summed in fp32, exp2's argument score*scale*log2(e) - base
+    rounded once (`fma`, the kernel since issue 49) or the product and the difference rounded each
+    (the kernel before); the sum of the unrounded P; output / sum,
+    rounded to bf16. `stats` (a dict) receives the fraction of (wave of 16 queries, key tile) pairs
+    whose branch multiplies the output (any of its rows took a new base), the first tile included."""
+    rnd = bf16_half_up if rounding == "half-up" else bf16
+    h, nq, d = q.shape
+    c = torch.tensor(1.0 / math.sqrt(d) * 1.4426950408889634, dtype=torch.float32)
+    raw = q @ k.transpose(-1, -2)
+    x = raw * c  # fp32 products: the kernel before issue 49 kept these, and its max is theirs
+    m = torch.full((h, nq, 1), -math.inf, device=q.device)
+    l = torch.zeros((h, nq, 1), device=q.device)
+    o = torch.zeros((h, nq, v.shape[-1]), device=q.device)
+    taken = total = 0
+    pad = (-nq) % WAVE_QUERIES
+    for k0 in range(0, k.shape[1], KEY_TILE):
+        xt = x[..., k0:k0 + KEY_TILE]
+        m_new = torch.maximum(m, xt.amax(dim=-1, keepdim=True))  # = the raw max times c (monotone)
+        keep = (m_new - m <= threshold) if lazy else torch.zeros_like(m, dtype=torch.bool)
+        base = torch.where(keep, m, m_new)
+        alpha = torch.where(keep, torch.ones_like(m), torch.exp2(m - base))
+        m = base
+        if fma:  # score * c - base rounded once (the kernel's v_fma_f32), then exp2
+            arg = (raw[..., k0:k0 + KEY_TILE].double() * c.double() - base.double()).float()
+        else:    # rounded product, then the subtraction rounded
+            arg = xt - base
+        p = torch.exp2(arg)
+        pr = rnd(p)
+        l = l * alpha + (pr if sum_rounded else p).sum(dim=-1, keepdim=True)
+        o = o * alpha + pr @ v[:, k0:k0 + KEY_TILE]
+        moved = torch.nn.functional.pad((~keep).float().squeeze(-1), (0, pad)).reshape(h, -1, WAVE_QUERIES)
+        taken += (moved.amax(dim=-1) > 0).sum().item()
+        total += moved.shape[0] * moved.shape[1]
+    if stats is not None:
+        stats["rescaled"] = stats.get("rescaled", 0) + taken
+        stats["tiles"] = stats.get("tiles", 0) + total
+    return bf16(o / l)
+
+
 METHODS = {
     "bf16": attention_bf16,
+    # the portable kernel before issue 49's change (online, every tile rescaled, P to nearest even)
+    "bf16-online": lambda q, k, v: attention_online(q, k, v, lazy=False, rounding="even", fma=False),
+    # and after it: P rounded by one add, the output rescaled only past a growth of 2^8
+    "bf16-lazy": attention_online,
+    # FlashAttention-4's rule, measured and not taken: the base kept while the maximum grew by <= 2^8
+    "bf16-stale8": lambda q, k, v: attention_online(q, k, v, threshold=8.0),
     "int8qk": attention_int8qk,
     "int8qk-raw": lambda q, k, v: attention_int8qk(q, k, v, smooth=False),
     "int8qk-fp8pv": lambda q, k, v: attention_int8qk(q, k, v, pv="fp8"),
@@ -135,7 +207,7 @@ def distance(a, ref):
     return dict(rel_l2=rel, cos=cos, max_abs=(a - ref).abs().max().item())
 
 
-def compare(q, k, v, methods=METHODS, query_chunk=1024):
+def compare(q, k, v, methods=METHODS, query_chunk=1024, stats=None):
     """Distances of every method to the fp32 attention of the same bf16 activations. Queries are taken
     in chunks of whole Q blocks (the smoothing's mean and K's blocks are over all keys, as the kernel
     sees them; a chunk that split a Q block would change its scale)."""
@@ -146,7 +218,8 @@ def compare(q, k, v, methods=METHODS, query_chunk=1024):
         qc = q[:, i:i + query_chunk]
         outs["fp32"].append(attention_fp32(qc, k, v))
         for name, fn in methods.items():
-            outs[name].append(fn(qc, k, v))
+            outs[name].append(attention_online(qc, k, v, stats=stats) if fn is attention_online and stats is not None
+                              else fn(qc, k, v))
     ref = torch.cat(outs["fp32"], dim=1)
     return {name: distance(torch.cat(outs[name], dim=1), ref) for name in methods}
 
@@ -231,20 +304,28 @@ def main(argv=None):
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
-    results = []
+    results, rescaled = [], []
     if a.capture:
         blocks = [int(b) for b in a.blocks.split(",")]
-        for b, (q, k, v) in sorted(capture(a.capture, blocks, a.size, a.text_tokens, device=a.device).items()):
-            results.append((f"model block {b} ({a.size}px)", compare(q, k, v)))
+        acts = [(f"model block {b} ({a.size}px)", qkv) for b, qkv in
+                sorted(capture(a.capture, blocks, a.size, a.text_tokens, device=a.device).items())]
     else:
-        for gain in a.qk_gain:
-            q, k, v = synthetic(a.size, a.text_tokens, a.heads, a.head_dim, gain, a.k_offset, device=a.device)
-            results.append((f"synthetic {a.size}px gain {gain} off {a.k_offset}", compare(q, k, v)))
+        acts = ((f"synthetic {a.size}px gain {gain} off {a.k_offset}",
+                 synthetic(a.size, a.text_tokens, a.heads, a.head_dim, gain, a.k_offset, device=a.device))
+                for gain in a.qk_gain)
+    for label, (q, k, v) in acts:
+        stats = {}
+        results.append((label, compare(q, k, v, stats=stats)))
+        rescaled.append((label, stats["rescaled"] / stats["tiles"]))
     for line in table_lines(results):
         print(line)
+    for label, frac in rescaled:
+        print(f"{label:34s} bf16-lazy: {100 * frac:.2f}% of (wave of {WAVE_QUERIES} queries, {KEY_TILE}-key tile) "
+              f"pairs rescale the output (every tile did before)")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump([dict(activations=label, **res) for label, res in results], f, indent=1)
+            json.dump([dict(activations=label, rescaled_fraction=frac, **res)
+                       for (label, res), (_, frac) in zip(results, rescaled)], f, indent=1)
     return 0
 
 

@@ -5,6 +5,7 @@ import importlib.util
 import io
 import os
 import contextlib
+import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPEC = importlib.util.spec_from_file_location("amd_model", os.path.join(HERE, "..", "amd_model.py"))
@@ -197,3 +198,85 @@ def test_h200_int8_step_prediction():
     # the GEMMs (most of the step) at twice the rate, attention and rows as they were
     assert 0.5 < h["int8 fused"] / h["bf16"] <= h["int8 separate"] / h["bf16"] < 1.0
     assert abs(h["bf16"] - M.calibrate()[1]["modelled_s"]) / h["bf16"] < 0.02  # the calibrated step's flow
+
+
+def test_int8_gemm_is_modelled_from_its_own_check_device_rows():
+    """The int8 GEMM as written (int8_gemm.hip's tiled kernel): its tile and k-step, and its VGPRs and
+    LDS read from its own rows of the session-24 table, not the bf16 kernel's."""
+    r = M.load_rows(M.CONFIGS["int8"]["check_device_table"])
+    q8 = M.CONFIGS["int8"]["gemm_int8"]
+    assert (q8["bm"], q8["bn"], q8["bk"], q8["wm"] * q8["wn"]) == (128, 64, 64, 4)
+    for t, vgpr in (("gfx1200", 166), ("gfx1201", 166), ("gfx1100", 213)):
+        g = M.model_gemm(t, q8, "x", 8279, 3072, 3072, rows=r, eb_x=1, eb_w=1)
+        occ = g["occupancy"]
+        assert occ["vgpr"] == vgpr and occ["lds"] == 30720 and "int8_gemm_tiled_kernel" in occ["source"]
+        assert occ["waves_per_simd"] == 4 and occ["limit"] == "lds"  # two 30 KiB stages a workgroup
+    # a table without its rows falls back to the estimate, and says so
+    g = M.model_gemm("gfx1200", q8, "x", 8279, 3072, 3072, rows=M.parse_check_device(M.PORTABLE_TABLE), eb_x=1, eb_w=1)
+    assert g["occupancy"]["source"].startswith("estimate")
+
+
+def test_direct_attention_valu_is_the_counted_instructions():
+    """The direct tiling's VALU slots a tile are the disassembly's counts at head dim 128: the kernel
+    before issue 49's change (277 a tile) is slower than it is now (P rounded by one add, the scale
+    inside exp2's fma, the rescale skipped), which is slower than with loop-invariant fragment addresses; the matrix time is the
+    same in all three, and other head dims keep the estimate."""
+    r = M.load_rows(M.CONFIGS["portable"]["check_device_table"])
+    att = M.CONFIGS["portable"]["attention"]
+    b = M.DIRECT_VALU_BEFORE
+    assert b["softmax_and_addressing"] + b["convert"] + b["rescale"] == 277
+    now = M.DIRECT_VALU
+    assert now["softmax_and_addressing"] + now["convert"] + now["rescale"] == 217 and now["convert"] == 16 + 8
+    for t in ("gfx1100", "gfx1200", "gfx1201"):
+        ms = {name: M.model_attention(t, att, "x", 4173, 4173, 24, 128, rows=r, valu=v)
+              for name, v in (("before", b), ("now", None), ("saddr", M.DIRECT_VALU_SADDR))}
+        assert ms["before"]["time_ms"] > ms["now"]["time_ms"] > ms["saddr"]["time_ms"]
+        never = dict(now, rescale_fraction=0.0)
+        always = dict(now, rescale_fraction=1.0)
+        assert (M.model_attention(t, att, "x", 4173, 4173, 24, 128, rows=r, valu=never)["time_ms"] <
+                ms["now"]["time_ms"] <
+                M.model_attention(t, att, "x", 4173, 4173, 24, 128, rows=r, valu=always)["time_ms"])
+    d64 = [M.model_attention("gfx1200", att, "x", 1040, 1040, 24, 64, rows=r, valu=v)["time_ms"] for v in (b, now)]
+    assert d64[0] == d64[1]
+
+
+def test_int8_config_quantizes_where_the_kernels_will():
+    """Config int8: the norms write int8 rows (no pass after them), the attention's output and SiTU's
+    f32 output each take a pass, no int8 QK^T; the 'product' variant writes the up|gate product in
+    f32 and reads it back (more bytes than the config)."""
+    r = M.load_rows(M.CONFIGS["int8"]["check_device_table"])
+    ks = M.dit_step("gfx1200", M.CONFIGS["int8"], r, 77, 10)
+    names = [k["name"] for k in ks]
+    assert sum(n.startswith("rotate_quantize attention out") for n in names) == 2
+    assert sum(n.startswith("rotate_quantize_f32 SiTU out") for n in names) == 2
+    assert not any(n.startswith(("smooth_quantize", "rotate_quantize norm")) for n in names)
+    prod = M.dit_step("gfx1200", M.variant_config(dict(act_quant="product")), r, 77, 10)
+    assert sum(k["dram_bytes"] for k in prod) > sum(k["dram_bytes"] for k in ks)
+    assert M.INT8_VARIANTS[M.INT8_DESIGN][1] == dict(act_quant="planned")
+    assert not M.CONFIGS["int8"]["int8_qk"]
+
+
+def test_documented_int8_table_is_what_the_code_computes():
+    """bench/amd_model.md section 6's results table is --config int8's, row for row and target for
+    target (Radeon-calibrated, three decimals), and its rows order as their arithmetic must: the
+    quantization fused beats it apart, every faithful idea beats config int8, the counted attention
+    before issue 49's change is slower than now."""
+    import amd_calibration as C
+    me = M.this_module()
+    cal = C.calibrate(me)
+    table = M.int8_table(M.load_rows(M.CONFIGS["int8"]["check_device_table"]), 77, 10,
+                         lambda t: C.radeon_factors(me, "portable", t, cal))
+    computed = [[c.split(" (")[0] for c in re.findall(r"\d+\.\d+ \(\d+\.\d+\)", line)]
+                for line in table[2:2 + len(M.INT8_VARIANTS)]]
+    text = open(os.path.join(HERE, "..", "amd_model.md")).read()
+    section = text.split("## 6. INT8 ConvRot")[1].split("### Results")[1]
+    documented = [[x.strip().strip("*") for x in line.replace("\\|", "").strip("|").split("|")[1:]]
+                  for line in section.splitlines() if line.startswith("| ") and not line.startswith("| variant")]
+    assert documented[:len(computed)] == computed
+    step = {name: dict(zip(M.INT8_TARGETS, map(float, cells))) for (name, _), cells in zip(M.INT8_VARIANTS, computed)}
+    names = [n for n, _ in M.INT8_VARIANTS]
+    config, fused, apart = names[M.INT8_DESIGN], names[4], names[1]
+    faithful = next(n for n in names if n.startswith("every faithful"))
+    before = next(n for n in names if "before issue 49" in n)
+    for t in ("gfx1200", "gfx1201"):
+        assert step[faithful][t] < step[fused][t] < step[config][t] < step[apart][t] < step[before][t]

@@ -108,4 +108,48 @@ def test_capture_takes_the_reference_dits_own_activations():
 def test_cli_prints_the_table(capsys):
     assert S.main(["--size", "64", "--text-tokens", "8", "--heads", "2", "--head-dim", "64", "--qk-gain", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split()[:2] == ["activations", "method"] and len(out) == 1 + len(S.METHODS)
+    assert out[0].split()[:2] == ["activations", "method"] and len(out) == 1 + len(S.METHODS) + 1
+    assert "bf16-lazy:" in out[-1] and "pairs rescale the output" in out[-1]
+
+
+def test_half_up_rounding_is_to_nearest_with_ties_up():
+    """P's rounding in the AMD kernel (attention_device.h probability_bf16: the bits plus 0x8000, the
+    high half) is torch's round-to-nearest-even bf16 except on exact ties, which go up; within half
+    an ulp everywhere, on every binade of probabilities and on 0."""
+    g = torch.Generator().manual_seed(9)
+    x = torch.exp2(-30 * torch.rand(200_000, generator=g) + 8)  # probabilities up to 2^8, many binades
+    x = torch.cat([x, torch.zeros(1), torch.tensor([1.0, 2.0 ** -20, 255.9])])
+    up, even = S.bf16_half_up(x), S.bf16(x)
+    bits = x.view(torch.int32)
+    tie = (bits & 0xFFFF) == 0x8000
+    assert torch.equal(up[~tie], even[~tie])
+    ties = torch.tensor([1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -8])  # a tie below an even and an odd bf16
+    assert torch.equal(S.bf16_half_up(ties), torch.tensor([1.0 + 2.0 ** -7, 1.0 + 4 * 2.0 ** -8]))
+    ulp = torch.exp2(torch.floor(torch.log2(x.clamp(min=1e-38))) - 7)
+    assert ((up - x).abs() <= ulp / 2).all()
+
+
+@pytest.mark.parametrize("size,gain", [(128, 1.0), (128, 4.0), (256, 2.0)])
+def test_kernel_softmax_skips_only_exact_rescales(size, gain):
+    """The direct tiling's softmax (attention_online) as the kernel runs it: skipping the output's
+    rescale where no row's maximum grew multiplies by exactly 1, so the output is the same bits as
+    rescaling every tile; the skip is taken for most key tiles once the maximum has settled, less often
+    with fewer keys; and its error against fp32 is no worse than the bf16 attention's. A positive
+    threshold (a stale base, FlashAttention-4's rule) is exact in real arithmetic but measurably less
+    faithful in bf16: why the kernel's is 0."""
+    q, k, v = S.synthetic(size=size, text_tokens=16, heads=2, head_dim=128, qk_gain=gain, seed=4)
+    q, k, v = S.bf16(q), S.bf16(k), S.bf16(v)
+    every = S.attention_online(q, k, v, lazy=False, rounding="even", fma=False)
+    stats = {}
+    skipped = S.attention_online(q, k, v, lazy=True, rounding="even", stats=stats, fma=False)
+    assert torch.equal(every, skipped)
+    frac = stats["rescaled"] / stats["tiles"]
+    assert 0 < frac <= 1
+    ref = S.attention_fp32(q, k, v)
+    err = lambda o: S.distance(o, ref)["rel_l2"]
+    assert err(S.attention_online(q, k, v)) <= 1.02 * err(S.attention_bf16(q, k, v))
+    assert err(S.attention_online(q, k, v, threshold=8.0)) > err(S.attention_online(q, k, v))
+    if size == 256:  # more keys (9 tiles): a row's maximum settles, fewer tiles rescale than with 3
+        small = {}
+        S.attention_online(q, k[:, :96], v[:, :96], stats=small)
+        assert frac < small["rescaled"] / small["tiles"] and frac < 1

@@ -134,7 +134,7 @@ __device__ inline P probabilities_operand(const leaf::FragC& s) {
       const float partner = shfl_xor(v, 16);
       v = Scheme::p_from_partner(lane, j) ? partner : v;
     }
-    f.x[j] = to_bf16(v);
+    f.x[j] = attention_device::probability_bf16(v);
   }
   return f;
 }
@@ -246,6 +246,26 @@ struct KvTileLoader {
 constexpr bool q_rope_head_dim(int d) { return d == 32 || d == 64 || d == 128; }
 template <class T>
 constexpr bool kStagesQRope = T::kDirect && q_rope_head_dim(T::D);
+
+// Rescaling the output only where it changes anything (the direct tiling): a row's probabilities
+// are exp2(score - base) with base its running maximum, and a key tile that raises the maximum
+// multiplies the row's accumulators and sum by exp2(old - new) -- Dv/2 VALU multiplies a lane on
+// AMD, where the VALU does not run beside the matrix unit. Where no row of the wave's grew, the
+// factor is exactly 1 and the wave skips the multiplies (opus_attn v39's "rescale skipped when the
+// row max holds"): the same bits. kLazyRescaleLog2 > 0 would keep a stale base while the maximum
+// grew by at most that much (FlashAttention-4), exact in real arithmetic, but the row's largest
+// probabilities are then no longer exactly 1 before their bf16 rounding, and that costs 3-20% more
+// attention error than the bf16 attention's (bench/sage_attention_fidelity.py, bench/amd_model.md
+// section 6): 0 keeps the bits.
+constexpr float kLazyRescaleLog2 = 0.0f;
+template <class T>
+constexpr bool kLazyRescale = T::kDirect;
+// The direct tiling scales the scores inside exp2's argument: the row maximum is taken over the raw
+// scores (a positive scale keeps their order, and so does rounding), then score·scale·log2(e) - base
+// is one fma a score where a multiply and a subtract were (one VALU slot a score fewer on AMD, one
+// rounding fewer). The other tilings keep the rounded product (their bits unchanged).
+template <class T>
+constexpr bool kScaleInFma = T::kDirect;
 
 // Q staged with CoreOps::norm_rope applied on the way (AttentionQRope; the direct tiling at head
 // dims 32, 64, 128): each group of D/8 threads takes one query row at a time, lane s the columns
@@ -446,7 +466,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       }
     }
 
-    // Online softmax in base 2: s·scale·log2(e), masked to -inf past tk and above the diagonal.
+    // Online softmax in base 2 of s·scale·log2(e), masked to -inf past tk and above the diagonal.
     if constexpr (T::kDirect) {
 #pragma unroll
       for (int r = 0; r < T::RowTiles; ++r) {
@@ -466,7 +486,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       for (int j = 0; j < T::KT / 16; ++j) {
 #pragma unroll
         for (int i = 0; i < leaf::Layout::kSlotsC; ++i) {
-          float x = s[r][j].x[i] * scale_log2;
+          float x = kScaleInFma<T> ? s[r][j].x[i] : s[r][j].x[i] * scale_log2;
           if (masked) {
             const int key = k0 + j * 16 + Coords::other(lane, i), query = rq0 + Coords::query(lane, i);
             if (key >= p.tk || (p.causal && key > query)) x = kNegInf;
@@ -476,22 +496,33 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
         }
       }
       float base[Scheme::kStats], alpha[Scheme::kStats], sum[Scheme::kStats];
+      bool rescale = false;  // this lane's output accumulators take a new base
 #pragma unroll
       for (int st = 0; st < Scheme::kStats; ++st) {
 #pragma unroll
         for (int n = 0; n < Scheme::kReduceMasks; ++n)
           tile_max[st] = max_f(tile_max[st], shfl_xor(tile_max[st], Scheme::reduce_mask(n)));
-        const float m_new = max_f(m[r][st], tile_max[st]);
-        base[st] = m_new == kNegInf ? 0.0f : m_new;  // a row with no key yet: keep exp2 away from NaN
-        alpha[st] = attention_device::exp2_fast(m[r][st] - base[st]);
-        m[r][st] = m_new;
+        const float m_new = max_f(m[r][st], kScaleInFma<T> ? tile_max[st] * scale_log2 : tile_max[st]);
+        // The direct tiling keeps the base while the row's maximum grew by at most kLazyRescaleLog2
+        // (false for -inf or NaN differences: a first key, a row with none yet).
+        if (kLazyRescale<T> && m_new - m[r][st] <= kLazyRescaleLog2) {
+          base[st] = m[r][st];
+          alpha[st] = 1.0f;
+        } else {
+          base[st] = m_new == kNegInf ? 0.0f : m_new;  // a row with no key yet: keep exp2 away from NaN
+          alpha[st] = attention_device::exp2_fast(m[r][st] - base[st]);
+          m[r][st] = m_new;
+          rescale = true;
+        }
         sum[st] = 0.0f;
       }
 #pragma unroll
       for (int j = 0; j < T::KT / 16; ++j) {
 #pragma unroll
         for (int i = 0; i < leaf::Layout::kSlotsC; ++i) {
-          const float e = attention_device::exp2_fast(s[r][j].x[i] - base[Scheme::stat(i)]);
+          const float x = s[r][j].x[i];
+          const float e = attention_device::exp2_fast(kScaleInFma<T> ? x * scale_log2 - base[Scheme::stat(i)]
+                                                                     : x - base[Scheme::stat(i)]);
           s[r][j].x[i] = e;
           sum[Scheme::stat(i)] += e;
         }
@@ -499,10 +530,14 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       // Sums stay per lane (the row's other keys sit in the partner lanes) until the end.
 #pragma unroll
       for (int st = 0; st < Scheme::kStats; ++st) l[r][st] = l[r][st] * alpha[st] + sum[st];
+      // A branch, not a select: where no lane of the wave takes a new base the wave skips the Dv/2
+      // multiplies a lane (64 at head dim 128).
+      if (rescale) {
 #pragma unroll
-      for (int dv = 0; dv < T::Dv / 16; ++dv) {
+        for (int dv = 0; dv < T::Dv / 16; ++dv) {
 #pragma unroll
-        for (int i = 0; i < leaf::Layout::kSlotsC; ++i) o[r][dv].x[i] *= alpha[Scheme::stat(i)];
+          for (int i = 0; i < leaf::Layout::kSlotsC; ++i) o[r][dv].x[i] *= alpha[Scheme::stat(i)];
+        }
       }
     }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "kernels/probability_rounding.h"
 #include "runtime/portability.h"
 
 namespace moss {
@@ -51,6 +52,18 @@ __device__ inline float exp2_fast(float x) {
   return y;
 #else
   return __builtin_amdgcn_exp2f(x);
+#endif
+}
+
+// A probability (a finite value >= 0, or 0 for a masked key) rounded to bf16 for the P·V product.
+// NVIDIA: cvt.rn (round to nearest even, one instruction a pair). AMD: one add a value and half a
+// v_perm to pack two, where to_bf16 takes five and the v_perm (kernels/probability_rounding.h: to
+// nearest, ties up; bench/sage_attention_fidelity.py measures the attention both ways).
+__device__ inline bf16 probability_bf16(float p) {
+#if MOSS_PLATFORM_NVIDIA
+  return to_bf16(p);
+#else
+  return bf16_from_bits(probability_rounding::bf16_bits_half_up(f32_bits(p)));
 #endif
 }
 
