@@ -21,6 +21,12 @@
 #      folder (transformer/ is the INT8 file) on the INT8-reference dump (judged), the bf16 folder on
 #      the fp32 dump (a baseline); every case of a path in one run (one model load)
 #   5. the table: relative L2 of the final latents; each phase's seconds in OUT_DIR/int8.txt
+# Expected on one H100 (from the FLOPs: the prompts template to 27-31 tokens, the negative to 10;
+# a DiT arithmetic over the 8 cases is 332 + 1514 = 1846 TFLOP, 296 of it attention): random model
+# ~20 s, quantize ~16 s, text states ~25 s (18 GB of bf16 weights), fp32 rows ~40-60 s (50 TFLOP/s
+# without TF32, the attention in fp32 SDPA), bf16 ~5-10 s, the INT8 reference ~20-40 s (exact int8
+# products on the int8 units; fp32 attention; the rotations), bf16 INT8 ~10-20 s, the engine's four
+# moss-check runs ~1 min (a model load each): about 4-5 minutes in all.
 # Speed (1024x1024): median denoise step (`--progress json`, first step left out) of the bf16
 #   folder and of `--diffusion-model INT8.safetensors`, native and portable, in this one call:
 #   the ratio INT8/bf16 (the target on the native path: at most 0.7).
@@ -90,7 +96,7 @@ if [[ ! -d $int8_model ]]; then
 fi
 
 if [[ " $PARTS " == *" fidelity "* ]]; then
-  states=$OUT/states.safetensors
+  states=$OUT/states-$NPROMPTS.safetensors
   if [[ ! -f $states ]]; then
     t0=$(date +%s)
     $py states --model "$MODEL" --out "$states" --device "$DEVICE" "${PROMPTS[@]:0:$NPROMPTS}" >"$OUT/states.log" 2>&1 ||
