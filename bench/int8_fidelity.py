@@ -168,6 +168,7 @@ def euler(dit, case, settings, device, trace=None):
 
 
 _INT_MM = {"ok": None}  # torch._int_mm usable here: None until tried, then True / False
+INT_MM_DEVICES = ("cuda",)  # where torch._int_mm is tried (the tests add "cpu" to run this path here)
 
 
 def exact_int_matmul(q_x, q_w):
@@ -175,7 +176,7 @@ def exact_int_matmul(q_x, q_w):
     matrix units) on CUDA, checked once against the float64 product, else float64 (exact: |sum| <=
     127 * 128 * K < 2^53)."""
     import torch
-    if q_x.is_cuda and _INT_MM["ok"] is not False and q_x.shape[0] > 16 and q_x.shape[1] % 8 == 0 \
+    if q_x.device.type in INT_MM_DEVICES and _INT_MM["ok"] is not False and q_x.shape[0] > 16 and q_x.shape[1] % 8 == 0 \
             and q_w.shape[0] % 8 == 0 and hasattr(torch, "_int_mm"):
         for b in (q_w.T, q_w.T.contiguous()):
             try:

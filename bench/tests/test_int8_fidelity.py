@@ -164,6 +164,29 @@ def test_exact_int8_linear_is_the_references():
     assert torch.equal(F.exact_int_matmul(q_x, q).to(torch.int64), q_x.to(torch.int64) @ q.to(torch.int64).T)
 
 
+def test_int_mm_path_is_checked_once_and_exact(monkeypatch, capsys):
+    """The GPU's product (torch._int_mm) run on the CPU: checked against float64 on first use, then
+    used; a product that disagreed would switch to float64 for good."""
+    if not hasattr(torch, "_int_mm"):
+        pytest.skip("this torch has no _int_mm")
+    monkeypatch.setattr(F, "INT_MM_DEVICES", ("cuda", "cpu"))
+    monkeypatch.setitem(F._INT_MM, "ok", None)
+    g = torch.Generator().manual_seed(3)
+    a = torch.randint(-128, 128, (40, 64), generator=g, dtype=torch.int8)
+    w = torch.randint(-128, 128, (24, 64), generator=g, dtype=torch.int8)
+    want = a.to(torch.int64) @ w.to(torch.int64).T
+    out = F.exact_int_matmul(a, w)
+    assert out.dtype == torch.int32 and torch.equal(out.to(torch.int64), want) and F._INT_MM["ok"] is True
+    assert "matches" in capsys.readouterr().out
+    assert torch.equal(F.exact_int_matmul(a[:8], w).to(torch.int64), want[:8])  # 8 rows: float64 path
+    real = torch._int_mm
+    monkeypatch.setattr(torch, "_int_mm", lambda x, y: real(x, y) + 1)  # a wrong product
+    monkeypatch.setitem(F._INT_MM, "ok", None)
+    out = F.exact_int_matmul(a, w)
+    assert torch.equal(out.to(torch.int64), want) and F._INT_MM["ok"] is False
+    assert "DIFFERS" in capsys.readouterr().out
+
+
 def test_memo_last_reuses_only_the_same_data():
     calls = []
     f = F.memo_last(lambda x, g: calls.append(g) or x * g)
