@@ -8,7 +8,11 @@
 #   bench/h200_int8.sh BIN_DIR OUT_DIR [MODEL_DIR]   (SIZES="512 1024", STEPS=4, NPROMPTS=4, PARTS="fidelity speed")
 #
 # BIN_DIR holds moss-infer-hip, moss-check and bench_random_model; MODEL_DIR (default
-# /tmp/moss-random-full) is written by tools/random_model.sh when missing. Needs torch, transformers
+# /tmp/moss-random-full) is written by tools/random_model.sh when missing. OUT_DIR gets the logs,
+# int8.txt (the table, each phase's seconds); the INT8 file
+# (5.4 GB), its folder, the text states, the dumps and refs.safetensors (the PyTorch rows' final
+# latents, 40 MB) go to WORK (default /tmp/int8-work-MODELNAME),
+# kept for a second call on a warm machine. Needs torch, transformers
 # (with tokenizers) and safetensors; no diffusers, nothing downloaded.
 # Fidelity, DiT-only (bench/int8_fidelity.py says each row, the bar and the cost), every row on the
 # same text states, noise, sigmas, cfg 3, skip SKIP, STEPS steps, NPROMPTS prompts x SIZES:
@@ -72,9 +76,11 @@ if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
   phase "random model" "$t0"
 fi
 MODEL=$(cd "$MODEL" && pwd)  # the INT8 folder links to it
+WORK=${WORK:-/tmp/int8-work-$(basename "$MODEL")}  # the big files (INT8 file, its folder, states, dumps): not in OUT
+mkdir -p "$WORK"
 
 # The INT8 file: the engine's quantize, else the PyTorch reference's (the same format).
-int8=$OUT/dit_int8.safetensors
+int8=$WORK/dit_int8-g$GROUP.safetensors
 if [[ ! -f $int8 ]]; then
   t0=$(date +%s)
   if "$BIN/moss-infer-hip" quantize --model "$MODEL" --out "$int8" --group-size "$GROUP" >"$OUT/quantize.log" 2>&1; then
@@ -87,7 +93,7 @@ if [[ ! -f $int8 ]]; then
   fi
 fi
 # A folder like MODEL whose transformer is the INT8 file (what moss-check official loads).
-int8_model=$OUT/int8-model
+int8_model=$WORK/int8-model-g$GROUP
 if [[ ! -d $int8_model ]]; then
   mkdir -p "$int8_model/transformer"
   for e in "$MODEL"/*; do [[ $(basename "$e") == transformer ]] || ln -s "$e" "$int8_model/"; done
@@ -96,14 +102,14 @@ if [[ ! -d $int8_model ]]; then
 fi
 
 if [[ " $PARTS " == *" fidelity "* ]]; then
-  states=$OUT/states-$NPROMPTS.safetensors
+  states=$WORK/states-$NPROMPTS.safetensors
   if [[ ! -f $states ]]; then
     t0=$(date +%s)
     $py states --model "$MODEL" --out "$states" --device "$DEVICE" "${PROMPTS[@]:0:$NPROMPTS}" >"$OUT/states.log" 2>&1 ||
       { log "FAIL text states: $(last "$OUT/states.log")"; exit 3; }
     phase "text states (bf16 text encoder)" "$t0"
   fi
-  refs=$OUT/refs.safetensors dump_fp32=$OUT/dump-fp32.safetensors dump_int8=$OUT/dump-int8ref.safetensors
+  refs=$WORK/refs.safetensors dump_fp32=$WORK/dump-fp32.safetensors dump_int8=$WORK/dump-int8ref.safetensors
   t0=$(date +%s)
   # shellcheck disable=SC2086  # SIZES and SKIP are lists
   $py refs --model "$MODEL" --int8 "$int8" --states "$states" --out "$refs" --dump-fp32 "$dump_fp32" \
