@@ -8,11 +8,10 @@
 #   bench/h200_int8.sh BIN_DIR OUT_DIR [MODEL_DIR]   (SIZES="512 1024", STEPS=4, NPROMPTS=4, PARTS="fidelity speed")
 #
 # BIN_DIR holds moss-infer-hip, moss-check and bench_random_model; MODEL_DIR (default
-# /tmp/moss-random-full) is written by tools/random_model.sh when missing. OUT_DIR gets the logs,
-# int8.txt (the table, each phase's seconds); the INT8 file
-# (5.4 GB), its folder, the text states, the dumps and refs.safetensors (the PyTorch rows' final
-# latents, 40 MB) go to WORK (default /tmp/int8-work-MODELNAME),
-# kept for a second call on a warm machine. Needs torch, transformers
+# /tmp/moss-random-full) is written by tools/random_model.sh when missing. OUT_DIR gets the logs and
+# int8.txt (the table, each phase's seconds); the INT8 file (5.4 GB), its folder, the text states,
+# the dumps and refs.safetensors (the PyTorch rows' final latents, 40 MB) go to WORK (default
+# /tmp/int8-work-MODELNAME), kept for a second call on a warm machine. Needs torch, transformers
 # (with tokenizers) and safetensors; no diffusers, nothing downloaded.
 # Fidelity, DiT-only (bench/int8_fidelity.py says each row, the bar and the cost), every row on the
 # same text states, noise, sigmas, cfg 3, skip SKIP, STEPS steps, NPROMPTS prompts x SIZES:
