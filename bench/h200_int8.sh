@@ -2,8 +2,9 @@
 # Issue 49's closing measurement on a GPU machine: the INT8 ConvRot DiT's fidelity table and its
 # step time against bf16, on the full-size random model (tools/random_model.sh).
 #
-# The lead's one call for the fidelity table (H100 or H200, at most ~9 minutes, model included):
-#   PARTS=fidelity bash bench/h200_int8.sh build /tmp/int8-fidelity
+# The lead's one call for the fidelity table (H100 or H200, at most ~9 minutes, model included;
+# BIN_DIR: the NVIDIA build's moss-infer-hip, moss-check and bench_random_model, carried):
+#   PARTS=fidelity bash bench/h200_int8.sh BIN_DIR "$OUT"
 #
 #   bench/h200_int8.sh BIN_DIR OUT_DIR [MODEL_DIR]   (SIZES="512 1024", STEPS=4, NPROMPTS=4, PARTS="fidelity speed")
 #
