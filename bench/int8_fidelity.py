@@ -35,16 +35,16 @@ The verdict takes BAR x min((a), (b)): the engine must meet both readings, so wh
 stricter decides, and nothing is looser than session 23's verdict by (a). (b) is the reading the
 issue's words mean; (a) stays because neither is reliably the smaller: bf16 rounding moves
 activations across quantization steps, so (b) can exceed (a) (the tiny model's dry run: (b) above
-(a) in 3 of 4 cases by up to 20%), while at full size (a) carries the whole format error (session
+(a) in 3 of 4 cases, by up to 21%), while at full size (a) carries the whole format error (session
 23: (a) 5.0e-2 where bf16-fp32 was 3.3e-2 and int8-fp32 3.8e-2).
 
-Cost (full-size DiT, 4 steps, cfg 3, one 42-block cond and one 41-block uncond forward a step,
-about 30 text tokens): a forward is 10.6 TFLOP at 512 (1054 rows) and 48 TFLOP at 1024 (4126
-rows), so 4 prompts at both sizes are 1.9 PFLOP per DiT arithmetic: the fp32 reference about 37 s
-at H100's ~50 TFLOP/s fp32 (no TF32; its attention at 1024 is 0.3 PFLOP of it, slower in the fp32
-SDPA kernels: about 50 s in all); bf16 about 5 s; the INT8 references do their int8 products
-exactly on the int8 matrix units (torch._int_mm, checked against a float64 product on first use),
-their attention in fp32 (int8ref) or bf16: about 15 s and 5 s, plus the rotations. Each phase
+Cost (full-size DiT, 4 steps, cfg 3, one 42-block cond and one 41-block uncond forward a step;
+the prompts template to 27-31 tokens, the negative to 10; bench/mossbench/flops.py): 332 TFLOP for
+the 4 prompts at 512 and 1514 at 1024, 1846 TFLOP per DiT arithmetic (296 of it attention). The
+fp32 row: about 37 s at H100's ~50 TFLOP/s fp32 without TF32, more with its attention in the fp32
+SDPA kernels (about 50 s); bf16 about 5 s; the INT8 rows do their int8 products exactly on the
+int8 matrix units (torch._int_mm, checked against a float64 product on first use), their attention
+in fp32 (int8ref) or bf16 (bf16int8), plus the rotations: about 20-40 s and 10-20 s. Each phase
 prints its seconds and TFLOP/s.
 
   int8_fidelity.py states --model DIR --out STATES.safetensors [--device cuda] PROMPT...   (negative "")
