@@ -69,6 +69,8 @@ PROMPTS=(
   "A red vintage bicycle leaning against a yellow wall with a blue door, street photography."
   "A bowl of ramen with a soft-boiled egg and green onions, steam rising, top-down view."
 )
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+log "== bench/h200_int8.sh $(date -u +%FT%TZ) on ${gpu:-no NVIDIA GPU}: PARTS=$PARTS SIZES=$SIZES STEPS=$STEPS NPROMPTS=$NPROMPTS"
 [[ -x $BIN/moss-infer-hip && -x $BIN/moss-check ]] || { log "FAIL $BIN has no moss-infer-hip / moss-check"; exit 2; }
 if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
   t0=$(date +%s)
