@@ -8,12 +8,12 @@
 #
 #   bench/h200_int8.sh BIN_DIR OUT_DIR [MODEL_DIR]   (SIZES="512 1024", STEPS=4, NPROMPTS=4, PARTS="fidelity speed")
 #
-# BIN_DIR holds moss-infer-hip, moss-check and bench_random_model; MODEL_DIR (default
-# /tmp/moss-random-full) is written by tools/random_model.sh when missing. OUT_DIR gets the logs and
-# int8.txt (the table, each phase's seconds); the INT8 file (5.4 GB), its folder, the text states,
-# the dumps and refs.safetensors (the PyTorch rows' final latents, 40 MB) go to WORK (default
-# /tmp/int8-work-MODELNAME), kept for a second call on a warm machine. Needs torch, transformers
-# (with tokenizers) and safetensors; no diffusers, nothing downloaded.
+# BIN_DIR holds moss-infer-hip, moss-check and bench_random_model; the default MODEL_DIR
+# (/tmp/moss-random-full) is written by tools/random_model.sh when missing, a given one must exist.
+# OUT_DIR gets the logs and int8.txt (the table, each phase's seconds); the INT8 file (5.4 GB), its
+# folder, the text states, the dumps and refs.safetensors (the PyTorch rows' final latents, 40 MB)
+# go to WORK (default /tmp/int8-work-MODELNAME), kept for a second call on a warm machine. Needs
+# torch, transformers (with tokenizers) and safetensors; no diffusers, nothing downloaded.
 # Fidelity, DiT-only (bench/int8_fidelity.py says each row, the bar and the cost), every row on the
 # same text states, noise, sigmas, cfg 3, skip SKIP, STEPS steps, NPROMPTS prompts x SIZES:
 #   1. the INT8 file: `moss-infer-hip quantize` (else bench/int8_convrot_ref.py's, the same format)
@@ -73,6 +73,8 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 log "== bench/h200_int8.sh $(date -u +%FT%TZ) on ${gpu:-no NVIDIA GPU}: PARTS=$PARTS SIZES=$SIZES STEPS=$STEPS NPROMPTS=$NPROMPTS"
 [[ -x $BIN/moss-infer-hip && -x $BIN/moss-check ]] || { log "FAIL $BIN has no moss-infer-hip / moss-check"; exit 2; }
 if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
+  # Only the default folder is written (28 GB): a MODEL_DIR given without a DiT is a mistake.
+  [[ $# -lt 3 ]] || { log "FAIL $MODEL has no transformer/diffusion_pytorch_model.safetensors"; exit 2; }
   t0=$(date +%s)
   "$root/tools/random_model.sh" "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 || { log "FAIL writing the random model: $(last "$OUT/model.log")"; exit 1; }
   phase "random model" "$t0"
