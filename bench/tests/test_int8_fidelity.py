@@ -296,6 +296,21 @@ def test_h200_int8_script_parses_and_prints_its_usage():
     assert "PARTS=fidelity bash bench/h200_int8.sh" in r.stdout
 
 
+def test_h200_int8_script_refuses_a_given_folder_without_a_dit(tmp_path):
+    """Only the default model folder is written (28 GB); a given one without a DiT stops the script
+    before anything is made."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("moss-infer-hip", "moss-check", "bench_random_model"):
+        (bin_dir / name).write_text("#!/bin/sh\necho should not run >&2\nexit 9\n")
+        (bin_dir / name).chmod(0o755)
+    missing = tmp_path / "no-model"
+    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "h200_int8.sh"), str(bin_dir), str(tmp_path / "out"),
+                        str(missing)], capture_output=True, text=True, env=dict(os.environ, WORK=str(tmp_path / "work")))
+    assert r.returncode == 2 and f"FAIL {missing} has no transformer/diffusion_pytorch_model.safetensors" in r.stdout
+    assert not missing.exists() and not (tmp_path / "work").exists() and "should not run" not in r.stderr
+
+
 def test_why_names_the_refusal():
     err = json.dumps({"event": "error", "message": "quantized weights are not supported", "exit_status": 2})
     assert F.why('{"event":"info","message":"model files"}\n' + err + "\n") == "quantized weights are not supported"
