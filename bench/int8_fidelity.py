@@ -366,15 +366,19 @@ def table(refs, names, engines=(), baselines=()):
     """The fidelity lines, per case name: the references' distances, then each engine's INT8 row
     against int8ref, judged by BAR x min(reading (a), reading (b)) (module docstring), both bars
     printed; baselines (the engine's bf16 DiT against fp32) printed, not judged.
-    engines / baselines: [(label, {name: rel})]. Returns (lines, every engine row within)."""
+    engines / baselines: [(label, {name: rel})]. Returns (lines, every engine row present and within)."""
     d = lambda name, a, b: distance(refs[f"{name}.{a}"], refs[f"{name}.{b}"])["rel_l2"]
     lines = [f"{'case':9s} {'bf16-fp32':>9s} {'int8-fp32':>9s} {'(a)bf16-i8':>10s} {'(b)bf16i8-i8':>12s} "
              f"{'row':24s} {'rel_l2':>9s}  verdict: bar {BAR} x min((a), (b)) | {BAR} x (a) | {BAR} x (b)"]
     ok = True
+    summary = {label: [] for label, _ in engines}  # (rel / deciding bar, name) per judged row
     for name in names:
         bf16, own = d(name, "bf16", "fp32"), d(name, "int8ref", "fp32")
         a, b = d(name, "bf16", "int8ref"), d(name, "bf16int8", "int8ref")
         bars = (BAR * min(a, b), BAR * a, BAR * b)
+        for label, rels in engines:
+            if rels.get(name) is not None:
+                summary[label].append((rels[name] / bars[0], name))
         head = f"{name:9s} {bf16:9.3e} {own:9.3e} {a:10.3e} {b:12.3e}"
         rows = [(f"engine {label}", rels.get(name), True) for label, rels in engines]
         rows += [(f"baseline {label}", rels.get(name), False) for label, rels in baselines]
@@ -383,6 +387,7 @@ def table(refs, names, engines=(), baselines=()):
         for label, rel, judged in rows:
             if rel is None:
                 verdict = "SKIP (no result)"
+                ok = ok and not judged  # an engine row without a result has not met the bar
             elif not judged:
                 verdict = "info (vs fp32, not judged)"
             else:
@@ -390,6 +395,12 @@ def table(refs, names, engines=(), baselines=()):
                 ok = ok and rel <= bars[0]
             rel_s = f"{rel:9.3e}" if rel is not None else f"{'-':>9s}"
             lines.append(f"{head} {label:24s} {rel_s}  {verdict}")
+    for label, got in summary.items():
+        within = sum(r <= 1 for r, _ in got)
+        worst = max(got) if got else None
+        lines.append(f"engine {label}: within the deciding bar in {within} of {len(names)} cases"
+                     + (f" ({len(names) - len(got)} without a result)" if len(got) < len(names) else "")
+                     + (f"; worst {worst[0]:.2f}x its bar ({worst[1]})" if worst else ""))
     return lines, ok
 
 

@@ -263,10 +263,14 @@ def test_table_judges_the_engine_by_both_readings(files):
     bad = dict(good, **{"32-p1": 1.01 * bar["32-p1"]})
     lines, ok = F.table(refs, names, [("native", good), ("portable", bad)])
     assert not ok and sum("engine portable" in line and verdict(line) == "OUTSIDE" for line in lines) == 1
-    # a missing result is a SKIP row and does not pass silently as a verdict; baselines are not judged
+    assert "engine native: within the deciding bar in 4 of 4 cases; worst 0.90x its bar" in lines[-2]
+    assert lines[-1] == "engine portable: within the deciding bar in 3 of 4 cases; worst 1.01x its bar (32-p1)"
+    # a missing result is a SKIP row and fails the table (the bar was not shown); baselines are not judged
     lines, ok = F.table(refs, names, [("portable", {})], [("bf16 native", {n: 5.0 for n in names})])
     assert sum("SKIP" in line for line in lines) == len(names)
-    assert ok and sum(line.endswith("info (vs fp32, not judged)") for line in lines) == len(names)
+    assert lines[-1] == "engine portable: within the deciding bar in 0 of 4 cases (4 without a result)"
+    assert not ok and sum(line.endswith("info (vs fp32, not judged)") for line in lines) == len(names)
+    assert F.table(refs, names, [("native", good)], [("bf16 native", {})])[1]  # a baseline's SKIP is no failure
     # the reference columns are the distances of the four rows
     row = next(line for line in lines if line.startswith("32-p0"))
     cols = [float(x) for x in row.split()[1:5]]
