@@ -193,9 +193,10 @@ def int8_dit(dit, quantized, g):
 # docs/int8_convrot.md section 3, "The quotient": [CK]'s fused kernel takes a bf16 activation,
 # rotates it in fp32 (the same radix-4 stages), takes the row's absmax and s in fp32 (the absmax
 # first clamped to bf16's largest finite value), but divides in the input's dtype:
-# q = rint(bf16(bf16(v) / bf16(s))) (int8_linear.cu 48-57 and 322); the int32 product is then scaled
-# by the fp32 s and s_w and the output rounded to bf16. The fidelity table's "bf16 PyTorch INT8"
-# row (bench/int8_fidelity.py) is moss_ref's bf16 DiT with these layers.
+# q = rint(bf16(bf16(v) / bf16(s))) (int8_linear.cu 54-57 and 322-330); the int32 product is then
+# scaled in its dequantize kernels' order, (float(A) * s_x) * s_w in fp32 (lines 363 and 405), and
+# rounded to bf16. The fidelity table's "bf16 PyTorch INT8" row (bench/int8_fidelity.py) is
+# moss_ref's bf16 DiT with these layers.
 BF16_MAX = 3.3895313892515355e38
 
 
@@ -218,11 +219,11 @@ def quantize_rows_bf16(v):
 
 
 def int8_linear_bf16(x, q_w, s_w, bias, g=DEFAULT_GROUP):
-    """x [M, K] (rounded to bf16 first) -> y [M, N] bf16: float(sum q_x q_w) * (s_x * s_w) + bias in fp32."""
+    """x [M, K] (rounded to bf16 first) -> y [M, N] bf16: (float(sum q_x q_w) * s_x) * s_w + bias in fp32."""
     q_x, s_x = quantize_rows_bf16(rotate_fast(x.to(torch.bfloat16), g))
     acc = int_matmul(q_x, q_w)
     assert acc.abs().max().item() < 2 ** 31, "int32 accumulator overflow"
-    y = acc.to(torch.int32).to(torch.float32) * (s_x * s_w.to(torch.float32).reshape(1, -1))
+    y = (acc.to(torch.int32).to(torch.float32) * s_x) * s_w.to(torch.float32).reshape(1, -1)
     if bias is not None:
         y = y + bias.to(torch.float32).reshape(1, -1)
     return y.to(torch.bfloat16)
