@@ -232,6 +232,11 @@ def test_bf16_linear_and_dit():
     assert y.dtype == torch.bfloat16
     rel = ((y.float() - y32).norm() / y32.norm()).item()
     assert 0 < rel < 2e-2  # bf16 quotients move a few entries by one step; the output is rounded to bf16
+    # exactly comfy-kitchen's steps: the bf16 input rotated in fp32, the bf16 quotient, then
+    # (float(A) * s_x) * s_w in fp32, rounded once to bf16
+    q_x, s_x = ref.quantize_rows_bf16(ref.rotate_fast(x.to(torch.bfloat16), 64))
+    acc = (q_x.to(torch.int64) @ q.to(torch.int64).T).to(torch.float32)
+    assert torch.equal(y, ((acc * s_x) * s.reshape(1, -1)).to(torch.bfloat16))
     moss_ref, sd, layers, config, dit = ref.float_dit(TINY)
     bf16 = moss_ref.MossDiT(**config).to(torch.bfloat16)
     bf16.load_state_dict({k: v for k, v in sd.items() if k != "rope.bands"})
