@@ -84,6 +84,9 @@ def test_the_four_rows(files):
         assert d["fp32"] == 0
         # bf16 rounds at 2^-9, INT8 ConvRot at 1/127 of a row: all off fp32, none by much
         assert 1e-4 < d["bf16"] < 5e-2 and 1e-3 < d["int8ref"] < 0.2 and 1e-3 < d["bf16int8"] < 0.2
+        # the jittered inputs move the INT8 reference (flips), by less than the quantization itself
+        jit = F.distance(refs[f"{name}.int8jit"], refs[f"{name}.int8ref"])["rel_l2"]
+        assert 0 < jit < d["int8ref"]
         # the bf16 INT8 row is neither the INT8 reference nor unquantized bf16
         b = F.distance(refs[f"{name}.bf16int8"], refs[f"{name}.int8ref"])["rel_l2"]
         assert 1e-4 < b < 0.1 and not torch.equal(refs[f"{name}.bf16int8"], refs[f"{name}.bf16"])
@@ -204,6 +207,15 @@ def test_memo_last_reuses_only_the_same_data():
     assert len(calls) == 6
 
 
+def test_jittered_moves_the_inputs_by_about_an_ulp():
+    c = {"noise": torch.randn(128, 2, 2), "cond.hidden": torch.randn(5, 8), "sigmas": torch.tensor([1.0, 0.0])}
+    j = F.jittered(c, 1e-7)
+    assert j["sigmas"] is c["sigmas"] and "uncond.hidden" not in j
+    for k in ("noise", "cond.hidden"):
+        rel = ((j[k] - c[k]).norm() / c[k].norm()).item()
+        assert 2e-8 < rel < 3e-7 and torch.equal(F.jittered(c, 1e-7)[k], j[k])  # seeded
+
+
 def test_bf16_quantizer_divides_in_bf16():
     # 127 * fl(1/127) is 1 in fp32: s = 1. 100.6 is not a bf16: bf16(100.6) = 100.5, which rounds
     # half to even to 100, where the fp32 quotient 100.6 gives 101.
@@ -278,9 +290,13 @@ def test_table_judges_the_engine_by_both_readings(files):
     assert F.table(refs, names, [("native", good)], [("bf16 native", {})])[1]  # a baseline's SKIP is no failure
     # the reference columns are the distances of the four rows
     row = next(line for line in lines if line.startswith("32-p0"))
-    cols = [float(x) for x in row.split()[1:5]]
+    cols = [float(x) for x in row.split()[1:6]]
     assert cols == pytest.approx([d("32-p0", "bf16", "fp32"), d("32-p0", "int8ref", "fp32"),
-                                  d("32-p0", "bf16", "int8ref"), d("32-p0", "bf16int8", "int8ref")], rel=1e-3)
+                                  d("32-p0", "int8jit", "int8ref"), d("32-p0", "bf16", "int8ref"),
+                                  d("32-p0", "bf16int8", "int8ref")], rel=1e-3)
+    jit = [d(n, "int8jit", "int8ref") / bar[n] for n in names]
+    assert lines[-2] == (f"i8-jitter (int8ref on inputs x (1 + 1e-07 N(0,1)), not judged): {min(jit):.2f}x to "
+                         f"{max(jit):.2f}x the deciding bar")
 
 
 def test_moss_check_lines_and_progress_events_parse():
