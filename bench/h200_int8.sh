@@ -18,7 +18,8 @@
 # same text states, noise, sigmas, cfg 3, skip SKIP, STEPS steps, NPROMPTS prompts x SIZES:
 #   1. the INT8 file: `moss-infer-hip quantize` (else bench/int8_convrot_ref.py's, the same format)
 #   2. text states once per prompt (bf16 PyTorch text encoder; reused by every size)
-#   3. the PyTorch rows: fp32 (TF32 off), bf16, the INT8 reference (fp32 activations), bf16 PyTorch
+#   3. the PyTorch rows: fp32 (TF32 off), bf16, the INT8 reference (fp32 activations), the INT8
+#      reference on inputs moved by 1e-7 (its own jitter floor, printed beside the bar), bf16 PyTorch
 #      running the INT8 file (ComfyUI's bf16 activations); they write the fp32 dump and the
 #      INT8-reference dump (moss-official-dump/1)
 #   4. the engine: `moss-check official --stages dit` native and MOSSINFER_KERNELS=portable, the INT8
@@ -28,9 +29,9 @@
 # Expected on one H100 (from the FLOPs: the prompts template to 27-31 tokens, the negative to 10;
 # a DiT arithmetic over the 8 cases is 332 + 1514 = 1846 TFLOP, 296 of it attention): random model
 # ~20 s, quantize ~16 s, text states ~25 s (18 GB of bf16 weights), fp32 rows ~40-60 s (50 TFLOP/s
-# without TF32, the attention in fp32 SDPA), bf16 ~5-10 s, the INT8 reference ~20-40 s (exact int8
-# products on the int8 units; fp32 attention; the rotations), bf16 INT8 ~10-20 s, the engine's four
-# moss-check runs ~1 min (a model load each): about 4-5 minutes in all.
+# without TF32, the attention in fp32 SDPA), bf16 ~5-10 s, the INT8 reference and its jittered run
+# ~20-40 s each (exact int8 products on the int8 units; fp32 attention; the rotations), bf16 INT8
+# ~10-20 s, the engine's four moss-check runs ~1 min (a model load each): about 5-6 minutes in all.
 # Speed (1024x1024): median denoise step (`--progress json`, first step left out) of the bf16
 #   folder and of `--diffusion-model INT8.safetensors`, native and portable, in this one call:
 #   the ratio INT8/bf16 (the issue's target on the native path: at most 0.7).
@@ -120,7 +121,7 @@ if [[ " $PARTS " == *" fidelity "* ]]; then
     --dump-int8ref "$dump_int8" --sizes $SIZES --steps "$STEPS" --cfg 3 --skip ${SKIP//,/ } --seed 42 --device "$DEVICE" \
     >"$OUT/refs.log" 2>&1 || { log "FAIL references: $(last "$OUT/refs.log")"; exit 3; }
   grep -E "^(work|phase|torch._int_mm)" "$OUT/refs.log" | tee -a "$OUT/int8.txt"
-  phase "PyTorch rows (fp32, bf16, INT8 reference, bf16 INT8) and the dumps" "$t0"
+  phase "PyTorch rows (fp32, bf16, INT8 reference and its jitter, bf16 INT8) and the dumps" "$t0"
   table_args=()
   for path in native portable; do
     for kind in int8 bf16; do

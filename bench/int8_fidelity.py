@@ -53,8 +53,8 @@ the 4 prompts at 512 and 1514 at 1024, 1846 TFLOP per DiT arithmetic (296 of it 
 fp32 row: about 37 s at H100's ~50 TFLOP/s fp32 without TF32, more with its attention in the fp32
 SDPA kernels (about 50 s); bf16 about 5 s; the INT8 rows do their int8 products exactly on the
 int8 matrix units (torch._int_mm, checked against a float64 product on first use), their attention
-in fp32 (int8ref) or bf16 (bf16int8), plus the rotations: about 20-40 s and 10-20 s. Each phase
-prints its seconds and TFLOP/s.
+in fp32 (int8ref, int8jit) or bf16 (bf16int8), plus the rotations: about 20-40 s each and 10-20 s.
+Each phase prints its seconds and TFLOP/s.
 
   int8_fidelity.py states --model DIR --out STATES.safetensors [--device cuda] PROMPT...   (negative "")
   int8_fidelity.py refs --model DIR --int8 FILE --states STATES --out REFS.safetensors
