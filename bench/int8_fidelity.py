@@ -18,7 +18,9 @@ layer and the steps. Only the DiT's arithmetic differs between the rows:
               DiT at 256x256, 4 flips in the first qkv grew to 600 000 in the second block's ffn_down
               and moved the velocity by 4.8e-3, where fp32 moved by 6e-7). Any implementation whose fp32 sums
               differ from the reference's lands about this far from it; printed beside the bar, not
-              judged
+              judged. On that 2-block model (2 steps, 1 prompt, host build) the jitter was 9.8e-3,
+              0.92x the deciding bar, and the host engine's fp32 INT8 DiT 1.06e-2, 1.00x: the bar
+              sits near the format's own floor on random weights
   bf16int8    moss_ref's bf16 DiT with the INT8 layers as ComfyUI runs them: bf16 activations,
               the quotient in bf16 (int8_convrot_ref.int8_dit_bf16; docs/int8_convrot.md
               section 3's [CK] lines): bf16 PyTorch running the INT8 file
