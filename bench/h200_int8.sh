@@ -2,34 +2,44 @@
 # Issue 49's closing measurement on a GPU machine: the INT8 ConvRot DiT's fidelity table and its
 # step time against bf16, on the full-size random model (tools/random_model.sh).
 #
-#   bench/h200_int8.sh BIN_DIR OUT_DIR [MODEL_DIR]     (SIZES="512 1024", STEPS=4, PARTS="fidelity speed")
+# The lead's one call for the fidelity table (H100 or H200, at most ~9 minutes, model included;
+# BIN_DIR: the NVIDIA build's moss-infer-hip, moss-check and bench_random_model, carried):
+#   PARTS=fidelity bash bench/h200_int8.sh BIN_DIR "$OUT"
 #
-# Fidelity, per size and for 4 prompts (bench/int8_fidelity.py; bench/amd_model.md section 6):
-#   (a) fp32 PyTorch: tools/golden/dump_official.py --dtype float32 with the stand-in pipeline
-#       (moss_ref's DiT, transformers' Qwen3.5, diffusers' VAE): text states, noise, sigmas and the
-#       fp32 final latent of each prompt (cfg 3, skip 22, STEPS steps); kept in /tmp across calls
-#   (b) bf16 PyTorch and (c) the INT8 reference (bench/int8_convrot_ref.py int8_dit on moss_ref's
-#       DiT, the INT8 file the engine runs) on those inputs; also (c) with QK^T in int8 (the
-#       attention idea), judged by the same bar
-#   (d) the engine's INT8 DiT, native and MOSSINFER_KERNELS=portable: `moss-check official
-#       --stages dit` on the same inputs, on a folder whose transformer is the INT8 file and a dump
-#       whose final_latent is (c)'s, so its final_latent line is engine-INT8 against the INT8 reference;
-#       where moss-check refuses that folder, end to end through `--diffusion-model INT8.safetensors`
-#       (the engine's own text states: its bf16 folder's end-to-end distance to fp32 printed beside)
-#   The table prints per prompt: bf16 vs fp32, INT8-ref vs fp32 (the format's own error), the bar
-#   (0.5x bf16 vs fp32) and each row against the INT8 reference, "within" or "OUTSIDE".
+#   bench/h200_int8.sh BIN_DIR OUT_DIR [MODEL_DIR]   (SIZES="512 1024", STEPS=4, NPROMPTS=4, PARTS="fidelity speed")
+#
+# BIN_DIR holds moss-infer-hip, moss-check and bench_random_model; the default MODEL_DIR
+# (/tmp/moss-random-full) is written by tools/random_model.sh when missing, a given one must exist.
+# OUT_DIR gets the logs and int8.txt (the table, each phase's seconds); the INT8 file (5.4 GB), its
+# folder, the text states, the dumps and refs.safetensors (the PyTorch rows' final latents, 40 MB)
+# go to WORK (default /tmp/int8-work-MODELNAME), kept for a second call on a warm machine. Needs
+# torch, transformers (with tokenizers) and safetensors; no diffusers, nothing downloaded.
+# Fidelity, DiT-only (bench/int8_fidelity.py says each row, the bar and the cost), every row on the
+# same text states, noise, sigmas, cfg 3, skip SKIP, STEPS steps, NPROMPTS prompts x SIZES:
+#   1. the INT8 file: `moss-infer-hip quantize` (else bench/int8_convrot_ref.py's, the same format)
+#   2. text states once per prompt (bf16 PyTorch text encoder; reused by every size)
+#   3. the PyTorch rows: fp32 (TF32 off), bf16, the INT8 reference (fp32 activations), the INT8
+#      reference on inputs moved by 1e-7 (its own jitter floor, printed beside the bar), bf16 PyTorch
+#      running the INT8 file (ComfyUI's bf16 activations); they write the fp32 dump and the
+#      INT8-reference dump (moss-official-dump/1)
+#   4. the engine: `moss-check official --stages dit` native and MOSSINFER_KERNELS=portable, the INT8
+#      folder (transformer/ is the INT8 file) on the INT8-reference dump (judged), the bf16 folder on
+#      the fp32 dump (a baseline); every case of a path in one run (one model load)
+#   5. the table: relative L2 of the final latents; each phase's seconds in OUT_DIR/int8.txt
+# Expected on one H100 (from the FLOPs: the prompts template to 27-31 tokens, the negative to 10;
+# a DiT arithmetic over the 8 cases is 332 + 1514 = 1846 TFLOP, 296 of it attention): random model
+# ~20 s, quantize ~16 s, text states ~25 s (18 GB of bf16 weights), fp32 rows ~40-60 s (50 TFLOP/s
+# without TF32, the attention in fp32 SDPA), bf16 ~5-10 s, the INT8 reference and its jittered run
+# ~20-40 s each (exact int8 products on the int8 units; fp32 attention; the rotations), bf16 INT8
+# ~10-20 s, the engine's four moss-check runs ~1 min (a model load each): about 5-6 minutes in all.
 # Speed (1024x1024): median denoise step (`--progress json`, first step left out) of the bf16
 #   folder and of `--diffusion-model INT8.safetensors`, native and portable, in this one call:
 #   the ratio INT8/bf16 (the issue's target on the native path: at most 0.7).
-# What the engine refuses (no INT8 loader yet, an unknown flag) is skipped with one line naming the
-# command and its last output line; the rest still runs. Needs torch, transformers, safetensors and
-# diffusers' wheel in .whl/ (carry it). A size or part at a time fits the device's
-# 10 minutes a command: SIZES=512 PARTS=fidelity, then SIZES=1024 PARTS=fidelity, then PARTS=speed
-# (PROMPT_IDS="0 1" then "2 3" halves a size's call; the fp32 dumps are kept in /tmp while the
-# machine stays warm).
-# A dry run of the whole flow on the tiny model and the host build (what the engine lacks is skipped):
-#   SIZES=32 STEPS=2 SKIP=1 GROUP=64 BACKEND=host DEVICE=cpu SPEED_SIZE=32x32 MOSSINFER_BACKEND=host \
-#     bench/h200_int8.sh build-host /tmp/int8-dry hip/tests/data/tiny-moss
+# What the engine refuses is skipped with one line naming the command and its last output line;
+# the rest still runs.
+# A dry run of the whole flow on the tiny model and the host build (a minute on 2 cores):
+#   SIZES="32 48" STEPS=2 SKIP=1 GROUP=64 NPROMPTS=2 BACKEND=host DEVICE=cpu SPEED_SIZE=32x32 \
+#     MOSSINFER_BACKEND=host bash bench/h200_int8.sh build-host /tmp/int8-dry hip/tests/data/tiny-moss
 set -uo pipefail
 if [[ $# -lt 2 || $1 == -h || $1 == --help ]]; then
   awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'
@@ -41,32 +51,41 @@ MODEL=${3:-/tmp/moss-random-full}
 SIZES=${SIZES:-512 1024}
 STEPS=${STEPS:-4}
 PARTS=${PARTS:-fidelity speed}
+NPROMPTS=${NPROMPTS:-4}          # the first N of the 4 prompts (prompt i: seed 42 + i)
 SKIP=${SKIP:-22}                # the uncond row's skipped layer (the pipeline's default)
 GROUP=${GROUP:-256}             # the rotation's group size (the tiny models' widths need 64)
 BACKEND=${BACKEND:-hip}         # moss-check's backend
 DEVICE=${DEVICE:-cuda}          # where the PyTorch references run
 SPEED_SIZE=${SPEED_SIZE:-1024x1024}
-PROMPT_IDS=${PROMPT_IDS:-0 1 2 3}  # which of the 4 prompts (a call's share; the fp32 dumps stay in /tmp)
 root=$(cd "$(dirname "$0")/.." && pwd)
 py="python3 $root/bench/int8_fidelity.py"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 log() { echo "$@" | tee -a "$OUT/int8.txt"; }
 last() { tail -1 "$1" 2>/dev/null | cut -c1-200; }
+phase() { log "phase $1: $(( $(date +%s) - $2 )) s"; }
 PROMPTS=(
   "A photo of a fridge full of fresh vegetables, milk bottles and eggs, soft morning light."
   "An old lighthouse on a rocky coast at dusk, waves breaking, oil painting."
   "A red vintage bicycle leaning against a yellow wall with a blue door, street photography."
   "A bowl of ramen with a soft-boiled egg and green onions, steam rising, top-down view."
 )
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+log "== bench/h200_int8.sh $(date -u +%FT%TZ) on ${gpu:-no NVIDIA GPU}: PARTS=$PARTS SIZES=$SIZES STEPS=$STEPS NPROMPTS=$NPROMPTS"
 [[ -x $BIN/moss-infer-hip && -x $BIN/moss-check ]] || { log "FAIL $BIN has no moss-infer-hip / moss-check"; exit 2; }
 if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
+  # Only the default folder is written (28 GB): a MODEL_DIR given without a DiT is a mistake.
+  [[ $# -lt 3 ]] || { log "FAIL $MODEL has no transformer/diffusion_pytorch_model.safetensors"; exit 2; }
+  t0=$(date +%s)
   "$root/tools/random_model.sh" "$MODEL" "$BIN" >"$OUT/model.log" 2>&1 || { log "FAIL writing the random model: $(last "$OUT/model.log")"; exit 1; }
+  phase "random model" "$t0"
 fi
 MODEL=$(cd "$MODEL" && pwd)  # the INT8 folder links to it
+WORK=${WORK:-/tmp/int8-work-$(basename "$MODEL")}  # the big files (INT8 file, its folder, states, dumps): not in OUT
+mkdir -p "$WORK"
 
 # The INT8 file: the engine's quantize, else the PyTorch reference's (the same format).
-int8=$OUT/dit_int8.safetensors
+int8=$WORK/dit_int8-g$GROUP.safetensors
 if [[ ! -f $int8 ]]; then
   t0=$(date +%s)
   if "$BIN/moss-infer-hip" quantize --model "$MODEL" --out "$int8" --group-size "$GROUP" >"$OUT/quantize.log" 2>&1; then
@@ -79,7 +98,7 @@ if [[ ! -f $int8 ]]; then
   fi
 fi
 # A folder like MODEL whose transformer is the INT8 file (what moss-check official loads).
-int8_model=$OUT/int8-model
+int8_model=$WORK/int8-model-g$GROUP
 if [[ ! -d $int8_model ]]; then
   mkdir -p "$int8_model/transformer"
   for e in "$MODEL"/*; do [[ $(basename "$e") == transformer ]] || ln -s "$e" "$int8_model/"; done
@@ -88,59 +107,38 @@ if [[ ! -d $int8_model ]]; then
 fi
 
 if [[ " $PARTS " == *" fidelity "* ]]; then
-  for size in $SIZES; do
-    dumps=() ids=()
-    for i in $PROMPT_IDS; do
-      dump=/tmp/int8-fp32-$(basename "$MODEL")-$size-$STEPS-$SKIP-$i.safetensors
-      if [[ ! -f $dump ]]; then
-        t0=$(date +%s)
-        python3 "$root/tools/golden/dump_official.py" --model "$MODEL" --pipeline-module "$root/tools/golden/standin_pipeline.py" \
-          --dtype float32 --device "$DEVICE" --prompt "${PROMPTS[$i]}" --negative "" --seed $((42 + i)) --height "$size" --width "$size" \
-          --steps "$STEPS" --cfg 3 --skip-layers "$SKIP" --wheels "$root/.whl" --out "$dump" >"$OUT/dump-$size-$i.log" 2>&1 ||
-          { log "FAIL fp32 dump $size prompt $i: $(last "$OUT/dump-$size-$i.log")"; exit 3; }
-        log "fp32 dump $size prompt $i: $(( $(date +%s) - t0 )) s"
-      fi
-      dumps+=("$dump") ids+=("$i")
-    done
-    refs=$OUT/refs-$size.safetensors
+  states=$WORK/states-$NPROMPTS.safetensors
+  if [[ ! -f $states ]]; then
     t0=$(date +%s)
-    $py refs --model "$MODEL" --int8 "$int8" --device "$DEVICE" --out "$refs" "${dumps[@]}" >"$OUT/refs-$size.log" 2>&1 ||
-      { log "FAIL references $size: $(last "$OUT/refs-$size.log")"; exit 3; }
-    log "references $size (bf16, INT8, INT8 + int8 QK^T): $(( $(date +%s) - t0 )) s"
-    engine_args=()
-    for path in native portable; do
-      logs=() npys=() base=()
-      for j in "${!dumps[@]}"; do
-        i=${ids[$j]}
-        swapped=$OUT/dump-$size-$i-int8ref.safetensors
-        $py swap "${dumps[$j]}" "$refs" int8ref "$swapped" --index "$j"
-        l=$OUT/engine-$path-$size-$i.log
-        MOSSINFER_KERNELS=$path timeout 300 "$BIN/moss-check" official --backend "$BACKEND" --model "$int8_model" --dump "$swapped" \
-          --stages dit >"$l" 2>&1
-        rc=$?
-        logs+=("$l")
-        grep -q "final_latent" "$l" && continue
-        log "SKIP engine INT8 $path $size prompt $i (moss-check rc $rc): $($py why "$l")"
-        # End to end instead, through --diffusion-model: the text states are then the engine's own
-        # (bf16 text encoder), so its bf16 folder's run against fp32 is printed beside as a baseline.
-        run=("$BIN/moss-infer-hip" --model "$MODEL" --prompt "${PROMPTS[$i]}" --negative "" --seed $((42 + i))
-             --size "${size}x$size" --steps "$STEPS" --cfg 3 --skip-layers "$SKIP" --quiet)
-        e=$OUT/e2e-$path-$size-$i
-        MOSSINFER_KERNELS=$path timeout 300 "${run[@]}" --diffusion-model "$int8" --latent-out "$e.npy" >"$e.log" 2>&1 ||
-          log "SKIP engine INT8 $path $size prompt $i end to end: $($py why "$e.log")"
-        MOSSINFER_KERNELS=$path timeout 300 "${run[@]}" --latent-out "$e-bf16.npy" >"$e-bf16.log" 2>&1 ||
-          log "SKIP engine bf16 $path $size prompt $i end to end: $($py why "$e-bf16.log")"
-        npys+=("$e.npy") base+=("$e-bf16.npy")
-      done
-      engine_args+=(--engine "$path=$(IFS=,; echo "${logs[*]}")")
-      if [[ ${#npys[@]} -gt 0 ]]; then
-        engine_args+=(--engine-npy "$path e2e=$(IFS=,; echo "${npys[*]}")")
-        engine_args+=(--info-npy "$path bf16 e2e-fp32=fp32:$(IFS=,; echo "${base[*]}")")
-      fi
+    $py states --model "$MODEL" --out "$states" --device "$DEVICE" "${PROMPTS[@]:0:$NPROMPTS}" >"$OUT/states.log" 2>&1 ||
+      { log "FAIL text states: $(last "$OUT/states.log")"; exit 3; }
+    phase "text states (bf16 text encoder)" "$t0"
+  fi
+  refs=$WORK/refs.safetensors dump_fp32=$WORK/dump-fp32.safetensors dump_int8=$WORK/dump-int8ref.safetensors
+  t0=$(date +%s)
+  # shellcheck disable=SC2086  # SIZES and SKIP are lists
+  $py refs --model "$MODEL" --int8 "$int8" --states "$states" --out "$refs" --dump-fp32 "$dump_fp32" \
+    --dump-int8ref "$dump_int8" --sizes $SIZES --steps "$STEPS" --cfg 3 --skip ${SKIP//,/ } --seed 42 --device "$DEVICE" \
+    >"$OUT/refs.log" 2>&1 || { log "FAIL references: $(last "$OUT/refs.log")"; exit 3; }
+  grep -E "^(work|phase|torch._int_mm)" "$OUT/refs.log" | tee -a "$OUT/int8.txt"
+  phase "PyTorch rows (fp32, bf16, INT8 reference and its jitter, bf16 INT8) and the dumps" "$t0"
+  table_args=()
+  for path in native portable; do
+    for kind in int8 bf16; do
+      if [[ $kind == int8 ]]; then model=$int8_model dump=$dump_int8 flag=--engine label=$path
+      else model=$MODEL dump=$dump_fp32 flag=--baseline label="bf16 $path"; fi
+      l=$OUT/engine-$kind-$path.log
+      t0=$(date +%s)
+      MOSSINFER_KERNELS=$path timeout 300 "$BIN/moss-check" official --backend "$BACKEND" --model "$model" --dump "$dump" \
+        --stages dit >"$l" 2>&1
+      rc=$?
+      phase "engine $kind $path (moss-check rc $rc)" "$t0"
+      grep -q "final_latent" "$l" || log "SKIP engine $kind $path (moss-check rc $rc): $($py why "$l")"
+      table_args+=("$flag" "$label=$l")
     done
-    log "== fidelity ${size}x$size, $STEPS steps, prompts $PROMPT_IDS as rows 0.. (relative L2 of the final latents) =="
-    $py table "$refs" "${engine_args[@]}" | tee -a "$OUT/int8.txt"
   done
+  log "== fidelity, DiT-only: $STEPS steps, cfg 3, skip $SKIP, sizes $SIZES, $NPROMPTS prompts (relative L2 of the final latents) =="
+  $py table "$refs" "${table_args[@]}" | tee -a "$OUT/int8.txt"
 fi
 
 if [[ " $PARTS " == *" speed "* ]]; then

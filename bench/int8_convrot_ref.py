@@ -191,6 +191,65 @@ def int8_dit(dit, quantized, g):
     return dit
 
 
+# ---- bf16 activations: the format as ComfyUI runs it in a bf16 model ---------------------------------
+# docs/int8_convrot.md section 3, "The quotient": [CK]'s fused kernel takes a bf16 activation,
+# rotates it in fp32 (the same radix-4 stages), takes the row's absmax and s in fp32 (the absmax
+# first clamped to bf16's largest finite value), but divides in the input's dtype:
+# q = rint(bf16(bf16(v) / bf16(s))) (int8_linear.cu 54-57 and 322-330); the int32 product is then
+# scaled in its dequantize kernels' order, (float(A) * s_x) * s_w in fp32 (lines 363 and 405), and
+# rounded to bf16. The fidelity table's "bf16 PyTorch INT8" row (bench/int8_fidelity.py) is
+# moss_ref's bf16 DiT with these layers.
+BF16_MAX = 3.3895313892515355e38
+
+
+def int_matmul(q_x, q_w):
+    """q_x [M, K] int8 times q_w [N, K] int8 transposed, exact (int64 on the CPU); the fidelity
+    script swaps in an exact GPU product."""
+    return q_x.to(torch.int64) @ q_w.to(torch.int64).T
+
+
+def quantize_rows_bf16(v):
+    """v [R, K] (the rotated bf16 activation, in fp32) -> (q int8, s float32 [R, 1]) with the
+    quotient in bf16, as above; special rows as quantize_rows (a non-finite row: s NaN, q 0)."""
+    v = v.to(torch.float32)
+    finite = torch.isfinite(v).all(dim=-1, keepdim=True)
+    absmax = torch.where(torch.isfinite(v), v.abs(), torch.zeros_like(v)).amax(dim=-1, keepdim=True)
+    s = torch.clamp(absmax.clamp(max=BF16_MAX) * torch.tensor(1.0 / 127.0, dtype=torch.float32), min=SCALE_FLOOR)
+    quotient = (v.to(torch.bfloat16).float() / s.to(torch.bfloat16).float()).to(torch.bfloat16).float()
+    q = torch.where(finite, torch.round(quotient).clamp(-128, 127), torch.zeros_like(v)).to(torch.int8)
+    return q, torch.where(finite, s, torch.full_like(s, float("nan")))
+
+
+def int8_linear_bf16(x, q_w, s_w, bias, g=DEFAULT_GROUP):
+    """x [M, K] (rounded to bf16 first) -> y [M, N] bf16: (float(sum q_x q_w) * s_x) * s_w + bias in fp32."""
+    q_x, s_x = quantize_rows_bf16(rotate_fast(x.to(torch.bfloat16), g))
+    acc = int_matmul(q_x, q_w)
+    assert acc.abs().max().item() < 2 ** 31, "int32 accumulator overflow"
+    y = (acc.to(torch.int32).to(torch.float32) * s_x) * s_w.to(torch.float32).reshape(1, -1)
+    if bias is not None:
+        y = y + bias.to(torch.float32).reshape(1, -1)
+    return y.to(torch.bfloat16)
+
+
+class Int8ConvRotLinearBf16(Int8ConvRotLinear):
+    """Int8ConvRotLinear with bf16 activations in and out (int8_linear_bf16)."""
+
+    def forward(self, x):
+        y = int8_linear_bf16(x.reshape(-1, x.shape[-1]), self.q_w, self.s_w, None, self.g)
+        return y.reshape(*x.shape[:-1], self.q_w.shape[0])
+
+
+def int8_dit_bf16(dit, quantized, g):
+    """int8_dit on a bf16 moss_ref DiT, its INT8 layers taking bf16 activations as ComfyUI's do."""
+    dit = int8_dit(dit, quantized, g)
+    for block in dit.layers:
+        for name in list(block.proj.keys()):
+            m = block.proj[name]
+            if type(m) is Int8ConvRotLinear:
+                block.proj[name] = Int8ConvRotLinearBf16(m.q_w, m.s_w, m.g)
+    return dit
+
+
 def write_cases(path):
     """The host op's cases: widths 128, 192, 384 (the tiny models'), group 64."""
     from safetensors.torch import save_file
