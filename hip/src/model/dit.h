@@ -105,6 +105,8 @@ class Dit {
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out);
   // y = x·wᵀ through the projection's op: CoreOps::linear, or linear_int8 for an INT8 one.
   void project(const DitProjection& p, const Tensor& x, Tensor& y);
+  // The same from rows already rotated and quantized for an INT8 projection of their group.
+  void project(const DitProjection& p, const QuantizedRows& xq, Tensor& y);
 
   Tensor stacked_rope_tables(const std::vector<int64_t>& text_tokens, int64_t gh, int64_t gw);
 

@@ -81,8 +81,8 @@ class HostCoreOps : public CoreOps {
   void do_linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias, int64_t group,
                       Tensor& y) override {
     QuantizedRows xq{host_tensor(DType::I8, {x.rows(), x.cols()}), host_tensor(DType::F32, {x.rows(), 1}), group};
-    rotate_quantize(x, xq);
-    linear_int8(xq, q_w, w_scale, bias, y);
+    do_rotate_quantize(x, xq);  // the bodies: the hook sees one op, as on the GPU
+    do_linear_int8_quantized(xq, q_w, w_scale, bias, y);
   }
 
   // Each row copied as fp32, convrot::rotate_groups, convrot::quantize_row.
