@@ -3,6 +3,7 @@
 // DiT input), and one wave per row reading it twice (any width).
 #include "kernels/int8_linear.h"
 #include "kernels/int8_rotate_order.h"
+#include "kernels/int8_row_lds.h"
 
 namespace moss {
 namespace {
@@ -87,44 +88,7 @@ __global__ __launch_bounds__(kRowThreads) void rotate_quantize_row_kernel(const 
   const T* xr = x + r * ldx;
   for (int i = tid; i < k; i += kRowThreads) v[i] = load_f(xr + i);
   sync_workgroup();
-  const auto mul = [](float a, float b) { return mul_rn(a, b); };
-  const int quads = G / 4;  // per group; quadruple t of the row is quadruple t % quads of group t / quads
-  for (int s = 1; s < G; s *= 4) {
-    for (int t = tid; t < k / 4; t += kRowThreads)
-      convrot_order::butterfly(v + (t / quads) * G, convrot_order::quad_base(t % quads, s), s, mul);
-    sync_workgroup();
-  }
-  float amax = 0.0f, bad = 0.0f;
-  for (int i = tid; i < k; i += kRowThreads) {
-    bad = finite_f(v[i]) ? bad : 1.0f;
-    amax = max_f(amax, abs_f(v[i]));
-  }
-  amax = wave_max(amax);
-  bad = wave_max(bad);
-  if (lane_id() == 0) {
-    partial[tid / kWaveSize] = amax;
-    partial[kRowWaves + tid / kWaveSize] = bad;
-  }
-  sync_workgroup();
-  amax = 0.0f;
-  bad = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kRowWaves; ++w) {
-    amax = max_f(amax, partial[w]);
-    bad = max_f(bad, partial[kRowWaves + w]);
-  }
-  int8_t* qr = q + r * k;
-  if (bad != 0.0f) {
-    for (int i = tid; i < k; i += kRowThreads) qr[i] = 0;
-    if (tid == 0) scale[r] = nan_f();
-    return;
-  }
-  const float s = max_f(mul_rn(amax, kInv127), kScaleFloor);
-  for (int i = tid; i < k; i += kRowThreads) {
-    const float rounded = rint_f(v[i] / s);  // half to even; an IEEE division, as the host's
-    qr[i] = int8_t(min_f(127.0f, max_f(-128.0f, rounded)));
-  }
-  if (tid == 0) scale[r] = s;
+  int8_row::rotate_quantize<kRowThreads>(v, k, G, tid, partial, q + r * k, scale + r);
 }
 
 // The widest rows the fast pass holds (fp32 in LDS: 16 KiB, 32 KiB); the DiT's inputs are 3072

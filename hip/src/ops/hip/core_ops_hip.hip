@@ -100,11 +100,14 @@ class HipCoreOps : public CoreOps {
     int8_product(xq.q.ptr<const int8_t>(), xq.scale.ptr<const float>(), xq.rows(), xq.cols(), q_w, w_scale, bias, y);
   }
 
-  // The quantizing producers: the producer's kernel writes its fp32 rows into the context's
-  // scratch (the op's declared scratch, f32 [M, K]), the activation pass rotates and quantizes
-  // them, and y, when asked, is those rows converted once (rows_gather: f32 -> y's dtype, the
-  // rounding the producer's own bf16 store applies). Exactly the composition the host reference
-  // runs, on the same fp32 values the producer's kernel computes.
+  // The quantizing producers. The norms: in one pass where the register kernel holds the row
+  // (rows_add_norm_modulate_quantized: the rows' fp32 values rotated and quantized in LDS, y
+  // stored from the same values). Elsewhere, and for the gated unit: the producer's kernel writes
+  // its fp32 rows into the context's scratch (the op's declared scratch, f32 [M, K]), the
+  // activation pass rotates and quantizes them, and y, when asked, is those rows converted once
+  // (rows_gather: f32 -> y's dtype, the rounding the producer's own bf16 store applies). Either
+  // way the quantized rows are the activation pass's arithmetic on the fp32 values the producer's
+  // kernel computes.
   void do_add_norm_modulate_quantized(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w, float eps,
                                       const Tensor& shift, const Tensor& scale, QuantizedRows& yq,
                                       Tensor* y) override {
@@ -120,10 +123,15 @@ class HipCoreOps : public CoreOps {
     }
     const RowsMatrix ym = y ? device_matrix(*y, name, "y") : RowsMatrix{};
     if (xm.rows == 0) return;
+    const RowsVector wv = device_vector(&w, xm.cols, name, "weight"), sh = device_vector(&shift, xm.cols, name, "shift"),
+                     sc = device_vector(&scale, xm.cols, name, "scale");
+    // One pass where the register kernel holds the row (the DiT's width): its fp32 rows rotated
+    // and quantized in LDS.
+    if (rows_add_norm_modulate_quantized(xm, u, wv, eps, sh, sc, ym, yq.group, yq.q.ptr<int8_t>(),
+                                         yq.scale.ptr<float>(), ctx_.stream()))
+      return;
     const RowsMatrix rows = f32_rows_scratch(xm.rows, xm.cols);
-    rows_add_norm_modulate(xm, u, device_vector(&w, xm.cols, name, "weight"), eps,
-                           device_vector(&shift, xm.cols, name, "shift"), device_vector(&scale, xm.cols, name, "scale"),
-                           rows, ctx_.stream());
+    rows_add_norm_modulate(xm, u, wv, eps, sh, sc, rows, ctx_.stream());
     quantize_and_copy(rows, yq, y ? &ym : nullptr);
   }
 
