@@ -10,7 +10,9 @@
 //   bits by definition: one is the other's second half);
 // - a producer's quantized rows against the host's rotate_quantize OF THE PRODUCER'S OWN fp32
 //   rows (asked for as an f32 y in the same call): the quantization is of the fp32 values, never
-//   of a rounding. The fp32 rows themselves are compared with the host's within 1e-5 (relative
+//   of a rounding. That holds for the norms' one-pass kernel (rows.hip: the register kernel
+//   quantizing in LDS, the DiT's widths) and for the composition through f32 scratch (wider
+//   rows, the gated unit); the cases cover both. The fp32 rows themselves are compared with the host's within 1e-5 (relative
 //   L2), as the norm_modulate cases do: the norm's sum of squares is reduced in another order on
 //   the GPU, so the rows are not bit-identical to the host's, and a value near a rounding
 //   boundary can quantize one step apart from the host's own quantization (which is why the
