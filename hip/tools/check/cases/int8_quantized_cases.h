@@ -278,7 +278,8 @@ inline void check_int8_quantized(kcheck::Env& e) {
       qp({1, 31, 384, 64, SumTo::Nowhere}),                        // o's update, the sum not stored (norm2)
       qp({2, 13, 3072, 256, SumTo::X}),                            // two updates stored (norm1)
       qp({1, 5, 260, 4, SumTo::X, F32}),                           // a width past the register kernel's chunk; f32 d
-      qp({2, 3, 4096, 256, SumTo::Nowhere}),                       // wider than the register kernel
+      qp({2, 3, 4096, 256, SumTo::Nowhere}),                       // past the portable one-pass row (3072): composed
+      qp({1, 3, 8448, 256, SumTo::X}),                             // past the native one-pass row (8192): composed
       qp({3, 11, 384, 64, SumTo::X, F32}),                         // gated_unit_quantized, f32 inputs
       qp({3, 7, 256, 16, SumTo::X, BF16}),                         // bf16 inputs, group 16
       qp({3, 6, 8192, 256, SumTo::X, F32}),                        // ffn_down's width
