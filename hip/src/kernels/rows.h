@@ -74,6 +74,14 @@ void rows_add(const RowsMatrix& x, const RowsMatrix& d, RowsVector gate, hipStre
 void rows_gated_unit(GatedUnit kind, const RowsMatrix& a, const RowsMatrix& b, const RowsMatrix& out,
                      hipStream_t stream);
 
+// The unit's fp32 values rotated and quantized in the same pass (CoreOps::gated_unit_quantized):
+// the values rows_gated_unit computes, into q [a.rows, a.cols] (row stride a.cols) and q_scale
+// [a.rows] by the activation pass's arithmetic (kernels/int8_row_lds.h), and into out as well
+// where out.data is set. group: a power of 4, 4 to 1024, dividing a.cols. Returns false,
+// launching nothing, for rows wider than 8192 (the row's LDS); the caller then composes the passes.
+bool rows_gated_unit_quantized(GatedUnit kind, const RowsMatrix& a, const RowsMatrix& b, const RowsMatrix& out,
+                               int64_t group, int8_t* q, float* q_scale, hipStream_t stream);
+
 // y = x·σ(x); y may be x.
 void rows_silu(const RowsMatrix& x, const RowsMatrix& y, hipStream_t stream);
 

@@ -146,6 +146,31 @@ struct GatedOp {
   }
 };
 
+// gated_unit_quantized in one pass (rows_gated_unit_quantized): a workgroup of 4 waves per row
+// computes the unit with GatedOp's function (gated_unit_value: the elementwise kernel's values,
+// bit for bit) into LDS, then rotates and quantizes the row there (kernels/int8_row_lds.h).
+constexpr int kUnitRowThreads = 4 * kWaveSize;
+constexpr int64_t kUnitRowFloats = 8192;  // 32 KiB: ffn_down's input width
+__global__ __launch_bounds__(kUnitRowThreads) void gated_unit_quantize_kernel(Mat a, Mat b, Mat out, GatedUnit kind,
+                                                                             int cols, int8_t* q, float* q_scale,
+                                                                             int group) {
+  __shared__ float lds[kUnitRowFloats];
+  __shared__ float partial[2 * kUnitRowThreads / kWaveSize];
+  const int64_t row = block_x();
+  const int tid = int(thread_x());
+  for (int c = tid; c < cols; c += kUnitRowThreads) {
+    const float av = load1(a, row, c), bv = load1(b, row, c);
+    switch (kind) {
+      case GatedUnit::Situ: lds[c] = gated_unit_value<GatedUnit::Situ>(av, bv); break;
+      case GatedUnit::SwiGlu: lds[c] = gated_unit_value<GatedUnit::SwiGlu>(av, bv); break;
+      default: lds[c] = gated_unit_value<GatedUnit::SigmoidGate>(av, bv); break;
+    }
+    if (out.p) store1(out, row, c, lds[c]);
+  }
+  sync_workgroup();
+  int8_row::rotate_quantize<kUnitRowThreads>(lds, cols, group, tid, partial, q + row * cols, q_scale + row);
+}
+
 struct SiluOp {
   Mat x, y;
   __device__ void operator()(int64_t row, int64_t c, int n, bool vec) const {
@@ -696,6 +721,25 @@ void rows_gated_unit(GatedUnit kind, const RowsMatrix& a, const RowsMatrix& b, c
           "shape mismatch");
   launch_elementwise(GatedOp{mat(a), mat(b), mat(out), kind}, a.rows, a.cols,
                      aligned4(a) && aligned4(b) && aligned4(out), stream, "gated_unit");
+}
+
+bool rows_gated_unit_quantized(GatedUnit kind, const RowsMatrix& a, const RowsMatrix& b, const RowsMatrix& out,
+                               int64_t group, int8_t* q, float* q_scale, hipStream_t stream) {
+  require_matrix(a, "gated_unit_quantized", "a");
+  require_matrix(b, "gated_unit_quantized", "b");
+  require(a.rows == b.rows && a.cols == b.cols, "gated_unit_quantized", "shape mismatch");
+  if (out.data) {
+    require_matrix(out, "gated_unit_quantized", "out");
+    require(out.rows == a.rows && out.cols == a.cols, "gated_unit_quantized", "out shape");
+  }
+  require(q && q_scale && group >= 4 && group <= 1024 && a.cols % group == 0, "gated_unit_quantized",
+          "the quantized rows, their scales and a group of 4 to 1024 dividing the width are required");
+  if (a.cols > kUnitRowFloats || a.rows > 0x7fffffff) return false;
+  if (a.rows == 0) return true;
+  hipLaunchKernelGGL(gated_unit_quantize_kernel, dim3(unsigned(a.rows)), dim3(kUnitRowThreads), 0, stream, mat(a),
+                     mat(b), mat(out), kind, int(a.cols), q, q_scale, int(group));
+  MOSS_HIP_CHECK(hipGetLastError());
+  return true;
 }
 
 void rows_silu(const RowsMatrix& x, const RowsMatrix& y, hipStream_t stream) {

@@ -102,7 +102,7 @@ void CoreOps::do_add_norm_modulate_quantized(Tensor&, const GatedUpdates&, SumTo
                                              const Tensor&, QuantizedRows&, Tensor*) {
   op_require(false, "add_norm_modulate_quantized", kNoInt8);
 }
-void CoreOps::do_gated_unit_quantized(GatedUnit, const Tensor&, const Tensor&, QuantizedRows&) {
+void CoreOps::do_gated_unit_quantized(GatedUnit, const Tensor&, const Tensor&, QuantizedRows&, Tensor*) {
   op_require(false, "gated_unit_quantized", kNoInt8);
 }
 
@@ -233,11 +233,13 @@ void CoreOps::gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tenso
   run_op(hook_, unit_name(kind), [&] { do_gated_unit(kind, a, b, out); });
 }
 
-void CoreOps::gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq) {
+void CoreOps::gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq,
+                                   Tensor* out) {
   check_same_shape("gated_unit_quantized", a, "b", b);
   check_quantized("gated_unit_quantized", outq, a.rows(), a.cols());
+  if (out) check_same_shape("gated_unit_quantized", a, "out", *out);
   run_op(hook_, [&] { return quantizing_call(std::string(unit_name(kind)) + " quantized", outq); },
-         [&] { do_gated_unit_quantized(kind, a, b, outq); });
+         [&] { do_gated_unit_quantized(kind, a, b, outq, out); });
 }
 
 void CoreOps::silu(const Tensor& x, Tensor& y) {

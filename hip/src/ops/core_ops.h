@@ -140,8 +140,10 @@ class CoreOps : public OpFamily {
   //   SigmoidGate: out = a · σ(b)
   void gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tensor& out);
   // The unit's fp32 values rotated and quantized into outq (an INT8 ffn_down's input from the
-  // unit itself, never rounded to bf16 first).
-  void gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq);
+  // unit itself, never rounded to bf16 first), and written to out as well where out is not null
+  // (in out's dtype, rounded once).
+  void gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq,
+                            Tensor* out = nullptr);
 
   // y = x·σ(x); y may alias x.
   void silu(const Tensor& x, Tensor& y);
@@ -206,7 +208,8 @@ class CoreOps : public OpFamily {
   virtual void do_add_norm_modulate_quantized(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w,
                                               float eps, const Tensor& shift, const Tensor& scale, QuantizedRows& yq,
                                               Tensor* y);
-  virtual void do_gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq);
+  virtual void do_gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq,
+                                       Tensor* out);
 
   virtual void do_linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
                                     Tensor& out) = 0;

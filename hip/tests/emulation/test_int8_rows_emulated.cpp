@@ -7,7 +7,7 @@
 // rotate_quantize of the kernel's own fp32 rows (asked for as an f32 y in the same launch), those
 // rows are the host's norm within 1e-5, a launch with a bf16 y or none gives the same quantized
 // rows, a stored sum is the host's, and a row wider than the kernel's LDS row is declined (the
-// caller composes the passes).
+// caller composes the passes). The same for the gated unit's row kernel.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -141,6 +141,56 @@ TEST(Int8RowsEmulated, QuantizingNormIsTheActivationPassOnItsOwnRows) {
   };
   uint64_t seed = 77;
   for (const Case& c : cases) run_case(c, ++seed);
+}
+
+// The unit's row kernel: its values (out, f32) rows_gated_unit's bit for bit, the quantized rows
+// the host's rotate_quantize of them, a second launch with a bf16 out the same rows and out their
+// rounding; rows wider than its LDS row (8192) declined.
+TEST(Int8RowsEmulated, QuantizingUnitIsTheActivationPassOnItsOwnValues) {
+  std::unique_ptr<Backend> host = make_host_backend();
+  uint64_t seed = 99;
+  for (const GatedUnit kind : {GatedUnit::Situ, GatedUnit::SwiGlu}) {
+    for (const int64_t k : {int64_t(384), int64_t(8192)}) {
+      const int64_t m = 3, n = m * k, group = k == 384 ? 64 : 256;
+      SCOPED_TRACE(std::to_string(k));
+      std::mt19937_64 rng(++seed);
+      std::normal_distribution<float> normal(0.0f, 3.0f);
+      std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+      for (float& f : a) f = normal(rng);
+      for (float& f : b) f = normal(rng);
+      a[size_t(k + 5)] = std::nanf("");  // row 1: a NaN
+      const RowsMatrix am{a.data(), false, m, k, k}, bm{b.data(), false, m, k, k};
+      std::vector<float> unit(size_t(n), 0.0f), out(size_t(n), std::nanf(""));
+      rows_gated_unit(kind, am, bm, RowsMatrix{unit.data(), false, m, k, k}, nullptr);
+      std::vector<int8_t> q1(size_t(n), 0x55), q2(size_t(n), 0x55);
+      std::vector<float> s1(size_t(m), -7.0f), s2(size_t(m), -7.0f);
+      ASSERT_TRUE(rows_gated_unit_quantized(kind, am, bm, RowsMatrix{out.data(), false, m, k, k}, group, q1.data(),
+                                            s1.data(), nullptr));
+      std::vector<uint16_t> out_bf16(size_t(n), 0xFFFF);
+      ASSERT_TRUE(rows_gated_unit_quantized(kind, am, bm, RowsMatrix{out_bf16.data(), true, m, k, k}, group, q2.data(),
+                                            s2.data(), nullptr));
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(same(out[size_t(i)], unit[size_t(i)])) << "element " << i;
+        ASSERT_EQ(out_bf16[size_t(i)], f32_to_bf16(out[size_t(i)])) << "element " << i;
+      }
+      QuantizedRows want{host_tensor(DType::I8, {m, k}), host_tensor(DType::F32, {m, 1}), group};
+      host->core().rotate_quantize(Tensor(out.data(), DType::F32, {m, k}), want);
+      int64_t differ = 0;
+      for (int64_t i = 0; i < n; ++i) differ += q1[size_t(i)] != want.q.ptr<int8_t>()[i] || q2[size_t(i)] != q1[size_t(i)];
+      EXPECT_EQ(differ, 0);
+      for (int64_t r = 0; r < m; ++r) {
+        EXPECT_TRUE(same(s1[size_t(r)], want.scale.ptr<float>()[r])) << "row " << r;
+        EXPECT_TRUE(same(s2[size_t(r)], s1[size_t(r)])) << "row " << r;
+      }
+      EXPECT_TRUE(std::isnan(s1[1]));
+    }
+  }
+  std::vector<float> wide(size_t(8196), 1.0f);
+  std::vector<int8_t> q(size_t(8196), 0x55);
+  float s = -7.0f;
+  const RowsMatrix wm{wide.data(), false, 1, 8196, 8196};
+  EXPECT_FALSE(rows_gated_unit_quantized(GatedUnit::Situ, wm, wm, RowsMatrix{}, 4, q.data(), &s, nullptr));
+  EXPECT_EQ(q[0], 0x55);
 }
 
 // Rows wider than the kernel's LDS row, and misaligned ones, are declined: nothing is launched

@@ -203,6 +203,13 @@ TEST(Int8QuantizedRows, GatedUnitQuantizesItsFp32Values) {
     QuantizedRows got = host_rows(M, F, G);
     be->core().gated_unit_quantized(kind, hidden, gate, got);
     EXPECT_EQ(compare_rows(got, expected_rows(unit, G), "gated unit"), 0) << int(kind);
+    // With out (bf16): the same rows, out the unit's values rounded once.
+    QuantizedRows again = host_rows(M, F, G);
+    Tensor out = host_tensor(DType::BF16, {M, F}), want = host_tensor(DType::BF16, {M, F});
+    be->core().gated_unit_quantized(kind, hidden, gate, again, &out);
+    EXPECT_EQ(compare_rows(again, got, "gated unit with out"), 0) << int(kind);
+    be->core().copy(unit, want);
+    EXPECT_EQ(std::memcmp(out.data, want.data, out.nbytes()), 0) << int(kind);
   }
 }
 

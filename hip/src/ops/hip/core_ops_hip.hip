@@ -100,9 +100,10 @@ class HipCoreOps : public CoreOps {
     int8_product(xq.q.ptr<const int8_t>(), xq.scale.ptr<const float>(), xq.rows(), xq.cols(), q_w, w_scale, bias, y);
   }
 
-  // The quantizing producers. The norms: in one pass where the register kernel holds the row
-  // (rows_add_norm_modulate_quantized: the rows' fp32 values rotated and quantized in LDS, y
-  // stored from the same values). Elsewhere, and for the gated unit: the producer's kernel writes
+  // The quantizing producers, in one pass where a kernel holds the row: the norms' register
+  // kernel (rows_add_norm_modulate_quantized: the rows' fp32 values rotated and quantized in LDS,
+  // y stored from the same values), the unit's row kernel (rows_gated_unit_quantized, rows up to
+  // 8192). Elsewhere the producer's kernel writes
   // its fp32 rows into the context's scratch (the op's declared scratch, f32 [M, K]), the
   // activation pass rotates and quantizes them, and y, when asked, is those rows converted once
   // (rows_gather: f32 -> y's dtype, the rounding the producer's own bf16 store applies). Either
@@ -135,14 +136,19 @@ class HipCoreOps : public CoreOps {
     quantize_and_copy(rows, yq, y ? &ym : nullptr);
   }
 
-  void do_gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq) override {
+  void do_gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq,
+                               Tensor* out) override {
     const char* name = "gated_unit_quantized";
     const RowsMatrix am = device_matrix(a, name, "a"), bm = device_matrix(b, name, "b");
+    const RowsMatrix om = out ? device_matrix(*out, name, "out") : RowsMatrix{};
     require_quantized(name, outq);
     if (am.rows == 0) return;
+    if (rows_gated_unit_quantized(kind, am, bm, om, outq.group, outq.q.ptr<int8_t>(), outq.scale.ptr<float>(),
+                                  ctx_.stream()))
+      return;
     const RowsMatrix rows = f32_rows_scratch(am.rows, am.cols);
     rows_gated_unit(kind, am, bm, rows, ctx_.stream());
-    quantize_and_copy(rows, outq, nullptr);
+    quantize_and_copy(rows, outq, out ? &om : nullptr);
   }
 
   // The GEMM's transposed epilogue (GemmOperands::y_transposed): the Portable kernel on AMD and

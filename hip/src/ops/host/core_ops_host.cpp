@@ -144,10 +144,11 @@ class HostCoreOps : public CoreOps {
     quantize_and_copy(rows, yq, y);
   }
 
-  void do_gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq) override {
+  void do_gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq,
+                               Tensor* out) override {
     Tensor rows = host_tensor(DType::F32, a.dims());
     gated_unit(kind, a, b, rows);
-    quantize_and_copy(rows, outq, nullptr);
+    quantize_and_copy(rows, outq, out);
   }
 
   // Its definition, literally: the product, stored transposed, zeros past x's rows.

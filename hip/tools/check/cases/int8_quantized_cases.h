@@ -10,15 +10,15 @@
 //   bits by definition: one is the other's second half);
 // - a producer's quantized rows against the host's rotate_quantize OF THE PRODUCER'S OWN fp32
 //   rows (asked for as an f32 y in the same call): the quantization is of the fp32 values, never
-//   of a rounding. That holds for the norms' one-pass kernel (rows.hip: the register kernel
-//   quantizing in LDS, the DiT's widths) and for the composition through f32 scratch (wider
-//   rows, the gated unit); the cases cover both. The fp32 rows themselves are compared with the host's within 1e-5 (relative
+//   of a rounding. That holds for the one-pass kernels (rows.hip: the norms' register kernel and
+//   the unit's row kernel quantizing in LDS, the DiT's widths) and for the composition through
+//   f32 scratch (wider rows); the cases cover both. The fp32 rows themselves are compared with the host's within 1e-5 (relative
 //   L2), as the norm_modulate cases do: the norm's sum of squares is reduced in another order on
 //   the GPU, so the rows are not bit-identical to the host's, and a value near a rounding
 //   boundary can quantize one step apart from the host's own quantization (which is why the
 //   comparison is against the GPU's rows, exactly).
-// - a second call with y in bf16 (or none) gives the same quantized rows, and y the f32 rows
-//   rounded once.
+// - a second call with y in bf16 gives the same quantized rows, and y the f32 rows rounded once
+//   (the timed call has no y).
 // Shapes: the DiT's (3072 and 8192 wide, 4160 rows, timed), small and odd ones, groups 64 and
 // 256, both SumTo modes, one and two updates, NaN / infinity / zero rows.
 #pragma once
@@ -214,17 +214,16 @@ inline void quantizing_case(kcheck::Env& e, const QuantizingSpec& s) {
   else e.host.core().norm_modulate(xh, vh[0], 1e-6f, vh[1], vh[2], rows_h);
 
   // The GPU op, run on a fresh copy of x each time (a stored sum changes it), with an f32 y (its
-  // fp32 rows), a bf16 y, or none (the unit has no y).
+  // fp32 rows), a bf16 y, or none.
   auto run = [&](Tensor& xd, QuantizedRows& q, Tensor* y) {
-    if (unit) e.gpu.core().gated_unit_quantized(GatedUnit::Situ, xd, b.d, q);
+    if (unit) e.gpu.core().gated_unit_quantized(GatedUnit::Situ, xd, b.d, q, y);
     else if (updates) e.gpu.core().add_norm_modulate_quantized(xd, ud, s.sum, vd[0], 1e-6f, vd[1], vd[2], q, y);
     else e.gpu.core().norm_modulate_quantized(xd, vd[0], 1e-6f, vd[1], vd[2], q, y);
   };
   auto fresh_x = [&] { return unit ? x.d : e.gpu.upload(x.h); };
   Tensor x1 = fresh_x(), rows_d = kcheck::poisoned(e, DType::F32, {s.m, s.k});
   QuantizedRows q1 = device_rows(e, s.m, s.k, s.group);
-  if (unit) e.gpu.core().gated_unit(GatedUnit::Situ, x1, b.d, rows_d);  // the unit's fp32 values, its kernel
-  run(x1, q1, unit ? nullptr : &rows_d);
+  run(x1, q1, &rows_d);
   const Tensor rows_got = e.gpu.download(rows_d);
   const std::string shape = kcheck::shape_of({s.m, s.k}) + " g" + std::to_string(s.group) + " " + dtype_name(s.in) +
                             (updates == 2 ? " 2 updates" : "") +
@@ -249,18 +248,16 @@ inline void quantizing_case(kcheck::Env& e, const QuantizingSpec& s) {
     report_rows(e, std::string(op) + " x", shape, e.gpu.download(x1), to_f32_vector(xh), s.k, 1e-5);
   if (updates && s.sum == SumTo::Nowhere)
     report_rows(e, std::string(op) + " x (unchanged)", shape, e.gpu.download(x1), to_f32_vector(x.h), s.k, 0.0);
-  // Again with y in bf16 (the producers) or without y: the same quantized rows; y the rows rounded once.
+  // Again with y in bf16: the same quantized rows; y the rows rounded once.
   Tensor x2 = fresh_x();
   QuantizedRows q2 = device_rows(e, s.m, s.k, s.group);
   Tensor y2 = kcheck::poisoned(e, DType::BF16, {s.m, s.k});
-  run(x2, q2, unit ? nullptr : &y2);
+  run(x2, q2, &y2);
   const Tensor q1h = e.gpu.download(q1.q), s1h = e.gpu.download(q1.scale);
-  exact_row(e, op, shape + (unit ? " (again)" : " y:bf16"), count_differences(e, op, q2, {q1h, s1h, s.group}));
-  if (!unit) {
-    std::vector<float> want = to_f32_vector(rows_got);
-    for (float& f : want) f = round_bf16(f);
-    report_rows(e, std::string(op) + " y:bf16", shape, e.gpu.download(y2), want, s.k, 0.0);
-  }
+  exact_row(e, op, shape + " y:bf16", count_differences(e, op, q2, {q1h, s1h, s.group}));
+  std::vector<float> want = to_f32_vector(rows_got);
+  for (float& f : want) f = round_bf16(f);
+  report_rows(e, std::string(op) + " y:bf16", shape, e.gpu.download(y2), want, s.k, 0.0);
 }
 
 inline void check_int8_quantized(kcheck::Env& e) {
@@ -283,6 +280,7 @@ inline void check_int8_quantized(kcheck::Env& e) {
       qp({3, 11, 384, 64, SumTo::X, F32}),                         // gated_unit_quantized, f32 inputs
       qp({3, 7, 256, 16, SumTo::X, BF16}),                         // bf16 inputs, group 16
       qp({3, 6, 8192, 256, SumTo::X, F32}),                        // ffn_down's width
+      qp({3, 3, 8448, 256, SumTo::X, F32}),                        // past the unit's one-pass row (8192): composed
       qp({2, rows, dim, 256, SumTo::X, BF16, false, true}),        // norm1 at 1024x1024, timed
       qp({1, rows, dim, 256, SumTo::Nowhere, BF16, false, true}),  // norm2
       qp({3, 2048, ffn, 256, SumTo::X, F32, false, true}),         // the unit on a 2048-row run of f32 products
