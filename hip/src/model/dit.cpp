@@ -542,7 +542,14 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   // v also holds a row's transposed V, its keys padded (Workspace::v_buffer): as many rows as
   // the longest row's padded keys, at most the padded total.
   full.v = be_.alloc(gemm_in, {CoreOps::transposed_v_keys(total), d});
-  full.gated = be_.alloc(gemm_in, {total, cfg_.ffn_dim});
+  // The unit's rows in the GEMM input dtype, for ffn_down, unless every block's ffn_down takes
+  // them quantized (Workspace::ffn): then nothing reads them.
+  bool every_unit_quantized = cfg_.int8();
+  for (int64_t i = 0; i < cfg_.layers && every_unit_quantized; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".proj.";
+    every_unit_quantized = cfg_.int8_groups.count(p + "ffn_up_gate") && cfg_.int8_groups.count(p + "ffn_down");
+  }
+  if (!every_unit_quantized) full.gated = be_.alloc(gemm_in, {total, cfg_.ffn_dim});
   // An INT8 DiT: ffn_up_gate's product in f32, so that the SiTU unit and ffn_down's quantization
   // see fp32 values (the format's reference never rounds them to bf16), a run of rows at a time;
   // and the blocks' quantized inputs (Workspace::model, ffn).
@@ -555,7 +562,8 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
     Workspace ws;
     Tensor* dst[] = {&ws.y, &ws.q, &ws.k, &ws.v, &ws.attn, &ws.gated};
     const Tensor* src[] = {&full.y, &full.q, &full.k, &full.v, &full.attn, &full.gated};
-    for (size_t i = 0; i < 6; ++i) *dst[i] = src[i]->slice_rows(0, N);
+    for (size_t i = 0; i < 6; ++i)
+      if (src[i]->rank > 0) *dst[i] = src[i]->slice_rows(0, N);  // (gated may be absent)
     if (cfg_.int8()) {
       ws.up_gate = full.up_gate.slice_rows(0, std::min(N, kInt8FfnChunkRows));
       ws.model = full.model.slice_rows(0, N);
