@@ -1,6 +1,9 @@
 // The INT8 ConvRot activation pass (kernels/int8_linear.h): rotation and per-row quantization.
+// Two kernels: a workgroup per row holding the whole row in LDS (rows up to 8192 wide, every
+// DiT input), and one wave per row reading it twice (any width).
 #include "kernels/int8_linear.h"
 #include "kernels/int8_rotate_order.h"
+#include "kernels/int8_row_lds.h"
 
 namespace moss {
 namespace {
@@ -67,17 +70,52 @@ __global__ __launch_bounds__(kWorkgroupSize) void rotate_quantize_kernel(const T
   if (lane == 0) scale[r] = s;
 }
 
+// The fast pass, for rows of up to kRowFloats values: a workgroup of kRowWaves waves per row,
+// the row read ONCE into LDS as fp32, every group of it rotated together (each radix-4 stage of
+// the whole row is one barrier, not one per group, and the rotated row stays in LDS: no second
+// read, no second rotation), the absmax reduced over the waves, then quantized from LDS. The same
+// butterflies on the same values as rotate_group (whichever thread takes a quadruple, its four
+// outputs are the same operations), so the same bits.
+constexpr int kRowWaves = 4;
+constexpr int kRowThreads = kRowWaves * kWaveSize;
+template <class T, int kRowFloats>
+__global__ __launch_bounds__(kRowThreads) void rotate_quantize_row_kernel(const T* x, int64_t ldx, int k, int G,
+                                                                          int8_t* q, float* scale) {
+  __shared__ float v[kRowFloats];
+  __shared__ float partial[2 * kRowWaves];  // each wave's absmax, then its non-finite flag
+  const int tid = int(thread_x());
+  const int64_t r = int64_t(block_x());
+  const T* xr = x + r * ldx;
+  for (int i = tid; i < k; i += kRowThreads) v[i] = load_f(xr + i);
+  sync_workgroup();
+  int8_row::rotate_quantize<kRowThreads>(v, k, G, tid, partial, q + r * k, scale + r);
+}
+
+// The widest rows the fast pass holds (fp32 in LDS: 16 KiB, 32 KiB); the DiT's inputs are 3072
+// and 8192 wide. Wider rows take the wave-per-row kernel above.
+constexpr int64_t kRowFloatsSmall = 4096, kRowFloatsLarge = 8192;
+
+template <class T>
+void launch_rotate_quantize(const RowsMatrix& x, int64_t group, int8_t* q, float* scale, hipStream_t stream) {
+  const dim3 grid(unsigned(x.rows));
+  const T* data = static_cast<const T*>(x.data);
+  if (x.cols <= kRowFloatsSmall)
+    hipLaunchKernelGGL((rotate_quantize_row_kernel<T, kRowFloatsSmall>), grid, dim3(kRowThreads), 0, stream, data,
+                       x.ld, int(x.cols), int(group), q, scale);
+  else if (x.cols <= kRowFloatsLarge)
+    hipLaunchKernelGGL((rotate_quantize_row_kernel<T, kRowFloatsLarge>), grid, dim3(kRowThreads), 0, stream, data,
+                       x.ld, int(x.cols), int(group), q, scale);
+  else
+    hipLaunchKernelGGL(rotate_quantize_kernel<T>, grid, dim3(kWorkgroupSize), 0, stream, data, x.ld, x.cols,
+                       int(group), q, scale);
+}
+
 }  // namespace
 
 void int8_rotate_quantize(const RowsMatrix& x, int64_t group, int8_t* q, float* scale, hipStream_t stream) {
   if (x.rows == 0) return;
-  const dim3 grid(unsigned(x.rows));
-  if (x.bf16)
-    hipLaunchKernelGGL(rotate_quantize_kernel<bf16>, grid, dim3(kWorkgroupSize), 0, stream,
-                       static_cast<const bf16*>(x.data), x.ld, x.cols, int(group), q, scale);
-  else
-    hipLaunchKernelGGL(rotate_quantize_kernel<float>, grid, dim3(kWorkgroupSize), 0, stream,
-                       static_cast<const float*>(x.data), x.ld, x.cols, int(group), q, scale);
+  if (x.bf16) launch_rotate_quantize<bf16>(x, group, q, scale, stream);
+  else launch_rotate_quantize<float>(x, group, q, scale, stream);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 

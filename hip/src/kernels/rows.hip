@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "kernels/gated_unit.h"
+#include "kernels/int8_row_lds.h"
 #include "kernels/kernel_path.h"
 #include "kernels/norm_rope_lane.h"
 #include "kernels/tile_copy.h"
@@ -144,6 +145,31 @@ struct GatedOp {
     store4(out, row, c, n, vec, o);
   }
 };
+
+// gated_unit_quantized in one pass (rows_gated_unit_quantized): a workgroup of 4 waves per row
+// computes the unit with GatedOp's function (gated_unit_value: the elementwise kernel's values,
+// bit for bit) into LDS, then rotates and quantizes the row there (kernels/int8_row_lds.h).
+constexpr int kUnitRowThreads = 4 * kWaveSize;
+constexpr int64_t kUnitRowFloats = 8192;  // 32 KiB: ffn_down's input width
+__global__ __launch_bounds__(kUnitRowThreads) void gated_unit_quantize_kernel(Mat a, Mat b, Mat out, GatedUnit kind,
+                                                                             int cols, int8_t* q, float* q_scale,
+                                                                             int group) {
+  __shared__ float lds[kUnitRowFloats];
+  __shared__ float partial[2 * kUnitRowThreads / kWaveSize];
+  const int64_t row = block_x();
+  const int tid = int(thread_x());
+  for (int c = tid; c < cols; c += kUnitRowThreads) {
+    const float av = load1(a, row, c), bv = load1(b, row, c);
+    switch (kind) {
+      case GatedUnit::Situ: lds[c] = gated_unit_value<GatedUnit::Situ>(av, bv); break;
+      case GatedUnit::SwiGlu: lds[c] = gated_unit_value<GatedUnit::SwiGlu>(av, bv); break;
+      default: lds[c] = gated_unit_value<GatedUnit::SigmoidGate>(av, bv); break;
+    }
+    if (out.p) store1(out, row, c, lds[c]);
+  }
+  sync_workgroup();
+  int8_row::rotate_quantize<kUnitRowThreads>(lds, cols, group, tid, partial, q + row * cols, q_scale + row);
+}
 
 struct SiluOp {
   Mat x, y;
@@ -338,9 +364,18 @@ __device__ inline void add_row_update_bits(float (&v)[kChunks][4], const uint64_
 // and with kStore written back. Every row is loaded at once, so the loads are in flight together:
 // one update's as f32 values; two updates' (bf16, as the DiT's are) as their raw bits, half the
 // registers, so the three rows take no more than x and one f32 update do.
-template <int W, int kChunks, int kUpdates, bool kStore>
+// With kQuant (add_norm_modulate_quantized) the row's final fp32 values also go into LDS, where
+// the workgroup rotates and quantizes them (int8_row::rotate_quantize) into qo; y is then written
+// only where qo.y_too says so.
+struct QuantOut {
+  int8_t* q;
+  float* scale;
+  int group;
+  bool y_too;
+};
+template <int W, int kChunks, int kUpdates, bool kStore, bool kQuant = false>
 __global__ __launch_bounds__(W * kWaveSize) void norm_modulate_regs_kernel(Mat x, Mat y, Vec w, float eps, int cols,
-                                                                      Vec shift, Vec scale, Updates u) {
+                                                                      Vec shift, Vec scale, Updates u, QuantOut qo) {
   const int64_t row = block_x();
   const int tid = int(thread_x());
   float v[kChunks][4];
@@ -393,7 +428,20 @@ __global__ __launch_bounds__(W * kWaveSize) void norm_modulate_regs_kernel(Mat x
       n *= wv[j];
       v[k][j] = n * (1.0f + sc[j]) + sh[j];
     }
-    store4_at(yrow, y.bf16, c, v[k]);
+    if (!kQuant || qo.y_too) store4_at(yrow, y.bf16, c, v[k]);
+  }
+  if constexpr (kQuant) {
+    __shared__ float lds[kChunks * W * kWaveSize * 4];  // the row (cols fit by the launcher's choice)
+    __shared__ float wave_partial[2 * W];
+#pragma unroll
+    for (int k = 0; k < kChunks; ++k) {
+      const int c = (k * W * kWaveSize + tid) * 4;
+      if (c >= cols) continue;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) lds[c + j] = v[k][j];
+    }
+    sync_workgroup();
+    int8_row::rotate_quantize<W * kWaveSize>(lds, cols, qo.group, tid, wave_partial, qo.q + row * cols, qo.scale + row);
   }
 }
 
@@ -482,20 +530,22 @@ unsigned blocks_for(int64_t items, int64_t per_block, const char* kernel) {
   return unsigned(blocks);
 }
 
-template <int W, int kChunks, int kUpdates, bool kStore>
+template <int W, int kChunks, int kUpdates, bool kStore, bool kQuant>
 void launch_norm_modulate_regs_as(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
-                                  const RowsMatrix& y, const Updates& u, hipStream_t stream) {
-  hipLaunchKernelGGL((norm_modulate_regs_kernel<W, kChunks, kUpdates, kStore>), dim3(blocks_for(x.rows, 1, "norm_modulate")),
-                     dim3(W * kWaveSize), 0, stream, mat(x), mat(y), vec(w), eps, int(x.cols), vec(shift), vec(scale), u);
+                                  const RowsMatrix& y, const Updates& u, const QuantOut& qo, hipStream_t stream) {
+  hipLaunchKernelGGL((norm_modulate_regs_kernel<W, kChunks, kUpdates, kStore, kQuant>),
+                     dim3(blocks_for(x.rows, 1, "norm_modulate")), dim3(W * kWaveSize), 0, stream, mat(x), mat(y),
+                     vec(w), eps, int(x.cols), vec(shift), vec(scale), u, qo);
 }
-template <int W, int kChunks>
+template <int W, int kChunks, bool kQuant = false>
 void launch_norm_modulate_regs(const RowsMatrix& x, RowsVector w, float eps, RowsVector shift, RowsVector scale,
-                               const RowsMatrix& y, const Updates& u, hipStream_t stream) {
-  if (u.count == 0) launch_norm_modulate_regs_as<W, kChunks, 0, true>(x, w, eps, shift, scale, y, u, stream);
-  else if (u.count == 1 && u.store) launch_norm_modulate_regs_as<W, kChunks, 1, true>(x, w, eps, shift, scale, y, u, stream);
-  else if (u.count == 1) launch_norm_modulate_regs_as<W, kChunks, 1, false>(x, w, eps, shift, scale, y, u, stream);
-  else if (u.store) launch_norm_modulate_regs_as<W, kChunks, 2, true>(x, w, eps, shift, scale, y, u, stream);
-  else launch_norm_modulate_regs_as<W, kChunks, 2, false>(x, w, eps, shift, scale, y, u, stream);
+                               const RowsMatrix& y, const Updates& u, hipStream_t stream, const QuantOut& qo = {}) {
+  if (u.count == 0) launch_norm_modulate_regs_as<W, kChunks, 0, true, kQuant>(x, w, eps, shift, scale, y, u, qo, stream);
+  else if (u.count == 1 && u.store)
+    launch_norm_modulate_regs_as<W, kChunks, 1, true, kQuant>(x, w, eps, shift, scale, y, u, qo, stream);
+  else if (u.count == 1) launch_norm_modulate_regs_as<W, kChunks, 1, false, kQuant>(x, w, eps, shift, scale, y, u, qo, stream);
+  else if (u.store) launch_norm_modulate_regs_as<W, kChunks, 2, true, kQuant>(x, w, eps, shift, scale, y, u, qo, stream);
+  else launch_norm_modulate_regs_as<W, kChunks, 2, false, kQuant>(x, w, eps, shift, scale, y, u, qo, stream);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
@@ -525,14 +575,27 @@ void rows_norm_modulate(const RowsMatrix& x, RowsVector w, float eps, RowsVector
   rows_add_norm_modulate(x, RowsUpdates{}, w, eps, shift, scale, y, stream);
 }
 
-void rows_add_norm_modulate(const RowsMatrix& x, const RowsUpdates& updates, RowsVector w, float eps,
-                            RowsVector shift, RowsVector scale, const RowsMatrix& y, hipStream_t stream) {
+namespace {
+
+// The rows of the quantizing register kernel: its LDS row, at most 8192 floats (32 KiB).
+template <int W, int kChunks>
+constexpr int64_t quant_row_floats() {
+  return kChunks * W * kWaveSize * 4 < 8192 ? kChunks * W * kWaveSize * 4 : 8192;
+}
+
+// rows_add_norm_modulate and its quantizing form. With qo (quantizing): only the register kernel,
+// y optional (y.data null: none); returns whether it launched. Without: always launches.
+bool norm_modulate_pass(const RowsMatrix& x, const RowsUpdates& updates, RowsVector w, float eps, RowsVector shift,
+                        RowsVector scale, const RowsMatrix& y, const QuantOut* qo, hipStream_t stream) {
+  const bool has_y = !qo || y.data;
   require_matrix(x, "norm_modulate", "x");
-  require_matrix(y, "norm_modulate", "y");
-  require(y.rows == x.rows && y.cols == x.cols, "norm_modulate", "y shape");
+  if (has_y) {
+    require_matrix(y, "norm_modulate", "y");
+    require(y.rows == x.rows && y.cols == x.cols, "norm_modulate", "y shape");
+    require(x.data != y.data || (x.bf16 == y.bf16 && x.ld == y.ld), "norm_modulate",
+            "y may be x only with the same dtype and row stride");
+  }
   require(w.data && shift.data && scale.data, "norm_modulate", "weight, shift and scale are required");
-  require(x.data != y.data || (x.bf16 == y.bf16 && x.ld == y.ld), "norm_modulate",
-          "y may be x only with the same dtype and row stride");
   require(updates.count >= 0 && updates.count <= 2, "add_norm_modulate", "0 to 2 updates");
   Updates u{};
   u.count = updates.count;
@@ -548,9 +611,9 @@ void rows_add_norm_modulate(const RowsMatrix& x, const RowsUpdates& updates, Row
     d_aligned = d_aligned && aligned4(d);
     gates_aligned = gates_aligned && aligned4(updates.gate[i].data, updates.gate[i].bf16);
   }
-  if (updates.count > 0) require(x.data != y.data, "add_norm_modulate", "y must not be x");
-  if (x.rows == 0 || x.cols == 0) return;
-  const bool v = x.cols % 4 == 0 && aligned4(x) && aligned4(y) && d_aligned;
+  if (updates.count > 0 && has_y) require(x.data != y.data, "add_norm_modulate", "y must not be x");
+  if (x.rows == 0 || x.cols == 0) return true;
+  const bool v = x.cols % 4 == 0 && aligned4(x) && (!has_y || aligned4(y)) && d_aligned;
   // Two updates go through the register kernel as bf16 bits (the DiT's); f32 ones take the other.
   const bool bits = updates.count < 2 || (updates.d[0].bf16 && updates.d[1].bf16);
   if (v && bits && gates_aligned && aligned4(w.data, w.bf16) && aligned4(shift.data, shift.bf16) &&
@@ -560,13 +623,24 @@ void rows_add_norm_modulate(const RowsMatrix& x, const RowsUpdates& updates, Row
     with_waves([&](auto waves) {
       constexpr int W = decltype(waves)::value, kThreads = W * kWaveSize;
       const int64_t chunks = (x.cols + 4 * kThreads - 1) / (4 * kThreads);
+      if (qo) {  // the quantizing kernel, where its LDS row holds the row
+        const QuantOut& q = *qo;
+        if (chunks <= 2 && x.cols <= quant_row_floats<W, 2>())
+          launch_norm_modulate_regs<W, 2, true>(x, w, eps, shift, scale, y, u, stream, q), launched = true;
+        else if (chunks <= 8 && x.cols <= quant_row_floats<W, 8>())
+          launch_norm_modulate_regs<W, 8, true>(x, w, eps, shift, scale, y, u, stream, q), launched = true;
+        else if (chunks <= 24 && x.cols <= quant_row_floats<W, 24>())
+          launch_norm_modulate_regs<W, 24, true>(x, w, eps, shift, scale, y, u, stream, q), launched = true;
+        return;
+      }
       launched = chunks <= 24;
       if (chunks <= 2) launch_norm_modulate_regs<W, 2>(x, w, eps, shift, scale, y, u, stream);
       else if (chunks <= 8) launch_norm_modulate_regs<W, 8>(x, w, eps, shift, scale, y, u, stream);
       else if (chunks <= 24) launch_norm_modulate_regs<W, 24>(x, w, eps, shift, scale, y, u, stream);
     });
-    if (launched) return;
+    if (launched || qo) return launched;
   }
+  if (qo) return false;
   // Any other shape: the wave-per-row kernel, which adds the updates in both of its passes over
   // the row (the same operations in order).
   with_waves([&](auto waves) {
@@ -576,6 +650,23 @@ void rows_add_norm_modulate(const RowsMatrix& x, const RowsUpdates& updates, Row
                        vec(shift), vec(scale), u);
   });
   MOSS_HIP_CHECK(hipGetLastError());
+  return true;
+}
+
+}  // namespace
+
+void rows_add_norm_modulate(const RowsMatrix& x, const RowsUpdates& updates, RowsVector w, float eps,
+                            RowsVector shift, RowsVector scale, const RowsMatrix& y, hipStream_t stream) {
+  norm_modulate_pass(x, updates, w, eps, shift, scale, y, nullptr, stream);
+}
+
+bool rows_add_norm_modulate_quantized(const RowsMatrix& x, const RowsUpdates& updates, RowsVector w, float eps,
+                                      RowsVector shift, RowsVector scale, const RowsMatrix& y, int64_t group,
+                                      int8_t* q, float* q_scale, hipStream_t stream) {
+  require(q && q_scale && group >= 4 && group <= 1024 && x.cols % group == 0, "add_norm_modulate_quantized",
+          "the quantized rows, their scales and a group of 4 to 1024 dividing the width are required");
+  const QuantOut qo{q, q_scale, int(group), y.data != nullptr};
+  return norm_modulate_pass(x, updates, w, eps, shift, scale, y, &qo, stream);
 }
 
 void rows_norm_rope(const RowsMatrix& x, RowsVector w, float eps, int64_t head_dim, const float* sin,
@@ -630,6 +721,25 @@ void rows_gated_unit(GatedUnit kind, const RowsMatrix& a, const RowsMatrix& b, c
           "shape mismatch");
   launch_elementwise(GatedOp{mat(a), mat(b), mat(out), kind}, a.rows, a.cols,
                      aligned4(a) && aligned4(b) && aligned4(out), stream, "gated_unit");
+}
+
+bool rows_gated_unit_quantized(GatedUnit kind, const RowsMatrix& a, const RowsMatrix& b, const RowsMatrix& out,
+                               int64_t group, int8_t* q, float* q_scale, hipStream_t stream) {
+  require_matrix(a, "gated_unit_quantized", "a");
+  require_matrix(b, "gated_unit_quantized", "b");
+  require(a.rows == b.rows && a.cols == b.cols, "gated_unit_quantized", "shape mismatch");
+  if (out.data) {
+    require_matrix(out, "gated_unit_quantized", "out");
+    require(out.rows == a.rows && out.cols == a.cols, "gated_unit_quantized", "out shape");
+  }
+  require(q && q_scale && group >= 4 && group <= 1024 && a.cols % group == 0, "gated_unit_quantized",
+          "the quantized rows, their scales and a group of 4 to 1024 dividing the width are required");
+  if (a.cols > kUnitRowFloats || a.rows > 0x7fffffff) return false;
+  if (a.rows == 0) return true;
+  hipLaunchKernelGGL(gated_unit_quantize_kernel, dim3(unsigned(a.rows)), dim3(kUnitRowThreads), 0, stream, mat(a),
+                     mat(b), mat(out), kind, int(a.cols), q, q_scale, int(group));
+  MOSS_HIP_CHECK(hipGetLastError());
+  return true;
 }
 
 void rows_silu(const RowsMatrix& x, const RowsMatrix& y, hipStream_t stream) {

@@ -17,6 +17,12 @@ float softmax_scale(int64_t hd) { return float(1.0 / std::sqrt(double(hd))); }
 
 constexpr float kRmsEps = 1e-6f;
 
+// An INT8 ffn_up_gate's product is kept in f32 (its SiTU unit and ffn_down's quantization read
+// fp32 values) for this many rows at a time: 2048 x 2·8192 f32 is 128 MiB at full size, half the
+// bf16 product of every row at 1024x1024 with cfg (8704 rows), and still 1024 output tiles for
+// the GEMM.
+constexpr int64_t kInt8FfnChunkRows = 2048;
+
 std::string dims_text(const Tensor& t) { return t.shape_str() + " " + dtype_name(t.dtype); }
 
 // A host copy that owns its storage (download may hand back the backend's own buffer on the
@@ -173,7 +179,12 @@ struct Dit::Stack {
 // Scratch matrices of one forward, shared by the blocks.
 struct Dit::Workspace {
   Tensor y, q, k, v, attn, gated;
-  Tensor up_gate;  // an INT8 ffn_up_gate's product [N, 2·ffn_dim], before its gated unit (else empty)
+  Tensor up_gate;  // an INT8 ffn_up_gate's product f32 [N, 2·ffn_dim], before its gated unit (else empty)
+  // An INT8 block's inputs rotated and quantized by the ops that produce them (QuantizedRows;
+  // empty for a bf16 DiT): `model` dim wide (norm1's rows for q, k and v, norm2's for
+  // ffn_up_gate; its group set for the layers it feeds), `ffn` ffn_dim wide (the SiTU unit's, for
+  // ffn_down).
+  QuantizedRows model, ffn;
   // v's whole buffer, where the backend's attention reads V transposed (CoreOps::
   // attention_reads_transposed_v): one row's Vᵀ [dim, keys padded to kTransposedVKeys] at a time.
   Tensor v_buffer;
@@ -211,13 +222,11 @@ Dit::Dit(Backend& be, const WeightFiles& weights, const DitConfig& cfg)
 Dit::Dit(Backend& be, std::unique_ptr<DitWeightSource> source, const DitConfig& cfg)
     : be_(be), src_(std::move(source)), cfg_(cfg) {}
 
-void dit_project(Backend& be, const DitProjection& p, const Tensor& x, Tensor& y) {
+namespace {
+// y += each LoRA correction kept beside p (DitSideLora), in order, from x: the layer's unrotated,
+// unquantized input rows (docs/loras.md, "LoRAs on an INT8 ConvRot DiT").
+void add_side_loras(Backend& be, const DitProjection& p, const Tensor& x, Tensor& y) {
   CoreOps& ops = be.core();
-  if (p.int8())
-    ops.linear_int8(x, p.w, p.scale, nullptr, p.group, y);
-  else
-    ops.linear(x, p.w, nullptr, y);
-  if (!p.side_lora()) return;
   // The corrections in f32 (the rank's intermediate too), added to y in its own dtype, a run of
   // at most kSideRows rows at a time: the scratch is then bounded (ffn_up_gate's 16384 columns:
   // 64 MiB) where a whole 1024x1024 CFG forward's rows would take 0.5 GiB. Every row's values
@@ -244,8 +253,46 @@ void dit_project(Backend& be, const DitProjection& p, const Tensor& x, Tensor& y
     }
   }
 }
+}  // namespace
+
+void dit_project(Backend& be, const DitProjection& p, const Tensor& x, Tensor& y) {
+  if (p.int8())
+    be.core().linear_int8(x, p.w, p.scale, nullptr, p.group, y);
+  else
+    be.core().linear(x, p.w, nullptr, y);
+  if (p.side_lora()) add_side_loras(be, p, x, y);
+}
 
 void Dit::project(const DitProjection& p, const Tensor& x, Tensor& y) { dit_project(be_, p, x, y); }
+
+void Dit::project(const DitProjection& p, const QuantizedRows& xq, const Tensor* x, Tensor& y) {
+  if (!p.int8() || p.group != xq.group)
+    throw std::logic_error("dit: a projection given quantized rows must be INT8 of their group");
+  be_.core().linear_int8(xq, p.w, p.scale, nullptr, y);
+  if (!p.side_lora()) return;
+  if (!x) throw std::logic_error("dit: a projection with LoRAs beside it needs its unrotated rows");
+  add_side_loras(be_, p, *x, y);
+}
+
+namespace {
+// The one place that decides which of a main block's inputs its producing op quantizes itself
+// (the group, 0 for none): an input whose every layer is INT8 with one group. The fp32 rows are
+// quantized then, never their bf16 roundings (docs/int8_convrot.md section 9), and once for the
+// three attention projections. The attention output (o's input) is quantized by linear_int8's own
+// activation pass; the SiTU unit only from the f32 product of an INT8 ffn_up_gate.
+struct QuantizedInputs {
+  int64_t attn = 0;      // norm1's rows, for q, k and v
+  int64_t ffn = 0;       // norm2's rows, for ffn_up_gate
+  int64_t ffn_down = 0;  // the gated unit's, for ffn_down
+};
+QuantizedInputs quantized_inputs(const DitMainBlockWeights& w) {
+  QuantizedInputs q;
+  if (w.q.int8() && w.k.int8() && w.v.int8() && w.k.group == w.q.group && w.v.group == w.q.group) q.attn = w.q.group;
+  if (w.ffn_up_gate.int8()) q.ffn = w.ffn_up_gate.group;
+  if (w.ffn_up_gate.int8() && w.ffn_down.int8()) q.ffn_down = w.ffn_down.group;
+  return q;
+}
+}  // namespace
 
 void Dit::attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) {
   const int64_t hd = cfg_.head_dim();
@@ -366,20 +413,35 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   for (size_t r = first; r < first + count; ++r) all_pending = all_pending && rows[r].pending;
   if (!all_pending)  // some row's first block: the others' updates go in on their own
     for (size_t r = first; r < first + count; ++r) apply_pending(st, rows[r], mod);
-  if (all_pending)  // the last block's two updates go into x here
-    ops.add_norm_modulate(x, GatedUpdates().then(attn_update, gate_a).then(ffn_update, gate_f), SumTo::X, w.norm1,
-                          kRmsEps, shift_a, scale_a, ws.y);
+  const QuantizedInputs quantized = quantized_inputs(w);
+  ws.model.group = quantized.attn;
+  // A LoRA beside an INT8 layer needs the layer's unrotated rows too (DitSideLora): the quantizing
+  // producer then also writes them.
+  Tensor* attn_rows = w.q.side_lora() || w.k.side_lora() || w.v.side_lora() ? &ws.y : nullptr;
+  const GatedUpdates last_updates = GatedUpdates().then(attn_update, gate_a).then(ffn_update, gate_f);
+  if (all_pending && quantized.attn)  // the last block's two updates go into x here
+    ops.add_norm_modulate_quantized(x, last_updates, SumTo::X, w.norm1, kRmsEps, shift_a, scale_a, ws.model, attn_rows);
+  else if (all_pending)
+    ops.add_norm_modulate(x, last_updates, SumTo::X, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
+  else if (quantized.attn)
+    ops.norm_modulate_quantized(x, w.norm1, kRmsEps, shift_a, scale_a, ws.model, attn_rows);
   else
     ops.norm_modulate(x, w.norm1, kRmsEps, shift_a, scale_a, ws.y);
-  project(w.q, ws.y, ws.q);
-  project(w.k, ws.y, ws.k);
+  if (quantized.attn) {  // one quantization of norm1's rows for the three
+    project(w.q, ws.model, attn_rows, ws.q);
+    project(w.k, ws.model, attn_rows, ws.k);
+    project(w.v, ws.model, attn_rows, ws.v);
+  } else {
+    project(w.q, ws.y, ws.q);
+    project(w.k, ws.y, ws.k);
+  }
   ops.norm_rope(ws.k, w.k_norm, kRmsEps, hd, sin, cos, ws.k);
   // V as the attention reads it: where that is transposed (AMD's portable attention), each row's
   // v projection is written so by its GEMM's epilogue, which saves the attention's pass over V.
   // An INT8 v projection has no transposed form: the attention reads it as it is (every
   // backend's attention takes both layouts; the transposed one only saves a pass).
   const bool v_transposed = !w.v.int8() && ops.attention_reads_transposed_v(hd);
-  if (!v_transposed) project(w.v, ws.y, ws.v);
+  if (!v_transposed && !quantized.attn) project(w.v, ws.y, ws.v);
   for (size_t r = first; r < first + count; ++r) {  // each row attends within itself
     const int64_t o = rows[r].offset - off, m = rows[r].n;
     Tensor out = ws.attn.slice_rows(o, m), q = ws.q.slice_rows(o, m), v = ws.v.slice_rows(o, m);
@@ -395,16 +457,38 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   // next norm instead.
   project(w.o, ws.attn, attn_update);
   // x + o's update, normalised; the sum is not stored (it stays pending, see RowState).
-  ops.add_norm_modulate(x, GatedUpdates().then(attn_update, gate_a), SumTo::Nowhere, w.norm2, kRmsEps, shift_f,
-                        scale_f, ws.y);
-  if (w.ffn_up_gate.int8()) {  // the product [hidden | gate] first, then the unit on its two halves
-    const int64_t f = cfg_.ffn_dim;
-    project(w.ffn_up_gate, ws.y, ws.up_gate);
-    ops.gated_unit(GatedUnit::Situ, ws.up_gate.slice_cols(0, f), ws.up_gate.slice_cols(f, f), ws.gated);
+  const GatedUpdates o_update = GatedUpdates().then(attn_update, gate_a);
+  if (quantized.ffn) {  // the product [hidden | gate] in f32 first, then the unit on its two halves
+    ws.model.group = quantized.ffn;
+    Tensor* ffn_rows = w.ffn_up_gate.side_lora() ? &ws.y : nullptr;
+    Tensor* unit_rows = w.ffn_down.side_lora() ? &ws.gated : nullptr;
+    ops.add_norm_modulate_quantized(x, o_update, SumTo::Nowhere, w.norm2, kRmsEps, shift_f, scale_f, ws.model,
+                                    ffn_rows);
+    // In runs of up to kInt8FfnChunkRows rows (the f32 product's buffer, Workspace::up_gate).
+    const int64_t f = cfg_.ffn_dim, rows_n = ws.model.rows();
+    ws.ffn.group = quantized.ffn_down;
+    for (int64_t r0 = 0; r0 < rows_n; r0 += kInt8FfnChunkRows) {
+      const int64_t m = std::min(kInt8FfnChunkRows, rows_n - r0);
+      Tensor product = ws.up_gate.slice_rows(0, m);
+      const Tensor ffn_rows_m = ffn_rows ? ffn_rows->slice_rows(r0, m) : Tensor();
+      project(w.ffn_up_gate, ws.model.slice_rows(r0, m), ffn_rows ? &ffn_rows_m : nullptr, product);
+      const Tensor hidden = product.slice_cols(0, f), gate = product.slice_cols(f, f);
+      if (quantized.ffn_down) {  // the unit's fp32 values quantized as they are made
+        QuantizedRows unit = ws.ffn.slice_rows(r0, m);
+        Tensor unit_rows_m = unit_rows ? unit_rows->slice_rows(r0, m) : Tensor();
+        ops.gated_unit_quantized(GatedUnit::Situ, hidden, gate, unit, unit_rows ? &unit_rows_m : nullptr);
+      } else {
+        Tensor unit = ws.gated.slice_rows(r0, m);
+        ops.gated_unit(GatedUnit::Situ, hidden, gate, unit);
+      }
+    }
+    if (quantized.ffn_down) project(w.ffn_down, ws.ffn, unit_rows, ffn_update);
+    else project(w.ffn_down, ws.gated, ffn_update);
   } else {
+    ops.add_norm_modulate(x, o_update, SumTo::Nowhere, w.norm2, kRmsEps, shift_f, scale_f, ws.y);
     ops.linear_gated_unit(GatedUnit::Situ, ws.y, w.ffn_up_gate.w, nullptr, ws.gated);  // rows [hidden | gate]
+    project(w.ffn_down, ws.gated, ffn_update);
   }
-  project(w.ffn_down, ws.gated, ffn_update);
   for (size_t r = first; r < first + count; ++r) rows[r].pending = true;
 }
 
@@ -528,14 +612,34 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   // v also holds a row's transposed V, its keys padded (Workspace::v_buffer): as many rows as
   // the longest row's padded keys, at most the padded total.
   full.v = be_.alloc(gemm_in, {CoreOps::transposed_v_keys(total), d});
-  full.gated = be_.alloc(gemm_in, {total, cfg_.ffn_dim});
-  if (cfg_.int8()) full.up_gate = be_.alloc(gemm_in, {total, 2 * cfg_.ffn_dim});
+  // The unit's rows in the GEMM input dtype, for ffn_down, unless every block's ffn_down takes
+  // them quantized (Workspace::ffn): then nothing reads them.
+  bool every_unit_quantized = cfg_.int8();
+  for (int64_t i = 0; i < cfg_.layers && every_unit_quantized; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".proj.";
+    every_unit_quantized = cfg_.int8_groups.count(p + "ffn_up_gate") && cfg_.int8_groups.count(p + "ffn_down");
+  }
+  // A LoRA beside an ffn_down reads them too.
+  if (!every_unit_quantized || !cfg_.side_loras.empty()) full.gated = be_.alloc(gemm_in, {total, cfg_.ffn_dim});
+  // An INT8 DiT: ffn_up_gate's product in f32, so that the SiTU unit and ffn_down's quantization
+  // see fp32 values (the format's reference never rounds them to bf16), a run of rows at a time;
+  // and the blocks' quantized inputs (Workspace::model, ffn).
+  if (cfg_.int8()) {
+    full.up_gate = be_.alloc(DType::F32, {std::min(total, kInt8FfnChunkRows), 2 * cfg_.ffn_dim});
+    full.model = {be_.alloc(DType::I8, {total, d}), be_.alloc(DType::F32, {total, 1}), 0};
+    full.ffn = {be_.alloc(DType::I8, {total, cfg_.ffn_dim}), be_.alloc(DType::F32, {total, 1}), 0};
+  }
   auto workspace_for = [&](int64_t N) {
     Workspace ws;
     Tensor* dst[] = {&ws.y, &ws.q, &ws.k, &ws.v, &ws.attn, &ws.gated};
     const Tensor* src[] = {&full.y, &full.q, &full.k, &full.v, &full.attn, &full.gated};
-    for (size_t i = 0; i < 6; ++i) *dst[i] = src[i]->slice_rows(0, N);
-    if (cfg_.int8()) ws.up_gate = full.up_gate.slice_rows(0, N);
+    for (size_t i = 0; i < 6; ++i)
+      if (src[i]->rank > 0) *dst[i] = src[i]->slice_rows(0, N);  // (gated may be absent)
+    if (cfg_.int8()) {
+      ws.up_gate = full.up_gate.slice_rows(0, std::min(N, kInt8FfnChunkRows));
+      ws.model = full.model.slice_rows(0, N);
+      ws.ffn = full.ffn.slice_rows(0, N);
+    }
     ws.v_buffer = full.v;
     return ws;
   };

@@ -114,6 +114,9 @@ class Dit {
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out);
   // dit_project on this backend: the projection, then any LoRA corrections beside it, from x.
   void project(const DitProjection& p, const Tensor& x, Tensor& y);
+  // The same from rows already rotated and quantized for an INT8 projection of their group; x:
+  // the same rows unrotated, which a LoRA beside the projection reads (null where none is).
+  void project(const DitProjection& p, const QuantizedRows& xq, const Tensor* x, Tensor& y);
 
   Tensor stacked_rope_tables(const std::vector<int64_t>& text_tokens, int64_t gh, int64_t gw);
 

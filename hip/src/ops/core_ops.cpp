@@ -30,6 +30,40 @@ void check_same_shape(const char* op, const Tensor& a, const char* what, const T
              std::string(what) + " " + b.shape_str() + " differs from " + a.shape_str());
 }
 
+constexpr const char* kNoInt8 = "this backend has no int8 kernels yet (issue 49); the host backend has the reference";
+
+// xq holds M rows of K: I8 [M, K] and F32 [M, 1], both contiguous, a group that is a power of 4
+// dividing K.
+void check_quantized(const char* op, const QuantizedRows& xq, int64_t M, int64_t K) {
+  op_require(xq.q.dtype == DType::I8 && xq.q.rank == 2 && xq.q.rows() == M && xq.q.cols() == K && xq.q.contiguous(),
+             op, "quantized rows " + xq.q.shape_str() + " " + dtype_name(xq.q.dtype) + " are not contiguous I8 [" +
+                     std::to_string(M) + ", " + std::to_string(K) + "]");
+  op_require(xq.scale.dtype == DType::F32 && xq.scale.numel() == M && xq.scale.contiguous(), op,
+             "quantized rows' scale " + xq.scale.shape_str() + " " + dtype_name(xq.scale.dtype) +
+                 " is not contiguous F32 [" + std::to_string(M) + ", 1]");
+  op_require(xq.q.where == xq.scale.where, op, "quantized rows and their scales live in different places");
+  op_require(convrot::valid_group_size(xq.group) && K % xq.group == 0, op,
+             "group size " + std::to_string(xq.group) + " is not a power of 4 dividing the width " + std::to_string(K));
+}
+
+void check_int8_weight(const char* op, const Tensor& q_w, const Tensor& w_scale, int64_t K) {
+  op_require(q_w.dtype == DType::I8, op, std::string("weight must be I8, not ") + dtype_name(q_w.dtype));
+  op_require(w_scale.dtype == DType::F32 && w_scale.numel() == q_w.rows() &&
+                 (w_scale.rank == 1 || (w_scale.rank == 2 && w_scale.cols() == 1)),
+             op, "weight_scale " + w_scale.shape_str() + " " + dtype_name(w_scale.dtype) +
+                     " is not F32 [N] or [N, 1] for weight " + q_w.shape_str());
+  // |q_x| <= 127 and |q_w| <= 128: the int32 sum cannot overflow below this width.
+  constexpr int64_t kMaxWidth = (int64_t(1) << 31) / (127 * 128);
+  op_require(K <= kMaxWidth, op,
+             "width " + std::to_string(K) + " could overflow the int32 sum (at most " + std::to_string(kMaxWidth) + ")");
+}
+
+// The fp32 rows [M, K] a quantizing producer rotates and quantizes: a backend may hold them in
+// its scratch between its passes (the HIP backend does), so the memory plan counts them.
+OpCall quantizing_call(std::string name, const QuantizedRows& q) {
+  return OpCall{std::move(name) + " g" + std::to_string(q.group), DType::F32, {q.rows(), q.cols()}};
+}
+
 }  // namespace
 
 void CoreOps::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
@@ -43,16 +77,7 @@ void CoreOps::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tenso
 void CoreOps::linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias,
                           int64_t group, Tensor& y) {
   check_gemm("linear_int8", x, q_w, bias, y, 1);
-  op_require(q_w.dtype == DType::I8, "linear_int8", std::string("weight must be I8, not ") + dtype_name(q_w.dtype));
-  op_require(w_scale.dtype == DType::F32 && w_scale.numel() == q_w.rows() &&
-                 (w_scale.rank == 1 || (w_scale.rank == 2 && w_scale.cols() == 1)),
-             "linear_int8", "weight_scale " + w_scale.shape_str() + " " + dtype_name(w_scale.dtype) +
-                                " is not F32 [N] or [N, 1] for weight " + q_w.shape_str());
-  // |q_x| <= 127 and |q_w| <= 128: the int32 sum cannot overflow below this width.
-  constexpr int64_t kMaxWidth = (int64_t(1) << 31) / (127 * 128);
-  op_require(x.cols() <= kMaxWidth, "linear_int8",
-             "width " + std::to_string(x.cols()) + " could overflow the int32 sum (at most " +
-                 std::to_string(kMaxWidth) + ")");
+  check_int8_weight("linear_int8", q_w, w_scale, x.cols());
   op_require(convrot::valid_group_size(group) && x.cols() % group == 0, "linear_int8",
              "group size " + std::to_string(group) + " is not a power of 4 dividing the width " +
                  std::to_string(x.cols()));
@@ -67,7 +92,36 @@ void CoreOps::linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_sc
 }
 
 void CoreOps::do_linear_int8(const Tensor&, const Tensor&, const Tensor&, const Tensor*, int64_t, Tensor&) {
-  op_require(false, "linear_int8", "this backend has no int8 kernels yet (issue 49); the host backend has the reference");
+  op_require(false, "linear_int8", kNoInt8);
+}
+void CoreOps::do_rotate_quantize(const Tensor&, QuantizedRows&) { op_require(false, "rotate_quantize", kNoInt8); }
+void CoreOps::do_linear_int8_quantized(const QuantizedRows&, const Tensor&, const Tensor&, const Tensor*, Tensor&) {
+  op_require(false, "linear_int8", kNoInt8);
+}
+void CoreOps::do_add_norm_modulate_quantized(Tensor&, const GatedUpdates&, SumTo, const Tensor&, float, const Tensor&,
+                                             const Tensor&, QuantizedRows&, Tensor*) {
+  op_require(false, "add_norm_modulate_quantized", kNoInt8);
+}
+void CoreOps::do_gated_unit_quantized(GatedUnit, const Tensor&, const Tensor&, QuantizedRows&, Tensor*) {
+  op_require(false, "gated_unit_quantized", kNoInt8);
+}
+
+void CoreOps::rotate_quantize(const Tensor& x, QuantizedRows& xq) {
+  check_quantized("rotate_quantize", xq, x.rows(), x.cols());
+  run_op(hook_, [&] { return OpCall{"core.rotate_quantize g" + std::to_string(xq.group) + " x:" + dtype_name(x.dtype)}; },
+         [&] { do_rotate_quantize(x, xq); });
+}
+
+void CoreOps::linear_int8(const QuantizedRows& xq, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias,
+                          Tensor& y) {
+  const int64_t M = xq.rows(), K = xq.cols(), N = q_w.rows();
+  check_quantized("linear_int8", xq, M, K);
+  op_require(q_w.cols() == K, "linear_int8", "weight " + q_w.shape_str() + " does not match x " + xq.q.shape_str());
+  op_require(y.rows() == M && y.cols() == N, "linear_int8", "y " + y.shape_str() + " is not [M, N]");
+  op_require(!bias || bias->numel() == N, "linear_int8", "bias " + (bias ? bias->shape_str() : "") + " is not [N]");
+  check_int8_weight("linear_int8", q_w, w_scale, K);
+  run_op(hook_, [&] { return OpCall{"core.linear_int8 " + op_dims(q_w) + " g" + std::to_string(xq.group) + " xq"}; },
+         [&] { do_linear_int8_quantized(xq, q_w, w_scale, bias, y); });
 }
 
 void CoreOps::linear_transposed(const Tensor& x, const Tensor& w, Tensor& yt) {
@@ -128,6 +182,40 @@ void CoreOps::add_norm_modulate(Tensor& x, const GatedUpdates& updates, SumTo su
          [&] { do_add_norm_modulate(x, updates, sum, w, eps, shift, scale, y); });
 }
 
+void CoreOps::norm_modulate_quantized(const Tensor& x, const Tensor& w, float eps, const Tensor& shift,
+                                      const Tensor& scale, QuantizedRows& yq, Tensor* y) {
+  check_quantized("norm_modulate_quantized", yq, x.rows(), x.cols());
+  if (y) check_same_shape("norm_modulate_quantized", x, "y", *y);
+  // add_norm_modulate's body with no update: x is only read (nothing to store).
+  Tensor& xs = const_cast<Tensor&>(x);
+  run_op(hook_, [&] { return quantizing_call("core.norm_modulate_quantized", yq); },
+         [&] { do_add_norm_modulate_quantized(xs, GatedUpdates(), SumTo::X, w, eps, shift, scale, yq, y); });
+}
+
+void CoreOps::add_norm_modulate_quantized(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w,
+                                          float eps, const Tensor& shift, const Tensor& scale, QuantizedRows& yq,
+                                          Tensor* y) {
+  const char* op = "add_norm_modulate_quantized";
+  check_quantized(op, yq, x.rows(), x.cols());
+  if (y) check_same_shape(op, x, "y", *y);
+  // (a measuring backend's tensors have no storage: null data is no alias)
+  op_require(!y || !x.data || y->data != x.data, op, "y must not be x");
+  op_require(updates.count >= 1 && updates.count <= GatedUpdates::kMax, op,
+             "1 to " + std::to_string(GatedUpdates::kMax) + " updates, got " + std::to_string(updates.count));
+  for (int i = 0; i < updates.count; ++i) {
+    op_require(updates.d[i] && updates.gate[i], op, "an update without its tensor or gate");
+    check_same_shape(op, x, "d", *updates.d[i]);
+    op_require(updates.gate[i]->numel() == x.cols(), op, "gate size");
+  }
+  run_op(hook_,
+         [&] {
+           return quantizing_call(sum == SumTo::X ? "core.add_norm_modulate_quantized"
+                                                  : "core.add_norm_modulate_quantized (sum not stored)",
+                                  yq);
+         },
+         [&] { do_add_norm_modulate_quantized(x, updates, sum, w, eps, shift, scale, yq, y); });
+}
+
 void CoreOps::norm_rope(const Tensor& x, const Tensor& w, float eps, int64_t head_dim, const Tensor& sin,
                         const Tensor& cos, Tensor& y) {
   check_same_shape("norm_rope", x, "y", y);
@@ -144,6 +232,15 @@ void CoreOps::gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tenso
   check_same_shape("gated_unit", a, "b", b);
   check_same_shape("gated_unit", a, "out", out);
   run_op(hook_, unit_name(kind), [&] { do_gated_unit(kind, a, b, out); });
+}
+
+void CoreOps::gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq,
+                                   Tensor* out) {
+  check_same_shape("gated_unit_quantized", a, "b", b);
+  check_quantized("gated_unit_quantized", outq, a.rows(), a.cols());
+  if (out) check_same_shape("gated_unit_quantized", a, "out", *out);
+  run_op(hook_, [&] { return quantizing_call(std::string(unit_name(kind)) + " quantized", outq); },
+         [&] { do_gated_unit_quantized(kind, a, b, outq, out); });
 }
 
 void CoreOps::silu(const Tensor& x, Tensor& y) {

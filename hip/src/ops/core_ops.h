@@ -36,6 +36,23 @@ struct GatedUpdates {
 // Where CoreOps::add_norm_modulate puts x plus its updates: back into x, or nowhere.
 enum class SumTo { X, Nowhere };
 
+// An activation's rows rotated and quantized for the INT8 ConvRot linear (docs/int8_convrot.md
+// sections 2-3, section 9 for who writes them): row r of the activation rotated by
+// convrot::rotate_groups over groups of `group` columns, then convrot::quantize_row's int8 values
+// q[r] and scale[r] (NaN with a row of zeros for a non-finite row). Written by rotate_quantize or
+// straight by the op that produces the activation (norm_modulate_quantized,
+// add_norm_modulate_quantized, gated_unit_quantized: from their fp32 values, before any bf16
+// rounding), read by linear_int8; one quantization serves every layer of that input and group
+// (the DiT's q, k and v). Allocated by the caller on the backend, like every output.
+struct QuantizedRows {
+  Tensor q;           // I8 [M, K], contiguous
+  Tensor scale;       // F32 [M, 1], contiguous
+  int64_t group = 0;  // a power of 4 dividing K
+  int64_t rows() const { return q.rows(); }
+  int64_t cols() const { return q.cols(); }
+  QuantizedRows slice_rows(int64_t r0, int64_t n) const { return {q.slice_rows(r0, n), scale.slice_rows(r0, n), group}; }
+};
+
 class CoreOps : public OpFamily {
  public:
 
@@ -51,6 +68,12 @@ class CoreOps : public OpFamily {
   // and the HIP backend (bit-identical, docs/int8_convrot.md section 9) have bodies; others refuse.
   void linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias, int64_t group,
                    Tensor& y);
+  // linear_int8's two halves, so that one quantization serves several layers and the op that
+  // produces an activation can quantize it itself: rotate_quantize writes xq from x (f32 or, on
+  // the GPU, bf16) with xq.group; the product reads xq (its group must be the weight's). The
+  // x-taking linear_int8 is exactly the two in sequence (the same bits).
+  void rotate_quantize(const Tensor& x, QuantizedRows& xq);
+  void linear_int8(const QuantizedRows& xq, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias, Tensor& y);
 
   // The product stored transposed: yt [N, P] (P >= M >= 1, any row stride) receives
   // yt[c][r] = (x·wᵀ)[r][c] for r < M and 0 for M <= r < P; fp32 accumulation, no bias. The
@@ -90,6 +113,17 @@ class CoreOps : public OpFamily {
   void add_norm_modulate(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w, float eps,
                          const Tensor& shift, const Tensor& scale, Tensor& y);
 
+  // The same two passes producing an INT8 layer's input: the fp32 rows norm_modulate /
+  // add_norm_modulate compute (before the rounding to y's dtype) rotated and quantized into yq
+  // (rotate_quantize's arithmetic on those fp32 values), and written to y as well where y is not
+  // null (in y's dtype, rounded once: for what reads the unrotated rows, e.g. a LoRA beside the
+  // layer). Quantizing the fp32 rows, not their bf16 roundings, is what the format's reference
+  // does (docs/int8_convrot.md section 9). x: as add_norm_modulate's.
+  void norm_modulate_quantized(const Tensor& x, const Tensor& w, float eps, const Tensor& shift, const Tensor& scale,
+                               QuantizedRows& yq, Tensor* y);
+  void add_norm_modulate_quantized(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w, float eps,
+                                   const Tensor& shift, const Tensor& scale, QuantizedRows& yq, Tensor* y);
+
   // Per-head q/k preparation in one: rms_norm(x, w, Mul, eps, group = head_dim) then
   // rope(·, sin, cos, head_dim, rot_dim = head_dim), in that operation order. Reads the f32
   // projection output, writes y (bf16 where the backend's attention takes bf16); y may be x
@@ -105,6 +139,11 @@ class CoreOps : public OpFamily {
   //   SwiGlu:      out = silu(a) · b                           (a = gate, b = up)
   //   SigmoidGate: out = a · σ(b)
   void gated_unit(GatedUnit kind, const Tensor& a, const Tensor& b, Tensor& out);
+  // The unit's fp32 values rotated and quantized into outq (an INT8 ffn_down's input from the
+  // unit itself, never rounded to bf16 first), and written to out as well where out is not null
+  // (in out's dtype, rounded once).
+  void gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq,
+                            Tensor* out = nullptr);
 
   // y = x·σ(x); y may alias x.
   void silu(const Tensor& x, Tensor& y);
@@ -162,6 +201,15 @@ class CoreOps : public OpFamily {
   // Not pure: a backend without int8 kernels inherits the refusal (ops/core_ops.cpp).
   virtual void do_linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias,
                               int64_t group, Tensor& y);
+  // linear_int8's halves and the quantizing producers: not pure either (the same refusal).
+  virtual void do_rotate_quantize(const Tensor& x, QuantizedRows& xq);
+  virtual void do_linear_int8_quantized(const QuantizedRows& xq, const Tensor& q_w, const Tensor& w_scale,
+                                        const Tensor* bias, Tensor& y);
+  virtual void do_add_norm_modulate_quantized(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w,
+                                              float eps, const Tensor& shift, const Tensor& scale, QuantizedRows& yq,
+                                              Tensor* y);
+  virtual void do_gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq,
+                                       Tensor* out);
 
   virtual void do_linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
                                     Tensor& out) = 0;

@@ -156,6 +156,47 @@ TEST(Int8KernelsEmulated, BitIdenticalToTheHostOp) {
   }
 }
 
+// The activation pass alone (CoreOps::rotate_quantize's kernels) against the host op's quantized
+// rows, bit for bit: both of its kernels, each LDS row size at and past its bound, groups 4 to
+// 1024, f32 and bf16 x with a row stride, NaN / infinity / zero rows. The pass holds no matrix
+// leaf, so one of the three programs runs it (NVIDIA's: the leaf's target changes nothing here).
+TEST(Int8KernelsEmulated, RotateQuantizeBitIdenticalToTheHostOp) {
+  if (MOSS_LEAF_EMULATED_TARGET != 0) GTEST_SKIP() << "the activation pass runs in int8_kernels_emulated_nvidia";
+  struct Case {
+    int64_t m, k, group;
+    bool bf16;
+  };
+  std::unique_ptr<Backend> host = make_host_backend();
+  uint64_t seed = 4900;
+  for (const Case c : {Case{4, 4, 4, false}, Case{5, 192, 64, true}, Case{4, 3072, 256, true},
+                       Case{4, 4096, 1024, false}, Case{4, 4100, 4, true}, Case{4, 8192, 256, false},
+                       Case{4, 8196, 4, false}}) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.k) + " g" + std::to_string(c.group));
+    std::mt19937_64 rng(++seed);
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    const int64_t ld = c.k + 3;
+    std::vector<float> xv(size_t(c.m * ld));
+    for (float& v : xv) v = c.bf16 ? bf16_to_f32(f32_to_bf16(normal(rng))) : normal(rng);
+    xv[size_t(1 * ld + c.k / 2)] = std::nanf("");
+    xv[size_t(2 * ld)] = -INFINITY;
+    for (int64_t i = 0; i < c.k; ++i) xv[size_t(3 * ld + i)] = 0.0f;
+    std::vector<uint16_t> xb(xv.size());
+    for (size_t i = 0; i < xv.size(); ++i) xb[i] = f32_to_bf16(xv[i]);
+    Tensor xh = host_tensor(DType::F32, {c.m, c.k});
+    for (int64_t r = 0; r < c.m; ++r) std::memcpy(xh.row<float>(r), &xv[size_t(r * ld)], size_t(c.k) * 4);
+    QuantizedRows want{host_tensor(DType::I8, {c.m, c.k}), host_tensor(DType::F32, {c.m, 1}), c.group};
+    host->core().rotate_quantize(xh, want);
+    std::vector<int8_t> q(size_t(c.m * c.k), 0x55);
+    std::vector<float> s(size_t(c.m), -7.0f);
+    const RowsMatrix xm{c.bf16 ? static_cast<void*>(xb.data()) : static_cast<void*>(xv.data()), c.bf16, c.m, c.k, ld};
+    int8_rotate_quantize(xm, c.group, q.data(), s.data(), nullptr);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < c.m * c.k; ++i) differ += q[size_t(i)] != want.q.ptr<int8_t>()[i];
+    EXPECT_EQ(differ, 0);
+    for (int64_t r = 0; r < c.m; ++r) EXPECT_TRUE(same(s[size_t(r)], want.scale.ptr<float>()[r])) << "row " << r;
+  }
+}
+
 // The comparison is sharp: a weight scale changed by one ulp after the host ran changes outputs.
 TEST(Int8KernelsEmulated, OneUlpOfOneScaleIsSeen) {
   // Runs the tiled kernel on a case, then compares against the host op given a perturbed scale.

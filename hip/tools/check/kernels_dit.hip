@@ -5,7 +5,8 @@
 // a kernel forgets to write fails its case.
 //
 // Groups (--filter): gemm, gemm_gated_unit, gemm_skinny, rows, fused, attention, packed, int8 (the
-// INT8 ConvRot linear, bit-identical to the host: cases/int8_linear_cases.h).
+// INT8 ConvRot linear, bit-identical to the host: cases/int8_linear_cases.h; its activation ops
+// and the quantizing producers: cases/int8_quantized_cases.h).
 //
 // Table rows: kernel, shape, relative L2, max |error|, ms per launch, rate, verdict. Tolerances:
 // bf16-operand kernels (GEMM) 1e-2 relative L2, fp32 kernels 1e-5 (bf16 in/out cases 1e-2). The
@@ -26,6 +27,7 @@
 
 #include "cases/attention_cases.h"
 #include "cases/int8_linear_cases.h"
+#include "cases/int8_quantized_cases.h"
 #include "kernel_check.h"
 #include "kernels/gemm.h"
 #include "ops/backend.h"
@@ -1063,6 +1065,9 @@ void kcheck::dit_family(Table& table, const Options& o) {
   group(table, o, "dit", "fused", [&] { check_fused(env); });
   group(table, o, "dit", "attention", [&] { check_attention_cases(table, env.ctx, env.host, "dit", env.sustain_s, env.max_elements); });
   group(table, o, "dit", "packed", [&] { check_packed(env); });
-  group(table, o, "dit", "int8", [&] { int8_check::check_int8_linear(env); });
+  group(table, o, "dit", "int8", [&] {
+    int8_check::check_int8_linear(env);
+    int8_check::check_int8_quantized(env);
+  });
   print_time_table(env.timings, device_peaks(env.ctx.device()), "1024x1024 DiT shapes");
 }

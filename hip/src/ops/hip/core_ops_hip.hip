@@ -72,15 +72,10 @@ class HipCoreOps : public CoreOps {
   void do_linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias, int64_t group,
                       Tensor& y) override {
     const char* name = "linear_int8";
-    const RowsMatrix xm = device_matrix(x, name, "x"), ym = device_matrix(y, name, "y");
-    require(q_w.where == Where::Device && w_scale.where == Where::Device, name,
-            "weight and weight_scale must be device tensors");
-    require(q_w.contiguous() && w_scale.contiguous(), name, "weight and weight_scale must be contiguous");
-    require(group <= kInt8MaxGroup, name,
-            "group size " + std::to_string(group) + " is larger than the kernels' " + std::to_string(kInt8MaxGroup));
-    const int64_t M = xm.rows, K = xm.cols, N = q_w.rows();
-    const RowsVector b = device_vector(bias, N, name, "bias");
-    if (M == 0 || N == 0) return;
+    const RowsMatrix xm = device_matrix(x, name, "x");
+    require_group(name, group);
+    const int64_t M = xm.rows, K = xm.cols;
+    if (M == 0 || q_w.rows() == 0) return;
     // Exactly the op's declared scratch, M·(K + 4) bytes (CoreOps::linear_int8's OpCall): q_x at
     // the arena's start (aligned for the GEMM's 16-byte chunks), s_x after it (K is a multiple of 4).
     const size_t q_bytes = size_t(M * K);
@@ -88,20 +83,72 @@ class HipCoreOps : public CoreOps {
     int8_t* qx = reinterpret_cast<int8_t*>(scratch);
     float* sx = reinterpret_cast<float*>(scratch + q_bytes);
     int8_rotate_quantize(xm, group, qx, sx, ctx_.stream());
-    Int8GemmArgs a;
-    a.qx = qx;
-    a.sx = sx;
-    a.qw = q_w.ptr<const int8_t>();
-    a.sw = w_scale.ptr<const float>();
-    a.bias = b;
-    a.y = ym;
-    a.m = M;
-    a.n = N;
-    a.k = K;
-    // NVIDIA's native path: the wgmma kernel where the operands fit it (every DiT projection);
-    // else, and on AMD and under MOSSINFER_KERNELS=portable, the matrix leaf's kernels. Same bits.
-    if (int8_gemm_wgmma_fits(a)) int8_gemm_wgmma(a, ctx_.stream(), ctx_.multiprocessors());
-    else int8_gemm(a, ctx_.stream());
+    int8_product(qx, sx, M, K, q_w, w_scale, bias, y);
+  }
+
+  // linear_int8's halves: the activation pass into the caller's rows, and the product from them.
+  void do_rotate_quantize(const Tensor& x, QuantizedRows& xq) override {
+    const RowsMatrix xm = device_matrix(x, "rotate_quantize", "x");
+    require_quantized("rotate_quantize", xq);
+    int8_rotate_quantize(xm, xq.group, xq.q.ptr<int8_t>(), xq.scale.ptr<float>(), ctx_.stream());
+  }
+
+  void do_linear_int8_quantized(const QuantizedRows& xq, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias,
+                                Tensor& y) override {
+    require_quantized("linear_int8", xq);
+    if (xq.rows() == 0 || q_w.rows() == 0) return;
+    int8_product(xq.q.ptr<const int8_t>(), xq.scale.ptr<const float>(), xq.rows(), xq.cols(), q_w, w_scale, bias, y);
+  }
+
+  // The quantizing producers, in one pass where a kernel holds the row: the norms' register
+  // kernel (rows_add_norm_modulate_quantized: the rows' fp32 values rotated and quantized in LDS,
+  // y stored from the same values), the unit's row kernel (rows_gated_unit_quantized, rows up to
+  // 8192). Elsewhere the producer's kernel writes
+  // its fp32 rows into the context's scratch (the op's declared scratch, f32 [M, K]), the
+  // activation pass rotates and quantizes them, and y, when asked, is those rows converted once
+  // (rows_gather: f32 -> y's dtype, the rounding the producer's own bf16 store applies). Either
+  // way the quantized rows are the activation pass's arithmetic on the fp32 values the producer's
+  // kernel computes.
+  void do_add_norm_modulate_quantized(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w, float eps,
+                                      const Tensor& shift, const Tensor& scale, QuantizedRows& yq,
+                                      Tensor* y) override {
+    const char* name = "add_norm_modulate_quantized";
+    const RowsMatrix xm = device_matrix(x, name, "x");
+    require_quantized(name, yq);
+    RowsUpdates u;
+    u.count = updates.count;
+    u.store = sum == SumTo::X && updates.count > 0;  // no update (norm_modulate_quantized): x only read
+    for (int i = 0; i < updates.count; ++i) {
+      u.d[i] = device_matrix(*updates.d[i], name, "d");
+      u.gate[i] = device_vector(updates.gate[i], xm.cols, name, "gate");
+    }
+    const RowsMatrix ym = y ? device_matrix(*y, name, "y") : RowsMatrix{};
+    if (xm.rows == 0) return;
+    const RowsVector wv = device_vector(&w, xm.cols, name, "weight"), sh = device_vector(&shift, xm.cols, name, "shift"),
+                     sc = device_vector(&scale, xm.cols, name, "scale");
+    // One pass where the register kernel holds the row (the DiT's width): its fp32 rows rotated
+    // and quantized in LDS.
+    if (rows_add_norm_modulate_quantized(xm, u, wv, eps, sh, sc, ym, yq.group, yq.q.ptr<int8_t>(),
+                                         yq.scale.ptr<float>(), ctx_.stream()))
+      return;
+    const RowsMatrix rows = f32_rows_scratch(xm.rows, xm.cols);
+    rows_add_norm_modulate(xm, u, wv, eps, sh, sc, rows, ctx_.stream());
+    quantize_and_copy(rows, yq, y ? &ym : nullptr);
+  }
+
+  void do_gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq,
+                               Tensor* out) override {
+    const char* name = "gated_unit_quantized";
+    const RowsMatrix am = device_matrix(a, name, "a"), bm = device_matrix(b, name, "b");
+    const RowsMatrix om = out ? device_matrix(*out, name, "out") : RowsMatrix{};
+    require_quantized(name, outq);
+    if (am.rows == 0) return;
+    if (rows_gated_unit_quantized(kind, am, bm, om, outq.group, outq.q.ptr<int8_t>(), outq.scale.ptr<float>(),
+                                  ctx_.stream()))
+      return;
+    const RowsMatrix rows = f32_rows_scratch(am.rows, am.cols);
+    rows_gated_unit(kind, am, bm, rows, ctx_.stream());
+    quantize_and_copy(rows, outq, out ? &om : nullptr);
   }
 
   // The GEMM's transposed epilogue (GemmOperands::y_transposed): the Portable kernel on AMD and
@@ -345,6 +392,56 @@ class HipCoreOps : public CoreOps {
   }
 
  private:
+  void require_group(const char* name, int64_t group) {
+    require(group <= kInt8MaxGroup, name,
+            "group size " + std::to_string(group) + " is larger than the kernels' " + std::to_string(kInt8MaxGroup));
+  }
+  void require_quantized(const char* name, const QuantizedRows& xq) {
+    require(xq.q.where == Where::Device && xq.scale.where == Where::Device, name,
+            "the quantized rows and their scales must be device tensors");
+    require_group(name, xq.group);
+  }
+
+  // y = the int8 GEMM of the quantized rows (qx [M, K], sx [M]) and the weight, the scales and
+  // the bias in its epilogue.
+  void int8_product(const int8_t* qx, const float* sx, int64_t M, int64_t K, const Tensor& q_w, const Tensor& w_scale,
+                    const Tensor* bias, Tensor& y) {
+    const char* name = "linear_int8";
+    const RowsMatrix ym = device_matrix(y, name, "y");
+    require(q_w.where == Where::Device && w_scale.where == Where::Device, name,
+            "weight and weight_scale must be device tensors");
+    require(q_w.contiguous() && w_scale.contiguous(), name, "weight and weight_scale must be contiguous");
+    const int64_t N = q_w.rows();
+    Int8GemmArgs a;
+    a.qx = qx;
+    a.sx = sx;
+    a.qw = q_w.ptr<const int8_t>();
+    a.sw = w_scale.ptr<const float>();
+    a.bias = device_vector(bias, N, name, "bias");
+    a.y = ym;
+    a.m = M;
+    a.n = N;
+    a.k = K;
+    // NVIDIA's native path: the wgmma kernel where the operands fit it (every DiT projection);
+    // else, and on AMD and under MOSSINFER_KERNELS=portable, the matrix leaf's kernels. Same bits.
+    if (int8_gemm_wgmma_fits(a)) int8_gemm_wgmma(a, ctx_.stream(), ctx_.multiprocessors());
+    else int8_gemm(a, ctx_.stream());
+  }
+
+  // f32 [rows, cols] in the context's scratch: a quantizing producer's declared scratch.
+  RowsMatrix f32_rows_scratch(int64_t rows, int64_t cols) {
+    RowsMatrix m;
+    m.data = ctx_.scratch(size_t(rows * cols) * sizeof(float));
+    m.rows = rows;
+    m.cols = cols;
+    m.ld = cols;
+    return m;
+  }
+  void quantize_and_copy(const RowsMatrix& rows, QuantizedRows& q, const RowsMatrix* y) {
+    int8_rotate_quantize(rows, q.group, q.q.ptr<int8_t>(), q.scale.ptr<float>(), ctx_.stream());
+    if (y) rows_gather(rows, nullptr, *y, ctx_.stream());
+  }
+
   // Copies m into zero-filled scratch rows of `ld` elements at `dst` (same dtype).
   const void* pack(const RowsMatrix& m, void* dst, int64_t ld) {
     RowsMatrix packed{dst, m.bf16, m.rows, m.cols, ld};

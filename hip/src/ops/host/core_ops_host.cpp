@@ -77,43 +77,78 @@ class HostCoreOps : public CoreOps {
   }
 
   // Rows of x rotated and quantized (convrot::, the format's one definition), then the int32
-  // products, each converted to fp32 and scaled by (s_x·s_w) before the bias, as the document's
-  // section 4 orders it.
+  // products: linear_int8's two halves in sequence.
   void do_linear_int8(const Tensor& x, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias, int64_t group,
                       Tensor& y) override {
-    check_f32_matrix(x, "linear_int8", "x");
+    QuantizedRows xq{host_tensor(DType::I8, {x.rows(), x.cols()}), host_tensor(DType::F32, {x.rows(), 1}), group};
+    do_rotate_quantize(x, xq);  // the bodies: the hook sees one op, as on the GPU
+    do_linear_int8_quantized(xq, q_w, w_scale, bias, y);
+  }
+
+  // Each row copied as fp32, convrot::rotate_groups, convrot::quantize_row.
+  void do_rotate_quantize(const Tensor& x, QuantizedRows& xq) override {
+    check_f32_matrix(x, "rotate_quantize", "x");
+    check_quantized_host(xq, "rotate_quantize");
+    const int64_t K = x.cols();
+    int8_t* q = xq.q.ptr<int8_t>();
+    float* s = xq.scale.ptr<float>();
+    pool_.parallel_for(x.rows(), [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(static_cast<size_t>(K));
+      for (int64_t r = r0; r < r1; ++r) {
+        std::copy_n(x.row<const float>(r), K, row.data());
+        convrot::rotate_groups(row.data(), K, xq.group);
+        s[r] = convrot::quantize_row(row.data(), K, q + r * K);
+      }
+    });
+  }
+
+  // The int32 products, each converted to fp32 and scaled by (s_x·s_w) before the bias, as the
+  // document's section 4 orders it.
+  void do_linear_int8_quantized(const QuantizedRows& xq, const Tensor& q_w, const Tensor& w_scale, const Tensor* bias,
+                                Tensor& y) override {
+    check_quantized_host(xq, "linear_int8");
     check_f32_matrix(y, "linear_int8", "y");
     check_host(q_w, "linear_int8", "weight");
     check_host(w_scale, "linear_int8", "weight_scale");
     op_require(q_w.contiguous() && w_scale.contiguous(), "linear_int8", "weight and weight_scale must be contiguous");
-    const int64_t M = x.rows(), K = x.cols(), N = q_w.rows();
-    std::vector<int8_t> qx(size_t(M * K));
-    std::vector<float> sx(static_cast<size_t>(M));
-    pool_.parallel_for(M, [&](int64_t r0, int64_t r1) {
-      std::vector<float> row(static_cast<size_t>(K));
-      for (int64_t r = r0; r < r1; ++r) {
-        std::copy_n(x.row<const float>(r), K, row.data());
-        convrot::rotate_groups(row.data(), K, group);
-        sx[size_t(r)] = convrot::quantize_row(row.data(), K, qx.data() + r * K);
-      }
-    });
+    const int64_t M = xq.rows(), K = xq.cols(), N = q_w.rows();
+    const int8_t* qx = xq.q.ptr<const int8_t>();
+    const float* sx = xq.scale.ptr<const float>();
     const float* sw = w_scale.ptr<const float>();
     std::vector<float> b = bias ? vec_f32(*bias) : std::vector<float>();
     const int8_t* qw = q_w.ptr<const int8_t>();
     pool_.parallel_for(N, [&](int64_t n0, int64_t n1) {
       for (int64_t m = 0; m < M; ++m) {
         if (m % 64 == 0 && cancel_requested()) return;  // util/cancel.h: the caller throws
-        const int8_t* xr = qx.data() + m * K;
+        const int8_t* xr = qx + m * K;
         float* yr = y.row<float>(m);
         for (int64_t n = n0; n < n1; ++n) {
           const int8_t* wr = qw + n * K;
           int32_t acc = 0;
           for (int64_t k = 0; k < K; ++k) acc += int32_t(xr[k]) * int32_t(wr[k]);
-          const float v = float(acc) * (sx[size_t(m)] * sw[n]);
+          const float v = float(acc) * (sx[m] * sw[n]);
           yr[n] = bias ? v + b[size_t(n)] : v;
         }
       }
     }, 16);
+  }
+
+  // The quantizing producers, by their definition: the producer's fp32 values into a host
+  // matrix, then rotate_quantize on them, and y (when asked) from the same fp32 values.
+  void do_add_norm_modulate_quantized(Tensor& x, const GatedUpdates& updates, SumTo sum, const Tensor& w, float eps,
+                                      const Tensor& shift, const Tensor& scale, QuantizedRows& yq,
+                                      Tensor* y) override {
+    Tensor rows = host_tensor(DType::F32, x.dims());
+    if (updates.count == 0) norm_modulate(x, w, eps, shift, scale, rows);
+    else add_norm_modulate(x, updates, sum, w, eps, shift, scale, rows);
+    quantize_and_copy(rows, yq, y);
+  }
+
+  void do_gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq,
+                               Tensor* out) override {
+    Tensor rows = host_tensor(DType::F32, a.dims());
+    gated_unit(kind, a, b, rows);
+    quantize_and_copy(rows, outq, out);
   }
 
   // Its definition, literally: the product, stored transposed, zeros past x's rows.
@@ -357,6 +392,16 @@ class HostCoreOps : public CoreOps {
   }
 
  private:
+  static void check_quantized_host(const QuantizedRows& xq, const char* op) {
+    check_host(xq.q, op, "quantized rows");
+    check_host(xq.scale, op, "quantized rows' scale");
+  }
+
+  void quantize_and_copy(const Tensor& rows, QuantizedRows& q, Tensor* y) {
+    rotate_quantize(rows, q);
+    if (y) copy(rows, *y);
+  }
+
   ThreadPool& pool_;
   bool transposed_v_;
 };

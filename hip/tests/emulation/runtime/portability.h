@@ -175,6 +175,22 @@ inline float wave_max(float v) {
   for (int m = kWaveSize / 2; m > 0; m /= 2) v = max_f(v, shfl_xor(v, m));
   return v;
 }
+inline float wave_sum(float v) {  // the devices' butterfly order
+  for (int m = kWaveSize / 2; m > 0; m /= 2) v += shfl_xor(v, m);
+  return v;
+}
+// The transcendental functions the row kernels (kernels/rows.hip) call, as the host's libm: the
+// emulation proves those kernels' schedules and data movement, not the devices' approximations
+// (moss-check compares those on a GPU within their tolerances).
+inline float sqrt_f(float x) { return std::sqrt(x); }
+inline float rsqrt_f(float x) { return 1.0f / std::sqrt(x); }
+inline float exp_f(float x) { return std::exp(x); }
+inline float fast_exp(float x) { return std::exp(x); }
+inline float log_f(float x) { return std::log(x); }
+inline float tanh_f(float x) { return std::tanh(x); }
+inline float tanh_fast(float x) { return std::tanh(x); }
+inline float fast_rcp(float x) { return 1.0f / x; }
+inline float sigmoid_f(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // Set when a wave's registers break a precondition of the emulated instruction (gfx11: the two
 // half-waves' copies of A or B differ); the test checks it after each case.

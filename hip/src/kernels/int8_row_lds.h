@@ -1,0 +1,68 @@
+// The INT8 ConvRot activation pass's core on a row already in LDS (docs/int8_convrot.md sections
+// 2-3 and 9), shared by the stand-alone pass (int8_rotate.hip) and the producers that quantize
+// their own fp32 rows (rows.hip's norm_modulate register kernel): every group of the row rotated
+// in place by convrot::rotate_groups' radix-4 stages (one barrier per stage for the whole row;
+// whichever thread takes a quadruple, its four outputs are the same operations, so the same
+// bits), then convrot::quantize_row's scale and values. Device code: include after
+// runtime/portability.h.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/int8_rotate_order.h"
+
+namespace moss {
+namespace int8_row {
+
+constexpr float kInv127 = 1.0f / 127.0f;  // convrot::quantize_row's fl(1/127)
+constexpr float kScaleFloor = 1e-30f;     // convrot::kScaleFloor
+
+// v: the row's k fp32 values in LDS (k a multiple of G), written by the workgroup and followed by
+// a barrier; kThreads: the workgroup's threads (whole waves), tid this thread's index; partial:
+// 2·kThreads/kWaveSize floats of LDS. Writes q_row[0, k) and *scale_row (NaN and zeros for a row
+// with a non-finite value). Every thread of the workgroup calls it (it holds barriers).
+template <int kThreads>
+__device__ inline void rotate_quantize(float* v, int k, int G, int tid, float* partial, int8_t* q_row,
+                                       float* scale_row) {
+  constexpr int kWaves = kThreads / kWaveSize;
+  const auto mul = [](float a, float b) { return mul_rn(a, b); };
+  const int quads = G / 4;  // per group; quadruple t of the row is quadruple t % quads of group t / quads
+  for (int s = 1; s < G; s *= 4) {
+    for (int t = tid; t < k / 4; t += kThreads)
+      convrot_order::butterfly(v + (t / quads) * G, convrot_order::quad_base(t % quads, s), s, mul);
+    sync_workgroup();
+  }
+  float amax = 0.0f, bad = 0.0f;
+  for (int i = tid; i < k; i += kThreads) {
+    bad = finite_f(v[i]) ? bad : 1.0f;
+    amax = max_f(amax, abs_f(v[i]));
+  }
+  amax = wave_max(amax);
+  bad = wave_max(bad);
+  if (lane_id() == 0) {
+    partial[tid / kWaveSize] = amax;
+    partial[kWaves + tid / kWaveSize] = bad;
+  }
+  sync_workgroup();
+  amax = 0.0f;
+  bad = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWaves; ++w) {
+    amax = max_f(amax, partial[w]);
+    bad = max_f(bad, partial[kWaves + w]);
+  }
+  if (bad != 0.0f) {
+    for (int i = tid; i < k; i += kThreads) q_row[i] = 0;
+    if (tid == 0) *scale_row = nan_f();
+    return;
+  }
+  const float s = max_f(mul_rn(amax, kInv127), kScaleFloor);
+  for (int i = tid; i < k; i += kThreads) {
+    const float rounded = rint_f(v[i] / s);  // half to even; an IEEE division, as the host's
+    q_row[i] = int8_t(min_f(127.0f, max_f(-128.0f, rounded)));
+  }
+  if (tid == 0) *scale_row = s;
+}
+
+}  // namespace int8_row
+}  // namespace moss
