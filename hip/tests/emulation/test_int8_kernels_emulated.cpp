@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtime/portability.h"  // the emulation: tests/emulation comes first on the include path
+#include "same_bits.h"
 
 #include "kernels/int8_gemm.hip"
 #include "kernels/int8_rotate.hip"
@@ -42,14 +43,6 @@ std::string name(const Spec& s) {
   return std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) + " g" + std::to_string(s.group) +
          (s.x_bf16 ? " x:bf16" : "") + (s.y_bf16 ? " y:bf16" : "") + (s.bias == 1 ? " +b:f32" : s.bias == 2 ? " +b:bf16" : "") +
          (s.x_offset ? " x:slice" : "") + (s.w_odd ? " w:odd" : "") + (s.specials ? " specials" : "");
-}
-
-bool same(float a, float b) {
-  if (std::isnan(a) && std::isnan(b)) return true;
-  uint32_t ua, ub;
-  std::memcpy(&ua, &a, 4);
-  std::memcpy(&ub, &b, 4);
-  return ua == ub;
 }
 
 // Runs one case on the emulated kernels and on the host op; returns the differing elements.
@@ -119,7 +112,7 @@ int64_t run_case(const Spec& s, uint64_t seed) {
       w = bf16_to_f32(f32_to_bf16(w));
       got = bf16_to_f32(yb[size_t(i)]);
     }
-    if (!same(got, w)) {
+    if (!same_bits(got, w)) {
       if (differ == 0)
         ADD_FAILURE() << name(s) << ": first difference at [" << i / s.n << ", " << i % s.n << "]: got " << got
                       << ", want " << w;
@@ -193,7 +186,7 @@ TEST(Int8KernelsEmulated, RotateQuantizeBitIdenticalToTheHostOp) {
     int64_t differ = 0;
     for (int64_t i = 0; i < c.m * c.k; ++i) differ += q[size_t(i)] != want.q.ptr<int8_t>()[i];
     EXPECT_EQ(differ, 0);
-    for (int64_t r = 0; r < c.m; ++r) EXPECT_TRUE(same(s[size_t(r)], want.scale.ptr<float>()[r])) << "row " << r;
+    for (int64_t r = 0; r < c.m; ++r) EXPECT_TRUE(same_bits(s[size_t(r)], want.scale.ptr<float>()[r])) << "row " << r;
   }
 }
 
@@ -232,12 +225,12 @@ TEST(Int8KernelsEmulated, OneUlpOfOneScaleIsSeen) {
   Tensor want = host_tensor(DType::F32, {s.m, s.n});
   host->core().linear_int8(xh, qwh, sw, nullptr, s.group, want);
   int64_t differ = 0;
-  for (int64_t i = 0; i < s.m * s.n; ++i) differ += !same(y[size_t(i)], want.ptr<float>()[i]);
+  for (int64_t i = 0; i < s.m * s.n; ++i) differ += !same_bits(y[size_t(i)], want.ptr<float>()[i]);
   EXPECT_GT(differ, 0);
   for (int64_t r = 0; r < s.m; ++r)
     for (int64_t c = 0; c < s.n; ++c)
       if (c != 5) {
-        EXPECT_TRUE(same(y[size_t(r * s.n + c)], want.ptr<float>()[r * s.n + c]));
+        EXPECT_TRUE(same_bits(y[size_t(r * s.n + c)], want.ptr<float>()[r * s.n + c]));
       }
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/portability.h"  // the emulation: tests/emulation comes first on the include path
+#include "same_bits.h"
 
 #include "kernels/rows.hip"
 #include "ops/backend.h"
@@ -26,14 +27,6 @@
 namespace {
 
 using namespace moss;
-
-bool same(float a, float b) {
-  if (std::isnan(a) && std::isnan(b)) return true;
-  uint32_t ua, ub;
-  std::memcpy(&ua, &a, 4);
-  std::memcpy(&ub, &b, 4);
-  return ua == ub;
-}
 
 struct Case {
   int64_t m, k, group;
@@ -111,8 +104,8 @@ void run_case(const Case& c, uint64_t seed) {
   for (int64_t i = 0; i < n; ++i) differ += q1[size_t(i)] != want.q.ptr<int8_t>()[i] || q2[size_t(i)] != q1[size_t(i)];
   EXPECT_EQ(differ, 0);
   for (int64_t r = 0; r < c.m; ++r) {
-    EXPECT_TRUE(same(s1[size_t(r)], want.scale.ptr<float>()[r])) << "row " << r;
-    EXPECT_TRUE(same(s2[size_t(r)], s1[size_t(r)])) << "row " << r;
+    EXPECT_TRUE(same_bits(s1[size_t(r)], want.scale.ptr<float>()[r])) << "row " << r;
+    EXPECT_TRUE(same_bits(s2[size_t(r)], s1[size_t(r)])) << "row " << r;
   }
   EXPECT_TRUE(std::isnan(s1[1]) && std::isnan(s1[2])) << "the non-finite rows' scales are NaN";
   // The rows against the host's norm (the sum of squares in another order: relative L2 1e-5 over
@@ -121,13 +114,13 @@ void run_case(const Case& c, uint64_t seed) {
   for (int64_t i = 0; i < n; ++i) {
     const float a = y1[size_t(i)], b = rows_h.ptr<float>()[i];
     if (i / c.k == 1 || i / c.k == 2) {  // all NaN; NaN at the infinity and the shift elsewhere (inv 0)
-      ASSERT_TRUE(same(a, b)) << "element " << i << ": " << a << " against " << b;
+      ASSERT_TRUE(same_bits(a, b)) << "element " << i << ": " << a << " against " << b;
       continue;
     }
     num += (double(a) - b) * (double(a) - b);
     den += double(b) * b;
     ASSERT_EQ(y2[size_t(i)], f32_to_bf16(a)) << "bf16 y at " << i;
-    ASSERT_TRUE(same(x1[size_t(i)], xh.ptr<float>()[i])) << "x at " << i;
+    ASSERT_TRUE(same_bits(x1[size_t(i)], xh.ptr<float>()[i])) << "x at " << i;
   }
   EXPECT_LE(std::sqrt(num / den), 1e-5);
 }
@@ -170,7 +163,7 @@ TEST(Int8RowsEmulated, QuantizingUnitIsTheActivationPassOnItsOwnValues) {
       ASSERT_TRUE(rows_gated_unit_quantized(kind, am, bm, RowsMatrix{out_bf16.data(), true, m, k, k}, group, q2.data(),
                                             s2.data(), nullptr));
       for (int64_t i = 0; i < n; ++i) {
-        ASSERT_TRUE(same(out[size_t(i)], unit[size_t(i)])) << "element " << i;
+        ASSERT_TRUE(same_bits(out[size_t(i)], unit[size_t(i)])) << "element " << i;
         ASSERT_EQ(out_bf16[size_t(i)], f32_to_bf16(out[size_t(i)])) << "element " << i;
       }
       QuantizedRows want{host_tensor(DType::I8, {m, k}), host_tensor(DType::F32, {m, 1}), group};
@@ -179,8 +172,8 @@ TEST(Int8RowsEmulated, QuantizingUnitIsTheActivationPassOnItsOwnValues) {
       for (int64_t i = 0; i < n; ++i) differ += q1[size_t(i)] != want.q.ptr<int8_t>()[i] || q2[size_t(i)] != q1[size_t(i)];
       EXPECT_EQ(differ, 0);
       for (int64_t r = 0; r < m; ++r) {
-        EXPECT_TRUE(same(s1[size_t(r)], want.scale.ptr<float>()[r])) << "row " << r;
-        EXPECT_TRUE(same(s2[size_t(r)], s1[size_t(r)])) << "row " << r;
+        EXPECT_TRUE(same_bits(s1[size_t(r)], want.scale.ptr<float>()[r])) << "row " << r;
+        EXPECT_TRUE(same_bits(s2[size_t(r)], s1[size_t(r)])) << "row " << r;
       }
       EXPECT_TRUE(std::isnan(s1[1]));
     }

@@ -14,17 +14,10 @@
 #include "ops/backend.h"
 #include "ops/measure/measuring_backend.h"
 #include "ops/op_profile_table.h"
+#include "test_support.h"
 
 namespace moss {
 namespace {
-
-Tensor random_tensor(const std::vector<int64_t>& dims, uint32_t seed, float sd = 1.0f) {
-  Tensor t = host_tensor(DType::F32, dims);
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.0f, sd);
-  for (int64_t i = 0; i < t.numel(); ++i) t.ptr<float>()[i] = dist(gen);
-  return t;
-}
 
 // Bitwise equality of two f32 matrices (NaN-safe, -0 distinct: the op order must match exactly).
 void expect_same_bits(const Tensor& got, const std::vector<float>& want, int64_t cols) {
@@ -70,10 +63,10 @@ TEST(DitFusedOps, NormModulateIsRmsNormThenModulate) {
   for (int64_t cols : {int64_t(1), int64_t(7), int64_t(96), int64_t(301)}) {
     const int64_t rows = 5;
     // x is a column slice of a wider matrix (any row stride), as the DiT's operands may be.
-    Tensor wide = random_tensor({rows, cols + 3}, 1, 2.0f);
+    Tensor wide = random_normal({rows, cols + 3}, 1, 2.0f);
     const Tensor x = wide.slice_cols(2, cols);
-    Tensor w = random_tensor({cols}, 2, 0.5f);
-    Tensor mod = random_tensor({1, 2 * cols}, 3, 0.5f);  // [shift | scale] as rows of one tensor
+    Tensor w = random_normal({cols}, 2, 0.5f);
+    Tensor mod = random_normal({1, 2 * cols}, 3, 0.5f);  // [shift | scale] as rows of one tensor
     const Tensor shift = mod.slice_cols(0, cols), scale = mod.slice_cols(cols, cols);
 
     std::vector<float> want = norm_loops(x, values(w), 1e-6f, cols);
@@ -90,8 +83,8 @@ TEST(DitFusedOps, NormModulateIsRmsNormThenModulate) {
 
 TEST(DitFusedOps, NormModulateInPlace) {
   std::unique_ptr<Backend> be = make_host_backend();
-  Tensor x = random_tensor({3, 40}, 4);
-  Tensor w = random_tensor({40}, 5), shift = random_tensor({40}, 6), scale = random_tensor({40}, 7);
+  Tensor x = random_normal({3, 40}, 4);
+  Tensor w = random_normal({40}, 5), shift = random_normal({40}, 6), scale = random_normal({40}, 7);
   Tensor y = host_tensor(DType::F32, {3, 40});
   be->core().norm_modulate(x, w, 1e-6f, shift, scale, y);
   be->core().norm_modulate(x, w, 1e-6f, shift, scale, x);
@@ -104,10 +97,10 @@ TEST(DitFusedOps, NormModulateInPlace) {
 TEST(DitFusedOps, AddNormModulateIsTheAddsThenNormModulate) {
   std::unique_ptr<Backend> be = make_host_backend();
   const int64_t rows = 4, cols = 37;
-  const Tensor wide = random_tensor({rows, cols + 3}, 8, 2.0f);
-  const Tensor d0 = random_tensor({rows, cols}, 9), g0 = random_tensor({cols}, 10, 0.5f);
-  const Tensor d1 = random_tensor({rows, cols}, 14), g1 = random_tensor({cols}, 15, 0.5f);
-  const Tensor w = random_tensor({cols}, 11, 0.5f), shift = random_tensor({cols}, 12), scale = random_tensor({cols}, 13);
+  const Tensor wide = random_normal({rows, cols + 3}, 8, 2.0f);
+  const Tensor d0 = random_normal({rows, cols}, 9), g0 = random_normal({cols}, 10, 0.5f);
+  const Tensor d1 = random_normal({rows, cols}, 14), g1 = random_normal({cols}, 15, 0.5f);
+  const Tensor w = random_normal({cols}, 11, 0.5f), shift = random_normal({cols}, 12), scale = random_normal({cols}, 13);
   auto copy_of = [](const Tensor& t) {
     Tensor c = host_tensor(DType::F32, t.dims());
     std::memcpy(c.data, t.data, t.nbytes());
@@ -146,10 +139,10 @@ TEST(DitFusedOps, AddNormModulateIsTheAddsThenNormModulate) {
 TEST(DitFusedOps, AddNormModulateRefusesMisfits) {
   std::unique_ptr<Backend> be = make_host_backend();
   const int64_t rows = 3, cols = 16;
-  Tensor x = random_tensor({rows, cols}, 20), y = host_tensor(DType::F32, {rows, cols});
-  const Tensor d = random_tensor({rows, cols}, 21), g = random_tensor({cols}, 22);
-  const Tensor d_short = random_tensor({rows - 1, cols}, 23), g_long = random_tensor({cols + 1}, 24);
-  const Tensor w = random_tensor({cols}, 25), shift = random_tensor({cols}, 26), scale = random_tensor({cols}, 27);
+  Tensor x = random_normal({rows, cols}, 20), y = host_tensor(DType::F32, {rows, cols});
+  const Tensor d = random_normal({rows, cols}, 21), g = random_normal({cols}, 22);
+  const Tensor d_short = random_normal({rows - 1, cols}, 23), g_long = random_normal({cols + 1}, 24);
+  const Tensor w = random_normal({cols}, 25), shift = random_normal({cols}, 26), scale = random_normal({cols}, 27);
   const std::vector<float> x_before = values(x);
   auto refused = [&](const GatedUpdates& u, Tensor& out, const char* why) {
     SCOPED_TRACE(why);
@@ -177,8 +170,8 @@ TEST(DitFusedOps, NormRopeIsPerHeadRmsNormThenRope) {
   };
   for (const Case& k : {Case{4, 3, 8}, Case{7, 2, 12}, Case{3, 24, 128}}) {
     const int64_t cols = k.heads * k.head_dim, hd = k.head_dim, half = hd / 2;
-    Tensor x = random_tensor({k.rows, cols}, 11, 3.0f);
-    Tensor w = random_tensor({hd}, 12, 0.5f);
+    Tensor x = random_normal({k.rows, cols}, 11, 3.0f);
+    Tensor w = random_normal({hd}, 12, 0.5f);
     // [f | f] tables, as the DiT's.
     Tensor sin = host_tensor(DType::F32, {k.rows, hd}), cos = host_tensor(DType::F32, {k.rows, hd});
     for (int64_t r = 0; r < k.rows; ++r)
@@ -211,8 +204,8 @@ TEST(DitFusedOps, NormRopeIsPerHeadRmsNormThenRope) {
 TEST(DitFusedOps, NormRopeAttentionIsNormRopeThenAttention) {
   std::unique_ptr<Backend> be = make_host_backend();
   const int64_t T = 9, heads = 3, hd = 16, cols = heads * hd;
-  Tensor q = random_tensor({T, cols}, 21, 2.0f), k = random_tensor({T, cols}, 22), v = random_tensor({T, cols}, 23);
-  Tensor w = random_tensor({hd}, 24, 0.5f), sin = random_tensor({T, hd}, 25), cos = random_tensor({T, hd}, 26);
+  Tensor q = random_normal({T, cols}, 21, 2.0f), k = random_normal({T, cols}, 22), v = random_normal({T, cols}, 23);
+  Tensor w = random_normal({hd}, 24, 0.5f), sin = random_normal({T, hd}, 25), cos = random_normal({T, hd}, 26);
   Tensor q2 = host_tensor(DType::F32, {T, cols});
   std::memcpy(q2.data, q.data, q.nbytes());
   Tensor want = host_tensor(DType::F32, {T, cols}), got = host_tensor(DType::F32, {T, cols});
@@ -253,8 +246,8 @@ TEST(DitFusedOps, NormRopeAttentionReadsTransposedV) {
   for (const int64_t T : {9, 64, 70}) {
     const int64_t heads = 3, hd = 16, cols = heads * hd;
     const int64_t keys = CoreOps::transposed_v_keys(T);
-    Tensor q = random_tensor({T, cols}, 31, 2.0f), k = random_tensor({T, cols}, 32), v = random_tensor({T, cols}, 33);
-    Tensor w = random_tensor({hd}, 34, 0.5f), sin = random_tensor({T, hd}, 35), cos = random_tensor({T, hd}, 36);
+    Tensor q = random_normal({T, cols}, 31, 2.0f), k = random_normal({T, cols}, 32), v = random_normal({T, cols}, 33);
+    Tensor w = random_normal({hd}, 34, 0.5f), sin = random_normal({T, hd}, 35), cos = random_normal({T, hd}, 36);
     Tensor q2 = host_tensor(DType::F32, {T, cols});
     std::memcpy(q2.data, q.data, q.nbytes());
     Tensor want = host_tensor(DType::F32, {T, cols}), got = host_tensor(DType::F32, {T, cols});
@@ -277,7 +270,7 @@ TEST(DitFusedOps, NormRopeAttentionReadsTransposedV) {
 TEST(DitFusedOps, LinearTransposedIsTheProductTransposed) {
   std::unique_ptr<Backend> be = make_host_backend();
   const int64_t M = 7, K = 24, N = 10, P = 16, ld = 20;
-  Tensor x = random_tensor({M, K}, 41), w = random_tensor({N, K}, 42, 0.2f);
+  Tensor x = random_normal({M, K}, 41), w = random_normal({N, K}, 42, 0.2f);
   Tensor y = host_tensor(DType::F32, {M, N});
   be->core().linear(x, w, nullptr, y);
   // yt: the first P columns of an [N, ld] buffer of NaN; the rest must stay NaN.
@@ -294,7 +287,7 @@ TEST(DitFusedOps, LinearTransposedIsTheProductTransposed) {
   // Shapes that do not fit are refused, naming the op: fewer columns than x has rows, another
   // row count than w's, a weight of another K, an x of no rows.
   Tensor short_yt = host_tensor(DType::F32, {N, M - 1}), tall_yt = host_tensor(DType::F32, {N + 1, P});
-  Tensor other_w = random_tensor({N, K + 8}, 43), no_rows = host_tensor(DType::F32, {0, K});
+  Tensor other_w = random_normal({N, K + 8}, 43), no_rows = host_tensor(DType::F32, {0, K});
   for (const auto& [what, call] : std::vector<std::pair<const char*, std::function<void()>>>{
            {"M-1 columns", [&] { be->core().linear_transposed(x, w, short_yt); }},
            {"N+1 rows", [&] { be->core().linear_transposed(x, w, tall_yt); }},

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "test_support.h"
 #include "ops/backend.h"
 #include "tensor/int8_convrot.h"
 #include "util/error.h"
@@ -167,14 +168,6 @@ Tensor random_f32(const std::vector<int64_t>& dims, uint32_t seed, float sd = 1.
   return t;
 }
 
-Tensor random_i8(int64_t n, int64_t k, uint32_t seed) {
-  Tensor t = host_tensor(DType::I8, {n, k});
-  std::mt19937 gen(seed);
-  std::uniform_int_distribution<int> dist(-127, 127);
-  for (int64_t i = 0; i < t.numel(); ++i) t.ptr<int8_t>()[i] = int8_t(dist(gen));
-  return t;
-}
-
 // The op's definition as plain loops over the format's pieces: rotate and quantize each row, the
 // integer dot product in int64, then float(acc)·(s_x·s_w) + b.
 Tensor plain_linear_int8(const Tensor& x, const Tensor& qw, const Tensor& sw, const Tensor* bias, int64_t g) {
@@ -213,7 +206,7 @@ TEST(Int8ConvRot, HostOpIsThePlainLoopsAtTheTinyWidths) {
   for (int64_t K : {128, 192, 384}) {
     const int64_t M = 7, N = 33;
     const Tensor x = random_f32({M, K}, ++seed, 2.0f);
-    const Tensor qw = random_i8(N, K, ++seed);
+    const Tensor qw = random_i8(N, K, ++seed, -127);
     Tensor sw = random_f32({N}, ++seed);
     for (int64_t i = 0; i < N; ++i) sw.ptr<float>()[i] = std::fabs(sw.ptr<float>()[i]) * 1e-3f;
     Tensor bias16 = host_tensor(DType::BF16, {N});
@@ -282,7 +275,7 @@ TEST(Int8ConvRot, HostOpIsCloseToTheFloatProduct) {
 TEST(Int8ConvRot, HostOpRefusals) {
   std::unique_ptr<Backend> be = make_host_backend();
   const Tensor x = random_f32({3, 192}, 1);
-  const Tensor qw = random_i8(8, 192, 2);
+  const Tensor qw = random_i8(8, 192, 2, -127);
   const Tensor sw = random_f32({8}, 3);
   Tensor y = host_tensor(DType::F32, {3, 8});
   auto refusal = [&](const Tensor& xx, const Tensor& w, const Tensor& s, int64_t g, Tensor& out) {
@@ -301,7 +294,7 @@ TEST(Int8ConvRot, HostOpRefusals) {
   EXPECT_NE(refusal(x, qw, random_f32({9}, 4), 64, y).find("weight_scale [9]"), std::string::npos);
   EXPECT_NE(refusal(x, qw, random_f32({8, 2}, 4), 64, y).find("weight_scale [8, 2]"), std::string::npos);
   EXPECT_NE(refusal(x, qw, host_tensor(DType::BF16, {8}), 64, y).find("is not F32"), std::string::npos);
-  EXPECT_NE(refusal(x, random_i8(8, 128, 5), sw, 64, y).find("does not match x"), std::string::npos);
+  EXPECT_NE(refusal(x, random_i8(8, 128, 5, -127), sw, 64, y).find("does not match x"), std::string::npos);
   // 132104 = 2^31 / (127 · 128) is the widest the int32 sum holds; the next group is refused.
   const Tensor wide_x = host_tensor(DType::F32, {1, 132160}), wide_w = host_tensor(DType::I8, {1, 132160});
   Tensor wide_y = host_tensor(DType::F32, {1, 1});
@@ -403,7 +396,7 @@ TEST(Int8ConvRot, HookSeesTheOpAndItsScratch) {
   be->core().set_hook(&hook);
   const Tensor x = random_f32({5, 192}, 1);
   Tensor y = host_tensor(DType::F32, {5, 8});
-  be->core().linear_int8(x, random_i8(8, 192, 2), random_f32({8}, 3), nullptr, 64, y);
+  be->core().linear_int8(x, random_i8(8, 192, 2, -127), random_f32({8}, 3), nullptr, 64, y);
   be->core().set_hook(nullptr);
   ASSERT_EQ(hook.calls.size(), 1u);
   EXPECT_EQ(hook.calls[0].name, "core.linear_int8 8x192 g64");

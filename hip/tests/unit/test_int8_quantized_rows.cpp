@@ -16,25 +16,10 @@
 
 #include "ops/backend.h"
 #include "tensor/int8_convrot.h"
+#include "test_support.h"
 
 namespace moss {
 namespace {
-
-Tensor random_f32(const std::vector<int64_t>& dims, uint32_t seed, float sd = 1.0f) {
-  Tensor t = host_tensor(DType::F32, dims);
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.0f, sd);
-  for (int64_t i = 0; i < t.numel(); ++i) t.ptr<float>()[i] = dist(gen);
-  return t;
-}
-
-Tensor random_i8(int64_t n, int64_t k, uint32_t seed) {
-  Tensor t = host_tensor(DType::I8, {n, k});
-  std::mt19937 gen(seed);
-  std::uniform_int_distribution<int> dist(-128, 127);
-  for (int64_t i = 0; i < t.numel(); ++i) t.ptr<int8_t>()[i] = int8_t(dist(gen));
-  return t;
-}
 
 QuantizedRows host_rows(int64_t m, int64_t k, int64_t group) {
   QuantizedRows q{host_tensor(DType::I8, {m, k}), host_tensor(DType::F32, {m, 1}), group};
@@ -94,7 +79,7 @@ TEST(Int8QuantizedRows, RotateQuantizeIsTheFormatsArithmeticRowByRow) {
   };
   for (const Case c : {Case{1, 4, 4, 0}, Case{7, 48, 16, 0}, Case{9, 192, 64, 3}, Case{5, 256, 256, 0},
                        Case{6, 1024, 256, 1}, Case{3, 2048, 1024, 0}, Case{65, 3072, 256, 0}}) {
-    Tensor wide = random_f32({c.m, c.k + c.offset}, uint32_t(c.k + c.m), 2.0f);
+    Tensor wide = random_normal({c.m, c.k + c.offset}, uint32_t(c.k + c.m), 2.0f);
     Tensor x = wide.slice_cols(c.offset, c.k);
     add_special_rows(x);
     QuantizedRows got = host_rows(c.m, c.k, c.group);
@@ -115,11 +100,11 @@ TEST(Int8QuantizedRows, RotateQuantizeIsTheFormatsArithmeticRowByRow) {
 TEST(Int8QuantizedRows, LinearFromQuantizedRowsIsLinearInt8sSecondHalf) {
   std::unique_ptr<Backend> be = make_host_backend();
   const int64_t M = 13, K = 192, N = 21, G = 64;
-  Tensor x = random_f32({M, K}, 5);
+  Tensor x = random_normal({M, K}, 5);
   add_special_rows(x);
   const Tensor qw = random_i8(N, K, 6);
-  const Tensor sw = random_f32({N, 1}, 7, 1e-2f);
-  Tensor bf = random_f32({N}, 8), bb = host_tensor(DType::BF16, {N});
+  const Tensor sw = random_normal({N, 1}, 7, 1e-2f);
+  Tensor bf = random_normal({N}, 8), bb = host_tensor(DType::BF16, {N});
   for (int64_t i = 0; i < N; ++i) bb.ptr<uint16_t>()[i] = f32_to_bf16(bf.ptr<float>()[i]);
   for (const Tensor* bias : std::vector<const Tensor*>{nullptr, &bf, &bb}) {
     Tensor whole = host_tensor(DType::F32, {M, N}), halves = host_tensor(DType::F32, {M, N});
@@ -142,11 +127,11 @@ TEST(Int8QuantizedRows, NormModulateQuantizesItsFp32Rows) {
   std::unique_ptr<Backend> be = make_host_backend();
   for (const int64_t K : {int64_t(192), int64_t(3072)}) {
     const int64_t M = 33, G = K == 192 ? 64 : 256;
-    Tensor x = random_f32({M, K}, 11, 3.0f);
+    Tensor x = random_normal({M, K}, 11, 3.0f);
     add_special_rows(x);
-    const Tensor w = random_f32({K}, 12), shift = random_f32({K}, 13, 0.3f), scale = random_f32({K}, 14, 0.3f);
-    const Tensor d0 = random_f32({M, K}, 15), d1 = random_f32({M, K}, 16), g0 = random_f32({K}, 17),
-                 g1 = random_f32({K}, 18);
+    const Tensor w = random_normal({K}, 12), shift = random_normal({K}, 13, 0.3f), scale = random_normal({K}, 14, 0.3f);
+    const Tensor d0 = random_normal({M, K}, 15), d1 = random_normal({M, K}, 16), g0 = random_normal({K}, 17),
+                 g1 = random_normal({K}, 18);
     const GatedUpdates one = GatedUpdates().then(d0, g0), two = GatedUpdates().then(d0, g0).then(d1, g1);
     struct Case {
       const GatedUpdates* updates;  // null: norm_modulate_quantized
@@ -194,7 +179,7 @@ TEST(Int8QuantizedRows, NormModulateQuantizesItsFp32Rows) {
 TEST(Int8QuantizedRows, GatedUnitQuantizesItsFp32Values) {
   std::unique_ptr<Backend> be = make_host_backend();
   const int64_t M = 19, F = 384, G = 64;
-  Tensor a = random_f32({M, 2 * F}, 21, 4.0f);
+  Tensor a = random_normal({M, 2 * F}, 21, 4.0f);
   add_special_rows(a);
   const Tensor hidden = a.slice_cols(0, F), gate = a.slice_cols(F, F);
   for (const GatedUnit kind : {GatedUnit::Situ, GatedUnit::SwiGlu, GatedUnit::SigmoidGate}) {
@@ -216,9 +201,9 @@ TEST(Int8QuantizedRows, GatedUnitQuantizesItsFp32Values) {
 TEST(Int8QuantizedRows, RefusesRowsThatDoNotFitByName) {
   std::unique_ptr<Backend> be = make_host_backend();
   const int64_t M = 4, K = 192;
-  const Tensor x = random_f32({M, K}, 31);
-  const Tensor w = random_f32({K}, 32), v = random_f32({K}, 33);
-  const Tensor qw = random_i8(8, K, 34), sw = random_f32({8}, 35);
+  const Tensor x = random_normal({M, K}, 31);
+  const Tensor w = random_normal({K}, 32), v = random_normal({K}, 33);
+  const Tensor qw = random_i8(8, K, 34), sw = random_normal({8}, 35);
   auto refusal = [&](QuantizedRows q, int which) {
     try {
       Tensor y = host_tensor(DType::F32, {M, 8});
@@ -268,8 +253,8 @@ TEST(Int8QuantizedRows, RefusesRowsThatDoNotFitByName) {
   QuantizedRows q = good;
   Tensor y_wide = host_tensor(DType::F32, {M, K + 1});
   EXPECT_THROW(be->core().norm_modulate_quantized(x, w, 1e-6f, v, v, q, &y_wide), std::invalid_argument);
-  Tensor xs = random_f32({M, K}, 36);
-  const Tensor d = random_f32({M, K}, 37);
+  Tensor xs = random_normal({M, K}, 36);
+  const Tensor d = random_normal({M, K}, 37);
   EXPECT_THROW(be->core().add_norm_modulate_quantized(xs, GatedUpdates().then(d, v), SumTo::X, w, 1e-6f, v, v, q, &xs),
                std::invalid_argument);
 }

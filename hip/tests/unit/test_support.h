@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +47,24 @@ inline double rel_l2(const Tensor& a, const Tensor& b) {
     den += double(y[i]) * y[i];
   }
   return std::sqrt(num / den);
+}
+
+// A host f32 tensor of normal values (mean 0, standard deviation sd) from a seeded generator.
+inline Tensor random_normal(const std::vector<int64_t>& dims, uint32_t seed, float sd = 1.0f) {
+  Tensor t = host_tensor(DType::F32, dims);
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, sd);
+  for (int64_t i = 0; i < t.numel(); ++i) t.ptr<float>()[i] = dist(gen);
+  return t;
+}
+
+// A host I8 [n, k] tensor uniform over [lowest, 127].
+inline Tensor random_i8(int64_t n, int64_t k, uint32_t seed, int lowest = -128) {
+  Tensor t = host_tensor(DType::I8, {n, k});
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> dist(lowest, 127);
+  for (int64_t i = 0; i < t.numel(); ++i) t.ptr<int8_t>()[i] = int8_t(dist(gen));
+  return t;
 }
 
 }  // namespace moss
