@@ -4,7 +4,8 @@
 # activation ops': rotate_quantize and linear_int8 from its rows bit-identical, each quantizing
 # producer's rows exactly the host's quantization of its own fp32 rows; the DiT's shapes timed:
 # norm1, norm2, the SiTU unit on 2048 rows, the o input's pass) on both NVIDIA paths, native and
-# MOSSINFER_KERNELS=portable (the Radeon code); then the INT8 / bf16 DiT step ratio on each path
+# MOSSINFER_KERNELS=portable (the Radeon code); the bf16 GEMMs at the same shapes (the dit family's
+# gemm group); then the INT8 / bf16 DiT step ratio on each path
 # (bench/int8_step_compare.sh: resident, 1024x1024, cfg); then self-test (the small int8 cases
 # gate generation). Each step's output goes to OUT_DIR/<step>.txt, the verdicts and the timed
 # rows to OUT_DIR/int8_fused.txt. The fidelity table (engine INT8 against the PyTorch INT8
@@ -27,6 +28,7 @@ step() {  # name, command...
 }
 step int8_native "$BIN/moss-check" kernels --family dit --filter int8
 step int8_portable env MOSSINFER_KERNELS=portable "$BIN/moss-check" kernels --family dit --filter int8
+step bf16_gemm "$BIN/moss-check" kernels --family dit --filter gemm
 step step_native bash "$HERE/int8_step_compare.sh" "$BIN" 1024x1024
 step step_portable env MOSSINFER_KERNELS=portable bash "$HERE/int8_step_compare.sh" "$BIN" 1024x1024
 step self_test "$BIN/moss-infer-hip" self-test
