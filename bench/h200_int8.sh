@@ -13,7 +13,8 @@
 #   PARTS=sage bash bench/h200_int8.sh BIN_DIR "$OUT"
 #
 #   bench/h200_int8.sh BIN_DIR OUT_DIR [MODEL_DIR]   (SIZES="512 1024", STEPS=4, NPROMPTS=4, PARTS="fidelity speed",
-#                                                     SAGE_ROWS: the sage part's rows, default int8_fidelity.SAGE_ROWS)
+#                                                     SAGE_ROWS: the sage part's rows, default int8_fidelity.SAGE_ROWS;
+#                                                     SAGE_LIMIT: their seconds at most, default 480)
 #
 # BIN_DIR holds moss-infer-hip, moss-check and bench_random_model; the default MODEL_DIR
 # (/tmp/moss-random-full) is written by tools/random_model.sh when missing, a given one must exist.
@@ -138,11 +139,17 @@ fi
 if [[ " $PARTS " == *" sage "* ]]; then
   t0=$(date +%s)
   sage_refs=$WORK/sage-refs.safetensors
+  rm -f "$sage_refs"  # the table is this call's rows only
+  # SAGE_LIMIT bounds the rows (the file is saved after each: a stopped run prints what it finished)
   # shellcheck disable=SC2086  # SIZES, SKIP and SAGE_ROWS are lists
-  $py sage --model "$MODEL" --int8 "$int8" --states "$states" --out "$sage_refs" ${SAGE_ROWS:+--rows $SAGE_ROWS} \
-    --sizes $SIZES --steps "$STEPS" --cfg 3 --skip ${SKIP//,/ } --seed 42 --device "$DEVICE" >"$OUT/sage.log" 2>&1 ||
-    { log "FAIL sage rows: $(last "$OUT/sage.log")"; exit 3; }
+  timeout "${SAGE_LIMIT:-480}" $py sage --model "$MODEL" --int8 "$int8" --states "$states" --out "$sage_refs" \
+    ${SAGE_ROWS:+--rows $SAGE_ROWS} --sizes $SIZES --steps "$STEPS" --cfg 3 --skip ${SKIP//,/ } --seed 42 \
+    --device "$DEVICE" >"$OUT/sage.log" 2>&1
+  rc=$?
   grep -E "^(work|phase|torch._int_mm)" "$OUT/sage.log" | tee -a "$OUT/int8.txt"
+  [[ $rc -eq 124 ]] && log "STOPPED sage rows at SAGE_LIMIT=${SAGE_LIMIT:-480} s: the table has the rows finished"
+  [[ $rc -ne 0 && $rc -ne 124 ]] && log "FAIL sage rows (rc $rc): $(last "$OUT/sage.log")"
+  [[ -f $sage_refs ]] || { log "FAIL sage rows: not one row finished"; exit 3; }
   phase "PyTorch rows with the attention swapped" "$t0"
   log "== the attention, DiT-only: $STEPS steps, cfg 3, skip $SKIP, sizes $SIZES, $NPROMPTS prompts (relative L2 of the final latents; bar: bench/amd_model.md section 6) =="
   $py sage-table "$sage_refs" | tee -a "$OUT/int8.txt"

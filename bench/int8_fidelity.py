@@ -107,7 +107,9 @@ FP32_TFLOPS = 50.0  # H100 fp32 without TF32, for the printed estimate
 # The sage rows (module docstring): "<base>-<attention>", base f32 (moss_ref's fp32 DiT) or i8 (the
 # INT8 reference), the attention one of sage_attention_fidelity.METHODS under a short name.
 ATTENTIONS = {"bf16att": "bf16", "i8qk": "int8qk", "i8fp8": "int8qk-fp8pv"}
-SAGE_ROWS = ("fp32", "bf16", "int8ref", "f32-bf16att", "f32-i8qk", "i8-i8qk", "f32-i8fp8", "i8-i8fp8")
+# In the order of the question: the bar's rows, int8 QK^T's, the bf16 attention's, fp8 P.V's (a run
+# stopped at its time limit has the table of what it finished: `sage` saves after every row).
+SAGE_ROWS = ("fp32", "bf16", "int8ref", "f32-i8qk", "i8-i8qk", "f32-bf16att", "f32-i8fp8", "i8-i8fp8")
 ALL_ROWS = ROWS + tuple(f"{base}-{att}" for att in ATTENTIONS for base in ("f32", "i8"))
 SAGE_BAR = 0.5  # the attention's own error at most SAGE_BAR x bf16 PyTorch's distance to fp32 (amd_model.md 6)
 ATTENTION_CHUNK = 1024  # query rows an attention call takes at once (whole Q blocks): the scores' memory
@@ -360,9 +362,10 @@ def check_rows(rows):
         raise ValueError(f"unknown rows {unknown}: the rows are {list(ALL_ROWS)}")
 
 
-def references(model_dir, int8_file, cases, device="cpu", log=print, rows=ROWS):
+def references(model_dir, int8_file, cases, device="cpu", log=print, rows=ROWS, on_row=None):
     """{f"{name}.{row}": final latent} for every case and row of `rows` (of ALL_ROWS), and {name:
-    step-0 velocities of the fp32 run}. Each phase's seconds printed through log."""
+    step-0 velocities of the fp32 run}. Each phase's seconds printed through log; on_row(the latents
+    so far) after each row."""
     check_rows(rows)
     import torch
     from safetensors.torch import load_file
@@ -416,6 +419,8 @@ def references(model_dir, int8_file, cases, device="cpu", log=print, rows=ROWS):
                 torch.cuda.empty_cache()
             sec = time.time() - t0
             log(f"phase {row}: {sec:.1f} s ({tflop / max(sec, 1e-9):.3g} TFLOP/s)")
+            if on_row is not None:
+                on_row(out)
     finally:
         for n, f in saved.items():
             setattr(ref, n, f)
@@ -547,18 +552,23 @@ def sage_bars(p, f):
 
 
 def sage_table(refs, names):
-    """The sage rows' lines, per case and attention present (i8qk, i8fp8): bf16 PyTorch and the INT8
-    reference against fp32, (d), (a) and (b) with their bars, (b) against the INT8 reference (not
-    judged: any attention that is not the reference's lands about i8-jitter away), and the verdict;
-    then a summary per attention. Returns (lines, {attention: True admissible, False not, None no
-    verdict: (a) within everywhere but bar (b) within chance at some size, sage_noise_lines})."""
+    """The sage rows' lines, per case and attention whose (a) row is present (i8qk, i8fp8): bf16
+    PyTorch and the INT8 reference against fp32, (d), (a) and (b) with their bars, (b) against the
+    INT8 reference (not judged: any attention that is not the reference's lands about i8-jitter
+    away), the verdict; then a summary per attention. Returns (lines, {attention: True admissible,
+    False not, None no verdict: (a) within everywhere but (b) not computed, or its bar within
+    chance at some size (sage_noise_lines)})."""
     d = lambda name, a, b: distance(refs[f"{name}.{a}"], refs[f"{name}.{b}"])["rel_l2"]
     has = lambda row: all(f"{n}.{row}" in refs for n in names)
-    atts = [att for att in ("i8qk", "i8fp8") if has(f"f32-{att}") and has(f"i8-{att}")]
+    missing = [row for row in SAGE_ROWS if not has(row)]
+    if not all(has(row) for row in ("fp32", "bf16", "int8ref")):
+        return [f"no table: the bar's own rows are not all computed (missing: {' '.join(missing)})"], {}
+    atts = [att for att in ("i8qk", "i8fp8") if has(f"f32-{att}")]
+    opt = lambda x: f"{x:9.3e}" if x is not None else f"{'-':>9s}"
     lines = [f"{'case':9s} {'attention':9s} {'bf16-fp32':>9s} {'int8-fp32':>9s} {'quad':>6s} {'(d)bf16at':>9s} "
              f"{'(a)f32-at':>9s} {'bar (a)':>9s} {'(b)i8-at':>9s} {'bar (b)':>9s} {'i8-at/i8':>9s} "
              f"{'i8-bf16at':>9s}  verdict"]
-    quad, worst = [], {att: [] for att in atts}
+    quad, ratios = [], {att: [] for att in atts}  # (a / its bar, b / its bar or None, case)
     for name in names:
         p, f = d(name, "bf16", "fp32"), d(name, "int8ref", "fp32")
         quad.append(d(name, "bf16", "int8ref") / (p * p + f * f) ** 0.5)
@@ -566,27 +576,35 @@ def sage_table(refs, names):
         i8b = d(name, "i8-bf16att", "fp32") if has("i8-bf16att") else None
         bar_a, bar_b = sage_bars(p, f)
         for att in atts:
-            a, b, b_ref = d(name, f"f32-{att}", "fp32"), d(name, f"i8-{att}", "fp32"), d(name, f"i8-{att}", "int8ref")
-            worst[att].append((a / bar_a, b / bar_b, name))
-            verdict = "within" if a <= bar_a and b <= bar_b else \
-                "OUTSIDE " + " and ".join(x for x, over in (("(a)", a > bar_a), ("(b)", b > bar_b)) if over)
-            opt = lambda x: f"{x:9.3e}" if x is not None else f"{'-':>9s}"
+            a = d(name, f"f32-{att}", "fp32")
+            b, b_ref = (d(name, f"i8-{att}", "fp32"), d(name, f"i8-{att}", "int8ref")) if has(f"i8-{att}") else (None, None)
+            ratios[att].append((a / bar_a, None if b is None else b / bar_b, name))
+            over = [x for x, r in (("(a)", a / bar_a), ("(b)", ratios[att][-1][1])) if r is not None and r > 1]
+            verdict = "OUTSIDE " + " and ".join(over) if over else "within" + (" (a); (b) not computed" if b is None else "")
             lines.append(f"{name:9s} {att:9s} {p:9.3e} {f:9.3e} {quad[-1]:6.3f} {opt(dd)} {a:9.3e} {bar_a:9.3e} "
-                         f"{b:9.3e} {bar_b:9.3e} {b_ref:9.3e} {opt(i8b)}  {verdict}")
+                         f"{opt(b)} {bar_b:9.3e} {opt(b_ref)} {opt(i8b)}  {verdict}")
     lines.append(f"quad = d(bf16, int8ref) / sqrt(bf16-fp32^2 + int8-fp32^2): {min(quad):.3f} to {max(quad):.3f} "
                  f"(1: the errors add as independent ones, the premise of bar (b))")
     noise, decides = sage_noise_lines(refs, names)
     lines += noise
+    if missing:
+        lines.append(f"rows not computed (not asked for, or the run stopped): {' '.join(missing)}")
     verdicts = {}
-    for att, got in worst.items():
-        ok_a, ok_b = sum(r <= 1 for r, _, _ in got), sum(r <= 1 for _, r, _ in got)
-        wa, wb = max(got), max(got, key=lambda t: t[1])
-        # (a) outside anywhere decides alone; (b) decides only where its room is above chance
-        verdicts[att] = False if ok_a < len(got) else None if not decides else ok_b == len(got)
+    for att, got in ratios.items():
+        ok_a = sum(ra <= 1 for ra, _, _ in got)
+        wa = max(got, key=lambda t: t[0])
+        summary = f"(a) within in {ok_a} of {len(got)} cases (worst {wa[0]:.2f}x its bar, {wa[2]}); "
+        if got[0][1] is None:
+            summary += "(b) not computed"
+        else:
+            ok_b, wb = sum(rb <= 1 for _, rb, _ in got), max(got, key=lambda t: t[1])
+            summary += f"(b) within in {ok_b} of {len(got)} (worst {wb[1]:.2f}x, {wb[2]})"
+        # (a) outside anywhere decides alone; (b) decides where computed and its room is above chance
+        verdicts[att] = False if ok_a < len(got) else None if got[0][1] is None or not decides else ok_b == len(got)
+        why = "(b) not computed" if got[0][1] is None else "bar (b) within chance"
         label = {"i8qk": "int8 QK^T", "i8fp8": "int8 QK^T + P.V fp8"}[att]
-        lines.append(f"{label} ({att}): (a) within in {ok_a} of {len(got)} cases (worst {wa[0]:.2f}x its bar, {wa[2]}); "
-                     f"(b) within in {ok_b} of {len(got)} (worst {wb[1]:.2f}x, {wb[2]}): "
-                     + {True: "ADMISSIBLE", False: "NOT ADMISSIBLE", None: "NO VERDICT (bar (b) within chance)"}[verdicts[att]])
+        lines.append(f"{label} ({att}): {summary}: "
+                     + {True: "ADMISSIBLE", False: "NOT ADMISSIBLE", None: f"NO VERDICT ({why})"}[verdicts[att]])
     return lines, verdicts
 
 
@@ -679,8 +697,11 @@ def main(argv=None):
         names = [n for n, _, _ in cases]
         # sage: its rows and the bar's own three (fp32, bf16, int8ref) always
         rows = ROWS if a.cmd == "refs" else list(dict.fromkeys(["fp32", "bf16", "int8ref"] + a.rows))
-        out, traces = references(a.model, a.int8, cases, a.device, log, rows)
-        save_file({k: v.contiguous() for k, v in out.items()}, a.out, metadata={"cases": json.dumps(names)})
+        def save(out):
+            save_file({k: v.contiguous() for k, v in out.items()}, a.out + ".part", metadata={"cases": json.dumps(names)})
+            os.replace(a.out + ".part", a.out)
+        out, traces = references(a.model, a.int8, cases, a.device, log, rows, save if a.cmd == "sage" else None)
+        save(out)
         if a.cmd == "sage":
             print("\n".join(sage_table(out, names)[0]))
             return 0

@@ -124,11 +124,11 @@ def rows(tmp_path_factory):
             "--out", out, "--sizes", "32", "--steps", "2", "--skip", "1", "--rows", *rows]
     assert F.main(args) == 0
     refs, names = F.load_refs(out)
-    return refs, names
+    return refs, names, str(d / "int8.safetensors")
 
 
 def test_every_sage_row_is_computed_and_orders_as_its_arithmetic(rows):
-    refs, names = rows
+    refs, names, _ = rows
     assert names == ["32-p0", "32-p1"]
     want_rows = set(F.SAGE_ROWS) | {"i8-bf16att"}
     assert set(refs) == {f"{n}.{r}" for n in names for r in want_rows}
@@ -147,7 +147,7 @@ def test_every_sage_row_is_computed_and_orders_as_its_arithmetic(rows):
 
 
 def test_the_sage_table_of_the_tiny_rows(rows):
-    refs, names = rows
+    refs, names, _ = rows
     lines, verdicts = F.sage_table(refs, names)
     assert sum(line.split()[:2] == [n, att] for line in lines for n in names for att in ("i8qk", "i8fp8")) == 4
     row = next(line for line in lines if line.startswith("32-p1     i8qk"))
@@ -219,6 +219,32 @@ def test_the_sage_bar_decides_as_written():
     # without the fp8 rows the table judges int8 QK^T alone
     fewer = {n: {k: x for k, x in c.items() if "fp8" not in k} for n, c in good.items()}
     assert F.sage_table(synthetic_refs(fewer), NAMES)[1] == {"i8qk": True}
+
+
+def test_a_partial_run_gives_the_table_of_its_rows():
+    """A run stopped at its time limit (sage saves after every row): the table of what it has; (a)
+    alone can refuse, never admit; without the bar's own rows, no table."""
+    good = {n: case() for n in NAMES}
+    no_b = {n: {k: x for k, x in c.items() if not k.startswith("i8-") and "fp8" not in k} for n, c in good.items()}
+    lines, v = F.sage_table(synthetic_refs(no_b), NAMES)
+    assert v == {"i8qk": None} and lines[-1].endswith("(b) not computed: NO VERDICT ((b) not computed)")
+    assert lines[-2] == "rows not computed (not asked for, or the run stopped): i8-i8qk f32-i8fp8 i8-i8fp8"
+    assert all(line.endswith("within (a); (b) not computed") for line in lines[1:5])
+    no_b["512-p0"]["f32-i8qk"] = 0.02
+    assert F.sage_table(synthetic_refs(no_b), NAMES)[1] == {"i8qk": False}
+    lines, v = F.sage_table(synthetic_refs({n: {"bf16": 0.03} for n in NAMES}), NAMES)
+    assert v == {} and lines[0].startswith("no table: the bar's own rows are not all computed (missing: int8ref ")
+
+
+def test_references_hands_over_every_finished_row(rows):
+    """on_row gets the latents after each row: what `sage` saves, so a stopped run keeps them."""
+    _, _, int8 = rows
+    seen = []
+    states = {"p0.ids": torch.arange(3, dtype=torch.int32), "p0.hidden": torch.randn(3, TM.dit_config(TINY)["text_dim"])}
+    cases = F.make_cases(TINY, states, ["a"], [32], 1, 1.0, [], 42)
+    F.references(TINY, int8, cases, rows=["fp32", "f32-i8qk"], log=lambda m: None,
+                 on_row=lambda out: seen.append(sorted(out)))
+    assert seen == [["32-p0.fp32"], ["32-p0.f32-i8qk", "32-p0.fp32"]]
 
 
 def test_unknown_rows_are_refused_by_name():
