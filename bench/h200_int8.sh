@@ -8,7 +8,7 @@
 #
 # The lead's one call for the attention question (is int8 QK^T, SageAttention's idea, faithful
 # enough for the INT8 DiT? bench/amd_model.md section 6 has the bar; H100, ~7-7.5 minutes with the
-# random model already in /tmp, 1-2 more to write it; BIN_DIR as above, only moss-infer-hip and
+# random model already in /tmp, ~20 s more to write it; BIN_DIR as above, only moss-infer-hip and
 # bench_random_model used, and the INT8 file comes from bench/int8_convrot_ref.py without them):
 #   PARTS=sage bash bench/h200_int8.sh BIN_DIR "$OUT"
 #
@@ -34,6 +34,12 @@
 #      folder (transformer/ is the INT8 file) on the INT8-reference dump (judged), the bf16 folder on
 #      the fp32 dump (a baseline); every case of a path in one run (one model load)
 #   5. the table: relative L2 of the final latents; each phase's seconds in OUT_DIR/int8.txt
+# Expected on one H100 (from the FLOPs: the prompts template to 27-31 tokens, the negative to 10;
+# a DiT arithmetic over the 8 cases is 332 + 1514 = 1846 TFLOP, 296 of it attention): random model
+# ~20 s, quantize ~16 s, text states ~25 s (18 GB of bf16 weights), fp32 rows ~40-60 s (50 TFLOP/s
+# without TF32, the attention in fp32 SDPA), bf16 ~5-10 s, the INT8 reference and its jittered run
+# ~20-40 s each (exact int8 products on the int8 units; fp32 attention; the rotations), bf16 INT8
+# ~10-20 s, the engine's four moss-check runs ~1 min (a model load each): about 5-6 minutes in all.
 # The attention (PARTS=sage; bench/int8_fidelity.py `sage` says each row): steps 1-2 as above, then
 # PyTorch rows only, every one on the same inputs: fp32, bf16, the INT8 reference, and the fp32 DiT
 # and the INT8 reference each with three attentions in their 42 main blocks: bf16 (d), int8 QK^T as
@@ -42,12 +48,10 @@
 # H100: quantize ~15 s, text states ~25 s, fp32 ~42 s, bf16 ~8 s, INT8 reference ~44 s, each
 # swapped-attention row ~55-60 s (the fp32 linears as in fp32, the attention in explicit fp32
 # matmuls and passes over the [24, 1024, 4126] scores instead of fp32 SDPA): ~7 minutes in all.
-# Expected on one H100 (from the FLOPs: the prompts template to 27-31 tokens, the negative to 10;
-# a DiT arithmetic over the 8 cases is 332 + 1514 = 1846 TFLOP, 296 of it attention): random model
-# ~20 s, quantize ~16 s, text states ~25 s (18 GB of bf16 weights), fp32 rows ~40-60 s (50 TFLOP/s
-# without TF32, the attention in fp32 SDPA), bf16 ~5-10 s, the INT8 reference and its jittered run
-# ~20-40 s each (exact int8 products on the int8 units; fp32 attention; the rotations), bf16 INT8
-# ~10-20 s, the engine's four moss-check runs ~1 min (a model load each): about 5-6 minutes in all.
+# The rows run in the question's order (the bar's three, int8 QK^T's two, the bf16 attention's,
+# fp8 P.V's two) and are saved after each; SAGE_LIMIT (480 s) stops them, and the table is then
+# printed for the rows finished (ADMISSIBLE needs an attention's (a) and (b); (a) outside alone refuses).
+# Worst case with the model to write: ~20 + 15 + 25 + 480 s, inside a 600-s call.
 # Speed (1024x1024): median denoise step (`--progress json`, first step left out) of the bf16
 #   folder and of `--diffusion-model INT8.safetensors`, native and portable, in this one call:
 #   the ratio INT8/bf16 (the target on the native path: at most 0.7).
