@@ -577,10 +577,13 @@ def sage_table(refs, names):
         bar_a, bar_b = sage_bars(p, f)
         for att in atts:
             a = d(name, f"f32-{att}", "fp32")
-            b, b_ref = (d(name, f"i8-{att}", "fp32"), d(name, f"i8-{att}", "int8ref")) if has(f"i8-{att}") else (None, None)
+            b, b_ref = None, None
+            if has(f"i8-{att}"):
+                b, b_ref = d(name, f"i8-{att}", "fp32"), d(name, f"i8-{att}", "int8ref")
             ratios[att].append((a / bar_a, None if b is None else b / bar_b, name))
             over = [x for x, r in (("(a)", a / bar_a), ("(b)", ratios[att][-1][1])) if r is not None and r > 1]
-            verdict = "OUTSIDE " + " and ".join(over) if over else "within" + (" (a); (b) not computed" if b is None else "")
+            verdict = ("OUTSIDE " + " and ".join(over) if over
+                       else "within" + (" (a); (b) not computed" if b is None else ""))
             lines.append(f"{name:9s} {att:9s} {p:9.3e} {f:9.3e} {quad[-1]:6.3f} {opt(dd)} {a:9.3e} {bar_a:9.3e} "
                          f"{opt(b)} {bar_b:9.3e} {opt(b_ref)} {opt(i8b)}  {verdict}")
     lines.append(f"quad = d(bf16, int8ref) / sqrt(bf16-fp32^2 + int8-fp32^2): {min(quad):.3f} to {max(quad):.3f} "
@@ -626,7 +629,8 @@ def sage_noise_lines(refs, names):
         room = min(r for _, r in got)
         decides = len(fs) > 1 and room >= 3 * spread
         every = every and decides
-        out.append(f"size {size}: bar (b) leaves {100 * room:.1f}% above int8-fp32; int8-fp32 spreads {100 * spread:.1f}% "
+        out.append(f"size {size}: bar (b) leaves {100 * room:.1f}% above int8-fp32; "
+                   f"int8-fp32 spreads {100 * spread:.1f}% "
                    f"over {len(fs)} prompts: " + ("the bar decides (room >= 3x the spread)" if decides else
                                                  "WITHIN CHANCE (room < 3x the spread, or one prompt)"))
     return out, every
@@ -698,7 +702,8 @@ def main(argv=None):
         # sage: its rows and the bar's own three (fp32, bf16, int8ref) always
         rows = ROWS if a.cmd == "refs" else list(dict.fromkeys(["fp32", "bf16", "int8ref"] + a.rows))
         def save(out):
-            save_file({k: v.contiguous() for k, v in out.items()}, a.out + ".part", metadata={"cases": json.dumps(names)})
+            save_file({k: v.contiguous() for k, v in out.items()}, a.out + ".part",
+                      metadata={"cases": json.dumps(names)})
             os.replace(a.out + ".part", a.out)
         out, traces = references(a.model, a.int8, cases, a.device, log, rows, save if a.cmd == "sage" else None)
         save(out)

@@ -240,7 +240,8 @@ def test_references_hands_over_every_finished_row(rows):
     """on_row gets the latents after each row: what `sage` saves, so a stopped run keeps them."""
     _, _, int8 = rows
     seen = []
-    states = {"p0.ids": torch.arange(3, dtype=torch.int32), "p0.hidden": torch.randn(3, TM.dit_config(TINY)["text_dim"])}
+    states = {"p0.ids": torch.arange(3, dtype=torch.int32),
+              "p0.hidden": torch.randn(3, TM.dit_config(TINY)["text_dim"])}
     cases = F.make_cases(TINY, states, ["a"], [32], 1, 1.0, [], 42)
     F.references(TINY, int8, cases, rows=["fp32", "f32-i8qk"], log=lambda m: None,
                  on_row=lambda out: seen.append(sorted(out)))
