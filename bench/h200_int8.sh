@@ -6,7 +6,15 @@
 # BIN_DIR: the NVIDIA build's moss-infer-hip, moss-check and bench_random_model, carried):
 #   PARTS=fidelity bash bench/h200_int8.sh BIN_DIR "$OUT"
 #
-#   bench/h200_int8.sh BIN_DIR OUT_DIR [MODEL_DIR]   (SIZES="512 1024", STEPS=4, NPROMPTS=4, PARTS="fidelity speed")
+# The lead's one call for the attention question (is int8 QK^T, SageAttention's idea, faithful
+# enough for the INT8 DiT? bench/amd_model.md section 6 has the bar; H100, ~7-7.5 minutes with the
+# random model already in /tmp, ~20 s more to write it; BIN_DIR as above, only moss-infer-hip and
+# bench_random_model used, and the INT8 file comes from bench/int8_convrot_ref.py without them):
+#   PARTS=sage bash bench/h200_int8.sh BIN_DIR "$OUT"
+#
+#   bench/h200_int8.sh BIN_DIR OUT_DIR [MODEL_DIR]   (SIZES="512 1024", STEPS=4, NPROMPTS=4, PARTS="fidelity speed",
+#                                                     SAGE_ROWS: the sage part's rows, default int8_fidelity.SAGE_ROWS;
+#                                                     SAGE_LIMIT: their seconds at most, default 480)
 #
 # BIN_DIR holds moss-infer-hip, moss-check and bench_random_model; the default MODEL_DIR
 # (/tmp/moss-random-full) is written by tools/random_model.sh when missing, a given one must exist.
@@ -32,6 +40,18 @@
 # without TF32, the attention in fp32 SDPA), bf16 ~5-10 s, the INT8 reference and its jittered run
 # ~20-40 s each (exact int8 products on the int8 units; fp32 attention; the rotations), bf16 INT8
 # ~10-20 s, the engine's four moss-check runs ~1 min (a model load each): about 5-6 minutes in all.
+# The attention (PARTS=sage; bench/int8_fidelity.py `sage` says each row): steps 1-2 as above, then
+# PyTorch rows only, every one on the same inputs: fp32, bf16, the INT8 reference, and the fp32 DiT
+# and the INT8 reference each with three attentions in their 42 main blocks: bf16 (d), int8 QK^T as
+# sage_attention_fidelity.py builds it (a, b), int8 QK^T with P.V in fp8 (c); the table and the
+# verdict by the bar written before the measurement. No engine run, no dumps. Expected on one
+# H100: quantize ~15 s, text states ~25 s, fp32 ~42 s, bf16 ~8 s, INT8 reference ~44 s, each
+# swapped-attention row ~55-60 s (the fp32 linears as in fp32, the attention in explicit fp32
+# matmuls and passes over the [24, 1024, 4126] scores instead of fp32 SDPA): ~7 minutes in all.
+# The rows run in the question's order (the bar's three, int8 QK^T's two, the bf16 attention's,
+# fp8 P.V's two) and are saved after each; SAGE_LIMIT (480 s) stops them, and the table is then
+# printed for the rows finished (ADMISSIBLE needs an attention's (a) and (b); (a) outside alone refuses).
+# Worst case with the model to write: ~20 + 15 + 25 + 480 s, inside a 600-s call.
 # Speed (1024x1024): median denoise step (`--progress json`, first step left out) of the bf16
 #   folder and of `--diffusion-model INT8.safetensors`, native and portable, in this one call:
 #   the ratio INT8/bf16 (the issue's target on the native path: at most 0.7).
@@ -40,6 +60,9 @@
 # A dry run of the whole flow on the tiny model and the host build (a minute on 2 cores):
 #   SIZES="32 48" STEPS=2 SKIP=1 GROUP=64 NPROMPTS=2 BACKEND=host DEVICE=cpu SPEED_SIZE=32x32 \
 #     MOSSINFER_BACKEND=host bash bench/h200_int8.sh build-host /tmp/int8-dry hip/tests/data/tiny-moss
+# and of the sage part (no build needed, ~30 s on 2 cores):
+#   PARTS=sage SIZES="32 48" STEPS=2 SKIP=1 GROUP=64 NPROMPTS=2 DEVICE=cpu \
+#     bash bench/h200_int8.sh build-host /tmp/int8-sage-dry hip/tests/data/tiny-moss
 set -uo pipefail
 if [[ $# -lt 2 || $1 == -h || $1 == --help ]]; then
   awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'
@@ -72,7 +95,10 @@ PROMPTS=(
 )
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 log "== bench/h200_int8.sh $(date -u +%FT%TZ) on ${gpu:-no NVIDIA GPU}: PARTS=$PARTS SIZES=$SIZES STEPS=$STEPS NPROMPTS=$NPROMPTS"
-[[ -x $BIN/moss-infer-hip && -x $BIN/moss-check ]] || { log "FAIL $BIN has no moss-infer-hip / moss-check"; exit 2; }
+# The sage part alone runs no engine (its INT8 file has the PyTorch reference's fallback).
+if [[ " $PARTS " == *" fidelity "* || " $PARTS " == *" speed "* ]]; then
+  [[ -x $BIN/moss-infer-hip && -x $BIN/moss-check ]] || { log "FAIL $BIN has no moss-infer-hip / moss-check"; exit 2; }
+fi
 if [[ ! -f $MODEL/transformer/diffusion_pytorch_model.safetensors ]]; then
   # Only the default folder is written (28 GB): a MODEL_DIR given without a DiT is a mistake.
   [[ $# -lt 3 ]] || { log "FAIL $MODEL has no transformer/diffusion_pytorch_model.safetensors"; exit 2; }
@@ -106,14 +132,34 @@ if [[ ! -d $int8_model ]]; then
   ln -s "$int8" "$int8_model/transformer/diffusion_pytorch_model.safetensors"
 fi
 
+states=$WORK/states-$NPROMPTS.safetensors
+if [[ ! -f $states && ( " $PARTS " == *" fidelity "* || " $PARTS " == *" sage "* ) ]]; then
+  t0=$(date +%s)
+  $py states --model "$MODEL" --out "$states" --device "$DEVICE" "${PROMPTS[@]:0:$NPROMPTS}" >"$OUT/states.log" 2>&1 ||
+    { log "FAIL text states: $(last "$OUT/states.log")"; exit 3; }
+  phase "text states (bf16 text encoder)" "$t0"
+fi
+
+if [[ " $PARTS " == *" sage "* ]]; then
+  t0=$(date +%s)
+  sage_refs=$WORK/sage-refs.safetensors
+  rm -f "$sage_refs"  # the table is this call's rows only
+  # SAGE_LIMIT bounds the rows (the file is saved after each: a stopped run prints what it finished)
+  # shellcheck disable=SC2086  # SIZES, SKIP and SAGE_ROWS are lists
+  timeout "${SAGE_LIMIT:-480}" $py sage --model "$MODEL" --int8 "$int8" --states "$states" --out "$sage_refs" \
+    ${SAGE_ROWS:+--rows $SAGE_ROWS} --sizes $SIZES --steps "$STEPS" --cfg 3 --skip ${SKIP//,/ } --seed 42 \
+    --device "$DEVICE" >"$OUT/sage.log" 2>&1
+  rc=$?
+  grep -E "^(work|phase|torch._int_mm)" "$OUT/sage.log" | tee -a "$OUT/int8.txt"
+  [[ $rc -eq 124 ]] && log "STOPPED sage rows at SAGE_LIMIT=${SAGE_LIMIT:-480} s: the table has the rows finished"
+  [[ $rc -ne 0 && $rc -ne 124 ]] && log "FAIL sage rows (rc $rc): $(last "$OUT/sage.log")"
+  [[ -f $sage_refs ]] || { log "FAIL sage rows: not one row finished"; exit 3; }
+  phase "PyTorch rows with the attention swapped" "$t0"
+  log "== the attention, DiT-only: $STEPS steps, cfg 3, skip $SKIP, sizes $SIZES, $NPROMPTS prompts (relative L2 of the final latents; bar: bench/amd_model.md section 6) =="
+  $py sage-table "$sage_refs" | tee -a "$OUT/int8.txt"
+fi
+
 if [[ " $PARTS " == *" fidelity "* ]]; then
-  states=$WORK/states-$NPROMPTS.safetensors
-  if [[ ! -f $states ]]; then
-    t0=$(date +%s)
-    $py states --model "$MODEL" --out "$states" --device "$DEVICE" "${PROMPTS[@]:0:$NPROMPTS}" >"$OUT/states.log" 2>&1 ||
-      { log "FAIL text states: $(last "$OUT/states.log")"; exit 3; }
-    phase "text states (bf16 text encoder)" "$t0"
-  fi
   refs=$WORK/refs.safetensors dump_fp32=$WORK/dump-fp32.safetensors dump_int8=$WORK/dump-int8ref.safetensors
   t0=$(date +%s)
   # shellcheck disable=SC2086  # SIZES and SKIP are lists

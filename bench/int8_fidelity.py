@@ -28,6 +28,26 @@ layer and the steps. Only the DiT's arithmetic differs between the rows:
               folder whose transformer/ is the INT8 file, on the dump whose final_latent is
               int8ref's: its final_latent line is engine-INT8 against the INT8 reference; and the
               engine's bf16 DiT on the bf16 folder against the fp32 dump (a baseline, not judged)
+`sage` (bench/h200_int8.sh PARTS=sage) asks whether SageAttention-style attention (int8 QK^T:
+smoothed K, per-block int8 Q and K, bench/sage_attention_fidelity.py's functions, imported) is
+faithful enough for the INT8 DiT, by what it does to the final latents. Its rows (same inputs):
+  fp32, bf16, int8ref  as above
+  f32-bf16att (d)  the fp32 DiT whose main blocks' attention is the bf16 attention (bf16 Q, K, V;
+                   scores and softmax in fp32; P rounded to bf16; the output bf16: the op-level
+                   file's `bf16`, the kernels' arithmetic with a global maximum)
+  f32-i8qk    (a)  the fp32 DiT with int8 QK^T in its main blocks' attention (the op-level `int8qk`:
+                   bf16 Q, K, V, K smoothed, Q per 128-row block and K per 32-row block in int8, P.V
+                   as in (d)); (a) against (d) separates int8 QK^T from the bf16 attention around it
+  i8-i8qk     (b)  the INT8 reference with that attention
+  f32-i8fp8, i8-i8fp8 (c)  the same two with P.V in fp8 e4m3 as well (the op-level `int8qk-fp8pv`,
+                   SageAttention2's idea, the simple scaling: P times 448 (P <= 1 after the row's
+                   maximum is subtracted, so 448 is e4m3's top), V per channel over the keys)
+  i8-bf16att  (optional, --rows) the INT8 reference with the bf16 attention (the engine's)
+The attention is swapped in the 42 main blocks only (AttentionSwapped): the int8 kernel the
+speed model counts is the DiT's image+text attention; the text embedder's two blocks over the
+prompt's tokens keep the row's own attention. `sage` prints the table (sage_table) and the verdict
+by the bar written in bench/amd_model.md section 6 before any of these rows was measured.
+
 `refs` writes both dumps (format moss-official-dump/1: tools/golden/dump_official.py's, which
 moss-check reads) and the references; `table` prints, per case, relative L2 of the final latents:
 bf16-fp32, int8-fp32 (the format's own error), int8jit-int8ref (its jitter floor), bf16-int8ref,
@@ -63,6 +83,9 @@ Each phase prints its seconds and TFLOP/s.
                         --dump-fp32 F --dump-int8ref F [--sizes 512 1024] [--steps 4] [--cfg 3]
                         [--skip 22] [--seed 42] [--device cuda]   (prompt i gets seed + i)
   int8_fidelity.py table REFS [--engine LABEL=MOSS_CHECK_LOG]... [--baseline LABEL=MOSS_CHECK_LOG]...
+  int8_fidelity.py sage --model DIR --int8 FILE --states STATES --out REFS.safetensors [--rows ROW...]
+                        [--sizes 512 1024] [--steps 4] [--cfg 3] [--skip 22] [--seed 42] [--device cuda]
+  int8_fidelity.py sage-table REFS                (the sage rows' table and verdict again)
   int8_fidelity.py steps PROGRESS_LOG             (median seconds a denoise step, the first left out)
   int8_fidelity.py why LOG                        (the reason a run gave no result, for the SKIP lines)
 """
@@ -81,6 +104,15 @@ BAR = 0.5  # engine-INT8 vs int8ref at most BAR x bf16 PyTorch's distance to int
 ROWS = ("fp32", "bf16", "int8ref", "int8jit", "bf16int8")
 JITTER = 1e-7  # int8jit's relative input jitter: about an fp32 ulp, the size of a summation-order difference
 FP32_TFLOPS = 50.0  # H100 fp32 without TF32, for the printed estimate
+# The sage rows (module docstring): "<base>-<attention>", base f32 (moss_ref's fp32 DiT) or i8 (the
+# INT8 reference), the attention one of sage_attention_fidelity.METHODS under a short name.
+ATTENTIONS = {"bf16att": "bf16", "i8qk": "int8qk", "i8fp8": "int8qk-fp8pv"}
+# In the order of the question: the bar's rows, int8 QK^T's, the bf16 attention's, fp8 P.V's (a run
+# stopped at its time limit has the table of what it finished: `sage` saves after every row).
+SAGE_ROWS = ("fp32", "bf16", "int8ref", "f32-i8qk", "i8-i8qk", "f32-bf16att", "f32-i8fp8", "i8-i8fp8")
+ALL_ROWS = ROWS + tuple(f"{base}-{att}" for att in ATTENTIONS for base in ("f32", "i8"))
+SAGE_BAR = 0.5  # the attention's own error at most SAGE_BAR x bf16 PyTorch's distance to fp32 (amd_model.md 6)
+ATTENTION_CHUNK = 1024  # query rows an attention call takes at once (whole Q blocks): the scores' memory
 
 
 def _paths():
@@ -238,6 +270,66 @@ def exact_int8_linear(x, q_w, s_w, bias, g):
     return y, x_rot, q_x, s_x
 
 
+def dit_attention(method, rotate, chunk=ATTENTION_CHUNK):
+    """moss_ref.attention (q, k, v [n, d] in the DiT's dtype, heads, sin, cos: the rotation then the
+    attention) with the attention an op-level `method` of bench/sage_attention_fidelity.py (q, k, v
+    [heads, n, hd] float32 holding bf16 values): q and k rotated as moss_ref rotates them, the three
+    rounded to bf16 (what the kernels read), the queries taken `chunk` rows at a time in whole Q
+    blocks (a block's scale is its own rows'; K's smoothing and blocks see every key, as in the
+    op-level compare); the output back in the DiT's dtype."""
+    import torch
+    _paths()
+    import sage_attention_fidelity as SA
+    chunk = max(SA.Q_BLOCK, chunk // SA.Q_BLOCK * SA.Q_BLOCK)
+
+    def attention(q, k, v, heads, sin, cos):
+        n, d = q.shape
+        hd = d // heads
+        heads_first = lambda t: SA.bf16(t.transpose(0, 1).float())
+        qh = heads_first(rotate(q.view(n, heads, hd), sin, cos))
+        kh = heads_first(rotate(k.view(n, heads, hd), sin, cos))
+        vh = heads_first(v.view(n, heads, hd))
+        o = torch.cat([method(qh[:, i:i + chunk], kh, vh) for i in range(0, n, chunk)], dim=1)
+        return o.transpose(0, 1).reshape(n, d).to(q.dtype)
+    return attention
+
+
+def attention_swapped_class():
+    import torch
+
+    class AttentionSwapped(torch.nn.Module):
+        """A moss_ref main block whose attention is `attention` while it runs: its module's global
+        `attention` (what Block.forward calls) replaced for the call and restored after it, so the
+        text embedder's blocks, which call the same function, keep theirs."""
+
+        def __init__(self, block, attention):
+            super().__init__()
+            self.block, self.attention = block, attention
+
+        def forward(self, *args, **kwargs):
+            names = type(self.block).forward.__globals__
+            saved = names["attention"]
+            names["attention"] = self.attention
+            try:
+                return self.block(*args, **kwargs)
+            finally:
+                names["attention"] = saved
+    return AttentionSwapped
+
+
+def with_attention(dit, name):
+    """The DiT with every main block's attention the sage row's `name` (ATTENTIONS); call it after
+    int8_dit, which replaces the blocks' projections."""
+    _paths()
+    import sage_attention_fidelity as SA
+    swapped = attention_swapped_class()
+    rotate = type(dit.layers[0]).forward.__globals__["rotate"]
+    attention = dit_attention(SA.METHODS[ATTENTIONS[name]], rotate)
+    for i, block in enumerate(dit.layers):
+        dit.layers[i] = swapped(block, attention)
+    return dit
+
+
 def forward_flops(model_dir, case, settings):
     """FLOPs of a case's DiT forwards (bench/mossbench/flops.py)."""
     _paths()
@@ -263,9 +355,18 @@ def jittered(case, eps, seed=4949):
     return out
 
 
-def references(model_dir, int8_file, cases, device="cpu", log=print):
-    """{f"{name}.{row}": final latent} for every case and row of ROWS, and {name: step-0 velocities
-    of the fp32 run}. Each phase's seconds printed through log."""
+def check_rows(rows):
+    """Refuses rows that are not in ALL_ROWS, by name, before anything is loaded."""
+    unknown = [row for row in rows if row not in ALL_ROWS]
+    if unknown:
+        raise ValueError(f"unknown rows {unknown}: the rows are {list(ALL_ROWS)}")
+
+
+def references(model_dir, int8_file, cases, device="cpu", log=print, rows=ROWS, on_row=None):
+    """{f"{name}.{row}": final latent} for every case and row of `rows` (of ALL_ROWS), and {name:
+    step-0 velocities of the fp32 run}. Each phase's seconds printed through log; on_row(the latents
+    so far) after each row."""
+    check_rows(rows)
     import torch
     from safetensors.torch import load_file
     torch.backends.cuda.matmul.allow_tf32 = False  # the fp32 references in fp32, not TF32
@@ -290,6 +391,9 @@ def references(model_dir, int8_file, cases, device="cpu", log=print):
         "int8jit": lambda: ref.int8_dit(builders["fp32"](), quantized, group),
         "bf16int8": lambda: ref.int8_dit_bf16(builders["bf16"](), quantized, group),
     }
+    for att in ATTENTIONS:  # the sage rows: the fp32 DiT or the INT8 reference, its attention swapped
+        builders[f"f32-{att}"] = lambda att=att: with_attention(builders["fp32"](), att)
+        builders[f"i8-{att}"] = lambda att=att: with_attention(builders["int8ref"](), att)
     out, traces = {}, {}
     # The reference's functions, exact on the GPU and rotating a shared input once (no bit changes).
     patches = {"int8_linear": exact_int8_linear, "int_matmul": exact_int_matmul}
@@ -298,7 +402,7 @@ def references(model_dir, int8_file, cases, device="cpu", log=print):
     for n, f in patches.items():
         setattr(ref, n, f)
     try:
-        for row in ROWS:
+        for row in rows:
             t0 = time.time()
             dit = builders[row]()
             for name, s, c in cases:
@@ -315,6 +419,8 @@ def references(model_dir, int8_file, cases, device="cpu", log=print):
                 torch.cuda.empty_cache()
             sec = time.time() - t0
             log(f"phase {row}: {sec:.1f} s ({tflop / max(sec, 1e-9):.3g} TFLOP/s)")
+            if on_row is not None:
+                on_row(out)
     finally:
         for n, f in saved.items():
             setattr(ref, n, f)
@@ -434,6 +540,111 @@ def table(refs, names, engines=(), baselines=()):
     return lines, ok
 
 
+def sage_bars(p, f):
+    """The bar of bench/amd_model.md section 6 for one case, from bf16 PyTorch's distance to fp32 p
+    and the format's own error f: (a) an attention's own error (the fp32 DiT with it, against fp32)
+    at most SAGE_BAR x p, the issue's factor for an implementation's distance from the model it
+    implements; (b) the INT8 reference with it, against fp32, at most sqrt(f^2 + (SAGE_BAR p)^2):
+    the format's error and (a)'s allowance added as independent errors add (session 24's table:
+    bf16 PyTorch's distance to the INT8 reference is sqrt(p^2 + f^2) within 0.3%), so (b) catches an
+    attention error that the INT8 layers amplify beyond what it costs the fp32 DiT."""
+    return SAGE_BAR * p, (f * f + (SAGE_BAR * p) ** 2) ** 0.5
+
+
+def sage_table(refs, names):
+    """The sage rows' lines, per case and attention whose (a) row is present (i8qk, i8fp8): bf16
+    PyTorch and the INT8 reference against fp32, (d), (a) and (b) with their bars, (b) against the
+    INT8 reference (not judged: any attention that is not the reference's lands about i8-jitter
+    away), the verdict; then a summary per attention. Returns (lines, {attention: True admissible,
+    False not, None no verdict: (a) within everywhere but (b) not computed, or its bar within
+    chance at some size (sage_noise_lines)})."""
+    d = lambda name, a, b: distance(refs[f"{name}.{a}"], refs[f"{name}.{b}"])["rel_l2"]
+    has = lambda row: all(f"{n}.{row}" in refs for n in names)
+    missing = [row for row in SAGE_ROWS if not has(row)]
+    if not all(has(row) for row in ("fp32", "bf16", "int8ref")):
+        return [f"no table: the bar's own rows are not all computed (missing: {' '.join(missing)})"], {}
+    atts = [att for att in ("i8qk", "i8fp8") if has(f"f32-{att}")]
+    opt = lambda x: f"{x:9.3e}" if x is not None else f"{'-':>9s}"
+    lines = [f"{'case':9s} {'attention':9s} {'bf16-fp32':>9s} {'int8-fp32':>9s} {'quad':>6s} {'(d)bf16at':>9s} "
+             f"{'(a)f32-at':>9s} {'bar (a)':>9s} {'(b)i8-at':>9s} {'bar (b)':>9s} {'i8-at/i8':>9s} "
+             f"{'i8-bf16at':>9s}  verdict"]
+    quad, ratios = [], {att: [] for att in atts}  # (a / its bar, b / its bar or None, case)
+    for name in names:
+        p, f = d(name, "bf16", "fp32"), d(name, "int8ref", "fp32")
+        quad.append(d(name, "bf16", "int8ref") / (p * p + f * f) ** 0.5)
+        dd = d(name, "f32-bf16att", "fp32") if has("f32-bf16att") else None
+        i8b = d(name, "i8-bf16att", "fp32") if has("i8-bf16att") else None
+        bar_a, bar_b = sage_bars(p, f)
+        for att in atts:
+            a = d(name, f"f32-{att}", "fp32")
+            b, b_ref = None, None
+            if has(f"i8-{att}"):
+                b, b_ref = d(name, f"i8-{att}", "fp32"), d(name, f"i8-{att}", "int8ref")
+            ratios[att].append((a / bar_a, None if b is None else b / bar_b, name))
+            over = [x for x, r in (("(a)", a / bar_a), ("(b)", ratios[att][-1][1])) if r is not None and r > 1]
+            verdict = ("OUTSIDE " + " and ".join(over) if over
+                       else "within" + (" (a); (b) not computed" if b is None else ""))
+            lines.append(f"{name:9s} {att:9s} {p:9.3e} {f:9.3e} {quad[-1]:6.3f} {opt(dd)} {a:9.3e} {bar_a:9.3e} "
+                         f"{opt(b)} {bar_b:9.3e} {opt(b_ref)} {opt(i8b)}  {verdict}")
+    lines.append(f"quad = d(bf16, int8ref) / sqrt(bf16-fp32^2 + int8-fp32^2): {min(quad):.3f} to {max(quad):.3f} "
+                 f"(1: the errors add as independent ones, the premise of bar (b))")
+    noise, decides = sage_noise_lines(refs, names)
+    lines += noise
+    if missing:
+        lines.append(f"rows not computed (not asked for, or the run stopped): {' '.join(missing)}")
+    verdicts = {}
+    for att, got in ratios.items():
+        ok_a = sum(ra <= 1 for ra, _, _ in got)
+        wa = max(got, key=lambda t: t[0])
+        summary = f"(a) within in {ok_a} of {len(got)} cases (worst {wa[0]:.2f}x its bar, {wa[2]}); "
+        if got[0][1] is None:
+            summary += "(b) not computed"
+        else:
+            ok_b, wb = sum(rb <= 1 for _, rb, _ in got), max(got, key=lambda t: t[1])
+            summary += f"(b) within in {ok_b} of {len(got)} (worst {wb[1]:.2f}x, {wb[2]})"
+        # (a) outside anywhere decides alone; (b) decides where computed and its room is above chance
+        verdicts[att] = False if ok_a < len(got) else None if got[0][1] is None or not decides else ok_b == len(got)
+        why = "(b) not computed" if got[0][1] is None else "bar (b) within chance"
+        label = {"i8qk": "int8 QK^T", "i8fp8": "int8 QK^T + P.V fp8"}[att]
+        lines.append(f"{label} ({att}): {summary}: "
+                     + {True: "ADMISSIBLE", False: "NOT ADMISSIBLE", None: f"NO VERDICT ({why})"}[verdicts[att]])
+    return lines, verdicts
+
+
+def sage_noise_lines(refs, names):
+    """Whether bar (b) can tell an attention's error from chance, per size: the room it leaves above
+    the format's own error (bar (b) / int8-fp32 - 1) against how much that error spreads over the
+    prompts of the size ((max - min) / mean: a bound on what another realization of the INT8
+    rounding moves it by, since the prompts' content differs as well). A room of at least 3x the
+    spread: the bar decides; below: a verdict on (b) is within chance (the tiny model's dry run).
+    Returns (lines, the bar decides at every size)."""
+    by_size = {}
+    for name in names:
+        p, f = (distance(refs[f"{name}.{r}"], refs[f"{name}.fp32"])["rel_l2"] for r in ("bf16", "int8ref"))
+        by_size.setdefault(name.split("-")[0], []).append((f, sage_bars(p, f)[1] / f - 1))
+    out, every = [], True
+    for size, got in by_size.items():
+        fs = [f for f, _ in got]
+        spread = (max(fs) - min(fs)) / (sum(fs) / len(fs))
+        room = min(r for _, r in got)
+        decides = len(fs) > 1 and room >= 3 * spread
+        every = every and decides
+        out.append(f"size {size}: bar (b) leaves {100 * room:.1f}% above int8-fp32; "
+                   f"int8-fp32 spreads {100 * spread:.1f}% "
+                   f"over {len(fs)} prompts: " + ("the bar decides (room >= 3x the spread)" if decides else
+                                                 "WITHIN CHANCE (room < 3x the spread, or one prompt)"))
+    return out, every
+
+
+def load_refs(path):
+    """(refs, case names) of a file `refs` or `sage` wrote."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+    with safe_open(path, "pt") as f:
+        names = json.loads(f.metadata()["cases"])
+    return load_file(path), names
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -443,19 +654,24 @@ def main(argv=None):
     s.add_argument("--device", default="cpu")
     s.add_argument("--negative", default="")
     s.add_argument("prompts", nargs="+")
-    r = sub.add_parser("refs")
-    r.add_argument("--model", required=True)
-    r.add_argument("--int8", required=True)
-    r.add_argument("--states", required=True)
-    r.add_argument("--out", required=True)
+    def rows_parser(name):
+        """refs and sage: the model, the INT8 file, the states, the output and the cases' settings."""
+        r = sub.add_parser(name)
+        for opt in ("--model", "--int8", "--states", "--out"):
+            r.add_argument(opt, required=True)
+        r.add_argument("--sizes", type=int, nargs="+", default=[512, 1024])
+        r.add_argument("--steps", type=int, default=4)
+        r.add_argument("--cfg", type=float, default=3.0)
+        r.add_argument("--skip", type=int, nargs="*", default=[22])
+        r.add_argument("--seed", type=int, default=42)
+        r.add_argument("--device", default="cpu")
+        return r
+    r = rows_parser("refs")
     r.add_argument("--dump-fp32", required=True)
     r.add_argument("--dump-int8ref", required=True)
-    r.add_argument("--sizes", type=int, nargs="+", default=[512, 1024])
-    r.add_argument("--steps", type=int, default=4)
-    r.add_argument("--cfg", type=float, default=3.0)
-    r.add_argument("--skip", type=int, nargs="*", default=[22])
-    r.add_argument("--seed", type=int, default=42)
-    r.add_argument("--device", default="cpu")
+    rows_parser("sage").add_argument("--rows", nargs="+", default=list(SAGE_ROWS), choices=ALL_ROWS)
+    gt = sub.add_parser("sage-table")
+    gt.add_argument("refs")
     t = sub.add_parser("table")
     t.add_argument("refs")
     t.add_argument("--engine", action="append", default=[], metavar="LABEL=LOG",
@@ -475,25 +691,32 @@ def main(argv=None):
         save_file({k: v.contiguous() for k, v in st.items()}, a.out,
                   metadata={"prompts": json.dumps(a.prompts), "negative": a.negative})
         log(f"phase text states (bf16 text encoder, {len(a.prompts)} prompts + the negative): {time.time() - t0:.1f} s")
-    elif a.cmd == "refs":
+    elif a.cmd in ("refs", "sage"):
         from safetensors import safe_open
         from safetensors.torch import load_file, save_file
         with safe_open(a.states, "pt") as f:
             md = f.metadata()
         prompts, negative = json.loads(md["prompts"]), md.get("negative", "")
         cases = make_cases(a.model, load_file(a.states), prompts, a.sizes, a.steps, a.cfg, a.skip, a.seed, negative)
-        out, traces = references(a.model, a.int8, cases, a.device, log)
         names = [n for n, _, _ in cases]
+        # sage: its rows and the bar's own three (fp32, bf16, int8ref) always
+        rows = ROWS if a.cmd == "refs" else list(dict.fromkeys(["fp32", "bf16", "int8ref"] + a.rows))
+        def save(out):
+            save_file({k: v.contiguous() for k, v in out.items()}, a.out + ".part",
+                      metadata={"cases": json.dumps(names)})
+            os.replace(a.out + ".part", a.out)
+        out, traces = references(a.model, a.int8, cases, a.device, log, rows, save if a.cmd == "sage" else None)
+        save(out)
+        if a.cmd == "sage":
+            print("\n".join(sage_table(out, names)[0]))
+            return 0
         write_dump(a.dump_fp32, cases, {n: out[f"{n}.fp32"] for n in names}, traces, "fp32 (moss_ref, fp32)")
         write_dump(a.dump_int8ref, cases, {n: out[f"{n}.int8ref"] for n in names}, traces,
                    "int8ref (INT8 ConvRot reference, fp32 activations)")
-        save_file({k: v.contiguous() for k, v in out.items()}, a.out, metadata={"cases": json.dumps(names)})
+    elif a.cmd == "sage-table":
+        print("\n".join(sage_table(*load_refs(a.refs))[0]))
     elif a.cmd == "table":
-        from safetensors import safe_open
-        from safetensors.torch import load_file
-        with safe_open(a.refs, "pt") as f:
-            names = json.loads(f.metadata()["cases"])
-        refs = load_file(a.refs)
+        refs, names = load_refs(a.refs)
 
         def parsed(specs):
             got = []
