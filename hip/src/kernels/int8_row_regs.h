@@ -1,0 +1,149 @@
+// The INT8 ConvRot activation pass on a row held in registers (docs/int8_convrot.md sections 2-3
+// and 9), shared by the stand-alone pass (int8_rotate.hip) and the producers that quantize their
+// own fp32 rows (rows.hip: the norms' register kernel, the gated unit). The row is cut into
+// segments of 512 values, one wave each, 16 consecutive values a lane; the radix-4 stages of the
+// two lowest digits (strides 1 and 4) are within a lane's registers, and each further stage
+// (stride 16, 64) first exchanges the digit it needs with the lane bits that hold it (two
+// one-bit swaps, one lane shuffle per value) so that its quadruples are in registers too. No
+// barrier between stages. Every output is convrot_order::butterfly's operations on the same four
+// values, so the bits are convrot::rotate_groups' whichever lane computes them. The rotated
+// values go to LDS at their row positions; one barrier joins the waves' absmax, and the row is
+// quantized from LDS (convrot::quantize_row's scale, an IEEE division, half to even) into 4-byte
+// stores. Groups 4 to 256 (a wave's 512 values hold whole groups), widths a multiple of 16;
+// other rows take int8_row_lds.h. Device code: include after runtime/portability.h.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/int8_rotate_order.h"
+#include "kernels/int8_row_lds.h"
+
+namespace moss {
+namespace int8_regs {
+
+constexpr int kLaneValues = 16;                       // consecutive row values a lane holds
+constexpr int kSegment = kLaneValues * kWaveSize;     // values a wave rotates at once
+constexpr int64_t kMaxGroup = 256;                    // the largest power of 4 with whole groups in a segment
+
+// Whether rows of width k and group G take this path.
+MOSS_HOST_DEVICE constexpr bool fits(int64_t k, int64_t group) {
+  return group >= 4 && group <= kMaxGroup && k % kLaneValues == 0;
+}
+
+// Register r (= j + 4m) of lane `lane` after rotate_segment: its offset in the segment. Before,
+// the lane holds offsets 16·lane + r (j: the lowest digit, m: the second). Each swap of the stage
+// of digit d (d >= 2) trades m with lane bits 2(d-2), 2(d-2)+1, so at the end the lane's low bits
+// hold digits 1 .. n-2 and m holds digit n-1 (G = 4^n); for G <= 16 nothing moves.
+MOSS_HOST_DEVICE constexpr int segment_offset(int lane, int r, int group) {
+  const int span = group < 16 ? 16 : group;  // values one lane-group holds (G <= 16: one lane's 16)
+  const int lanes = span / 16;               // lanes per group
+  return (r & 3) + 4 * (lane & (lanes - 1)) + (span / 4) * (r >> 2) + span * (lane / lanes);
+}
+
+// Trades register bit reg_bit (of r) with lane bit lane_bit: afterwards the value that lane L held
+// in register r is in the lane and register whose two bits are exchanged. One shuffle per pair.
+template <int kRegBit>
+__device__ inline void swap_bit(float (&v)[kLaneValues], int lane_bit) {
+  const bool high = (lane_id() >> lane_bit) & 1u;
+#pragma unroll
+  for (int r0 = 0; r0 < kLaneValues; ++r0) {
+    if (r0 & (1 << kRegBit)) continue;
+    const int r1 = r0 | (1 << kRegBit);
+    // The low lane keeps its r0 and receives the partner's r0 as r1; the high lane the reverse.
+    const float recv = shfl_xor(high ? v[r0] : v[r1], 1 << lane_bit);
+    v[r0] = high ? recv : v[r0];
+    v[r1] = high ? v[r1] : recv;
+  }
+}
+
+// The wave's segment, 16 consecutive values a lane (lane l: offsets 16l .. 16l + 15), rotated in
+// place by convrot::rotate_groups' stages over groups of G (4 <= G <= 256); afterwards register r
+// of each lane is offset segment_offset(lane, r, G). Every lane of the wave calls it.
+__device__ inline void rotate_segment(float (&v)[kLaneValues], int group) {
+  const auto mul = [](float a, float b) { return mul_rn(a, b); };
+#pragma unroll
+  for (int m = 0; m < 4; ++m) convrot_order::butterfly(v, 4 * m, 1, mul);  // stride 1: j
+  if (group < 16) return;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) convrot_order::butterfly(v, j, 4, mul);  // stride 4: m
+  for (int stride = 16, slot = 0; stride < group; stride *= 4, ++slot) {  // 16, 64: from the lanes
+    swap_bit<2>(v, 2 * slot);
+    swap_bit<3>(v, 2 * slot + 1);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) convrot_order::butterfly(v, j, 4, mul);
+  }
+}
+
+// One row, a workgroup of kThreads (whole waves) per row: wave w rotates segments w, w + waves, ...
+// with load(col, v) giving the row's values col .. col + 15 (col a multiple of 16 below k) and
+// writes them to lds (k floats, 16-byte aligned) at their row positions; then the row's absmax
+// and finiteness over the waves (partial: 2·kThreads/kWaveSize floats; one barrier), and q_row
+// (4-byte aligned) and *scale_row as int8_row::rotate_quantize writes them. lds may hold the row
+// that load reads: a segment's positions are read and written by its one wave, and for G >= 64
+// every lane's reads are done before the swaps' shuffles (for G <= 16 a lane writes what it read).
+// fits(k, G) must hold. Every thread of the workgroup calls it (it holds a barrier).
+template <int kThreads, class Load>
+__device__ inline void rotate_quantize_row(const Load& load, int k, int group, float* lds, float* partial,
+                                           int8_t* q_row, float* scale_row) {
+  constexpr int kWaves = kThreads / kWaveSize;
+  const int tid = int(thread_x()), lane = int(lane_id());
+  float amax = 0.0f, bad = 0.0f;
+  for (int seg = (tid / kWaveSize) * kSegment; seg < k; seg += kWaves * kSegment) {  // uniform in the wave
+    float v[kLaneValues];
+    const int col = seg + kLaneValues * lane;
+    if (col < k) {
+      load(col, v);
+    } else {
+#pragma unroll
+      for (int r = 0; r < kLaneValues; ++r) v[r] = 0.0f;  // past the row: whole groups of zeros
+    }
+    rotate_segment(v, group);
+#pragma unroll
+    for (int r = 0; r < kLaneValues; r += 4) {
+      const int i = seg + segment_offset(lane, r, group);  // registers r .. r+3: 4 consecutive offsets
+      if (i < k) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) lds[i + j] = v[r + j];
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kLaneValues; ++r) {
+      bad = finite_f(v[r]) ? bad : 1.0f;
+      amax = max_f(amax, abs_f(v[r]));
+    }
+  }
+  amax = wave_max(amax);
+  bad = wave_max(bad);
+  if (lane == 0) {
+    partial[tid / kWaveSize] = amax;
+    partial[kWaves + tid / kWaveSize] = bad;
+  }
+  sync_workgroup();
+  amax = 0.0f;
+  bad = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWaves; ++w) {
+    amax = max_f(amax, partial[w]);
+    bad = max_f(bad, partial[kWaves + w]);
+  }
+  uint32_t* q_words = reinterpret_cast<uint32_t*>(q_row);
+  if (bad != 0.0f) {
+    for (int c = tid; c < k / 4; c += kThreads) q_words[c] = 0u;
+    if (tid == 0) *scale_row = nan_f();
+    return;
+  }
+  const float s = max_f(mul_rn(amax, int8_row::kInv127), int8_row::kScaleFloor);
+  for (int c = tid; c < k / 4; c += kThreads) {  // 4 values a thread: one LDS read, one 4-byte store
+    uint32_t word = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float rounded = rint_f(lds[4 * c + j] / s);  // half to even; an IEEE division, as the host's
+      word |= uint32_t(uint8_t(int8_t(min_f(127.0f, max_f(-128.0f, rounded))))) << (8 * j);
+    }
+    q_words[c] = word;
+  }
+  if (tid == 0) *scale_row = s;
+}
+
+}  // namespace int8_regs
+}  // namespace moss
