@@ -25,6 +25,12 @@ constexpr int kLaneValues = 16;                       // consecutive row values 
 constexpr int kSegment = kLaneValues * kWaveSize;     // values a wave rotates at once
 constexpr int64_t kMaxGroup = 256;                    // the largest power of 4 with whole groups in a segment
 
+// Four consecutive floats of LDS, moved as one 16-byte access (lds is 16-byte aligned and every
+// offset a multiple of 4): one instruction, and no bank conflicts between the lanes' runs.
+struct alignas(16) Quad {
+  float f[4];
+};
+
 // Whether rows of width k and group G take this path.
 MOSS_HOST_DEVICE constexpr bool fits(int64_t k, int64_t group) {
   return group >= 4 && group <= kMaxGroup && k % kLaneValues == 0;
@@ -101,10 +107,7 @@ __device__ inline void rotate_quantize_row(const Load& load, int k, int group, f
 #pragma unroll
     for (int r = 0; r < kLaneValues; r += 4) {
       const int i = seg + segment_offset(lane, r, group);  // registers r .. r+3: 4 consecutive offsets
-      if (i < k) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) lds[i + j] = v[r + j];
-      }
+      if (i < k) *reinterpret_cast<Quad*>(lds + i) = Quad{{v[r], v[r + 1], v[r + 2], v[r + 3]}};
     }
 #pragma unroll
     for (int r = 0; r < kLaneValues; ++r) {
@@ -134,10 +137,11 @@ __device__ inline void rotate_quantize_row(const Load& load, int k, int group, f
   }
   const float s = max_f(mul_rn(amax, int8_row::kInv127), int8_row::kScaleFloor);
   for (int c = tid; c < k / 4; c += kThreads) {  // 4 values a thread: one LDS read, one 4-byte store
+    const Quad v = *reinterpret_cast<const Quad*>(lds + 4 * c);
     uint32_t word = 0;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float rounded = rint_f(lds[4 * c + j] / s);  // half to even; an IEEE division, as the host's
+      const float rounded = rint_f(v.f[j] / s);  // half to even; an IEEE division, as the host's
       word |= uint32_t(uint8_t(int8_t(min_f(127.0f, max_f(-128.0f, rounded))))) << (8 * j);
     }
     q_words[c] = word;

@@ -155,46 +155,45 @@ struct GatedOp {
 // rotated there (kernels/int8_row_lds.h).
 constexpr int kUnitRowThreads = 4 * kWaveSize;
 constexpr int64_t kUnitRowFloats = 8192;  // 32 KiB: ffn_down's input width
-__device__ inline float unit_value(GatedUnit kind, float av, float bv) {
-  switch (kind) {
-    case GatedUnit::Situ: return gated_unit_value<GatedUnit::Situ>(av, bv);
-    case GatedUnit::SwiGlu: return gated_unit_value<GatedUnit::SwiGlu>(av, bv);
-    default: return gated_unit_value<GatedUnit::SigmoidGate>(av, bv);
-  }
-}
 // The register pass's loader: the unit's values at columns col .. col + 15 of the row, 4 columns
-// an access (vec: a, b and out aligned for them), written to out when it is given.
+// an access (a, b and out aligned for them: the launcher's condition), written to out when given.
+template <GatedUnit kKind>
 struct UnitLoad {
-  Mat a, b, out;
-  GatedUnit kind;
-  int64_t row;
-  bool vec;
+  const void *a, *b;  // the row's first element
+  void* out;          // null: none
+  bool a_bf16, b_bf16, out_bf16;
   __device__ void operator()(int col, float (&v)[int8_regs::kLaneValues]) const {
 #pragma unroll
     for (int c = 0; c < int8_regs::kLaneValues; c += 4) {
-      float av[4], bv[4];
-      load4(a, row, col + c, 4, vec, av);
-      load4(b, row, col + c, 4, vec, bv);
+      float av[4], bv[4], u[4];  // u: a pointer into v would put v in scratch memory on AMD
+      load4_at(a, a_bf16, col + c, true, av);
+      load4_at(b, b_bf16, col + c, true, bv);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) v[c + j] = unit_value(kind, av[j], bv[j]);
-      if (out.p) store4(out, row, col + c, 4, vec, v + c);
+      for (int j = 0; j < 4; ++j) v[c + j] = u[j] = gated_unit_value<kKind>(av[j], bv[j]);
+      if (out) store4_at(out, out_bf16, col + c, u);
     }
   }
 };
-__global__ __launch_bounds__(kUnitRowThreads) void gated_unit_quantize_kernel(Mat a, Mat b, Mat out, GatedUnit kind,
-                                                                             int cols, bool regs, bool vec,
-                                                                             int8_t* q, float* q_scale, int group) {
+// Row `row` of m: its first element.
+__device__ inline void* row_start(const Mat& m, int64_t row) {
+  return static_cast<char*>(m.p) + row * m.ld * (m.bf16 ? 2 : 4);
+}
+template <GatedUnit kKind>
+__global__ __launch_bounds__(kUnitRowThreads) void gated_unit_quantize_kernel(Mat a, Mat b, Mat out, int cols,
+                                                                             bool regs, int8_t* q, float* q_scale,
+                                                                             int group) {
   alignas(16) __shared__ float lds[kUnitRowFloats];
   __shared__ float partial[2 * kUnitRowThreads / kWaveSize];
   const int64_t row = block_x();
   const int tid = int(thread_x());
   if (regs) {
-    int8_regs::rotate_quantize_row<kUnitRowThreads>(UnitLoad{a, b, out, kind, row, vec}, cols, group, lds, partial,
-                                                    q + row * cols, q_scale + row);
+    const UnitLoad<kKind> load{row_start(a, row), row_start(b, row), out.p ? row_start(out, row) : nullptr,
+                               a.bf16, b.bf16, out.bf16};
+    int8_regs::rotate_quantize_row<kUnitRowThreads>(load, cols, group, lds, partial, q + row * cols, q_scale + row);
     return;
   }
   for (int c = tid; c < cols; c += kUnitRowThreads) {
-    lds[c] = unit_value(kind, load1(a, row, c), load1(b, row, c));
+    lds[c] = gated_unit_value<kKind>(load1(a, row, c), load1(b, row, c));
     if (out.p) store1(out, row, c, lds[c]);
   }
   sync_workgroup();
@@ -406,12 +405,16 @@ struct QuantOut {
   bool y_too;
   bool regs;
 };
-// The register pass's loader from a row already in LDS.
+// The register pass's loader from a row already in LDS (16-byte aligned), 4 values an access.
 struct LdsLoad {
   const float* row;
   __device__ void operator()(int col, float (&v)[int8_regs::kLaneValues]) const {
 #pragma unroll
-    for (int e = 0; e < int8_regs::kLaneValues; ++e) v[e] = row[col + e];
+    for (int c = 0; c < int8_regs::kLaneValues; c += 4) {
+      const int8_regs::Quad q = *reinterpret_cast<const int8_regs::Quad*>(row + col + c);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[c + j] = q.f[j];
+    }
   }
 };
 template <int W, int kChunks, int kUpdates, bool kStore, bool kQuant = false>
@@ -783,12 +786,19 @@ bool rows_gated_unit_quantized(GatedUnit kind, const RowsMatrix& a, const RowsMa
           "the quantized rows, their scales and a group of 4 to 1024 dividing the width are required");
   if (a.cols > kUnitRowFloats || a.rows > 0x7fffffff) return false;
   if (a.rows == 0) return true;
-  // The register pass (it stores 4-byte words of q; its loads and stores are 4 columns wide where
-  // every row allows it), else the LDS stages.
-  const bool regs = int8_regs::fits(a.cols, group) && reinterpret_cast<uintptr_t>(q) % 4 == 0;
-  const bool vec = aligned4(a) && aligned4(b) && (!out.data || aligned4(out));
-  hipLaunchKernelGGL(gated_unit_quantize_kernel, dim3(unsigned(a.rows)), dim3(kUnitRowThreads), 0, stream, mat(a),
-                     mat(b), mat(out), kind, int(a.cols), regs, vec, q, q_scale, int(group));
+  // The register pass (its loads and stores of a, b and out are 4 columns wide, of q 4 bytes),
+  // else the LDS stages.
+  const bool regs = int8_regs::fits(a.cols, group) && reinterpret_cast<uintptr_t>(q) % 4 == 0 && aligned4(a) &&
+                    aligned4(b) && (!out.data || aligned4(out));
+  const auto launch = [&](auto kernel) {
+    hipLaunchKernelGGL(kernel, dim3(unsigned(a.rows)), dim3(kUnitRowThreads), 0, stream, mat(a), mat(b), mat(out),
+                       int(a.cols), regs, q, q_scale, int(group));
+  };
+  switch (kind) {
+    case GatedUnit::Situ: launch(gated_unit_quantize_kernel<GatedUnit::Situ>); break;
+    case GatedUnit::SwiGlu: launch(gated_unit_quantize_kernel<GatedUnit::SwiGlu>); break;
+    default: launch(gated_unit_quantize_kernel<GatedUnit::SigmoidGate>); break;
+  }
   MOSS_HIP_CHECK(hipGetLastError());
   return true;
 }

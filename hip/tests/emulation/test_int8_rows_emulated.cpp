@@ -141,8 +141,8 @@ TEST(Int8RowsEmulated, QuantizingNormIsTheActivationPassOnItsOwnRows) {
 // The unit's row kernel: its values (out, f32) rows_gated_unit's bit for bit, the quantized rows
 // the host's rotate_quantize of them, a second launch with a bf16 out the same rows and out their
 // rounding; rows wider than its LDS row (8192) declined. Both of its paths: the register pass
-// (a and b read 4 columns at a time, or one at a time where a row stride breaks that) and the
-// LDS stages (a width not a multiple of 16).
+// (a, b and out read and written 4 columns at a time) and the LDS stages (a row stride that
+// breaks those accesses, a width not a multiple of 16).
 TEST(Int8RowsEmulated, QuantizingUnitIsTheActivationPassOnItsOwnValues) {
   std::unique_ptr<Backend> host = make_host_backend();
   uint64_t seed = 99;
