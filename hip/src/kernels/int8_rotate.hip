@@ -123,13 +123,17 @@ struct RowLoad {
   }
 };
 
-template <class T, int kRowFloats>
-__global__ __launch_bounds__(kRowThreads) void rotate_quantize_regs_kernel(const T* x, int64_t ldx, int k, int G,
-                                                                           bool vec, int8_t* q, float* scale) {
+// kWaves per row: 4 for rows up to 4096, 8 for the wider ones, so that a workgroup's LDS row
+// (16 or 32 KiB) is shared by as many waves and as many rows are in flight per multiprocessor.
+template <class T, int kRowFloats, int kWaves>
+__global__ __launch_bounds__(kWaves * kWaveSize) void rotate_quantize_regs_kernel(const T* x, int64_t ldx, int k,
+                                                                                  int G, bool vec, int8_t* q,
+                                                                                  float* scale) {
   alignas(16) __shared__ float v[kRowFloats];
-  __shared__ float partial[2 * kRowWaves];
+  __shared__ float partial[2 * kWaves];
   const int64_t r = int64_t(block_x());
-  int8_regs::rotate_quantize_row<kRowThreads>(RowLoad<T>{x + r * ldx, vec}, k, G, v, partial, q + r * k, scale + r);
+  int8_regs::rotate_quantize_row<kWaves * kWaveSize>(RowLoad<T>{x + r * ldx, vec}, k, G, v, partial, q + r * k,
+                                                     scale + r);
 }
 
 // The widest rows the fast pass holds (fp32 in LDS: 16 KiB, 32 KiB); the DiT's inputs are 3072
@@ -143,11 +147,11 @@ void launch_rotate_quantize(const RowsMatrix& x, int64_t group, int8_t* q, float
   if (int8_regs::fits(x.cols, group) && x.cols <= kRowFloatsLarge && reinterpret_cast<uintptr_t>(q) % 4 == 0) {
     const bool vec = reinterpret_cast<uintptr_t>(data) % 16 == 0 && (x.ld * int64_t(sizeof(T))) % 16 == 0;
     if (x.cols <= kRowFloatsSmall)
-      hipLaunchKernelGGL((rotate_quantize_regs_kernel<T, kRowFloatsSmall>), grid, dim3(kRowThreads), 0, stream, data,
-                         x.ld, int(x.cols), int(group), vec, q, scale);
+      hipLaunchKernelGGL((rotate_quantize_regs_kernel<T, kRowFloatsSmall, 4>), grid, dim3(4 * kWaveSize), 0, stream,
+                         data, x.ld, int(x.cols), int(group), vec, q, scale);
     else
-      hipLaunchKernelGGL((rotate_quantize_regs_kernel<T, kRowFloatsLarge>), grid, dim3(kRowThreads), 0, stream, data,
-                         x.ld, int(x.cols), int(group), vec, q, scale);
+      hipLaunchKernelGGL((rotate_quantize_regs_kernel<T, kRowFloatsLarge, 8>), grid, dim3(8 * kWaveSize), 0, stream,
+                         data, x.ld, int(x.cols), int(group), vec, q, scale);
   } else if (x.cols <= kRowFloatsSmall)
     hipLaunchKernelGGL((rotate_quantize_row_kernel<T, kRowFloatsSmall>), grid, dim3(kRowThreads), 0, stream, data,
                        x.ld, int(x.cols), int(group), q, scale);

@@ -147,13 +147,14 @@ struct GatedOp {
   }
 };
 
-// gated_unit_quantized in one pass (rows_gated_unit_quantized): a workgroup of 4 waves per row
+// gated_unit_quantized in one pass (rows_gated_unit_quantized): a workgroup of 8 waves per row
 // computes the unit with GatedOp's function (gated_unit_value: the elementwise kernel's values,
 // bit for bit) and rotates and quantizes it: in registers (kernels/int8_row_regs.h: each lane
 // computes 16 consecutive values of the unit from 16-byte loads of a and b, stores them to `out`
 // when asked, and rotates them), or, for groups and widths that path does not take, into LDS and
 // rotated there (kernels/int8_row_lds.h).
-constexpr int kUnitRowThreads = 4 * kWaveSize;
+// 8 waves share the 32 KiB LDS row, so that more rows are in flight per multiprocessor.
+constexpr int kUnitRowThreads = 8 * kWaveSize;
 constexpr int64_t kUnitRowFloats = 8192;  // 32 KiB: ffn_down's input width
 // The register pass's loader: the unit's values at columns col .. col + 15 of the row, 4 columns
 // an access (a, b and out aligned for them: the launcher's condition), written to out when given.
