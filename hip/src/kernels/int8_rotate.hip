@@ -123,17 +123,16 @@ struct RowLoad {
   }
 };
 
-// kWaves per row: 4 for rows up to 4096, 8 for the wider ones, so that a workgroup's LDS row
-// (16 or 32 KiB) is shared by as many waves and as many rows are in flight per multiprocessor.
-template <class T, int kRowFloats, int kWaves>
+// kWaves per row, each holding kSegs segments of 512: 4 waves for rows up to 4096, 8 for those up
+// to 8192, 2 segments each (32 values a lane in registers; no LDS row).
+template <class T, int kWaves, int kSegs>
 __global__ __launch_bounds__(kWaves * kWaveSize) void rotate_quantize_regs_kernel(const T* x, int64_t ldx, int k,
                                                                                   int G, bool vec, int8_t* q,
                                                                                   float* scale) {
-  alignas(16) __shared__ float v[kRowFloats];
   __shared__ float partial[2 * kWaves];
   const int64_t r = int64_t(block_x());
-  int8_regs::rotate_quantize_row<kWaves * kWaveSize>(RowLoad<T>{x + r * ldx, vec}, k, G, v, partial, q + r * k,
-                                                     scale + r);
+  int8_regs::rotate_quantize_row<kWaves * kWaveSize, kSegs>(RowLoad<T>{x + r * ldx, vec}, k, G, partial, q + r * k,
+                                                            scale + r);
 }
 
 // The widest rows the fast pass holds (fp32 in LDS: 16 KiB, 32 KiB); the DiT's inputs are 3072
@@ -146,12 +145,14 @@ void launch_rotate_quantize(const RowsMatrix& x, int64_t group, int8_t* q, float
   const T* data = static_cast<const T*>(x.data);
   if (int8_regs::fits(x.cols, group) && x.cols <= kRowFloatsLarge && reinterpret_cast<uintptr_t>(q) % 4 == 0) {
     const bool vec = reinterpret_cast<uintptr_t>(data) % 16 == 0 && (x.ld * int64_t(sizeof(T))) % 16 == 0;
+    static_assert(4 * 2 * int8_regs::kSegment == kRowFloatsSmall && 8 * 2 * int8_regs::kSegment == kRowFloatsLarge,
+                  "the register pass's shapes hold the LDS kernels' rows");
     if (x.cols <= kRowFloatsSmall)
-      hipLaunchKernelGGL((rotate_quantize_regs_kernel<T, kRowFloatsSmall, 4>), grid, dim3(4 * kWaveSize), 0, stream,
-                         data, x.ld, int(x.cols), int(group), vec, q, scale);
+      hipLaunchKernelGGL((rotate_quantize_regs_kernel<T, 4, 2>), grid, dim3(4 * kWaveSize), 0, stream, data, x.ld,
+                         int(x.cols), int(group), vec, q, scale);
     else
-      hipLaunchKernelGGL((rotate_quantize_regs_kernel<T, kRowFloatsLarge, 8>), grid, dim3(8 * kWaveSize), 0, stream,
-                         data, x.ld, int(x.cols), int(group), vec, q, scale);
+      hipLaunchKernelGGL((rotate_quantize_regs_kernel<T, 8, 2>), grid, dim3(8 * kWaveSize), 0, stream, data, x.ld,
+                         int(x.cols), int(group), vec, q, scale);
   } else if (x.cols <= kRowFloatsSmall)
     hipLaunchKernelGGL((rotate_quantize_row_kernel<T, kRowFloatsSmall>), grid, dim3(kRowThreads), 0, stream, data,
                        x.ld, int(x.cols), int(group), q, scale);

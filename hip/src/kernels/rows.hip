@@ -179,20 +179,26 @@ struct UnitLoad {
 __device__ inline void* row_start(const Mat& m, int64_t row) {
   return static_cast<char*>(m.p) + row * m.ld * (m.bf16 ? 2 : 4);
 }
+// The register pass: 8 waves of 2 segments of 512 (rows up to 8192), no LDS row.
+template <GatedUnit kKind>
+__global__ __launch_bounds__(kUnitRowThreads) void gated_unit_quantize_regs_kernel(Mat a, Mat b, Mat out, int cols,
+                                                                                  int8_t* q, float* q_scale,
+                                                                                  int group) {
+  static_assert(kUnitRowThreads / kWaveSize * 2 * int8_regs::kSegment == kUnitRowFloats, "the unit's widest row");
+  __shared__ float partial[2 * kUnitRowThreads / kWaveSize];
+  const int64_t row = block_x();
+  const UnitLoad<kKind> load{row_start(a, row), row_start(b, row), out.p ? row_start(out, row) : nullptr, a.bf16,
+                             b.bf16, out.bf16};
+  int8_regs::rotate_quantize_row<kUnitRowThreads, 2>(load, cols, group, partial, q + row * cols, q_scale + row);
+}
+// The LDS stages: the unit's values into the LDS row, rotated there.
 template <GatedUnit kKind>
 __global__ __launch_bounds__(kUnitRowThreads) void gated_unit_quantize_kernel(Mat a, Mat b, Mat out, int cols,
-                                                                             bool regs, int8_t* q, float* q_scale,
-                                                                             int group) {
-  alignas(16) __shared__ float lds[kUnitRowFloats];
+                                                                             int8_t* q, float* q_scale, int group) {
+  __shared__ float lds[kUnitRowFloats];
   __shared__ float partial[2 * kUnitRowThreads / kWaveSize];
   const int64_t row = block_x();
   const int tid = int(thread_x());
-  if (regs) {
-    const UnitLoad<kKind> load{row_start(a, row), row_start(b, row), out.p ? row_start(out, row) : nullptr,
-                               a.bf16, b.bf16, out.bf16};
-    int8_regs::rotate_quantize_row<kUnitRowThreads>(load, cols, group, lds, partial, q + row * cols, q_scale + row);
-    return;
-  }
   for (int c = tid; c < cols; c += kUnitRowThreads) {
     lds[c] = gated_unit_value<kKind>(load1(a, row, c), load1(b, row, c));
     if (out.p) store1(out, row, c, lds[c]);
@@ -486,9 +492,9 @@ __global__ __launch_bounds__(W * kWaveSize) void norm_modulate_regs_kernel(Mat x
       for (int j = 0; j < 4; ++j) lds[c + j] = v[k][j];
     }
     sync_workgroup();
-    if (qo.regs)  // the rotation in registers, from the row in LDS (kernels/int8_row_regs.h)
-      int8_regs::rotate_quantize_row<W * kWaveSize>(LdsLoad{lds}, cols, qo.group, lds, wave_partial, qo.q + row * cols,
-                                                    qo.scale + row);
+    if (qo.regs)  // the rotation in registers, from the row in LDS and back (kernels/int8_row_regs.h)
+      int8_regs::rotate_quantize_row_lds<W * kWaveSize>(LdsLoad{lds}, cols, qo.group, lds, wave_partial,
+                                                        qo.q + row * cols, qo.scale + row);
     else
       int8_row::rotate_quantize<W * kWaveSize>(lds, cols, qo.group, tid, wave_partial, qo.q + row * cols,
                                                qo.scale + row);
@@ -791,14 +797,22 @@ bool rows_gated_unit_quantized(GatedUnit kind, const RowsMatrix& a, const RowsMa
   // else the LDS stages.
   const bool regs = int8_regs::fits(a.cols, group) && reinterpret_cast<uintptr_t>(q) % 4 == 0 && aligned4(a) &&
                     aligned4(b) && (!out.data || aligned4(out));
-  const auto launch = [&](auto kernel) {
+  const auto launch = [&](auto regs_kernel, auto lds_kernel) {
+    const auto kernel = regs ? regs_kernel : lds_kernel;
     hipLaunchKernelGGL(kernel, dim3(unsigned(a.rows)), dim3(kUnitRowThreads), 0, stream, mat(a), mat(b), mat(out),
-                       int(a.cols), regs, q, q_scale, int(group));
+                       int(a.cols), q, q_scale, int(group));
   };
   switch (kind) {
-    case GatedUnit::Situ: launch(gated_unit_quantize_kernel<GatedUnit::Situ>); break;
-    case GatedUnit::SwiGlu: launch(gated_unit_quantize_kernel<GatedUnit::SwiGlu>); break;
-    default: launch(gated_unit_quantize_kernel<GatedUnit::SigmoidGate>); break;
+    case GatedUnit::Situ:
+      launch(gated_unit_quantize_regs_kernel<GatedUnit::Situ>, gated_unit_quantize_kernel<GatedUnit::Situ>);
+      break;
+    case GatedUnit::SwiGlu:
+      launch(gated_unit_quantize_regs_kernel<GatedUnit::SwiGlu>, gated_unit_quantize_kernel<GatedUnit::SwiGlu>);
+      break;
+    default:
+      launch(gated_unit_quantize_regs_kernel<GatedUnit::SigmoidGate>,
+             gated_unit_quantize_kernel<GatedUnit::SigmoidGate>);
+      break;
   }
   MOSS_HIP_CHECK(hipGetLastError());
   return true;
