@@ -48,8 +48,9 @@ MOSS_HOST_DEVICE constexpr int segment_offset(int lane, int r, int group) {
   return (r & 3) + 4 * (lane & (lanes - 1)) + (span / 4) * (r >> 2) + span * (lane / lanes);
 }
 
-// Trades register bit reg_bit (of r) with lane bit lane_bit: afterwards the value that lane L held
-// in register r is in the lane and register whose two bits are exchanged. One shuffle per pair.
+// Trades bit kRegBit of the register index with bit lane_bit of the lane index: the value lane L
+// held in register r moves to the lane and register whose indexes have those two bits exchanged.
+// One shuffle per pair of registers.
 template <int kRegBit>
 __device__ inline void swap_bit(float (&v)[kLaneValues], int lane_bit) {
   const bool high = (lane_id() >> lane_bit) & 1u;
