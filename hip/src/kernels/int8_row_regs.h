@@ -23,9 +23,10 @@
 namespace moss {
 namespace int8_regs {
 
-constexpr int kLaneValues = 16;                       // consecutive row values a lane holds
-constexpr int kSegment = kLaneValues * kWaveSize;     // values a wave rotates at once
-constexpr int64_t kMaxGroup = 256;                    // the largest power of 4 with whole groups in a segment
+using convrot_order::kLaneValues;     // consecutive row values a lane holds
+using convrot_order::segment_offset;  // where register r of a lane is after rotate_segment
+constexpr int kSegment = kLaneValues * kWaveSize;  // values a wave rotates at once
+static_assert(kWaveSize == convrot_order::kSegmentLanes, "the schedule of int8_rotate_order.h is for 32 lanes");
 
 // Four consecutive floats of LDS, moved as one 16-byte access (the row in LDS is 16-byte aligned
 // and every offset a multiple of 4).
@@ -34,19 +35,7 @@ struct alignas(16) Quad {
 };
 
 // Whether rows of width k and group G take this path.
-MOSS_HOST_DEVICE constexpr bool fits(int64_t k, int64_t group) {
-  return group >= 4 && group <= kMaxGroup && k % kLaneValues == 0;
-}
-
-// Register r (= j + 4m) of lane `lane` after rotate_segment: its offset in the segment. Before,
-// the lane holds offsets 16·lane + r (j: the lowest digit, m: the second). Each swap of the stage
-// of digit d (d >= 2) trades m with lane bits 2(d-2), 2(d-2)+1, so at the end the lane's low bits
-// hold digits 1 .. n-2 and m holds digit n-1 (G = 4^n); for G <= 16 nothing moves.
-MOSS_HOST_DEVICE constexpr int segment_offset(int lane, int r, int group) {
-  const int span = group < 16 ? 16 : group;  // values one lane-group holds (G <= 16: one lane's 16)
-  const int lanes = span / 16;               // lanes per group
-  return (r & 3) + 4 * (lane & (lanes - 1)) + (span / 4) * (r >> 2) + span * (lane / lanes);
-}
+MOSS_HOST_DEVICE constexpr bool fits(int64_t k, int64_t group) { return convrot_order::register_pass_fits(k, group); }
 
 // Trades bit kRegBit of the register index with bit lane_bit of the lane index: the value lane L
 // held in register r moves to the lane and register whose indexes have those two bits exchanged.
@@ -66,8 +55,9 @@ __device__ inline void swap_bit(float (&v)[kLaneValues], int lane_bit) {
 }
 
 // The wave's segment, 16 consecutive values a lane (lane l: offsets 16l .. 16l + 15), rotated in
-// place by convrot::rotate_groups' stages over groups of G (4 <= G <= 256); afterwards register r
-// of each lane is offset segment_offset(lane, r, G). Every lane of the wave calls it.
+// place by convrot::rotate_groups' stages over groups of G (4 <= G <= 256) in the schedule of
+// int8_rotate_order.h; afterwards register r of each lane is offset segment_offset(lane, r, G).
+// Every lane of the wave calls it.
 __device__ inline void rotate_segment(float (&v)[kLaneValues], int group) {
   const auto mul = [](float a, float b) { return mul_rn(a, b); };
 #pragma unroll
