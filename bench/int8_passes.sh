@@ -7,7 +7,7 @@
 # MOSSINFER_KERNELS=portable (the Radeon code); then the DiT step's op profile with INT8 blocks
 # (`MOSSINFER_PROFILE=1 bench --stages-only --int8`, 1024x1024, cfg 3) on each path, and the bf16
 # DiT's (its norms: the quantizing norms' goal). Writes OUT_DIR/<step>.txt and the timed rows to
-# OUT_DIR/passes.txt. About 3 minutes on an H100.
+# OUT_DIR/passes.txt.
 #   bench/int8_passes.sh BIN_DIR OUT_DIR   (an NVIDIA build: cmake -DHIP_TARGET=nvidia)
 set -uo pipefail
 BIN=$1
