@@ -151,9 +151,9 @@ struct GatedOp {
 // computes the unit with GatedOp's function (gated_unit_value: the elementwise kernel's values,
 // bit for bit) and rotates and quantizes it: in registers (kernels/int8_row_regs.h: each lane
 // computes 16 consecutive values of the unit from 16-byte loads of a and b, stores them to `out`
-// when asked, and rotates them), or, for groups and widths that path does not take, into LDS and
-// rotated there (kernels/int8_row_lds.h).
-// 8 waves share the 32 KiB LDS row, so that more rows are in flight per multiprocessor.
+// when asked, and rotates them; 2 segments of 512 a wave hold rows up to 8192), or, for groups,
+// widths and alignments that path does not take, into an LDS row rotated there
+// (kernels/int8_row_lds.h).
 constexpr int kUnitRowThreads = 8 * kWaveSize;
 constexpr int64_t kUnitRowFloats = 8192;  // 32 KiB: ffn_down's input width
 // The register pass's loader: the unit's values at columns col .. col + 15 of the row, 4 columns
@@ -402,9 +402,9 @@ __device__ inline void add_row_update_bits(float (&v)[kChunks][4], const uint64_
 // registers, so the three rows take no more than x and one f32 update do.
 // With kQuant (add_norm_modulate_quantized) the row's final fp32 values also go into LDS, where
 // the workgroup rotates and quantizes them into qo: each wave reads 512-value segments back into
-// registers and rotates them there (int8_regs::rotate_quantize_row, where qo.regs: int8_regs::fits
-// and q 4-byte aligned), else stage by stage in LDS (int8_row::rotate_quantize); y is then written
-// only where qo.y_too says so.
+// registers, rotates them there and writes them back (int8_regs::rotate_quantize_row_lds, where
+// qo.regs: int8_regs::fits and q 4-byte aligned), else stage by stage in LDS
+// (int8_row::rotate_quantize); y is then written only where qo.y_too says so.
 struct QuantOut {
   int8_t* q;
   float* scale;
