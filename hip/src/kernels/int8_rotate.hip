@@ -1,9 +1,12 @@
 // The INT8 ConvRot activation pass (kernels/int8_linear.h): rotation and per-row quantization.
-// Two kernels: a workgroup per row holding the whole row in LDS (rows up to 8192 wide, every
-// DiT input), and one wave per row reading it twice (any width).
+// Three kernels: the register pass (kernels/int8_row_regs.h: groups up to 256, rows up to 8192
+// wide and a multiple of 16: every DiT input), a workgroup per row rotating the row in LDS stage
+// by stage (the other rows up to 8192 wide), and one wave per row reading it twice (any width).
 #include "kernels/int8_linear.h"
 #include "kernels/int8_rotate_order.h"
 #include "kernels/int8_row_lds.h"
+#include "kernels/int8_row_regs.h"
+#include "kernels/tile_copy.h"
 
 namespace moss {
 namespace {
@@ -91,6 +94,47 @@ __global__ __launch_bounds__(kRowThreads) void rotate_quantize_row_kernel(const 
   int8_row::rotate_quantize<kRowThreads>(v, k, G, tid, partial, q + r * k, scale + r);
 }
 
+// The register pass: 16 consecutive values of row xr a lane, with 16-byte loads where the row
+// allows them (vec: the row 16-byte aligned), else one value at a time.
+template <class T>
+struct RowLoad {
+  const T* xr;
+  bool vec;
+  __device__ void operator()(int col, float (&v)[int8_regs::kLaneValues]) const {
+    constexpr int kPerChunk = 16 / int(sizeof(T));  // values in a 16-byte load: 4 f32, 8 bf16
+    if (vec) {
+#pragma unroll
+      for (int c = 0; c < int8_regs::kLaneValues / kPerChunk; ++c) {
+        const tile::Chunk16 chunk = tile::load_chunk_or_zero(xr + col + c * kPerChunk, true);
+#pragma unroll
+        for (int e = 0; e < kPerChunk; ++e) {
+          if constexpr (sizeof(T) == 4) {
+            v[c * kPerChunk + e] = __builtin_bit_cast(float, chunk.w[e]);
+          } else {  // bf16 element e: the low or high half of word e / 2, widened exactly
+            const uint32_t half = (chunk.w[e / 2] >> (16 * (e % 2))) & 0xffffu;
+            v[c * kPerChunk + e] = __builtin_bit_cast(float, half << 16);
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < int8_regs::kLaneValues; ++e) v[e] = load_f(xr + col + e);
+    }
+  }
+};
+
+// kWaves per row, each holding kSegs segments of 512: 4 waves for rows up to 4096, 8 for those up
+// to 8192, 2 segments each (32 values a lane in registers; no LDS row).
+template <class T, int kWaves, int kSegs>
+__global__ __launch_bounds__(kWaves * kWaveSize) void rotate_quantize_regs_kernel(const T* x, int64_t ldx, int k,
+                                                                                  int G, bool vec, int8_t* q,
+                                                                                  float* scale) {
+  __shared__ float partial[2 * kWaves];
+  const int64_t r = int64_t(block_x());
+  int8_regs::rotate_quantize_row<kWaves * kWaveSize, kSegs>(RowLoad<T>{x + r * ldx, vec}, k, G, partial, q + r * k,
+                                                            scale + r);
+}
+
 // The widest rows the fast pass holds (fp32 in LDS: 16 KiB, 32 KiB); the DiT's inputs are 3072
 // and 8192 wide. Wider rows take the wave-per-row kernel above.
 constexpr int64_t kRowFloatsSmall = 4096, kRowFloatsLarge = 8192;
@@ -99,7 +143,17 @@ template <class T>
 void launch_rotate_quantize(const RowsMatrix& x, int64_t group, int8_t* q, float* scale, hipStream_t stream) {
   const dim3 grid(unsigned(x.rows));
   const T* data = static_cast<const T*>(x.data);
-  if (x.cols <= kRowFloatsSmall)
+  if (int8_regs::fits(x.cols, group) && x.cols <= kRowFloatsLarge && reinterpret_cast<uintptr_t>(q) % 4 == 0) {
+    const bool vec = reinterpret_cast<uintptr_t>(data) % 16 == 0 && (x.ld * int64_t(sizeof(T))) % 16 == 0;
+    static_assert(4 * 2 * int8_regs::kSegment == kRowFloatsSmall && 8 * 2 * int8_regs::kSegment == kRowFloatsLarge,
+                  "the register pass's shapes hold the LDS kernels' rows");
+    if (x.cols <= kRowFloatsSmall)
+      hipLaunchKernelGGL((rotate_quantize_regs_kernel<T, 4, 2>), grid, dim3(4 * kWaveSize), 0, stream, data, x.ld,
+                         int(x.cols), int(group), vec, q, scale);
+    else
+      hipLaunchKernelGGL((rotate_quantize_regs_kernel<T, 8, 2>), grid, dim3(8 * kWaveSize), 0, stream, data, x.ld,
+                         int(x.cols), int(group), vec, q, scale);
+  } else if (x.cols <= kRowFloatsSmall)
     hipLaunchKernelGGL((rotate_quantize_row_kernel<T, kRowFloatsSmall>), grid, dim3(kRowThreads), 0, stream, data,
                        x.ld, int(x.cols), int(group), q, scale);
   else if (x.cols <= kRowFloatsLarge)

@@ -1,9 +1,10 @@
 // The INT8 ConvRot activation pass's core on a row already in LDS (docs/int8_convrot.md sections
-// 2-3 and 9), shared by the stand-alone pass (int8_rotate.hip) and the producers that quantize
-// their own fp32 rows (rows.hip's norm_modulate register kernel): every group of the row rotated
-// in place by convrot::rotate_groups' radix-4 stages (one barrier per stage for the whole row;
-// whichever thread takes a quadruple, its four outputs are the same operations, so the same
-// bits), then convrot::quantize_row's scale and values. Device code: include after
+// 2-3 and 9), stage by stage: the path of the rows the register pass (kernels/int8_row_regs.h)
+// does not take (group 1024, widths not a multiple of 16), in the stand-alone pass
+// (int8_rotate.hip) and the producers that quantize their own fp32 rows (rows.hip): every group
+// of the row rotated in place by convrot::rotate_groups' radix-4 stages (one barrier per stage for
+// the whole row; whichever thread takes a quadruple, its four outputs are the same operations, so
+// the same bits), then convrot::quantize_row's scale and values. Device code: include after
 // runtime/portability.h.
 #pragma once
 

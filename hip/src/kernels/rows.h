@@ -50,8 +50,9 @@ struct RowsUpdates {
 void rows_add_norm_modulate(const RowsMatrix& x, const RowsUpdates& updates, RowsVector w, float eps,
                             RowsVector shift, RowsVector scale, const RowsMatrix& y, hipStream_t stream);
 // The same pass quantizing its fp32 rows for an INT8 layer (CoreOps::add_norm_modulate_quantized):
-// the register kernel keeps each row's final fp32 values, puts them into LDS and rotates and
-// quantizes them there (kernels/int8_row_lds.h: the activation pass's arithmetic) into q
+// the register kernel keeps each row's final fp32 values, puts them into LDS, and rotates and
+// quantizes them (the activation pass's arithmetic: kernels/int8_row_regs.h, each wave reading
+// its segments back into registers; kernels/int8_row_lds.h for group 1024) into q
 // [x.rows, x.cols] (row stride x.cols) and q_scale [x.rows]; y is written as well where y.data is
 // set. group: a power of 4, 4 to 1024, dividing x.cols. Returns false, launching nothing, where
 // the register kernel does not take the shape or the alignment (rows wider than its LDS row:
@@ -76,7 +77,8 @@ void rows_gated_unit(GatedUnit kind, const RowsMatrix& a, const RowsMatrix& b, c
 
 // The unit's fp32 values rotated and quantized in the same pass (CoreOps::gated_unit_quantized):
 // the values rows_gated_unit computes, into q [a.rows, a.cols] (row stride a.cols) and q_scale
-// [a.rows] by the activation pass's arithmetic (kernels/int8_row_lds.h), and into out as well
+// [a.rows] by the activation pass's arithmetic (kernels/int8_row_regs.h from the values in
+// registers; kernels/int8_row_lds.h for group 1024 or a width not a multiple of 16), and into out as well
 // where out.data is set. group: a power of 4, 4 to 1024, dividing a.cols. Returns false,
 // launching nothing, for rows wider than 8192 (the row's LDS); the caller then composes the passes.
 bool rows_gated_unit_quantized(GatedUnit kind, const RowsMatrix& a, const RowsMatrix& b, const RowsMatrix& out,

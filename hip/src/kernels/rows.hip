@@ -13,6 +13,7 @@
 
 #include "kernels/gated_unit.h"
 #include "kernels/int8_row_lds.h"
+#include "kernels/int8_row_regs.h"
 #include "kernels/kernel_path.h"
 #include "kernels/norm_rope_lane.h"
 #include "kernels/tile_copy.h"
@@ -146,25 +147,60 @@ struct GatedOp {
   }
 };
 
-// gated_unit_quantized in one pass (rows_gated_unit_quantized): a workgroup of 4 waves per row
+// gated_unit_quantized in one pass (rows_gated_unit_quantized): a workgroup of 8 waves per row
 // computes the unit with GatedOp's function (gated_unit_value: the elementwise kernel's values,
-// bit for bit) into LDS, then rotates and quantizes the row there (kernels/int8_row_lds.h).
-constexpr int kUnitRowThreads = 4 * kWaveSize;
+// bit for bit) and rotates and quantizes it: in registers (kernels/int8_row_regs.h: each lane
+// computes 16 consecutive values of the unit from 16-byte loads of a and b, stores them to `out`
+// when asked, and rotates them; 2 segments of 512 a wave hold rows up to 8192), or, for groups,
+// widths and alignments that path does not take, into an LDS row rotated there
+// (kernels/int8_row_lds.h).
+constexpr int kUnitRowThreads = 8 * kWaveSize;
 constexpr int64_t kUnitRowFloats = 8192;  // 32 KiB: ffn_down's input width
-__global__ __launch_bounds__(kUnitRowThreads) void gated_unit_quantize_kernel(Mat a, Mat b, Mat out, GatedUnit kind,
-                                                                             int cols, int8_t* q, float* q_scale,
-                                                                             int group) {
+// The register pass's loader: the unit's values at columns col .. col + 15 of the row, 4 columns
+// an access (a, b and out aligned for them: the launcher's condition), written to out when given.
+template <GatedUnit kKind>
+struct UnitLoad {
+  const void *a, *b;  // the row's first element
+  void* out;          // null: none
+  bool a_bf16, b_bf16, out_bf16;
+  __device__ void operator()(int col, float (&v)[int8_regs::kLaneValues]) const {
+#pragma unroll
+    for (int c = 0; c < int8_regs::kLaneValues; c += 4) {
+      float av[4], bv[4], u[4];  // u: a pointer into v would put v in scratch memory on AMD
+      load4_at(a, a_bf16, col + c, true, av);
+      load4_at(b, b_bf16, col + c, true, bv);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[c + j] = u[j] = gated_unit_value<kKind>(av[j], bv[j]);
+      if (out) store4_at(out, out_bf16, col + c, u);
+    }
+  }
+};
+// Row `row` of m: its first element.
+__device__ inline void* row_start(const Mat& m, int64_t row) {
+  return static_cast<char*>(m.p) + row * m.ld * (m.bf16 ? 2 : 4);
+}
+// The register pass: 8 waves of 2 segments of 512 (rows up to 8192), no LDS row.
+template <GatedUnit kKind>
+__global__ __launch_bounds__(kUnitRowThreads) void gated_unit_quantize_regs_kernel(Mat a, Mat b, Mat out, int cols,
+                                                                                  int8_t* q, float* q_scale,
+                                                                                  int group) {
+  static_assert(kUnitRowThreads / kWaveSize * 2 * int8_regs::kSegment == kUnitRowFloats, "the unit's widest row");
+  __shared__ float partial[2 * kUnitRowThreads / kWaveSize];
+  const int64_t row = block_x();
+  const UnitLoad<kKind> load{row_start(a, row), row_start(b, row), out.p ? row_start(out, row) : nullptr, a.bf16,
+                             b.bf16, out.bf16};
+  int8_regs::rotate_quantize_row<kUnitRowThreads, 2>(load, cols, group, partial, q + row * cols, q_scale + row);
+}
+// The LDS stages: the unit's values into the LDS row, rotated there.
+template <GatedUnit kKind>
+__global__ __launch_bounds__(kUnitRowThreads) void gated_unit_quantize_kernel(Mat a, Mat b, Mat out, int cols,
+                                                                             int8_t* q, float* q_scale, int group) {
   __shared__ float lds[kUnitRowFloats];
   __shared__ float partial[2 * kUnitRowThreads / kWaveSize];
   const int64_t row = block_x();
   const int tid = int(thread_x());
   for (int c = tid; c < cols; c += kUnitRowThreads) {
-    const float av = load1(a, row, c), bv = load1(b, row, c);
-    switch (kind) {
-      case GatedUnit::Situ: lds[c] = gated_unit_value<GatedUnit::Situ>(av, bv); break;
-      case GatedUnit::SwiGlu: lds[c] = gated_unit_value<GatedUnit::SwiGlu>(av, bv); break;
-      default: lds[c] = gated_unit_value<GatedUnit::SigmoidGate>(av, bv); break;
-    }
+    lds[c] = gated_unit_value<kKind>(load1(a, row, c), load1(b, row, c));
     if (out.p) store1(out, row, c, lds[c]);
   }
   sync_workgroup();
@@ -365,13 +401,28 @@ __device__ inline void add_row_update_bits(float (&v)[kChunks][4], const uint64_
 // one update's as f32 values; two updates' (bf16, as the DiT's are) as their raw bits, half the
 // registers, so the three rows take no more than x and one f32 update do.
 // With kQuant (add_norm_modulate_quantized) the row's final fp32 values also go into LDS, where
-// the workgroup rotates and quantizes them (int8_row::rotate_quantize) into qo; y is then written
-// only where qo.y_too says so.
+// the workgroup rotates and quantizes them into qo: each wave reads 512-value segments back into
+// registers, rotates them there and writes them back (int8_regs::rotate_quantize_row_lds, where
+// qo.regs: int8_regs::fits and q 4-byte aligned), else stage by stage in LDS
+// (int8_row::rotate_quantize); y is then written only where qo.y_too says so.
 struct QuantOut {
   int8_t* q;
   float* scale;
   int group;
   bool y_too;
+  bool regs;
+};
+// The register pass's loader from a row already in LDS (16-byte aligned), 4 values an access.
+struct LdsLoad {
+  const float* row;
+  __device__ void operator()(int col, float (&v)[int8_regs::kLaneValues]) const {
+#pragma unroll
+    for (int c = 0; c < int8_regs::kLaneValues; c += 4) {
+      const int8_regs::Quad q = *reinterpret_cast<const int8_regs::Quad*>(row + col + c);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[c + j] = q.f[j];
+    }
+  }
 };
 template <int W, int kChunks, int kUpdates, bool kStore, bool kQuant = false>
 __global__ __launch_bounds__(W * kWaveSize) void norm_modulate_regs_kernel(Mat x, Mat y, Vec w, float eps, int cols,
@@ -431,7 +482,7 @@ __global__ __launch_bounds__(W * kWaveSize) void norm_modulate_regs_kernel(Mat x
     if (!kQuant || qo.y_too) store4_at(yrow, y.bf16, c, v[k]);
   }
   if constexpr (kQuant) {
-    __shared__ float lds[kChunks * W * kWaveSize * 4];  // the row (cols fit by the launcher's choice)
+    alignas(16) __shared__ float lds[kChunks * W * kWaveSize * 4];  // the row (cols fit by the launcher's choice)
     __shared__ float wave_partial[2 * W];
 #pragma unroll
     for (int k = 0; k < kChunks; ++k) {
@@ -441,7 +492,12 @@ __global__ __launch_bounds__(W * kWaveSize) void norm_modulate_regs_kernel(Mat x
       for (int j = 0; j < 4; ++j) lds[c + j] = v[k][j];
     }
     sync_workgroup();
-    int8_row::rotate_quantize<W * kWaveSize>(lds, cols, qo.group, tid, wave_partial, qo.q + row * cols, qo.scale + row);
+    if (qo.regs)  // the rotation in registers, from the row in LDS and back (kernels/int8_row_regs.h)
+      int8_regs::rotate_quantize_row_lds<W * kWaveSize>(LdsLoad{lds}, cols, qo.group, lds, wave_partial,
+                                                        qo.q + row * cols, qo.scale + row);
+    else
+      int8_row::rotate_quantize<W * kWaveSize>(lds, cols, qo.group, tid, wave_partial, qo.q + row * cols,
+                                               qo.scale + row);
   }
 }
 
@@ -665,7 +721,8 @@ bool rows_add_norm_modulate_quantized(const RowsMatrix& x, const RowsUpdates& up
                                       int8_t* q, float* q_scale, hipStream_t stream) {
   require(q && q_scale && group >= 4 && group <= 1024 && x.cols % group == 0, "add_norm_modulate_quantized",
           "the quantized rows, their scales and a group of 4 to 1024 dividing the width are required");
-  const QuantOut qo{q, q_scale, int(group), y.data != nullptr};
+  const bool regs = int8_regs::fits(x.cols, group) && reinterpret_cast<uintptr_t>(q) % 4 == 0;
+  const QuantOut qo{q, q_scale, int(group), y.data != nullptr, regs};
   return norm_modulate_pass(x, updates, w, eps, shift, scale, y, &qo, stream);
 }
 
@@ -736,8 +793,27 @@ bool rows_gated_unit_quantized(GatedUnit kind, const RowsMatrix& a, const RowsMa
           "the quantized rows, their scales and a group of 4 to 1024 dividing the width are required");
   if (a.cols > kUnitRowFloats || a.rows > 0x7fffffff) return false;
   if (a.rows == 0) return true;
-  hipLaunchKernelGGL(gated_unit_quantize_kernel, dim3(unsigned(a.rows)), dim3(kUnitRowThreads), 0, stream, mat(a),
-                     mat(b), mat(out), kind, int(a.cols), q, q_scale, int(group));
+  // The register pass (its loads and stores of a, b and out are 4 columns wide, of q 4 bytes),
+  // else the LDS stages.
+  const bool regs = int8_regs::fits(a.cols, group) && reinterpret_cast<uintptr_t>(q) % 4 == 0 && aligned4(a) &&
+                    aligned4(b) && (!out.data || aligned4(out));
+  const auto launch = [&](auto regs_kernel, auto lds_kernel) {
+    const auto kernel = regs ? regs_kernel : lds_kernel;
+    hipLaunchKernelGGL(kernel, dim3(unsigned(a.rows)), dim3(kUnitRowThreads), 0, stream, mat(a), mat(b), mat(out),
+                       int(a.cols), q, q_scale, int(group));
+  };
+  switch (kind) {
+    case GatedUnit::Situ:
+      launch(gated_unit_quantize_regs_kernel<GatedUnit::Situ>, gated_unit_quantize_kernel<GatedUnit::Situ>);
+      break;
+    case GatedUnit::SwiGlu:
+      launch(gated_unit_quantize_regs_kernel<GatedUnit::SwiGlu>, gated_unit_quantize_kernel<GatedUnit::SwiGlu>);
+      break;
+    default:
+      launch(gated_unit_quantize_regs_kernel<GatedUnit::SigmoidGate>,
+             gated_unit_quantize_kernel<GatedUnit::SigmoidGate>);
+      break;
+  }
   MOSS_HIP_CHECK(hipGetLastError());
   return true;
 }

@@ -150,24 +150,33 @@ TEST(Int8KernelsEmulated, BitIdenticalToTheHostOp) {
 }
 
 // The activation pass alone (CoreOps::rotate_quantize's kernels) against the host op's quantized
-// rows, bit for bit: both of its kernels, each LDS row size at and past its bound, groups 4 to
-// 1024, f32 and bf16 x with a row stride, NaN / infinity / zero rows. The pass holds no matrix
-// leaf, so one of the three programs runs it (NVIDIA's: the leaf's target changes nothing here).
+// rows, bit for bit: its three kernels (the register pass: groups 4 to 256, widths a multiple of
+// 16, rows read 16 bytes at a time where aligned or value by value, whole and partial segments
+// of 512, one and several per wave; the LDS stages: group 1024 and other widths; the wave per
+// row past 8192), each LDS row size at and past its bound, f32 and bf16 x with a row stride,
+// NaN / infinity / zero rows. The pass holds no matrix leaf, so one of the three programs runs
+// it (NVIDIA's: the leaf's target changes nothing here).
 TEST(Int8KernelsEmulated, RotateQuantizeBitIdenticalToTheHostOp) {
   if (MOSS_LEAF_EMULATED_TARGET != 0) GTEST_SKIP() << "the activation pass runs in int8_kernels_emulated_nvidia";
   struct Case {
     int64_t m, k, group;
     bool bf16;
+    int64_t pad = 3;  // the row stride is k + pad: 3 breaks the 16-byte loads, 0 and 8 keep them
   };
   std::unique_ptr<Backend> host = make_host_backend();
   uint64_t seed = 4900;
   for (const Case c : {Case{4, 4, 4, false}, Case{5, 192, 64, true}, Case{4, 3072, 256, true},
                        Case{4, 4096, 1024, false}, Case{4, 4100, 4, true}, Case{4, 8192, 256, false},
-                       Case{4, 8196, 4, false}}) {
-    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.k) + " g" + std::to_string(c.group));
+                       Case{4, 8196, 4, false},
+                       // the register pass with 16-byte loads: the DiT's o input (bf16) and
+                       // ffn_down's (f32), half a segment past 4096, groups 4 and 16, a bf16 stride
+                       Case{4, 3072, 256, true, 0}, Case{4, 8192, 256, false, 0}, Case{4, 4352, 256, false, 0},
+                       Case{4, 1024, 4, false, 0}, Case{4, 1536, 16, true, 8}}) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.k) + " g" + std::to_string(c.group) + " ld+" +
+                 std::to_string(c.pad));
     std::mt19937_64 rng(++seed);
     std::normal_distribution<float> normal(0.0f, 3.0f);
-    const int64_t ld = c.k + 3;
+    const int64_t ld = c.k + c.pad;
     std::vector<float> xv(size_t(c.m * ld));
     for (float& v : xv) v = c.bf16 ? bf16_to_f32(f32_to_bf16(normal(rng))) : normal(rng);
     xv[size_t(1 * ld + c.k / 2)] = std::nanf("");
@@ -182,6 +191,9 @@ TEST(Int8KernelsEmulated, RotateQuantizeBitIdenticalToTheHostOp) {
     std::vector<int8_t> q(size_t(c.m * c.k), 0x55);
     std::vector<float> s(size_t(c.m), -7.0f);
     const RowsMatrix xm{c.bf16 ? static_cast<void*>(xb.data()) : static_cast<void*>(xv.data()), c.bf16, c.m, c.k, ld};
+    if (c.pad != 3) {
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(xm.data) % 16, 0u) << "the 16-byte loads' case";
+    }
     int8_rotate_quantize(xm, c.group, q.data(), s.data(), nullptr);
     int64_t differ = 0;
     for (int64_t i = 0; i < c.m * c.k; ++i) differ += q[size_t(i)] != want.q.ptr<int8_t>()[i];

@@ -1,5 +1,6 @@
 // The quantizing norm kernel's own source (kernels/rows.hip's norm_modulate register kernel with
-// the rotation and quantization of kernels/int8_row_lds.h, rows_add_norm_modulate_quantized) run
+// the rotation and quantization of kernels/int8_row_regs.h, or kernels/int8_row_lds.h for group
+// 1024 and widths not a multiple of 16; rows_add_norm_modulate_quantized) run
 // on the host through the device emulation of tests/emulation/runtime/portability.h (workgroups
 // as host threads with real barriers and lane exchanges), on the launch path the program runs
 // (NVIDIA's native four waves a row; under MOSSINFER_KERNELS=portable AMD's one wave, ctest runs
@@ -131,6 +132,7 @@ TEST(Int8RowsEmulated, QuantizingNormIsTheActivationPassOnItsOwnRows) {
       {4, 260, 4, 1, true},       // a partial last chunk, f32 d, the sum stored
       {4, 1024, 1024, 1, false},  // the largest group; the sum not stored (norm2)
       {4, 3072, 256, 2, true},    // the DiT's norm1: two bf16 updates stored
+      {4, 1536, 16, 1, false},    // group 16: the register rotation without lane swaps
   };
   uint64_t seed = 77;
   for (const Case& c : cases) run_case(c, ++seed);
@@ -138,21 +140,26 @@ TEST(Int8RowsEmulated, QuantizingNormIsTheActivationPassOnItsOwnRows) {
 
 // The unit's row kernel: its values (out, f32) rows_gated_unit's bit for bit, the quantized rows
 // the host's rotate_quantize of them, a second launch with a bf16 out the same rows and out their
-// rounding; rows wider than its LDS row (8192) declined.
+// rounding; rows wider than its LDS row (8192) declined. Both of its paths: the register pass
+// (a, b and out read and written 4 columns at a time) and the LDS stages (a row stride that
+// breaks those accesses, a width not a multiple of 16).
 TEST(Int8RowsEmulated, QuantizingUnitIsTheActivationPassOnItsOwnValues) {
   std::unique_ptr<Backend> host = make_host_backend();
   uint64_t seed = 99;
+  struct Shape {
+    int64_t k, group, pad;  // a and b: rows of k values, row stride k + pad
+  };
   for (const GatedUnit kind : {GatedUnit::Situ, GatedUnit::SwiGlu}) {
-    for (const int64_t k : {int64_t(384), int64_t(8192)}) {
-      const int64_t m = 3, n = m * k, group = k == 384 ? 64 : 256;
-      SCOPED_TRACE(std::to_string(k));
+    for (const Shape sh : {Shape{384, 64, 0}, Shape{8192, 256, 0}, Shape{384, 64, 1}, Shape{1028, 4, 0}}) {
+      const int64_t m = 3, k = sh.k, n = m * k, group = sh.group, ld = k + sh.pad;
+      SCOPED_TRACE(std::to_string(k) + " ld+" + std::to_string(sh.pad));
       std::mt19937_64 rng(++seed);
       std::normal_distribution<float> normal(0.0f, 3.0f);
-      std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+      std::vector<float> a(static_cast<size_t>(m * ld)), b(static_cast<size_t>(m * ld));
       for (float& f : a) f = normal(rng);
       for (float& f : b) f = normal(rng);
-      a[size_t(k + 5)] = std::nanf("");  // row 1: a NaN
-      const RowsMatrix am{a.data(), false, m, k, k}, bm{b.data(), false, m, k, k};
+      a[size_t(ld + 5)] = std::nanf("");  // row 1: a NaN
+      const RowsMatrix am{a.data(), false, m, k, ld}, bm{b.data(), false, m, k, ld};
       std::vector<float> unit(size_t(n), 0.0f), out(size_t(n), std::nanf(""));
       rows_gated_unit(kind, am, bm, RowsMatrix{unit.data(), false, m, k, k}, nullptr);
       std::vector<int8_t> q1(size_t(n), 0x55), q2(size_t(n), 0x55);

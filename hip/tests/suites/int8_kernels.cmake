@@ -17,9 +17,9 @@ foreach(_leaf nvidia:0 gfx11:11 gfx12:12)
   gtest_discover_tests(int8_kernels_emulated_${_name} TEST_PREFIX "${_name}." DISCOVERY_TIMEOUT 60)
 endforeach()
 
-# The quantizing norm kernel's source (kernels/rows.hip with kernels/int8_row_lds.h) through the
-# same emulation, on both launch paths: NVIDIA's native four waves a row, and AMD's one wave
-# (MOSSINFER_KERNELS=portable). No matrix leaf: one program.
+# The quantizing norm and unit kernels' source (kernels/rows.hip with kernels/int8_row_regs.h and
+# kernels/int8_row_lds.h) through the same emulation, on both launch paths: NVIDIA's native four
+# waves a row, and AMD's one wave (MOSSINFER_KERNELS=portable). No matrix leaf: one program.
 add_executable(int8_rows_emulated ${CMAKE_CURRENT_SOURCE_DIR}/emulation/test_int8_rows_emulated.cpp)
 target_include_directories(int8_rows_emulated BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/emulation)
 target_link_libraries(int8_rows_emulated PRIVATE mossinfer_host GTest::gtest GTest::gtest_main)

@@ -270,6 +270,10 @@ inline void check_int8_quantized(kcheck::Env& e) {
       rq({33, 192, 64, BF16, true}),                               // the tiny model's group; NaN, inf, 0 rows
       rq({17, 1024, 256, F32}),                                    // odd rows, 4 groups of 256
       rq({rows, dim, 256, BF16, false, true}),                     // the attention output (o's input), timed
+      rq({2048, ffn, 256, F32, false, true}),                      // ffn_down's input from the GEMM's f32 unit, timed
+      rq({5, 4352, 256, F32, true}),                               // the register pass: a half segment past 4096
+      rq({7, 1536, 16, BF16}),                                     // the register pass without lane swaps
+      rq({6, 1024, 4, F32}),                                       // the register pass, the smallest group
       qp({0, 7, 192, 64}),                                         // norm_modulate_quantized, tiny width
       qp({0, 9, 3072, 256, SumTo::X, BF16, true}),                 // the DiT's width; NaN, inf, 0 rows
       qp({1, 31, 384, 64, SumTo::Nowhere}),                        // o's update, the sum not stored (norm2)
