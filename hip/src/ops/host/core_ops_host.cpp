@@ -158,8 +158,8 @@ class HostCoreOps : public CoreOps {
     check_f32_matrix(out, "linear_int8_gated_unit", "out");
     const int64_t F = out.cols();
     Tensor t = host_tensor(DType::F32, {out.rows(), 2 * F});
-    linear_int8(xq, q_w, w_scale, bias, t);
-    gated_unit(kind, t.slice_cols(0, F), t.slice_cols(F, F), out);
+    do_linear_int8_quantized(xq, q_w, w_scale, bias, t);  // the bodies: the hook sees one op, as on the GPU
+    do_gated_unit(kind, t.slice_cols(0, F), t.slice_cols(F, F), out);
   }
 
   // Its definition, literally: the product, stored transposed, zeros past x's rows.
