@@ -380,7 +380,8 @@ bool int8_gemm_wgmma_fits(const Int8GemmArgs& a) {
   const auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   const int64_t limit = 0x7fffffff, steps = (a.k + WgmmaInt8::kStepK - 1) / WgmmaInt8::kStepK;
   return !portable_kernels() && a.k % 16 == 0 && aligned16(a.qx) && aligned16(a.qw) && steps >= kWgmmaMinSteps &&
-         a.m <= limit && a.n <= limit && a.k <= limit && (!a.gated || (a.n % kWgmmaUnitCols == 0 && 2 * a.n <= limit));
+         a.m <= limit && a.n <= limit && a.k <= limit &&
+         (!a.gated || (a.unit == GatedUnit::Situ && a.n % kWgmmaUnitCols == 0 && 2 * a.n <= limit));
 #else
   (void)a;
   return false;
@@ -391,7 +392,7 @@ void int8_gemm_wgmma(const Int8GemmArgs& a, hipStream_t stream, int multiprocess
   if (!int8_gemm_wgmma_fits(a))
     throw failure("int8_gemm_wgmma: " + std::to_string(a.m) + "x" + std::to_string(a.k) + "x" + std::to_string(a.n) +
                   " does not fit the wgmma kernel (NVIDIA native path, k a multiple of 16 above 256, 16-byte aligned "
-                  "operands, a gated unit's n a multiple of 128: int8_gemm_wgmma_fits)");
+                  "operands, a gated unit SiTU with n a multiple of 128: int8_gemm_wgmma_fits)");
   if (a.m == 0 || a.n == 0) return;
 #if MOSS_PLATFORM_NVIDIA
   using Cfg = WgmmaTiles;
@@ -424,7 +425,8 @@ void int8_gemm_wgmma(const Int8GemmArgs& a, hipStream_t stream, int multiprocess
   args.y_transposed = args.run_stores = false;
   args.pair_stores = pair_stores_fit(a.y.data, a.y.ld, a.y.bf16);
   const gemm_hopper::TensorMap y_map = wgmma_store_map(args, x_map);
-  launch_wgmma_kernel<WgmmaInt8>(x_map, w_map, y_map, args, stream, multiprocessors);
+  if (a.gated) launch_wgmma_kernel<WgmmaInt8Situ>(x_map, w_map, y_map, args, stream, multiprocessors);
+  else launch_wgmma_kernel<WgmmaInt8>(x_map, w_map, y_map, args, stream, multiprocessors);
 #else
   (void)stream;
   (void)multiprocessors;

@@ -35,11 +35,16 @@ struct Int8WgmmaArgs : KernelArgs<int8_t, int8_t> {
   const float* sw;  // [n] (gated: [2n]): q_w's row scales
 };
 
-struct WgmmaInt8 {
+// kSitu: the kernel that also takes the SiTU unit in its epilogue (WgmmaInt8Situ: args.gated), one
+// instantiation of its own, so the plain kernel (WgmmaInt8) keeps its code and registers; SiTU
+// alone (the DiT's unit: the other units' epilogues would add code for nothing, and they take the
+// leaf kernels, int8_gemm_wgmma_fits).
+template <bool kSitu>
+struct WgmmaInt8Traits {
   using Acc = int32_t;
   using Args = Int8WgmmaArgs;
   static constexpr int kStepK = gemm_layout::sw128::kRowBytes;  // 128 int8 per k-step
-  static constexpr bool kGates = true;
+  static constexpr bool kGates = kSitu;
   __device__ __forceinline__ static void whole(int32_t (&acc)[128], uint64_t a, uint64_t b) {
     gemm_hopper::wgmma_m64n256k32_s8(acc, a, b);
   }
@@ -54,13 +59,15 @@ struct WgmmaInt8 {
   __device__ __forceinline__ static void epilogue(const Args& a, const int32_t (&acc)[128], int t, int row0, int n0,
                                                   int lo, int hi, Put put) {
     if constexpr (kGated) {
-      switch (a.unit) {
-        case GatedUnit::Situ: gated_epilogue<GatedUnit::Situ>(a, acc, t, row0, n0, lo, hi, put); break;
-        case GatedUnit::SwiGlu: gated_epilogue<GatedUnit::SwiGlu>(a, acc, t, row0, n0, lo, hi, put); break;
-        default: gated_epilogue<GatedUnit::SigmoidGate>(a, acc, t, row0, n0, lo, hi, put); break;
-      }
-      return;
+      gated_epilogue<GatedUnit::Situ>(a, acc, t, row0, n0, lo, hi, put);
+    } else {
+      plain_epilogue(a, acc, t, row0, n0, lo, hi, put);
     }
+  }
+
+  template <class Put>
+  __device__ __forceinline__ static void plain_epilogue(const Args& a, const int32_t (&acc)[128], int t, int row0,
+                                                        int n0, int lo, int hi, Put put) {
     namespace sw = gemm_layout::sw128;
     float sx[2];
     row_scales(a, t, row0, sx);
@@ -138,6 +145,8 @@ struct WgmmaInt8 {
     }
   }
 };
+using WgmmaInt8 = WgmmaInt8Traits<false>;
+using WgmmaInt8Situ = WgmmaInt8Traits<true>;
 #endif  // MOSS_PLATFORM_NVIDIA
 
 }  // namespace
