@@ -293,7 +293,7 @@ inline void gated_linear_case(kcheck::Env& e, const GatedLinearSpec& s) {
   const uint64_t wseed = ++e.seed;
   for (int64_t i = 0; i < n * s.k; ++i) qw.ptr<int8_t>()[i] = int8_t(int(kcheck::mix(wseed + uint64_t(i)) % 256) - 128);
   for (int64_t i = 0; i < n; ++i) sw.ptr<float>()[i] = kcheck::uniform(wseed, uint64_t(i), 1e-3f, 2e-2f);
-  std::vector<float> bv(size_t(n));
+  std::vector<float> bv(static_cast<size_t>(n));
   kcheck::fill(bv, ++e.seed, 0.5f);
   Tensor bias = host_tensor(s.bias, {n});
   for (int64_t i = 0; i < n; ++i) {
