@@ -105,8 +105,8 @@ struct WgmmaInt8Traits {
   // The gated unit (WgmmaTiles: the gated tile's columns): y's columns 8j.. of the tile come from
   // the hidden registers kHalfRegs·(j / kGroups) + 4(j % kGroups) + 2h + e and the gate registers
   // kB after them (wgmma_gated_epilogue's map; rows as in the plain epilogue, so sx is the same).
-  // Hidden column c of y: weight row c, its scale and bias; the gate: weight row n + c. Scales and
-  // bias past n are never read (those outputs are not stored).
+  // Hidden column c of y: weight row c, its scale and bias; the gate: weight row n + c. Every
+  // column of a gated tile lies inside y (n a multiple of 128: int8_gemm_wgmma_fits).
   template <GatedUnit kUnit, class Put>
   __device__ __forceinline__ static void gated_epilogue(const Args& a, const int32_t (&acc)[128], int t, int row0,
                                                         int n0, int lo, int hi, Put put) {
@@ -122,25 +122,22 @@ struct WgmmaInt8Traits {
       if (8 * j < lo || 8 * j >= hi) continue;
       const int base = kHalfRegs * (j / kGroups) + 4 * (j % kGroups);  // the hidden registers of y's columns 8j..
       const int col = 8 * j + sw::accumulator(t, 0).col;
-      float sh[2] = {0.0f, 0.0f}, sg[2] = {0.0f, 0.0f}, bh[2] = {0.0f, 0.0f}, bg[2] = {0.0f, 0.0f};
+      // Per column e its two scales and biases, then both rows' values (fewer values live at once
+      // beside the accumulators than all four columns' first).
+      float v[2][2];
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int c = n0 + col + e;
-        if (c >= a.n) continue;
-        sh[e] = a.sw[c];
-        sg[e] = a.sw[a.n + c];
-        bh[e] = bias_at(a, c);
-        bg[e] = bias_at(a, a.n + c);
+        const int c = n0 + col + e;  // < n: a gated tile's columns lie inside y (n % 128 == 0)
+        const float sh = a.sw[c], sg = a.sw[a.n + c], bh = bias_at(a, c), bg = bias_at(a, a.n + c);
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          v[h][e] = gated_unit_value<kUnit>(int8_output_value(acc[base + 2 * h + e], sx[h], sh, has_bias, bh),
+                                            int8_output_value(acc[base + 2 * h + kB + e], sx[h], sg, has_bias, bg));
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int i = base + 2 * h;
-        float v[2];
-#pragma unroll
-        for (int e = 0; e < 2; ++e)
-          v[e] = gated_unit_value<kUnit>(int8_output_value(acc[i + e], sx[h], sh[e], has_bias, bh[e]),
-                                         int8_output_value(acc[i + kB + e], sx[h], sg[e], has_bias, bg[e]));
-        put(sw::accumulator(t, i).row, col, v[0], v[1]);
+        put(sw::accumulator(t, i).row, col, v[h][0], v[h][1]);
       }
     }
   }
