@@ -502,19 +502,20 @@ CONFIGS = {
 # tiles of 4 waves (64x32 each, 4x2 iu8 leaves), K in steps of 64 bytes through two LDS stages of
 # rows padded to 80 bytes (30 KiB), the next step held in registers (kHold, as the bf16 kernel);
 # VGPRs and LDS from its own check_device rows (SESSION24_TABLE: 166 VGPRs on gfx12, LDS-bound
-# to 4 waves a SIMD). Its epilogue writes bf16 or f32 (int8_gemm.hip store_int8_output): no SiTU.
+# to 4 waves a SIMD). Its epilogue writes bf16 or f32 (int8_gemm.hip store_int8_output), or the SiTU
+# unit of the up|gate product's halves in f32 (store_int8_unit, session 25).
 INT8_GEMM = dict(leaf_gemm(128, 64, 2, 2, prefetch=1,
                            mirrors="hip/src/kernels/int8_gemm.hip int8_gemm_tiled_kernel: 128x64 tiles, 4 waves of "
                                    "64x32 (WaveAcc<4, 2>), kTileK 64 bytes, two LDS stages (TiledStage, rows of 80 "
                                    "bytes), the next step's chunks held in registers; v_wmma_i32_16x16x16_iu8 "
                                    "(matrix_leaf.h mma_i8), the two scales in the epilogue"),
                  bk=64, int8=True, table=["int8_gemm_tiled_kernel"], lds_est=2 * (128 + 64) * 80)
-# act_quant "planned" is what the kernels are being built to do (issue 49, session 24): the two
-# norm-modulate rows write the rotated int8 rows themselves (a whole row is in one workgroup:
-# exact), the attention's output takes a rotate_quantize pass (bf16 read), and SiTU's output, f32
-# from the up|gate GEMM's epilogue, another (f32 read). "product" (a variant row) keeps the whole
-# up|gate product in f32 instead, for one pass that applies the unit and quantizes (the int8 GEMM's
-# epilogue as it is has no SiTU): twice the bytes written and read.
+# act_quant "planned" is the code as it is since session 25 (issue 49): the two norm-modulate rows
+# write the rotated int8 rows themselves (a whole row is in one workgroup: exact), the attention's
+# output takes a rotate_quantize pass (bf16 read), and SiTU's output, f32 from the up|gate GEMM's
+# epilogue (CoreOps::linear_int8_gated_unit), another (f32 read). "product" (a variant row) is what
+# the code was until then: the whole up|gate product in f32, for one pass that applies the unit
+# and quantizes: twice the bytes written and read.
 CONFIGS["int8"] = dict(CONFIGS["portable"], int8_gemm=True, gemm_int8=INT8_GEMM, act_quant="planned", int8_qk=False)
 # Calibrated on Radeons like the code it extends: each family by the portable kernels' cases (the
 # int8 GEMM reaching the same share of its peak as the card's bf16 library GEMM: an assumption).
@@ -524,8 +525,10 @@ amd_calibration.RADEON_ANALOGUE.setdefault("int8", amd_calibration.RADEON_ANALOG
 INT8_VARIANTS = (
     ("bf16: the code as it is (portable)", None),
     ("int8 GEMMs, quantization passes apart", dict(act_quant="separate")),
-    ("int8 GEMMs, norms fused, attention-out pass, SiTU epilogue f32 + pass (config int8)", dict(act_quant="planned")),
-    ("int8 GEMMs, norms fused, attention-out pass, up|gate product f32 + SiTU pass", dict(act_quant="product")),
+    ("int8 GEMMs, norms fused, attention-out pass, SiTU epilogue f32 + pass (config int8: the code)",
+     dict(act_quant="planned")),
+    ("int8 GEMMs, norms fused, attention-out pass, up|gate product f32 + SiTU pass (the code before session 25)",
+     dict(act_quant="product")),
     ("int8 GEMMs, quantization fused everywhere (SiTU and attention epilogues)", dict(act_quant="fused")),
     ("config int8, the attention before issue 49's VALU change", dict(attention_valu=DIRECT_VALU_BEFORE)),
     ("config int8 + int8 QK^T (SageAttention: FAILS fidelity, a variant)", dict(int8_qk=True)),

@@ -3,7 +3,9 @@
 # machine, for the lead: the `moss-check kernels` group int8 (the linear's cases and the
 # activation ops': rotate_quantize and linear_int8 from its rows bit-identical, each quantizing
 # producer's rows exactly the host's quantization of its own fp32 rows; the DiT's shapes timed:
-# norm1, norm2, the SiTU unit on 2048 rows, the o input's pass) on both NVIDIA paths, native and
+# norm1, norm2, the SiTU unit on 2048 rows, the o input's pass; linear_int8_gated_unit, the unit in
+# the int8 GEMM's epilogue, bit-identical to linear_int8 + gated_unit and timed beside them at
+# 4160x3072x16384 in the closing summary) on both NVIDIA paths, native and
 # MOSSINFER_KERNELS=portable (the Radeon code); the bf16 GEMMs at the same shapes (the dit family's
 # gemm group); then the INT8 / bf16 DiT step ratio on each path
 # (bench/int8_step_compare.sh: resident, 1024x1024, cfg); then self-test (the small int8 cases

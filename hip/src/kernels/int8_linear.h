@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/op_kinds.h"
 #include "kernels/rows.h"
 #include "runtime/portability.h"
 
@@ -26,23 +27,32 @@ void int8_rotate_quantize(const RowsMatrix& x, int64_t group, int8_t* q, float* 
 struct Int8GemmArgs {
   const int8_t* qx = nullptr;  // [m, k], row stride k
   const float* sx = nullptr;   // [m]
-  const int8_t* qw = nullptr;  // [n, k], row stride k
-  const float* sw = nullptr;   // [n]
-  RowsVector bias;             // [n] f32 or bf16, or none
+  const int8_t* qw = nullptr;  // [n, k], row stride k (gated: [2n, k])
+  const float* sw = nullptr;   // [n] (gated: [2n])
+  RowsVector bias;             // [n] f32 or bf16, or none (gated: [2n])
   RowsMatrix y;                // [m, n] f32 or bf16, any row stride
-  int64_t m = 0, n = 0, k = 0; // k a multiple of 4
+  int64_t m = 0, n = 0, k = 0; // k a multiple of 4; n: y's columns
+  // The gated unit in the epilogue (CoreOps::linear_int8_gated_unit): qw holds 2n rows, the hidden
+  // rows 0..n-1 and the gate rows n..2n-1, and y[r][c] = gated_unit_value<unit>(h, g) of the two
+  // products h (weight row c) and g (weight row n + c), each by int8_output_value with its own
+  // scale and bias: the fp32 values linear_int8 would write, given to the unit in fp32.
+  bool gated = false;
+  GatedUnit unit = GatedUnit::Situ;
 };
 
 // y[r][o] = float(Σ_i qx[r][i]·qw[o][i]) · (sx[r]·sw[o]) (+ bias[o]), the sum in int32 (exact for
-// k <= 132104), then the fp32 operations in that order, rounded once to y's dtype. The matrix
-// leaf's kernels (every platform and kernel path).
+// k <= 132104), then the fp32 operations in that order (and the gated unit when asked), rounded
+// once to y's dtype. The matrix leaf's kernels (every platform and kernel path); with the gated
+// unit any n (the leaf tiles of a wave pair hidden and gate rows: kernels/gemm_unit_rows.h).
 void int8_gemm(const Int8GemmArgs& a, hipStream_t stream);
 
 // The same product and the same bits on NVIDIA Hopper's wgmma (s8 operands through the bf16
 // GEMM's pipeline, kernels/gemm_wgmma.h with kernels/gemm_wgmma_int8.h; instantiated in
 // kernels/gemm.hip). It fits on NVIDIA's native path (not MOSSINFER_KERNELS=portable) when k is a
 // multiple of 16, qx and qw are 16-byte aligned (the copy engine's rule for rows and bases) and K
-// spans at least 3 steps of 128 (k > 256); anything else, and AMD, takes int8_gemm.
+// spans at least 3 steps of 128 (k > 256), and with a gated unit that unit is SiTU (the DiT's;
+// the kernel instantiates no other) and n a multiple of 128 (the bf16 kernel's gated tiles: 64
+// hidden and 64 gate rows a box pair); anything else, and AMD, takes int8_gemm.
 bool int8_gemm_wgmma_fits(const Int8GemmArgs& a);
 void int8_gemm_wgmma(const Int8GemmArgs& a, hipStream_t stream, int multiprocessors);
 

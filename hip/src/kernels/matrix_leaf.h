@@ -236,6 +236,18 @@ __device__ inline void store_c32(const FragC32& c, Put put) {
   }
 }
 
+// put(m, n, v0, v1) with C0[m][n] and C1[m][n]: two int32 accumulators walked together (the int8
+// GEMM's gated-unit epilogue pairs a hidden and a gate accumulator, kernels/gemm_unit_rows.h).
+template <class Put>
+__device__ inline void store_c32_pair(const FragC32& c0, const FragC32& c1, Put put) {
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int i = 0; i < LayoutI8::kSlotsC; ++i) {
+    const mma_layout::Elem e = LayoutI8::c(lane, i);
+    put(e.row, e.col, c0.x[i], c1.x[i]);
+  }
+}
+
 // acc = A·B + acc (int32, exact while the sum stays in range).
 __device__ inline void mma_i8(FragC32& acc, const FragA8& a, const FragB8& b) {
 #if defined(MOSS_LEAF_EMULATED)

@@ -17,10 +17,11 @@ float softmax_scale(int64_t hd) { return float(1.0 / std::sqrt(double(hd))); }
 
 constexpr float kRmsEps = 1e-6f;
 
-// An INT8 ffn_up_gate's product is kept in f32 (its SiTU unit and ffn_down's quantization read
-// fp32 values) for this many rows at a time: 2048 x 2·8192 f32 is 128 MiB at full size, half the
-// bf16 product of every row at 1024x1024 with cfg (8704 rows), and still 1024 output tiles for
-// the GEMM.
+// An INT8 ffn_up_gate's output is kept in f32 (ffn_down's quantization reads fp32 values) for this
+// many rows at a time: its SiTU unit, 2048 x 8192 f32 (64 MiB at full size), where the unit is in
+// the int8 GEMM's epilogue (CoreOps::linear_int8_gated_unit), else the whole product [hidden |
+// gate], 2048 x 2·8192 (128 MiB, half the bf16 product of every row at 1024x1024 with cfg, 8704
+// rows); still 512 or 1024 output tiles for the GEMM.
 constexpr int64_t kInt8FfnChunkRows = 2048;
 
 std::string dims_text(const Tensor& t) { return t.shape_str() + " " + dtype_name(t.dtype); }
@@ -179,7 +180,10 @@ struct Dit::Stack {
 // Scratch matrices of one forward, shared by the blocks.
 struct Dit::Workspace {
   Tensor y, q, k, v, attn, gated;
-  Tensor up_gate;  // an INT8 ffn_up_gate's product f32 [N, 2·ffn_dim], before its gated unit (else empty)
+  // An INT8 ffn_up_gate's output, f32, kInt8FfnChunkRows rows at a time: [rows, ffn_dim] (the unit
+  // from the GEMM's epilogue) where every INT8 block fuses the unit (QuantizedInputs::ffn_unit),
+  // else [rows, 2·ffn_dim] (the product before its unit). Empty for a bf16 DiT.
+  Tensor up_gate;
   // An INT8 block's inputs rotated and quantized by the ops that produce them (QuantizedRows;
   // empty for a bf16 DiT): `model` dim wide (norm1's rows for q, k and v, norm2's for
   // ffn_up_gate; its group set for the layers it feeds), `ffn` ffn_dim wide (the SiTU unit's, for
@@ -279,17 +283,29 @@ namespace {
 // (the group, 0 for none): an input whose every layer is INT8 with one group. The fp32 rows are
 // quantized then, never their bf16 roundings (docs/int8_convrot.md section 9), and once for the
 // three attention projections. The attention output (o's input) is quantized by linear_int8's own
-// activation pass; the SiTU unit only from the f32 product of an INT8 ffn_up_gate.
+// activation pass; the SiTU unit only from the f32 output of an INT8 ffn_up_gate. That unit
+// comes from the int8 GEMM's epilogue (CoreOps::linear_int8_gated_unit, then rotate_quantize for
+// ffn_down) where both FFN layers are INT8 and neither has a LoRA beside it; else the f32 product
+// is kept and gated_unit(_quantized) applies it (a LoRA on ffn_up_gate adds to the product, one
+// on ffn_down reads the unit's rows).
 struct QuantizedInputs {
-  int64_t attn = 0;      // norm1's rows, for q, k and v
-  int64_t ffn = 0;       // norm2's rows, for ffn_up_gate
-  int64_t ffn_down = 0;  // the gated unit's, for ffn_down
+  int64_t attn = 0;       // norm1's rows, for q, k and v
+  int64_t ffn = 0;        // norm2's rows, for ffn_up_gate
+  int64_t ffn_down = 0;   // the gated unit's, for ffn_down
+  bool ffn_unit = false;  // the unit in ffn_up_gate's epilogue
 };
+// The fused unit's condition, from a block's layers (is each FFN layer INT8, has it side LoRAs):
+// one rule for the blocks and for the workspace that Dit::forward_rows sizes from the config.
+bool ffn_unit_fused(bool up_gate_int8, bool down_int8, bool side_loras) {
+  return up_gate_int8 && down_int8 && !side_loras;
+}
 QuantizedInputs quantized_inputs(const DitMainBlockWeights& w) {
   QuantizedInputs q;
   if (w.q.int8() && w.k.int8() && w.v.int8() && w.k.group == w.q.group && w.v.group == w.q.group) q.attn = w.q.group;
   if (w.ffn_up_gate.int8()) q.ffn = w.ffn_up_gate.group;
   if (w.ffn_up_gate.int8() && w.ffn_down.int8()) q.ffn_down = w.ffn_down.group;
+  q.ffn_unit = ffn_unit_fused(w.ffn_up_gate.int8(), w.ffn_down.int8(),
+                              w.ffn_up_gate.side_lora() || w.ffn_down.side_lora());
   return q;
 }
 }  // namespace
@@ -458,7 +474,22 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   project(w.o, ws.attn, attn_update);
   // x + o's update, normalised; the sum is not stored (it stays pending, see RowState).
   const GatedUpdates o_update = GatedUpdates().then(attn_update, gate_a);
-  if (quantized.ffn) {  // the product [hidden | gate] in f32 first, then the unit on its two halves
+  if (quantized.ffn_unit) {  // the unit from the int8 GEMM's epilogue in f32, then quantized for ffn_down
+    ws.model.group = quantized.ffn;
+    ops.add_norm_modulate_quantized(x, o_update, SumTo::Nowhere, w.norm2, kRmsEps, shift_f, scale_f, ws.model, nullptr);
+    // In runs of up to kInt8FfnChunkRows rows (the f32 buffer, Workspace::up_gate).
+    const int64_t f = cfg_.ffn_dim, rows_n = ws.model.rows();
+    ws.ffn.group = quantized.ffn_down;
+    for (int64_t r0 = 0; r0 < rows_n; r0 += kInt8FfnChunkRows) {
+      const int64_t m = std::min(kInt8FfnChunkRows, rows_n - r0);
+      Tensor unit = ws.up_gate.slice_rows(0, m).slice_cols(0, f);
+      ops.linear_int8_gated_unit(GatedUnit::Situ, ws.model.slice_rows(r0, m), w.ffn_up_gate.w, w.ffn_up_gate.scale,
+                                 nullptr, unit);
+      QuantizedRows unit_q = ws.ffn.slice_rows(r0, m);
+      ops.rotate_quantize(unit, unit_q);
+    }
+    project(w.ffn_down, ws.ffn, nullptr, ffn_update);
+  } else if (quantized.ffn) {  // the product [hidden | gate] in f32 first, then the unit on its two halves
     ws.model.group = quantized.ffn;
     Tensor* ffn_rows = w.ffn_up_gate.side_lora() ? &ws.y : nullptr;
     Tensor* unit_rows = w.ffn_down.side_lora() ? &ws.gated : nullptr;
@@ -621,11 +652,20 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   }
   // A LoRA beside an ffn_down reads them too.
   if (!every_unit_quantized || !cfg_.side_loras.empty()) full.gated = be_.alloc(gemm_in, {total, cfg_.ffn_dim});
-  // An INT8 DiT: ffn_up_gate's product in f32, so that the SiTU unit and ffn_down's quantization
-  // see fp32 values (the format's reference never rounds them to bf16), a run of rows at a time;
-  // and the blocks' quantized inputs (Workspace::model, ffn).
+  // An INT8 DiT: ffn_up_gate's output in f32, so that the SiTU unit and ffn_down's quantization
+  // see fp32 values (the format's reference never rounds them to bf16), a run of rows at a time:
+  // the unit alone where every INT8 block applies it in the GEMM's epilogue, else the product
+  // (Workspace::up_gate); and the blocks' quantized inputs (Workspace::model, ffn).
   if (cfg_.int8()) {
-    full.up_gate = be_.alloc(DType::F32, {std::min(total, kInt8FfnChunkRows), 2 * cfg_.ffn_dim});
+    bool every_unit_fused = true;
+    for (int64_t i = 0; i < cfg_.layers; ++i) {
+      const std::string p = "layers." + std::to_string(i) + ".proj.";
+      const bool up_gate = cfg_.int8_groups.count(p + "ffn_up_gate") > 0;
+      const bool side = cfg_.side_loras.count(p + "ffn_up_gate") > 0 || cfg_.side_loras.count(p + "ffn_down") > 0;
+      if (up_gate && !ffn_unit_fused(up_gate, cfg_.int8_groups.count(p + "ffn_down") > 0, side)) every_unit_fused = false;
+    }
+    const int64_t up_gate_cols = every_unit_fused ? cfg_.ffn_dim : 2 * cfg_.ffn_dim;
+    full.up_gate = be_.alloc(DType::F32, {std::min(total, kInt8FfnChunkRows), up_gate_cols});
     full.model = {be_.alloc(DType::I8, {total, d}), be_.alloc(DType::F32, {total, 1}), 0};
     full.ffn = {be_.alloc(DType::I8, {total, cfg_.ffn_dim}), be_.alloc(DType::F32, {total, 1}), 0};
   }

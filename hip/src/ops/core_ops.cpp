@@ -106,6 +106,11 @@ void CoreOps::do_gated_unit_quantized(GatedUnit, const Tensor&, const Tensor&, Q
   op_require(false, "gated_unit_quantized", kNoInt8);
 }
 
+void CoreOps::do_linear_int8_gated_unit(GatedUnit, const QuantizedRows&, const Tensor&, const Tensor&, const Tensor*,
+                                        Tensor&) {
+  op_require(false, "linear_int8_gated_unit", kNoInt8);
+}
+
 void CoreOps::rotate_quantize(const Tensor& x, QuantizedRows& xq) {
   check_quantized("rotate_quantize", xq, x.rows(), x.cols());
   run_op(hook_, [&] { return OpCall{"core.rotate_quantize g" + std::to_string(xq.group) + " x:" + dtype_name(x.dtype)}; },
@@ -122,6 +127,24 @@ void CoreOps::linear_int8(const QuantizedRows& xq, const Tensor& q_w, const Tens
   check_int8_weight("linear_int8", q_w, w_scale, K);
   run_op(hook_, [&] { return OpCall{"core.linear_int8 " + op_dims(q_w) + " g" + std::to_string(xq.group) + " xq"}; },
          [&] { do_linear_int8_quantized(xq, q_w, w_scale, bias, y); });
+}
+
+void CoreOps::linear_int8_gated_unit(GatedUnit kind, const QuantizedRows& xq, const Tensor& q_w,
+                                     const Tensor& w_scale, const Tensor* bias, Tensor& out) {
+  const char* op = "linear_int8_gated_unit";
+  const int64_t M = xq.rows(), K = xq.cols(), N = q_w.rows();
+  check_quantized(op, xq, M, K);
+  op_require(q_w.cols() == K, op, "weight " + q_w.shape_str() + " does not match x " + xq.q.shape_str());
+  op_require(N % 2 == 0, op, "weight " + q_w.shape_str() + " has an odd number of rows (hidden rows, then as many gate rows)");
+  op_require(out.dtype == DType::F32 && out.rows() == M && 2 * out.cols() == N, op,
+             "out " + out.shape_str() + " " + dtype_name(out.dtype) + " is not F32 [" + std::to_string(M) + ", " +
+                 std::to_string(N / 2) + "]");
+  op_require(!bias || bias->numel() == N, op, "bias " + (bias ? bias->shape_str() : "") + " is not [" + std::to_string(N) + "]");
+  check_int8_weight(op, q_w, w_scale, K);
+  // No scratch: every backend body writes out alone (the HIP one from the GEMM's epilogue).
+  run_op(hook_,
+         [&] { return OpCall{"core.linear_int8_gated_unit " + op_dims(q_w) + " g" + std::to_string(xq.group) + " xq"}; },
+         [&] { do_linear_int8_gated_unit(kind, xq, q_w, w_scale, bias, out); });
 }
 
 void CoreOps::linear_transposed(const Tensor& x, const Tensor& w, Tensor& yt) {

@@ -89,6 +89,15 @@ class CoreOps : public OpFamily {
   // pipeline's projection outputs).
   void linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
                          Tensor& out);
+  // The same on the INT8 ConvRot linear: with q_w I8 [2F, K] (hidden rows, then gate rows),
+  // w_scale F32 of 2F elements and bias [2F] or none, out (F32 [M, F]) gets gated_unit(kind,
+  // t[:, :F], t[:, F:]) of t = linear_int8(xq, q_w, w_scale, bias) in fp32: defined as those two
+  // ops in sequence, the same bits (the unit's fp32 operations in gated_unit's order, applied to
+  // linear_int8's fp32 outputs). The HIP backend applies the unit in the int8 GEMM's epilogue, so
+  // no [M, 2F] product is written and read back (docs/int8_convrot.md section 9); the INT8 DiT's
+  // FFN then quantizes out for ffn_down with rotate_quantize.
+  void linear_int8_gated_unit(GatedUnit kind, const QuantizedRows& xq, const Tensor& q_w, const Tensor& w_scale,
+                              const Tensor* bias, Tensor& out);
 
   // RMS norm over each run of `group` consecutive columns of each row (group = cols for a
   // whole-row norm, head_dim for per-head norms): n = x·rsqrt(mean(x²)+eps) in fp32, then
@@ -210,6 +219,8 @@ class CoreOps : public OpFamily {
                                               Tensor* y);
   virtual void do_gated_unit_quantized(GatedUnit kind, const Tensor& a, const Tensor& b, QuantizedRows& outq,
                                        Tensor* out);
+  virtual void do_linear_int8_gated_unit(GatedUnit kind, const QuantizedRows& xq, const Tensor& q_w,
+                                         const Tensor& w_scale, const Tensor* bias, Tensor& out);
 
   virtual void do_linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias,
                                     Tensor& out) = 0;

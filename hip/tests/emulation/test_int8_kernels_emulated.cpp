@@ -6,7 +6,8 @@
 // (`moss-check kernels --filter int8`). Cases: both GEMM kernels (tiled: k a multiple of 16 and
 // 16-byte aligned operands; direct: the rest, a weight at an odd address), several groups, K not
 // a multiple of 64, odd M and N past the tiles, bias none / bf16 / f32, x f32 / bf16 and a column
-// slice, y f32 / bf16, rows of NaN, infinity and zeros. The kernels' logic is what this proves
+// slice, y f32 / bf16, rows of NaN, infinity and zeros; and the gated unit in the epilogue (the
+// hidden / gate pairing of the leaf tiles on each leaf layout). The kernels' logic is what this proves
 // (schedules, tiles, the LDS pipeline, bounds, the epilogue's order); the AMD lane maps are
 // proven by test_matrix_layouts_iu8.cpp, and the real devices by moss-check.
 #include <gtest/gtest.h>
@@ -146,6 +147,108 @@ TEST(Int8KernelsEmulated, BitIdenticalToTheHostOp) {
   for (const Spec& s : specs) {
     SCOPED_TRACE(name(s));
     EXPECT_EQ(run_case(s, ++seed), 0);
+  }
+}
+
+// The gated unit in the GEMM's epilogue (CoreOps::linear_int8_gated_unit; Int8GemmArgs::gated):
+// the kernels pair hidden and gate weight rows in a wave's leaf tiles (kernels/gemm_unit_rows.h),
+// on this program's leaf layout, and must give the host op's bits (linear_int8, then the unit in
+// fp32: the emulation's tanh and exp are the host's). Both kernels (tiled: k a multiple of 16,
+// aligned; direct: k % 16 != 0 or a weight at an odd address), F odd and past a block's 32 (tiled)
+// or a wave's 16 (direct) columns, M past a tile, every unit, bias none / f32 / bf16, NaN,
+// infinity and zero rows.
+struct GatedSpec {
+  int64_t m, k, f, group;
+  GatedUnit unit;
+  int bias;  // 0 none, 1 f32, 2 bf16
+  bool w_odd = false;
+  bool specials = false;
+};
+
+int64_t run_gated_case(const GatedSpec& s, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const int64_t n = 2 * s.f;
+  Tensor xh = host_tensor(DType::F32, {s.m, s.k});
+  for (int64_t i = 0; i < s.m * s.k; ++i) xh.ptr<float>()[i] = normal(rng);
+  if (s.specials) {
+    xh.row<float>(1)[s.k / 2] = std::nanf("");
+    xh.row<float>(2)[0] = INFINITY;
+    for (int64_t c = 0; c < s.k; ++c) xh.row<float>(3)[c] = 0.0f;
+  }
+  std::unique_ptr<Backend> host = make_host_backend();
+  QuantizedRows xq{host_tensor(DType::I8, {s.m, s.k}), host_tensor(DType::F32, {s.m, 1}), s.group};
+  host->core().rotate_quantize(xh, xq);
+  std::vector<int8_t> wbuf(size_t(n * s.k + 16));
+  int8_t* qw = wbuf.data() + (s.w_odd ? 1 : 0);
+  while (!s.w_odd && reinterpret_cast<uintptr_t>(qw) % 16) ++qw;
+  std::uniform_int_distribution<int> byte(-128, 127);
+  for (int64_t i = 0; i < n * s.k; ++i) qw[i] = int8_t(byte(rng));
+  Tensor qwh = host_tensor(DType::I8, {n, s.k});
+  std::memcpy(qwh.data, qw, size_t(n * s.k));
+  Tensor sw = host_tensor(DType::F32, {n});
+  std::uniform_real_distribution<float> scale(1e-3f, 2e-2f);
+  for (int64_t i = 0; i < n; ++i) sw.ptr<float>()[i] = scale(rng);
+  Tensor bias = host_tensor(s.bias == 2 ? DType::BF16 : DType::F32, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = 0.5f * normal(rng);
+    if (s.bias == 2) bias.ptr<uint16_t>()[i] = f32_to_bf16(v);
+    else bias.ptr<float>()[i] = v;
+  }
+  Tensor want = host_tensor(DType::F32, {s.m, s.f});
+  host->core().linear_int8_gated_unit(s.unit, xq, qwh, sw, s.bias ? &bias : nullptr, want);
+  // The kernels, as HipBackend's linear_int8_gated_unit calls them (q_x 16-byte aligned, as the
+  // backend's tensors are).
+  std::vector<int8_t> qbuf(size_t(s.m * s.k + 16));
+  int8_t* qx = qbuf.data();
+  while (reinterpret_cast<uintptr_t>(qx) % 16) ++qx;
+  std::memcpy(qx, xq.q.data, size_t(s.m * s.k));
+  std::vector<float> y(size_t(s.m * s.f), std::nanf(""));
+  Int8GemmArgs a;
+  a.qx = qx;
+  a.sx = xq.scale.ptr<const float>();
+  a.qw = qw;
+  a.sw = sw.ptr<const float>();
+  if (s.bias) a.bias = RowsVector{bias.data, s.bias == 2};
+  a.y = RowsMatrix{y.data(), false, s.m, s.f, s.f};
+  a.m = s.m;
+  a.n = s.f;
+  a.k = s.k;
+  a.gated = true;
+  a.unit = s.unit;
+  int8_gemm(a, nullptr);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < s.m * s.f; ++i)
+    if (!same_bits(y[size_t(i)], want.ptr<float>()[i])) {
+      if (differ == 0)
+        ADD_FAILURE() << "first difference at [" << i / s.f << ", " << i % s.f << "]: got " << y[size_t(i)] << ", want "
+                      << want.ptr<float>()[i];
+      ++differ;
+    }
+  EXPECT_FALSE(leaf_violation().exchange(false)) << "the emulated instruction's preconditions were broken";
+  if (s.specials) {
+    EXPECT_TRUE(std::isnan(want.ptr<float>()[1 * s.f])) << "the NaN row's outputs are NaN";
+  }
+  return differ;
+}
+
+TEST(Int8KernelsEmulated, GatedUnitBitIdenticalToTheHostOp) {
+  const GatedUnit situ = GatedUnit::Situ;
+  const GatedSpec specs[] = {
+      {5, 64, 16, 16, situ, 0},                                  // tiled: one wave pair's 16 columns
+      {67, 192, 40, 64, situ, 2},                                // tiled: F past a block's 32 columns
+      {150, 256, 21, 64, GatedUnit::SwiGlu, 1},                  // tiled: F odd, M past a 128-row tile
+      {33, 128, 70, 64, GatedUnit::SigmoidGate, 2},              // tiled: three blocks of columns, the last partial
+      {11, 40, 19, 4, situ, 1},                                  // direct: K not a multiple of 16, F odd
+      {40, 96, 33, 16, situ, 0, true},                           // direct: the weight at an odd address, F past 32
+      {9, 256, 24, 64, situ, 1, false, true},                    // tiled: NaN, infinity and zero rows
+  };
+  uint64_t seed = 4949;
+  for (const GatedSpec& s : specs) {
+    SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.k) + "x2*" + std::to_string(s.f) + " g" +
+                 std::to_string(s.group) + " unit " + std::to_string(int(s.unit)) + " bias " + std::to_string(s.bias) +
+                 (s.w_odd ? " w:odd" : "") + (s.specials ? " specials" : ""));
+    EXPECT_EQ(run_gated_case(s, ++seed), 0);
   }
 }
 

@@ -608,6 +608,46 @@ TEST(Int8Dit, MemoryPlanCountsTheLorasBeside) {
   EXPECT_GT(s.dit_activation_bytes, q.dit_activation_bytes);
 }
 
+// The INT8 FFN's flow (model/dit.cpp, quantized_inputs): without a LoRA beside ffn_up_gate or
+// ffn_down the SiTU unit comes from the int8 GEMM's epilogue (linear_int8_gated_unit, then
+// rotate_quantize for ffn_down: no f32 product, no gated_unit_quantized pass); a block with one
+// keeps the product and the unit's own pass. The results are the same bits either way (the op is
+// defined as the composition: Int8QuantizedRows.LinearInt8GatedUnitIsLinearInt8ThenTheUnit), which
+// MatchesThePyTorchReference and the CLI's int8 runs see unchanged.
+TEST(Int8Dit, FfnUnitComesFromTheGemmEpilogueUnlessALoraIsBeside) {
+  struct Count : OpHook {
+    int fused = 0, unit_pass = 0, rotate_after_fused = 0;
+    bool last_fused = false;
+    bool begin(const OpCall& c) override {
+      const bool is_fused = c.name.rfind("core.linear_int8_gated_unit ", 0) == 0;
+      fused += is_fused;
+      unit_pass += c.name.rfind("core.gated_unit situ quantized", 0) == 0;
+      rotate_after_fused += last_fused && c.name.rfind("core.rotate_quantize", 0) == 0;
+      last_fused = is_fused;
+      return true;
+    }
+    void end() override {}
+  };
+  const MossModel m = open_int8(int8_file());
+  auto be = make_host_backend();
+  Count alone;
+  be->core().set_hook(&alone);
+  run(*be, make_upload_on_use_source(*be, m.dit_weights), m.dit_config);
+  be->core().set_hook(nullptr);
+  EXPECT_GT(alone.fused, 0);
+  EXPECT_EQ(alone.unit_pass, 0);
+  EXPECT_EQ(alone.rotate_after_fused, alone.fused);  // each unit quantized next, for ffn_down
+  // LoRAs beside ffn_up_gate (block 2) and ffn_down (block 3): those blocks keep the product.
+  const Int8Loras l = int8_loras(m, 1.0f);
+  Count beside;
+  be->core().set_hook(&beside);
+  run(*be, make_upload_on_use_source(*be, l.weights), l.config);
+  be->core().set_hook(nullptr);
+  EXPECT_GT(beside.fused, 0);
+  EXPECT_GT(beside.unit_pass, 0);
+  EXPECT_EQ(beside.fused + beside.unit_pass, alone.fused);
+}
+
 // The corrections only add: with the LoRAs' weights 0 the forward is the LoRA-free one bit for
 // bit (every correction 0, y + 0 = y); and the side tensors stream with their block, so
 // streamed runs equal the resident one bit for bit.

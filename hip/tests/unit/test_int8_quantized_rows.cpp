@@ -198,6 +198,122 @@ TEST(Int8QuantizedRows, GatedUnitQuantizesItsFp32Values) {
   }
 }
 
+// The INT8 linear with the gated unit on its product's halves (the DiT's ffn_up_gate): out is
+// the unit, in fp32, of linear_int8's fp32 outputs, written out here from its definition (the
+// int32 sums of the quantized rows, float(A)·(s_x·s_w) then + bias, then the unit's formula of
+// CoreOps::gated_unit), bit for bit; the same as the two ops in sequence; a row slice of the
+// quantized rows gives those rows' outputs. F odd (21), every unit, bias none / f32 / bf16, rows
+// of NaN, infinity and zeros.
+TEST(Int8QuantizedRows, LinearInt8GatedUnitIsLinearInt8ThenTheUnit) {
+  std::unique_ptr<Backend> be = make_host_backend();
+  const int64_t M = 13, K = 192, F = 21, G = 64;
+  Tensor x = random_normal({M, K}, 41, 3.0f);
+  add_special_rows(x);
+  QuantizedRows xq = host_rows(M, K, G);
+  be->core().rotate_quantize(x, xq);
+  const Tensor qw = random_i8(2 * F, K, 42);
+  const Tensor sw = random_normal({2 * F, 1}, 43, 2e-2f);
+  Tensor bf = random_normal({2 * F}, 44), bb = host_tensor(DType::BF16, {2 * F});
+  for (int64_t i = 0; i < 2 * F; ++i) bb.ptr<uint16_t>()[i] = f32_to_bf16(bf.ptr<float>()[i]);
+  const auto sigmoid = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
+  for (const GatedUnit kind : {GatedUnit::Situ, GatedUnit::SwiGlu, GatedUnit::SigmoidGate}) {
+    for (const Tensor* bias : std::vector<const Tensor*>{nullptr, &bf, &bb}) {
+      const std::string what = "unit " + std::to_string(int(kind)) + (bias ? " bias " + std::string(dtype_name(bias->dtype)) : "");
+      Tensor got = host_tensor(DType::F32, {M, F});
+      be->core().linear_int8_gated_unit(kind, xq, qw, sw, bias, got);
+      // Its definition, element by element.
+      const auto product = [&](int64_t r, int64_t o) {
+        int32_t acc = 0;
+        for (int64_t i = 0; i < K; ++i) acc += int32_t(xq.q.ptr<int8_t>()[r * K + i]) * int32_t(qw.ptr<int8_t>()[o * K + i]);
+        const float v = float(acc) * (xq.scale.ptr<float>()[r] * sw.ptr<float>()[o]);
+        if (!bias) return v;
+        return v + (bias->dtype == DType::BF16 ? bf16_to_f32(bias->ptr<uint16_t>()[o]) : bias->ptr<float>()[o]);
+      };
+      int64_t differ = 0;
+      for (int64_t r = 0; r < M; ++r)
+        for (int64_t c = 0; c < F; ++c) {
+          const float a = product(r, c), g = product(r, F + c);
+          float want = 0.0f;
+          if (kind == GatedUnit::Situ) want = (4.0f * std::tanh(g / 4.0f) * sigmoid(g)) * (25.0f * std::tanh(a / 25.0f));
+          else if (kind == GatedUnit::SwiGlu) want = a * sigmoid(a) * g;
+          else want = a * sigmoid(g);
+          differ += !same_bits(got.row<float>(r)[c], want);
+        }
+      EXPECT_EQ(differ, 0) << what;
+      // The two ops in sequence: the same bits.
+      Tensor t = host_tensor(DType::F32, {M, 2 * F}), unit = host_tensor(DType::F32, {M, F});
+      be->core().linear_int8(xq, qw, sw, bias, t);
+      be->core().gated_unit(kind, t.slice_cols(0, F), t.slice_cols(F, F), unit);
+      for (int64_t i = 0; i < M * F; ++i)
+        ASSERT_TRUE(same_bits(got.ptr<float>()[i], unit.ptr<float>()[i])) << what << " element " << i;
+      // The NaN and infinity rows (1, 2) give NaN outputs, the zero row (3) the unit of the bias.
+      EXPECT_TRUE(std::isnan(got.row<float>(1)[0]) && std::isnan(got.row<float>(2)[F - 1])) << what;
+      Tensor part = host_tensor(DType::F32, {5, F});
+      be->core().linear_int8_gated_unit(kind, xq.slice_rows(6, 5), qw, sw, bias, part);
+      for (int64_t i = 0; i < 5 * F; ++i) ASSERT_TRUE(same_bits(part.ptr<float>()[i], got.ptr<float>()[6 * F + i])) << what;
+    }
+  }
+}
+
+// Every operand of linear_int8_gated_unit that does not fit is refused by name, before any work.
+TEST(Int8QuantizedRows, LinearInt8GatedUnitRefusesShapesByName) {
+  std::unique_ptr<Backend> be = make_host_backend();
+  const int64_t M = 4, K = 192, F = 8;
+  const Tensor x = random_normal({M, K}, 51);
+  QuantizedRows xq = host_rows(M, K, 64);
+  be->core().rotate_quantize(x, xq);
+  const Tensor qw = random_i8(2 * F, K, 52), sw = random_normal({2 * F}, 53), bias = random_normal({2 * F}, 54);
+  const auto refusal = [&](const QuantizedRows& q, const Tensor& w, const Tensor& s, const Tensor* b, Tensor out) {
+    const float poison = -7.0f;
+    if (out.dtype == DType::F32 && out.contiguous())
+      for (int64_t i = 0; i < out.numel(); ++i) out.ptr<float>()[i] = poison;
+    try {
+      be->core().linear_int8_gated_unit(GatedUnit::Situ, q, w, s, b, out);
+    } catch (const std::invalid_argument& e) {
+      // Nothing written before the refusal.
+      if (out.dtype == DType::F32 && out.contiguous()) {
+        for (int64_t i = 0; i < out.numel(); ++i) EXPECT_EQ(out.ptr<float>()[i], poison);
+      }
+      return std::string(e.what());
+    }
+    return std::string("no refusal");
+  };
+  const auto f32 = [](int64_t r, int64_t c) { return host_tensor(DType::F32, {r, c}); };
+  EXPECT_EQ(refusal(xq, qw, sw, &bias, f32(M, F)), "no refusal");
+  // An odd row count of w: no hidden / gate halves.
+  EXPECT_NE(refusal(xq, random_i8(2 * F + 1, K, 55), random_normal({2 * F + 1}, 56), nullptr, f32(M, F))
+                .find("linear_int8_gated_unit: weight [17, 192] has an odd number of rows"),
+            std::string::npos);
+  // w_scale of another size or dtype.
+  EXPECT_NE(refusal(xq, qw, random_normal({2 * F - 1}, 57), nullptr, f32(M, F)).find("weight_scale [15] F32 is not F32 [N]"),
+            std::string::npos);
+  EXPECT_NE(refusal(xq, qw, random_normal({F}, 58), nullptr, f32(M, F)).find("weight_scale [8]"), std::string::npos);
+  EXPECT_NE(refusal(xq, qw, host_tensor(DType::BF16, {2 * F}), nullptr, f32(M, F)).find("weight_scale [16] BF16"),
+            std::string::npos);
+  // out of another shape or dtype: [M, 2F] (the product's), [M, F + 1], [M + 1, F], bf16.
+  for (const Tensor& out : {f32(M, 2 * F), f32(M, F + 1), f32(M + 1, F)})
+    EXPECT_NE(refusal(xq, qw, sw, nullptr, out).find("out " + out.shape_str() + " F32 is not F32 [4, 8]"), std::string::npos)
+        << out.shape_str();
+  EXPECT_NE(refusal(xq, qw, sw, nullptr, host_tensor(DType::BF16, {M, F})).find("out [4, 8] BF16 is not F32 [4, 8]"),
+            std::string::npos);
+  // The bias: F elements (one half's) instead of 2F.
+  const Tensor half_bias = random_normal({F}, 59);
+  EXPECT_NE(refusal(xq, qw, sw, &half_bias, f32(M, F)).find("bias [8] is not [16]"), std::string::npos);
+  // The weight: another width, another dtype.
+  EXPECT_NE(refusal(xq, random_i8(2 * F, K + 4, 60), sw, nullptr, f32(M, F)).find("weight [16, 196] does not match x"),
+            std::string::npos);
+  EXPECT_NE(refusal(xq, host_tensor(DType::BF16, {2 * F, K}), sw, nullptr, f32(M, F)).find("weight must be I8"),
+            std::string::npos);
+  // The quantized rows: a group that does not divide K, a scale of another count.
+  QuantizedRows q = xq;
+  q.group = 256;
+  EXPECT_NE(refusal(q, qw, sw, nullptr, f32(M, F)).find("group size 256"), std::string::npos);
+  q = xq;
+  q.scale = host_tensor(DType::F32, {M + 1, 1});
+  EXPECT_NE(refusal(q, qw, sw, nullptr, f32(M, F)).find("scale [5, 1] F32 is not contiguous F32 [4, 1]"),
+            std::string::npos);
+}
+
 TEST(Int8QuantizedRows, RefusesRowsThatDoNotFitByName) {
   std::unique_ptr<Backend> be = make_host_backend();
   const int64_t M = 4, K = 192;

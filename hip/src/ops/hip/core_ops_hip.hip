@@ -100,6 +100,18 @@ class HipCoreOps : public CoreOps {
     int8_product(xq.q.ptr<const int8_t>(), xq.scale.ptr<const float>(), xq.rows(), xq.cols(), q_w, w_scale, bias, y);
   }
 
+  // The unit in the int8 GEMM's epilogue, every shape (kernels/int8_linear.h: the wgmma kernel
+  // where int8_gemm_wgmma_fits, F a multiple of 128; else the leaf kernels, which pair hidden and
+  // gate rows at any F): no [M, 2F] product, no scratch. The same bits as linear_int8 then
+  // gated_unit (moss-check kernels, group int8: linear_int8_gated_unit).
+  void do_linear_int8_gated_unit(GatedUnit kind, const QuantizedRows& xq, const Tensor& q_w, const Tensor& w_scale,
+                                 const Tensor* bias, Tensor& out) override {
+    require_quantized("linear_int8_gated_unit", xq);
+    if (xq.rows() == 0 || q_w.rows() == 0) return;
+    int8_product(xq.q.ptr<const int8_t>(), xq.scale.ptr<const float>(), xq.rows(), xq.cols(), q_w, w_scale, bias, out,
+                 &kind);
+  }
+
   // The quantizing producers, in one pass where a kernel holds the row: the norms' register
   // kernel (rows_add_norm_modulate_quantized: the rows' fp32 values rotated and quantized in LDS,
   // y stored from the same values), the unit's row kernel (rows_gated_unit_quantized, rows up to
@@ -403,10 +415,11 @@ class HipCoreOps : public CoreOps {
   }
 
   // y = the int8 GEMM of the quantized rows (qx [M, K], sx [M]) and the weight, the scales and
-  // the bias in its epilogue.
+  // the bias in its epilogue; with a unit, y [M, N/2] = the unit of the product's two halves
+  // (Int8GemmArgs::gated).
   void int8_product(const int8_t* qx, const float* sx, int64_t M, int64_t K, const Tensor& q_w, const Tensor& w_scale,
-                    const Tensor* bias, Tensor& y) {
-    const char* name = "linear_int8";
+                    const Tensor* bias, Tensor& y, const GatedUnit* unit = nullptr) {
+    const char* name = unit ? "linear_int8_gated_unit" : "linear_int8";
     const RowsMatrix ym = device_matrix(y, name, "y");
     require(q_w.where == Where::Device && w_scale.where == Where::Device, name,
             "weight and weight_scale must be device tensors");
@@ -420,8 +433,10 @@ class HipCoreOps : public CoreOps {
     a.bias = device_vector(bias, N, name, "bias");
     a.y = ym;
     a.m = M;
-    a.n = N;
+    a.n = unit ? N / 2 : N;
     a.k = K;
+    a.gated = unit != nullptr;
+    if (unit) a.unit = *unit;
     // NVIDIA's native path: the wgmma kernel where the operands fit it (every DiT projection);
     // else, and on AMD and under MOSSINFER_KERNELS=portable, the matrix leaf's kernels. Same bits.
     if (int8_gemm_wgmma_fits(a)) int8_gemm_wgmma(a, ctx_.stream(), ctx_.multiprocessors());

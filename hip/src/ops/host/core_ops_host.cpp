@@ -151,6 +151,17 @@ class HostCoreOps : public CoreOps {
     quantize_and_copy(rows, outq, out);
   }
 
+  // Its definition, literally: linear_int8 into an f32 product, then the unit on its halves (the
+  // kernels' epilogue computes each element with exactly these fp32 operations in this order).
+  void do_linear_int8_gated_unit(GatedUnit kind, const QuantizedRows& xq, const Tensor& q_w, const Tensor& w_scale,
+                                 const Tensor* bias, Tensor& out) override {
+    check_f32_matrix(out, "linear_int8_gated_unit", "out");
+    const int64_t F = out.cols();
+    Tensor t = host_tensor(DType::F32, {out.rows(), 2 * F});
+    do_linear_int8_quantized(xq, q_w, w_scale, bias, t);  // the bodies: the hook sees one op, as on the GPU
+    do_gated_unit(kind, t.slice_cols(0, F), t.slice_cols(F, F), out);
+  }
+
   // Its definition, literally: the product, stored transposed, zeros past x's rows.
   void do_linear_transposed(const Tensor& x, const Tensor& w, Tensor& yt) override {
     check_f32_matrix(yt, "linear_transposed", "yt");

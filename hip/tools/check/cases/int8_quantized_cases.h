@@ -1,7 +1,8 @@
 // The INT8 ConvRot activation ops of `moss-check kernels --family dit`, group int8 (with
-// int8_linear_cases.h): CoreOps::rotate_quantize, linear_int8 from QuantizedRows, and the
+// int8_linear_cases.h): CoreOps::rotate_quantize, linear_int8 from QuantizedRows, the
 // quantizing producers norm_modulate_quantized, add_norm_modulate_quantized and
-// gated_unit_quantized (docs/int8_convrot.md section 9).
+// gated_unit_quantized, and linear_int8_gated_unit (the unit in the int8 GEMM's epilogue)
+// (docs/int8_convrot.md section 9).
 //
 // What is bit-identical, and so compared with tolerance 0 ("differ": the count of differing int8
 // values and scales):
@@ -19,9 +20,14 @@
 //   comparison is against the GPU's rows, exactly).
 // - a second call with y in bf16 gives the same quantized rows, and y the f32 rows rounded once
 //   (the timed call has no y).
+// - linear_int8_gated_unit against the GPU's own composition, linear_int8 into an f32 [M, 2F]
+//   product then gated_unit on its halves (the op's definition; linear_int8 itself is the host's
+//   bits, int8_linear_cases.h), tolerance 0; and against the host op within 1e-5 (relative L2),
+//   as the gated_unit cases: the device's tanh and exp need not be the host library's to the bit.
 // Shapes: the DiT's (3072 and 8192 wide, 4160 rows, timed), small and odd ones, groups 64 and
 // 256, both SumTo modes, one and two updates, NaN / infinity / zero rows.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -30,6 +36,7 @@
 #include <vector>
 
 #include "../kernel_check.h"
+#include "int8_linear_cases.h"  // same: equal bits, or both NaN
 #include "ops/backend.h"
 #include "tensor/tensor.h"
 
@@ -260,9 +267,98 @@ inline void quantizing_case(kcheck::Env& e, const QuantizingSpec& s) {
   report_rows(e, std::string(op) + " y:bf16", shape, e.gpu.download(y2), want, s.k, 0.0);
 }
 
+// ---- linear_int8_gated_unit ------------------------------------------------------------------------
+// The unit (SiTU) in the int8 GEMM's epilogue: q_w [2F, K] (hidden rows, then gate rows), out f32
+// [M, F]. Which kernel a shape takes (kernels/int8_linear.h): on NVIDIA's native path the wgmma
+// kernel where K is a multiple of 16 above 256 and F a multiple of 128; else (and on AMD and under
+// MOSSINFER_KERNELS=portable everywhere) the leaf kernels, tiled where K is a multiple of 16, direct
+// for the rest. No shape falls back to a composition: the leaf kernels pair hidden and gate rows
+// at any F.
+struct GatedLinearSpec {
+  int64_t m, k, f, group;
+  bool bias_present = false;
+  DType bias = DType::F32;
+  bool specials = false;  // rows 1, 2, 3 of x: NaN, infinity, zeros
+  bool sampled = false;   // full size: the host replays 64 sampled rows
+  bool timed = false;
+};
+inline void gated_linear_case(kcheck::Env& e, const GatedLinearSpec& s) {
+  const int64_t n = 2 * s.f;
+  kcheck::admit(e, {s.m, n});
+  kcheck::admit(e, {n, s.k});
+  const HostDevice x = random_rows(e, DType::BF16, s.m, s.k, 2.0f, s.specials);
+  QuantizedRows xq = device_rows(e, s.m, s.k, s.group);
+  e.gpu.core().rotate_quantize(x.d, xq);
+  Tensor qw = host_tensor(DType::I8, {n, s.k}), sw = host_tensor(DType::F32, {n, 1});
+  const uint64_t wseed = ++e.seed;
+  for (int64_t i = 0; i < n * s.k; ++i) qw.ptr<int8_t>()[i] = int8_t(int(kcheck::mix(wseed + uint64_t(i)) % 256) - 128);
+  for (int64_t i = 0; i < n; ++i) sw.ptr<float>()[i] = kcheck::uniform(wseed, uint64_t(i), 1e-3f, 2e-2f);
+  std::vector<float> bv(static_cast<size_t>(n));
+  kcheck::fill(bv, ++e.seed, 0.5f);
+  Tensor bias = host_tensor(s.bias, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    if (s.bias == DType::BF16) bias.ptr<uint16_t>()[i] = f32_to_bf16(bv[size_t(i)]);
+    else bias.ptr<float>()[i] = bv[size_t(i)];
+  }
+  const Tensor qwd = e.gpu.upload(qw), swd = e.gpu.upload(sw), bd = e.gpu.upload(bias);
+  const Tensor* bias_d = s.bias_present ? &bd : nullptr;
+  Tensor out = kcheck::poisoned(e, DType::F32, {s.m, s.f});
+  auto run = [&] { e.gpu.core().linear_int8_gated_unit(GatedUnit::Situ, xq, qwd, swd, bias_d, out); };
+  run();
+  // The composition on the GPU: the product in f32, then the unit's row kernel.
+  Tensor t = kcheck::poisoned(e, DType::F32, {s.m, n}), unit = kcheck::poisoned(e, DType::F32, {s.m, s.f});
+  auto composed = [&] {
+    e.gpu.core().linear_int8(xq, qwd, swd, bias_d, t);
+    e.gpu.core().gated_unit(GatedUnit::Situ, t.slice_cols(0, s.f), t.slice_cols(s.f, s.f), unit);
+  };
+  composed();
+  const std::vector<float> got = kcheck::fetch(e, out), want = kcheck::fetch(e, unit);
+  int64_t differ = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!same(got[i], want[i])) {
+      if (!differ)
+        std::printf("  linear_int8_gated_unit: first difference at [%lld, %lld]: got %.9g, want %.9g\n",
+                    (long long)(int64_t(i) / s.f), (long long)(int64_t(i) % s.f), got[i], want[i]);
+      ++differ;
+    }
+  const std::string shape = kcheck::shape_of({s.m, s.k, n}) + " g" + std::to_string(s.group) +
+                            (s.bias_present ? (s.bias == DType::BF16 ? " +b:bf16" : " +b:f32") : "") +
+                            (s.specials ? " nan/inf/0 rows" : "");
+  double ms = 0, ms_composed = 0;
+  const double flops = 2.0 * double(s.m) * double(n) * double(s.k);
+  if (s.timed) {
+    ms = kcheck::time_it(e, run);
+    ms_composed = kcheck::time_it(e, composed);
+    kcheck::record(e, "linear_int8_gated_unit", shape, ms, flops, 0);
+    kcheck::record(e, "linear_int8 + gated_unit (composed)", shape, ms_composed, flops, 0);
+  }
+  exact_row(e, "linear_int8_gated_unit", shape, differ, ms);
+  // Against the host op on the same quantized rows (every row, or 64 sampled ones).
+  std::vector<int64_t> rows;
+  if (s.sampled)
+    for (int64_t i = 0; i < 64; ++i) rows.push_back(i == 63 ? s.m - 1 : std::min(s.m - 1, i * (s.m / 64) + i % 7));
+  else
+    for (int64_t r = 0; r < s.m; ++r) rows.push_back(r);
+  const int64_t R = int64_t(rows.size());
+  const Tensor q_all = e.gpu.download(xq.q), s_all = e.gpu.download(xq.scale);
+  QuantizedRows hq{host_tensor(DType::I8, {R, s.k}), host_tensor(DType::F32, {R, 1}), s.group};
+  std::vector<float> got_rows;
+  for (int64_t i = 0; i < R; ++i) {
+    std::memcpy(hq.q.ptr<int8_t>() + i * s.k, q_all.ptr<int8_t>() + rows[size_t(i)] * s.k, size_t(s.k));
+    hq.scale.ptr<float>()[i] = s_all.ptr<float>()[rows[size_t(i)]];
+    got_rows.insert(got_rows.end(), got.begin() + long(rows[size_t(i)] * s.f), got.begin() + long((rows[size_t(i)] + 1) * s.f));
+  }
+  Tensor yh = host_tensor(DType::F32, {R, s.f});
+  e.host.core().linear_int8_gated_unit(GatedUnit::Situ, hq, qw, sw, s.bias_present ? &bias : nullptr, yh);
+  Tensor got_t = host_tensor(DType::F32, {R, s.f});
+  std::memcpy(got_t.data, got_rows.data(), got_rows.size() * sizeof(float));
+  report_rows(e, "linear_int8_gated_unit (host)", shape, got_t, to_f32_vector(yh), s.f, 1e-5);
+}
+
 inline void check_int8_quantized(kcheck::Env& e) {
   const kcheck::Op<RotateQuantizeSpec> rq{"rotate_quantize", rotate_quantize_case};
   const kcheck::Op<QuantizingSpec> qp{"quantizing producer", quantizing_case};
+  const kcheck::Op<GatedLinearSpec> gl{"linear_int8_gated_unit", gated_linear_case};
   constexpr DType F32 = DType::F32, BF16 = DType::BF16;
   const int64_t rows = 64 * 64 + 64, dim = 3072, ffn = 8192;  // the DiT at 1024x1024
   kcheck::run_cases(e, {
@@ -288,6 +384,18 @@ inline void check_int8_quantized(kcheck::Env& e) {
       qp({2, rows, dim, 256, SumTo::X, BF16, false, true}),        // norm1 at 1024x1024, timed
       qp({1, rows, dim, 256, SumTo::Nowhere, BF16, false, true}),  // norm2
       qp({3, 2048, ffn, 256, SumTo::X, F32, false, true}),         // the unit on a 2048-row run of f32 products
+      // linear_int8_gated_unit: the leaf kernels (tiled, direct) at any F, the wgmma kernel on
+      // NVIDIA's native path (K a multiple of 16 above 256, F a multiple of 128).
+      gl({67, 192, 40, 64, true, BF16}),                           // tiled: F past a block's 32 columns
+      gl({150, 256, 21, 64, true, F32}),                           // tiled: F odd, M past a 128-row tile
+      gl({11, 40, 19, 4, true, F32}),                              // direct: K not a multiple of 16
+      gl({9, 256, 24, 64, true, F32, true}),                       // tiled: NaN, infinity and zero rows
+      gl({200, 512, 128, 64, true, F32}),                          // wgmma: M past a tile, one gated tile of F
+      gl({130, 640, 256, 64, false}),                              // wgmma: no bias, two column tiles
+      gl({70, 400, 384, 16, true, BF16}),                          // wgmma: K ends 16 bytes into a step
+      gl({9, 512, 128, 64, true, F32, true}),                      // wgmma: NaN, infinity and zero rows
+      gl({70, 512, 200, 64, true, F32}),                           // F not a multiple of 128: the leaf kernels on NVIDIA too
+      gl({rows, dim, ffn, 256, false, F32, false, true, true}),    // the DiT's ffn_up_gate at 1024x1024, timed (and composed)
   });
 }
 
