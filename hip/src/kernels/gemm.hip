@@ -379,9 +379,8 @@ bool int8_gemm_wgmma_fits(const Int8GemmArgs& a) {
 #if MOSS_PLATFORM_NVIDIA
   const auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   const int64_t limit = 0x7fffffff, steps = (a.k + WgmmaInt8::kStepK - 1) / WgmmaInt8::kStepK;
-  return !portable_kernels() && a.k % 16 == 0 && aligned16(a.qx) && aligned16(a.qw) && steps >= kWgmmaMinSteps &&
-         a.m <= limit && a.n <= limit && a.k <= limit &&
-         (!a.gated || (a.unit == GatedUnit::Situ && a.n % kWgmmaUnitCols == 0 && 2 * a.n <= limit));
+  return !portable_kernels() && !a.gated && a.k % 16 == 0 && aligned16(a.qx) && aligned16(a.qw) && steps >= kWgmmaMinSteps &&
+         a.m <= limit && a.n <= limit && a.k <= limit;
 #else
   (void)a;
   return false;
@@ -392,17 +391,15 @@ void int8_gemm_wgmma(const Int8GemmArgs& a, hipStream_t stream, int multiprocess
   if (!int8_gemm_wgmma_fits(a))
     throw failure("int8_gemm_wgmma: " + std::to_string(a.m) + "x" + std::to_string(a.k) + "x" + std::to_string(a.n) +
                   " does not fit the wgmma kernel (NVIDIA native path, k a multiple of 16 above 256, 16-byte aligned "
-                  "operands, a gated unit SiTU with n a multiple of 128: int8_gemm_wgmma_fits)");
+                  "operands, no gated unit: int8_gemm_wgmma_fits)");
   if (a.m == 0 || a.n == 0) return;
 #if MOSS_PLATFORM_NVIDIA
   using Cfg = WgmmaTiles;
-  // q_x and q_w are packed [rows, k] bytes (row stride k), read in boxes of one 128-byte k-step;
-  // with the gated unit q_w has 2n rows, read in boxes of 64 (the bf16 kernel's gated boxes).
+  // q_x and q_w are packed [rows, k] bytes (row stride k), read in boxes of one 128-byte k-step.
   const gemm_hopper::TensorMap x_map =
       gemm_hopper::kmajor_tensor_map(a.qx, a.m, a.k, a.k, Cfg::BM, gemm_hopper::TmaElement::Byte);
   const gemm_hopper::TensorMap w_map =
-      a.gated ? gemm_hopper::kmajor_tensor_map(a.qw, 2 * a.n, a.k, a.k, Cfg::kGatedBoxRows, gemm_hopper::TmaElement::Byte)
-              : gemm_hopper::kmajor_tensor_map(a.qw, a.n, a.k, a.k, Cfg::BN, gemm_hopper::TmaElement::Byte);
+      gemm_hopper::kmajor_tensor_map(a.qw, a.n, a.k, a.k, Cfg::BN, gemm_hopper::TmaElement::Byte);
   Int8WgmmaArgs args = {};
   args.x = a.qx;
   args.w = a.qw;
@@ -420,13 +417,10 @@ void int8_gemm_wgmma(const Int8GemmArgs& a, hipStream_t stream, int multiprocess
   // the real K (the tensor maps' width) the copy engine reads as zeros, adding nothing to the sums.
   args.k = int((a.k + WgmmaInt8::kStepK - 1) / WgmmaInt8::kStepK * WgmmaInt8::kStepK);
   args.splits = 1;
-  args.gated = a.gated;
-  args.unit = a.unit;
-  args.y_transposed = args.run_stores = false;
+  args.gated = args.y_transposed = args.run_stores = false;
   args.pair_stores = pair_stores_fit(a.y.data, a.y.ld, a.y.bf16);
   const gemm_hopper::TensorMap y_map = wgmma_store_map(args, x_map);
-  if (a.gated) launch_wgmma_kernel<WgmmaInt8Situ>(x_map, w_map, y_map, args, stream, multiprocessors);
-  else launch_wgmma_kernel<WgmmaInt8>(x_map, w_map, y_map, args, stream, multiprocessors);
+  launch_wgmma_kernel<WgmmaInt8>(x_map, w_map, y_map, args, stream, multiprocessors);
 #else
   (void)stream;
   (void)multiprocessors;

@@ -334,8 +334,8 @@ __global__ __launch_bounds__(WgmmaTiles::kThreads, 1) void gemm_wgmma_kernel(
           if (it >= S) hw::mbarrier_wait(empty(s), uint32_t((it / S + 1) & 1));
           hw::mbarrier_arrive_expect_tx(full(s), uint32_t(Cfg::kStageBytes));
           hw::tma_load_2d(stage_a(s), &x_map, kt * Op::kStepK, origin.m0, full(s));
-          // A runtime test for every Op (both take gated units now), not `if constexpr` on
-          // Op::kGates: with this branch compiled out, ptxas (CUDA 13.0) serialized the int8
+          // A runtime test for every Op (the int8 GEMM's args.gated is false), not `if constexpr`
+          // on Op::kGates: with this branch compiled out, ptxas (CUDA 13.0) serialized the int8
           // kernel's wgmmas ("insufficient register resources"), and a bf16 kernel without it too.
           if (!args.gated) {
             hw::tma_load_2d(stage_b(s), &w_map, kt * Op::kStepK, origin.n0, full(s));

@@ -10,17 +10,11 @@
 // m64nNk32 has the f32 fragment's register layout (gemm_layout::sw128::accumulator). Per stage the
 // tensor cores do twice the bf16 kernel's multiply-adds on the same bytes, at twice its rate.
 // The sums are exact int32 (CoreOps::linear_int8 bounds K), so the order of the k-steps does not
-// matter and the epilogue, int8_output_value, gives the host op's bits. With the gated unit
-// (CoreOps::linear_int8_gated_unit) the tiles and boxes are the bf16 kernel's gated ones (a tile:
-// 128 columns of y from the boxes a, b, a, b of 64 w rows each) and the epilogue pairs the
-// registers as wgmma_gated_epilogue does, each half's value by int8_output_value with its own scale
-// and bias, then gated_unit_value with the ACCURATE functions (not the bf16 epilogue's kFast): the
-// bits of linear_int8 followed by the unit's row kernel, which the leaf kernels give too.
+// matter and the epilogue, int8_output_value, gives the host op's bits.
 #pragma once
 
 #include <cstdint>
 
-#include "kernels/gated_unit.h"
 #include "kernels/gemm_wgmma.h"
 #include "kernels/int8_linear.h"
 
@@ -28,23 +22,18 @@ namespace moss {
 namespace {
 
 #if MOSS_PLATFORM_NVIDIA
-// The kernel's arguments: the GEMM's (x and w are q_x and q_w, m, n, k, y, bias, the store flags,
-// gated and unit: n is y's columns, w has 2n rows when gated) and the two scale vectors.
+// The kernel's arguments: the GEMM's (x and w are q_x and q_w, m, n, k, y, bias and the store
+// flags; never gated) and the two scale vectors.
 struct Int8WgmmaArgs : KernelArgs<int8_t, int8_t> {
   const float* sx;  // [m]: q_x's row scales
-  const float* sw;  // [n] (gated: [2n]): q_w's row scales
+  const float* sw;  // [n]: q_w's row scales
 };
 
-// kSitu: the kernel that also takes the SiTU unit in its epilogue (WgmmaInt8Situ: args.gated), one
-// instantiation of its own, so the plain kernel (WgmmaInt8) keeps its code and registers; SiTU
-// alone (the DiT's unit: the other units' epilogues would add code for nothing, and they take the
-// leaf kernels, int8_gemm_wgmma_fits).
-template <bool kSitu>
-struct WgmmaInt8Traits {
+struct WgmmaInt8 {
   using Acc = int32_t;
   using Args = Int8WgmmaArgs;
   static constexpr int kStepK = gemm_layout::sw128::kRowBytes;  // 128 int8 per k-step
-  static constexpr bool kGates = kSitu;
+  static constexpr bool kGates = false;
   __device__ __forceinline__ static void whole(int32_t (&acc)[128], uint64_t a, uint64_t b) {
     gemm_hopper::wgmma_m64n256k32_s8(acc, a, b);
   }
@@ -58,19 +47,14 @@ struct WgmmaInt8Traits {
   template <bool kGated, class Put>
   __device__ __forceinline__ static void epilogue(const Args& a, const int32_t (&acc)[128], int t, int row0, int n0,
                                                   int lo, int hi, Put put) {
-    if constexpr (kGated) {
-      gated_epilogue<GatedUnit::Situ>(a, acc, t, row0, n0, lo, hi, put);
-    } else {
-      plain_epilogue(a, acc, t, row0, n0, lo, hi, put);
-    }
-  }
-
-  template <class Put>
-  __device__ __forceinline__ static void plain_epilogue(const Args& a, const int32_t (&acc)[128], int t, int row0,
-                                                        int n0, int lo, int hi, Put put) {
+    static_assert(!kGated, "the int8 GEMM has no gated unit");
     namespace sw = gemm_layout::sw128;
     float sx[2];
-    row_scales(a, t, row0, sx);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + sw::accumulator(t, 2 * h).row;
+      sx[h] = row < a.m ? a.sx[row] : 0.0f;
+    }
     const bool has_bias = a.bias != nullptr;
 #pragma unroll
     for (int j = 0; j < WgmmaTiles::BN / 8; ++j) {
@@ -91,59 +75,7 @@ struct WgmmaInt8Traits {
       }
     }
   }
-
-  // The x scales of thread t's two rows (register 4j + 2h + e: row accumulator(t, 2h).row).
-  __device__ __forceinline__ static void row_scales(const Args& a, int t, int row0, float (&sx)[2]) {
-    namespace sw = gemm_layout::sw128;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = row0 + sw::accumulator(t, 2 * h).row;
-      sx[h] = row < a.m ? a.sx[row] : 0.0f;
-    }
-  }
-
-  // The gated unit (WgmmaTiles: the gated tile's columns): y's columns 8j.. of the tile come from
-  // the hidden registers kHalfRegs·(j / kGroups) + 4(j % kGroups) + 2h + e and the gate registers
-  // kB after them (wgmma_gated_epilogue's map; rows as in the plain epilogue, so sx is the same).
-  // Hidden column c of y: weight row c, its scale and bias; the gate: weight row n + c. Every
-  // column of a gated tile lies inside y (n a multiple of 128: int8_gemm_wgmma_fits).
-  template <GatedUnit kUnit, class Put>
-  __device__ __forceinline__ static void gated_epilogue(const Args& a, const int32_t (&acc)[128], int t, int row0,
-                                                        int n0, int lo, int hi, Put put) {
-    namespace sw = gemm_layout::sw128;
-    constexpr int kHalfRegs = WgmmaTiles::kHalfRegs;
-    constexpr int kB = kHalfRegs / 2;  // the gate's registers are kB after the hidden ones
-    constexpr int kGroups = kB / 4;    // 8-column groups of y per half
-    float sx[2];
-    row_scales(a, t, row0, sx);
-    const bool has_bias = a.bias != nullptr;
-#pragma unroll
-    for (int j = 0; j < 2 * kGroups; ++j) {
-      if (8 * j < lo || 8 * j >= hi) continue;
-      const int base = kHalfRegs * (j / kGroups) + 4 * (j % kGroups);  // the hidden registers of y's columns 8j..
-      const int col = 8 * j + sw::accumulator(t, 0).col;
-      // Per column e its two scales and biases, then both rows' values (fewer values live at once
-      // beside the accumulators than all four columns' first).
-      float v[2][2];
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int c = n0 + col + e;  // < n: a gated tile's columns lie inside y (n % 128 == 0)
-        const float sh = a.sw[c], sg = a.sw[a.n + c], bh = bias_at(a, c), bg = bias_at(a, a.n + c);
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-          v[h][e] = gated_unit_value<kUnit>(int8_output_value(acc[base + 2 * h + e], sx[h], sh, has_bias, bh),
-                                            int8_output_value(acc[base + 2 * h + kB + e], sx[h], sg, has_bias, bg));
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int i = base + 2 * h;
-        put(sw::accumulator(t, i).row, col, v[h][0], v[h][1]);
-      }
-    }
-  }
 };
-using WgmmaInt8 = WgmmaInt8Traits<false>;
-using WgmmaInt8Situ = WgmmaInt8Traits<true>;
 #endif  // MOSS_PLATFORM_NVIDIA
 
 }  // namespace

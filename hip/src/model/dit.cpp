@@ -285,27 +285,29 @@ namespace {
 // three attention projections. The attention output (o's input) is quantized by linear_int8's own
 // activation pass; the SiTU unit only from the f32 output of an INT8 ffn_up_gate. That unit
 // comes from the int8 GEMM's epilogue (CoreOps::linear_int8_gated_unit, then rotate_quantize for
-// ffn_down) where both FFN layers are INT8 and neither has a LoRA beside it; else the f32 product
-// is kept and gated_unit(_quantized) applies it (a LoRA on ffn_up_gate adds to the product, one
-// on ffn_down reads the unit's rows).
+// ffn_down) where both FFN layers are INT8, neither has a LoRA beside it and the backend says that
+// is the faster way (CoreOps::int8_unit_in_gemm_epilogue; the same bits either way); else the f32
+// product is kept and gated_unit(_quantized) applies it (a LoRA on ffn_up_gate adds to the
+// product, one on ffn_down reads the unit's rows).
 struct QuantizedInputs {
   int64_t attn = 0;       // norm1's rows, for q, k and v
   int64_t ffn = 0;        // norm2's rows, for ffn_up_gate
   int64_t ffn_down = 0;   // the gated unit's, for ffn_down
   bool ffn_unit = false;  // the unit in ffn_up_gate's epilogue
 };
-// The fused unit's condition, from a block's layers (is each FFN layer INT8, has it side LoRAs):
-// one rule for the blocks and for the workspace that Dit::forward_rows sizes from the config.
-bool ffn_unit_fused(bool up_gate_int8, bool down_int8, bool side_loras) {
-  return up_gate_int8 && down_int8 && !side_loras;
+// The fused unit's condition, from a block's layers (is each FFN layer INT8, has it side LoRAs)
+// and the backend's answer: one rule for the blocks and for the workspace that Dit::forward_rows
+// sizes from the config.
+bool ffn_unit_fused(bool up_gate_int8, bool down_int8, bool side_loras, bool unit_in_epilogue) {
+  return up_gate_int8 && down_int8 && !side_loras && unit_in_epilogue;
 }
-QuantizedInputs quantized_inputs(const DitMainBlockWeights& w) {
+QuantizedInputs quantized_inputs(const DitMainBlockWeights& w, bool unit_in_epilogue) {
   QuantizedInputs q;
   if (w.q.int8() && w.k.int8() && w.v.int8() && w.k.group == w.q.group && w.v.group == w.q.group) q.attn = w.q.group;
   if (w.ffn_up_gate.int8()) q.ffn = w.ffn_up_gate.group;
   if (w.ffn_up_gate.int8() && w.ffn_down.int8()) q.ffn_down = w.ffn_down.group;
   q.ffn_unit = ffn_unit_fused(w.ffn_up_gate.int8(), w.ffn_down.int8(),
-                              w.ffn_up_gate.side_lora() || w.ffn_down.side_lora());
+                              w.ffn_up_gate.side_lora() || w.ffn_down.side_lora(), unit_in_epilogue);
   return q;
 }
 }  // namespace
@@ -429,7 +431,7 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
   for (size_t r = first; r < first + count; ++r) all_pending = all_pending && rows[r].pending;
   if (!all_pending)  // some row's first block: the others' updates go in on their own
     for (size_t r = first; r < first + count; ++r) apply_pending(st, rows[r], mod);
-  const QuantizedInputs quantized = quantized_inputs(w);
+  const QuantizedInputs quantized = quantized_inputs(w, ops.int8_unit_in_gemm_epilogue());
   ws.model.group = quantized.attn;
   // A LoRA beside an INT8 layer needs the layer's unrotated rows too (DitSideLora): the quantizing
   // producer then also writes them.
@@ -657,12 +659,14 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
   // the unit alone where every INT8 block applies it in the GEMM's epilogue, else the product
   // (Workspace::up_gate); and the blocks' quantized inputs (Workspace::model, ffn).
   if (cfg_.int8()) {
+    const bool unit_in_epilogue = be_.core().int8_unit_in_gemm_epilogue();
     bool every_unit_fused = true;
     for (int64_t i = 0; i < cfg_.layers; ++i) {
       const std::string p = "layers." + std::to_string(i) + ".proj.";
       const bool up_gate = cfg_.int8_groups.count(p + "ffn_up_gate") > 0;
       const bool side = cfg_.side_loras.count(p + "ffn_up_gate") > 0 || cfg_.side_loras.count(p + "ffn_down") > 0;
-      if (up_gate && !ffn_unit_fused(up_gate, cfg_.int8_groups.count(p + "ffn_down") > 0, side)) every_unit_fused = false;
+      const bool down = cfg_.int8_groups.count(p + "ffn_down") > 0;
+      if (up_gate && !ffn_unit_fused(up_gate, down, side, unit_in_epilogue)) every_unit_fused = false;
     }
     const int64_t up_gate_cols = every_unit_fused ? cfg_.ffn_dim : 2 * cfg_.ffn_dim;
     full.up_gate = be_.alloc(DType::F32, {std::min(total, kInt8FfnChunkRows), up_gate_cols});

@@ -109,7 +109,9 @@ inline void Backend::unpack_bf16(const PackedBf16& layout, const Tensor& packed,
 // transposed_v: the host reference answers CoreOps::attention_reads_transposed_v with yes, so the
 // DiT runs the flow AMD's attention takes (v projected transposed, Vᵀ read as it is); the
 // results are the same bits either way, which the tests prove on the host.
-std::unique_ptr<Backend> make_host_backend(bool transposed_v = false);
+// int8_unit_in_epilogue: its answer to CoreOps::int8_unit_in_gemm_epilogue (no: the INT8 FFN's
+// flow of NVIDIA's native path, the f32 product and gated_unit_quantized; the same bits too).
+std::unique_ptr<Backend> make_host_backend(bool transposed_v = false, bool int8_unit_in_epilogue = true);
 // The GPU backend on HIP device `device` (ops/hip). Builds without device code refuse.
 std::unique_ptr<Backend> make_hip_backend(int device);
 

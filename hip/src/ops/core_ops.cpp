@@ -157,6 +157,7 @@ void CoreOps::linear_transposed(const Tensor& x, const Tensor& w, Tensor& yt) {
 }
 
 bool CoreOps::attention_reads_transposed_v(int64_t) const { return false; }
+bool CoreOps::int8_unit_in_gemm_epilogue() const { return true; }
 
 void CoreOps::linear_gated_unit(GatedUnit kind, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
   check_gemm("linear_gated_unit", x, w, bias, out, 2);

@@ -93,11 +93,18 @@ class CoreOps : public OpFamily {
   // w_scale F32 of 2F elements and bias [2F] or none, out (F32 [M, F]) gets gated_unit(kind,
   // t[:, :F], t[:, F:]) of t = linear_int8(xq, q_w, w_scale, bias) in fp32: defined as those two
   // ops in sequence, the same bits (the unit's fp32 operations in gated_unit's order, applied to
-  // linear_int8's fp32 outputs). The HIP backend applies the unit in the int8 GEMM's epilogue, so
-  // no [M, 2F] product is written and read back (docs/int8_convrot.md section 9); the INT8 DiT's
-  // FFN then quantizes out for ffn_down with rotate_quantize.
+  // linear_int8's fp32 outputs). The HIP backend applies the unit in the int8 leaf GEMM's
+  // epilogue, so no [M, 2F] product is written and read back (docs/int8_convrot.md section 9);
+  // the INT8 DiT's FFN then quantizes out for ffn_down with rotate_quantize.
   void linear_int8_gated_unit(GatedUnit kind, const QuantizedRows& xq, const Tensor& q_w, const Tensor& w_scale,
                               const Tensor* bias, Tensor& out);
+  // Whether an INT8 FFN should take its unit from linear_int8_gated_unit (then rotate_quantize)
+  // rather than from linear_int8's f32 product and gated_unit_quantized: the same bits either way,
+  // a question of speed. Yes by default and on the portable kernels (AMD's: a leaf GEMM bound by
+  // its matrix rate takes the unit's instructions nearly free, and writes half the bytes); no on
+  // NVIDIA's native path, whose wgmma GEMM would run the unit while its tensor cores idle (H100,
+  // session 25: 0.7555 ms in the epilogue against 0.5851 for the GEMM and a pass at 4160x3072x16384).
+  virtual bool int8_unit_in_gemm_epilogue() const;
 
   // RMS norm over each run of `group` consecutive columns of each row (group = cols for a
   // whole-row norm, head_dim for per-head norms): n = x·rsqrt(mean(x²)+eps) in fp32, then

@@ -646,6 +646,16 @@ TEST(Int8Dit, FfnUnitComesFromTheGemmEpilogueUnlessALoraIsBeside) {
   EXPECT_GT(beside.fused, 0);
   EXPECT_GT(beside.unit_pass, 0);
   EXPECT_EQ(beside.fused + beside.unit_pass, alone.fused);
+  // A backend that answers no to int8_unit_in_gemm_epilogue (NVIDIA's native path) keeps the
+  // product in every block, and its forward is the same bits.
+  auto product_be = make_host_backend(false, false);
+  Count product;
+  product_be->core().set_hook(&product);
+  const auto product_latents = run(*product_be, make_upload_on_use_source(*product_be, m.dit_weights), m.dit_config);
+  product_be->core().set_hook(nullptr);
+  EXPECT_EQ(product.fused, 0);
+  EXPECT_EQ(product.unit_pass, alone.fused);
+  EXPECT_EQ(product_latents, run(*be, make_upload_on_use_source(*be, m.dit_weights), m.dit_config));
 }
 
 // The corrections only add: with the LoRAs' weights 0 the forward is the LoRA-free one bit for

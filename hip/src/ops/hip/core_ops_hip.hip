@@ -8,6 +8,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/int8_linear.h"
+#include "kernels/kernel_path.h"
 #include "kernels/linear_f32.h"
 #include "kernels/rows.h"
 #include "ops/hip/attention_op.h"
@@ -175,6 +176,9 @@ class HipCoreOps : public CoreOps {
   bool attention_reads_transposed_v(int64_t head_dim) const override {
     return hip_attention_reads_transposed_v(head_dim);
   }
+  // The leaf kernels take the unit in their epilogue; the native wgmma GEMM does not
+  // (int8_gemm_wgmma_fits: its epilogue would cost more than gated_unit_quantized's pass).
+  bool int8_unit_in_gemm_epilogue() const override { return portable_kernels(); }
 
   // The unit in the GEMM's epilogue where the kernel can (gemm_fuses_unit: NVIDIA Hopper with F a
   // multiple of 128; the portable kernel, AMD's, on its wide tiles with bf16 weights); elsewhere

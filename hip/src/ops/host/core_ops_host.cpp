@@ -34,9 +34,11 @@ inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 class HostCoreOps : public CoreOps {
  public:
-  HostCoreOps(ThreadPool& pool, bool transposed_v) : pool_(pool), transposed_v_(transposed_v) {}
+  HostCoreOps(ThreadPool& pool, bool transposed_v, bool int8_unit_in_epilogue)
+      : pool_(pool), transposed_v_(transposed_v), int8_unit_in_epilogue_(int8_unit_in_epilogue) {}
 
   bool attention_reads_transposed_v(int64_t) const override { return transposed_v_; }
+  bool int8_unit_in_gemm_epilogue() const override { return int8_unit_in_epilogue_; }
 
   void do_linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override {
     check_f32_matrix(x, "linear", "x");
@@ -415,12 +417,13 @@ class HostCoreOps : public CoreOps {
 
   ThreadPool& pool_;
   bool transposed_v_;
+  bool int8_unit_in_epilogue_;
 };
 
 }  // namespace
 
-std::unique_ptr<CoreOps> make_host_core_ops(ThreadPool& pool, bool transposed_v) {
-  return std::make_unique<HostCoreOps>(pool, transposed_v);
+std::unique_ptr<CoreOps> make_host_core_ops(ThreadPool& pool, bool transposed_v, bool int8_unit_in_epilogue) {
+  return std::make_unique<HostCoreOps>(pool, transposed_v, int8_unit_in_epilogue);
 }
 
 }  // namespace moss

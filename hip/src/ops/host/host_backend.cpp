@@ -6,9 +6,9 @@ namespace {
 
 class HostBackend : public Backend {
  public:
-  explicit HostBackend(bool transposed_v) {
+  HostBackend(bool transposed_v, bool int8_unit_in_epilogue) {
     ThreadPool& pool = ThreadPool::global();
-    core_ = make_host_core_ops(pool, transposed_v);
+    core_ = make_host_core_ops(pool, transposed_v, int8_unit_in_epilogue);
     text_ = make_host_text_ops(pool);
     vae_ = make_host_vae_ops(pool);
     lora_ = make_host_lora_ops(pool);
@@ -30,6 +30,8 @@ class HostBackend : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_host_backend(bool transposed_v) { return std::make_unique<HostBackend>(transposed_v); }
+std::unique_ptr<Backend> make_host_backend(bool transposed_v, bool int8_unit_in_epilogue) {
+  return std::make_unique<HostBackend>(transposed_v, int8_unit_in_epilogue);
+}
 
 }  // namespace moss

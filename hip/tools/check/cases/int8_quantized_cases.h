@@ -269,11 +269,10 @@ inline void quantizing_case(kcheck::Env& e, const QuantizingSpec& s) {
 
 // ---- linear_int8_gated_unit ------------------------------------------------------------------------
 // The unit (SiTU) in the int8 GEMM's epilogue: q_w [2F, K] (hidden rows, then gate rows), out f32
-// [M, F]. Which kernel a shape takes (kernels/int8_linear.h): on NVIDIA's native path the wgmma
-// kernel where K is a multiple of 16 above 256 and F a multiple of 128; else (and on AMD and under
-// MOSSINFER_KERNELS=portable everywhere) the leaf kernels, tiled where K is a multiple of 16, direct
-// for the rest. No shape falls back to a composition: the leaf kernels pair hidden and gate rows
-// at any F.
+// [M, F]. Every platform and path takes the leaf kernels (kernels/int8_linear.h), tiled where K is
+// a multiple of 16, direct for the rest; they pair hidden and gate rows at any F. (NVIDIA's native
+// wgmma kernel has no gated unit: measured slower than the GEMM and a pass; the DiT takes that
+// flow there, CoreOps::int8_unit_in_gemm_epilogue.)
 struct GatedLinearSpec {
   int64_t m, k, f, group;
   bool bias_present = false;
@@ -384,17 +383,16 @@ inline void check_int8_quantized(kcheck::Env& e) {
       qp({2, rows, dim, 256, SumTo::X, BF16, false, true}),        // norm1 at 1024x1024, timed
       qp({1, rows, dim, 256, SumTo::Nowhere, BF16, false, true}),  // norm2
       qp({3, 2048, ffn, 256, SumTo::X, F32, false, true}),         // the unit on a 2048-row run of f32 products
-      // linear_int8_gated_unit: the leaf kernels (tiled, direct) at any F, the wgmma kernel on
-      // NVIDIA's native path (K a multiple of 16 above 256, F a multiple of 128).
+      // linear_int8_gated_unit: the leaf kernels (tiled, direct) at any F, every path.
       gl({67, 192, 40, 64, true, BF16}),                           // tiled: F past a block's 32 columns
       gl({150, 256, 21, 64, true, F32}),                           // tiled: F odd, M past a 128-row tile
       gl({11, 40, 19, 4, true, F32}),                              // direct: K not a multiple of 16
       gl({9, 256, 24, 64, true, F32, true}),                       // tiled: NaN, infinity and zero rows
-      gl({200, 512, 128, 64, true, F32}),                          // wgmma: M past a tile, one gated tile of F
-      gl({130, 640, 256, 64, false}),                              // wgmma: no bias, two column tiles
-      gl({70, 400, 384, 16, true, BF16}),                          // wgmma: K ends 16 bytes into a step
-      gl({9, 512, 128, 64, true, F32, true}),                      // wgmma: NaN, infinity and zero rows
-      gl({70, 512, 200, 64, true, F32}),                           // F not a multiple of 128: the leaf kernels on NVIDIA too
+      gl({200, 512, 128, 64, true, F32}),                          // tiled: M past a tile, F 128
+      gl({130, 640, 256, 64, false}),                              // tiled: no bias, F 256
+      gl({70, 400, 384, 16, true, BF16}),                          // tiled: K ends 16 bytes into a 64-byte step
+      gl({9, 512, 128, 64, true, F32, true}),                      // tiled: NaN, infinity and zero rows, K 512
+      gl({70, 512, 200, 64, true, F32}),                           // tiled: F not a multiple of 128
       gl({rows, dim, ffn, 256, false, F32, false, true, true}),    // the DiT's ffn_up_gate at 1024x1024, timed (and composed)
   });
 }
