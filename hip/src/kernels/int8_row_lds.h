@@ -18,6 +18,29 @@ namespace int8_row {
 constexpr float kInv127 = 1.0f / 127.0f;  // convrot::quantize_row's fl(1/127)
 constexpr float kScaleFloor = 1e-30f;     // convrot::kScaleFloor
 
+// The row's scale over the workgroup's waves, from each lane's absmax and non-finite flag:
+// convrot::quantize_row's s, NaN for a row with a non-finite value (partial: 2·kWaves floats of
+// LDS; one barrier). Every thread of the workgroup calls it (both passes: int8_row_regs.h too).
+template <int kWaves>
+__device__ inline float row_scale(float amax, float bad, float* partial) {
+  const int wave = int(thread_x()) / kWaveSize;
+  amax = wave_max(amax);
+  bad = wave_max(bad);
+  if (lane_id() == 0) {
+    partial[wave] = amax;
+    partial[kWaves + wave] = bad;
+  }
+  sync_workgroup();
+  amax = 0.0f;
+  bad = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWaves; ++w) {
+    amax = max_f(amax, partial[w]);
+    bad = max_f(bad, partial[kWaves + w]);
+  }
+  return bad != 0.0f ? nan_f() : max_f(mul_rn(amax, kInv127), kScaleFloor);
+}
+
 // v: the row's k fp32 values in LDS (k a multiple of G), written by the workgroup and followed by
 // a barrier; kThreads: the workgroup's threads (whole waves), tid this thread's index; partial:
 // 2·kThreads/kWaveSize floats of LDS. Writes q_row[0, k) and *scale_row (NaN and zeros for a row
@@ -38,26 +61,12 @@ __device__ inline void rotate_quantize(float* v, int k, int G, int tid, float* p
     bad = finite_f(v[i]) ? bad : 1.0f;
     amax = max_f(amax, abs_f(v[i]));
   }
-  amax = wave_max(amax);
-  bad = wave_max(bad);
-  if (lane_id() == 0) {
-    partial[tid / kWaveSize] = amax;
-    partial[kWaves + tid / kWaveSize] = bad;
-  }
-  sync_workgroup();
-  amax = 0.0f;
-  bad = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kWaves; ++w) {
-    amax = max_f(amax, partial[w]);
-    bad = max_f(bad, partial[kWaves + w]);
-  }
-  if (bad != 0.0f) {
+  const float s = row_scale<kWaves>(amax, bad, partial);
+  if (s != s) {  // NaN: a row with a non-finite value
     for (int i = tid; i < k; i += kThreads) q_row[i] = 0;
-    if (tid == 0) *scale_row = nan_f();
+    if (tid == 0) *scale_row = s;
     return;
   }
-  const float s = max_f(mul_rn(amax, kInv127), kScaleFloor);
   for (int i = tid; i < k; i += kThreads) {
     const float rounded = rint_f(v[i] / s);  // half to even; an IEEE division, as the host's
     q_row[i] = int8_t(min_f(127.0f, max_f(-128.0f, rounded)));

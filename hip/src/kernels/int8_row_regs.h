@@ -73,29 +73,6 @@ __device__ inline void rotate_segment(float (&v)[kLaneValues], int group) {
   }
 }
 
-// The row's scale over the workgroup's waves, from each lane's absmax and non-finite flag:
-// convrot::quantize_row's s, NaN for a row with a non-finite value (partial: 2·kWaves floats of
-// LDS; one barrier). Every thread of the workgroup calls it.
-template <int kWaves>
-__device__ inline float row_scale(float amax, float bad, float* partial) {
-  const int wave = int(thread_x()) / kWaveSize;
-  amax = wave_max(amax);
-  bad = wave_max(bad);
-  if (lane_id() == 0) {
-    partial[wave] = amax;
-    partial[kWaves + wave] = bad;
-  }
-  sync_workgroup();
-  amax = 0.0f;
-  bad = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kWaves; ++w) {
-    amax = max_f(amax, partial[w]);
-    bad = max_f(bad, partial[kWaves + w]);
-  }
-  return bad != 0.0f ? nan_f() : max_f(mul_rn(amax, int8_row::kInv127), int8_row::kScaleFloor);
-}
-
 // Four consecutive values quantized by scale s into one little-endian word; zeros where s is NaN
 // (a row with a non-finite value).
 __device__ inline uint32_t quantize_word(const float (&v)[4], float s) {
@@ -143,7 +120,7 @@ __device__ inline void rotate_quantize_row(const Load& load, int k, int group, f
   float amax = 0.0f, bad = 0.0f;
 #pragma unroll
   for (int sg = 0; sg < kSegs; ++sg) load_rotate(load, (wave + sg * kWaves) * kSegment, k, group, v[sg], amax, bad);
-  const float s = row_scale<kWaves>(amax, bad, partial);
+  const float s = int8_row::row_scale<kWaves>(amax, bad, partial);
 #pragma unroll
   for (int sg = 0; sg < kSegs; ++sg) {
     const int seg = (wave + sg * kWaves) * kSegment;
@@ -178,7 +155,7 @@ __device__ inline void rotate_quantize_row_lds(const Load& load, int k, int grou
       if (i < k) *reinterpret_cast<Quad*>(lds + i) = Quad{{v[r], v[r + 1], v[r + 2], v[r + 3]}};
     }
   }
-  const float s = row_scale<kWaves>(amax, bad, partial);  // its barrier also orders the LDS row
+  const float s = int8_row::row_scale<kWaves>(amax, bad, partial);  // its barrier also orders the LDS row
   for (int c = tid; c < k / 4; c += kThreads) {
     const Quad quad = *reinterpret_cast<const Quad*>(lds + 4 * c);
     reinterpret_cast<uint32_t*>(q_row)[c] = quantize_word(quad.f, s);
