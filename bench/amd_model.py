@@ -531,11 +531,11 @@ INT8_VARIANTS = (
      dict(act_quant="product")),
     ("int8 GEMMs, quantization fused everywhere (SiTU and attention epilogues)", dict(act_quant="fused")),
     ("config int8, the attention before issue 49's VALU change", dict(attention_valu=DIRECT_VALU_BEFORE)),
-    ("config int8 + int8 QK^T (SageAttention: FAILS fidelity, a variant)", dict(int8_qk=True)),
+    ("config int8 + int8 QK^T (SageAttention; op level 3-25x bf16's error, DiT-level bar unmeasured)", dict(int8_qk=True)),
     ("config int8 + K/V fragment addresses loop-invariant (idea, not code)", dict(attention_valu=DIRECT_VALU_SADDR)),
     ("every faithful idea: quantization fused everywhere, loop-invariant addresses (not code)",
      dict(act_quant="fused", attention_valu=DIRECT_VALU_SADDR)),
-    ("the same + int8 QK^T (FAILS fidelity)", dict(act_quant="fused", attention_valu=DIRECT_VALU_SADDR, int8_qk=True)),
+    ("the same + int8 QK^T (DiT-level bar unmeasured)", dict(act_quant="fused", attention_valu=DIRECT_VALU_SADDR, int8_qk=True)),
     ("config int8 + P.V in fp8 with int8 QK^T (variant; gfx12 only, rate ASSUMED)", dict(int8_qk=True, fp8_pv=True)),
 )
 INT8_DESIGN = 2  # the row of config int8 (the per-target lines report it)
