@@ -6,6 +6,7 @@
 #include "kernels/int8_rotate_order.h"
 #include "kernels/int8_row_lds.h"
 #include "kernels/int8_row_regs.h"
+#include "kernels/norm_rope_lane.h"
 #include "kernels/tile_copy.h"
 
 namespace moss {
@@ -111,8 +112,7 @@ struct RowLoad {
           if constexpr (sizeof(T) == 4) {
             v[c * kPerChunk + e] = __builtin_bit_cast(float, chunk.w[e]);
           } else {  // bf16 element e: the low or high half of word e / 2, widened exactly
-            const uint32_t half = (chunk.w[e / 2] >> (16 * (e % 2))) & 0xffffu;
-            v[c * kPerChunk + e] = __builtin_bit_cast(float, half << 16);
+            v[c * kPerChunk + e] = norm_rope_lane::bf16_bits_to_float((chunk.w[e / 2] >> (16 * (e % 2))) & 0xffffu);
           }
         }
       }

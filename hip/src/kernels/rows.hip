@@ -35,6 +35,10 @@ struct Mat {
   int64_t ld;
   bool bf16;
 };
+// Row `row` of m: its first element.
+__device__ inline void* row_start(const Mat& m, int64_t row) {
+  return static_cast<char*>(m.p) + row * m.ld * (m.bf16 ? 2 : 4);
+}
 
 using norm_rope_lane::bf16_bits_to_float;
 using norm_rope_lane::load4_at;
@@ -175,10 +179,6 @@ struct UnitLoad {
     }
   }
 };
-// Row `row` of m: its first element.
-__device__ inline void* row_start(const Mat& m, int64_t row) {
-  return static_cast<char*>(m.p) + row * m.ld * (m.bf16 ? 2 : 4);
-}
 // The register pass: 8 waves of 2 segments of 512 (rows up to 8192), no LDS row.
 template <GatedUnit kKind>
 __global__ __launch_bounds__(kUnitRowThreads) void gated_unit_quantize_regs_kernel(Mat a, Mat b, Mat out, int cols,
@@ -443,7 +443,7 @@ __global__ __launch_bounds__(W * kWaveSize) void norm_modulate_regs_kernel(Mat x
     add_row_update_bits<W>(v, b1, u.gate[1], tid, cols);
   }
   if constexpr (kUpdates > 0 && kStore) {
-    void* xout = static_cast<char*>(x.p) + row * x.ld * (x.bf16 ? 2 : 4);
+    void* xout = row_start(x, row);
 #pragma unroll
     for (int k = 0; k < kChunks; ++k) {
       const int c = (k * W * kWaveSize + tid) * 4;
@@ -463,7 +463,7 @@ __global__ __launch_bounds__(W * kWaveSize) void norm_modulate_regs_kernel(Mat x
     for (int i = 0; i < W; ++i) ss += partial[i];
   }
   const float inv = 1.0f / sqrt_f(ss / float(cols) + eps);
-  void* yrow = static_cast<char*>(y.p) + row * y.ld * (y.bf16 ? 2 : 4);
+  void* yrow = row_start(y, row);
 #pragma unroll
   for (int k = 0; k < kChunks; ++k) {
     const int c = (k * W * kWaveSize + tid) * 4;
@@ -521,8 +521,8 @@ __global__ __launch_bounds__(W * kWaveSize) void norm_rope_regs_kernel(Mat x, Ma
   load4_at(cos + row * ld_cos, false, i + half, true, coef.c1);
   load4_at(w.p, w.bf16, i, true, coef.w0);
   load4_at(w.p, w.bf16, i + half, true, coef.w1);
-  const void* xrow = static_cast<const char*>(x.p) + row * x.ld * (x.bf16 ? 2 : 4);
-  void* yrow = static_cast<char*>(y.p) + row * y.ld * (y.bf16 ? 2 : 4);
+  const void* xrow = row_start(x, row);
+  void* yrow = row_start(y, row);
   for (int base = 0; base < heads; base += groups * kRopeBatch) {  // uniform across the block
     float a[kRopeBatch][4], b[kRopeBatch][4];
 #pragma unroll

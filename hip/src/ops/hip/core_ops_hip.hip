@@ -101,9 +101,9 @@ class HipCoreOps : public CoreOps {
     int8_product(xq.q.ptr<const int8_t>(), xq.scale.ptr<const float>(), xq.rows(), xq.cols(), q_w, w_scale, bias, y);
   }
 
-  // The unit in the int8 GEMM's epilogue, every shape (kernels/int8_linear.h: the wgmma kernel
-  // where int8_gemm_wgmma_fits, F a multiple of 128; else the leaf kernels, which pair hidden and
-  // gate rows at any F): no [M, 2F] product, no scratch. The same bits as linear_int8 then
+  // The unit in the int8 leaf GEMM's epilogue, every shape and path (kernels/int8_linear.h: the
+  // leaf kernels pair hidden and gate rows at any F; the wgmma kernel takes no unit): no [M, 2F]
+  // product, no scratch. The same bits as linear_int8 then
   // gated_unit (moss-check kernels, group int8: linear_int8_gated_unit).
   void do_linear_int8_gated_unit(GatedUnit kind, const QuantizedRows& xq, const Tensor& q_w, const Tensor& w_scale,
                                  const Tensor* bias, Tensor& out) override {
