@@ -309,6 +309,73 @@ void CoreOps::norm_rope_attention(Tensor& q, const Tensor& w, float eps, const T
          [&] { do_norm_rope_attention(q, w, eps, sin, cos, k, v, out, heads, head_dim, scale, v_transposed); });
 }
 
+bool CoreOps::attention_int8_qk(int64_t) const { return false; }
+
+namespace {
+constexpr const char* kNoInt8Qk = "this backend has no int8 QK^T attention (docs/attention_int8_qk.md)";
+
+void check_quantized_keys(const char* op, const CoreOps::QuantizedKeys& kq, int64_t keys, int64_t heads,
+                          int64_t head_dim) {
+  const int64_t keys_pad = CoreOps::transposed_v_keys(keys);
+  op_require(keys > 0 && kq.keys == keys, op,
+             "quantized keys hold " + std::to_string(kq.keys) + " keys, not " + std::to_string(keys));
+  op_require(kq.q.dtype == DType::I8 && kq.q.rank == 2 && kq.q.rows() == heads * keys_pad &&
+                 kq.q.cols() == head_dim && kq.q.contiguous(),
+             op, "quantized keys " + kq.q.shape_str() + " " + dtype_name(kq.q.dtype) + " are not contiguous I8 [" +
+                     std::to_string(heads * keys_pad) + ", " + std::to_string(head_dim) + "]");
+  const int64_t blocks = heads * keys_pad / CoreOps::kInt8KeyBlock;
+  op_require(kq.scale.dtype == DType::F32 && kq.scale.numel() == blocks && kq.scale.contiguous(), op,
+             "quantized keys' scale " + kq.scale.shape_str() + " " + dtype_name(kq.scale.dtype) +
+                 " is not contiguous F32 [" + std::to_string(blocks) + ", 1]");
+  op_require(kq.q.where == kq.scale.where, op, "quantized keys and their scales live in different places");
+}
+}  // namespace
+
+void CoreOps::quantize_keys(const Tensor& k, int64_t heads, int64_t head_dim, QuantizedKeys& kq) {
+  op_require(heads > 0 && head_dim > 0 && k.cols() == heads * head_dim, "quantize_keys",
+             "k " + k.shape_str() + " is not [T, " + std::to_string(heads) + " x " + std::to_string(head_dim) + "]");
+  check_quantized_keys("quantize_keys", kq, k.rows(), heads, head_dim);
+  run_op(hook_, [&] { return OpCall{std::string("core.quantize_keys ") + dtype_name(k.dtype)}; },
+         [&] { do_quantize_keys(k, heads, head_dim, kq); });
+}
+
+void CoreOps::norm_rope_attention_int8_qk(Tensor& q, const Tensor& w, float eps, const Tensor& sin,
+                                          const Tensor& cos, const QuantizedKeys& kq, const Tensor& v, Tensor& out,
+                                          int64_t heads, int64_t head_dim, float scale, bool v_transposed) {
+  const char* op = "norm_rope_attention_int8_qk";
+  op_require(heads > 0 && head_dim > 0 && q.cols() == heads * head_dim, op,
+             "q " + q.shape_str() + " is not [T, " + std::to_string(heads) + " x " + std::to_string(head_dim) + "]");
+  op_require(sin.rows() == q.rows() && cos.rows() == q.rows(), op,
+             "table shape " + sin.shape_str() + " for q " + q.shape_str());
+  check_same_shape(op, q, "out", out);
+  check_quantized_keys(op, kq, kq.keys, heads, head_dim);
+  if (v_transposed) {
+    const int64_t keys = transposed_v_keys(kq.keys);
+    op_require(v.rows() == heads * head_dim && v.cols() >= keys, op,
+               "transposed v " + v.shape_str() + " is not [" + std::to_string(heads * head_dim) + ", >= " +
+                   std::to_string(keys) + "] for " + std::to_string(kq.keys) + " keys");
+  } else {
+    op_require(v.rows() == kq.keys && v.cols() == heads * head_dim, op,
+               "v " + v.shape_str() + " is not [" + std::to_string(kq.keys) + ", " + std::to_string(heads * head_dim) +
+                   "]");
+  }
+  run_op(hook_,
+         [&] {
+           return OpCall{std::string("core.norm_rope_attention_int8_qk ") + dtype_name(q.dtype) +
+                         (v_transposed ? " vt" : "")};
+         },
+         [&] { do_norm_rope_attention_int8_qk(q, w, eps, sin, cos, kq, v, out, heads, head_dim, scale, v_transposed); });
+}
+
+void CoreOps::do_quantize_keys(const Tensor&, int64_t, int64_t, QuantizedKeys&) {
+  op_require(false, "quantize_keys", kNoInt8Qk);
+}
+void CoreOps::do_norm_rope_attention_int8_qk(Tensor&, const Tensor&, float, const Tensor&, const Tensor&,
+                                             const QuantizedKeys&, const Tensor&, Tensor&, int64_t, int64_t, float,
+                                             bool) {
+  op_require(false, "norm_rope_attention_int8_qk", kNoInt8Qk);
+}
+
 void CoreOps::embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) {
   op_require(out.rows() == int64_t(ids.size()) && out.cols() == table.cols(), "embedding",
              "out " + out.shape_str() + " is not [ids, table columns]");

@@ -189,6 +189,34 @@ class CoreOps : public OpFamily {
                            const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t head_dim,
                            float scale, bool v_transposed = false);
 
+  // int8 QKᵀ attention (SageAttention's idea; docs/attention_int8_qk.md has the arithmetic, its
+  // fidelity measurement and why it is on where it is): the scores from int8 Q and K with exact
+  // int32 sums, the softmax and P·V as norm_rope_attention's. quantize_keys writes kq from the
+  // normalised and rotated keys k [Tk, heads·head_dim] (f32, or bf16 on the GPU): each head's
+  // channels smoothed by their mean over the Tk keys (sum in key order, then divided by Tk), then
+  // quantized per block of kInt8KeyBlock keys of one head (convrot::quantize_row's scale over the
+  // block's values and its rounding); kq.q is I8 [heads·keys_pad, head_dim] with keys_pad =
+  // transposed_v_keys(Tk), row h·keys_pad + j holding key j of head h, zeros past Tk; kq.scale
+  // is F32 [heads·keys_pad / kInt8KeyBlock, 1] (1 for a block with no key or all zeros).
+  static constexpr int64_t kInt8KeyBlock = 32;
+  struct QuantizedKeys {
+    Tensor q;
+    Tensor scale;
+    int64_t keys = 0;  // Tk
+  };
+  void quantize_keys(const Tensor& k, int64_t heads, int64_t head_dim, QuantizedKeys& kq);
+  // norm_rope_attention with int8 scores: q normalised and rotated as there, times `scale`,
+  // then quantized per head and block of kInt8QueryBlock consecutive queries (one wave's query
+  // tile in the kernel), and S = float(q8·k8ᵀ)·(s_q·s_k) from exact int32 sums.
+  static constexpr int64_t kInt8QueryBlock = 16;
+  void norm_rope_attention_int8_qk(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
+                                   const QuantizedKeys& kq, const Tensor& v, Tensor& out, int64_t heads,
+                                   int64_t head_dim, float scale, bool v_transposed = false);
+  // Whether the backend runs the two ops above at head_dim, and whether an INT8 DiT should use
+  // them (a question of speed against a measured fidelity cost; docs/attention_int8_qk.md): no by
+  // default.
+  virtual bool attention_int8_qk(int64_t head_dim) const;
+
   // Whether this backend's attention at head_dim reads a transposed V (norm_rope_attention's
   // v_transposed) as it is, where V's rows would first be packed into that layout by a pass of
   // their own: the HIP backend's portable direct tiling (AMD's DiT attention). Then the DiT writes
@@ -247,6 +275,12 @@ class CoreOps : public OpFamily {
   virtual void do_norm_rope_attention(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
                                       const Tensor& k, const Tensor& v, Tensor& out, int64_t heads,
                                       int64_t head_dim, float scale, bool v_transposed) = 0;
+  // int8 QKᵀ attention's bodies: not pure (a backend without them inherits the refusal).
+  virtual void do_quantize_keys(const Tensor& k, int64_t heads, int64_t head_dim, QuantizedKeys& kq);
+  virtual void do_norm_rope_attention_int8_qk(Tensor& q, const Tensor& w, float eps, const Tensor& sin,
+                                              const Tensor& cos, const QuantizedKeys& kq, const Tensor& v,
+                                              Tensor& out, int64_t heads, int64_t head_dim, float scale,
+                                              bool v_transposed);
   virtual void do_embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) = 0;
   virtual void do_copy(const Tensor& src, Tensor& dst) = 0;
 };
