@@ -57,7 +57,8 @@ ROOT = os.path.dirname(HERE)
 REF_DIR = os.path.join(ROOT, "hip", "tests", "data", "reference")
 
 FP8_MAX = 448.0  # e4m3's largest finite value
-Q_BLOCK = 128    # query rows per scale: the attention's workgroup (amd_model direct tiling)
+Q_BLOCK = 16     # query rows per scale: one wave's query tile (the kernel's per-wave scale, SageAttention2's
+                 # per-warp granularity; session 26's first DiT-level rows took the workgroup's 128: ADMISSIBLE)
 K_BLOCK = 32     # key rows per scale: its key tile
 
 
