@@ -56,7 +56,7 @@ Expected expected_keys(const Tensor& k, int64_t heads, int64_t hd) {
   const int64_t tk = k.rows(), pad = CoreOps::transposed_v_keys(tk);
   Expected e{std::vector<int8_t>(size_t(heads * pad * hd), 0), {}};
   for (int64_t h = 0; h < heads; ++h) {
-    std::vector<float> mean(size_t(hd));
+    std::vector<float> mean(static_cast<size_t>(hd));
     for (int64_t c = 0; c < hd; ++c) {
       float sum = 0.0f;
       for (int64_t j = 0; j < tk; ++j) sum += k.row<const float>(j)[h * hd + c];
@@ -105,10 +105,11 @@ TEST(AttentionInt8Qk, QuantizeKeysIsTheDocumentsArithmetic) {
     const Expected e = expected_keys(k, heads, hd);
     EXPECT_EQ(i8_values(kq.q), e.q);
     EXPECT_TRUE(same_bits(f32_values(kq.scale), e.scale));
-    // Blocks with no key hold the floor; full blocks use the range (some value at ±127).
+    // Blocks with no key hold the floor, and so does a lone key (minus its own mean: zeros);
+    // the others use their range.
     const int64_t pad = CoreOps::transposed_v_keys(tk);
     for (int64_t b = 0; b < pad / kKB; ++b) {
-      if (b * kKB >= tk) EXPECT_EQ(kq.scale.ptr<float>()[b], 1e-30f) << "block " << b;
+      if (b * kKB >= tk || tk == 1) EXPECT_EQ(kq.scale.ptr<float>()[b], 1e-30f) << "block " << b;
       else EXPECT_GT(kq.scale.ptr<float>()[b], 1e-3f) << "block " << b;
     }
   }
@@ -139,9 +140,9 @@ TEST(AttentionInt8Qk, SmoothingRemovesAChannelConstantExactly) {
   for (int64_t tk : {32, 64, 128}) {
     Tensor k = host_tensor(DType::F32, {tk, heads * hd});
     Tensor shifted = host_tensor(DType::F32, {tk, heads * hd});
-    std::mt19937 gen(uint32_t(tk));
+    std::mt19937 gen{uint32_t(tk)};
     std::uniform_int_distribution<int> steps(-256, 256), offset(-100, 100);
-    std::vector<float> c(size_t(heads * hd));
+    std::vector<float> c(static_cast<size_t>(heads * hd));
     for (float& x : c) x = float(offset(gen));
     for (int64_t j = 0; j < tk; ++j)
       for (int64_t i = 0; i < heads * hd; ++i) {
@@ -210,7 +211,7 @@ Tensor expected_attention(const Tensor& qn, const Tensor& k, const Tensor& v, co
       std::vector<int8_t> q8;
       const float sq = quantize_block(y, q8);
       for (int64_t i = 0; i < n; ++i) {
-        std::vector<float> p(size_t(c.tk));
+        std::vector<float> p(static_cast<size_t>(c.tk));
         float mx = -INFINITY, sum = 0.0f;
         for (int64_t j = 0; j < c.tk; ++j) {
           int32_t s = 0;
@@ -265,7 +266,7 @@ TEST(AttentionInt8Qk, ExactOperandsGiveTheF32AttentionsBits) {
   const int64_t heads = 2, hd = 8;
   for (auto [tq, tk] : {std::pair<int64_t, int64_t>{20, 48}, {16, 64}, {3, 10}, {33, 96}}) {
     SCOPED_TRACE("Tq " + std::to_string(tq) + " Tk " + std::to_string(tk));
-    std::mt19937 gen(uint32_t(tq + tk));
+    std::mt19937 gen{uint32_t(tq + tk)};
     std::uniform_int_distribution<int> sign(0, 1), value(-126, 126), offset(-50, 50);
     Tensor q = host_tensor(DType::F32, {tq, heads * hd}), k = host_tensor(DType::F32, {tk, heads * hd});
     for (int64_t i = 0; i < q.numel(); ++i) q.ptr<float>()[i] = sign(gen) ? 1.0f : -1.0f;
@@ -287,8 +288,11 @@ TEST(AttentionInt8Qk, ExactOperandsGiveTheF32AttentionsBits) {
     const Tensor v = random_normal({tk, heads * hd}, uint32_t(tk));
     CoreOps::QuantizedKeys kq = keys_for(tk, heads, hd);
     ops.quantize_keys(shifted, heads, hd, kq);
-    for (int64_t b = 0; b < kq.scale.numel(); ++b)
-      if ((b % (CoreOps::transposed_v_keys(tk) / kKB)) * kKB < tk) ASSERT_EQ(kq.scale.ptr<float>()[b], 1.0f) << b;
+    for (int64_t b = 0; b < kq.scale.numel(); ++b) {
+      if ((b % (CoreOps::transposed_v_keys(tk) / kKB)) * kKB < tk) {
+        ASSERT_EQ(kq.scale.ptr<float>()[b], 1.0f) << b;
+      }
+    }
     Tensor q8 = copy_of(q), qf = copy_of(q), out8 = host_tensor(DType::F32, q.dims()), outf = host_tensor(DType::F32, q.dims());
     ops.norm_rope_attention_int8_qk(q8, w, 0.0f, sin, cos, kq, v, out8, heads, hd, 1.0f);
     ops.norm_rope_attention(qf, w, 0.0f, sin, cos, k, v, outf, heads, hd, 1.0f);
@@ -300,10 +304,10 @@ TEST(AttentionInt8Qk, ExactOperandsGiveTheF32AttentionsBits) {
 // (rounding to nearest; no clamping, as |v| <= 127·s), so a logit moves by δ = Σ_d (y_d·e_k + k_d·e_q
 // + e_q·e_k) with |e_q| <= s_q/2, |e_k| <= s_k/2 (k smoothed: the mean's shift of every logit of a
 // row is the same and the softmax does not see it). Treating the rounding errors as independent
-// and uniform, δ has standard deviation σ <= sqrt(hd·(max y²·s_k²/12 + max k²·s_q²/12)) with the
-// largest scales; the output moves by Σ_j p_j·δ_j·(v_j − o), whose rms is at most about σ·rms(v).
-// The test asserts rms(out8 − outf) <= 3·σ·rms(v) (three standard deviations), and that int8 is
-// not the f32 result (the comparison can see a difference).
+// and uniform (variance s²/12), δ has a standard deviation of about σ = sqrt(hd·(rms(y)²·s_k²/12 +
+// rms(k)²·s_q²/12)), taking the largest scales; the output moves by Σ_j p_j·δ_j·(v_j − o), whose
+// rms is at most about σ·rms(v). The test asserts rms(out8 − outf) <= 2·σ·rms(v), and that int8
+// is not the f32 result (the comparison can see a difference).
 TEST(AttentionInt8Qk, WithinTheQuantizationErrorOfTheF32Attention) {
   auto be = make_host_backend();
   CoreOps& ops = be->core();
@@ -318,11 +322,16 @@ TEST(AttentionInt8Qk, WithinTheQuantizationErrorOfTheF32Attention) {
     ops.quantize_keys(o.k, c.heads, c.hd, kq);
     const std::vector<float> ks = f32_values(kq.scale);
     const float s_k = *std::max_element(ks.begin(), ks.end());
+    double y2 = 0.0, k2 = 0.0;
     float y_max = 0.0f;
-    for (float x : f32_values(qn)) y_max = std::max(y_max, std::fabs(x * scale));
-    const float s_q_max = y_max * kInv127, k_max = 127.0f * s_k;  // k_max: the smoothed keys' bound
-    const double sigma = std::sqrt(double(c.hd) * (double(y_max) * y_max * s_k * s_k / 12.0 +
-                                                    double(k_max) * k_max * s_q_max * s_q_max / 12.0));
+    for (float x : f32_values(qn)) {
+      y2 += double(x * scale) * double(x * scale);
+      y_max = std::max(y_max, std::fabs(x * scale));
+    }
+    const Expected e = expected_keys(o.k, c.heads, c.hd);  // the smoothed keys, as their int8 values times s
+    for (size_t i = 0; i < e.q.size(); ++i) k2 += std::pow(double(e.q[i]) * s_k, 2);
+    const double rms_y2 = y2 / double(qn.numel()), rms_k2 = k2 / double(o.k.numel()), s_q = y_max * kInv127;
+    const double sigma = std::sqrt(double(c.hd) * (rms_y2 * s_k * s_k + rms_k2 * s_q * s_q) / 12.0);
     Tensor q8 = copy_of(o.q), qf = copy_of(o.q), out8 = host_tensor(DType::F32, o.q.dims()),
            outf = host_tensor(DType::F32, o.q.dims());
     ops.norm_rope_attention_int8_qk(q8, o.w, 1e-6f, o.sin, o.cos, kq, o.v, out8, c.heads, c.hd, scale);
@@ -332,7 +341,9 @@ TEST(AttentionInt8Qk, WithinTheQuantizationErrorOfTheF32Attention) {
     for (size_t i = 0; i < a.size(); ++i) d2 += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
     for (float x : v) v2 += double(x) * x;
     const double rms_d = std::sqrt(d2 / double(a.size())), rms_v = std::sqrt(v2 / double(v.size()));
-    EXPECT_LE(rms_d, 3.0 * sigma * rms_v) << "sigma " << sigma;
+    std::printf("Tq %lld Tk %lld: rms(int8 - f32) %.3g, sigma·rms(v) %.3g\n", (long long)c.tq, (long long)c.tk, rms_d,
+                sigma * rms_v);
+    EXPECT_LE(rms_d, 2.0 * sigma * rms_v) << "sigma " << sigma;
     EXPECT_GT(rms_d, 0.0);
   }
 }
@@ -382,13 +393,14 @@ TEST(AttentionInt8Qk, BadOperandsAreRefusedByName) {
   const AttentionCase c{20, tk, heads, hd};
   const Operands o = operands(c, 11);
   Tensor out = host_tensor(DType::F32, o.q.dims());
-  const char* op = "norm_rope_attention_int8_qk: ";
+  const std::string op = "norm_rope_attention_int8_qk: ";
   auto attend = [&](Tensor q, const KQ& kq, const Tensor& v, Tensor& y, bool vt) {
     ops.norm_rope_attention_int8_qk(q, o.w, 1e-6f, o.sin, o.cos, kq, v, y, heads, hd, 0.3f, vt);
   };
   for (const auto& [what, kq0, words] : bad_keys) {
     if (std::string(what) == "keys") continue;  // the op takes Tk from kq: a mismatch shows in v's check below
-    refused(what, [&] { attend(copy_of(o.q), kq0, o.v, out, false); }, op + words);
+    refused(what, [&] { attend(copy_of(o.q), kq0, o.v, out, false); }, op);
+    refused(what, [&] { attend(copy_of(o.q), kq0, o.v, out, false); }, words);
   }
   refused("q width", [&] { attend(host_tensor(DType::F32, {20, heads * hd + 1}), good, o.v, out, false); }, "q ");
   refused("v rows", [&] { attend(copy_of(o.q), good, random_normal({tk + 1, heads * hd}, 1), out, false); }, "v ");
