@@ -757,13 +757,15 @@ TEST(Int8Dit, Int8QkAttentionWhereTheBackendOrTheKnobSaysSo) {
   EXPECT_EQ(forced_n.quantize_keys + forced_n.int8_qk, 0);
 }
 
-// How far int8 QKᵀ moves the INT8 DiT's velocity, on the PyTorch reference's eight cases: less
-// than half the INT8 format's own error there (velocity_int8 against velocity_float), the same
-// kind of bar as bench/amd_model.md section 6's (the attention's quantization must stay a small
-// part of the format's error, not a new error of its size); on the full-size model the measured
-// ratio was about 0.1 (bench/results/2026-12-07-session26/call-f/sage/int8.txt, (a)f32-at
-// against int8-fp32).
-TEST(Int8Dit, Int8QkMovesTheVelocityLessThanTheFormatsOwnError) {
+// How far int8 QKᵀ moves the INT8 DiT's velocity, on the PyTorch reference's eight cases. The
+// tiny model cannot measure its fidelity: its forward turns any change of about 1e-6 relative
+// into a move of 5e-3 to 1.3e-2 of the velocity (one activation crossing a quantization
+// boundary; MatchesThePyTorchReference's note), and int8 scores change every logit by far more
+// (the attention's output by about 1e-3: AttentionInt8Qk.WithinTheQuantizationErrorOfTheF32Attention).
+// So the bound is the one for such flips, kFlipRel: a wrong scale, block or smoothing moves the
+// velocity by the order of the velocity itself. The fidelity bar is measured on the full-size
+// model (bench/amd_model.md section 6; bench/results/2026-12-07-session26/call-f/sage/int8.txt).
+TEST(Int8Dit, Int8QkMovesTheVelocityByAtMostAQuantizationFlip) {
   const MossModel m = open_int8(int8_file());
   const auto file = SafetensorsFile::open(std::string(MOSSINFER_TEST_DATA) + "/int8_dit_reference.safetensors");
   const SafetensorsFile& ref = *file;
@@ -781,7 +783,7 @@ TEST(Int8Dit, Int8QkMovesTheVelocityLessThanTheFormatsOwnError) {
     std::printf("%s int8 QK^T moved the INT8 velocity by %.3g relative L2; the format's own error: %.3g\n", p.c_str(),
                 moved, format_error);
     EXPECT_GT(moved, 0.0) << p;
-    EXPECT_LT(moved, 0.5 * format_error) << p;
+    EXPECT_LT(moved, kFlipRel) << p;
   }
   EXPECT_EQ(cases, 8);
 }
