@@ -788,5 +788,24 @@ TEST(Int8Dit, Int8QkMovesTheVelocityByAtMostAQuantizationFlip) {
   EXPECT_EQ(cases, 8);
 }
 
+// The memory plan counts the quantized keys' buffer (the measuring backend answers yes, as the
+// portable kernels do): I8 [heads·keys_pad, head_dim] and one F32 scale per 32 keys, for the
+// stacked rows (2 rows of 4 image and 8 text tokens at 64x64: 24, padded to 64 keys); with
+// MOSSINFER_INT8_QK=0 the forward allocates none.
+TEST(Int8Dit, MemoryPlanCountsTheQuantizedKeys) {
+  const MossModel int8 = open_int8(int8_file());
+  size_t with = 0, without = 0;
+  {
+    Int8QkEnv unset(nullptr);
+    with = measure_stages(int8, 64, 64, 8, false).dit_activation_bytes;
+  }
+  {
+    Int8QkEnv never("0");
+    without = measure_stages(int8, 64, 64, 8, false).dit_activation_bytes;
+  }
+  const size_t heads = 4, head_dim = 32, keys_pad = 64;
+  EXPECT_EQ(with - without, heads * keys_pad * head_dim + 4 * heads * keys_pad / 32);
+}
+
 }  // namespace
 }  // namespace moss
