@@ -194,8 +194,8 @@ struct Dit::Workspace {
   // attention_reads_transposed_v): one row's Vᵀ [dim, keys padded to kTransposedVKeys] at a time.
   Tensor v_buffer;
   // An INT8 DiT whose attention takes int8 QKᵀ (int8_qk_attention; docs/attention_int8_qk.md):
-  // one row's quantized keys at a time (CoreOps::QuantizedKeys, the longest row's size; empty
-  // otherwise, and then every block runs today's bf16-K attention).
+  // one row's quantized keys at a time (CoreOps::QuantizedKeys, sized as v_buffer for all the
+  // rows' keys; empty otherwise, and then every block runs the bf16-K attention).
   CoreOps::QuantizedKeys keys_buffer;
 };
 
