@@ -273,7 +273,8 @@ std::string help_text() {
          "  --version              version and the GPU architectures built in\n"
          "  --help, -h             this text; also serve --help, self-test --help, bench --help\n\n"
          "Environment: MOSSINFER_BACKEND=host runs on the CPU's host reference backend (no GPU needed;\n"
-         "slow), MOSSINFER_THREADS=N its threads, MOSSINFER_KERNELS=native|portable (NVIDIA builds).\n\n"
+         "slow), MOSSINFER_THREADS=N its threads, MOSSINFER_KERNELS=native|portable (NVIDIA builds),\n"
+         "MOSSINFER_INT8_QK=0|1 an INT8 DiT's int8 QK^T attention (unset: where the backend has it).\n\n"
          "Exit status: 0 success, 2 usage error or unsupported request, 1 any other failure,\n"
          "128 + the signal when stopped by one (SIGINT 130, SIGTERM 143, SIGHUP 129, SIGPIPE 141).\n"
          "A failed or stopped run leaves no output.\n";

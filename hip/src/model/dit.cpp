@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "model/dit_tables.h"
+#include "util/backend_env.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 
@@ -192,6 +193,10 @@ struct Dit::Workspace {
   // v's whole buffer, where the backend's attention reads V transposed (CoreOps::
   // attention_reads_transposed_v): one row's Vᵀ [dim, keys padded to kTransposedVKeys] at a time.
   Tensor v_buffer;
+  // An INT8 DiT whose attention takes int8 QKᵀ (int8_qk_attention; docs/attention_int8_qk.md):
+  // one row's quantized keys at a time (CoreOps::QuantizedKeys, sized as v_buffer for all the
+  // rows' keys; empty otherwise, and then every block runs the bf16-K attention).
+  CoreOps::QuantizedKeys keys_buffer;
 };
 
 namespace {
@@ -408,7 +413,34 @@ Tensor transposed_v(const Tensor& buffer, int64_t dim, int64_t keys) {
   t.owner = buffer.owner;
   return t;
 }
+
+// The front of the workspace's quantized-keys buffers shaped for a row of `keys` keys.
+CoreOps::QuantizedKeys quantized_keys_for(const CoreOps::QuantizedKeys& buffer, int64_t heads, int64_t head_dim,
+                                          int64_t keys) {
+  const int64_t rows = heads * CoreOps::transposed_v_keys(keys);
+  if (rows > buffer.q.rows()) throw failure("dit: the quantized keys do not fit their workspace");
+  CoreOps::QuantizedKeys kq{Tensor(buffer.q.data, DType::I8, {rows, head_dim}, buffer.q.where),
+                            Tensor(buffer.scale.data, DType::F32, {rows / CoreOps::kInt8KeyBlock, 1},
+                                   buffer.scale.where),
+                            keys};
+  kq.q.owner = buffer.q.owner;
+  kq.scale.owner = buffer.scale.owner;
+  return kq;
+}
 }  // namespace
+
+// Whether an INT8 DiT's blocks take int8 QKᵀ (docs/attention_int8_qk.md): MOSSINFER_INT8_QK, else
+// the backend's answer (the portable kernels: yes; NVIDIA's native path and the host: no). A
+// bf16 DiT never does.
+bool Dit::int8_qk_attention() const {
+  if (!cfg_.int8()) return false;
+  switch (int8_qk_setting()) {
+    case Int8QkSetting::Never: return false;
+    case Int8QkSetting::Always: return true;
+    case Int8QkSetting::Backend: break;
+  }
+  return be_.core().attention_int8_qk(cfg_.head_dim());
+}
 
 void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowState>& rows, size_t first,
                      size_t count, const Modulation& mod, Workspace& ws) {
@@ -466,6 +498,13 @@ void Dit::main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowSta
     if (v_transposed) {  // each row's Vᵀ in turn at the start of v's buffer (ops run in order)
       v = transposed_v(ws.v_buffer, cfg_.dim, CoreOps::transposed_v_keys(m));
       ops.linear_transposed(ws.y.slice_rows(o, m), w.v.w, v);
+    }
+    if (quantized.attn && ws.keys_buffer.q.rank > 0) {  // int8 QKᵀ: this row's keys smoothed and quantized first
+      CoreOps::QuantizedKeys kq = quantized_keys_for(ws.keys_buffer, cfg_.heads, hd, m);
+      ops.quantize_keys(ws.k.slice_rows(o, m), cfg_.heads, hd, kq);
+      ops.norm_rope_attention_int8_qk(q, w.q_norm, kRmsEps, sin.slice_rows(o, m), cos.slice_rows(o, m), kq, v, out,
+                                      cfg_.heads, hd, softmax_scale(hd), v_transposed);
+      continue;
     }
     ops.norm_rope_attention(q, w.q_norm, kRmsEps, sin.slice_rows(o, m), cos.slice_rows(o, m), ws.k.slice_rows(o, m),
                             v, out, cfg_.heads, hd, softmax_scale(hd), v_transposed);
@@ -672,6 +711,11 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
     full.up_gate = be_.alloc(DType::F32, {std::min(total, kInt8FfnChunkRows), up_gate_cols});
     full.model = {be_.alloc(DType::I8, {total, d}), be_.alloc(DType::F32, {total, 1}), 0};
     full.ffn = {be_.alloc(DType::I8, {total, cfg_.ffn_dim}), be_.alloc(DType::F32, {total, 1}), 0};
+    if (int8_qk_attention()) {  // one row's quantized keys at a time, as v's buffer holds one row's Vᵀ
+      const int64_t key_rows = cfg_.heads * CoreOps::transposed_v_keys(total);
+      full.keys_buffer = {be_.alloc(DType::I8, {key_rows, cfg_.head_dim()}),
+                          be_.alloc(DType::F32, {key_rows / CoreOps::kInt8KeyBlock, 1}), 0};
+    }
   }
   auto workspace_for = [&](int64_t N) {
     Workspace ws;
@@ -685,6 +729,7 @@ std::vector<Tensor> Dit::forward_tokens(const Tensor& tokens, int64_t gh, int64_
       ws.ffn = full.ffn.slice_rows(0, N);
     }
     ws.v_buffer = full.v;
+    ws.keys_buffer = full.keys_buffer;
     return ws;
   };
 

@@ -111,6 +111,8 @@ class Dit {
   void main_block(const DitMainBlockWeights& w, Stack& st, std::vector<RowState>& rows, size_t first, size_t count,
                   const Modulation& mod, Workspace& ws);
   void apply_pending(Stack& st, RowState& row, const Modulation& mod);
+  // Whether this forward's INT8 blocks take int8 QKᵀ (MOSSINFER_INT8_QK, else the backend's answer).
+  bool int8_qk_attention() const;
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out);
   // dit_project on this backend: the projection, then any LoRA corrections beside it, from x.
   void project(const DitProjection& p, const Tensor& x, Tensor& y);

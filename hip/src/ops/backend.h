@@ -111,7 +111,11 @@ inline void Backend::unpack_bf16(const PackedBf16& layout, const Tensor& packed,
 // results are the same bits either way, which the tests prove on the host.
 // int8_unit_in_epilogue: its answer to CoreOps::int8_unit_in_gemm_epilogue (no: the INT8 FFN's
 // flow of NVIDIA's native path, the f32 product and gated_unit_quantized; the same bits too).
-std::unique_ptr<Backend> make_host_backend(bool transposed_v = false, bool int8_unit_in_epilogue = true);
+// int8_qk_attention: its answer to CoreOps::attention_int8_qk, at every head_dim (no by default,
+// so an INT8 DiT on the host keeps the bf16-K attention's results; yes runs the int8 QKᵀ
+// reference, docs/attention_int8_qk.md, which changes the results within its quantization).
+std::unique_ptr<Backend> make_host_backend(bool transposed_v = false, bool int8_unit_in_epilogue = true,
+                                           bool int8_qk_attention = false);
 // The GPU backend on HIP device `device` (ops/hip). Builds without device code refuse.
 std::unique_ptr<Backend> make_hip_backend(int device);
 

@@ -197,7 +197,8 @@ class CoreOps : public OpFamily {
   // quantized per block of kInt8KeyBlock keys of one head (convrot::quantize_row's scale over the
   // block's values and its rounding); kq.q is I8 [heads·keys_pad, head_dim] with keys_pad =
   // transposed_v_keys(Tk), row h·keys_pad + j holding key j of head h, zeros past Tk; kq.scale
-  // is F32 [heads·keys_pad / kInt8KeyBlock, 1] (1 for a block with no key or all zeros).
+  // is F32 [heads·keys_pad / kInt8KeyBlock, 1] (convrot::kScaleFloor, 1e-30, for a block with no
+  // key or all zeros).
   static constexpr int64_t kInt8KeyBlock = 32;
   struct QuantizedKeys {
     Tensor q;

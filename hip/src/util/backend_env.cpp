@@ -23,9 +23,15 @@ bool host_backend_requested() { return checked("MOSSINFER_BACKEND", "hip", "host
 
 bool portable_kernels_requested() { return checked("MOSSINFER_KERNELS", "native", "portable") == "portable"; }
 
+Int8QkSetting int8_qk_setting() {
+  const std::string v = checked("MOSSINFER_INT8_QK", "0", "1");
+  return v.empty() ? Int8QkSetting::Backend : v == "1" ? Int8QkSetting::Always : Int8QkSetting::Never;
+}
+
 void check_backend_environment() {
   host_backend_requested();
   portable_kernels_requested();
+  int8_qk_setting();
 }
 
 }  // namespace moss

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a newcomer meets first (issue 51), on the tiny model: the no-device error naming the host
-# backend; MOSSINFER_BACKEND and MOSSINFER_KERNELS values refused by name for every command on
-# every backend; the default --skip-layers on a model with fewer blocks named as the default,
+# backend; MOSSINFER_BACKEND, MOSSINFER_KERNELS and MOSSINFER_INT8_QK values refused by name for
+# every command on every backend; the default --skip-layers on a model with fewer blocks named as the default,
 # with the blocks that exist; a jobs line's refusal by the model named FILE:LINE and field; the
 # `done:` lines naming their files; step events naming their device with --device lists.
 # Usage: first_hour_tests.sh BINARY MODEL_DIR
@@ -14,7 +14,7 @@ expect() {
   while [[ $1 != -- ]]; do envs+=("$1"); shift; done
   shift
   local out rc
-  out=$(cd "$WORK" && env -u MOSSINFER_BACKEND -u MOSSINFER_KERNELS XDG_CACHE_HOME="$WORK/cache" "${envs[@]}" \
+  out=$(cd "$WORK" && env -u MOSSINFER_BACKEND -u MOSSINFER_KERNELS -u MOSSINFER_INT8_QK XDG_CACHE_HOME="$WORK/cache" "${envs[@]}" \
     "$BIN" "$@" 2>&1)
   rc=$?
   verdict "$name" "$(mismatch "$status" "$pattern" "$rc" "$out")" "$out"
@@ -48,10 +48,18 @@ for c in "${commands[@]}"; do
         "MOSSINFER_BACKEND=$backend" "MOSSINFER_KERNELS=$v" -- "${args[@]}"
     done
   done
+  for v in yes 2 " 1" on true; do
+    expect "$name MOSSINFER_INT8_QK='$v'" 2 "MOSSINFER_INT8_QK=$v: expected '0' or '1'" $HOST "MOSSINFER_INT8_QK=$v" \
+      -- "${args[@]}"
+  done
 done
 # The accepted values still run (the host backend ignores the kernel path it is given).
 for v in native portable ""; do
   expect "run MOSSINFER_KERNELS='$v' on the host" 0 '^done: ' $HOST "MOSSINFER_KERNELS=$v" -- "${run[@]}" --skip-layers 2 -o ok.png
+done
+# MOSSINFER_INT8_QK's values run too (a bf16 DiT's attention is never int8: docs/attention_int8_qk.md).
+for v in 0 1 ""; do
+  expect "run MOSSINFER_INT8_QK='$v' on the host" 0 '^done: ' $HOST "MOSSINFER_INT8_QK=$v" -- "${run[@]}" --skip-layers 2 -o ok.png
 done
 
 # --- the default --skip-layers on a model without block 22 ------------------------------------

@@ -680,5 +680,132 @@ TEST(Int8Dit, LorasBesideStreamBitForBitAndAddOnlyTheirCorrection) {
         << resident << " resident, from the files";
 }
 
+// int8 QKᵀ attention in the INT8 blocks (docs/attention_int8_qk.md), on the host reference: a
+// backend that answers yes to attention_int8_qk, or MOSSINFER_INT8_QK=1, smooths and quantizes
+// each row's keys and scores in int8 in every main block; the host's default (no) and
+// MOSSINFER_INT8_QK=0 keep the bf16-K attention, bit for bit as before; a bf16 DiT never changes.
+struct AttentionCount : OpHook {
+  int quantize_keys = 0, int8_qk = 0, bf16_k = 0;
+  bool begin(const OpCall& c) override {
+    quantize_keys += c.name.rfind("core.quantize_keys ", 0) == 0;
+    int8_qk += c.name.rfind("core.norm_rope_attention_int8_qk ", 0) == 0;
+    bf16_k += c.name.rfind("core.norm_rope_attention ", 0) == 0;
+    return true;
+  }
+  void end() override {}
+};
+
+// Sets MOSSINFER_INT8_QK for a scope (null: unset), restoring unset after.
+struct Int8QkEnv {
+  explicit Int8QkEnv(const char* v) { v ? setenv("MOSSINFER_INT8_QK", v, 1) : unsetenv("MOSSINFER_INT8_QK"); }
+  ~Int8QkEnv() { unsetenv("MOSSINFER_INT8_QK"); }
+};
+
+std::vector<std::vector<float>> counted_run(Backend& be, const WeightFiles& w, const DitConfig& cfg, AttentionCount& n) {
+  be.core().set_hook(&n);
+  auto out = run(be, make_upload_on_use_source(be, w), cfg);
+  be.core().set_hook(nullptr);
+  return out;
+}
+
+TEST(Int8Dit, Int8QkAttentionWhereTheBackendOrTheKnobSaysSo) {
+  const MossModel m = open_int8(int8_file());
+  auto off_be = make_host_backend();
+  auto on_be = make_host_backend(false, true, true);
+  Int8QkEnv unset(nullptr);
+  AttentionCount off_n, on_n, again_n;
+  const auto off = counted_run(*off_be, m.dit_weights, m.dit_config, off_n);
+  const auto on = counted_run(*on_be, m.dit_weights, m.dit_config, on_n);
+  // Two passes of two rows, the uncond row skipping block 2: 2 · (4 + 3) row-blocks.
+  EXPECT_EQ(off_n.quantize_keys + off_n.int8_qk, 0);
+  EXPECT_EQ(off_n.bf16_k, 14);
+  EXPECT_EQ(on_n.quantize_keys, 14);
+  EXPECT_EQ(on_n.int8_qk, 14);
+  EXPECT_EQ(on_n.bf16_k, 0);
+  EXPECT_EQ(counted_run(*on_be, m.dit_weights, m.dit_config, again_n), on);  // deterministic
+  ASSERT_EQ(on.size(), off.size());
+  for (size_t i = 0; i < on.size(); ++i) {
+    for (float x : on[i]) ASSERT_TRUE(std::isfinite(x)) << "output " << i;
+    EXPECT_NE(on[i], off[i]) << "output " << i;
+  }
+  {
+    Int8QkEnv never("0");
+    AttentionCount n;
+    EXPECT_EQ(counted_run(*on_be, m.dit_weights, m.dit_config, n), off);
+    EXPECT_EQ(n.quantize_keys, 0);
+  }
+  {
+    Int8QkEnv always("1");
+    AttentionCount n;
+    EXPECT_EQ(counted_run(*off_be, m.dit_weights, m.dit_config, n), on);
+    EXPECT_EQ(n.int8_qk, 14);
+  }
+  for (const char* bad : {"yes", "2", "on", " 1"}) {
+    Int8QkEnv env(bad);
+    const Error e = error_of([&] { run(*on_be, make_upload_on_use_source(*on_be, m.dit_weights), m.dit_config); });
+    EXPECT_EQ(e.code(), ExitCode::Usage) << bad;
+    EXPECT_NE(std::string(e.what()).find("MOSSINFER_INT8_QK=" + std::string(bad) + ": expected '0' or '1'"),
+              std::string::npos)
+        << e.what();
+  }
+  // The bf16 DiT: the knob and the backend's answer change nothing.
+  const MossModel bf16 = open_moss_model(kModel);
+  AttentionCount plain_n, forced_n;
+  const auto plain = counted_run(*off_be, bf16.dit_weights, bf16.dit_config, plain_n);
+  Int8QkEnv always("1");
+  EXPECT_EQ(counted_run(*on_be, bf16.dit_weights, bf16.dit_config, forced_n), plain);
+  EXPECT_EQ(forced_n.quantize_keys + forced_n.int8_qk, 0);
+}
+
+// How far int8 QKᵀ moves the INT8 DiT's velocity, on the PyTorch reference's eight cases. The
+// tiny model cannot measure its fidelity: its forward turns any change of about 1e-6 relative
+// into a move of 5e-3 to 1.3e-2 of the velocity (one activation crossing a quantization
+// boundary; MatchesThePyTorchReference's note), and int8 scores change every logit by far more
+// (the attention's output by about 1e-3: AttentionInt8Qk.WithinTheQuantizationErrorOfTheF32Attention).
+// So the bound is the one for such flips, kFlipRel: a wrong scale, block or smoothing moves the
+// velocity by the order of the velocity itself. The fidelity bar is measured on the full-size
+// model (bench/amd_model.md section 6; bench/results/2026-12-07-session26/call-f/sage/int8.txt).
+TEST(Int8Dit, Int8QkMovesTheVelocityByAtMostAQuantizationFlip) {
+  const MossModel m = open_int8(int8_file());
+  const auto file = SafetensorsFile::open(std::string(MOSSINFER_TEST_DATA) + "/int8_dit_reference.safetensors");
+  const SafetensorsFile& ref = *file;
+  auto off_be = make_host_backend();
+  auto on_be = make_host_backend(false, true, true);
+  Int8QkEnv unset(nullptr);
+  Dit off(*off_be, m.dit_weights, m.dit_config), on(*on_be, m.dit_weights, m.dit_config);
+  int cases = 0;
+  for (; ref.has("case" + std::to_string(cases) + ".latent"); ++cases) {
+    const std::string p = "case" + std::to_string(cases) + ".";
+    const float t = ref.get(p + "timestep").ptr<const float>()[0];
+    const Tensor a = off.forward(ref.get(p + "latent"), off.embed_text(ref.get(p + "text")), t, {});
+    const Tensor b = on.forward(ref.get(p + "latent"), on.embed_text(ref.get(p + "text")), t, {});
+    const double moved = rel_l2(b, a), format_error = rel_l2(ref.get(p + "velocity_int8"), ref.get(p + "velocity_float"));
+    std::printf("%s int8 QK^T moved the INT8 velocity by %.3g relative L2; the format's own error: %.3g\n", p.c_str(),
+                moved, format_error);
+    EXPECT_GT(moved, 0.0) << p;
+    EXPECT_LT(moved, kFlipRel) << p;
+  }
+  EXPECT_EQ(cases, 8);
+}
+
+// The memory plan counts the quantized keys' buffer (the measuring backend answers yes, as the
+// portable kernels do): I8 [heads·keys_pad, head_dim] and one F32 scale per 32 keys, for the
+// stacked rows (2 rows of 4 image and 8 text tokens at 64x64: 24, padded to 64 keys); with
+// MOSSINFER_INT8_QK=0 the forward allocates none.
+TEST(Int8Dit, MemoryPlanCountsTheQuantizedKeys) {
+  const MossModel int8 = open_int8(int8_file());
+  size_t with = 0, without = 0;
+  {
+    Int8QkEnv unset(nullptr);
+    with = measure_stages(int8, 64, 64, 8, false).dit_activation_bytes;
+  }
+  {
+    Int8QkEnv never("0");
+    without = measure_stages(int8, 64, 64, 8, false).dit_activation_bytes;
+  }
+  const size_t heads = 4, head_dim = 32, keys_pad = 64;
+  EXPECT_EQ(with - without, heads * keys_pad * head_dim + 4 * heads * keys_pad / 32);
+}
+
 }  // namespace
 }  // namespace moss

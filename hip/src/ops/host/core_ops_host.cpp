@@ -34,11 +34,15 @@ inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 class HostCoreOps : public CoreOps {
  public:
-  HostCoreOps(ThreadPool& pool, bool transposed_v, bool int8_unit_in_epilogue)
-      : pool_(pool), transposed_v_(transposed_v), int8_unit_in_epilogue_(int8_unit_in_epilogue) {}
+  HostCoreOps(ThreadPool& pool, bool transposed_v, bool int8_unit_in_epilogue, bool int8_qk_attention)
+      : pool_(pool),
+        transposed_v_(transposed_v),
+        int8_unit_in_epilogue_(int8_unit_in_epilogue),
+        int8_qk_attention_(int8_qk_attention) {}
 
   bool attention_reads_transposed_v(int64_t) const override { return transposed_v_; }
   bool int8_unit_in_gemm_epilogue() const override { return int8_unit_in_epilogue_; }
+  bool attention_int8_qk(int64_t) const override { return int8_qk_attention_; }
 
   void do_linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override {
     check_f32_matrix(x, "linear", "x");
@@ -249,14 +253,89 @@ class HostCoreOps : public CoreOps {
                               const Tensor& k, const Tensor& v, Tensor& out, int64_t heads, int64_t head_dim,
                               float scale, bool v_transposed) override {
     norm_rope(q, w, eps, head_dim, sin, cos, q);
-    if (!v_transposed) return attention(q, k, v, out, heads, heads, head_dim, scale, false);
-    // Vᵀ's first Tk columns turned back into V's rows (the values, not rounded again).
-    check_f32_matrix(v, "norm_rope_attention", "v");
-    const int64_t Tk = k.rows(), C = v.rows();
-    Tensor rows = host_tensor(DType::F32, {Tk, C});
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t j = 0; j < Tk; ++j) rows.row<float>(j)[c] = v.row<const float>(c)[j];
-    attention(q, k, rows, out, heads, heads, head_dim, scale, false);
+    attention(q, k, value_rows(v, k.rows(), v_transposed, "norm_rope_attention"), out, heads, heads, head_dim, scale,
+              false);
+  }
+
+  // The smoothed keys' int8 blocks (CoreOps::quantize_keys; docs/attention_int8_qk.md): per head
+  // and channel the mean over the keys (an fp32 sum in key order, then one division), then per
+  // block of kInt8KeyBlock keys of one head convrot::quantize_row over the block's smoothed values
+  // (its rows are consecutive in kq.q, so the block is one quantize_row call). A block with no key
+  // is quantize_row of nothing: scale kScaleFloor, no values; the padding rows stay zero.
+  void do_quantize_keys(const Tensor& k, int64_t heads, int64_t head_dim, QuantizedKeys& kq) override {
+    check_f32_matrix(k, "quantize_keys", "k");
+    check_host(kq.q, "quantize_keys", "quantized keys");
+    const int64_t Tk = k.rows(), hd = head_dim, keys_pad = transposed_v_keys(Tk), blocks = keys_pad / kInt8KeyBlock;
+    pool_.parallel_for(heads, [&](int64_t h0, int64_t h1) {
+      std::vector<float> sum(static_cast<size_t>(hd)), block(static_cast<size_t>(kInt8KeyBlock * hd));
+      for (int64_t h = h0; h < h1; ++h) {
+        std::fill(sum.begin(), sum.end(), 0.0f);
+        for (int64_t j = 0; j < Tk; ++j) {
+          const float* kj = k.row<const float>(j) + h * hd;
+          for (int64_t c = 0; c < hd; ++c) sum[size_t(c)] += kj[c];
+        }
+        for (int64_t c = 0; c < hd; ++c) sum[size_t(c)] /= float(Tk);  // now the mean
+        int8_t* q = kq.q.ptr<int8_t>() + h * keys_pad * hd;
+        std::fill(q, q + keys_pad * hd, int8_t(0));
+        for (int64_t b = 0; b < blocks; ++b) {
+          const int64_t j0 = b * kInt8KeyBlock, n = std::max<int64_t>(0, std::min(kInt8KeyBlock, Tk - j0));
+          for (int64_t j = 0; j < n; ++j) {
+            const float* kj = k.row<const float>(j0 + j) + h * hd;
+            for (int64_t c = 0; c < hd; ++c) block[size_t(j * hd + c)] = kj[c] - sum[size_t(c)];
+          }
+          kq.scale.ptr<float>()[h * blocks + b] = convrot::quantize_row(block.data(), n * hd, q + j0 * hd);
+        }
+      }
+    });
+  }
+
+  // norm_rope_attention with int8 scores (docs/attention_int8_qk.md): q normalised and rotated as
+  // there, times `scale`, quantized per head and block of kInt8QueryBlock queries by
+  // convrot::quantize_row; each score the exact int32 sum of q8·k8 as a float times
+  // fl(s_q·s_k), then do_attention's softmax and P·V (softmax_pv).
+  void do_norm_rope_attention_int8_qk(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
+                                      const QuantizedKeys& kq, const Tensor& v, Tensor& out, int64_t heads,
+                                      int64_t head_dim, float scale, bool v_transposed) override {
+    const char* op = "norm_rope_attention_int8_qk";
+    check_host(kq.q, op, "quantized keys");
+    check_f32_matrix(out, op, "out");
+    norm_rope(q, w, eps, head_dim, sin, cos, q);
+    const Tensor values = value_rows(v, kq.keys, v_transposed, op);
+    const int64_t Tq = q.rows(), Tk = kq.keys, hd = head_dim, keys_pad = transposed_v_keys(Tk);
+    const int64_t q_blocks = (Tq + kInt8QueryBlock - 1) / kInt8QueryBlock, k_blocks = keys_pad / kInt8KeyBlock;
+    // q8 [heads, Tq, hd] and s_q [heads, q_blocks]: each block's rows are consecutive.
+    std::vector<int8_t> q8(size_t(heads * Tq * hd));
+    std::vector<float> s_q(size_t(heads * q_blocks));
+    pool_.parallel_for(heads * q_blocks, [&](int64_t t0, int64_t t1) {
+      std::vector<float> block(size_t(kInt8QueryBlock * hd));
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t h = t / q_blocks, i0 = (t % q_blocks) * kInt8QueryBlock, n = std::min(kInt8QueryBlock, Tq - i0);
+        for (int64_t i = 0; i < n; ++i) {
+          const float* qi = q.row<const float>(i0 + i) + h * hd;
+          for (int64_t d = 0; d < hd; ++d) block[size_t(i * hd + d)] = qi[d] * scale;
+        }
+        s_q[size_t(t)] = convrot::quantize_row(block.data(), n * hd, q8.data() + (h * Tq + i0) * hd);
+      }
+    });
+    const int8_t* k8 = kq.q.ptr<const int8_t>();
+    const float* s_k = kq.scale.ptr<const float>();
+    pool_.parallel_for(heads * Tq, [&](int64_t t0, int64_t t1) {
+      std::vector<float> p(static_cast<size_t>(Tk));
+      std::vector<double> acc(static_cast<size_t>(hd));
+      for (int64_t t = t0; t < t1; ++t) {
+        if (cancel_requested()) return;  // util/cancel.h: the caller's next checkpoint throws
+        const int64_t h = t / Tq, i = t % Tq;
+        const int8_t* qi = q8.data() + (h * Tq + i) * hd;
+        const float sq = s_q[size_t(h * q_blocks + i / kInt8QueryBlock)];
+        for (int64_t j = 0; j < Tk; ++j) {
+          const int8_t* kj = k8 + (h * keys_pad + j) * hd;
+          int32_t s = 0;
+          for (int64_t d = 0; d < hd; ++d) s += int32_t(qi[d]) * int32_t(kj[d]);
+          p[size_t(j)] = float(s) * (sq * s_k[h * k_blocks + j / kInt8KeyBlock]);
+        }
+        softmax_pv(p, Tk, values, h * hd, hd, acc, out.row<float>(i) + h * hd);
+      }
+    });
   }
 
   void do_add(Tensor& x, const Tensor& d, const Tensor* gate) override {
@@ -356,27 +435,13 @@ class HostCoreOps : public CoreOps {
         const int64_t h = t / Tq, i = t % Tq, kh = h / group;
         const float* qi = q.row<const float>(i) + h * hd;
         const int64_t n = causal ? i + 1 : Tk;
-        float mx = -INFINITY;
         for (int64_t j = 0; j < n; ++j) {
           const float* kj = k.row<const float>(j) + kh * hd;
           float s = 0.0f;
           for (int64_t d = 0; d < hd; ++d) s += qi[d] * kj[d];
           p[size_t(j)] = s * scale;
-          mx = std::max(mx, p[size_t(j)]);
         }
-        float sum = 0.0f;
-        for (int64_t j = 0; j < n; ++j) {
-          p[size_t(j)] = std::exp(p[size_t(j)] - mx);
-          sum += p[size_t(j)];
-        }
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = 0; j < n; ++j) {
-          const float* vj = v.row<const float>(j) + kh * hd;
-          const float pj = p[size_t(j)];
-          for (int64_t d = 0; d < hd; ++d) acc[size_t(d)] += double(pj * vj[d]);
-        }
-        float* o = out.row<float>(i) + h * hd;
-        for (int64_t d = 0; d < hd; ++d) o[d] = float(acc[size_t(d)] / double(sum));
+        softmax_pv(p, n, v, kh * hd, hd, acc, out.row<float>(i) + h * hd);
       }
     });
   }
@@ -405,6 +470,39 @@ class HostCoreOps : public CoreOps {
   }
 
  private:
+  // The attention's second half for one query row, shared by the fp32 and the int8 scores: the
+  // logits p[0, n) to a max-subtracted fp32 softmax, its weights times V's rows (columns
+  // col0 .. col0 + hd) summed in double in key order, divided by the softmax's fp32 sum into o.
+  static void softmax_pv(std::vector<float>& p, int64_t n, const Tensor& v, int64_t col0, int64_t hd,
+                         std::vector<double>& acc, float* o) {
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, p[size_t(j)]);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      p[size_t(j)] = std::exp(p[size_t(j)] - mx);
+      sum += p[size_t(j)];
+    }
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t j = 0; j < n; ++j) {
+      const float* vj = v.row<const float>(j) + col0;
+      const float pj = p[size_t(j)];
+      for (int64_t d = 0; d < hd; ++d) acc[size_t(d)] += double(pj * vj[d]);
+    }
+    for (int64_t d = 0; d < hd; ++d) o[d] = float(acc[size_t(d)] / double(sum));
+  }
+
+  // V's rows [Tk, C] for the attention: v itself, or a transposed Vᵀ's first Tk columns turned
+  // back into rows (the values, not rounded again).
+  static Tensor value_rows(const Tensor& v, int64_t Tk, bool v_transposed, const char* op) {
+    check_f32_matrix(v, op, "v");
+    if (!v_transposed) return v;
+    const int64_t C = v.rows();
+    Tensor rows = host_tensor(DType::F32, {Tk, C});
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t j = 0; j < Tk; ++j) rows.row<float>(j)[c] = v.row<const float>(c)[j];
+    return rows;
+  }
+
   static void check_quantized_host(const QuantizedRows& xq, const char* op) {
     check_host(xq.q, op, "quantized rows");
     check_host(xq.scale, op, "quantized rows' scale");
@@ -418,12 +516,14 @@ class HostCoreOps : public CoreOps {
   ThreadPool& pool_;
   bool transposed_v_;
   bool int8_unit_in_epilogue_;
+  bool int8_qk_attention_;
 };
 
 }  // namespace
 
-std::unique_ptr<CoreOps> make_host_core_ops(ThreadPool& pool, bool transposed_v, bool int8_unit_in_epilogue) {
-  return std::make_unique<HostCoreOps>(pool, transposed_v, int8_unit_in_epilogue);
+std::unique_ptr<CoreOps> make_host_core_ops(ThreadPool& pool, bool transposed_v, bool int8_unit_in_epilogue,
+                                           bool int8_qk_attention) {
+  return std::make_unique<HostCoreOps>(pool, transposed_v, int8_unit_in_epilogue, int8_qk_attention);
 }
 
 }  // namespace moss

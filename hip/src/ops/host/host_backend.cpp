@@ -6,9 +6,9 @@ namespace {
 
 class HostBackend : public Backend {
  public:
-  HostBackend(bool transposed_v, bool int8_unit_in_epilogue) {
+  HostBackend(bool transposed_v, bool int8_unit_in_epilogue, bool int8_qk_attention) {
     ThreadPool& pool = ThreadPool::global();
-    core_ = make_host_core_ops(pool, transposed_v, int8_unit_in_epilogue);
+    core_ = make_host_core_ops(pool, transposed_v, int8_unit_in_epilogue, int8_qk_attention);
     text_ = make_host_text_ops(pool);
     vae_ = make_host_vae_ops(pool);
     lora_ = make_host_lora_ops(pool);
@@ -30,8 +30,8 @@ class HostBackend : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_host_backend(bool transposed_v, bool int8_unit_in_epilogue) {
-  return std::make_unique<HostBackend>(transposed_v, int8_unit_in_epilogue);
+std::unique_ptr<Backend> make_host_backend(bool transposed_v, bool int8_unit_in_epilogue, bool int8_qk_attention) {
+  return std::make_unique<HostBackend>(transposed_v, int8_unit_in_epilogue, int8_qk_attention);
 }
 
 }  // namespace moss

@@ -9,9 +9,9 @@
 
 namespace moss {
 
-// transposed_v: see make_host_backend (ops/backend.h).
+// transposed_v, int8_unit_in_epilogue, int8_qk_attention: see make_host_backend (ops/backend.h).
 std::unique_ptr<CoreOps> make_host_core_ops(ThreadPool& pool, bool transposed_v = false,
-                                           bool int8_unit_in_epilogue = true);
+                                           bool int8_unit_in_epilogue = true, bool int8_qk_attention = false);
 std::unique_ptr<TextOps> make_host_text_ops(ThreadPool& pool);
 std::unique_ptr<VaeOps> make_host_vae_ops(ThreadPool& pool);
 

@@ -45,7 +45,9 @@ MeasuringBackend::MeasuringBackend()
       skip_(std::make_unique<SkipOps>(*this)) {
   // The host reference's families, whose bodies never run (the hook skips them all): any
   // family would do; these need nothing but a thread pool.
-  core_ = make_host_core_ops(no_workers());
+  // Its attention_int8_qk says yes, so an INT8 DiT's plan counts the quantized keys' buffer that
+  // the portable kernels (every Radeon) allocate (a few MB more than NVIDIA's native path needs).
+  core_ = make_host_core_ops(no_workers(), false, true, true);
   text_ = make_host_text_ops(no_workers());
   vae_ = make_host_vae_ops(no_workers());
   lora_ = make_host_lora_ops(no_workers());
