@@ -77,4 +77,8 @@ ArchFamily arch_family(const std::string& arch) {
   return {"", false, "an architecture this release does not know"};
 }
 
+bool int8_matrix_faster(const std::string& arch) {
+  return arch_family(arch).supported && (starts_with(arch, "gfx12") || starts_with(arch, "sm_"));
+}
+
 }  // namespace moss

@@ -21,6 +21,12 @@ struct ArchFamily {
 // The architecture as the runtime names it ("gfx1101", "sm_90"), feature suffixes removed.
 ArchFamily arch_family(const std::string& arch);
 
+// Whether a supported architecture multiplies int8 matrices faster than bf16 ones (RDNA4's iu8
+// WMMA and Hopper's int8 mma at twice the bf16 rate; RDNA3/3.5's at the same rate), which decides
+// where int8 QKᵀ pays for its keys' pass (CoreOps::attention_int8_qk, docs/attention_int8_qk.md;
+// bench/amd_model.py's int8_rate). False for an architecture the product does not support.
+bool int8_matrix_faster(const std::string& arch);
+
 // The AMD architectures the product supports, in the order of hip/amd_targets.txt.
 const std::vector<std::string>& supported_amd_archs();
 

@@ -78,3 +78,10 @@ TEST(DeviceFamilies, UnknownNamesAreRefusedNotGuessed) {
   }
   EXPECT_TRUE(arch_family("sm_90").supported);
 }
+
+TEST(DeviceFamilies, Int8MatricesAreFasterOnRdna4AndHopperOnly) {
+  for (const std::string& arch : supported_amd_archs())
+    EXPECT_EQ(int8_matrix_faster(arch), arch.rfind("gfx12", 0) == 0) << arch;
+  EXPECT_TRUE(int8_matrix_faster("sm_90"));
+  for (const char* arch : {"gfx1250", "gfx942", "sm_80", "", "gfx12"}) EXPECT_FALSE(int8_matrix_faster(arch)) << arch;
+}
