@@ -115,7 +115,8 @@ __device__ inline void load_operand8(Frag& f, const int8_t* tile, int ld) {
 }
 
 // acc += Q·Kᵀ (or its transpose, per Scheme) for one 16x16x32 int8 block, exact in int32.
-__device__ inline void scheme_mma8(leaf::FragC32& acc, const QFrag8& q, const KFrag8& k) {
+template <class Q, class K>  // QFrag8, KFrag8 (a template: the untaken side is not instantiated)
+__device__ inline void scheme_mma8(leaf::FragC32& acc, const Q& q, const K& k) {
   if constexpr (Scheme::kTransposed) leaf::mma_i8(acc, k, q);
   else leaf::mma_i8(acc, q, k);
 }
