@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_int8_keys.h"
 #include "kernels/gemm.h"
 #include "kernels/int8_linear.h"
 #include "kernels/kernel_path.h"
