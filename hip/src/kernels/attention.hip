@@ -490,21 +490,28 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   // there Q is re-read from LDS each key tile.
   constexpr bool kQInRegisters = !kInt8Qk && T::kDirect && sizeof(QFrag) <= 16;
   QFrag q_regs[kQInRegisters ? T::RowTiles : 1][kQInRegisters ? T::D / 16 : 1];
-  // The int8 variant holds its Q in registers everywhere (half the bf16 fragments' bytes: 16
-  // registers at head dim 128 on gfx12 and NVIDIA, 32 on gfx11), with each tile's block scale.
-  QFrag8 q8_regs[kInt8Qk ? T::RowTiles : 1][kInt8Qk ? T::D / leaf::kLeafK8 : 1];
+  // The int8 variant's Q fragments, with each query tile's block scale: in registers where a
+  // fragment is 4 (gfx12, NVIDIA: 16 registers at head dim 128); gfx11's duplicated operands would
+  // make it 8, 32 in all, which took the kernel to 255 VGPRs on gfx1100 (check_device), so there
+  // they are re-read from the LDS stage each key tile, as the bf16 Q is.
+  constexpr bool kQ8InRegisters = kInt8Qk && sizeof(QFrag8) <= 16;
+  QFrag8 q8_regs[kQ8InRegisters ? T::RowTiles : 1][kQ8InRegisters ? T::D / leaf::kLeafK8 : 1];
+  auto load_q8 = [&](QFrag8& f, int r, int ds) {
+    load_operand8(f, q8s + (wrow + r * 16) * QInt8Stage<T>::kLdQ8 + ds * leaf::kLeafK8, QInt8Stage<T>::kLdQ8);
+  };
   float q8_scale[T::RowTiles];
   if constexpr (T::kDirect) sync_workgroup();
   if constexpr (kInt8Qk) {
 #pragma unroll
     for (int r = 0; r < T::RowTiles; ++r) {
       q8_scale[r] = query_block_scale(q8_stats, T::kQueryRows, wrow + r * 16);
+      if constexpr (kQ8InRegisters) {
 #pragma unroll
-      for (int ds = 0; ds < T::D / leaf::kLeafK8; ++ds)
-        load_operand8(q8_regs[r][ds], q8s + (wrow + r * 16) * QInt8Stage<T>::kLdQ8 + ds * leaf::kLeafK8,
-                      QInt8Stage<T>::kLdQ8);
+        for (int ds = 0; ds < T::D / leaf::kLeafK8; ++ds) load_q8(q8_regs[r][ds], r, ds);
+      }
     }
   }
+  (void)load_q8;
   (void)q8_scale;
   // The int8 variant's K of this kv head and the scales of its key blocks.
   const int8_t* const k8g = kInt8Qk ? p.k8.q + int64_t(kv_head) * p.k8.keys_pad * T::D : nullptr;
@@ -589,12 +596,18 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       const int8_t* const kt8 = k8g + int64_t(k0) * T::D;
 #pragma unroll
       for (int ds = 0; ds < T::D / leaf::kLeafK8; ++ds) {
+        QFrag8 qf[T::RowTiles];
+#pragma unroll
+        for (int r = 0; r < T::RowTiles; ++r) {
+          if constexpr (kQ8InRegisters) qf[r] = q8_regs[r][ds];
+          else load_q8(qf[r], r, ds);
+        }
 #pragma unroll
         for (int j = 0; j < T::KT / 16; ++j) {
           KFrag8 kf;
           load_operand8(kf, kt8 + j * 16 * T::D + ds * leaf::kLeafK8, T::D);
 #pragma unroll
-          for (int r = 0; r < T::RowTiles; ++r) scheme_mma8(s8[r][j], q8_regs[r][ds], kf);
+          for (int r = 0; r < T::RowTiles; ++r) scheme_mma8(s8[r][j], qf[r], kf);
         }
       }
       // |S| <= 128·128·D < 2^24: exact as float. The tile is one key block (KT == 32): one s_k.
