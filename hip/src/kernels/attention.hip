@@ -53,6 +53,7 @@ static_assert(std::is_same<Scheme::Layout, leaf::Layout>::value, "attention sche
 using Coords = attention_layout::Coords<Scheme>;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kMinNormal = std::numeric_limits<float>::min();
 constexpr float kLog2e = 1.4426950408889634f;
 
 // Which leaf operand each attention operand is: NVIDIA S = Q·Kᵀ, O = P·V; AMD Sᵀ = K·Qᵀ, Oᵀ = Vᵀ·Pᵀ.
@@ -622,7 +623,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
         // Below the smallest normal (a block of zeros on both sides) a masked key's -inf·c would
         // be NaN; the floor keeps it -inf and every other logit's exp2 at 1, as the host's S·0.
         const float c = mul_rn(mul_rn(q8_scale[r], s_k), kLog2e);
-        score_scale[r] = c < std::numeric_limits<float>::min() ? std::numeric_limits<float>::min() : c;
+        score_scale[r] = c < kMinNormal ? kMinNormal : c;
       }
     } else if constexpr (kQInRegisters) {
 #pragma unroll

@@ -51,7 +51,7 @@ bool hip_attention_fuses_q_rope(const Tensor& q, const QNormRope& r, int64_t hea
 // The int8 QKᵀ attention (CoreOps::quantize_keys and norm_rope_attention_int8_qk;
 // docs/attention_int8_qk.md): where the kernel this tiling runs at head_dim has the int8 variant
 // (kernels/attention.h attention_int8_qk: the portable direct tiling, head dims 32, 64, 128).
-bool hip_attention_int8_qk(int64_t head_dim, AttentionTiling tiling = AttentionTiling::Default);
+bool hip_attention_runs_int8_qk(int64_t head_dim, AttentionTiling tiling = AttentionTiling::Default);
 
 // CoreOps::quantize_keys: k [Tk, heads·head_dim] f32 or bf16 device rows (any row stride, unit
 // column stride) into kq_q, I8 [heads·keys_pad, head_dim], and kq_scale, F32 [heads·keys_pad /

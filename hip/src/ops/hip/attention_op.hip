@@ -173,7 +173,7 @@ void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tens
   attention_forward(p, ctx.stream());
 }
 
-bool hip_attention_int8_qk(int64_t head_dim, AttentionTiling tiling) {
+bool hip_attention_runs_int8_qk(int64_t head_dim, AttentionTiling tiling) {
   return head_dim > 0 && head_dim <= 128 && attention_int8_qk(int(head_dim), tiling);
 }
 
@@ -217,7 +217,7 @@ void hip_attention_int8_qk(HipContext& ctx, const Tensor& q, const QNormRope& q_
                            const Tensor& kq_scale, int64_t keys, int64_t keys_pad, const Tensor& v, Tensor& out,
                            int64_t heads, int64_t head_dim, float scale, bool v_transposed, AttentionTiling tiling) {
   const char* op = "norm_rope_attention_int8_qk";
-  if (!hip_attention_int8_qk(head_dim, tiling))
+  if (!hip_attention_runs_int8_qk(head_dim, tiling))
     throw failure(std::string(op) + ": this kernel path has no int8 QK^T attention at head dim " + n(head_dim) +
                   " (the portable direct tiling: head dims 32, 64, 128; on NVIDIA under MOSSINFER_KERNELS=portable)");
   if (!hip_attention_fuses_q_rope(q, q_rope, head_dim, tiling))
