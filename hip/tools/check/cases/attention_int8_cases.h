@@ -19,7 +19,9 @@
 // quantize as in the full op): the first, the last (partial) and a spread. Shapes: Tq = Tk = 100
 // and 77 (partial query and key blocks), head dims 32, 64, 128, V as rows (packed by the op) and
 // as the DiT's transposed Vᵀ (NaN past its padded keys), bf16 and f32 q, and the DiT's 1024²
-// shape (T = 4160, 24 heads x 128, Vᵀ) timed.
+// shape (T = 4160, 24 heads x 128, Vᵀ) timed. On a kernel path without the int8 variant (NVIDIA's
+// native one; CoreOps::attention_int8_qk false) one row checks instead that the op refuses by name
+// and writes nothing.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -193,6 +195,35 @@ inline void attention_case(kcheck::Env& e, const AttentionSpec& s) {
   if (s.timed) kcheck::record(e, "norm_rope_attention_int8_qk", shape, ms, flops, 0);
 }
 
+// On a kernel path without the int8 variant: the op refuses, naming the int8 QK^T attention, and
+// leaves out as it was (NaN).
+inline void refusal_case(kcheck::Env& e, const AttentionSpec& s) {
+  const int64_t width = s.heads * s.hd;
+  const Values q = random_values(e, DType::BF16, s.t, width, 2.0f, 0.0f, false);
+  const Values k = random_values(e, DType::BF16, s.t, width, 1.0f, 2.0f, false);
+  Tensor w = host_tensor(DType::F32, {s.hd}), table = host_tensor(DType::F32, {s.t, s.hd});
+  for (int64_t i = 0; i < s.hd; ++i) w.ptr<float>()[i] = 1.0f;
+  for (int64_t i = 0; i < s.t * s.hd; ++i) table.ptr<float>()[i] = 0.5f;
+  const Tensor w_d = e.gpu.upload(w), table_d = e.gpu.upload(table);
+  CoreOps::QuantizedKeys kq = keys_on(e.gpu, s.t, s.heads, s.hd);
+  e.gpu.core().quantize_keys(k.d, s.heads, s.hd, kq);
+  Tensor out = kcheck::poisoned(e, DType::F32, {s.t, width}), q_work = e.gpu.alloc(DType::BF16, {s.t, width});
+  e.gpu.core().copy(q.d, q_work);
+  std::string message;
+  try {
+    e.gpu.core().norm_rope_attention_int8_qk(q_work, w_d, 1e-6f, table_d, table_d, kq, k.d, out, s.heads, s.hd, 0.1f,
+                                             false);
+  } catch (const std::exception& x) {
+    message = x.what();
+  }
+  int64_t written = 0;
+  for (float f : kcheck::fetch(e, out)) written += !std::isnan(f);
+  const bool named = message.find("int8 QK^T") != std::string::npos;
+  if (!named) std::printf("  norm_rope_attention_int8_qk: no refusal naming the int8 QK^T attention (%s)\n", message.c_str());
+  const double bad = double(written + (named ? 0 : 1));
+  e.table.row("norm_rope_attention_int8_qk", "refused on this kernel path", kcheck::Compare{bad, bad, true}, 0.0, 0);
+}
+
 }  // namespace int8_attention_check
 
 // Every case, each guarded (a refusing op fails its row alone).
@@ -210,7 +241,14 @@ inline void check_int8_attention(kcheck::Env& e) {
       {77, 4, 64, DType::BF16, false},   {300, 4, 32, DType::BF16, true}, {257, 24, 128, DType::BF16, false},
       {4160, 24, 128, DType::BF16, true, 12, true},
   };
-  for (const AttentionSpec& s : attention)
+  for (const AttentionSpec& s : attention) {
+    // Where the kernel path has no int8 variant (NVIDIA's native path: its wgmma bf16 attention
+    // stays), the op must refuse by name instead: one row says it did.
+    if (!e.gpu.core().attention_int8_qk(s.hd)) {
+      kcheck::guarded(e.table, "norm_rope_attention_int8_qk refusal", [&] { refusal_case(e, s); });
+      break;
+    }
     kcheck::guarded(e.table, "norm_rope_attention_int8_qk " + kcheck::shape_of({s.t, s.heads, s.hd}),
                     [&] { attention_case(e, s); });
+  }
 }
