@@ -51,6 +51,15 @@ def key_loop(ins):
     return start, max(a for t, a in loops if t == start)
 
 
+def loop_counts(ins):
+    """(loop range, matrix opcodes, VALU opcodes) of the kernel's key loop."""
+    lo, hi = key_loop(ins)
+    body = [op for a, op, _ in ins if lo <= a <= hi]
+    matrix = collections.Counter(op for op in body if op.startswith("v_wmma"))
+    valu = collections.Counter(op for op in body if op.startswith("v_") and not op.startswith("v_wmma"))
+    return (lo, hi), matrix, valu
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("code_object")
@@ -64,12 +73,8 @@ def main():
         if not names:
             print(f"{label}: not in the code object", file=sys.stderr)
             continue
-        ins = funcs[names[0]]
-        lo, hi = key_loop(ins)
-        body = [(a, op) for a, op, _ in ins if lo <= a <= hi]
-        matrix = collections.Counter(op for _, op in body if op.startswith("v_wmma"))
-        valu = collections.Counter(op for _, op in body if op.startswith("v_") and not op.startswith("v_wmma"))
-        print(f"{label}: key loop {lo:#x}..{hi:#x}, {len(body)} instructions")
+        (lo, hi), matrix, valu = loop_counts(funcs[names[0]])
+        print(f"{label}: key loop {lo:#x}..{hi:#x}")
         print("  matrix: " + ", ".join(f"{op} {n}" for op, n in sorted(matrix.items())))
         print(f"  VALU issue slots: {sum(valu.values())} ({sum(n for op, n in valu.items() if op.startswith('v_dual'))} v_dual)")
         print("    " + ", ".join(f"{op} {n}" for op, n in valu.most_common()))
