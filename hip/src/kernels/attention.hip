@@ -494,7 +494,8 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   // The int8 variant's Q fragments, with each query tile's block scale: in registers where a
   // fragment is 4 (gfx12, NVIDIA: 16 registers at head dim 128); gfx11's duplicated operands would
   // make it 8, 32 in all, which took the kernel to 255 VGPRs on gfx1100 (check_device), so there
-  // they are re-read from the LDS stage each key tile, as the bf16 Q is.
+  // they are re-read from the LDS stage each key tile, as the bf16 Q is (154 VGPRs with the depth
+  // loop unrolled by 2 below; the bf16 scores' kernel: 177).
   constexpr bool kQ8InRegisters = kInt8Qk && sizeof(QFrag8) <= 16;
   QFrag8 q8_regs[kQ8InRegisters ? T::RowTiles : 1][kQ8InRegisters ? T::D / leaf::kLeafK8 : 1];
   auto load_q8 = [&](QFrag8& f, int r, int ds) {
@@ -595,8 +596,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
         for (int j = 0; j < T::KT / 16; ++j) leaf::zero(s8[r][j]);
       }
       const int8_t* const kt8 = k8g + int64_t(k0) * T::D;
-#pragma unroll
-      for (int ds = 0; ds < T::D / leaf::kLeafK8; ++ds) {
+      auto depth_step = [&](int ds) {
         QFrag8 qf[T::RowTiles];
 #pragma unroll
         for (int r = 0; r < T::RowTiles; ++r) {
@@ -610,6 +610,15 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
 #pragma unroll
           for (int r = 0; r < T::RowTiles; ++r) scheme_mma8(s8[r][j], qf[r], kf);
         }
+      };
+      // Q from LDS (gfx11): two depth steps at a time, as the bf16 scores' LDS path, so that the
+      // compiler does not hold every step's K fragments at once.
+      if constexpr (kQ8InRegisters) {
+#pragma unroll
+        for (int ds = 0; ds < T::D / leaf::kLeafK8; ++ds) depth_step(ds);
+      } else {
+#pragma unroll 2
+        for (int ds = 0; ds < T::D / leaf::kLeafK8; ++ds) depth_step(ds);
       }
       // |S| <= 128·128·D < 2^24: exact as float. The tile is one key block (KT == 32): one s_k.
       const float s_k = k8_scale[t];
