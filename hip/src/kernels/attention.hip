@@ -352,7 +352,7 @@ struct QInt8Stage {
   static constexpr int kLdQ8 = T::D + 16;  // bytes a row: 16-byte aligned rows
   static constexpr int kQ8Bytes = T::kQueryRows * kLdQ8;
   static constexpr int kBytes = kQ8Bytes + 2 * T::kQueryRows * int(sizeof(float));
-  static_assert(kBytes <= T::kQElems * int(sizeof(bf16)), "the int8 Q stage fits the bf16 Q stage's LDS");
+  static_assert(kBytes <= T::kSmemBytes, "the int8 Q stage within the bf16 kernel's LDS (its limits hold)");
 };
 constexpr int kQueryBlock = 16;  // CoreOps::kInt8QueryBlock
 
@@ -468,7 +468,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       q_staged = true;
     }
   }
-  if (!q_staged) {
+  if (!kInt8Qk && !q_staged) {  // (the int8 variant's LDS holds no bf16 Q tile)
     const int64_t qcol0 = int64_t(head) * p.head_dim;
     for (int idx = tid; idx < T::kQueryRows * T::D; idx += T::kThreads) {
       const int r = idx / T::D, d = idx % T::D, query = q0 + r;
@@ -772,11 +772,15 @@ void launch(const AttentionParams& p, hipStream_t stream) {
   const int blocks = (p.tq + T::kQueryRows - 1) / T::kQueryRows;
   const dim3 grid(unsigned(blocks), unsigned(p.heads), unsigned(T::D / T::Dv));
   const auto kernel = attention_kernel<T, kInPlace, kInt8Qk>;  // (a template-id's comma would split the macros' arguments)
+  // The int8 variant stages its Q in int8 (19 KB at head dim 128 where the bf16 Q takes 34): more
+  // workgroups fit a CU's LDS, so the registers, not the LDS, bound its waves.
+  constexpr int kSmemBytes = kInt8Qk ? QInt8Stage<T>::kBytes : T::kSmemBytes;
+  static_assert(kSmemBytes % sizeof(Chunk16) == 0, "whole 16-byte chunks of LDS");
 #if MOSS_PLATFORM_NVIDIA
   // Above 48 KiB a kernel's dynamic shared memory must be raised explicitly (per device).
-  MOSS_HIP_CHECK(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
+  MOSS_HIP_CHECK(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
 #endif
-  hipLaunchKernelGGL(kernel, grid, dim3(T::kThreads), size_t(T::kSmemBytes), stream, p);
+  hipLaunchKernelGGL(kernel, grid, dim3(T::kThreads), size_t(kSmemBytes), stream, p);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
