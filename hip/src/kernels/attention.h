@@ -104,7 +104,6 @@ struct AttentionParams {
   bool q_bf16 = false;      // q is bf16 (else f32)
   int64_t ldq = 0;
   AttentionQRope q_rope;    // q's norm and RoPE, when q_rope.w is set
-  AttentionInt8Keys k8;     // int8 scores, when k8.q is set
   // K (key j, dim d of kv head h) at k[h·k_head_stride + j·ldk + d]; V at v[h·v_head_stride +
   // j·ldv + d], or v[h·v_head_stride + d·ldv + j] when the layout says v_transposed. Reference
   // kernel: packed, zero up to tk_pad keys and d_pad dims. Flash: every row of the tk keys holds
@@ -127,6 +126,7 @@ struct AttentionParams {
   float scale = 0;      // softmax scale applied to q·k
   bool causal = false;  // query i sees keys j <= i
   AttentionTiling tiling = AttentionTiling::Default;
+  AttentionInt8Keys k8;  // int8 scores, when k8.q is set (last: the other fields keep their offsets)
 };
 
 // Launches the attention kernel on `stream`. Every output element [query < tq, column < heads·
