@@ -82,6 +82,23 @@ struct AttentionQRope {
 // tiling (head dims 32, 64 and 128, whose head_dim / 8 lanes are a power of two).
 bool attention_fuses_q_rope(int head_dim, AttentionTiling tiling);
 
+// The int8 QKᵀ variant's keys (CoreOps::quantize_keys' output, kernels/attention_int8_keys.h;
+// docs/attention_int8_qk.md): key j of kv head h at q[(h·keys_pad + j)·head_dim + d], zeros past
+// tk; block b (keys 32b..32b+31) of head h scaled by scale[h·keys_pad / 32 + b]. With q set the
+// scores are exact int32 sums of these and of Q quantized per 16-query block (one wave's tile) from
+// the fp32 norm_rope output times the softmax scale, times the two blocks' scales; K and ldk are
+// not read. Only where attention_int8_qk says, with q_rope set.
+struct AttentionInt8Keys {
+  const int8_t* q = nullptr;  // null: the bf16 scores
+  const float* scale = nullptr;
+  int keys_pad = 0;  // a multiple of 32, >= tk
+};
+
+// Whether the kernel this tiling runs at head_dim has the int8 QKᵀ variant: the portable direct
+// tiling with the fused q_rope (head dims 32, 64 and 128; every request on AMD, on NVIDIA only
+// under MOSSINFER_KERNELS=portable or the Portable tiling).
+bool attention_int8_qk(int head_dim, AttentionTiling tiling);
+
 struct AttentionParams {
   const void* q = nullptr;  // [tq, heads·head_dim] rows of ldq elements
   bool q_bf16 = false;      // q is bf16 (else f32)
@@ -109,6 +126,7 @@ struct AttentionParams {
   float scale = 0;      // softmax scale applied to q·k
   bool causal = false;  // query i sees keys j <= i
   AttentionTiling tiling = AttentionTiling::Default;
+  AttentionInt8Keys k8;  // int8 scores, when k8.q is set (last: the other fields keep their offsets)
 };
 
 // Launches the attention kernel on `stream`. Every output element [query < tq, column < heads·

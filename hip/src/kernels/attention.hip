@@ -28,8 +28,10 @@
 #include "kernels/attention_device.h"
 #include "kernels/attention_flash_nvidia.h"
 #include "kernels/attention_hopper.h"
+#include "kernels/attention_int8_keys.h"
 #include "kernels/attention_kv_map.h"
 #include "kernels/attention_layout.h"
+#include "kernels/int8_row_lds.h"
 #include "kernels/kernel_path.h"
 #include "kernels/matrix_leaf.h"
 #include "kernels/norm_rope_lane.h"
@@ -51,11 +53,15 @@ static_assert(std::is_same<Scheme::Layout, leaf::Layout>::value, "attention sche
 using Coords = attention_layout::Coords<Scheme>;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kMinNormal = std::numeric_limits<float>::min();
 constexpr float kLog2e = 1.4426950408889634f;
 
 // Which leaf operand each attention operand is: NVIDIA S = Q·Kᵀ, O = P·V; AMD Sᵀ = K·Qᵀ, Oᵀ = Vᵀ·Pᵀ.
 using QFrag = std::conditional_t<Scheme::kTransposed, leaf::FragB, leaf::FragA>;  // Q and P
 using KFrag = std::conditional_t<Scheme::kTransposed, leaf::FragA, leaf::FragB>;  // K and Vᵀ
+// The int8 QKᵀ variant's scores on the int8 leaf (16x16x32), the same sides.
+using QFrag8 = std::conditional_t<Scheme::kTransposed, leaf::FragB8, leaf::FragA8>;
+using KFrag8 = std::conditional_t<Scheme::kTransposed, leaf::FragA8, leaf::FragB8>;
 
 // The tiling of one kernel instance. D: padded head dim (the QK depth); Dv: output dimensions per
 // workgroup; KT: keys per tile; Warps per workgroup; RowTiles: 16-row query tiles per wave; Stages:
@@ -97,6 +103,23 @@ __device__ inline void load_operand(Frag& f, const bf16* tile, int ld, int outer
     f.x[i] = bf16_from_bits(uint16_t(w & 0xffffu));
     f.x[i + 1] = bf16_from_bits(uint16_t(w >> 16));
   });
+}
+
+// Fills an int8 operand fragment from an int8 tile whose reduction index is contiguous: element
+// (outer, k) at tile[outer * ld + k] (ld and the tile's base multiples of 4: every slot word is four
+// consecutive k, mma_layout::slot_words_are_k_quads, so one aligned 32-bit read).
+template <class Frag>
+__device__ inline void load_operand8(Frag& f, const int8_t* tile, int ld) {
+  auto word = [&](int outer, int k0) { return *reinterpret_cast<const int32_t*>(tile + outer * ld + k0); };
+  if constexpr (std::is_same<Frag, leaf::FragA8>::value) leaf::load_a8(f, word);
+  else leaf::load_b8(f, word);
+}
+
+// acc += Q·Kᵀ (or its transpose, per Scheme) for one 16x16x32 int8 block, exact in int32.
+template <class Q, class K>  // QFrag8, KFrag8 (a template: the untaken side is not instantiated)
+__device__ inline void scheme_mma8(leaf::FragC32& acc, const Q& q, const K& k) {
+  if constexpr (Scheme::kTransposed) leaf::mma_i8(acc, k, q);
+  else leaf::mma_i8(acc, q, k);
 }
 
 // acc += Rows·Cols (or its transpose, per Scheme) for one 16x16x16 block: Rows holds the queries
@@ -272,8 +295,8 @@ constexpr bool kScaleInFma = T::kDirect;
 // 4s..4s+3 and their rotation partners D/2 later, with the rows kernel's arithmetic
 // (norm_rope_lane.h). Rows past tq stage zeros; every thread runs every iteration, so the group
 // shuffles always see whole groups.
-template <class T>
-__device__ inline void stage_q_norm_rope(const AttentionParams& p, bf16* qs, int q0, int head, int tid) {
+template <class T, class Visit>
+__device__ inline void q_norm_rope_rows(const AttentionParams& p, int q0, int head, int tid, Visit visit) {
   constexpr int kLanes = T::D / 8, kGroups = T::kThreads / kLanes, kHalf = T::D / 2;
   static_assert(kLanes * 8 == T::D && (kLanes & (kLanes - 1)) == 0 && kLanes <= kWaveSize,
                 "a power-of-two group of lanes, inside one wave, per head");
@@ -298,20 +321,103 @@ __device__ inline void stage_q_norm_rope(const AttentionParams& p, bf16* qs, int
     norm_rope_lane::load4_at(p.q, p.q_bf16, qrow * p.ldq + col, inside, a);
     norm_rope_lane::load4_at(p.q, p.q_bf16, qrow * p.ldq + col + kHalf, inside, b);
     norm_rope_lane::apply(a, b, coef, kLanes, T::D, r.eps, ya, yb);
+    visit(row, i, inside, ya, yb);
+  }
+}
+
+// visit(row, i, inside, ya, yb) above receives row `row`'s columns i..i+3 (ya) and i+D/2.. (yb).
+template <class T>
+__device__ inline void stage_q_norm_rope(const AttentionParams& p, bf16* qs, int q0, int head, int tid) {
+  constexpr int kHalf = T::D / 2;
+  q_norm_rope_rows<T>(p, q0, head, tid, [&](int row, int i, bool inside, const float (&ya)[4], const float (&yb)[4]) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       qs[row * T::kLdQ + i + e] = to_bf16(inside ? ya[e] : 0.0f);
       qs[row * T::kLdQ + i + kHalf + e] = to_bf16(inside ? yb[e] : 0.0f);
     }
+  });
+}
+
+// The int8 QKᵀ variant's Q (docs/attention_int8_qk.md; CoreOps::norm_rope_attention_int8_qk): y =
+// fl(x·scale) of the fp32 norm_rope output x (before any bf16 rounding), quantized per block of 16
+// consecutive queries -- one wave's query tile, CoreOps::kInt8QueryBlock -- by the keys' formulas
+// (int8_row::set_scale over the block's rows and head_dim columns, int8_row::quantize_value; a
+// block with a non-finite value: scale NaN, its values 0); rows past tq are zeros. In LDS: q8s
+// [kQueryRows][kLdQ8] int8 and stats [2][kQueryRows] (each row's absmax, its non-finite flag), which
+// the waves read again for their block's scale (query_block_scale). Two passes over the rows, the
+// second recomputing the same bits rather than holding them across the barrier: the absmax and
+// flags, then the values. Every thread of the workgroup calls it (two barriers).
+template <class T>
+struct QInt8Stage {
+  static constexpr int kLdQ8 = T::D + 16;  // bytes a row: 16-byte aligned rows
+  static constexpr int kQ8Bytes = T::kQueryRows * kLdQ8;
+  static constexpr int kBytes = kQ8Bytes + 2 * T::kQueryRows * int(sizeof(float));
+  static_assert(kBytes <= T::kSmemBytes, "the int8 Q stage within the bf16 kernel's LDS (its limits hold)");
+};
+constexpr int kQueryBlock = 16;  // CoreOps::kInt8QueryBlock
+
+__device__ inline float query_block_scale(const float* stats, int rows, int first_row) {
+  float amax = 0.0f, bad = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kQueryBlock; ++r) {
+    amax = max_f(amax, stats[first_row + r]);
+    bad = max_f(bad, stats[rows + first_row + r]);
   }
+  return int8_row::set_scale(amax, bad != 0.0f);
+}
+
+template <class T>
+__device__ inline void stage_q_int8(const AttentionParams& p, int8_t* q8s, float* stats, int q0, int head, int tid) {
+  constexpr int kLanes = T::D / 8, kHalf = T::D / 2, kLd = QInt8Stage<T>::kLdQ8;
+  const float scale = p.scale;
+  q_norm_rope_rows<T>(p, q0, head, tid, [&](int row, int, bool inside, const float (&ya)[4], const float (&yb)[4]) {
+    float amax = 0.0f, bad = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float y = inside ? mul_rn(e < 4 ? ya[e] : yb[e - 4], scale) : 0.0f;
+      bad = finite_f(y) ? bad : 1.0f;
+      amax = max_f(amax, abs_f(y));
+    }
+    // The row's kLanes lanes are consecutive in the wave (a power of two): xor stays inside.
+#pragma unroll
+    for (int m = 1; m < kLanes; m *= 2) {
+      amax = max_f(amax, shfl_xor(amax, m));
+      bad = max_f(bad, shfl_xor(bad, m));
+    }
+    if (tid % kLanes == 0) {
+      stats[row] = amax;
+      stats[T::kQueryRows + row] = bad;
+    }
+  });
+  sync_workgroup();
+  q_norm_rope_rows<T>(p, q0, head, tid, [&](int row, int i, bool inside, const float (&ya)[4], const float (&yb)[4]) {
+    const float s = query_block_scale(stats, T::kQueryRows, row - row % kQueryBlock);
+    const bool finite = s == s;
+    uint32_t wa = 0, wb = 0;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float a = inside ? mul_rn(ya[e], scale) : 0.0f, b = inside ? mul_rn(yb[e], scale) : 0.0f;
+      wa |= uint32_t(uint8_t(finite ? int8_row::quantize_value(a, s) : int8_t(0))) << (8 * e);
+      wb |= uint32_t(uint8_t(finite ? int8_row::quantize_value(b, s) : int8_t(0))) << (8 * e);
+    }
+    *reinterpret_cast<uint32_t*>(q8s + row * kLd + i) = wa;
+    *reinterpret_cast<uint32_t*>(q8s + row * kLd + i + kHalf) = wb;
+  });
 }
 
 // kInPlace: K read from the activation rows (tk of them, unpadded), not the pack; with a shared
 // K/V tile (head dim 256) V too (AttentionParams::kv_in_place), in the direct tiling K alone
 // (AttentionParams::k_in_place: its Vᵀ fragments want 8 keys of one dim contiguous, the pack).
-template <class T, bool kInPlace>
+// kInt8Qk: the int8 QKᵀ variant (AttentionParams::k8; the direct tiling with the fused q_rope):
+// Q quantized per wave into LDS (stage_q_int8) and held in registers as int8 fragments, K's int8
+// fragments read from k8.q, the scores exact int32 sums converted to float in the bf16 scores'
+// registers (attention_layout.h int8_scores_in_place), and the scale in exp2's fma per key tile,
+// fl(fl(s_q·s_k)·log2 e), where the bf16 scores have scale·log2 e. The softmax and P·V as they are.
+template <class T, bool kInPlace, bool kInt8Qk = false>
 __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(const AttentionParams p) {
   constexpr bool kStagedInPlace = kInPlace && !T::kDirect, kDirectKInPlace = kInPlace && T::kDirect;
+  static_assert(!kInt8Qk || (kStagesQRope<T> && !kInPlace && T::KT == kAttentionInt8KeyBlock),
+                "int8 scores: the direct tiling with the fused q_rope, one key block a tile, K from k8");
   extern __shared__ Chunk16 attention_smem[];
   bf16* const qs = reinterpret_cast<bf16*>(attention_smem);  // [kQueryRows][kLdQ]
   bf16* const ks = qs + T::kQElems;                           // [Stages][KT][kLdK]
@@ -351,13 +457,18 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   // Q as bf16, zero beyond tq and head_dim (zero columns add nothing to the scores); normalised
   // and rotated on the way where the request says (uniform across the workgroup).
   bool q_staged = false;
-  if constexpr (kStagesQRope<T>) {
+  int8_t* const q8s = reinterpret_cast<int8_t*>(attention_smem);             // int8 variant: [kQueryRows][kLdQ8]
+  float* const q8_stats = reinterpret_cast<float*>(q8s + QInt8Stage<T>::kQ8Bytes);  // and [2][kQueryRows]
+  if constexpr (kInt8Qk) {
+    stage_q_int8<T>(p, q8s, q8_stats, q0, head, tid);
+    q_staged = true;
+  } else if constexpr (kStagesQRope<T>) {
     if (p.q_rope.w) {
       stage_q_norm_rope<T>(p, qs, q0, head, tid);
       q_staged = true;
     }
   }
-  if (!q_staged) {
+  if (!kInt8Qk && !q_staged) {  // (the int8 variant's LDS holds no bf16 Q tile)
     const int64_t qcol0 = int64_t(head) * p.head_dim;
     for (int idx = tid; idx < T::kQueryRows * T::D; idx += T::kThreads) {
       const int r = idx / T::D, d = idx % T::D, query = q0 + r;
@@ -378,9 +489,35 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   // where a Q fragment is 4 registers (gfx12, NVIDIA); gfx11's duplicated operands would make it 8,
   // 64 in all, which spills on the parts with half the register file (gfx1102/1103/1150/1152), so
   // there Q is re-read from LDS each key tile.
-  constexpr bool kQInRegisters = T::kDirect && sizeof(QFrag) <= 16;
+  constexpr bool kQInRegisters = !kInt8Qk && T::kDirect && sizeof(QFrag) <= 16;
   QFrag q_regs[kQInRegisters ? T::RowTiles : 1][kQInRegisters ? T::D / 16 : 1];
+  // The int8 variant's Q fragments, with each query tile's block scale: in registers where a
+  // fragment is 4 (gfx12, NVIDIA: 16 registers at head dim 128); gfx11's duplicated operands would
+  // make it 8, 32 in all, which took the kernel to 255 VGPRs on gfx1100 (check_device), so there
+  // they are re-read from the LDS stage each key tile, as the bf16 Q is (154 VGPRs with the depth
+  // loop unrolled by 2 below; the bf16 scores' kernel: 177).
+  constexpr bool kQ8InRegisters = kInt8Qk && sizeof(QFrag8) <= 16;
+  QFrag8 q8_regs[kQ8InRegisters ? T::RowTiles : 1][kQ8InRegisters ? T::D / leaf::kLeafK8 : 1];
+  auto load_q8 = [&](QFrag8& f, int r, int ds) {
+    load_operand8(f, q8s + (wrow + r * 16) * QInt8Stage<T>::kLdQ8 + ds * leaf::kLeafK8, QInt8Stage<T>::kLdQ8);
+  };
+  float q8_scale[T::RowTiles];
   if constexpr (T::kDirect) sync_workgroup();
+  if constexpr (kInt8Qk) {
+#pragma unroll
+    for (int r = 0; r < T::RowTiles; ++r) {
+      q8_scale[r] = query_block_scale(q8_stats, T::kQueryRows, wrow + r * 16);
+      if constexpr (kQ8InRegisters) {
+#pragma unroll
+        for (int ds = 0; ds < T::D / leaf::kLeafK8; ++ds) load_q8(q8_regs[r][ds], r, ds);
+      }
+    }
+  }
+  (void)load_q8;
+  (void)q8_scale;
+  // The int8 variant's K of this kv head and the scales of its key blocks.
+  const int8_t* const k8g = kInt8Qk ? p.k8.q + int64_t(kv_head) * p.k8.keys_pad * T::D : nullptr;
+  const float* const k8_scale = kInt8Qk ? p.k8.scale + kv_head * (p.k8.keys_pad / kAttentionInt8KeyBlock) : nullptr;
   if constexpr (kQInRegisters) {
 #pragma unroll
     for (int r = 0; r < T::RowTiles; ++r) {
@@ -448,7 +585,56 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
 #pragma unroll
       for (int j = 0; j < T::KT / 16; ++j) leaf::zero(s[r][j]);
     }
-    if constexpr (kQInRegisters) {
+    float score_scale[T::RowTiles];  // the scores' factor in exp2's fma (base 2)
+#pragma unroll
+    for (int r = 0; r < T::RowTiles; ++r) score_scale[r] = scale_log2;
+    if constexpr (kInt8Qk) {
+      leaf::FragC32 s8[T::RowTiles][T::KT / 16];
+#pragma unroll
+      for (int r = 0; r < T::RowTiles; ++r) {
+#pragma unroll
+        for (int j = 0; j < T::KT / 16; ++j) leaf::zero(s8[r][j]);
+      }
+      const int8_t* const kt8 = k8g + int64_t(k0) * T::D;
+      auto depth_step = [&](int ds) {
+        QFrag8 qf[T::RowTiles];
+#pragma unroll
+        for (int r = 0; r < T::RowTiles; ++r) {
+          if constexpr (kQ8InRegisters) qf[r] = q8_regs[r][ds];
+          else load_q8(qf[r], r, ds);
+        }
+#pragma unroll
+        for (int j = 0; j < T::KT / 16; ++j) {
+          KFrag8 kf;
+          load_operand8(kf, kt8 + j * 16 * T::D + ds * leaf::kLeafK8, T::D);
+#pragma unroll
+          for (int r = 0; r < T::RowTiles; ++r) scheme_mma8(s8[r][j], qf[r], kf);
+        }
+      };
+      // Q from LDS (gfx11): two depth steps at a time, as the bf16 scores' LDS path, so that the
+      // compiler does not hold every step's K fragments at once.
+      if constexpr (kQ8InRegisters) {
+#pragma unroll
+        for (int ds = 0; ds < T::D / leaf::kLeafK8; ++ds) depth_step(ds);
+      } else {
+#pragma unroll 2
+        for (int ds = 0; ds < T::D / leaf::kLeafK8; ++ds) depth_step(ds);
+      }
+      // |S| <= 128·128·D < 2^24: exact as float. The tile is one key block (KT == 32): one s_k.
+      const float s_k = k8_scale[t];
+#pragma unroll
+      for (int r = 0; r < T::RowTiles; ++r) {
+#pragma unroll
+        for (int j = 0; j < T::KT / 16; ++j) {
+#pragma unroll
+          for (int i = 0; i < leaf::Layout::kSlotsC; ++i) s[r][j].x[i] = float(s8[r][j].x[i]);
+        }
+        // Below the smallest normal (a block of zeros on both sides) a masked key's -inf·c would
+        // be NaN; the floor keeps it -inf and every other logit's exp2 at 1, as the host's S·0.
+        const float c = mul_rn(mul_rn(q8_scale[r], s_k), kLog2e);
+        score_scale[r] = c < kMinNormal ? kMinNormal : c;
+      }
+    } else if constexpr (kQInRegisters) {
 #pragma unroll
       for (int ds = 0; ds < T::D / 16; ++ds) {
         QFrag qf[T::RowTiles];
@@ -478,6 +664,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
 #pragma unroll
     for (int r = 0; r < T::RowTiles; ++r) {
       const int rq0 = wq0 + r * 16;
+      const float scale_r = score_scale[r];
       const bool masked = k0 + T::KT > p.tk || (p.causal && k0 + T::KT - 1 > rq0);
       float tile_max[Scheme::kStats];
 #pragma unroll
@@ -486,7 +673,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
       for (int j = 0; j < T::KT / 16; ++j) {
 #pragma unroll
         for (int i = 0; i < leaf::Layout::kSlotsC; ++i) {
-          float x = kScaleInFma<T> ? s[r][j].x[i] : s[r][j].x[i] * scale_log2;
+          float x = kScaleInFma<T> ? s[r][j].x[i] : s[r][j].x[i] * scale_r;
           if (masked) {
             const int key = k0 + j * 16 + Coords::other(lane, i), query = rq0 + Coords::query(lane, i);
             if (key >= p.tk || (p.causal && key > query)) x = kNegInf;
@@ -502,7 +689,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
 #pragma unroll
         for (int n = 0; n < Scheme::kReduceMasks; ++n)
           tile_max[st] = max_f(tile_max[st], shfl_xor(tile_max[st], Scheme::reduce_mask(n)));
-        const float m_new = max_f(m[r][st], kScaleInFma<T> ? tile_max[st] * scale_log2 : tile_max[st]);
+        const float m_new = max_f(m[r][st], kScaleInFma<T> ? tile_max[st] * scale_r : tile_max[st]);
         // The direct tiling keeps the base while the row's maximum grew by at most kLazyRescaleLog2
         // (false for -inf or NaN differences: a first key, a row with none yet).
         if (kLazyRescale<T> && m_new - m[r][st] <= kLazyRescaleLog2) {
@@ -521,7 +708,7 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
 #pragma unroll
         for (int i = 0; i < leaf::Layout::kSlotsC; ++i) {
           const float x = s[r][j].x[i];
-          const float e = attention_device::exp2_fast(kScaleInFma<T> ? x * scale_log2 - base[Scheme::stat(i)]
+          const float e = attention_device::exp2_fast(kScaleInFma<T> ? x * scale_r - base[Scheme::stat(i)]
                                                                      : x - base[Scheme::stat(i)]);
           s[r][j].x[i] = e;
           sum[Scheme::stat(i)] += e;
@@ -580,16 +767,20 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   }
 }
 
-template <class T, bool kInPlace = false>
+template <class T, bool kInPlace = false, bool kInt8Qk = false>
 void launch(const AttentionParams& p, hipStream_t stream) {
   const int blocks = (p.tq + T::kQueryRows - 1) / T::kQueryRows;
   const dim3 grid(unsigned(blocks), unsigned(p.heads), unsigned(T::D / T::Dv));
-  const auto kernel = attention_kernel<T, kInPlace>;  // (a template-id's comma would split the macros' arguments)
+  const auto kernel = attention_kernel<T, kInPlace, kInt8Qk>;  // (a template-id's comma would split the macros' arguments)
+  // The int8 variant stages its Q in int8 (19 KB at head dim 128 where the bf16 Q takes 34): more
+  // workgroups fit a CU's LDS, so the registers, not the LDS, bound its waves.
+  constexpr int kSmemBytes = kInt8Qk ? QInt8Stage<T>::kBytes : T::kSmemBytes;
+  static_assert(kSmemBytes % sizeof(Chunk16) == 0, "whole 16-byte chunks of LDS");
 #if MOSS_PLATFORM_NVIDIA
   // Above 48 KiB a kernel's dynamic shared memory must be raised explicitly (per device).
-  MOSS_HIP_CHECK(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
+  MOSS_HIP_CHECK(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
 #endif
-  hipLaunchKernelGGL(kernel, grid, dim3(T::kThreads), size_t(T::kSmemBytes), stream, p);
+  hipLaunchKernelGGL(kernel, grid, dim3(T::kThreads), size_t(kSmemBytes), stream, p);
   MOSS_HIP_CHECK(hipGetLastError());
 }
 
@@ -632,6 +823,10 @@ bool portable_tiling(AttentionTiling tiling) { return portable_kernels() || tili
 
 template <int D>
 void launch_reference(const AttentionParams& p, hipStream_t stream) {
+  if (p.k8.q) {  // attention_forward checked attention_int8_qk
+    if constexpr (kStagesQRope<PortableTiling<D>>) return launch<PortableTiling<D>, false, true>(p, stream);
+    throw failure("attention: no int8 QK^T kernel for head dim " + std::to_string(p.head_dim));
+  }
   if (portable_tiling(p.tiling)) {
     if constexpr (portable_in_place(D)) {
       if (p.kv_in_place) return launch<PortableTiling<D>, true>(p, stream);
@@ -681,6 +876,12 @@ bool attention_fuses_q_rope(int head_dim, AttentionTiling tiling) {
   return portable_tiling(tiling) && q_rope_head_dim(head_dim);
 }
 
+bool attention_int8_qk(int head_dim, AttentionTiling tiling) {
+  // The kernel instance is attention_kernel<PortableTiling<D>, false, true>, whose static_assert
+  // holds exactly where the q_rope is fused.
+  return attention_fuses_q_rope(head_dim, tiling);
+}
+
 int attention_padded_head_dim(int head_dim) {
   if (head_dim < 16 || head_dim % 16 != 0) return 0;
   for (int d : {32, 64, 96, 128, 192, 256, 384})
@@ -700,6 +901,15 @@ void attention_forward(const AttentionParams& p, hipStream_t stream) {
   if (p.kv_in_place && p.k_in_place) throw failure("attention: K/V in place and K alone in place both requested");
   if (p.q_rope.w && !attention_fuses_q_rope(p.head_dim, p.tiling))
     throw failure("attention: head dim " + std::to_string(p.head_dim) + " on this tiling cannot apply q's norm and RoPE");
+  if (p.k8.q) {
+    if (!attention_int8_qk(p.head_dim, p.tiling) || !p.q_rope.w)
+      throw failure("attention: int8 QK^T needs the portable direct tiling with q's norm and RoPE (head dims 32, 64, "
+                    "128; head dim " + std::to_string(p.head_dim) + " here)");
+    if (!p.k8.scale || p.k8.keys_pad < p.tk || p.k8.keys_pad % kAttentionInt8KeyBlock != 0 ||
+        reinterpret_cast<uintptr_t>(p.k8.q) % 4 != 0 || p.kv_in_place || p.k_in_place)
+      throw failure("attention: int8 keys padded to " + std::to_string(p.k8.keys_pad) + " for " +
+                    std::to_string(p.tk) + " keys are not the quantize_keys layout (or K is also read in place)");
+  }
   if (layout.flash || p.kv_in_place || p.k_in_place) {
     if (p.ldk % 8 != 0 || p.ldv % 8 != 0 || p.k_head_stride % 8 != 0 || p.v_head_stride % 8 != 0 ||
         reinterpret_cast<uintptr_t>(p.k) % 16 != 0 || reinterpret_cast<uintptr_t>(p.v) % 16 != 0)

@@ -158,6 +158,24 @@ static_assert(valid<NvidiaScheme>(), "attention: NVIDIA scheme does not match th
 static_assert(valid<Gfx11Scheme>(), "attention: gfx11 scheme does not match the WMMA layouts");
 static_assert(valid<Gfx12Scheme>(), "attention: gfx12 scheme does not match the WMMA layouts");
 
+// The int8 QKᵀ variant (kernels/attention.hip, kInt8Qk) computes its scores on the int8 leaf
+// (16x16x32, int32 C) and converts them slot for slot into a bf16-leaf fp32 accumulator, on which
+// the softmax runs unchanged: that needs the int8 leaf's C map to be the bf16 leaf's (every lane,
+// every slot), so Coords, stat() and the P exchange mean the same elements. Its K and Q operands
+// are read as 4-byte words of consecutive d (mma_layout::slot_words_are_k_quads), from [key][d]
+// and [query][d] rows, on either side (A or B) as the scheme transposes or not.
+template <class L, class LI8>
+constexpr bool int8_scores_in_place() {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < L::kSlotsC; ++i)
+      if (!same(L::c(lane, i), LI8::c(lane, i))) return false;
+  return L::kSlotsC == LI8::kSlotsC;
+}
+static_assert(int8_scores_in_place<mma_layout::Nvidia, mma_layout::NvidiaI8>() &&
+                  int8_scores_in_place<mma_layout::Gfx11, mma_layout::Gfx11I8>() &&
+                  int8_scores_in_place<mma_layout::Gfx12, mma_layout::Gfx12I8>(),
+              "attention int8 scores: the int8 leaf's accumulator map differs from the bf16 leaf's");
+
 }  // namespace check
 
 // ---- the NVIDIA flash kernel: ldmatrix from swizzled tiles, P kept in registers ------------------

@@ -65,10 +65,7 @@ __global__ __launch_bounds__(kWorkgroupSize) void rotate_quantize_kernel(const T
   }
   for (int64_t g0 = 0; g0 < k; g0 += G) {
     rotate_group(xr, g0, G, v, lane);
-    for (int i = lane; i < G; i += kWorkgroupSize) {
-      const float rounded = rint_f(v[i] / s);  // half to even; an IEEE division, as the host's
-      qr[g0 + i] = int8_t(min_f(127.0f, max_f(-128.0f, rounded)));
-    }
+    for (int i = lane; i < G; i += kWorkgroupSize) qr[g0 + i] = int8_row::quantize_value(v[i], s);
     sync_workgroup();
   }
   if (lane == 0) scale[r] = s;

@@ -18,6 +18,19 @@ namespace int8_row {
 constexpr float kInv127 = 1.0f / 127.0f;  // convrot::quantize_row's fl(1/127)
 constexpr float kScaleFloor = 1e-30f;     // convrot::kScaleFloor
 
+// convrot::quantize_row's scale from a set's absmax and whether it holds a non-finite value:
+// NaN for such a set, else max(fl(amax·fl(1/127)), kScaleFloor). Shared by the rows' passes and
+// the attention's int8 Q and K blocks (kernels/attention.hip, kernels/attention_int8_keys.hip).
+__device__ inline float set_scale(float amax, bool bad) {
+  return bad ? nan_f() : max_f(mul_rn(amax, kInv127), kScaleFloor);
+}
+
+// One value's int8 at scale s (finite): rint(v / s) -- an IEEE division, half to even, as the
+// host's -- clamped to [-128, 127].
+__device__ inline int8_t quantize_value(float v, float s) {
+  return int8_t(min_f(127.0f, max_f(-128.0f, rint_f(v / s))));
+}
+
 // The row's scale over the workgroup's waves, from each lane's absmax and non-finite flag:
 // convrot::quantize_row's s, NaN for a row with a non-finite value (partial: 2·kWaves floats of
 // LDS; one barrier). Every thread of the workgroup calls it (both passes: int8_row_regs.h too).
@@ -38,7 +51,7 @@ __device__ inline float row_scale(float amax, float bad, float* partial) {
     amax = max_f(amax, partial[w]);
     bad = max_f(bad, partial[kWaves + w]);
   }
-  return bad != 0.0f ? nan_f() : max_f(mul_rn(amax, kInv127), kScaleFloor);
+  return set_scale(amax, bad != 0.0f);
 }
 
 // v: the row's k fp32 values in LDS (k a multiple of G), written by the workgroup and followed by
@@ -67,10 +80,7 @@ __device__ inline void rotate_quantize(float* v, int k, int G, int tid, float* p
     if (tid == 0) *scale_row = s;
     return;
   }
-  for (int i = tid; i < k; i += kThreads) {
-    const float rounded = rint_f(v[i] / s);  // half to even; an IEEE division, as the host's
-    q_row[i] = int8_t(min_f(127.0f, max_f(-128.0f, rounded)));
-  }
+  for (int i = tid; i < k; i += kThreads) q_row[i] = quantize_value(v[i], s);
   if (tid == 0) *scale_row = s;
 }
 

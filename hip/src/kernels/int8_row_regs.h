@@ -78,10 +78,7 @@ __device__ inline void rotate_segment(float (&v)[kLaneValues], int group) {
 __device__ inline uint32_t quantize_word(const float (&v)[4], float s) {
   uint32_t word = 0;
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const float rounded = rint_f(v[j] / s);  // half to even; an IEEE division, as the host's
-    word |= uint32_t(uint8_t(int8_t(min_f(127.0f, max_f(-128.0f, rounded))))) << (8 * j);
-  }
+  for (int j = 0; j < 4; ++j) word |= uint32_t(uint8_t(int8_row::quantize_value(v[j], s))) << (8 * j);
   return finite_f(s) ? word : 0u;
 }
 

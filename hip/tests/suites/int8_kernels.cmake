@@ -28,3 +28,11 @@ target_compile_options(int8_rows_emulated PRIVATE ${_warn} -Wno-unknown-pragmas 
 gtest_discover_tests(int8_rows_emulated TEST_PREFIX "native." DISCOVERY_TIMEOUT 60)
 gtest_discover_tests(int8_rows_emulated TEST_PREFIX "portable." DISCOVERY_TIMEOUT 60
                      PROPERTIES ENVIRONMENT "MOSSINFER_KERNELS=portable")
+
+# The int8 QKᵀ attention's key quantization (kernels/attention_int8_keys.hip) through the same
+# emulation against the host op; no matrix leaf: one program.
+add_executable(attention_int8_keys_emulated ${CMAKE_CURRENT_SOURCE_DIR}/emulation/test_attention_int8_keys_emulated.cpp)
+target_include_directories(attention_int8_keys_emulated BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/emulation)
+target_link_libraries(attention_int8_keys_emulated PRIVATE mossinfer_host GTest::gtest GTest::gtest_main)
+target_compile_options(attention_int8_keys_emulated PRIVATE ${_warn} -Wno-unknown-pragmas)
+gtest_discover_tests(attention_int8_keys_emulated TEST_PREFIX "emulated." DISCOVERY_TIMEOUT 60)

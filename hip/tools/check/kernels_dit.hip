@@ -4,7 +4,8 @@
 // misaligned column slices, bf16 operands). Outputs are poisoned with NaN first, so an element
 // a kernel forgets to write fails its case.
 //
-// Groups (--filter): gemm, gemm_gated_unit, gemm_skinny, rows, fused, attention, packed, int8 (the
+// Groups (--filter): gemm, gemm_gated_unit, gemm_skinny, rows, fused, attention, packed, int8_attention
+// (the int8 QKᵀ attention: cases/attention_int8_cases.h), int8 (the
 // INT8 ConvRot linear, bit-identical to the host: cases/int8_linear_cases.h; its activation ops
 // and the quantizing producers: cases/int8_quantized_cases.h).
 //
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "cases/attention_cases.h"
+#include "cases/attention_int8_cases.h"
 #include "cases/int8_linear_cases.h"
 #include "cases/int8_quantized_cases.h"
 #include "kernel_check.h"
@@ -1052,7 +1054,8 @@ void check_packed(Env& e) {
 }  // namespace
 
 void kcheck::dit_family(Table& table, const Options& o) {
-  if (!o.selects_any({"gemm", "gemm_gated_unit", "gemm_skinny", "rows", "fused", "attention", "packed", "int8"})) return;
+  if (!o.selects_any({"gemm", "gemm_gated_unit", "gemm_skinny", "rows", "fused", "attention", "packed", "int8",
+                       "int8_attention"})) return;
   Env env(table, o, 10);
   std::printf("moss-check kernels --family dit on %s (%d multiprocessors); GEMM auto tiles at %lld rows: %s\n",
               env.gpu.name().c_str(), env.ctx.multiprocessors(), (long long)kRows,
@@ -1069,5 +1072,6 @@ void kcheck::dit_family(Table& table, const Options& o) {
     int8_check::check_int8_linear(env);
     int8_check::check_int8_quantized(env);
   });
+  group(table, o, "dit", "int8_attention", [&] { check_int8_attention(env); });
   print_time_table(env.timings, device_peaks(env.ctx.device()), "1024x1024 DiT shapes");
 }

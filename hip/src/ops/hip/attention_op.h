@@ -48,4 +48,25 @@ bool hip_attention_reads_transposed_v(int64_t head_dim, AttentionTiling tiling =
 bool hip_attention_fuses_q_rope(const Tensor& q, const QNormRope& r, int64_t head_dim,
                                 AttentionTiling tiling = AttentionTiling::Default);
 
+// The int8 QKᵀ attention (CoreOps::quantize_keys and norm_rope_attention_int8_qk;
+// docs/attention_int8_qk.md): where the kernel this tiling runs at head_dim has the int8 variant
+// (kernels/attention.h attention_int8_qk: the portable direct tiling, head dims 32, 64, 128).
+bool hip_attention_runs_int8_qk(int64_t head_dim, AttentionTiling tiling = AttentionTiling::Default);
+
+// CoreOps::quantize_keys: k [Tk, heads·head_dim] f32 or bf16 device rows (any row stride, unit
+// column stride) into kq_q, I8 [heads·keys_pad, head_dim], and kq_scale, F32 [heads·keys_pad /
+// 32] (both contiguous device tensors; keys_pad = CoreOps::transposed_v_keys(Tk)), through
+// kernels/attention_int8_keys.h. Uses ctx.scratch() for the heads·head_dim channel means.
+void hip_quantize_keys(HipContext& ctx, const Tensor& k, int64_t heads, int64_t head_dim, int64_t keys_pad,
+                       Tensor& kq_q, Tensor& kq_scale);
+
+// CoreOps::norm_rope_attention_int8_qk: q (raw projection, normalised and rotated in the kernel;
+// hip_attention_fuses_q_rope must hold), the quantized keys of `keys` keys as hip_quantize_keys
+// writes them, v as hip_attention's (rows, packed here into Vᵀ, or Vᵀ itself where v_transposed),
+// out [Tq, heads·head_dim] f32 or bf16. Refuses, naming the reason, what the kernel cannot take.
+void hip_attention_int8_qk(HipContext& ctx, const Tensor& q, const QNormRope& q_rope, const Tensor& kq_q,
+                           const Tensor& kq_scale, int64_t keys, int64_t keys_pad, const Tensor& v, Tensor& out,
+                           int64_t heads, int64_t head_dim, float scale, bool v_transposed,
+                           AttentionTiling tiling = AttentionTiling::Default);
+
 }  // namespace moss

@@ -3,6 +3,7 @@
 #include <limits>
 #include <string>
 
+#include "kernels/attention_int8_keys.h"
 #include "kernels/attention_pack.h"
 
 namespace moss {
@@ -168,6 +169,120 @@ void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tens
   p.head_dim = int(head_dim);
   p.scale = scale;
   p.causal = causal;
+  p.tiling = tiling;
+  attention_forward(p, ctx.stream());
+}
+
+bool hip_attention_runs_int8_qk(int64_t head_dim, AttentionTiling tiling) {
+  return head_dim > 0 && head_dim <= 128 && attention_int8_qk(int(head_dim), tiling);
+}
+
+namespace {
+
+// The quantized keys' two tensors as the kernels read them: contiguous device I8 [rows, head_dim]
+// and F32 [rows / 32] (the shapes themselves: CoreOps checked them).
+void check_int8_keys(const char* op, const Tensor& kq_q, const Tensor& kq_scale) {
+  if (kq_q.where != Where::Device || kq_scale.where != Where::Device)
+    throw failure(std::string(op) + ": the quantized keys are not on the device");
+  if (kq_q.dtype != DType::I8 || !kq_q.contiguous() || kq_scale.dtype != DType::F32 || !kq_scale.contiguous())
+    throw failure(std::string(op) + ": the quantized keys are not contiguous I8 values and F32 scales (" +
+                  dtype_name(kq_q.dtype) + " " + kq_q.shape_str() + ", " + dtype_name(kq_scale.dtype) + " " +
+                  kq_scale.shape_str() + ")");
+}
+
+}  // namespace
+
+void hip_quantize_keys(HipContext& ctx, const Tensor& k, int64_t heads, int64_t head_dim, int64_t keys_pad,
+                       Tensor& kq_q, Tensor& kq_scale) {
+  const MatrixView mk = matrix_view(k, "k");
+  check_int8_keys("quantize_keys", kq_q, kq_scale);
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  if (mk.rows == 0) throw failure("quantize_keys: no keys");
+  if (mk.cols != heads * head_dim || keys_pad < mk.rows || keys_pad % kAttentionInt8KeyBlock != 0)
+    throw failure("quantize_keys: k " + k.shape_str() + " is not [Tk, " + n(heads) + " x " + n(head_dim) +
+                  "] with keys padded to " + n(keys_pad));
+  if (heads > 65535 || keys_pad > kIntMax || heads * keys_pad * head_dim > kIntMax)
+    throw failure("quantize_keys: shape too large (Tk " + n(mk.rows) + ", heads " + n(heads) + ", head dim " +
+                  n(head_dim) + ")");
+  if (kq_q.numel() != heads * keys_pad * head_dim || kq_scale.numel() != heads * keys_pad / kAttentionInt8KeyBlock)
+    throw failure("quantize_keys: quantized keys " + kq_q.shape_str() + " / scales " + kq_scale.shape_str() +
+                  " do not hold " + n(heads) + " heads of " + n(keys_pad) + " keys");
+  float* const means = static_cast<float*>(ctx.scratch(size_t(heads * head_dim) * sizeof(float)));
+  attention_quantize_keys(k.data, mk.ld, k.dtype == DType::BF16, int(mk.rows), int(heads), int(head_dim),
+                          int(keys_pad), means, static_cast<int8_t*>(kq_q.data), static_cast<float*>(kq_scale.data),
+                          ctx.stream());
+}
+
+void hip_attention_int8_qk(HipContext& ctx, const Tensor& q, const QNormRope& q_rope, const Tensor& kq_q,
+                           const Tensor& kq_scale, int64_t keys, int64_t keys_pad, const Tensor& v, Tensor& out,
+                           int64_t heads, int64_t head_dim, float scale, bool v_transposed, AttentionTiling tiling) {
+  const char* op = "norm_rope_attention_int8_qk";
+  if (!hip_attention_runs_int8_qk(head_dim, tiling))
+    throw failure(std::string(op) + ": this kernel path has no int8 QK^T attention at head dim " + n(head_dim) +
+                  " (the portable direct tiling: head dims 32, 64, 128; on NVIDIA under MOSSINFER_KERNELS=portable)");
+  if (!hip_attention_fuses_q_rope(q, q_rope, head_dim, tiling))
+    throw failure(std::string(op) + ": q " + q.shape_str() + " " + dtype_name(q.dtype) + " / tables " +
+                  q_rope.sin.shape_str() + " are not laid out for the kernel's norm and RoPE "
+                  "(device rows aligned for 4-element loads, f32 tables; see hip_attention_fuses_q_rope)");
+  check_int8_keys(op, kq_q, kq_scale);
+  const MatrixView mq = matrix_view(q, "q"), mv = matrix_view(v, "v"), mo = matrix_view(out, "out");
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  const int64_t tk_pad = (keys + kAttentionKeyPadding - 1) / kAttentionKeyPadding * kAttentionKeyPadding;
+  if (keys <= 0 || keys_pad < tk_pad || keys_pad % kAttentionInt8KeyBlock != 0 ||
+      kq_q.numel() != heads * keys_pad * head_dim || kq_scale.numel() != heads * keys_pad / kAttentionInt8KeyBlock)
+    throw failure(std::string(op) + ": quantized keys " + kq_q.shape_str() + " / scales " + kq_scale.shape_str() +
+                  " do not hold " + n(heads) + " heads of " + n(keys) + " keys padded to " + n(keys_pad));
+  if (mq.cols != heads * head_dim || mo.cols != heads * head_dim || mo.rows != mq.rows)
+    throw failure(std::string(op) + ": q " + q.shape_str() + " / out " + out.shape_str() + " are not [Tq, " +
+                  n(heads * head_dim) + "]");
+  if (mq.rows > kIntMax || keys_pad > kIntMax || heads * keys_pad * head_dim > kIntMax || heads > 65535)
+    throw failure(std::string(op) + ": shape too large (Tq " + n(mq.rows) + ", Tk " + n(keys) + ", heads " +
+                  n(heads) + ")");
+  if (mq.rows == 0) return;
+
+  AttentionParams p;
+  if (v_transposed) {
+    if (v.dtype != DType::BF16 || mv.rows != heads * head_dim || mv.cols < tk_pad || mv.ld % 8 != 0 ||
+        reinterpret_cast<uintptr_t>(v.data) % 16 != 0)
+      throw failure(std::string(op) + ": transposed v " + v.shape_str() + " " + dtype_name(v.dtype) +
+                    " is not bf16 [" + n(heads * head_dim) + ", >= " + n(tk_pad) + "] with 16-byte aligned rows");
+    p.v = static_cast<const bf16*>(v.data);
+    p.ldv = mv.ld;
+    p.v_head_stride = head_dim * mv.ld;
+  } else {
+    if (mv.rows != keys || mv.cols != heads * head_dim)
+      throw failure(std::string(op) + ": v " + v.shape_str() + " is not [" + n(keys) + ", " + n(heads * head_dim) +
+                    "]");
+    // Vᵀ packed as the direct tiling reads it (attention_pack_kv with no K: K is k8 here).
+    bf16* const vp = static_cast<bf16*>(ctx.scratch(size_t(heads * tk_pad * head_dim) * sizeof(bf16)));
+    attention_pack_kv(nullptr, 0, v.data, mv.ld, v.dtype == DType::BF16, int(keys), int(heads), int(head_dim),
+                      int(head_dim), int(tk_pad), true, nullptr, vp, ctx.stream());
+    p.v = vp;
+    p.ldv = tk_pad;
+    p.v_head_stride = tk_pad * head_dim;
+  }
+  p.tk_pad = int(tk_pad);
+  p.k8.q = static_cast<const int8_t*>(kq_q.data);
+  p.k8.scale = static_cast<const float*>(kq_scale.data);
+  p.k8.keys_pad = int(keys_pad);
+  p.q = q.data;
+  p.q_bf16 = q.dtype == DType::BF16;
+  p.ldq = mq.ld;
+  p.q_rope.w = q_rope.w.data;
+  p.q_rope.w_bf16 = q_rope.w.dtype == DType::BF16;
+  p.q_rope.eps = q_rope.eps;
+  p.q_rope.sin = static_cast<const float*>(q_rope.sin.data);
+  p.q_rope.ld_sin = q_rope.sin.row_stride();
+  p.q_rope.cos = static_cast<const float*>(q_rope.cos.data);
+  p.q_rope.ld_cos = q_rope.cos.row_stride();
+  p.out = out.data;
+  p.out_bf16 = out.dtype == DType::BF16;
+  p.ld_out = mo.ld;
+  p.tq = int(mq.rows);
+  p.tk = int(keys);
+  p.heads = p.kv_heads = int(heads);
+  p.head_dim = int(head_dim);
+  p.scale = scale;
   p.tiling = tiling;
   attention_forward(p, ctx.stream());
 }

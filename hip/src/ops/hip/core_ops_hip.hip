@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_int8_keys.h"
 #include "kernels/gemm.h"
 #include "kernels/int8_linear.h"
 #include "kernels/kernel_path.h"
@@ -361,6 +362,22 @@ class HipCoreOps : public CoreOps {
     do_norm_rope(q, w, eps, head_dim, sin, cos, q);
     hip_attention(ctx_, q, k, v, out, heads, heads, head_dim, scale, false, AttentionTiling::Default, nullptr,
                   v_transposed);
+  }
+
+  // The int8 QKᵀ attention where the portable direct tiling runs (AMD at head dims 32, 64, 128;
+  // NVIDIA only under MOSSINFER_KERNELS=portable: the native path keeps its wgmma bf16 attention).
+  bool attention_int8_qk(int64_t head_dim) const override { return hip_attention_runs_int8_qk(head_dim); }
+  static_assert(CoreOps::kInt8KeyBlock == kAttentionInt8KeyBlock, "one key block for the op and its kernels");
+  static_assert(CoreOps::kInt8QueryBlock == 16, "a query block is one wave's 16-query tile (kernels/attention.hip)");
+  void do_quantize_keys(const Tensor& k, int64_t heads, int64_t head_dim, QuantizedKeys& kq) override {
+    hip_quantize_keys(ctx_, k, heads, head_dim, transposed_v_keys(k.rows()), kq.q, kq.scale);
+  }
+  void do_norm_rope_attention_int8_qk(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
+                                      const QuantizedKeys& kq, const Tensor& v, Tensor& out, int64_t heads,
+                                      int64_t head_dim, float scale, bool v_transposed) override {
+    const QNormRope rope{w, eps, sin, cos};
+    hip_attention_int8_qk(ctx_, q, rope, kq.q, kq.scale, kq.keys, transposed_v_keys(kq.keys), v, out, heads,
+                          head_dim, scale, v_transposed);
   }
 
   void do_embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) override {
