@@ -350,6 +350,11 @@ DIRECT_VALU = dict(softmax_and_addressing=129, convert=24, rescale=64, rescale_f
                    "were); the rescale behind a branch taken by 36% of (wave, tile) pairs at 1024x1024 "
                    "(synthetic, sage_attention_fidelity.py; 67% at 512x512); of the 129: ~52 addressing, ~77 "
                    "softmax")
+# The int8-score variant's key loop against the bf16 one's, counted the same way (session 26:
+# bench/attention_valu_count.py on attention.hip's gfx1200 code object, clang-19; results/
+# 2026-12-07-session26/i49m/valu_gfx1200.txt): 225 slots a tile against 217, 16 v_cvt_f32_i32 (a
+# score each) less 6 address adds (K's fragments are half the bytes) and 2 moves' difference.
+INT8_QK_VALU_DELTA = 225 - 217
 DIRECT_VALU_SADDR = dict(DIRECT_VALU, softmax_and_addressing=DIRECT_VALU["softmax_and_addressing"] - 44,
                          source="DIRECT_VALU less the 44 address adds a tile (an idea, bench/amd_model.md section 6)")
 
@@ -847,8 +852,9 @@ def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=
     """q_tables: Q is normalised and rotated while staged, so each workgroup also reads its rows'
     f32 sin and cos (d each) and the DRAM sees the tables once (the heads share them).
     int8_qk: the scores come from int8 Q and K (SageAttention's idea, SOURCES 'sageattention'): the
-    QK^T WMMAs at the int8 rate, K read as 1 byte an element, one more VALU slot a score (the int32
-    score converted; the per-block scales fold into the softmax's existing scale), P.V unchanged.
+    QK^T WMMAs at the int8 rate, K read as 1 byte an element, the int32 scores converted (on a
+    counted kernel INT8_QK_VALU_DELTA slots a tile, its own count; else one more slot a score; the
+    per-block scales fold into the softmax's existing scale), P.V unchanged.
     fp8_pv: P.V in fp8 as SageAttention2 has it (a variant, not the design): at the int8 rate where
     the target has fp8 WMMA (gfx12; SOURCES 'rdna4-fp8-assumed'), V read as 1 byte.
     valu: VALU issue slots a wave and key tile counted in the kernel's code (DIRECT_VALU's keys) in
@@ -889,9 +895,9 @@ def model_attention(t, cfg, name, tq, tk, heads, d, calls=1, causal=False, rows=
     valu_wave = (r * 16 * kt * (9 if int8_qk else 8) + r * 16 * dv) / spec(t, "valu_lanes_per_simd_clk")
     counted = valu if valu is not None else cfg.get("valu")
     if counted and d == counted["head_dim"] and t != "h200":
-        # the kernel's own instructions (DIRECT_VALU), one more slot a score for int8 scores
+        # the kernel's own instructions (DIRECT_VALU), and the int8-score variant's own count beside them
         valu_wave = (counted["softmax_and_addressing"] + counted["convert"] +
-                     counted["rescale"] * counted["rescale_fraction"] + (r * 16 * kt / 32 if int8_qk else 0))
+                     counted["rescale"] * counted["rescale_fraction"] + (INT8_QK_VALU_DELTA if int8_qk else 0))
     if t == "h200":
         busy = wmma_wave * mma_clk if not cfg.get("wgmma") else wmma_wave * mma_clk / 4
         valu_add = 0.0 if cfg.get("wgmma") else valu_wave * 0.5

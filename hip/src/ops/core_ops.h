@@ -213,9 +213,12 @@ class CoreOps : public OpFamily {
   void norm_rope_attention_int8_qk(Tensor& q, const Tensor& w, float eps, const Tensor& sin, const Tensor& cos,
                                    const QuantizedKeys& kq, const Tensor& v, Tensor& out, int64_t heads,
                                    int64_t head_dim, float scale, bool v_transposed = false);
-  // Whether the backend runs the two ops above at head_dim, and whether an INT8 DiT should use
-  // them (a question of speed against a measured fidelity cost; docs/attention_int8_qk.md): no by
-  // default.
+  // Whether an INT8 DiT should use the two ops above at head_dim: the backend runs them there and
+  // they pay (a question of speed against a measured fidelity cost; docs/attention_int8_qk.md).
+  // No by default. The HIP backend runs them wherever its portable direct tiling does (every AMD
+  // target, NVIDIA under portable kernels) but says yes only where int8 matrices multiply faster
+  // than bf16 ones (runtime/device_families.h int8_matrix_faster: RDNA4, Hopper): on RDNA3/3.5
+  // the keys' pass would cost more than the scores save (bench/amd_model.md section 6).
   virtual bool attention_int8_qk(int64_t head_dim) const;
 
   // Whether this backend's attention at head_dim reads a transposed V (norm_rope_attention's

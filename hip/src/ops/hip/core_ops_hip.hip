@@ -14,6 +14,7 @@
 #include "kernels/rows.h"
 #include "ops/hip/attention_op.h"
 #include "ops/hip/hip_context.h"
+#include "runtime/device_families.h"
 
 namespace moss {
 namespace {
@@ -366,7 +367,9 @@ class HipCoreOps : public CoreOps {
 
   // The int8 QKᵀ attention where the portable direct tiling runs (AMD at head dims 32, 64, 128;
   // NVIDIA only under MOSSINFER_KERNELS=portable: the native path keeps its wgmma bf16 attention).
-  bool attention_int8_qk(int64_t head_dim) const override { return hip_attention_runs_int8_qk(head_dim); }
+  bool attention_int8_qk(int64_t head_dim) const override {
+    return hip_attention_runs_int8_qk(head_dim) && int8_matrix_faster(ctx_.arch());
+  }
   static_assert(CoreOps::kInt8KeyBlock == kAttentionInt8KeyBlock, "one key block for the op and its kernels");
   static_assert(CoreOps::kInt8QueryBlock == 16, "a query block is one wave's 16-query tile (kernels/attention.hip)");
   void do_quantize_keys(const Tensor& k, int64_t heads, int64_t head_dim, QuantizedKeys& kq) override {
