@@ -6,7 +6,8 @@
 //
 // Groups (--filter): gemm, gemm_gated_unit, gemm_skinny, rows, fused, attention, packed, int8 (the
 // INT8 ConvRot linear, bit-identical to the host: cases/int8_linear_cases.h; its activation ops
-// and the quantizing producers: cases/int8_quantized_cases.h).
+// and the quantizing producers: cases/int8_quantized_cases.h), fp8 (P.V in fp8's values, bit-identical
+// to the host: cases/fp8_values_cases.h).
 //
 // Table rows: kernel, shape, relative L2, max |error|, ms per launch, rate, verdict. Tolerances:
 // bf16-operand kernels (GEMM) 1e-2 relative L2, fp32 kernels 1e-5 (bf16 in/out cases 1e-2). The
@@ -27,6 +28,7 @@
 
 #include "cases/attention_cases.h"
 #include "cases/int8_linear_cases.h"
+#include "cases/fp8_values_cases.h"
 #include "cases/int8_quantized_cases.h"
 #include "kernel_check.h"
 #include "kernels/gemm.h"
@@ -1052,7 +1054,8 @@ void check_packed(Env& e) {
 }  // namespace
 
 void kcheck::dit_family(Table& table, const Options& o) {
-  if (!o.selects_any({"gemm", "gemm_gated_unit", "gemm_skinny", "rows", "fused", "attention", "packed", "int8"})) return;
+  if (!o.selects_any({"gemm", "gemm_gated_unit", "gemm_skinny", "rows", "fused", "attention", "packed", "int8", "fp8"}))
+    return;
   Env env(table, o, 10);
   std::printf("moss-check kernels --family dit on %s (%d multiprocessors); GEMM auto tiles at %lld rows: %s\n",
               env.gpu.name().c_str(), env.ctx.multiprocessors(), (long long)kRows,
@@ -1069,5 +1072,6 @@ void kcheck::dit_family(Table& table, const Options& o) {
     int8_check::check_int8_linear(env);
     int8_check::check_int8_quantized(env);
   });
+  group(table, o, "dit", "fp8", [&] { fp8_check::check_fp8_values(env); });
   print_time_table(env.timings, device_peaks(env.ctx.device()), "1024x1024 DiT shapes");
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_fp8_values.h"
 #include "kernels/gemm.h"
 #include "kernels/int8_linear.h"
 #include "kernels/kernel_path.h"
@@ -361,6 +362,22 @@ class HipCoreOps : public CoreOps {
     do_norm_rope(q, w, eps, head_dim, sin, cos, q);
     hip_attention(ctx_, q, k, v, out, heads, heads, head_dim, scale, false, AttentionTiling::Default, nullptr,
                   v_transposed);
+  }
+
+  // P.V in fp8's values (kernels/attention_fp8_values.h): Vᵀ on the device, f32 or bf16.
+  void do_quantize_values_fp8(const Tensor& vt, int64_t keys, Fp8Values& out) override {
+    const char* op = "quantize_values_fp8";
+    const RowsMatrix m = device_matrix(vt, op, "vt");
+    Fp8ValuesArgs a;
+    a.vt = m.data;
+    a.bf16 = m.bf16;
+    a.rows = m.rows;
+    a.ld = m.ld;
+    a.keys = keys;
+    a.keys_pad = m.cols;
+    a.codes = out.codes.ptr<uint8_t>();
+    a.scale = out.scale.ptr<float>();
+    fp8_values_quantize(a, ctx_.stream());
   }
 
   void do_embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) override {
