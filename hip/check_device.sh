@@ -24,8 +24,8 @@
 #
 # Per kernel and architecture it reports and checks:
 #   mma      matrix instructions (v_wmma_*_bf16, v_wmma_*_f16 of the fp16 leaf,
-#            kernels/matrix_leaf.h's mma<true>, and v_wmma_i32_16x16x16_iu8 of the int8 leaf,
-#            mma_i8) in the kernel's own code (the leaf is inlined; a
+#            kernels/matrix_leaf.h's mma<true>, v_wmma_i32_16x16x16_iu8 of the int8 leaf, mma_i8,
+#            and v_wmma_f32_16x16x16_fp8_fp8 of the fp8 leaf, mma_f8, gfx12 only) in the kernel's own code (the leaf is inlined; a
 #            WMMA in a called, non-inlined function is not counted); must be > 0 in a matrix
 #            kernel (the VAE conv's F16 kernels hold only the f16 form). A source marks its kernels as matrix kernels with the line
 #                // check_device: matrix
@@ -207,11 +207,12 @@ kernel_notes() {
     END { emit() }'
 }
 
-# Per function symbol: name count of matrix instructions (bf16 / f16, and the int8 leaf's iu8)
+# Per function symbol: name count of matrix instructions (bf16 / f16, the int8 leaf's iu8, the fp8
+# leaf's fp8_fp8)
 matrix_counts() {
   "$OBJDUMP" -d --no-show-raw-insn "$1" | awk '
     /^[0-9a-f]+ <.*>:$/ { sym = $2; sub(/^</, "", sym); sub(/>:$/, "", sym); n[sym] += 0; next }
-    /v_s?wmmac?_[a-z0-9_]*_(b?f16|iu8)/ { n[sym]++ }
+    /v_s?wmmac?_[a-z0-9_]*_(b?f16|iu8|fp8)/ { n[sym]++ }
     END { for (s in n) print s, n[s] }'
 }
 
@@ -241,7 +242,7 @@ check_code_object() {
       grep -qxF "$a matrix $name" "$matrix_list" && is_matrix=1
     fi
     bad=()
-    [[ $is_matrix -eq 1 && $nmma -eq 0 ]] && { bad+=(matrix); record_violation matrix "$short [$a]: no bf16/f16/iu8 matrix instruction in a matrix kernel"; }
+    [[ $is_matrix -eq 1 && $nmma -eq 0 ]] && { bad+=(matrix); record_violation matrix "$short [$a]: no bf16/f16/iu8/fp8 matrix instruction in a matrix kernel"; }
     [[ $wave -ne 32 ]] && { bad+=(wave); record_violation wave "$short [$a]: wavefront size $wave, must be 32"; }
     [[ " 32 64 128 256 " != *" $wg "* ]] && { bad+=(wg); record_violation workgroup "$short [$a]: max workgroup size $wg, must be a declared launch bound of 32, 64, 128 or 256 threads"; }
     [[ $scratch -ne 0 ]] && { bad+=(scratch); record_violation scratch "$short [$a]: $scratch bytes of scratch per lane"; }

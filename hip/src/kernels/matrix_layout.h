@@ -122,6 +122,19 @@ struct NvidiaI8 {
   static MOSS_HOST_DEVICE constexpr Elem c(int lane, int i) { return Nvidia::c(lane, i); }
 };
 
+// ---- the fp8 leaf: 16x16x32, OCP e4m3 A and B, fp32 C (kernels/matrix_leaf.h, mma_f8) ----------------
+// The same shape and the same byte positions as the int8 leaf, read from the fp8 instructions' own
+// tables (docs/matrix_layouts.md section 10), not assumed from the int8 ones:
+//   gfx12  2 x v_wmma_f32_16x16x16_fp8_fp8 over K halves 0-15 / 16-31 (C shared): AMD's calculator
+//          gives every A and B register cell of the fp8 form equal to the iu8 form's (byte i of lane
+//          l is K 8(l/16) + i of row / column l % 16), and its D equal to the bf16 form's fp32 D;
+//   NVIDIA 2 x mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 over N halves 0-7 / 8-15 (A
+//          shared): the PTX ISA's m16n8k32 fragments are one table for .s8/.u8 and .e4m3/.e5m2.
+// gfx11 has no fp8 instruction: there is no gfx11 map (the leaf refuses to compile there).
+// tests/unit/test_matrix_layouts_fp8.cpp proves the maps against models of the fp8 instructions.
+using Gfx12F8 = Gfx12I8;
+using NvidiaF8 = NvidiaI8;
+
 // Whether every slot word (slots 4w..4w+3) of A and of B is four consecutive K from a multiple of 4
 // of one row of A / one column of B, the lowest K in slot 4w (the int8 loaders rely on it).
 template <class L>

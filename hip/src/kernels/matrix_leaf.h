@@ -287,5 +287,126 @@ __device__ inline void mma_i8(FragC32& acc, const FragA8& a, const FragB8& b) {
 #endif
 }
 
+// ---- the fp8 leaf: C (fp32) += A·B for A 16x32 and B 32x16 in OCP FP8 E4M3 ----------------------------
+// The product of the attention's P.V in fp8 (SageAttention2's idea; docs/attention_int8_qk.md), on
+// the targets with an fp8 instruction. Lane maps: mma_layout::Gfx12F8 and NvidiaF8 (the int8 leaf's
+// byte positions, proven for the fp8 instructions by tests/unit/test_matrix_layouts_fp8.cpp,
+// docs/matrix_layouts.md section 10), each two instructions:
+//   gfx12  2 x __builtin_amdgcn_wmma_f32_16x16x16_fp8_fp8_w32_gfx12 -> v_wmma_f32_16x16x16_fp8_fp8
+//          (K 0-15, then K 16-31, C chained; twice the bf16 form's rate: 8 cycles against 16)
+//   NVIDIA 2 x mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 (inline PTX, sm_89+; columns 0-7,
+//          then 8-15, A shared)
+// gfx11 (RDNA3) has no fp8 matrix instruction: using any of these functions there fails to compile.
+// Operand bytes are e4m3 codes (kernels/fp8_e4m3_device.h makes them); a fragment holds words of four
+// consecutive K, the lowest in bits 7:0, so the loaders ask for 4 codes at a time.
+#if (defined(MOSS_LEAF_EMULATED) && MOSS_LEAF_EMULATED_TARGET == 11) || \
+    (!defined(MOSS_LEAF_EMULATED) && defined(__GFX11__))
+constexpr bool kLeafHasFp8 = false;
+using LayoutF8 = mma_layout::Gfx12F8;  // only so that the declarations parse; every use is refused
+#elif (defined(MOSS_LEAF_EMULATED) && MOSS_LEAF_EMULATED_TARGET == 0) || \
+    (!defined(MOSS_LEAF_EMULATED) && MOSS_PLATFORM_NVIDIA)
+constexpr bool kLeafHasFp8 = true;
+using LayoutF8 = mma_layout::NvidiaF8;
+#else
+constexpr bool kLeafHasFp8 = true;
+using LayoutF8 = mma_layout::Gfx12F8;  // gfx12, or the AMD host pass (never emitted)
+#endif
+// False on gfx11, for any T: the static_asserts below depend on a template parameter, so the
+// refusal fires where a kernel instantiates an fp8 function, not merely where this header is read.
+template <class T>
+constexpr bool fp8_leaf_available = kLeafHasFp8 && sizeof(T) > 0;
+#define MOSS_FP8_LEAF_REFUSAL \
+  "matrix leaf: no fp8 matrix instruction on gfx11 (RDNA3); fp8 P.V runs on gfx12 and NVIDIA only, gfx11 keeps bf16 P.V"
+
+struct FragAF8 {
+  int32_t w[LayoutF8::kSlotsA / 4];
+};
+struct FragBF8 {
+  int32_t w[LayoutF8::kSlotsB / 4];
+};
+struct FragCF8 {
+  float x[LayoutF8::kSlotsC];
+};
+
+template <class Acc>
+__device__ inline void zero_f8(Acc& c) {
+  static_assert(fp8_leaf_available<Acc>, MOSS_FP8_LEAF_REFUSAL);
+#pragma unroll
+  for (int i = 0; i < LayoutF8::kSlotsC; ++i) c.x[i] = 0.0f;
+}
+
+// get4(m, k0) returns the codes of A[m][k0 .. k0+3] as one little-endian word (A[m][k0] in bits 7:0);
+// k0 is a multiple of 4. Zero-pad (code 0) outside the matrix in `get4`.
+template <class Get4>
+__device__ inline void load_a_f8(FragAF8& f, Get4 get4) {
+  static_assert(fp8_leaf_available<Get4>, MOSS_FP8_LEAF_REFUSAL);
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int w = 0; w < LayoutF8::kSlotsA / 4; ++w) {
+    const mma_layout::Elem e = LayoutF8::a(lane, 4 * w);
+    f.w[w] = get4(e.row, e.col);
+  }
+}
+
+// get4(n, k0) returns the codes of B[k0 .. k0+3][n], i.e. Bt[n][k0 .. k0+3] of a transposed [n][k]
+// operand (Vᵀ, a channel's values over the keys).
+template <class Get4>
+__device__ inline void load_b_f8(FragBF8& f, Get4 get4) {
+  static_assert(fp8_leaf_available<Get4>, MOSS_FP8_LEAF_REFUSAL);
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int w = 0; w < LayoutF8::kSlotsB / 4; ++w) {
+    const mma_layout::Elem e = LayoutF8::b(lane, 4 * w);
+    f.w[w] = get4(e.col, e.row);
+  }
+}
+
+// put(m, n, value) receives every C[m][n] of the block exactly once over the wave.
+template <class Put>
+__device__ inline void store_c_f8(const FragCF8& c, Put put) {
+  static_assert(fp8_leaf_available<Put>, MOSS_FP8_LEAF_REFUSAL);
+  const int lane = int(lane_id());
+#pragma unroll
+  for (int i = 0; i < LayoutF8::kSlotsC; ++i) {
+    const mma_layout::Elem e = LayoutF8::c(lane, i);
+    put(e.row, e.col, c.x[i]);
+  }
+}
+
+// acc = A·B + acc, the products of e4m3 values accumulated in fp32 by the instruction.
+template <class Acc>
+__device__ inline void mma_f8(Acc& acc, const FragAF8& a, const FragBF8& b) {
+  static_assert(fp8_leaf_available<Acc>, MOSS_FP8_LEAF_REFUSAL);
+  static_assert(sizeof(Acc) == sizeof(FragCF8), "mma_f8 accumulates into a FragCF8");
+#if defined(MOSS_LEAF_EMULATED)
+  emulated_mma_f8<LayoutF8>(acc, a, b);  // the host emulation of the device (tests/emulation/runtime/portability.h)
+#elif MOSS_PLATFORM_NVIDIA
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
+  static_assert(sizeof(Acc) == 0, "matrix leaf: mma.sync ... .e4m3 needs sm_89 or newer");
+#endif
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    float* d = acc.x + 4 * j;
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a.w[0]), "r"(a.w[1]), "r"(a.w[2]), "r"(a.w[3]), "r"(b.w[2 * j]), "r"(b.w[2 * j + 1]));
+  }
+#elif defined(__GFX12__)
+  // clang-19: (A, B, C), A and B int vectors of 2 words (8 codes per lane), C 8 floats.
+  typedef int v2i __attribute__((ext_vector_type(2)));
+  typedef float v8f __attribute__((ext_vector_type(8)));
+  v8f c = __builtin_bit_cast(v8f, acc);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const v2i av = {a.w[2 * j], a.w[2 * j + 1]}, bv = {b.w[2 * j], b.w[2 * j + 1]};
+    c = __builtin_amdgcn_wmma_f32_16x16x16_fp8_fp8_w32_gfx12(av, bv, c);
+  }
+  acc = __builtin_bit_cast(Acc, c);
+#endif
+}
+#undef MOSS_FP8_LEAF_REFUSAL
+
 }  // namespace leaf
 }  // namespace moss

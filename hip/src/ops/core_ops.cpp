@@ -376,6 +376,31 @@ void CoreOps::do_norm_rope_attention_int8_qk(Tensor&, const Tensor&, float, cons
   op_require(false, "norm_rope_attention_int8_qk", kNoInt8Qk);
 }
 
+void CoreOps::quantize_values_fp8(const Tensor& vt, int64_t keys, Fp8Values& out) {
+  const char* op = "quantize_values_fp8";
+  const int64_t keys_pad = transposed_v_keys(keys);
+  op_require(keys > 0, op, "keys must be positive, not " + std::to_string(keys));
+  op_require(vt.rank == 2 && vt.cols() == keys_pad && vt.rows() > 0, op,
+             "vt " + vt.shape_str() + " is not V^T [rows, " + std::to_string(keys_pad) + "] for " +
+                 std::to_string(keys) + " keys");
+  op_require(out.keys == keys, op, "fp8 values hold " + std::to_string(out.keys) + " keys, not " + std::to_string(keys));
+  op_require(out.codes.dtype == DType::U8 && out.codes.rank == 2 && out.codes.rows() == vt.rows() &&
+                 out.codes.cols() == keys_pad && out.codes.contiguous(),
+             op, "codes " + out.codes.shape_str() + " " + dtype_name(out.codes.dtype) + " are not contiguous U8 [" +
+                     std::to_string(vt.rows()) + ", " + std::to_string(keys_pad) + "]");
+  op_require(out.scale.dtype == DType::F32 && out.scale.numel() == vt.rows() && out.scale.contiguous(), op,
+             "scale " + out.scale.shape_str() + " " + dtype_name(out.scale.dtype) + " is not contiguous F32 [" +
+                 std::to_string(vt.rows()) + ", 1]");
+  op_require(out.codes.where == out.scale.where && out.codes.where == vt.where, op,
+             "vt, codes and scale live in different places");
+  run_op(hook_, [&] { return OpCall{std::string("core.quantize_values_fp8 ") + dtype_name(vt.dtype)}; },
+         [&] { do_quantize_values_fp8(vt, keys, out); });
+}
+
+void CoreOps::do_quantize_values_fp8(const Tensor&, int64_t, Fp8Values&) {
+  op_require(false, "quantize_values_fp8", "this backend has no fp8 P.V values (docs/attention_int8_qk.md)");
+}
+
 void CoreOps::embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) {
   op_require(out.rows() == int64_t(ids.size()) && out.cols() == table.cols(), "embedding",
              "out " + out.shape_str() + " is not [ids, table columns]");

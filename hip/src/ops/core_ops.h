@@ -221,6 +221,21 @@ class CoreOps : public OpFamily {
   // the keys' pass would cost more than the scores save (bench/amd_model.md section 6).
   virtual bool attention_int8_qk(int64_t head_dim) const;
 
+  // P.V in fp8's values (SageAttention2's idea, the next step after int8 QKᵀ; docs/attention_int8_qk.md
+  // "P.V in fp8"): each row of Vᵀ vt [rows, keys_pad] (a row = one channel of one head over the keys:
+  // rows = heads·head_dim; f32, or bf16 on the GPU; keys_pad = transposed_v_keys(keys), as
+  // linear_transposed writes it) scaled into OCP e4m3 by s = max(amax / 448, convrot::kScaleFloor),
+  // amax the largest |v| of the row's first `keys` values and the division IEEE; codes[r][j] =
+  // e4m3(v / s) (kernels/fp8_e4m3.h: to nearest even, saturating) for j < keys, 0 past them. A row
+  // holding a NaN or an infinity gets scale NaN and zero codes (as convrot::quantize_row), so
+  // whatever it feeds is NaN. out.codes U8 [rows, keys_pad], out.scale F32 [rows, 1].
+  struct Fp8Values {
+    Tensor codes;
+    Tensor scale;
+    int64_t keys = 0;  // Tk
+  };
+  void quantize_values_fp8(const Tensor& vt, int64_t keys, Fp8Values& out);
+
   // Whether this backend's attention at head_dim reads a transposed V (norm_rope_attention's
   // v_transposed) as it is, where V's rows would first be packed into that layout by a pass of
   // their own: the HIP backend's portable direct tiling (AMD's DiT attention). Then the DiT writes
@@ -285,6 +300,8 @@ class CoreOps : public OpFamily {
                                               const Tensor& cos, const QuantizedKeys& kq, const Tensor& v,
                                               Tensor& out, int64_t heads, int64_t head_dim, float scale,
                                               bool v_transposed);
+  // P.V in fp8's values: not pure (a backend without it inherits the refusal).
+  virtual void do_quantize_values_fp8(const Tensor& vt, int64_t keys, Fp8Values& out);
   virtual void do_embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) = 0;
   virtual void do_copy(const Tensor& src, Tensor& dst) = 0;
 };

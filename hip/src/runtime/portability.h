@@ -174,8 +174,9 @@ __device__ inline float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
 __device__ inline float sigmoid_f(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
 
 // fp32 arithmetic that replays a host formula to the bit (the INT8 ConvRot kernels, the LoRA
-// merge in kernels/lora_merge.hip): mul_rn and add_rn are one multiplication or addition rounded
-// on its own, never contracted into an fma (nvcc fuses a*b + c by default, clang's HIP default
+// merge in kernels/lora_merge.hip, fp8 P.V's values): mul_rn, add_rn and div_rn are one
+// multiplication, addition or division rounded on its own (the division correctly rounded, as the
+// host's), never contracted into an fma (nvcc fuses a*b + c by default, clang's HIP default
 // fp-contract=fast-honor-pragmas too; nvcc's __fmul_rn/__fadd_rn are never contracted, clang keeps
 // the pragma's operations unfused through inlining), so a host loop built with -ffp-contract=off
 // replays bit for bit; rint_f rounds to the nearest integer, half to even (nearbyint under the
@@ -183,6 +184,7 @@ __device__ inline float sigmoid_f(float x) { return 1.0f / (1.0f + fast_exp(-x))
 #if MOSS_PLATFORM_NVIDIA
 __device__ inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
 __device__ inline float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ inline float div_rn(float a, float b) { return __fdiv_rn(a, b); }
 __device__ inline uint32_t f32_bits(float x) { return __float_as_uint(x); }
 __device__ inline float rint_f(float x) { return rintf(x); }
 __device__ inline bool finite_f(float x) { return isfinite(x); }
@@ -197,6 +199,9 @@ __device__ inline float add_rn(float a, float b) {
 #pragma clang fp contract(off)
   return a + b;
 }
+// HIP-Clang divides fp32 correctly rounded unless told otherwise (-fhip-fp32-correctly-rounded-
+// divide-sqrt is its default, and this project never turns it off).
+__device__ inline float div_rn(float a, float b) { return a / b; }
 __device__ inline uint32_t f32_bits(float x) { return __builtin_bit_cast(uint32_t, x); }
 __device__ inline float rint_f(float x) { return __builtin_rintf(x); }
 __device__ inline bool finite_f(float x) { return __builtin_isfinite(x); }

@@ -5,9 +5,11 @@
 // a kernel forgets to write fails its case.
 //
 // Groups (--filter): gemm, gemm_gated_unit, gemm_skinny, rows, fused, attention, packed, int8_attention
-// (the int8 QKᵀ attention: cases/attention_int8_cases.h), int8 (the
+// (the int8 QKᵀ attention: cases/attention_int8_cases.h), fp8 (P.V in fp8's values:
+// cases/fp8_values_cases.h), int8 (the
 // INT8 ConvRot linear, bit-identical to the host: cases/int8_linear_cases.h; its activation ops
-// and the quantizing producers: cases/int8_quantized_cases.h).
+// and the quantizing producers: cases/int8_quantized_cases.h), fp8 (P.V in fp8's values, bit-identical
+// to the host: cases/fp8_values_cases.h).
 //
 // Table rows: kernel, shape, relative L2, max |error|, ms per launch, rate, verdict. Tolerances:
 // bf16-operand kernels (GEMM) 1e-2 relative L2, fp32 kernels 1e-5 (bf16 in/out cases 1e-2). The
@@ -29,6 +31,7 @@
 #include "cases/attention_cases.h"
 #include "cases/attention_int8_cases.h"
 #include "cases/int8_linear_cases.h"
+#include "cases/fp8_values_cases.h"
 #include "cases/int8_quantized_cases.h"
 #include "kernel_check.h"
 #include "kernels/gemm.h"
@@ -1055,7 +1058,8 @@ void check_packed(Env& e) {
 
 void kcheck::dit_family(Table& table, const Options& o) {
   if (!o.selects_any({"gemm", "gemm_gated_unit", "gemm_skinny", "rows", "fused", "attention", "packed", "int8",
-                       "int8_attention"})) return;
+                       "int8_attention", "fp8"}))
+    return;
   Env env(table, o, 10);
   std::printf("moss-check kernels --family dit on %s (%d multiprocessors); GEMM auto tiles at %lld rows: %s\n",
               env.gpu.name().c_str(), env.ctx.multiprocessors(), (long long)kRows,
@@ -1073,5 +1077,6 @@ void kcheck::dit_family(Table& table, const Options& o) {
     int8_check::check_int8_quantized(env);
   });
   group(table, o, "dit", "int8_attention", [&] { check_int8_attention(env); });
+  group(table, o, "dit", "fp8", [&] { fp8_check::check_fp8_values(env); });
   print_time_table(env.timings, device_peaks(env.ctx.device()), "1024x1024 DiT shapes");
 }

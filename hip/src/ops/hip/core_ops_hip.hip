@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/attention_int8_keys.h"
+#include "kernels/attention_fp8_values.h"
 #include "kernels/gemm.h"
 #include "kernels/int8_linear.h"
 #include "kernels/kernel_path.h"
@@ -365,8 +366,9 @@ class HipCoreOps : public CoreOps {
                   v_transposed);
   }
 
-  // The int8 QKᵀ attention where the portable direct tiling runs (AMD at head dims 32, 64, 128;
-  // NVIDIA only under MOSSINFER_KERNELS=portable: the native path keeps its wgmma bf16 attention).
+  // The int8 QKᵀ attention runs where the portable direct tiling does (AMD at head dims 32, 64,
+  // 128; NVIDIA only under MOSSINFER_KERNELS=portable: the native path keeps its wgmma bf16
+  // attention); an INT8 DiT takes it where int8 matrices are also faster (RDNA4, not RDNA3/3.5).
   bool attention_int8_qk(int64_t head_dim) const override {
     return hip_attention_runs_int8_qk(head_dim) && int8_matrix_faster(ctx_.arch());
   }
@@ -381,6 +383,22 @@ class HipCoreOps : public CoreOps {
     const QNormRope rope{w, eps, sin, cos};
     hip_attention_int8_qk(ctx_, q, rope, kq.q, kq.scale, kq.keys, transposed_v_keys(kq.keys), v, out, heads,
                           head_dim, scale, v_transposed);
+  }
+
+  // P.V in fp8's values (kernels/attention_fp8_values.h): Vᵀ on the device, f32 or bf16.
+  void do_quantize_values_fp8(const Tensor& vt, int64_t keys, Fp8Values& out) override {
+    const char* op = "quantize_values_fp8";
+    const RowsMatrix m = device_matrix(vt, op, "vt");
+    Fp8ValuesArgs a;
+    a.vt = m.data;
+    a.bf16 = m.bf16;
+    a.rows = m.rows;
+    a.ld = m.ld;
+    a.keys = keys;
+    a.keys_pad = m.cols;
+    a.codes = out.codes.ptr<uint8_t>();
+    a.scale = out.scale.ptr<float>();
+    fp8_values_quantize(a, ctx_.stream());
   }
 
   void do_embedding(const std::vector<int32_t>& ids, const Tensor& table, Tensor& out) override {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ops/host/host_factories.h"
+#include "kernels/fp8_e4m3.h"
 #include "ops/host/host_op_parts.h"
 #include "tensor/int8_convrot.h"
 #include "util/cancel.h"
@@ -285,6 +286,35 @@ class HostCoreOps : public CoreOps {
           }
           kq.scale.ptr<float>()[h * blocks + b] = convrot::quantize_row(block.data(), n * hd, q + j0 * hd);
         }
+      }
+    });
+  }
+
+  // P.V in fp8's values (CoreOps::quantize_values_fp8): per row of Vᵀ the largest |v| over the
+  // keys (a max: any order gives it), s = max(amax / 448, kScaleFloor), each code e4m3(v / s); a
+  // row with a NaN or an infinity: scale NaN, codes 0. The padding columns' codes are 0.
+  void do_quantize_values_fp8(const Tensor& vt, int64_t keys, Fp8Values& out) override {
+    check_f32_matrix(vt, "quantize_values_fp8", "vt");
+    check_host(out.codes, "quantize_values_fp8", "codes");
+    const int64_t rows = vt.rows(), keys_pad = vt.cols();
+    pool_.parallel_for(rows, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* v = vt.row<const float>(r);
+        uint8_t* codes = out.codes.ptr<uint8_t>() + r * keys_pad;
+        std::fill(codes, codes + keys_pad, uint8_t(0));
+        float amax = 0.0f;
+        bool finite = true;
+        for (int64_t j = 0; j < keys; ++j) {
+          finite = finite && std::isfinite(v[j]);
+          amax = std::max(amax, std::fabs(v[j]));
+        }
+        float& scale = out.scale.ptr<float>()[r];
+        if (!finite) {
+          scale = std::nanf("");
+          continue;
+        }
+        scale = std::max(amax / e4m3::kMax, convrot::kScaleFloor);
+        for (int64_t j = 0; j < keys; ++j) codes[j] = e4m3::from_f32(v[j] / scale);
       }
     });
   }

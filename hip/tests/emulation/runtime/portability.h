@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/fp8_e4m3.h"
 #include "tensor/tensor.h"
 #include "util/error.h"
 
@@ -211,19 +212,26 @@ inline std::atomic<bool>& leaf_violation() {
 //       output row m from half-wave m % 2, D[m][n] in lane 16 (m % 2) + n, VGPR m / 2.
 //   12  v_wmma_i32_16x16x16_iu8 twice, AMD's calculator for RDNA4: byte i of the instruction's 2
 //       VGPRs is K 8h + i of row / column r; D[m][n] in lane 16 (m / 8) + n, VGPR m % 8.
-template <class L, class C, class A, class B>
-void emulated_mma_i8(C& acc, const A& a, const B& b) {
+// The fp8 leaf (mma_f8) is the same pair of instructions on the same byte positions with the bytes
+// read as OCP e4m3 and fp32 accumulators: v_wmma_f32_16x16x16_fp8_fp8 (AMD's calculator for RDNA4:
+// every A and B cell as the iu8 form's, D as the bf16 form's) and mma.sync ... .f32.e4m3.e4m3.f32
+// (the m16n8k32 fragments of .s8, CUTLASS's SM89 MMA_Traits); gfx11 has no fp8 form. So one model
+// serves both, given how a byte reads (`value`) and the type its products are summed in (`Sum`: exact
+// int32 for int8; double for e4m3, each product and the sum of 16 or 32 of them being exact in
+// double, so the emulation rounds once, where it adds the sum to the fp32 accumulator).
+template <class L, class Sum, class C, class A, class B, class Value>
+void emulated_mma_bytes(C& acc, const A& a, const B& b, Value value) {
   constexpr int kWordsA = int(sizeof(a.w) / 4), kWordsB = int(sizeof(b.w) / 4);
   std::vector<uint32_t> mine;
   for (int32_t w : a.w) mine.push_back(uint32_t(w));
   for (int32_t w : b.w) mine.push_back(uint32_t(w));
   const auto all = emu::exchange(mine);
-  auto byte_of = [&](int lane, int word, int e) { return int32_t(int8_t(all[size_t(lane)][size_t(word)] >> (8 * e))); };
+  auto byte_of = [&](int lane, int word, int e) { return Sum(value(uint8_t(all[size_t(lane)][size_t(word)] >> (8 * e)))); };
   const int lane = int(lane_id());
   for (int j = 0; j < 2; ++j) {
 #if MOSS_LEAF_EMULATED_TARGET == 0
     (void)kWordsB;
-    int32_t Am[16][32], Bm[32][8];
+    Sum Am[16][32], Bm[32][8];
     for (int l = 0; l < kWaveSize; ++l) {
       const int g = l / 4, t = l % 4;
       for (int p = 0; p < 4; ++p)
@@ -233,7 +241,7 @@ void emulated_mma_i8(C& acc, const A& a, const B& b) {
     }
     const int g = lane / 4, t = lane % 4;
     for (int e = 0; e < 4; ++e) {
-      int32_t sum = 0;
+      Sum sum = 0;
       for (int k = 0; k < 32; ++k) sum += Am[g + 8 * (e / 2)][k] * Bm[k][2 * t + e % 2];
       acc.x[4 * j + e] += sum;
     }
@@ -246,13 +254,13 @@ void emulated_mma_i8(C& acc, const A& a, const B& b) {
           leaf_violation() = true;
     for (int i = 0; i < 8; ++i) {
       const int h = lane / 16, m = 2 * i + h, n = lane % 16;  // D[m][n] is this lane's VGPR i
-      int32_t sum = 0;
+      Sum sum = 0;
       for (int k = 0; k < 16; ++k) sum += byte_of(16 * h + m, w0a + k / 4, k % 4) * byte_of(16 * h + n, w0b + k / 4, k % 4);
       acc.x[i] += sum;
     }
 #elif MOSS_LEAF_EMULATED_TARGET == 12
     const int w0a = 2 * j, w0b = kWordsA + 2 * j;  // this instruction's 2 VGPRs of A, of B
-    int32_t Am[16][16], Bm[16][16];
+    Sum Am[16][16], Bm[16][16];
     for (int l = 0; l < kWaveSize; ++l)
       for (int i = 0; i < 8; ++i) {
         const int k = 8 * (l / 16) + i;
@@ -261,7 +269,7 @@ void emulated_mma_i8(C& acc, const A& a, const B& b) {
       }
     for (int i = 0; i < 8; ++i) {
       const int m = 8 * (lane / 16) + i, n = lane % 16;
-      int32_t sum = 0;
+      Sum sum = 0;
       for (int k = 0; k < 16; ++k) sum += Am[m][k] * Bm[k][n];
       acc.x[i] += sum;
     }
@@ -271,6 +279,17 @@ void emulated_mma_i8(C& acc, const A& a, const B& b) {
   }
   static_assert(kWordsA > 0 && kWordsB > 0, "fragments hold words");
   (void)sizeof(L);
+}
+
+template <class L, class C, class A, class B>
+void emulated_mma_i8(C& acc, const A& a, const B& b) {
+  emulated_mma_bytes<L, int32_t>(acc, a, b, [](uint8_t byte) { return int32_t(int8_t(byte)); });
+}
+
+template <class L, class C, class A, class B>
+void emulated_mma_f8(C& acc, const A& a, const B& b) {
+  static_assert(MOSS_LEAF_EMULATED_TARGET != 11 && sizeof(L) > 0, "gfx11 has no fp8 matrix instruction");
+  emulated_mma_bytes<L, double>(acc, a, b, [](uint8_t byte) { return double(e4m3::to_f32(byte)); });
 }
 
 }  // namespace moss
