@@ -580,8 +580,10 @@ def int8_memory_plan(vram_gib=8.0, desktop_gib=None):
     are 1 byte a weight plus one f32 scale an output row; the rest of the DiT (embedders, text blocks,
     head: the planner's fixed part) stays bf16 as in the Comfy-Org files. The activations grow by what
     config int8's flow keeps beside the bf16 ones, for the stacked rows: SiTU's output in f32 where
-    the bf16 one was (2 more bytes, rows x ffn), its int8 copy (rows x ffn) and the attention
-    output's (rows x dim); the norms' int8 rows reuse the y buffer's bytes."""
+    the bf16 one was (2 more bytes, rows x ffn), its int8 copy (rows x ffn), the attention
+    output's (rows x dim) and int8 QK^T's quantized keys (one buffer for the stacked rows' keys,
+    rows x dim; their scales, one f32 a 32-key block and head, not counted); the norms' int8 rows
+    reuse the y buffer's bytes."""
     st = amd_streaming.STAGES
     desktop = amd_streaming.DESKTOP_GIB if desktop_gib is None else desktop_gib
     d, f = DIT["dim"], DIT["ffn"]
@@ -591,7 +593,7 @@ def int8_memory_plan(vram_gib=8.0, desktop_gib=None):
     block_bf16 = weights * 2 / gib
     block_int8 = (weights + scales) / gib
     rows = 2 * (1024 // 16) ** 2 + 77 + 10
-    act_extra = (rows * f * (2 + 1) + rows * d) / gib
+    act_extra = (rows * f * (2 + 1) + rows * d + rows * d) / gib
     stages = dict(st, block_gib=block_int8, activation_gib=st["activation_gib"] + act_extra)
     resident = amd_streaming.resident_blocks(vram_gib, desktop, stages)
     need = (st["blocks"] * block_int8 + st["fixed_gib"] + stages["activation_gib"] + st["vae_gib"] +
