@@ -1,0 +1,177 @@
+// The portable direct-tiling attention kernel's own source (kernels/attention.hip: the int8 QKᵀ
+// variant, attention_kernel<..., kInt8Qk>, and the bf16 scores' kernel beside it) run on the host
+// through the device emulation of tests/emulation/runtime/portability.h, once per emulated leaf
+// (MOSS_LEAF_EMULATED_TARGET: NVIDIA's mma.sync, gfx11's and gfx12's WMMA, each with its attention
+// scheme -- the AMD ones transposed, gfx11's with the P exchange between half-waves), against the
+// host backend's ops on the same inputs: bf16-valued q normalised and rotated in the kernel, keys
+// quantized by the host's quantize_keys (the int8 variant) or read in place as bf16 rows (the
+// bf16 one), V as the DiT's transposed Vᵀ (bf16, zeros past Tk, NaN past its padded keys).
+//
+// Tolerance: the bf16 attention's 1e-2 relative L2 (tools/check/cases/attention_int8_cases.h, the
+// same comparison on a GPU). The int8 operands are the same bits on both sides and the scores exact
+// int32 sums, so what may differ is P rounded to bf16 for P·V (the host keeps fp32 P), the online
+// softmax's order and the fp32 sums' order; on the emulation exp2 is the host's, and the measured
+// errors are 1.1-1.3e-3 (int8) and 1.9-2.3e-3 (bf16) on every leaf, so a second, tighter bound
+// (5e-3) catches a kernel that is off by a fraction of the tolerance (a wrong key block's scale, a dropped partial tile). Shapes: Tq = Tk =
+// 77 and 100 (partial query and key blocks), head dims 32, 64 and 128, two heads. Each case also
+// asserts that no output element is left unwritten (the output starts as NaN) and, on gfx11, that
+// both half-waves' operand copies agree (the instruction's precondition).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/portability.h"  // the emulation: tests/emulation comes first on the include path
+
+#include "kernels/attention.hip"
+#include "ops/backend.h"
+#include "ops/core_ops.h"
+#include "tensor/tensor.h"
+
+namespace {
+
+using namespace moss;
+
+constexpr float kEps = 1e-6f;  // the DiT's RMS norm epsilon
+
+// The kernel runs the emulated platform's scheme and leaf (not NVIDIA's everywhere).
+static_assert(Scheme::kTransposed == (MOSS_LEAF_EMULATED_TARGET != 0), "the AMD leaves run the transposed schemes");
+static_assert(std::is_same<leaf::Layout, std::conditional_t<MOSS_LEAF_EMULATED_TARGET == 0, mma_layout::Nvidia,
+                                                            std::conditional_t<MOSS_LEAF_EMULATED_TARGET == 11,
+                                                                               mma_layout::Gfx11, mma_layout::Gfx12>>>::value,
+              "the bf16 leaf's lane maps are the emulated platform's");
+
+struct Case {
+  int64_t t, heads, hd;
+};
+
+std::string name(const Case& c, bool int8) {
+  return std::string(int8 ? "int8 QK^T" : "bf16") + " T " + std::to_string(c.t) + " " + std::to_string(c.heads) + "x" +
+         std::to_string(c.hd);
+}
+
+double relative_l2(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = double(got[i]) - double(want[i]);
+    num += d * d;
+    den += double(want[i]) * double(want[i]);
+  }
+  return std::sqrt(num / den);
+}
+
+// One case on the kernel (attention_forward, as HipBackend's ops fill AttentionParams) and on the
+// host op; returns the relative L2 distance.
+double run_case(const Case& c, bool int8, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t t = c.t, hd = c.hd, width = c.heads * hd, keys = CoreOps::transposed_v_keys(t), ldv = keys + 64;
+  const float scale = float(1.0 / std::sqrt(double(hd)));
+  auto bf16_valued = [&](float sd, float offset) { return round_bf16(sd * normal(rng) + offset); };
+
+  // q (the raw projection), k (normalised and rotated keys, a channel offset), v: bf16 values.
+  Tensor q = host_tensor(DType::F32, {t, width}), k = host_tensor(DType::F32, {t, width}),
+         v = host_tensor(DType::F32, {t, width});
+  std::vector<float> offset(static_cast<size_t>(width));
+  for (float& f : offset) f = 2.0f * normal(rng);
+  for (int64_t i = 0; i < t * width; ++i) {
+    q.ptr<float>()[i] = bf16_valued(2.0f, 0.0f);
+    k.ptr<float>()[i] = bf16_valued(1.0f, offset[size_t(i % width)]);
+    v.ptr<float>()[i] = bf16_valued(1.0f, 0.0f);
+  }
+  // The norm weight around 1 and [f | f] RoPE tables of random angles.
+  Tensor w = host_tensor(DType::F32, {hd}), sin = host_tensor(DType::F32, {t, hd}), cos = host_tensor(DType::F32, {t, hd});
+  for (int64_t i = 0; i < hd; ++i) w.ptr<float>()[i] = 1.0f + 0.3f * normal(rng);
+  for (int64_t r = 0; r < t; ++r)
+    for (int64_t i = 0; i < hd / 2; ++i) {
+      const float a = 3.0f * normal(rng);
+      for (int64_t j : {i, i + hd / 2}) {
+        sin.ptr<float>()[r * hd + j] = std::sin(a);
+        cos.ptr<float>()[r * hd + j] = std::cos(a);
+      }
+    }
+  // The DiT's Vᵀ: bf16 [width, ldv], zeros from Tk to the padded keys, NaN past them (never read).
+  std::vector<uint16_t> vt(static_cast<size_t>(width * ldv));
+  Tensor vt_host = host_tensor(DType::F32, {width, keys});
+  for (int64_t d = 0; d < width; ++d)
+    for (int64_t j = 0; j < ldv; ++j) {
+      const float x = j < t ? v.ptr<float>()[j * width + d] : j < keys ? 0.0f : std::nanf("");
+      vt[size_t(d * ldv + j)] = f32_to_bf16(x);
+      if (j < keys) vt_host.ptr<float>()[d * keys + j] = x;
+    }
+  std::vector<uint16_t> kb(static_cast<size_t>(t * width));
+  for (size_t i = 0; i < kb.size(); ++i) kb[i] = f32_to_bf16(k.ptr<float>()[i]);
+
+  std::unique_ptr<Backend> host = make_host_backend(true, true, true);
+  CoreOps::QuantizedKeys kq{host_tensor(DType::I8, {c.heads * keys, hd}),
+                            host_tensor(DType::F32, {c.heads * keys / CoreOps::kInt8KeyBlock, 1}), t};
+  if (int8) host->core().quantize_keys(k, c.heads, hd, kq);
+
+  // The kernel, as hip_attention_int8_qk / the bf16 norm_rope_attention fill its parameters.
+  std::vector<float> got(static_cast<size_t>(t * width), std::nanf(""));
+  AttentionParams p;
+  p.q = q.data;
+  p.ldq = width;
+  p.q_rope.w = w.data;
+  p.q_rope.eps = kEps;
+  p.q_rope.sin = sin.ptr<float>();
+  p.q_rope.ld_sin = hd;
+  p.q_rope.cos = cos.ptr<float>();
+  p.q_rope.ld_cos = hd;
+  p.v = reinterpret_cast<const bf16*>(vt.data());
+  p.ldv = ldv;
+  p.v_head_stride = hd * ldv;
+  p.tk_pad = int(keys);
+  if (int8) {
+    p.k8.q = kq.q.ptr<int8_t>();
+    p.k8.scale = kq.scale.ptr<float>();
+    p.k8.keys_pad = int(keys);
+  } else {  // K's bf16 rows read in place (the DiT's flow)
+    p.k = reinterpret_cast<const bf16*>(kb.data());
+    p.ldk = width;
+    p.k_head_stride = hd;
+    p.k_in_place = true;
+  }
+  p.out = got.data();
+  p.ld_out = width;
+  p.tq = p.tk = int(t);
+  p.heads = p.kv_heads = int(c.heads);
+  p.head_dim = int(hd);
+  p.scale = scale;
+  p.tiling = AttentionTiling::Portable;
+  leaf_violation() = false;
+  attention_forward(p, nullptr);
+  EXPECT_FALSE(leaf_violation()) << "gfx11: the half-waves' copies of an operand differ";
+  int64_t unwritten = 0;
+  for (float x : got) unwritten += std::isnan(x);
+  EXPECT_EQ(unwritten, 0) << "output elements not written (or NaN)";
+
+  Tensor want = host_tensor(DType::F32, {t, width});
+  if (int8)
+    host->core().norm_rope_attention_int8_qk(q, w, kEps, sin, cos, kq, vt_host, want, c.heads, hd, scale, true);
+  else
+    host->core().norm_rope_attention(q, w, kEps, sin, cos, k, vt_host, want, c.heads, hd, scale, true);
+  return relative_l2(got, std::vector<float>(want.ptr<float>(), want.ptr<float>() + t * width));
+}
+
+void run_all(bool int8) {
+  const Case cases[] = {{77, 2, 32}, {100, 2, 32}, {77, 2, 64}, {100, 2, 64}, {77, 2, 128}, {100, 2, 128}};
+  uint64_t seed = int8 ? 4911 : 4931;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(name(c, int8));
+    const double err = run_case(c, int8, seed++);
+    EXPECT_LE(err, 1e-2) << "the bf16 attention's tolerance";
+    EXPECT_LE(err, 5e-3) << "the emulation's tighter bound";
+    std::printf("  %s: relative L2 %.3g\n", name(c, int8).c_str(), err);
+  }
+}
+
+TEST(AttentionEmulated, Int8QkMatchesTheHostOp) { run_all(true); }
+
+TEST(AttentionEmulated, Bf16DirectTilingMatchesTheHostOp) { run_all(false); }
+
+}  // namespace
