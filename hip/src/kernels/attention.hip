@@ -651,6 +651,14 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
         // be NaN; the floor keeps it -inf and every other logit's exp2 at 1, as the host's S·0.
         const float c = mul_rn(mul_rn(q8_scale[r], s_k), kLog2e);
         score_scale[r] = c < kMinNormal ? kMinNormal : c;
+#if defined(MOSS_LEAF_EMULATED)  // the host emulation's test compares the int32 scores bit for bit
+#pragma unroll
+        for (int j = 0; j < T::KT / 16; ++j) {
+          for (int i = 0; i < leaf::Layout::kSlotsC; ++i)
+            emu::record_int8_score(head, wq0 + r * 16 + Coords::query(lane, i), k0 + j * 16 + Coords::other(lane, i),
+                                   s8[r][j].x[i], score_scale[r]);
+        }
+#endif
       }
     } else if constexpr (kQInRegisters) {
 #pragma unroll

@@ -12,24 +12,32 @@
 // int32 sums, so what may differ is P rounded to bf16 for P·V (the host keeps fp32 P), the online
 // softmax's order and the fp32 sums' order; on the emulation exp2 is the host's, and the measured
 // errors are 1.1-1.3e-3 (int8) and 1.9-2.3e-3 (bf16) on every leaf, so a second, tighter bound
-// (5e-3) catches a kernel that is off by a fraction of the tolerance (a wrong key block's scale, a dropped partial tile). Shapes: Tq = Tk =
-// 77 and 100 (partial query and key blocks), head dims 32, 64 and 128, two heads. Each case also
+// (5e-3) catches a kernel that is off by a fraction of the tolerance (a wrong key block's scale: 0.14-
+// 0.24). Tighter still, the int8 variant's scores: the emulation records each exact int32 sum and
+// each key tile's scale factor (emu::int8_scores, kernels/attention.hip's emulated-build hook),
+// compared with the host op's arithmetic (expect_exact_scores: the sums bit for bit). Shapes: Tq =
+// Tk = 77 and 100 (partial query and key blocks), head dims 32, 64 and 128, two heads. Each case also
 // asserts that no output element is left unwritten (the output starts as NaN) and, on gfx11, that
 // both half-waves' operand copies agree (the instruction's precondition).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "runtime/portability.h"  // the emulation: tests/emulation comes first on the include path
+#include "same_bits.h"
 
 #include "kernels/attention.hip"
 #include "ops/backend.h"
 #include "ops/core_ops.h"
+#include "tensor/int8_convrot.h"
 #include "tensor/tensor.h"
 
 namespace {
@@ -62,6 +70,64 @@ double relative_l2(const std::vector<float>& got, const std::vector<float>& want
     den += double(want[i]) * double(want[i]);
   }
   return std::sqrt(num / den);
+}
+
+// The int8 scores bit for bit: q normalised and rotated by the host's norm_rope, times the softmax
+// scale, quantized per head and 16-query block by convrot::quantize_row (CoreOps::
+// norm_rope_attention_int8_qk's arithmetic, docs/attention_int8_qk.md), the exact int32 sums with
+// the host's int8 keys, and each key tile's factor fl(fl(s_q·s_k)·log2 e), floored at the smallest
+// normal, as the kernel folds it into exp2's argument. The sums must be the same bits. The factor
+// may differ by a few ulps: the kernel's norm reduces q's sum of squares in its lanes' butterfly
+// order (kernels/norm_rope_lane.h), the host in row order, so a block's absmax, and s_q = absmax /
+// 127, can differ in the last bits without moving any int8 value (measured: 2-3 ulps at most, the
+// factors of 60-85% of the (query, key tile) pairs the same bits); a wrong block's scale is off by
+// far more.
+constexpr int64_t kScaleUlps = 4;
+void expect_exact_scores(const Case& c, const Tensor& q, const Tensor& w, const Tensor& sin, const Tensor& cos,
+                         const CoreOps::QuantizedKeys& kq, float scale, const std::vector<int32_t>& sums,
+                         const std::vector<float>& tile_c, CoreOps& host) {
+  const int64_t t = c.t, hd = c.hd, width = c.heads * hd, keys = CoreOps::transposed_v_keys(t);
+  const int64_t tiles = (t + kAttentionInt8KeyBlock - 1) / kAttentionInt8KeyBlock, qb = CoreOps::kInt8QueryBlock;
+  Tensor y = host_tensor(DType::F32, {t, width});
+  host.norm_rope(q, w, kEps, hd, sin, cos, y);
+  int64_t sum_differ = 0, c_differ = 0, c_exact = 0, max_ulps = 0;
+  std::vector<float> block(static_cast<size_t>(qb * hd));
+  std::vector<int8_t> q8(static_cast<size_t>(qb * hd));
+  for (int64_t h = 0; h < c.heads; ++h)
+    for (int64_t i0 = 0; i0 < t; i0 += qb) {
+      const int64_t n = std::min(qb, t - i0);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t d = 0; d < hd; ++d) block[size_t(i * hd + d)] = y.row<const float>(i0 + i)[h * hd + d] * scale;
+      const float s_q = convrot::quantize_row(block.data(), n * hd, q8.data());
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t query = i0 + i;
+        for (int64_t key = 0; key < t; ++key) {
+          int32_t want = 0;
+          for (int64_t d = 0; d < hd; ++d)
+            want += int32_t(q8[size_t(i * hd + d)]) * int32_t(kq.q.ptr<const int8_t>()[(h * keys + key) * hd + d]);
+          const int32_t got = sums[size_t((h * t + query) * t + key)];
+          if (got != want && sum_differ++ == 0)
+            ADD_FAILURE() << "head " << h << " query " << query << " key " << key << ": int32 score " << got
+                          << ", host " << want;
+        }
+        for (int64_t tile = 0; tile < tiles; ++tile) {
+          const float s_k = kq.scale.ptr<const float>()[h * keys / kAttentionInt8KeyBlock + tile];
+          float want = (s_q * s_k) * 1.4426950408889634f;
+          if (want < std::numeric_limits<float>::min()) want = std::numeric_limits<float>::min();
+          const float got = tile_c[size_t((h * t + query) * tiles + tile)];
+          const int64_t ulps = std::llabs(int64_t(f32_bits(got)) - int64_t(f32_bits(want)));
+          max_ulps = std::max(max_ulps, std::isnan(got) ? INT64_MAX : ulps);
+          c_exact += ulps == 0;
+          if (!(ulps <= kScaleUlps) && c_differ++ == 0)
+            ADD_FAILURE() << "head " << h << " query " << query << " key tile " << tile << ": scale " << got
+                          << ", host " << want;
+        }
+      }
+    }
+  EXPECT_EQ(sum_differ, 0) << "int32 scores differing from the host's";
+  EXPECT_EQ(c_differ, 0) << "key tiles' scale factors more than " << kScaleUlps << " ulps from the host's";
+  std::printf("  scale factors: %lld of %lld the same bits, at most %lld ulps apart\n", (long long)c_exact,
+              (long long)(c.heads * t * tiles), (long long)max_ulps);
 }
 
 // One case on the kernel (attention_forward, as HipBackend's ops fill AttentionParams) and on the
@@ -143,8 +209,16 @@ double run_case(const Case& c, bool int8, uint64_t seed) {
   p.head_dim = int(hd);
   p.scale = scale;
   p.tiling = AttentionTiling::Portable;
+  // The int8 variant's int32 scores and tile scales as the kernel computed them (NaN / a marker:
+  // an element never recorded shows).
+  const int64_t tiles = (t + kAttentionInt8KeyBlock - 1) / kAttentionInt8KeyBlock;
+  std::vector<int32_t> sums(static_cast<size_t>(c.heads * t * t), INT32_MIN);
+  std::vector<float> tile_c(static_cast<size_t>(c.heads * t * tiles), std::nanf(""));
+  if (int8) emu::int8_scores() = emu::Int8Scores{sums.data(), tile_c.data(), int(t), int(t), int(tiles)};
   leaf_violation() = false;
   attention_forward(p, nullptr);
+  emu::int8_scores() = emu::Int8Scores{};
+  if (int8) expect_exact_scores(c, q, w, sin, cos, kq, scale, sums, tile_c, host->core());
   EXPECT_FALSE(leaf_violation()) << "gfx11: the half-waves' copies of an operand differ";
   int64_t unwritten = 0;
   for (float x : got) unwritten += std::isnan(x);

@@ -149,6 +149,26 @@ inline std::vector<std::vector<uint32_t>> exchange(const std::vector<uint32_t>& 
   return all;
 }
 
+// Where a test asks (tests/emulation/test_attention_int8_emulated.cpp), kernels/attention.hip's
+// int8 QKᵀ variant records its exact int32 scores and each key tile's scale factor here, so the
+// test compares them bit for bit with the host op's arithmetic: sum[(head·tq + query)·tk + key]
+// and c[(head·tq + query)·tiles + tile]; each element is written by one lane. Null: nothing kept.
+struct Int8Scores {
+  int32_t* sum = nullptr;
+  float* c = nullptr;
+  int tq = 0, tk = 0, tiles = 0;
+};
+inline Int8Scores& int8_scores() {
+  static Int8Scores s;
+  return s;
+}
+inline void record_int8_score(int head, int query, int key, int32_t sum, float c) {
+  const Int8Scores& s = int8_scores();
+  if (!s.sum || query >= s.tq || key >= s.tk) return;
+  s.sum[(int64_t(head) * s.tq + query) * s.tk + key] = sum;
+  s.c[(int64_t(head) * s.tq + query) * s.tiles + key / 32] = c;  // one 32-key block a tile
+}
+
 // kernel<<<grid, block>>>(args...): block.x host threads run the workgroups in order, all of
 // them finishing one (a barrier) before any starts the next, so `__shared__` (static) memory is
 // one workgroup's at a time.
