@@ -259,6 +259,59 @@ void run_all(bool int8) {
   }
 }
 
+// The emulated bf16 leaf through kernels/matrix_leaf.h's loaders and store (the kernel's lane maps)
+// is the matrix product: random bf16 A and B, C = A·B + C0 against the sum in double, within the
+// fp32 sum's rounding (17 additions: 1e-6 of the sum of magnitudes; a lane-map error moves a value
+// by O(1)). Not bit for bit: gfx12's instruction numbers K differently from the kernel's map
+// (kernels/matrix_layout.h Gfx12), which pairs the same products in another order.
+void leaf_product_kernel(const float* a, const float* b, const float* c0, float* c) {
+  leaf::FragA fa;
+  leaf::FragB fb;
+  leaf::FragC acc;
+  leaf::load_a(fa, [&](int m, int k) { return to_bf16(a[m * 16 + k]); });
+  leaf::load_b(fb, [&](int k, int n) { return to_bf16(b[k * 16 + n]); });
+  leaf::zero(acc);
+  leaf::store_c(acc, [&](int, int, float) {});
+  const int lane = int(lane_id());
+  for (int i = 0; i < leaf::Layout::kSlotsC; ++i) {
+    const mma_layout::Elem e = leaf::Layout::c(lane, i);
+    acc.x[i] = c0[e.row * 16 + e.col];
+  }
+  leaf::mma(acc, fa, fb);
+  leaf::store_c(acc, [&](int m, int n, float v) { c[m * 16 + n] = v; });
+}
+
+TEST(AttentionEmulated, Bf16LeafIsTheMatrixProduct) {
+  std::mt19937_64 rng(4951);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int block = 0; block < 4; ++block) {
+    std::vector<float> a(256), b(256), c0(256), got(256, std::nanf("")), want(256);
+    for (float& x : a) x = round_bf16(normal(rng));
+    for (float& x : b) x = round_bf16(normal(rng));
+    for (float& x : c0) x = normal(rng);
+    std::vector<double> magnitude(256);
+    for (int m = 0; m < 16; ++m)
+      for (int n = 0; n < 16; ++n) {
+        double sum = c0[size_t(m * 16 + n)], mag = std::fabs(sum);
+        for (int k = 0; k < 16; ++k) {
+          sum += double(a[size_t(m * 16 + k)]) * double(b[size_t(k * 16 + n)]);
+          mag += std::fabs(double(a[size_t(m * 16 + k)]) * double(b[size_t(k * 16 + n)]));
+        }
+        want[size_t(m * 16 + n)] = float(sum);
+        magnitude[size_t(m * 16 + n)] = mag;
+      }
+    leaf_violation() = false;
+    hipLaunchKernelGGL(leaf_product_kernel, dim3(1), dim3(kWaveSize), 0, nullptr, a.data(), b.data(), c0.data(),
+                       got.data());
+    EXPECT_FALSE(leaf_violation());
+    int64_t differ = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      if (!(std::fabs(double(got[i]) - double(want[i])) <= 1e-6 * magnitude[i]) && differ++ == 0)
+        ADD_FAILURE() << "block " << block << " C[" << i / 16 << "][" << i % 16 << "] " << got[i] << ", want " << want[i];
+    EXPECT_EQ(differ, 0);
+  }
+}
+
 TEST(AttentionEmulated, Int8QkMatchesTheHostOp) { run_all(true); }
 
 TEST(AttentionEmulated, Bf16DirectTilingMatchesTheHostOp) { run_all(false); }
