@@ -14,13 +14,15 @@
 // int32 sums, so what may differ is P rounded to bf16 for P·V (the host keeps fp32 P), the online
 // softmax's order and the fp32 sums' order; on the emulation exp2 is the host's, and the measured
 // errors are 1.1-1.3e-3 (int8) and 1.9-2.3e-3 (bf16) on every leaf, so a second, tighter bound
-// (5e-3) catches a kernel that is off by a fraction of the tolerance (a wrong key block's scale: 0.14-
-// 0.24). Tighter still, the int8 variant's scores: the emulation records each exact int32 sum and
-// each key tile's scale factor (emu::int8_scores, kernels/attention.hip's emulated-build hook),
-// compared with the host op's arithmetic (expect_exact_scores: the sums bit for bit). Shapes: Tq =
-// Tk = 77 and 100 (partial query and key blocks), head dims 32, 64 and 128, two heads. Each case also
+// (5e-3) catches a kernel that is off by a fraction of the tolerance. Tighter still, the int8
+// variant's scores: the emulation records each exact int32 sum and each key tile's scale factor
+// (emu::int8_scores, kernels/attention.hip's emulated-build hook), compared with the host op's
+// arithmetic (expect_exact_scores: the sums bit for bit). Shapes: Tq = Tk = 77 and 100 (partial query and key blocks), head dims 32, 64 and 128, two heads. Each case also
 // asserts that no output element is left unwritten (the output starts as NaN) and, on gfx11, that
-// both half-waves' operand copies agree (the instruction's precondition).
+// both half-waves' operand copies agree (the instruction's precondition). Beside them, the emulated
+// bf16 leaf itself against a plain product (Bf16LeafIsTheMatrixProduct), so a wrong instruction
+// model shows as such. A wrong key block's scale (k8_scale[0] for every tile) fails the int8 test
+// at 0.14-0.24 relative L2; gfx12's K numbering mixed between A and B fails all three.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,6 +33,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/portability.h"  // the emulation: tests/emulation comes first on the include path
@@ -51,10 +54,10 @@ constexpr float kEps = 1e-6f;  // the DiT's RMS norm epsilon
 
 // The kernel runs the emulated platform's scheme and leaf (not NVIDIA's everywhere).
 static_assert(Scheme::kTransposed == (MOSS_LEAF_EMULATED_TARGET != 0), "the AMD leaves run the transposed schemes");
-static_assert(std::is_same<leaf::Layout, std::conditional_t<MOSS_LEAF_EMULATED_TARGET == 0, mma_layout::Nvidia,
-                                                            std::conditional_t<MOSS_LEAF_EMULATED_TARGET == 11,
-                                                                               mma_layout::Gfx11, mma_layout::Gfx12>>>::value,
-              "the bf16 leaf's lane maps are the emulated platform's");
+using EmulatedLayout = std::conditional_t<MOSS_LEAF_EMULATED_TARGET == 0, mma_layout::Nvidia,
+                                          std::conditional_t<MOSS_LEAF_EMULATED_TARGET == 11, mma_layout::Gfx11,
+                                                             mma_layout::Gfx12>>;
+static_assert(std::is_same<leaf::Layout, EmulatedLayout>::value, "the bf16 leaf's lane maps are the emulated platform's");
 
 struct Case {
   int64_t t, heads, hd;
