@@ -17,11 +17,15 @@
 // (5e-3) catches a kernel that is off by a fraction of the tolerance. Tighter still, the int8
 // variant's scores: the emulation records each exact int32 sum and each key tile's scale factor
 // (emu::int8_scores, kernels/attention.hip's emulated-build hook), compared with the host op's
-// arithmetic (expect_exact_scores: the sums bit for bit). Shapes: Tq = Tk = 77 and 100 (partial query and key blocks), head dims 32, 64 and 128, two heads. Each case also
+// arithmetic (expect_exact_scores: the sums bit for bit). Shapes: Tq = Tk = 77 and 100 (partial
+// query and key blocks), head dims 32, 64 and 128, two heads. Each case also
 // asserts that no output element is left unwritten (the output starts as NaN) and, on gfx11, that
-// both half-waves' operand copies agree (the instruction's precondition). Beside them, the emulated
-// bf16 leaf itself against a plain product (Bf16LeafIsTheMatrixProduct), so a wrong instruction
-// model shows as such. A wrong key block's scale (k8_scale[0] for every tile) fails the int8 test
+// both half-waves' operand copies agree (the instruction's precondition). The portable
+// configuration's other kernel instances (no q_rope: the staged tilings at head dims 192, 256 in
+// place and 384, the direct one with packed K; causal, grouped kv heads) run against the host's
+// CoreOps::attention in StagedAndPackedTilingsMatchTheHostOp (measured 7-8e-4). Beside them, the
+// emulated bf16 leaf itself against a plain product (Bf16LeafIsTheMatrixProduct), so a wrong
+// instruction model shows as such. A wrong key block's scale (k8_scale[0] for every tile) fails the int8 test
 // at 0.14-0.24 relative L2; gfx12's K numbering mixed between A and B fails all three.
 #include <gtest/gtest.h>
 
@@ -312,6 +316,103 @@ TEST(AttentionEmulated, Bf16LeafIsTheMatrixProduct) {
       if (!(std::fabs(double(got[i]) - double(want[i])) <= 1e-6 * magnitude[i]) && differ++ == 0)
         ADD_FAILURE() << "block " << block << " C[" << i / 16 << "][" << i % 16 << "] " << got[i] << ", want " << want[i];
     EXPECT_EQ(differ, 0);
+  }
+}
+
+// The portable configuration's other instances, the bf16 attention with no q_rope as the text
+// encoder and the VAE call it (CoreOps::attention): the direct tiling with K and V packed (a head
+// dim padded to 96) or K in place (96), the LDS-staged tiling with K/V packed (192: one buffer, 4
+// waves; 384: 2 waves) and K/V read in place (256, the text encoder's: the next tile held in
+// registers, V transposed on its way into LDS), causal with grouped kv heads and not, f32 q.
+// Parameters filled as ops/hip/attention_op.hip's hip_attention does; K and V bf16 rows.
+struct PlainCase {
+  int64_t t, heads, kv_heads, hd;
+  bool causal;
+};
+
+double run_plain_case(const PlainCase& c, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t t = c.t, hd = c.hd, width = c.heads * hd, kv_width = c.kv_heads * hd;
+  const float scale = float(1.0 / std::sqrt(double(hd)));
+  Tensor q = host_tensor(DType::F32, {t, width}), k = host_tensor(DType::F32, {t, kv_width}),
+         v = host_tensor(DType::F32, {t, kv_width});
+  std::vector<uint16_t> kb(static_cast<size_t>(t * kv_width)), vb(kb.size());
+  for (int64_t i = 0; i < t * width; ++i) q.ptr<float>()[i] = round_bf16(2.0f * normal(rng));
+  for (int64_t i = 0; i < t * kv_width; ++i) {
+    k.ptr<float>()[i] = round_bf16(normal(rng));
+    v.ptr<float>()[i] = round_bf16(normal(rng));
+    kb[size_t(i)] = f32_to_bf16(k.ptr<float>()[i]);
+    vb[size_t(i)] = f32_to_bf16(v.ptr<float>()[i]);
+  }
+  const AttentionKvLayout layout = attention_kv_layout(int(hd), AttentionTiling::Portable);
+  const int64_t tk_pad = (t + kAttentionKeyPadding - 1) / kAttentionKeyPadding * kAttentionKeyPadding;
+  const int64_t packed = c.kv_heads * tk_pad * layout.d_pad;
+  std::vector<uint16_t> kp(static_cast<size_t>(packed), 0x7fc0), vp(static_cast<size_t>(packed), 0x7fc0);
+  const bool k_rows = hd == layout.d_pad;
+  AttentionParams p;
+  if (layout.in_place && k_rows) {
+    p.k = reinterpret_cast<const bf16*>(kb.data());
+    p.v = reinterpret_cast<const bf16*>(vb.data());
+    p.ldk = p.ldv = kv_width;
+    p.k_head_stride = p.v_head_stride = hd;
+    p.kv_in_place = true;
+  } else {
+    const bool k_in_place = layout.k_in_place && k_rows;
+    attention_pack_kv(kb.data(), kv_width, vb.data(), kv_width, true, int(t), int(c.kv_heads), int(hd), layout.d_pad,
+                      int(tk_pad), layout.v_transposed, k_in_place ? nullptr : reinterpret_cast<bf16*>(kp.data()),
+                      reinterpret_cast<bf16*>(vp.data()), nullptr);
+    if (k_in_place) {
+      p.k = reinterpret_cast<const bf16*>(kb.data());
+      p.ldk = kv_width;
+      p.k_head_stride = hd;
+      p.k_in_place = true;
+    } else {
+      p.k = reinterpret_cast<const bf16*>(kp.data());
+      p.ldk = layout.d_pad;
+      p.k_head_stride = tk_pad * layout.d_pad;
+    }
+    p.v = reinterpret_cast<const bf16*>(vp.data());
+    p.ldv = layout.v_transposed ? tk_pad : layout.d_pad;
+    p.v_head_stride = tk_pad * layout.d_pad;
+  }
+  p.tk_pad = int(tk_pad);
+  std::vector<float> got(static_cast<size_t>(t * width), std::nanf(""));
+  p.q = q.data;
+  p.ldq = width;
+  p.out = got.data();
+  p.ld_out = width;
+  p.tq = p.tk = int(t);
+  p.heads = int(c.heads);
+  p.kv_heads = int(c.kv_heads);
+  p.head_dim = int(hd);
+  p.scale = scale;
+  p.causal = c.causal;
+  p.tiling = AttentionTiling::Portable;
+  leaf_violation() = false;
+  attention_forward(p, nullptr);
+  EXPECT_FALSE(leaf_violation()) << "gfx11: the half-waves' copies of an operand differ";
+  int64_t unwritten = 0;
+  for (float x : got) unwritten += std::isnan(x);
+  EXPECT_EQ(unwritten, 0) << "output elements not written (or NaN)";
+  std::unique_ptr<Backend> host = make_host_backend();
+  Tensor want = host_tensor(DType::F32, {t, width});
+  host->core().attention(q, k, v, want, c.heads, c.kv_heads, hd, scale, c.causal);
+  return relative_l2(got, std::vector<float>(want.ptr<float>(), want.ptr<float>() + t * width));
+}
+
+TEST(AttentionEmulated, StagedAndPackedTilingsMatchTheHostOp) {
+  const PlainCase cases[] = {{77, 2, 1, 96, true}, {50, 2, 2, 80, false}, {70, 2, 1, 192, false},
+                             {77, 2, 1, 256, true}, {40, 1, 1, 384, false}};
+  uint64_t seed = 4971;
+  for (const PlainCase& c : cases) {
+    const std::string what = "T " + std::to_string(c.t) + " " + std::to_string(c.heads) + "/" +
+                             std::to_string(c.kv_heads) + "x" + std::to_string(c.hd) + (c.causal ? " causal" : "");
+    SCOPED_TRACE(what);
+    const double err = run_plain_case(c, seed++);
+    EXPECT_LE(err, 1e-2) << "the bf16 attention's tolerance";
+    EXPECT_LE(err, 5e-3) << "the emulation's tighter bound";
+    std::printf("  bf16 %s: relative L2 %.3g\n", what.c_str(), err);
   }
 }
 
