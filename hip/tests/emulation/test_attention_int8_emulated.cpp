@@ -83,6 +83,16 @@ double relative_l2(const std::vector<float>& got, const std::vector<float>& want
   return std::sqrt(num / den);
 }
 
+// attention_forward on the emulation into `got` (NaN before), and the checks every case makes.
+void run_kernel(const AttentionParams& p, const std::vector<float>& got) {
+  leaf_violation() = false;
+  attention_forward(p, nullptr);
+  EXPECT_FALSE(leaf_violation()) << "gfx11: the half-waves' copies of an operand differ";
+  int64_t unwritten = 0;
+  for (float x : got) unwritten += std::isnan(x);
+  EXPECT_EQ(unwritten, 0) << "output elements not written (or NaN)";
+}
+
 // The int8 scores bit for bit: q normalised and rotated by the host's norm_rope, times the softmax
 // scale, quantized per head and 16-query block by convrot::quantize_row (CoreOps::
 // norm_rope_attention_int8_qk's arithmetic, docs/attention_int8_qk.md), the exact int32 sums with
@@ -234,14 +244,9 @@ double run_case(const Case& c, bool int8, uint64_t seed) {
   std::vector<int32_t> sums(static_cast<size_t>(c.heads * t * t), INT32_MIN);
   std::vector<float> tile_c(static_cast<size_t>(c.heads * t * tiles), std::nanf(""));
   if (int8) emu::int8_scores() = emu::Int8Scores{sums.data(), tile_c.data(), int(t), int(t), int(tiles)};
-  leaf_violation() = false;
-  attention_forward(p, nullptr);
+  run_kernel(p, got);
   emu::int8_scores() = emu::Int8Scores{};
   if (int8) expect_exact_scores(c, q, w, sin, cos, kq, scale, sums, tile_c, host->core());
-  EXPECT_FALSE(leaf_violation()) << "gfx11: the half-waves' copies of an operand differ";
-  int64_t unwritten = 0;
-  for (float x : got) unwritten += std::isnan(x);
-  EXPECT_EQ(unwritten, 0) << "output elements not written (or NaN)";
 
   Tensor want = host_tensor(DType::F32, {t, width});
   if (int8)
@@ -389,12 +394,7 @@ double run_plain_case(const PlainCase& c, uint64_t seed) {
   p.scale = scale;
   p.causal = c.causal;
   p.tiling = AttentionTiling::Portable;
-  leaf_violation() = false;
-  attention_forward(p, nullptr);
-  EXPECT_FALSE(leaf_violation()) << "gfx11: the half-waves' copies of an operand differ";
-  int64_t unwritten = 0;
-  for (float x : got) unwritten += std::isnan(x);
-  EXPECT_EQ(unwritten, 0) << "output elements not written (or NaN)";
+  run_kernel(p, got);
   std::unique_ptr<Backend> host = make_host_backend();
   Tensor want = host_tensor(DType::F32, {t, width});
   host->core().attention(q, k, v, want, c.heads, c.kv_heads, hd, scale, c.causal);
