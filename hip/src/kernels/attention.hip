@@ -26,8 +26,16 @@
 #include <type_traits>
 
 #include "kernels/attention_device.h"
+// The host emulation (tests/emulation/runtime/portability.h, MOSS_LEAF_EMULATED) runs this file's
+// portable kernel with the host compiler: the NVIDIA-only kernels, inline PTX throughout, stay out
+// of it (MOSS_ATTENTION_NATIVE_NVIDIA: the dispatch below never reaches them there).
+#if MOSS_PLATFORM_NVIDIA && !defined(MOSS_LEAF_EMULATED)
+#define MOSS_ATTENTION_NATIVE_NVIDIA 1
 #include "kernels/attention_flash_nvidia.h"
 #include "kernels/attention_hopper.h"
+#else
+#define MOSS_ATTENTION_NATIVE_NVIDIA 0
+#endif
 #include "kernels/attention_int8_keys.h"
 #include "kernels/attention_kv_map.h"
 #include "kernels/attention_layout.h"
@@ -42,7 +50,13 @@ namespace {
 using attention_device::Chunk16;
 namespace kv_map = attention_kv_map;
 
-#if MOSS_PLATFORM_NVIDIA
+// The emulation's scheme is its leaf's (MOSS_LEAF_EMULATED_TARGET: 0 NVIDIA, 11 gfx11, 12 gfx12),
+// so that the AMD transposed schemes run with the AMD lane maps there.
+#if defined(MOSS_LEAF_EMULATED) && MOSS_LEAF_EMULATED_TARGET == 11
+using Scheme = attention_layout::Gfx11Scheme;
+#elif defined(MOSS_LEAF_EMULATED) && MOSS_LEAF_EMULATED_TARGET == 12
+using Scheme = attention_layout::Gfx12Scheme;
+#elif MOSS_PLATFORM_NVIDIA
 using Scheme = attention_layout::NvidiaScheme;
 #elif defined(__GFX11__)
 using Scheme = attention_layout::Gfx11Scheme;
@@ -418,7 +432,11 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
   constexpr bool kStagedInPlace = kInPlace && !T::kDirect, kDirectKInPlace = kInPlace && T::kDirect;
   static_assert(!kInt8Qk || (kStagesQRope<T> && !kInPlace && T::KT == kAttentionInt8KeyBlock),
                 "int8 scores: the direct tiling with the fused q_rope, one key block a tile, K from k8");
+#if defined(MOSS_LEAF_EMULATED)  // the emulation's workgroup buffer of the launch's size (no extern __shared__ there)
+  Chunk16* const attention_smem = static_cast<Chunk16*>(emu::dynamic_shared());
+#else
   extern __shared__ Chunk16 attention_smem[];
+#endif
   bf16* const qs = reinterpret_cast<bf16*>(attention_smem);  // [kQueryRows][kLdQ]
   bf16* const ks = qs + T::kQElems;                           // [Stages][KT][kLdK]
   bf16* const vs = ks + T::Stages * T::kKElems;               // [Stages][Dv][kLdV]
@@ -633,6 +651,14 @@ __global__ MOSS_LAUNCH_BOUNDS(T::kThreads, T::MinBlocks) void attention_kernel(c
         // be NaN; the floor keeps it -inf and every other logit's exp2 at 1, as the host's S·0.
         const float c = mul_rn(mul_rn(q8_scale[r], s_k), kLog2e);
         score_scale[r] = c < kMinNormal ? kMinNormal : c;
+#if defined(MOSS_LEAF_EMULATED)  // the host emulation's test compares the int32 scores bit for bit
+#pragma unroll
+        for (int j = 0; j < T::KT / 16; ++j) {
+          for (int i = 0; i < leaf::Layout::kSlotsC; ++i)
+            emu::record_int8_score(head, wq0 + r * 16 + Coords::query(lane, i), k0 + j * 16 + Coords::other(lane, i),
+                                   s8[r][j].x[i], score_scale[r]);
+        }
+#endif
       }
     } else if constexpr (kQInRegisters) {
 #pragma unroll
@@ -920,7 +946,7 @@ void attention_forward(const AttentionParams& p, hipStream_t stream) {
     throw failure("attention: head dim " + std::to_string(p.head_dim) + " cannot read K/V in place on this tiling");
   if (p.k_in_place && !layout.k_in_place)
     throw failure("attention: head dim " + std::to_string(p.head_dim) + " cannot read K in place on this tiling");
-#if MOSS_PLATFORM_NVIDIA
+#if MOSS_ATTENTION_NATIVE_NVIDIA
   if (layout.flash) {
     if (p.tq <= 0) return;
     const bool wgmma = p.tiling == AttentionTiling::Wgmma || p.tiling == AttentionTiling::Default;

@@ -8,6 +8,18 @@
 #include "kernels/probability_rounding.h"
 #include "runtime/portability.h"
 
+// The host emulation of the device (tests/emulation/runtime/portability.h, MOSS_LEAF_EMULATED)
+// compiles these with the host compiler: no inline assembly; the copies are plain, exp2 the
+// host's, and the probabilities round as the emulated leaf's platform rounds them
+// (MOSS_LEAF_EMULATED_TARGET: 0 NVIDIA, 11/12 AMD). Real builds never see it.
+#if defined(MOSS_LEAF_EMULATED)
+#define MOSS_ATTENTION_DEVICE_ASM 0
+#define MOSS_ATTENTION_ROUNDS_AS_NVIDIA (MOSS_LEAF_EMULATED_TARGET == 0)
+#else
+#define MOSS_ATTENTION_DEVICE_ASM 1
+#define MOSS_ATTENTION_ROUNDS_AS_NVIDIA MOSS_PLATFORM_NVIDIA
+#endif
+
 namespace moss {
 namespace attention_device {
 
@@ -21,7 +33,7 @@ struct alignas(16) Chunk16 {
 // issued; it completes at wait_copies() (which a workgroup barrier must follow before other
 // threads read dst).
 __device__ inline void copy16(void* dst, const void* src) {
-#if MOSS_PLATFORM_NVIDIA
+#if MOSS_PLATFORM_NVIDIA && MOSS_ATTENTION_DEVICE_ASM
   const unsigned saddr = unsigned(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(saddr), "l"(src) : "memory");
 #else
@@ -31,14 +43,14 @@ __device__ inline void copy16(void* dst, const void* src) {
 
 // Closes the group of copies issued since the last call.
 __device__ inline void commit_copies() {
-#if MOSS_PLATFORM_NVIDIA
+#if MOSS_PLATFORM_NVIDIA && MOSS_ATTENTION_DEVICE_ASM
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
 
 // Waits for every committed group of this thread's copies.
 __device__ inline void wait_copies() {
-#if MOSS_PLATFORM_NVIDIA
+#if MOSS_PLATFORM_NVIDIA && MOSS_ATTENTION_DEVICE_ASM
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 #endif
 }
@@ -46,7 +58,9 @@ __device__ inline void wait_copies() {
 // 2^x with the hardware's approximate exp2 (NVIDIA ex2.approx.ftz: 2 ulp; AMD v_exp_f32);
 // exp2(-inf) = 0, which the masked scores rely on.
 __device__ inline float exp2_fast(float x) {
-#if MOSS_PLATFORM_NVIDIA
+#if !MOSS_ATTENTION_DEVICE_ASM
+  return exp2_f(x);
+#elif MOSS_PLATFORM_NVIDIA
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
@@ -60,7 +74,7 @@ __device__ inline float exp2_fast(float x) {
 // v_perm to pack two, where to_bf16 takes five and the v_perm (kernels/probability_rounding.h: to
 // nearest, ties up; bench/sage_attention_fidelity.py measures the attention both ways).
 __device__ inline bf16 probability_bf16(float p) {
-#if MOSS_PLATFORM_NVIDIA
+#if MOSS_ATTENTION_ROUNDS_AS_NVIDIA
   return to_bf16(p);
 #else
   return bf16_from_bits(probability_rounding::bf16_bits_half_up(f32_bits(p)));
@@ -73,7 +87,7 @@ __device__ inline bf16 probability_bf16(float p) {
 // each register pins them; no instruction is emitted. NVIDIA takes no priorities: nothing to pin.
 template <class Frag>
 __device__ inline void computed_here(Frag& x) {
-#if !MOSS_PLATFORM_NVIDIA
+#if !MOSS_PLATFORM_NVIDIA && MOSS_ATTENTION_DEVICE_ASM
 #pragma unroll
   for (auto& v : x.x) asm volatile("" : "+v"(v));
 #else

@@ -27,7 +27,11 @@
 namespace moss {
 namespace leaf {
 
-#if MOSS_PLATFORM_NVIDIA
+#if defined(MOSS_LEAF_EMULATED) && MOSS_LEAF_EMULATED_TARGET == 11  // tests/emulation: gfx11's leaf
+using Layout = mma_layout::Gfx11;
+#elif defined(MOSS_LEAF_EMULATED) && MOSS_LEAF_EMULATED_TARGET == 12  // tests/emulation: gfx12's leaf
+using Layout = mma_layout::Gfx12;
+#elif MOSS_PLATFORM_NVIDIA
 using Layout = mma_layout::Nvidia;
 #elif defined(__GFX11__)
 using Layout = mma_layout::Gfx11;
@@ -104,7 +108,7 @@ __device__ inline void store_c_pair(const FragC& c0, const FragC& c1, Put put) {
   }
 }
 
-#if MOSS_PLATFORM_NVIDIA
+#if MOSS_PLATFORM_NVIDIA && !defined(MOSS_LEAF_EMULATED)  // (the emulation models the instruction)
 // Two bf16 slots in one 32-bit register, the lower slot in bits 15:0 (PTX fragment packing).
 __device__ inline uint32_t pack_pair(bf16 lo, bf16 hi) {
   return uint32_t(bf16_bits(lo)) | (uint32_t(bf16_bits(hi)) << 16);
@@ -136,7 +140,9 @@ __device__ inline void mma_m16n8k16_pairs(FragC& acc, const FragA& a, const Frag
 // acc = A·B + acc for one 16x16x16 block; kF16: the slots hold fp16 bits, not bf16.
 template <bool kF16 = false>
 __device__ inline void mma(FragC& acc, const FragA& a, const FragB& b) {
-#if MOSS_PLATFORM_NVIDIA
+#if defined(MOSS_LEAF_EMULATED)
+  emulated_mma_bf16<kF16>(acc, a, b);  // the host emulation of the device (tests/emulation/runtime/portability.h)
+#elif MOSS_PLATFORM_NVIDIA
   mma_m16n8k16_pairs<kF16>(acc, a, b);
 #elif defined(__GFX11__) || defined(__GFX12__)
   // Operands: 16 values per lane on gfx11 (8 VGPRs, A and B duplicated in both half-waves), 8 on

@@ -36,3 +36,18 @@ target_include_directories(attention_int8_keys_emulated BEFORE PRIVATE ${CMAKE_C
 target_link_libraries(attention_int8_keys_emulated PRIVATE mossinfer_host GTest::gtest GTest::gtest_main)
 target_compile_options(attention_int8_keys_emulated PRIVATE ${_warn} -Wno-unknown-pragmas)
 gtest_discover_tests(attention_int8_keys_emulated TEST_PREFIX "emulated." DISCOVERY_TIMEOUT 60)
+
+# The portable direct-tiling attention (kernels/attention.hip: the int8 QKᵀ variant and the bf16
+# scores' kernel) through the same emulation against the host ops, one program per emulated leaf
+# (NVIDIA's mma.sync and scheme, gfx11's and gfx12's WMMA with the transposed AMD schemes).
+foreach(_leaf nvidia:0 gfx11:11 gfx12:12)
+  string(REPLACE ":" ";" _pair ${_leaf})
+  list(GET _pair 0 _name)
+  list(GET _pair 1 _target)
+  add_executable(attention_emulated_${_name} ${CMAKE_CURRENT_SOURCE_DIR}/emulation/test_attention_int8_emulated.cpp)
+  target_include_directories(attention_emulated_${_name} BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/emulation)
+  target_compile_definitions(attention_emulated_${_name} PRIVATE MOSS_LEAF_EMULATED_TARGET=${_target})
+  target_link_libraries(attention_emulated_${_name} PRIVATE mossinfer_host GTest::gtest GTest::gtest_main)
+  target_compile_options(attention_emulated_${_name} PRIVATE ${_warn} -Wno-unknown-pragmas)
+  gtest_discover_tests(attention_emulated_${_name} TEST_PREFIX "${_name}." DISCOVERY_TIMEOUT 60)
+endforeach()

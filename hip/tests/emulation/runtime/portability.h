@@ -7,7 +7,10 @@
 // compile everywhere: tile copies as struct copies) and, by MOSS_LEAF_EMULATED_TARGET, the leaf of
 // NVIDIA, gfx11 or gfx12: its lane maps (kernels/matrix_layout.h) and an instruction model below
 // written from the vendors' register tables, so each build runs the kernels end to end on one
-// platform's fragments.
+// platform's fragments. The bf16 leaf (kernels/matrix_leaf.h mma, the attention's P·V and bf16
+// scores) is modelled the same way (emulated_mma_bf16), and a kernel's dynamic shared memory
+// (`extern __shared__`, sized by the launch) is one buffer per launch (emu::dynamic_shared), which
+// kernels/attention.hip reads through its emulated-build guard.
 #pragma once
 
 #include <cmath>
@@ -26,7 +29,7 @@
 #define MOSS_PLATFORM_NVIDIA 1
 #define MOSS_PLATFORM_AMD 0
 #define MOSS_DEVICE_SM90A 0
-#define MOSS_LEAF_EMULATED 1  // kernels/matrix_leaf.h's mma_i8 calls emulated_mma_i8
+#define MOSS_LEAF_EMULATED 1  // kernels/matrix_leaf.h's mma_i8 / mma call emulated_mma_i8 / emulated_mma_bf16
 #ifndef MOSS_LEAF_EMULATED_TARGET
 #define MOSS_LEAF_EMULATED_TARGET 0  // the leaf emulated: 0 NVIDIA, 11 gfx11, 12 gfx12 (matrix_leaf.h's LayoutI8)
 #endif
@@ -46,6 +49,11 @@ struct dim3 {
 typedef void* hipStream_t;
 enum hipError_t { hipSuccess = 0 };
 inline hipError_t hipGetLastError() { return hipSuccess; }
+// NVIDIA's opt-in above 48 KiB of dynamic shared memory (kernels/attention.hip's launch): the
+// emulated workgroup's buffer has whatever size the launch asks.
+enum hipFuncAttribute { hipFuncAttributeMaxDynamicSharedMemorySize };
+template <class F>
+hipError_t hipFuncSetAttribute(F, hipFuncAttribute, int) { return hipSuccess; }
 
 namespace moss {
 
@@ -57,6 +65,12 @@ constexpr bool kPlatformNvidia = true;
 struct bf16 {
   uint16_t bits;
 };
+inline bf16 bf16_from_bits(uint16_t b) { return bf16{b}; }
+inline uint32_t f32_bits(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return b;
+}
 inline float to_float(bf16 x) { return bf16_to_f32(x.bits); }
 inline float to_float(float x) { return x; }
 inline bf16 to_bf16(float x) { return bf16{f32_to_bf16(x)}; }
@@ -107,6 +121,7 @@ struct Block {
   Barrier barrier;
   std::vector<Wave> waves;
   dim3 id;
+  std::vector<uint64_t> dynamic_shared;  // the launch's dynamic shared memory (8-byte words)
 };
 
 struct ThreadState {
@@ -118,6 +133,10 @@ inline ThreadState& self() {
   return s;
 }
 inline Wave& my_wave() { return self().block->waves[size_t(self().tid / kWaveSize)]; }
+// The running workgroup's dynamic shared memory (`extern __shared__`): one buffer for the launch,
+// as workgroups run one at a time; filled with 0xA5 bytes once, so a read of LDS that the kernel
+// never wrote sees garbage rather than zeros, as on a device.
+inline void* dynamic_shared() { return self().block->dynamic_shared.data(); }
 
 // Every lane of the wave gives `mine`; returns all 32 lanes' words (lane-major), after which the
 // wave may exchange again.
@@ -131,25 +150,47 @@ inline std::vector<std::vector<uint32_t>> exchange(const std::vector<uint32_t>& 
   return all;
 }
 
+// Where a test asks (tests/emulation/test_attention_int8_emulated.cpp), kernels/attention.hip's
+// int8 QKᵀ variant records its exact int32 scores and each key tile's scale factor here, so the
+// test compares them bit for bit with the host op's arithmetic: sum[(head·tq + query)·tk + key]
+// and c[(head·tq + query)·tiles + tile]; each element is written by one lane. Null: nothing kept.
+struct Int8Scores {
+  int32_t* sum = nullptr;
+  float* c = nullptr;
+  int tq = 0, tk = 0, tiles = 0;
+};
+inline Int8Scores& int8_scores() {
+  static Int8Scores s;
+  return s;
+}
+inline void record_int8_score(int head, int query, int key, int32_t sum, float c) {
+  const Int8Scores& s = int8_scores();
+  if (!s.sum || query >= s.tq || key >= s.tk) return;
+  s.sum[(int64_t(head) * s.tq + query) * s.tk + key] = sum;
+  s.c[(int64_t(head) * s.tq + query) * s.tiles + key / 32] = c;  // one 32-key block a tile
+}
+
 // kernel<<<grid, block>>>(args...): block.x host threads run the workgroups in order, all of
 // them finishing one (a barrier) before any starts the next, so `__shared__` (static) memory is
 // one workgroup's at a time.
 template <class Kernel, class... Args>
-void launch(Kernel kernel, dim3 grid, dim3 block_dim, Args... args) {
+void launch(Kernel kernel, dim3 grid, dim3 block_dim, size_t shared_bytes, Args... args) {
   const int threads = int(block_dim.x);
   Block block(threads);
+  block.dynamic_shared.assign((shared_bytes + 7) / 8, 0xA5A5A5A5A5A5A5A5ull);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
       self().block = &block;
       self().tid = t;
-      for (unsigned by = 0; by < grid.y; ++by)
-        for (unsigned bx = 0; bx < grid.x; ++bx) {
-          if (t == 0) block.id = dim3(bx, by, 0);
-          block.barrier.wait();  // the id is set, and the previous workgroup is done
-          kernel(args...);
-          block.barrier.wait();
-        }
+      for (unsigned bz = 0; bz < grid.z; ++bz)
+        for (unsigned by = 0; by < grid.y; ++by)
+          for (unsigned bx = 0; bx < grid.x; ++bx) {
+            if (t == 0) block.id = dim3(bx, by, bz);
+            block.barrier.wait();  // the id is set, and the previous workgroup is done
+            kernel(args...);
+            block.barrier.wait();
+          }
     });
   for (std::thread& th : pool) th.join();
 }
@@ -160,8 +201,11 @@ inline unsigned lane_id() { return unsigned(emu::self().tid % kWaveSize); }
 inline unsigned thread_x() { return unsigned(emu::self().tid); }
 inline unsigned block_x() { return emu::self().block->id.x; }
 inline unsigned block_y() { return emu::self().block->id.y; }
-inline unsigned block_z() { return 0; }
+inline unsigned block_z() { return emu::self().block->id.z; }
 inline void sync_workgroup() { emu::self().block->barrier.wait(); }
+// The attention's issue-priority hint (AMD's s_setprio; nothing on NVIDIA): no effect on results.
+template <int kLevel>
+inline void wave_priority() {}
 
 inline float shfl(float v, int src_lane) {
   uint32_t bits;
@@ -187,6 +231,7 @@ inline float sqrt_f(float x) { return std::sqrt(x); }
 inline float rsqrt_f(float x) { return 1.0f / std::sqrt(x); }
 inline float exp_f(float x) { return std::exp(x); }
 inline float fast_exp(float x) { return std::exp(x); }
+inline float exp2_f(float x) { return std::exp2(x); }  // kernels/attention_device.h exp2_fast
 inline float log_f(float x) { return std::log(x); }
 inline float tanh_f(float x) { return std::tanh(x); }
 inline float tanh_fast(float x) { return std::tanh(x); }
@@ -292,6 +337,79 @@ void emulated_mma_f8(C& acc, const A& a, const B& b) {
   emulated_mma_bytes<L, double>(acc, a, b, [](uint8_t byte) { return double(e4m3::to_f32(byte)); });
 }
 
+// The bf16 leaf as mma issues it on MOSS_LEAF_EMULATED_TARGET (fp32 accumulation), modelled from
+// each instruction's register tables independently of kernels/matrix_layout.h's maps (g = lane / 4,
+// t = lane % 4, r = lane % 16, h = lane / 16). Slot s of a fragment is the instruction's s-th
+// 16-bit operand element (NVIDIA: register s / 2, low half when s is even; AMD: element s of the
+// builtin's vector).
+//   0   mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 twice (output columns 0-7, then
+//       8-15), PTX tables: A slot s holds row g + 8 ((s / 2) % 2), K 2t + s % 2 + 8 (s / 4); B slot
+//       e of instruction j (slot 4j + e) holds K 2t + e % 2 + 8 (e / 2) of column 8j + g;
+//       accumulator e of instruction j is row g + 8 (e / 2), column 8j + 2t + e % 2.
+//   11  v_wmma_f32_16x16x16_bf16 (wave32), AMD's calculator for RDNA3: A slot s of lane l is
+//       A[r][s], B slot s is B[s][r], lanes r and r + 16 equal; D VGPR i of lane l is
+//       D[2i + h][r].
+//   12  v_wmma_f32_16x16x16_bf16 (wave32), AMD's calculator for RDNA4: A slot s of lane l is
+//       A[r][8 (s / 4) + 4h + s % 4], B slot s is B[that K][r]; D VGPR i is D[8h + i][r].
+// Each output is acc + the sum over K in K order, in fp32 (the devices' internal order and
+// rounding of the 16 products are unspecified; the tests' tolerances cover that).
+template <bool kF16, class C, class A, class B>
+void emulated_mma_bf16(C& acc, const A& a, const B& b) {
+  static_assert(!kF16, "the emulated leaf models the bf16 instruction only");
+  constexpr int kSlotsA = int(sizeof(a.x) / sizeof(a.x[0])), kSlotsB = int(sizeof(b.x) / sizeof(b.x[0]));
+  std::vector<uint32_t> mine;
+  for (const auto& x : a.x) mine.push_back(bf16_bits(x));
+  for (const auto& x : b.x) mine.push_back(bf16_bits(x));
+  const auto all = emu::exchange(mine);
+  auto value = [&](int lane, int slot) { return bf16_to_f32(uint16_t(all[size_t(lane)][size_t(slot)])); };
+  float Am[16][16], Bm[16][16];  // A[m][k], B[k][n]
+  for (int l = 0; l < kWaveSize; ++l) {
+#if MOSS_LEAF_EMULATED_TARGET == 0
+    const int g = l / 4, t = l % 4;
+    for (int s = 0; s < 8; ++s) Am[g + 8 * ((s / 2) % 2)][2 * t + s % 2 + 8 * (s / 4)] = value(l, s);
+    for (int j = 0; j < 2; ++j)
+      for (int e = 0; e < 4; ++e) Bm[2 * t + e % 2 + 8 * (e / 2)][8 * j + g] = value(l, kSlotsA + 4 * j + e);
+#elif MOSS_LEAF_EMULATED_TARGET == 11
+    const int r = l % 16;
+    for (int s = 0; s < 16; ++s) {
+      if (all[size_t(l)][size_t(s)] != all[size_t(l ^ 16)][size_t(s)] ||
+          all[size_t(l)][size_t(kSlotsA + s)] != all[size_t(l ^ 16)][size_t(kSlotsA + s)])
+        leaf_violation() = true;
+      Am[r][s] = value(l, s);
+      Bm[s][r] = value(l, kSlotsA + s);
+    }
+#elif MOSS_LEAF_EMULATED_TARGET == 12
+    const int r = l % 16, h = l / 16;
+    for (int s = 0; s < 8; ++s) {
+      const int k = 8 * (s / 4) + 4 * h + s % 4;
+      Am[r][k] = value(l, s);
+      Bm[k][r] = value(l, kSlotsA + s);
+    }
+#else
+#error "MOSS_LEAF_EMULATED_TARGET: 0 (NVIDIA), 11 (gfx11) or 12 (gfx12)"
+#endif
+  }
+  auto product = [&](int m, int n, float c) {
+    for (int k = 0; k < 16; ++k) c += Am[m][k] * Bm[k][n];
+    return c;
+  };
+  const int lane = int(lane_id());
+#if MOSS_LEAF_EMULATED_TARGET == 0
+  const int g = lane / 4, t = lane % 4;
+  for (int j = 0; j < 2; ++j)
+    for (int e = 0; e < 4; ++e) {
+      float& d = acc.x[4 * j + e];
+      d = product(g + 8 * (e / 2), 8 * j + 2 * t + e % 2, d);
+    }
+#elif MOSS_LEAF_EMULATED_TARGET == 11
+  for (int i = 0; i < 8; ++i) acc.x[i] = product(2 * i + lane / 16, lane % 16, acc.x[i]);
+#else
+  for (int i = 0; i < 8; ++i) acc.x[i] = product(8 * (lane / 16) + i, lane % 16, acc.x[i]);
+#endif
+  static_assert(kSlotsA > 0 && kSlotsB > 0, "fragments hold slots");
+}
+
 }  // namespace moss
 
-#define hipLaunchKernelGGL(kernel, grid, block, shmem, stream, ...) ::moss::emu::launch(kernel, grid, block, __VA_ARGS__)
+#define hipLaunchKernelGGL(kernel, grid, block, shmem, stream, ...) \
+  ::moss::emu::launch(kernel, grid, block, size_t(shmem), __VA_ARGS__)
