@@ -39,6 +39,28 @@ bool aligned_device_rows(const Tensor& t, size_t bytes) {
   return reinterpret_cast<uintptr_t>(t.data) % bytes == 0 && size_t(t.row_stride()) * dtype_size(t.dtype) % bytes == 0;
 }
 
+// The query side and the output of AttentionParams, as both attention entries set them: q (f32 or
+// bf16 rows), its norm and RoPE fused into the kernel where q_rope is given (the caller checked
+// hip_attention_fuses_q_rope), and out.
+void set_q_and_out(AttentionParams& p, const Tensor& q, const MatrixView& mq, const QNormRope* q_rope,
+                   const Tensor& out, const MatrixView& mo) {
+  p.q = q.data;
+  p.q_bf16 = q.dtype == DType::BF16;
+  p.ldq = mq.ld;
+  if (q_rope) {
+    p.q_rope.w = q_rope->w.data;
+    p.q_rope.w_bf16 = q_rope->w.dtype == DType::BF16;
+    p.q_rope.eps = q_rope->eps;
+    p.q_rope.sin = static_cast<const float*>(q_rope->sin.data);
+    p.q_rope.ld_sin = q_rope->sin.row_stride();
+    p.q_rope.cos = static_cast<const float*>(q_rope->cos.data);
+    p.q_rope.ld_cos = q_rope->cos.row_stride();
+  }
+  p.out = out.data;
+  p.out_bf16 = out.dtype == DType::BF16;
+  p.ld_out = mo.ld;
+}
+
 }  // namespace
 
 bool hip_attention_fuses_q_rope(const Tensor& q, const QNormRope& r, int64_t head_dim, AttentionTiling tiling) {
@@ -144,24 +166,10 @@ void hip_attention(HipContext& ctx, const Tensor& q, const Tensor& k, const Tens
     p.v_head_stride = int64_t(tk_pad) * layout.d_pad;
     p.tk_pad = int(tk_pad);
   }
-  p.q = q.data;
-  p.q_bf16 = q.dtype == DType::BF16;
-  p.ldq = mq.ld;
-  if (q_rope) {
-    if (!hip_attention_fuses_q_rope(q, *q_rope, head_dim, tiling))
-      throw failure("attention: q's norm and RoPE cannot be applied in this kernel (head dim " + n(head_dim) +
-                    ", q " + q.shape_str() + ", tables " + q_rope->sin.shape_str() + ")");
-    p.q_rope.w = q_rope->w.data;
-    p.q_rope.w_bf16 = q_rope->w.dtype == DType::BF16;
-    p.q_rope.eps = q_rope->eps;
-    p.q_rope.sin = static_cast<const float*>(q_rope->sin.data);
-    p.q_rope.ld_sin = q_rope->sin.row_stride();
-    p.q_rope.cos = static_cast<const float*>(q_rope->cos.data);
-    p.q_rope.ld_cos = q_rope->cos.row_stride();
-  }
-  p.out = out.data;
-  p.out_bf16 = out.dtype == DType::BF16;
-  p.ld_out = mo.ld;
+  if (q_rope && !hip_attention_fuses_q_rope(q, *q_rope, head_dim, tiling))
+    throw failure("attention: q's norm and RoPE cannot be applied in this kernel (head dim " + n(head_dim) +
+                  ", q " + q.shape_str() + ", tables " + q_rope->sin.shape_str() + ")");
+  set_q_and_out(p, q, mq, q_rope, out, mo);
   p.tq = int(mq.rows);
   p.tk = int(mk.rows);
   p.heads = int(heads);
@@ -265,19 +273,7 @@ void hip_attention_int8_qk(HipContext& ctx, const Tensor& q, const QNormRope& q_
   p.k8.q = static_cast<const int8_t*>(kq_q.data);
   p.k8.scale = static_cast<const float*>(kq_scale.data);
   p.k8.keys_pad = int(keys_pad);
-  p.q = q.data;
-  p.q_bf16 = q.dtype == DType::BF16;
-  p.ldq = mq.ld;
-  p.q_rope.w = q_rope.w.data;
-  p.q_rope.w_bf16 = q_rope.w.dtype == DType::BF16;
-  p.q_rope.eps = q_rope.eps;
-  p.q_rope.sin = static_cast<const float*>(q_rope.sin.data);
-  p.q_rope.ld_sin = q_rope.sin.row_stride();
-  p.q_rope.cos = static_cast<const float*>(q_rope.cos.data);
-  p.q_rope.ld_cos = q_rope.cos.row_stride();
-  p.out = out.data;
-  p.out_bf16 = out.dtype == DType::BF16;
-  p.ld_out = mo.ld;
+  set_q_and_out(p, q, mq, &q_rope, out, mo);
   p.tq = int(mq.rows);
   p.tk = int(keys);
   p.heads = p.kv_heads = int(heads);
